@@ -1,0 +1,30 @@
+"""Model backends. Each engine implements the small protocols in :mod:`.base`."""
+
+from __future__ import annotations
+
+from .base import (
+    ClassifierBackend,
+    GenerationBackend,
+    LogLikelihoodBackend,
+    Progress,
+    ScoreRequest,
+)
+
+__all__ = [
+    "ClassifierBackend",
+    "GenerationBackend",
+    "LogLikelihoodBackend",
+    "Progress",
+    "ScoreRequest",
+    "HFCausalLM",
+]
+
+
+def __getattr__(name: str) -> object:
+    # transformers is imported only when a model is actually used, so `nlieval stats`
+    # and `nlieval report` start quickly.
+    if name == "HFCausalLM":
+        from .hf import HFCausalLM
+
+        return HFCausalLM
+    raise AttributeError(name)

@@ -1,0 +1,260 @@
+"""Causal language models through Hugging Face transformers (the default engine)."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..models import ModelError, ModelSource, local_hf_folder, resolve_model
+from .base import Progress, ScoreRequest
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One forward pass input and the continuations read from its last positions."""
+
+    request: int
+    ids: tuple[int, ...]
+    targets: tuple[tuple[int, tuple[int, ...]], ...]  # (option index, continuation ids)
+
+
+class HFCausalLM:
+    """A causal LM scored by option log-likelihood.
+
+    ``model`` is an alias (``smollm2-135m``), a local folder, a ``.gguf`` file or a hub
+    id. Results do not depend on ``batch_size``.
+
+    >>> lm = HFCausalLM("path/to/tiny-model")                       # doctest: +SKIP
+    >>> lm.loglikelihood([ScoreRequest("Answer:", (" A", " B"))])    # doctest: +SKIP
+    [[-2.31, -1.87]]
+    """
+
+    def __init__(
+        self,
+        model: str | ModelSource,
+        *,
+        revision: str | None = None,
+        dtype: str = "auto",
+        device: str = "auto",
+        batch_size: int | str = "auto",
+        device_map: str | None = None,
+        trust_remote_code: bool = False,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        source = model if isinstance(model, ModelSource) else resolve_model(model, revision)
+        self.name = source.name
+        self.source = local_hf_folder(source)
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device if device_map is None else "cpu")
+        self.dtype = _pick_dtype(dtype, device)
+        kwargs: dict[str, Any] = {"dtype": self.dtype, "trust_remote_code": trust_remote_code}
+        if self.source.revision:
+            kwargs["revision"] = self.source.revision
+        if device_map is not None:
+            kwargs["device_map"] = device_map
+        try:
+            self.tok = AutoTokenizer.from_pretrained(
+                self.source.path,
+                revision=self.source.revision,
+                trust_remote_code=trust_remote_code,
+            )
+            self.model = AutoModelForCausalLM.from_pretrained(self.source.path, **kwargs)
+        except OSError as err:
+            raise ModelError(f"cannot load model {self.name!r} from {self.source.path}: {err}") from err
+        if device_map is None:
+            self.model.to(self.device)
+        else:
+            self.device = next(self.model.parameters()).device
+        self.model.eval()
+        self._fast = bool(getattr(self.tok, "is_fast", False))
+        self._special = set(self.tok.all_special_ids)
+        pad = self.tok.pad_token_id
+        self.pad_id = pad if pad is not None else (self.tok.eos_token_id or 0)
+        params = inspect.signature(self.model.forward).parameters
+        self._keep_arg = "logits_to_keep" if "logits_to_keep" in params else None
+        self.batch_size = batch_size
+
+    # -- tokenization -------------------------------------------------------------
+    def split(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """Token ids of context and continuation, tokenized together then split.
+
+        Tokenizing the whole text keeps any merge across the boundary: a token that
+        straddles it belongs to the continuation, so the score covers every character of
+        the continuation and the context never ends in a token the model would not see.
+        """
+        whole = context + continuation
+        if self._fast:
+            enc = self.tok(whole, return_offsets_mapping=True)
+            ids: list[int] = list(enc["input_ids"])
+            offsets = enc["offset_mapping"]
+            n = len(context)
+            cut = next(
+                (i for i, (s, e) in enumerate(offsets) if e > n and not (s == e and ids[i] in self._special)),
+                len(ids),
+            )
+            cont = ids[cut:]
+            # Some tokenizers append EOS; it is not part of the continuation.
+            while cont and cont[-1] in self._special and offsets[cut + len(cont) - 1][1] <= n:
+                cont.pop()
+            ctx = ids[:cut]
+        else:
+            ids = list(self.tok(whole)["input_ids"])
+            n_ctx = len(self.tok(context)["input_ids"])
+            ctx, cont = ids[:n_ctx], ids[n_ctx:]
+        if not ctx:
+            bos = self.tok.bos_token_id if self.tok.bos_token_id is not None else self.tok.eos_token_id
+            if bos is None:
+                raise ValueError("empty context and the tokenizer has no BOS/EOS token to condition on")
+            ctx = [bos]
+        if not cont:
+            raise ValueError(f"continuation {continuation!r} produced no tokens")
+        return ctx, cont
+
+    def _rows(self, requests: Sequence[ScoreRequest]) -> list[_Row]:
+        rows: list[_Row] = []
+        for r, req in enumerate(requests):
+            parts = [self.split(req.context, c) for c in req.continuations]
+            same_ctx = all(p[0] == parts[0][0] for p in parts)
+            if same_ctx and all(len(p[1]) == 1 for p in parts):
+                # Every option is one token after the same context: one forward pass
+                # gives all of them from the last position.
+                targets = tuple((j, tuple(cont)) for j, (_, cont) in enumerate(parts))
+                rows.append(_Row(r, tuple(parts[0][0]), targets))
+            else:
+                for j, (ctx, cont) in enumerate(parts):
+                    rows.append(_Row(r, tuple(ctx + cont[:-1]), ((j, tuple(cont)),)))
+        return rows
+
+    # -- scoring ------------------------------------------------------------------
+    def loglikelihood(
+        self, requests: Sequence[ScoreRequest], progress: Progress | None = None
+    ) -> list[list[float]]:
+        """Summed log-probability of every continuation of every request."""
+        out = [[float("nan")] * len(req.continuations) for req in requests]
+        rows = self._rows(requests)
+        # Longest first: similar lengths share a batch (less padding), and a too-large
+        # batch fails at once rather than at the end.
+        order = sorted(range(len(rows)), key=lambda i: (-len(rows[i].ids), i))
+        bs = self._batch_size(max((len(r.ids) for r in rows), default=1))
+        remaining = {r: sum(1 for row in rows if row.request == r) for r in range(len(requests))}
+        for start in range(0, len(order), bs):
+            batch = [rows[i] for i in order[start : start + bs]]
+            for row, scores in zip(batch, self._forward(batch)):
+                for (j, _), s in zip(row.targets, scores):
+                    out[row.request][j] = s
+                remaining[row.request] -= 1
+                if remaining[row.request] == 0 and progress is not None:
+                    progress(1)
+        return out
+
+    def _batch_size(self, max_len: int) -> int:
+        if isinstance(self.batch_size, int):
+            return max(1, self.batch_size)
+        return auto_batch_size(self.model, self.device, max_len)
+
+    def _forward(self, batch: Sequence[_Row]) -> list[list[float]]:
+        import torch
+
+        width = max(len(r.ids) for r in batch)
+        keep = max(len(c) for r in batch for _, c in r.targets)
+        ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for b, r in enumerate(batch):
+            # Left padding: every row ends at the last column, so the positions to read
+            # are the same for the whole batch.
+            ids[b, width - len(r.ids) :] = torch.tensor(r.ids)
+            mask[b, width - len(r.ids) :] = 1
+        # Positions count real tokens only, so a padded row sees exactly what it would
+        # see alone (transformers does not derive them from the mask in forward()).
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        kwargs: dict[str, Any] = {"use_cache": False}
+        if self._keep_arg:
+            kwargs[self._keep_arg] = keep
+        with torch.inference_mode():
+            logits = self.model(
+                input_ids=ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                position_ids=pos.to(self.device),
+                **kwargs,
+            ).logits[:, -keep:, :]
+            logprobs = torch.log_softmax(logits.float(), dim=-1).cpu()
+        result: list[list[float]] = []
+        for b, r in enumerate(batch):
+            scores = []
+            for _, cont in r.targets:
+                n = len(cont)
+                idx = torch.arange(keep - n, keep)
+                scores.append(float(logprobs[b, idx, torch.tensor(cont)].sum()))
+            result.append(scores)
+        return result
+
+    # -- generation -----------------------------------------------------------------
+    def generate(
+        self,
+        conversations: Sequence[Sequence[dict[str, str]]],
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> list[str]:
+        """Answers of a chat model, through its chat template, one conversation at a time
+        (greedy unless ``temperature`` > 0)."""
+        import torch
+
+        answers = []
+        for conv in conversations:
+            text = self.tok.apply_chat_template(list(conv), tokenize=False, add_generation_prompt=True)
+            enc = self.tok(text, return_tensors="pt", add_special_tokens=False).to(self.device)
+            torch.manual_seed(seed)
+            with torch.inference_mode():
+                out = self.model.generate(
+                    **enc,
+                    max_new_tokens=max_new_tokens,
+                    do_sample=temperature > 0,
+                    temperature=temperature if temperature > 0 else None,
+                    top_p=None,
+                    top_k=None,
+                    pad_token_id=self.pad_id,
+                )
+            answers.append(self.tok.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True))
+        return answers
+
+
+def _pick_dtype(dtype: str, device: str) -> Any:
+    import torch
+
+    if dtype == "auto":
+        if device.startswith("cuda") and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+        return torch.float32
+    try:
+        return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[dtype]
+    except KeyError:
+        raise ModelError(f"unknown dtype {dtype!r}: use auto, float32, bfloat16 or float16") from None
+
+
+def auto_batch_size(model: Any, device: Any, max_len: int) -> int:
+    """A batch size that fits in free memory; results never depend on it.
+
+    On CPU memory is rarely the limit and larger batches gain little, so 8 rows.
+    On CUDA, a quarter of free memory over a rough per-row activation estimate.
+    """
+    import torch
+
+    if getattr(device, "type", str(device)) != "cuda":
+        return 8
+    free, _ = torch.cuda.mem_get_info(device)
+    cfg = model.config
+    hidden = getattr(cfg, "hidden_size", 4096)
+    layers = getattr(cfg, "num_hidden_layers", 32)
+    vocab = getattr(cfg, "vocab_size", 32000)
+    per_row = max_len * hidden * 2 * 16 + max_len * hidden * layers * 2 * 2 + vocab * 4 * 4
+    return int(max(1, min(256, (free // 4) // max(per_row, 1))))

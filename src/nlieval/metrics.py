@@ -1,0 +1,115 @@
+"""Metrics per sweep point, recomputed from saved records (no model needed).
+
+A sweep point is (model, checkpoint, task, k, seed); rows aggregate seeds into a mean and
+a sample standard deviation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from sklearn.metrics import accuracy_score, confusion_matrix, f1_score
+
+from .types import Record
+
+GroupKey = tuple[str, str | None, str, int]  # model, checkpoint, task, k
+
+
+def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
+    """Accuracy, macro F1, mean gold-option NLL, predicted-label shares and the confusion
+    matrix of the records of one sweep point (items without a gold label are ignored).
+
+    An unparseable answer (``pred`` None) counts as wrong; it is its own column in the
+    confusion matrix only through ``n_unparsed``.
+
+    >>> from nlieval.types import Record
+    >>> r = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
+    ...            (0.87, 0.13), "entailment", "entailment")
+    >>> point_metrics([r])["accuracy"]
+    1.0
+    """
+    labelled = [r for r in records if r.gold is not None]
+    if not labelled:
+        raise ValueError("no labelled records to score")
+    labels = list(labelled[0].labels)
+    gold = [r.gold for r in labelled]
+    # sklearn needs a label for every prediction; an unparsed answer gets a sentinel that
+    # matches no gold label, so it is scored wrong but never dropped.
+    pred = [r.pred if r.pred is not None else "<unparsed>" for r in labelled]
+    n = len(labelled)
+    pred_counts = Counter(pred)
+    gold_counts = Counter(gold)
+    nll = [r.gold_nll for r in labelled]
+    finite = [x for x in nll if math.isfinite(x)]
+    return {
+        "n": n,
+        "accuracy": float(accuracy_score(gold, pred)),
+        "macro_f1": float(f1_score(gold, pred, labels=labels, average="macro", zero_division=0)),
+        "per_class_f1": dict(
+            zip(labels, (float(x) for x in f1_score(gold, pred, labels=labels, average=None, zero_division=0)))
+        ),
+        "gold_nll": float(np.mean(finite)) if finite else math.nan,
+        "pred_dist": {lab: pred_counts.get(lab, 0) / n for lab in labels},
+        "n_unparsed": pred_counts.get("<unparsed>", 0),
+        "confusion": confusion_matrix(gold, pred, labels=labels).tolist(),
+        "labels": labels,
+        "chance": 1.0 / len(labels),
+        "majority_baseline": max(gold_counts.values()) / n,
+    }
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+    arr = np.asarray(values, dtype=float)
+    return float(arr.mean()), float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
+
+
+def group_records(records: Iterable[Record]) -> dict[GroupKey, dict[int, list[Record]]]:
+    """Records by (model, checkpoint, task, k), then by seed."""
+    groups: dict[GroupKey, dict[int, list[Record]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        groups[(r.model, r.checkpoint, r.task, r.k)][r.seed].append(r)
+    return groups
+
+
+def summarize(records: Iterable[Record]) -> list[dict[str, Any]]:
+    """One row per (model, checkpoint, task, k): metrics per seed and their mean/std.
+
+    Only items scored under every seed of a row enter it, so seeds compare like for like
+    even while a run is still incomplete.
+    """
+    rows = []
+    for (model, ckpt, task, k), by_seed in sorted(
+        group_records(records).items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2], kv[0][3])
+    ):
+        common = set.intersection(*({r.item_id for r in recs} for recs in by_seed.values()))
+        per_seed = []
+        for seed in sorted(by_seed):
+            recs = [r for r in by_seed[seed] if r.item_id in common]
+            if any(r.gold is not None for r in recs):
+                per_seed.append({"seed": seed, **point_metrics(recs)})
+        if not per_seed:
+            continue
+        row: dict[str, Any] = {
+            "model": model,
+            "checkpoint": ckpt,
+            "task": task,
+            "k": k,
+            "n": per_seed[0]["n"],
+            "seeds": [p["seed"] for p in per_seed],
+            "labels": per_seed[0]["labels"],
+            "chance": per_seed[0]["chance"],
+            "majority_baseline": per_seed[0]["majority_baseline"],
+        }
+        for name in ("accuracy", "macro_f1", "gold_nll"):
+            row[name], row[name + "_std"] = _mean_std([p[name] for p in per_seed])
+        row["pred_dist"] = {
+            lab: float(np.mean([p["pred_dist"][lab] for p in per_seed])) for lab in row["labels"]
+        }
+        row["n_unparsed"] = sum(p["n_unparsed"] for p in per_seed)
+        row["per_seed"] = per_seed
+        rows.append(row)
+    return rows

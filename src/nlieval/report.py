@@ -1,0 +1,115 @@
+"""Tables from results: Markdown summaries, recomputed from saved records."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .metrics import summarize
+from .runs import RunFolder, iter_run_records
+
+
+def _pm(mean: float, std: float, n_seeds: int, digits: int = 3) -> str:
+    if math.isnan(mean):
+        return "n/a"
+    return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if n_seeds > 1 else "")
+
+
+def _short(label: str) -> str:
+    return {"entailment": "E", "neutral": "N", "contradiction": "C", "non-entailment": "non-E"}.get(
+        label, label
+    )
+
+
+def metrics_table(rows: Sequence[Mapping[str, Any]], timing: Mapping[str, Any] | None = None) -> str:
+    """A Markdown table, one line per (model, checkpoint, task, k).
+
+    >>> print(metrics_table([]))
+    (no scored records yet)
+    """
+    if not rows:
+        return "(no scored records yet)"
+    show_ckpt = any(r.get("checkpoint") for r in rows)
+    show_time = bool(timing)
+    head = ["model"] + (["checkpoint"] if show_ckpt else []) + [
+        "task", "k", "n", "seeds", "accuracy", "macro F1", "gold NLL", "chance", "predicted labels",
+    ] + (["items/s"] if show_time else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        ns = len(r["seeds"])
+        dist = " ".join(f"{_short(lab)} {share:.0%}" for lab, share in r["pred_dist"].items())
+        if r.get("n_unparsed"):
+            dist += f" unparsed {r['n_unparsed']}"
+        cells = [r["model"]] + ([r.get("checkpoint") or ""] if show_ckpt else []) + [
+            r["task"],
+            str(r["k"]),
+            str(r["n"]),
+            str(ns),
+            _pm(r["accuracy"], r["accuracy_std"], ns),
+            _pm(r["macro_f1"], r["macro_f1_std"], ns),
+            _pm(r["gold_nll"], r["gold_nll_std"], ns),
+            f"{r['chance']:.3f}",
+            dist,
+        ]
+        if show_time:
+            cells.append(_rate(timing or {}, r))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _rate(timing: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    secs = items = 0.0
+    for seed in row["seeds"]:
+        t = timing.get("|".join(str(x) for x in (row.get("checkpoint") or "", row["task"], row["k"], seed)))
+        if t:
+            secs += t["seconds"]
+            items += t["items"]
+    return f"{items / secs:.1f}" if secs > 0 else ""
+
+
+def markdown_summary(results: Mapping[str, Any]) -> str:
+    """The ``summary.md`` of a run folder."""
+    cfg = results.get("config") or {}
+    env = results.get("environment") or {}
+    lines = [
+        f"# nlieval run: {cfg.get('model', '?')}",
+        "",
+        f"tasks {', '.join(cfg.get('tasks', []))}; shots {cfg.get('shots')}; seeds {cfg.get('seeds')}; "
+        f"limit {cfg.get('limit')}",
+        f"nlieval {env.get('versions', {}).get('nlieval')}, torch {env.get('versions', {}).get('torch')}, "
+        f"transformers {env.get('versions', {}).get('transformers')}, commit {env.get('git_commit')}",
+        "",
+        metrics_table(results.get("metrics", []), results.get("timing", {}).get("sweep_points")),
+        "",
+    ]
+    for task, info in (results.get("data") or {}).items():
+        dropped = ", ".join(f"{v} {k}" for k, v in (info.get("dropped") or {}).items()) or "none"
+        lines.append(
+            f"- {task}: {info['items']} of {info['items_in_split']} items of {info['split']} "
+            f"({info['source']}); dropped: {dropped}; few-shot pool: {info.get('pool')}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def report(folders: Iterable[str | Path], write: bool = True) -> str:
+    """Recompute metrics from the records of one or more run folders; no model is loaded.
+
+    With ``write``, each folder's ``results.json`` and ``summary.md`` are rewritten from its
+    records. Returns a Markdown table over all folders.
+
+    >>> print(report(["runs/gemma"]))    # doctest: +SKIP
+    """
+    folders = list(folders)
+    if write:
+        from .runner import finalize
+
+        for f in folders:
+            rf = RunFolder(f)
+            finalize(rf, rf.read_config())
+    rows = summarize(iter_run_records(folders))
+    timing: dict[str, Any] = {}
+    if len(folders) == 1:
+        timing = RunFolder(folders[0]).read_results().get("timing", {}).get("sweep_points", {})
+    return metrics_table(rows, timing)

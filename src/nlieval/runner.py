@@ -1,0 +1,178 @@
+"""A whole run: config -> items -> predictions -> records -> metrics -> report."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from . import data
+from .backends.base import LogLikelihoodBackend
+from .metrics import summarize
+from .report import markdown_summary
+from .runs import RunConfig, RunFolder, environment
+from .scoring import SweepPoint, make_sweep_point, score_items
+from .types import Item
+
+log = logging.getLogger(__name__)
+
+BackendFactory = Callable[[RunConfig, str | None], LogLikelihoodBackend]
+
+#: Items scored per durable write: a crash loses at most this many items' work.
+CHUNK = 32
+
+
+def default_backend(config: RunConfig, checkpoint: str | None) -> LogLikelihoodBackend:
+    """The transformers backend for the config's model (or one of its checkpoints)."""
+    from .backends.hf import HFCausalLM
+
+    model = checkpoint if checkpoint and Path(checkpoint).exists() else config.model
+    revision = checkpoint if checkpoint and not Path(checkpoint).exists() else config.revision
+    return HFCausalLM(
+        model,
+        revision=revision,
+        dtype=config.dtype,
+        device=config.device,
+        batch_size=config.batch_size,
+    )
+
+
+def plan(config: RunConfig) -> list[tuple[data.Dataset, list[SweepPoint], dict[str, Any]]]:
+    """Load every task, its few-shot pool and the fixed draws of every sweep point.
+
+    Returns per task: the dataset (cut to ``limit``), its sweep points, and a report of
+    the data (source, items, dropped counts, pool).
+    """
+    out = []
+    for task in config.tasks:
+        spec = data.get_task(task)
+        ds = data.load_task(task, config.data_dir, config.split, skip_bad=config.skip_bad)
+        items = ds.items[: config.limit] if config.limit else ds.items
+        pool: Sequence[Item] = ()
+        pool_is_test = False
+        pool_source = None
+        if any(k > 0 for k in config.shots):
+            pool_ds, pool_is_test = data.load_pool(task, config.data_dir, skip_bad=config.skip_bad)
+            pool, pool_source = pool_ds.items, f"{pool_ds.source} ({pool_ds.split})"
+        points = []
+        for k in config.shots:
+            # k = 0 has no draw: one seed is enough, the others would repeat it exactly.
+            for seed in config.seeds if k > 0 else config.seeds[:1]:
+                points.append(
+                    make_sweep_point(
+                        spec.name, spec.family, ds.labels, k, seed, pool, pool_is_test,
+                        config.balanced, config.template or spec.template,
+                    )
+                )
+        info = {
+            "source": ds.source,
+            "split": ds.split,
+            "items": len(items),
+            "items_in_split": len(ds.items),
+            "dropped": dict(ds.dropped),
+            "skipped_bad": ds.skipped_bad,
+            "pool": pool_source,
+            "pool_is_test_split": pool_is_test,
+        }
+        out.append((dataclasses.replace(ds, items=tuple(items)), points, info))
+    return out
+
+
+def run(
+    config: RunConfig,
+    out_dir: str | Path,
+    *,
+    backend_factory: BackendFactory = default_backend,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run (or resume) an evaluation and write the run folder; returns ``results.json``.
+
+    >>> cfg = RunConfig(model="smollm2-135m", tasks=("smoke",), shots=(0, 5))  # doctest: +SKIP
+    >>> run(cfg, "runs/smoke")["metrics"][0]["accuracy"]                        # doctest: +SKIP
+    """
+    folder = RunFolder(out_dir)
+    folder.start(config, overwrite=overwrite)
+    done = folder.done_keys()
+    planned = plan(config)
+    checkpoints: Sequence[str | None] = config.checkpoints or (None,)
+    model_name = config.model
+    todo_total = sum(
+        1
+        for ckpt in checkpoints
+        for ds, points, _ in planned
+        for p in points
+        for it in ds.items
+        if (model_name, ckpt, p.task, p.k, p.seed, it.id) not in done
+    )
+    if done:
+        log.info("resuming %s: %d records already there, %d items to go", out_dir, len(done), todo_total)
+    started = time.time()
+    timing: dict[str, dict[str, Any]] = folder.read_results().get("timing", {}).get("sweep_points", {})
+    bar = tqdm(total=todo_total, unit="item", disable=not progress or todo_total == 0, dynamic_ncols=True)
+    try:
+        for ckpt in checkpoints:
+            backend: LogLikelihoodBackend | None = None
+            for ds, points, _ in planned:
+                for p in points:
+                    todo = [it for it in ds.items if (model_name, ckpt, p.task, p.k, p.seed, it.id) not in done]
+                    if not todo:
+                        continue
+                    if backend is None:
+                        # Loaded only when there is work: a finished run resumes instantly.
+                        backend = backend_factory(config, ckpt)
+                    bar.set_description(f"{p.task} k={p.k} seed={p.seed}" + (f" {ckpt}" if ckpt else ""))
+                    t0 = time.time()
+                    for start in range(0, len(todo), CHUNK):
+                        chunk = todo[start : start + CHUNK]
+                        recs = score_items(
+                            backend, p, chunk, model=model_name, checkpoint=ckpt,
+                            save_prompt=config.save_prompts, progress=bar.update,
+                            meta_fn=lambda it: dict(it.meta),
+                        )
+                        folder.append(recs)
+                    key = "|".join(str(x) for x in (ckpt or "", p.task, p.k, p.seed))
+                    spent = timing.setdefault(key, {"seconds": 0.0, "items": 0})
+                    spent["seconds"] = round(spent["seconds"] + time.time() - t0, 3)
+                    spent["items"] += len(todo)
+    finally:
+        bar.close()
+    elapsed = time.time() - started
+    return finalize(folder, config, planned, elapsed if todo_total else None, timing)
+
+
+def finalize(
+    folder: RunFolder,
+    config: RunConfig | None,
+    planned: list[tuple[data.Dataset, list[SweepPoint], dict[str, Any]]] | None = None,
+    elapsed: float | None = None,
+    timing: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Recompute the metrics from the saved records and (re)write results and summary."""
+    old = folder.read_results()
+    results: dict[str, Any] = {
+        "config": config.to_dict() if config else old.get("config"),
+        "environment": environment(),
+        "data": old.get("data", {}),
+        "draws": old.get("draws", {}),
+        "timing": old.get("timing", {}),
+    }
+    for ds, points, info in planned or []:
+        results["data"][ds.task] = info
+        draws = results["draws"].setdefault(ds.task, {})
+        for p in points:
+            draws.setdefault(str(p.k), {})[str(p.seed)] = list(p.shot_ids)
+    if elapsed is not None:
+        results["timing"]["last_invocation_s"] = round(elapsed, 2)
+    if timing is not None:
+        # Wall time of the scoring loop per sweep point, summed over invocations
+        # (model loading excluded).
+        results["timing"]["sweep_points"] = timing
+    results["metrics"] = summarize(folder.iter_records())
+    folder.write_results(results, markdown_summary(results))
+    return results

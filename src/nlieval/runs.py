@@ -1,0 +1,251 @@
+"""The run folder: configuration, per-item records (append-only JSONL), results.
+
+Layout of a run folder::
+
+    config.json     the configuration that made it (checked again on resume)
+    records.jsonl   one Record per line, appended and fsync'ed while the run goes
+    results.json    configuration, versions, git commit, few-shot draws and metrics
+    summary.md      the metrics as a Markdown table
+
+A run killed at any moment (even mid-write) is resumed by the same command: a partial last
+line is cut off, finished items are skipped, and no record is ever duplicated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .types import Record
+
+RECORDS = "records.jsonl"
+CONFIG = "config.json"
+RESULTS = "results.json"
+SUMMARY = "summary.md"
+
+
+class RunError(RuntimeError):
+    """A run folder that cannot be used as asked (the message says why)."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines a run. ``IDENTITY`` fields must match to resume a folder;
+    the others (tasks, shots, seeds, limit) may grow between invocations."""
+
+    model: str
+    tasks: tuple[str, ...]
+    shots: tuple[int, ...] = (0,)
+    seeds: tuple[int, ...] = (0,)
+    limit: int | None = None
+    split: str | None = None
+    data_dir: str | None = None
+    template: str | None = None
+    balanced: bool = False
+    batch_size: int | str = "auto"
+    dtype: str = "auto"
+    device: str = "auto"
+    revision: str | None = None
+    checkpoints: tuple[str, ...] = ()
+    skip_bad: bool = False
+    save_prompts: bool = True
+
+    IDENTITY = ("model", "split", "template", "balanced", "dtype", "revision")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RunConfig:
+        known = {f.name for f in fields(cls)}
+        kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in known}
+        return cls(**kw)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    # Write-then-rename: readers (and a crash) only ever see a complete file.
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+class RunFolder:
+    """A run folder on disk.
+
+    >>> rf = RunFolder("runs/demo")            # doctest: +SKIP
+    >>> done = rf.done_keys()                  # doctest: +SKIP
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._keys: set[tuple[Any, ...]] = set()
+
+    @property
+    def records_path(self) -> Path:
+        return self.path / RECORDS
+
+    def exists(self) -> bool:
+        return (self.path / CONFIG).is_file() or self.records_path.is_file()
+
+    def start(self, config: RunConfig, overwrite: bool = False) -> None:
+        """Create the folder, or check that an existing one was made by a compatible config."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        cfg_path = self.path / CONFIG
+        if cfg_path.is_file() and not overwrite:
+            old = json.loads(cfg_path.read_text(encoding="utf-8"))
+            diff = [f for f in RunConfig.IDENTITY if old.get(f) != config.to_dict().get(f)]
+            if diff:
+                detail = ", ".join(f"{f}: {old.get(f)!r} -> {config.to_dict().get(f)!r}" for f in diff)
+                raise RunError(
+                    f"{self.path} holds a run made with other settings ({detail}); "
+                    "choose another --out, or pass --overwrite to start it again"
+                )
+        if overwrite:
+            for name in (RECORDS, RESULTS, SUMMARY):
+                (self.path / name).unlink(missing_ok=True)
+        _atomic_write(cfg_path, json.dumps(config.to_dict(), indent=2) + "\n")
+
+    def repair(self) -> int:
+        """Cut a partial last line left by a crash mid-write; return bytes removed."""
+        p = self.records_path
+        if not p.is_file():
+            return 0
+        size = p.stat().st_size
+        if size == 0:
+            return 0
+        with open(p, "rb+") as f:
+            # Scan back for the last newline in blocks: the file may be large.
+            pos, block = size, 1 << 16
+            while pos > 0:
+                start = max(0, pos - block)
+                f.seek(start)
+                chunk = f.read(pos - start)
+                nl = chunk.rfind(b"\n")
+                if nl >= 0:
+                    end = start + nl + 1
+                    break
+                pos = start
+            else:
+                end = 0
+            if end < size:
+                f.truncate(end)
+                f.flush()
+                os.fsync(f.fileno())
+            return size - end
+
+    def iter_records(self) -> Iterator[Record]:
+        """Every record, first occurrence of each key only."""
+        p = self.records_path
+        if not p.is_file():
+            return
+        seen: set[tuple[Any, ...]] = set()
+        with open(p, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                if not line.endswith("\n"):
+                    break  # a partial tail from a crash: not a record yet
+                try:
+                    rec = Record.from_dict(json.loads(line))
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+                    raise RunError(f"{p}:{lineno}: unreadable record: {err}") from err
+                if rec.key not in seen:
+                    seen.add(rec.key)
+                    yield rec
+
+    def records(self) -> list[Record]:
+        return list(self.iter_records())
+
+    def done_keys(self) -> set[tuple[Any, ...]]:
+        """Keys of the finished records (after repairing a crashed tail)."""
+        self.repair()
+        self._keys = {r.key for r in self.iter_records()}
+        return set(self._keys)
+
+    def append(self, records: Sequence[Record]) -> None:
+        """Append records durably; keys already present are not written again."""
+        new = [r for r in records if r.key not in self._keys]
+        if not new:
+            return
+        data = "".join(r.to_json() + "\n" for r in new)
+        with open(self.records_path, "a", encoding="utf-8") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        self._keys.update(r.key for r in new)
+
+    def write_results(self, results: Mapping[str, Any], summary: str) -> None:
+        _atomic_write(self.path / RESULTS, json.dumps(results, indent=2, allow_nan=True) + "\n")
+        _atomic_write(self.path / SUMMARY, summary)
+
+    def read_results(self) -> dict[str, Any]:
+        p = self.path / RESULTS
+        if not p.is_file():
+            return {}
+        return dict(json.loads(p.read_text(encoding="utf-8")))
+
+    def read_config(self) -> RunConfig | None:
+        p = self.path / CONFIG
+        if not p.is_file():
+            return None
+        return RunConfig.from_dict(json.loads(p.read_text(encoding="utf-8")))
+
+
+def environment() -> dict[str, Any]:
+    """Package versions, Python, platform and the git commit of nlieval's source."""
+    versions = {}
+    for pkg in ("nlieval", "torch", "transformers", "numpy", "scipy", "scikit-learn", "gguf", "accelerate"):
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            versions[pkg] = None
+    return {
+        "versions": versions,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "git_commit": _git_commit(),
+        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _git_commit() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    dirty = subprocess.run(
+        ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True, text=True, timeout=5, check=False,
+    ).stdout.strip()
+    return out.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def iter_run_records(folders: Iterable[str | Path]) -> Iterator[Record]:
+    """Records of several run folders, in order."""
+    for folder in folders:
+        rf = RunFolder(folder)
+        if not rf.exists():
+            raise RunError(f"{folder} is not a run folder (no {CONFIG} or {RECORDS})")
+        yield from rf.iter_records()

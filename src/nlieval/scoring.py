@@ -1,0 +1,101 @@
+"""Choice-based scoring: items of one sweep point -> prompts -> option NLL -> records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .backends.base import LogLikelihoodBackend, Progress, ScoreRequest
+from .prompts import Prompt, PromptBuilder, draw_shots
+from .types import Item, Label, Record, softmax
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One (task, k, seed) of a sweep, with its fixed few-shot draw."""
+
+    task: str
+    k: int
+    seed: int
+    labels: tuple[Label, ...]
+    builder: PromptBuilder
+    pool: tuple[Item, ...]
+    pool_is_test: bool
+    balanced: bool
+
+    @property
+    def shot_ids(self) -> tuple[str, ...]:
+        return tuple(s.id for s in self.builder.shots)
+
+    def prompt(self, item: Item) -> Prompt:
+        """The item's prompt; the sweep point's shots, unless the item is one of them."""
+        if item.id in self.shot_ids:
+            alt = draw_shots(self.pool, self.task, self.k, self.seed, self.balanced, exclude=item.id)
+            return self.builder.build(item, alt)
+        return self.builder.build(item)
+
+
+def make_sweep_point(
+    task: str,
+    family: str,
+    labels: Sequence[Label],
+    k: int,
+    seed: int,
+    pool: Sequence[Item],
+    pool_is_test: bool,
+    balanced: bool = False,
+    template: str | None = None,
+) -> SweepPoint:
+    """Draw the shots of (task, k, seed) once and fix the prompt builder.
+
+    >>> from nlieval.types import NLI3
+    >>> pool = [Item(str(i), "p", "h", NLI3[i % 3]) for i in range(9)]
+    >>> sp = make_sweep_point("t", "nli3", NLI3, 2, 0, pool, True)
+    >>> len(sp.shot_ids)
+    2
+    """
+    shots = draw_shots(pool, task, k, seed, balanced)
+    builder = PromptBuilder(family, labels, shots, template)
+    return SweepPoint(task, k, seed, tuple(labels), builder, tuple(pool), pool_is_test, balanced)
+
+
+def score_items(
+    backend: LogLikelihoodBackend,
+    point: SweepPoint,
+    items: Sequence[Item],
+    *,
+    model: str,
+    checkpoint: str | None = None,
+    save_prompt: bool = True,
+    progress: Progress | None = None,
+    meta_fn: Callable[[Item], dict[str, object]] | None = None,
+) -> list[Record]:
+    """Score ``items`` at one sweep point; one :class:`Record` per item, in order."""
+    prompts = [point.prompt(it) for it in items]
+    requests = [
+        ScoreRequest(p.text, p.continuations, prefix_len=len(p.prefix)) for p in prompts
+    ]
+    scores = backend.loglikelihood(requests, progress)
+    labels = tuple(lab.value for lab in point.labels)
+    records = []
+    for it, p, ll in zip(items, prompts, scores):
+        best = max(range(len(ll)), key=lambda i: (ll[i], -i))  # ties go to the first option
+        records.append(
+            Record(
+                task=point.task,
+                item_id=it.id,
+                model=model,
+                k=point.k,
+                seed=point.seed,
+                labels=labels,
+                loglik=tuple(ll),
+                probs=softmax(ll),
+                pred=labels[best],
+                gold=it.label.value if it.label is not None else None,
+                checkpoint=checkpoint,
+                prompt=p.text if save_prompt else "",
+                shots=p.shots,
+                meta=meta_fn(it) if meta_fn else {},
+            )
+        )
+    return records

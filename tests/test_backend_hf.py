@@ -1,0 +1,96 @@
+"""The transformers backend on tiny random models: exact log-likelihoods, batch invariance."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from nlieval.backends.base import ScoreRequest
+from nlieval.backends.hf import HFCausalLM
+
+PROMPT = (
+    "Premise: A man is playing a guitar on stage.\nHypothesis: A person makes music.\n"
+    "A. Entailment\nB. Neutral\nC. Contradiction\nAnswer:"
+)
+
+
+def _requests() -> list[ScoreRequest]:
+    reqs = []
+    for i in range(11):
+        ctx = PROMPT.replace("guitar", "guitar " * (i % 5 + 1)) + ("" if i % 2 else "")
+        reqs.append(ScoreRequest("Two dogs run. " * (i % 4) + ctx, (" A", " B", " C")))
+    # Multi-token continuations force the one-row-per-option path.
+    reqs.append(ScoreRequest("The woman is", (" sleeping", " outside in the snow", " a cat")))
+    reqs.append(ScoreRequest("Answer", (": A", ":B", " Contradiction")))
+    return reqs
+
+
+def _brute_force(lm: HFCausalLM, context: str, continuation: str) -> float:
+    """Unpadded, unbatched, full-logits reference."""
+    ctx, cont = lm.split(context, continuation)
+    ids = torch.tensor([ctx + cont])
+    with torch.no_grad():
+        logits = lm.model(input_ids=ids).logits[0].float()
+    logp = torch.log_softmax(logits, -1)
+    return sum(float(logp[len(ctx) - 1 + t, tok]) for t, tok in enumerate(cont))
+
+
+@pytest.fixture(scope="module", params=["tiny_llama", "tiny_gemma"])
+def lm(request: pytest.FixtureRequest) -> HFCausalLM:
+    folder: Path = request.getfixturevalue(request.param)
+    return HFCausalLM(str(folder), batch_size=4)
+
+
+def test_split_keeps_whole_tokenization(lm: HFCausalLM) -> None:
+    for ctx, cont in [(PROMPT, " A"), ("Answer", ": A"), ("The woman is", " sleeping")]:
+        a, b = lm.split(ctx, cont)
+        whole = lm.tok(ctx + cont)["input_ids"]
+        assert a + b == whole
+        assert b, "continuation must not be empty"
+        assert lm.tok.decode(b).endswith(cont.strip()[-1])
+
+
+def test_split_handles_merge_across_boundary(lm: HFCausalLM) -> None:
+    # "Answ" + "er" is tokenized as one piece when written together; the merged token
+    # must go to the continuation so that the context is what the model really sees.
+    ctx_alone = lm.tok("Answ")["input_ids"]
+    a, b = lm.split("Answ", "er")
+    assert a + b == lm.tok("Answer")["input_ids"]
+    assert len(a) < len(ctx_alone) or a == ctx_alone
+
+
+def test_loglikelihood_matches_brute_force(lm: HFCausalLM) -> None:
+    reqs = _requests()
+    got = lm.loglikelihood(reqs)
+    for req, scores in zip(reqs, got):
+        for cont, s in zip(req.continuations, scores):
+            assert s == pytest.approx(_brute_force(lm, req.context, cont), abs=1e-4)
+            assert s < 0 and math.isfinite(s)
+
+
+def test_batch_size_does_not_change_scores(lm: HFCausalLM) -> None:
+    reqs = _requests()
+    lm.batch_size = 1
+    one = lm.loglikelihood(reqs)
+    lm.batch_size = 16
+    many = lm.loglikelihood(reqs)
+    lm.batch_size = 4
+    for a, b in zip(one, many):
+        assert max(abs(x - y) for x, y in zip(a, b)) < 1e-4
+        assert a.index(max(a)) == b.index(max(b))
+
+
+def test_progress_counts_every_request(lm: HFCausalLM) -> None:
+    seen: list[int] = []
+    reqs = _requests()
+    lm.loglikelihood(reqs, progress=seen.append)
+    assert sum(seen) == len(reqs)
+
+
+def test_generate_returns_text(tiny_llama: Path) -> None:
+    lm = HFCausalLM(str(tiny_llama))
+    out = lm.generate([[{"role": "user", "content": "Premise: A man sleeps."}]], max_new_tokens=3)
+    assert len(out) == 1 and isinstance(out[0], str)

@@ -1,0 +1,177 @@
+"""Run folders: records, results, resume after a crash (also kill -9), determinism."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from nlieval.backends.base import Progress, ScoreRequest
+from nlieval.report import report
+from nlieval.runner import run
+from nlieval.runs import RECORDS, RunConfig, RunError, RunFolder
+
+
+class HashLM:
+    """A deterministic fake LM: scores depend only on the text (for fast loop tests)."""
+
+    name = "hash"
+
+    def __init__(self, fail_after: int | None = None) -> None:
+        self.calls = 0
+        self.fail_after = fail_after
+        self.scored = 0
+
+    def loglikelihood(self, requests: Sequence[ScoreRequest], progress: Progress | None = None) -> list[list[float]]:
+        self.calls += 1
+        if self.fail_after is not None and self.calls > self.fail_after:
+            raise KeyboardInterrupt("simulated crash")
+        out = []
+        for r in requests:
+            out.append([-(int(hashlib.sha256((r.context + c).encode()).hexdigest()[:6], 16) % 1000) / 100
+                        for c in r.continuations])
+            if progress:
+                progress(1)
+        self.scored += len(requests)
+        return out
+
+
+def _cfg(**kw: object) -> RunConfig:
+    base: dict[str, object] = {"model": "hash", "tasks": ("smoke",), "shots": (0, 2), "seeds": (0, 1)}
+    base.update(kw)
+    return RunConfig(**base)  # type: ignore[arg-type]
+
+
+def _records(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / RECORDS).read_text().splitlines()]
+
+
+def test_run_writes_records_results_and_summary(tmp_path: Path) -> None:
+    res = run(_cfg(), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    recs = _records(tmp_path / "r")
+    # 48 items at k=0 (one seed: no draw to vary) + 48 x 2 seeds at k=2.
+    assert len(recs) == 48 * 3
+    assert {(r["k"], r["seed"]) for r in recs} == {(0, 0), (2, 0), (2, 1)}
+    rows = {(m["task"], m["k"]): m for m in res["metrics"]}
+    assert rows[("smoke", 2)]["seeds"] == [0, 1]
+    for m in res["metrics"]:
+        assert 0 <= m["accuracy"] <= 1 and 0 <= m["macro_f1"] <= 1
+        assert len(m["per_seed"][0]["confusion"]) == 3
+    saved = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert saved["config"]["shots"] == [0, 2]
+    assert saved["draws"]["smoke"]["2"]["0"] == recs[-1]["shots"] or saved["draws"]["smoke"]["2"]["1"] == recs[-1]["shots"]
+    assert "torch" in saved["environment"]["versions"]
+    assert "| smoke | 2 |" in (tmp_path / "r" / "summary.md").read_text()
+
+
+def test_records_carry_prompt_probs_and_shots(tmp_path: Path) -> None:
+    run(_cfg(), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    r = [x for x in _records(tmp_path / "r") if x["k"] == 2][0]
+    assert r["prompt"].endswith("Answer:") and r["prompt"].count("Answer:") == 3
+    assert abs(sum(r["probs"]) - 1) < 1e-9 and len(r["loglik"]) == 3
+    assert r["pred"] == r["labels"][max(range(3), key=lambda i: r["loglik"][i])]
+    assert len(r["shots"]) == 2 and r["item_id"] not in r["shots"]
+
+
+def test_interrupted_run_resumes_without_duplicates(tmp_path: Path) -> None:
+    full = run(_cfg(), tmp_path / "full", backend_factory=lambda c, ck: HashLM(), progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        run(_cfg(), tmp_path / "cut", backend_factory=lambda c, ck: HashLM(fail_after=3), progress=False)
+    partial = len(_records(tmp_path / "cut"))
+    assert 0 < partial < 48 * 3
+    second = HashLM()
+    resumed = run(_cfg(), tmp_path / "cut", backend_factory=lambda c, ck: second, progress=False)
+    assert second.scored == 48 * 3 - partial  # finished items are not recomputed
+    keys = [(r["k"], r["seed"], r["item_id"]) for r in _records(tmp_path / "cut")]
+    assert len(keys) == len(set(keys)) == 48 * 3
+    assert [m["accuracy"] for m in resumed["metrics"]] == [m["accuracy"] for m in full["metrics"]]
+    assert [m["macro_f1"] for m in resumed["metrics"]] == [m["macro_f1"] for m in full["metrics"]]
+
+
+def test_partial_last_line_is_cut_on_resume(tmp_path: Path) -> None:
+    run(_cfg(shots=(0,)), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    path = tmp_path / "r" / RECORDS
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:10]) + lines[10][: len(lines[10]) // 2])
+    fake = HashLM()
+    run(_cfg(shots=(0,)), tmp_path / "r", backend_factory=lambda c, ck: fake, progress=False)
+    assert fake.scored == 48 - 10
+    assert len(_records(tmp_path / "r")) == 48
+
+
+def test_finished_run_does_not_load_the_model(tmp_path: Path) -> None:
+    run(_cfg(), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+
+    def boom(c: RunConfig, ck: str | None) -> HashLM:
+        raise AssertionError("model loaded although nothing is left to do")
+
+    run(_cfg(), tmp_path / "r", backend_factory=boom, progress=False)
+
+
+def test_incompatible_config_is_refused(tmp_path: Path) -> None:
+    run(_cfg(shots=(0,)), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    with pytest.raises(RunError, match="model: 'hash' -> 'other'"):
+        run(_cfg(model="other", shots=(0,)), tmp_path / "r", backend_factory=lambda c, ck: HashLM())
+    # Growing the sweep is allowed and only computes the new points.
+    fake = HashLM()
+    run(_cfg(shots=(0, 1)), tmp_path / "r", backend_factory=lambda c, ck: fake, progress=False)
+    assert fake.scored == 48 * 2
+
+
+def test_report_recomputes_from_records(tmp_path: Path) -> None:
+    res = run(_cfg(), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    (tmp_path / "r" / "results.json").unlink()
+    table = report([tmp_path / "r"])
+    again = RunFolder(tmp_path / "r").read_results()
+    assert [m["accuracy"] for m in again["metrics"]] == [m["accuracy"] for m in res["metrics"]]
+    assert "| hash | smoke | 0 | 48 | 1 |" in table
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.Popen(
+        [sys.executable, "-m", "nlieval.cli", *args], cwd=cwd, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def test_kill_9_then_resume_equals_uninterrupted(tmp_path: Path, tiny_llama: Path) -> None:
+    args = ["run", "--model", str(tiny_llama), "--task", "smoke", "--shots", "0,3", "--no-progress",
+            "--batch-size", "2"]
+    ref = _cli(*args, "--out", str(tmp_path / "ref"), cwd=tmp_path)
+    assert ref.wait(timeout=300) == 0, ref.stderr.read() if ref.stderr else ""
+    out = tmp_path / "killed"
+    proc = _cli(*args, "--out", str(out), cwd=tmp_path)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        rec = out / RECORDS
+        if rec.is_file() and rec.stat().st_size > 0 and proc.poll() is None:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    n_before = len((out / RECORDS).read_text().splitlines()) if (out / RECORDS).exists() else 0
+    assert n_before < 96, "the run finished before it could be killed"
+    again = _cli(*args, "--out", str(out), cwd=tmp_path)
+    assert again.wait(timeout=300) == 0, again.stderr.read() if again.stderr else ""
+    got = _records(out)
+    want = _records(tmp_path / "ref")
+    key = lambda r: (r["k"], r["seed"], r["item_id"])  # noqa: E731
+    assert len(got) == len({key(r) for r in got}) == 96
+    by_key = {key(r): r for r in want}
+    for r in got:
+        assert r["pred"] == by_key[key(r)]["pred"]
+        assert max(abs(a - b) for a, b in zip(r["loglik"], by_key[key(r)]["loglik"])) < 1e-4
+    m_got = json.loads((out / "results.json").read_text())["metrics"]
+    m_want = json.loads((tmp_path / "ref" / "results.json").read_text())["metrics"]
+    assert [(m["k"], m["accuracy"], m["macro_f1"]) for m in m_got] == [
+        (m["k"], m["accuracy"], m["macro_f1"]) for m in m_want
+    ]
