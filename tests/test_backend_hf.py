@@ -94,3 +94,38 @@ def test_generate_returns_text(tiny_llama: Path) -> None:
     lm = HFCausalLM(str(tiny_llama))
     out = lm.generate([[{"role": "user", "content": "Premise: A man sleeps."}]], max_new_tokens=3)
     assert len(out) == 1 and isinstance(out[0], str)
+
+
+def test_prefix_cache_matches_plain_scoring(lm: HFCausalLM) -> None:
+    # A shared few-shot prefix longer than the tiny Gemma's 16-token sliding window, items
+    # of different lengths, and single- and multi-token options.
+    prefix = (PROMPT + " A\n\n") * 3
+    reqs = [ScoreRequest(prefix + PROMPT.replace("guitar", "guitar " * i), (" A", " B", " C"), len(prefix))
+            for i in range(1, 7)]
+    reqs.append(ScoreRequest(prefix + "The woman is", (" sleeping", " outside in the snow"), len(prefix)))
+    lm.prefix_cache = False
+    plain = lm.loglikelihood(reqs)
+    lm.prefix_cache = True
+    for bs in (1, 3, 16):
+        lm.batch_size = bs
+        cached = lm.loglikelihood(reqs)
+        for a, b in zip(plain, cached):
+            assert max(abs(x - y) for x, y in zip(a, b)) < 1e-4
+            assert a.index(max(a)) == b.index(max(b))
+    lm.batch_size = 4
+    assert lm._cached is not None and len(lm._cached[0]) >= lm.MIN_PREFIX
+
+
+def test_prefix_boundary_merge_is_not_cached(lm: HFCausalLM) -> None:
+    # The prefix ends in the middle of a word: the token that straddles the boundary must
+    # be recomputed, not read from the cache, and the score must equal plain scoring.
+    text = PROMPT + " A\n\n" + PROMPT
+    cut = text.index("Answ", len(PROMPT) + 4) + 4 - 0
+    req = ScoreRequest(text, (" A", " B", " C"), prefix_len=cut)
+    ctx, cont, n_pre = lm._split(req.context, " A", cut)
+    offsets = lm.tok(req.context + " A", return_offsets_mapping=True)["offset_mapping"]
+    assert offsets[n_pre - 1][1] <= cut < offsets[n_pre][1] or offsets[n_pre][0] >= cut
+    lm.prefix_cache = False
+    plain = lm.loglikelihood([req])
+    lm.prefix_cache = True
+    assert max(abs(x - y) for x, y in zip(plain[0], lm.loglikelihood([req])[0])) < 1e-4

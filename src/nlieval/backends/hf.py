@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 from collections.abc import Sequence
@@ -21,10 +22,14 @@ class _Row:
     request: int
     ids: tuple[int, ...]
     targets: tuple[tuple[int, tuple[int, ...]], ...]  # (option index, continuation ids)
+    n_prefix: int = 0  # leading ids that lie wholly inside the request's shared prefix
 
 
 class HFCausalLM:
     """A causal LM scored by option log-likelihood.
+
+    With ``prefix_cache`` (default) the key/value cache of a few-shot prefix shared by
+    many requests is computed once and every item is scored on top of it.
 
     ``model`` is an alias (``smollm2-135m``), a local folder, a ``.gguf`` file or a hub
     id. Results do not depend on ``batch_size``.
@@ -44,6 +49,7 @@ class HFCausalLM:
         batch_size: int | str = "auto",
         device_map: str | None = None,
         trust_remote_code: bool = False,
+        prefix_cache: bool = True,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -81,6 +87,11 @@ class HFCausalLM:
         params = inspect.signature(self.model.forward).parameters
         self._keep_arg = "logits_to_keep" if "logits_to_keep" in params else None
         self.batch_size = batch_size
+        self.prefix_cache = prefix_cache
+        self._cached: tuple[tuple[int, ...], Any] | None = None
+        self._decoder = getattr(self.model, "model", None) or self.model.get_decoder()
+
+    MIN_PREFIX = 8  # shorter shared prefixes are not worth a cache
 
     # -- tokenization -------------------------------------------------------------
     def split(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
@@ -90,7 +101,15 @@ class HFCausalLM:
         straddles it belongs to the continuation, so the score covers every character of
         the continuation and the context never ends in a token the model would not see.
         """
+        ctx, cont, _ = self._split(context, continuation, 0)
+        return ctx, cont
+
+    def _split(self, context: str, continuation: str, prefix_len: int) -> tuple[list[int], list[int], int]:
+        # Also counts the leading tokens that end inside context[:prefix_len]: exactly the
+        # prefix tokens as the model sees them in this text, so a token merged across the
+        # prefix boundary is never taken from a cache.
         whole = context + continuation
+        n_prefix = 0
         if self._fast:
             enc = self.tok(whole, return_offsets_mapping=True)
             ids: list[int] = list(enc["input_ids"])
@@ -105,10 +124,18 @@ class HFCausalLM:
             while cont and cont[-1] in self._special and offsets[cut + len(cont) - 1][1] <= n:
                 cont.pop()
             ctx = ids[:cut]
+            if prefix_len > 0:
+                n_prefix = next((i for i, (_, e) in enumerate(offsets) if e > prefix_len), len(ids))
         else:
             ids = list(self.tok(whole)["input_ids"])
             n_ctx = len(self.tok(context)["input_ids"])
             ctx, cont = ids[:n_ctx], ids[n_ctx:]
+            if prefix_len > 0:
+                pre = list(self.tok(context[:prefix_len])["input_ids"])
+                # Without offsets, trust the prefix only if it tokenizes identically, minus
+                # its last token (which could merge with what follows).
+                if ids[: len(pre) - 1] == pre[:-1]:
+                    n_prefix = len(pre) - 1
         if not ctx:
             bos = self.tok.bos_token_id if self.tok.bos_token_id is not None else self.tok.eos_token_id
             if bos is None:
@@ -116,21 +143,22 @@ class HFCausalLM:
             ctx = [bos]
         if not cont:
             raise ValueError(f"continuation {continuation!r} produced no tokens")
-        return ctx, cont
+        return ctx, cont, min(n_prefix, len(ctx) - 1)
 
     def _rows(self, requests: Sequence[ScoreRequest]) -> list[_Row]:
         rows: list[_Row] = []
         for r, req in enumerate(requests):
-            parts = [self.split(req.context, c) for c in req.continuations]
+            plen = req.prefix_len if self.prefix_cache else 0
+            parts = [self._split(req.context, c, plen) for c in req.continuations]
             same_ctx = all(p[0] == parts[0][0] for p in parts)
             if same_ctx and all(len(p[1]) == 1 for p in parts):
                 # Every option is one token after the same context: one forward pass
                 # gives all of them from the last position.
-                targets = tuple((j, tuple(cont)) for j, (_, cont) in enumerate(parts))
-                rows.append(_Row(r, tuple(parts[0][0]), targets))
+                targets = tuple((j, tuple(cont)) for j, (_, cont, _) in enumerate(parts))
+                rows.append(_Row(r, tuple(parts[0][0]), targets, parts[0][2]))
             else:
-                for j, (ctx, cont) in enumerate(parts):
-                    rows.append(_Row(r, tuple(ctx + cont[:-1]), ((j, tuple(cont)),)))
+                for j, (ctx, cont, npre) in enumerate(parts):
+                    rows.append(_Row(r, tuple(ctx + cont[:-1]), ((j, tuple(cont)),), npre))
         return rows
 
     # -- scoring ------------------------------------------------------------------
@@ -140,20 +168,96 @@ class HFCausalLM:
         """Summed log-probability of every continuation of every request."""
         out = [[float("nan")] * len(req.continuations) for req in requests]
         rows = self._rows(requests)
-        # Longest first: similar lengths share a batch (less padding), and a too-large
-        # batch fails at once rather than at the end.
-        order = sorted(range(len(rows)), key=lambda i: (-len(rows[i].ids), i))
-        bs = self._batch_size(max((len(r.ids) for r in rows), default=1))
         remaining = {r: sum(1 for row in rows if row.request == r) for r in range(len(requests))}
-        for start in range(0, len(order), bs):
-            batch = [rows[i] for i in order[start : start + bs]]
-            for row, scores in zip(batch, self._forward(batch)):
-                for (j, _), s in zip(row.targets, scores):
-                    out[row.request][j] = s
-                remaining[row.request] -= 1
-                if remaining[row.request] == 0 and progress is not None:
-                    progress(1)
+        # Rows that share a prefix of at least MIN_PREFIX tokens are scored on top of its
+        # key/value cache; the rest in plain left-padded batches.
+        groups: dict[tuple[int, ...], list[_Row]] = {}
+        plain: list[_Row] = []
+        for row in rows:
+            if row.n_prefix >= self.MIN_PREFIX:
+                groups.setdefault(row.ids[: row.n_prefix], []).append(row)
+            else:
+                plain.append(row)
+        work: list[tuple[tuple[int, ...] | None, list[_Row]]] = [(None, plain)]
+        work += list(groups.items())
+        for prefix, group in work:
+            # Longest first: similar lengths share a batch (less padding), and a too-large
+            # batch fails at once rather than at the end.
+            group = sorted(group, key=lambda r: -len(r.ids))
+            if not group:
+                continue
+            bs = self._batch_size(len(group[0].ids))
+            for start in range(0, len(group), bs):
+                batch = group[start : start + bs]
+                scores = self._forward(batch) if prefix is None else self._forward_cached(prefix, batch)
+                for row, row_scores in zip(batch, scores):
+                    for (j, _), value in zip(row.targets, row_scores):
+                        out[row.request][j] = value
+                    remaining[row.request] -= 1
+                    if remaining[row.request] == 0 and progress is not None:
+                        progress(1)
         return out
+
+    def _prefix_state(self, prefix: tuple[int, ...]) -> Any:
+        """The key/value cache of ``prefix`` (batch of one), kept for the next call too."""
+        import torch
+        from transformers import DynamicCache
+
+        if self._cached is not None and self._cached[0] == prefix:
+            return self._cached[1]
+        cache = DynamicCache(config=self.model.config)
+        with torch.inference_mode():
+            self._decoder(
+                input_ids=torch.tensor([prefix], device=self.device),
+                past_key_values=cache,
+                use_cache=True,
+            )
+        self._cached = (prefix, cache)
+        return cache
+
+    def _forward_cached(self, prefix: tuple[int, ...], batch: Sequence[_Row]) -> list[list[float]]:
+        import torch
+
+        n_pre = len(prefix)
+        cache = copy.deepcopy(self._prefix_state(prefix))
+        cache.batch_repeat_interleave(len(batch))
+        width = max(len(r.ids) - n_pre for r in batch)
+        # Right padding: every suffix starts right after the shared prefix (same positions
+        # for all rows), and causal attention keeps real tokens from seeing the pads.
+        ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
+        for b, r in enumerate(batch):
+            ids[b, : len(r.ids) - n_pre] = torch.tensor(r.ids[n_pre:])
+        with torch.inference_mode():
+            hidden = self._decoder(
+                input_ids=ids.to(self.device), past_key_values=cache, use_cache=True
+            ).last_hidden_state
+            # The output layer only where a log-probability is read, once per position
+            # (the options of a row often share their single position).
+            where: dict[tuple[int, int], int] = {}
+            for b, r in enumerate(batch):
+                for _, cont in r.targets:
+                    for t in range(len(cont)):
+                        where.setdefault((b, len(r.ids) - n_pre - len(cont) + t), len(where))
+            rows_idx = torch.tensor([w[0] for w in where], device=hidden.device)
+            pos_idx = torch.tensor([w[1] for w in where], device=hidden.device)
+            logprobs = torch.log_softmax(self._head(hidden[rows_idx, pos_idx]), dim=-1).cpu()
+        result: list[list[float]] = []
+        for b, r in enumerate(batch):
+            end = len(r.ids) - n_pre
+            result.append([
+                sum(float(logprobs[where[(b, end - len(cont) + t)], tok]) for t, tok in enumerate(cont))
+                for _, cont in r.targets
+            ])
+        return result
+
+    def _head(self, hidden: Any) -> Any:
+        import torch
+
+        logits = self.model.get_output_embeddings()(hidden).float()
+        cap = getattr(self.model.config, "final_logit_softcapping", None)
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        return logits
 
     def _batch_size(self, max_len: int) -> int:
         if isinstance(self.batch_size, int):

@@ -1,0 +1,117 @@
+"""Dataset statistics (METHODS.md section 1): items per split and label, what was
+dropped, mean words of premise and hypothesis, and how many hypothesis words also occur
+in the premise.
+
+A *word* is a maximal run of word characters (the regex ``\\w+``: letters, digits and
+underscore, Unicode-aware) in the lower-cased text, so ``"Don't stop!"`` has the words
+``don``, ``t``, ``stop``. The same definition is used for lengths and for overlap.
+For alpha-NLI the premise and hypothesis are the two observations (obs1, obs2).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from statistics import fmean
+from typing import Any
+
+from .data import Dataset
+
+_WORD = re.compile(r"\w+")
+
+
+def words(text: str) -> list[str]:
+    """The lower-cased ``\\w+`` tokens of a text.
+
+    >>> words("A dog's ball, 2 toys.")
+    ['a', 'dog', 's', 'ball', '2', 'toys']
+    """
+    return _WORD.findall(text.lower())
+
+
+def overlap_pct(premise: str, hypothesis: str) -> float | None:
+    """% of the hypothesis' word tokens that also occur (as a word) in the premise;
+    None for a hypothesis without words.
+
+    >>> overlap_pct("A man sleeps.", "A man is asleep.")
+    50.0
+    """
+    hyp = words(hypothesis)
+    if not hyp:
+        return None
+    prem = set(words(premise))
+    return 100.0 * sum(w in prem for w in hyp) / len(hyp)
+
+
+def dataset_stats(ds: Dataset) -> dict[str, Any]:
+    """Statistics of one loaded split, as a flat JSON-friendly dict.
+
+    Keys: ``task, split, items, labels`` (label value -> count, in label-set order, plus
+    ``none`` for unlabelled items), ``dropped`` (reason -> count), ``skipped_bad``,
+    ``premise_words`` and ``hypothesis_words`` (mean words per item), ``overlap_pct``
+    (mean over items of the % of hypothesis words also in the premise; items whose
+    hypothesis has no words are left out of this mean).
+
+    >>> from nlieval.data import load_task
+    >>> s = dataset_stats(load_task("smoke"))
+    >>> s["items"], s["labels"]["neutral"]
+    (48, 16)
+    """
+    items = ds.items
+    overlaps = [
+        o for o in (overlap_pct(it.premise, it.hypothesis) for it in items) if o is not None
+    ]
+    return {
+        "task": ds.task,
+        "split": ds.split,
+        "items": len(items),
+        "labels": ds.label_counts(),
+        "dropped": dict(ds.dropped),
+        "skipped_bad": ds.skipped_bad,
+        "premise_words": fmean(len(words(it.premise)) for it in items) if items else 0.0,
+        "hypothesis_words": fmean(len(words(it.hypothesis)) for it in items) if items else 0.0,
+        "overlap_pct": fmean(overlaps) if overlaps else 0.0,
+    }
+
+
+_COLUMNS = ("task", "split", "items", "labels", "dropped", "prem words", "hyp words", "overlap %")
+_NUMERIC = {"items", "prem words", "hyp words", "overlap %"}
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    labels = " ".join(f"{k}={v:,}" for k, v in row.get("labels", {}).items())
+    dropped = dict(row.get("dropped", {}))
+    if row.get("skipped_bad"):
+        dropped["bad lines"] = row["skipped_bad"]
+    return [
+        str(row.get("task", "")),
+        str(row.get("split", "")),
+        f"{row.get('items', 0):,}",
+        labels,
+        " ".join(f"{k}={v:,}" for k, v in dropped.items()) or "-",
+        f"{row.get('premise_words', 0.0):.1f}",
+        f"{row.get('hypothesis_words', 0.0):.1f}",
+        f"{row.get('overlap_pct', 0.0):.1f}",
+    ]
+
+
+def format_stats(rows: Sequence[dict[str, Any]]) -> str:
+    """A plain-text table of :func:`dataset_stats` rows (numbers right-aligned).
+
+    >>> from nlieval.data import load_task
+    >>> table = format_stats([dataset_stats(load_task("smoke"))])
+    >>> table.splitlines()[2].split()[:3]
+    ['smoke', 'test', '48']
+    """
+    table = [list(_COLUMNS)] + [_cells(r) for r in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(_COLUMNS))]
+
+    def line(cells: list[str]) -> str:
+        out = [
+            c.rjust(w) if name in _NUMERIC else c.ljust(w)
+            for c, w, name in zip(cells, widths, _COLUMNS, strict=True)
+        ]
+        return "  ".join(out).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(table[0]), rule] + [line(r) for r in table[1:]])

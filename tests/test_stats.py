@@ -1,0 +1,80 @@
+"""Tests of nlieval.stats."""
+
+from __future__ import annotations
+
+import pytest
+
+from nlieval.data import Dataset, load_task
+from nlieval.stats import dataset_stats, format_stats, overlap_pct, words
+from nlieval.types import ALPHA, NLI3, Item, Label
+
+
+def test_words_are_lowercased_word_runs() -> None:
+    assert words("The DOG's toy, 2x!") == ["the", "dog", "s", "toy", "2x"]
+    assert words("  ... ") == []
+    assert words("Café naïve") == ["café", "naïve"]
+
+
+def test_overlap_counts_hypothesis_tokens() -> None:
+    assert overlap_pct("A man sleeps.", "A man is asleep.") == 50.0
+    # Repeated hypothesis words count each time.
+    assert overlap_pct("the cat", "the the dog") == pytest.approx(200 / 3)
+    assert overlap_pct("Anything", "...") is None
+
+
+def dataset(items: list[Item], labels: tuple[Label, ...] = NLI3, **kw: object) -> Dataset:
+    return Dataset("t", "dev", labels, tuple(items), "mem", **kw)  # type: ignore[arg-type]
+
+
+def test_dataset_stats_values() -> None:
+    ds = dataset(
+        [
+            Item("1", "A man sleeps.", "A man is asleep.", Label.ENTAILMENT),  # 3 / 4 words, 50%
+            Item("2", "Two dogs run fast.", "Dogs run.", Label.NEUTRAL),  # 4 / 2 words, 100%
+            Item("3", "x", "", None),  # 1 / 0 words, left out of the overlap mean
+        ],
+        dropped={"gold label '-'": 2},
+        skipped_bad=1,
+    )
+    s = dataset_stats(ds)
+    assert s["items"] == 3
+    assert s["labels"] == {"entailment": 1, "neutral": 1, "contradiction": 0, "none": 1}
+    assert s["dropped"] == {"gold label '-'": 2} and s["skipped_bad"] == 1
+    assert s["premise_words"] == pytest.approx(8 / 3)
+    assert s["hypothesis_words"] == pytest.approx(2.0)
+    assert s["overlap_pct"] == pytest.approx(75.0)
+
+
+def test_alpha_nli_counts_the_observations() -> None:
+    item = Item("a", "Obs one here.", "Obs two.", Label.HYP1, choices=("long hyp " * 10, "h"))
+    s = dataset_stats(dataset([item], ALPHA))
+    assert (s["premise_words"], s["hypothesis_words"]) == (3.0, 2.0)
+    assert s["labels"] == {"1": 1, "2": 0}
+
+
+def test_empty_dataset_gives_zeros() -> None:
+    s = dataset_stats(dataset([]))
+    assert (s["items"], s["premise_words"], s["overlap_pct"]) == (0, 0.0, 0.0)
+
+
+def test_format_stats_table() -> None:
+    smoke = dataset_stats(load_task("smoke"))
+    other = dataset_stats(
+        dataset(
+            [Item("1", "a b", "a", Label.NEUTRAL)], dropped={"gold label '-'": 1234}, skipped_bad=2
+        )
+    )
+    lines = format_stats([smoke, other]).splitlines()
+    assert lines[0].split()[:4] == ["task", "split", "items", "labels"]
+    assert set(lines[1]) <= {"-", " "}
+    assert len(lines) == 4
+    assert "entailment=16 neutral=16 contradiction=16" in lines[2]
+    assert "gold label '-'=1,234 bad lines=2" in lines[3]
+    # Right-aligned numbers: the items column ends at the same position on every row.
+    end = lines[0].index("items") + len("items")
+    assert lines[2][:end].endswith("48") and lines[3][:end].endswith("1")
+    assert lines[2].split()[-1] == f"{smoke['overlap_pct']:.1f}"
+
+
+def test_format_stats_no_rows() -> None:
+    assert len(format_stats([]).splitlines()) == 2
