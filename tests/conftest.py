@@ -53,18 +53,35 @@ def _tiny_model(folder: Path, arch: str, seed: int = 0) -> Path:
         from transformers import LlamaConfig, LlamaForCausalLM
 
         cfg = LlamaConfig(
-            vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
-            bos_token_id=0, eos_token_id=1, pad_token_id=2, tie_word_embeddings=False,
+            vocab_size=vocab,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=2048,
+            bos_token_id=0,
+            eos_token_id=1,
+            pad_token_id=2,
+            tie_word_embeddings=False,
         )
         model = LlamaForCausalLM(cfg)
     else:
         from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
         cfg = Gemma3TextConfig(
-            vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=1, head_dim=8, sliding_window=16,
-            max_position_embeddings=2048, bos_token_id=0, eos_token_id=1, pad_token_id=2,
+            vocab_size=vocab,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=8,
+            sliding_window=16,
+            max_position_embeddings=2048,
+            bos_token_id=0,
+            eos_token_id=1,
+            pad_token_id=2,
         )
         model = Gemma3ForCausalLM(cfg)
     model.save_pretrained(folder)
@@ -93,7 +110,9 @@ def data_dir() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Keep model conversions made by tests out of the user's cache, except for the
     # real-model tests, which reuse the user's (or CI's) converted copies.
     if "NLIEVAL_CACHE" not in os.environ:

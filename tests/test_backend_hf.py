@@ -65,8 +65,8 @@ def test_split_handles_merge_across_boundary(lm: HFCausalLM) -> None:
 def test_loglikelihood_matches_brute_force(lm: HFCausalLM) -> None:
     reqs = _requests()
     got = lm.loglikelihood(reqs)
-    for req, scores in zip(reqs, got):
-        for cont, s in zip(req.continuations, scores):
+    for req, scores in zip(reqs, got, strict=True):
+        for cont, s in zip(req.continuations, scores, strict=True):
             assert s == pytest.approx(_brute_force(lm, req.context, cont), abs=1e-4)
             assert s < 0 and math.isfinite(s)
 
@@ -78,8 +78,8 @@ def test_batch_size_does_not_change_scores(lm: HFCausalLM) -> None:
     lm.batch_size = 16
     many = lm.loglikelihood(reqs)
     lm.batch_size = 4
-    for a, b in zip(one, many):
-        assert max(abs(x - y) for x, y in zip(a, b)) < 1e-4
+    for a, b in zip(one, many, strict=True):
+        assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-4
         assert a.index(max(a)) == b.index(max(b))
 
 
@@ -100,17 +100,23 @@ def test_prefix_cache_matches_plain_scoring(lm: HFCausalLM) -> None:
     # A shared few-shot prefix longer than the tiny Gemma's 16-token sliding window, items
     # of different lengths, and single- and multi-token options.
     prefix = (PROMPT + " A\n\n") * 3
-    reqs = [ScoreRequest(prefix + PROMPT.replace("guitar", "guitar " * i), (" A", " B", " C"), len(prefix))
-            for i in range(1, 7)]
-    reqs.append(ScoreRequest(prefix + "The woman is", (" sleeping", " outside in the snow"), len(prefix)))
+    reqs = [
+        ScoreRequest(
+            prefix + PROMPT.replace("guitar", "guitar " * i), (" A", " B", " C"), len(prefix)
+        )
+        for i in range(1, 7)
+    ]
+    reqs.append(
+        ScoreRequest(prefix + "The woman is", (" sleeping", " outside in the snow"), len(prefix))
+    )
     lm.prefix_cache = False
     plain = lm.loglikelihood(reqs)
     lm.prefix_cache = True
     for bs in (1, 3, 16):
         lm.batch_size = bs
         cached = lm.loglikelihood(reqs)
-        for a, b in zip(plain, cached):
-            assert max(abs(x - y) for x, y in zip(a, b)) < 1e-4
+        for a, b in zip(plain, cached, strict=True):
+            assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-4
             assert a.index(max(a)) == b.index(max(b))
     lm.batch_size = 4
     assert lm._cached is not None and len(lm._cached[0]) >= lm.MIN_PREFIX
@@ -128,4 +134,4 @@ def test_prefix_boundary_merge_is_not_cached(lm: HFCausalLM) -> None:
     lm.prefix_cache = False
     plain = lm.loglikelihood([req])
     lm.prefix_cache = True
-    assert max(abs(x - y) for x, y in zip(plain[0], lm.loglikelihood([req])[0])) < 1e-4
+    assert max(abs(x - y) for x, y in zip(plain[0], lm.loglikelihood([req])[0], strict=True)) < 1e-4

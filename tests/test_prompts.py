@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nlieval.prompts import PromptBuilder, draw_shots, load_template
@@ -23,7 +25,9 @@ def test_nli3_prompt_text_exactly() -> None:
 
 
 def test_hans_prompt_adds_one_period() -> None:
-    item = Item("t", "The doctor advised the president .", "The president advised the doctor .", None)
+    item = Item(
+        "t", "The doctor advised the president .", "The president advised the doctor .", None
+    )
     p = PromptBuilder("nli2", NLI2, []).build(item)
     assert p.text == (
         "Premise: The doctor advised the president.\n"
@@ -33,8 +37,12 @@ def test_hans_prompt_adds_one_period() -> None:
 
 
 def test_alphanli_prompt_uses_choices() -> None:
-    shot = Item("s", "Ron got a job.", "Ron was fired.", Label.HYP2, ("He worked hard.", "He was rude."))
-    test = Item("t", "Sandy lived in NY.", "Sandy was prepared.", None, ("It stormed.", "She partied."))
+    shot = Item(
+        "s", "Ron got a job.", "Ron was fired.", Label.HYP2, ("He worked hard.", "He was rude.")
+    )
+    test = Item(
+        "t", "Sandy lived in NY.", "Sandy was prepared.", None, ("It stormed.", "She partied.")
+    )
     p = PromptBuilder("alphanli", ALPHA, [shot]).build(test)
     assert p.text == (
         "Observation 1: Ron got a job.\nObservation 2: Ron was fired.\n"
@@ -45,9 +53,12 @@ def test_alphanli_prompt_uses_choices() -> None:
     assert p.continuations == (" A", " B")
 
 
-def test_user_template_string_and_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_user_template_string_and_file(tmp_path: Path) -> None:
     item = Item("t", "P.", "H.", None)
-    tpl = "{{ premise }} => {{ hypothesis }}? {% for l, t in options %}{{ l }}={{ t }} {% endfor %}Answer:"
+    tpl = (
+        "{{ premise }} => {{ hypothesis }}? "
+        "{% for l, t in options %}{{ l }}={{ t }} {% endfor %}Answer:"
+    )
     assert PromptBuilder("nli3", NLI3, [], tpl).build(item).text == (
         "P. => H.? A=Entailment B=Neutral C=Contradiction Answer:"
     )

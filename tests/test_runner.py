@@ -30,14 +30,21 @@ class HashLM:
         self.fail_after = fail_after
         self.scored = 0
 
-    def loglikelihood(self, requests: Sequence[ScoreRequest], progress: Progress | None = None) -> list[list[float]]:
+    def loglikelihood(
+        self, requests: Sequence[ScoreRequest], progress: Progress | None = None
+    ) -> list[list[float]]:
         self.calls += 1
         if self.fail_after is not None and self.calls > self.fail_after:
             raise KeyboardInterrupt("simulated crash")
         out = []
         for r in requests:
-            out.append([-(int(hashlib.sha256((r.context + c).encode()).hexdigest()[:6], 16) % 1000) / 100
-                        for c in r.continuations])
+            out.append(
+                [
+                    -(int(hashlib.sha256((r.context + c).encode()).hexdigest()[:6], 16) % 1000)
+                    / 100
+                    for c in r.continuations
+                ]
+            )
             if progress:
                 progress(1)
         self.scored += len(requests)
@@ -45,7 +52,12 @@ class HashLM:
 
 
 def _cfg(**kw: object) -> RunConfig:
-    base: dict[str, object] = {"model": "hash", "tasks": ("smoke",), "shots": (0, 2), "seeds": (0, 1)}
+    base: dict[str, object] = {
+        "model": "hash",
+        "tasks": ("smoke",),
+        "shots": (0, 2),
+        "seeds": (0, 1),
+    }
     base.update(kw)
     return RunConfig(**base)  # type: ignore[arg-type]
 
@@ -67,7 +79,10 @@ def test_run_writes_records_results_and_summary(tmp_path: Path) -> None:
         assert len(m["per_seed"][0]["confusion"]) == 3
     saved = json.loads((tmp_path / "r" / "results.json").read_text())
     assert saved["config"]["shots"] == [0, 2]
-    assert saved["draws"]["smoke"]["2"]["0"] == recs[-1]["shots"] or saved["draws"]["smoke"]["2"]["1"] == recs[-1]["shots"]
+    assert (
+        saved["draws"]["smoke"]["2"]["0"] == recs[-1]["shots"]
+        or saved["draws"]["smoke"]["2"]["1"] == recs[-1]["shots"]
+    )
     assert "torch" in saved["environment"]["versions"]
     assert "| smoke | 2 |" in (tmp_path / "r" / "summary.md").read_text()
 
@@ -84,7 +99,12 @@ def test_records_carry_prompt_probs_and_shots(tmp_path: Path) -> None:
 def test_interrupted_run_resumes_without_duplicates(tmp_path: Path) -> None:
     full = run(_cfg(), tmp_path / "full", backend_factory=lambda c, ck: HashLM(), progress=False)
     with pytest.raises(KeyboardInterrupt):
-        run(_cfg(), tmp_path / "cut", backend_factory=lambda c, ck: HashLM(fail_after=3), progress=False)
+        run(
+            _cfg(),
+            tmp_path / "cut",
+            backend_factory=lambda c, ck: HashLM(fail_after=3),
+            progress=False,
+        )
     partial = len(_records(tmp_path / "cut"))
     assert 0 < partial < 48 * 3
     second = HashLM()
@@ -138,14 +158,28 @@ def test_report_recomputes_from_records(tmp_path: Path) -> None:
 def _cli(*args: str, cwd: Path) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     return subprocess.Popen(
-        [sys.executable, "-m", "nlieval.cli", *args], cwd=cwd, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "nlieval.cli", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
 def test_kill_9_then_resume_equals_uninterrupted(tmp_path: Path, tiny_llama: Path) -> None:
-    args = ["run", "--model", str(tiny_llama), "--task", "smoke", "--shots", "0,3", "--no-progress",
-            "--batch-size", "2"]
+    args = [
+        "run",
+        "--model",
+        str(tiny_llama),
+        "--task",
+        "smoke",
+        "--shots",
+        "0,3",
+        "--no-progress",
+        "--batch-size",
+        "2",
+    ]
     ref = _cli(*args, "--out", str(tmp_path / "ref"), cwd=tmp_path)
     assert ref.wait(timeout=300) == 0, ref.stderr.read() if ref.stderr else ""
     out = tmp_path / "killed"
@@ -169,7 +203,10 @@ def test_kill_9_then_resume_equals_uninterrupted(tmp_path: Path, tiny_llama: Pat
     by_key = {key(r): r for r in want}
     for r in got:
         assert r["pred"] == by_key[key(r)]["pred"]
-        assert max(abs(a - b) for a, b in zip(r["loglik"], by_key[key(r)]["loglik"])) < 1e-4
+        assert (
+            max(abs(a - b) for a, b in zip(r["loglik"], by_key[key(r)]["loglik"], strict=True))
+            < 1e-4
+        )
     m_got = json.loads((out / "results.json").read_text())["metrics"]
     m_want = json.loads((tmp_path / "ref" / "results.json").read_text())["metrics"]
     assert [(m["k"], m["accuracy"], m["macro_f1"]) for m in m_got] == [

@@ -13,7 +13,7 @@ from .backends.base import (
     LogLikelihoodBackend,
     ScoreRequest,
 )
-from .data import TASKS, Dataset, DataError, TaskSpec, get_task, load_pool, load_task
+from .data import TASKS, DataError, Dataset, TaskSpec, get_task, load_pool, load_task
 from .metrics import point_metrics, summarize
 from .models import ModelError, resolve_model
 from .prompts import PromptBuilder, draw_shots, load_template

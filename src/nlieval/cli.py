@@ -24,7 +24,9 @@ def _ints(text: str) -> tuple[int, ...]:
     try:
         return tuple(int(x) for x in _csv(text))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
 
 
 def _seeds(text: str) -> tuple[int, ...]:
@@ -33,7 +35,9 @@ def _seeds(text: str) -> tuple[int, ...]:
         try:
             return tuple(range(int(text)))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"--seeds takes a count or a list, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"--seeds takes a count or a list, got {text!r}"
+            ) from None
     return _ints(text)
 
 
@@ -47,15 +51,37 @@ def _batch(text: str) -> int | str:
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="evaluate a language model by option NLL over tasks and shot counts")
-    p.add_argument("--model", default=DEFAULT_MODEL,
-                   help=f"alias (smollm2-135m, gemma3-270m), model folder, .gguf file or hub id [{DEFAULT_MODEL}]")
-    p.add_argument("--task", "--tasks", dest="tasks", type=_csv, required=True,
-                   help="comma-separated task names or task YAML files")
-    p.add_argument("--shots", "--num_fewshot", dest="shots", type=_ints, default=(0,),
-                   help="comma-separated shot counts k [0]")
-    p.add_argument("--seeds", type=_seeds, default=(0,),
-                   help="number of few-shot draws (3 = seeds 0,1,2) or a list (1,5,7) [1]")
+    p = sub.add_parser(
+        "run", help="evaluate a language model by option NLL over tasks and shot counts"
+    )
+    p.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help="alias (smollm2-135m, gemma3-270m), model folder, .gguf file or hub id "
+        f"[{DEFAULT_MODEL}]",
+    )
+    p.add_argument(
+        "--task",
+        "--tasks",
+        dest="tasks",
+        type=_csv,
+        required=True,
+        help="comma-separated task names or task YAML files",
+    )
+    p.add_argument(
+        "--shots",
+        "--num_fewshot",
+        dest="shots",
+        type=_ints,
+        default=(0,),
+        help="comma-separated shot counts k [0]",
+    )
+    p.add_argument(
+        "--seeds",
+        type=_seeds,
+        default=(0,),
+        help="number of few-shot draws (3 = seeds 0,1,2) or a list (1,5,7) [1]",
+    )
     p.add_argument("--limit", type=int, default=None, help="first N items of each task")
     p.add_argument("--out", "--output_path", dest="out", required=True, help="run folder")
     p.add_argument("--data-dir", default=None, help="folder of official files [$NLIEVAL_DATA_DIR]")
@@ -63,11 +89,17 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--template", default=None, help="Jinja template string or file for the blocks")
     p.add_argument("--balanced", action="store_true", help="label-balanced few-shot draws")
     p.add_argument("--batch-size", "--batch_size", dest="batch_size", type=_batch, default="auto")
-    p.add_argument("--dtype", default="auto", help="auto (fp32 on CPU, bf16 on GPU), float32, bfloat16")
+    p.add_argument(
+        "--dtype", default="auto", help="auto (fp32 on CPU, bf16 on GPU), float32, bfloat16"
+    )
     p.add_argument("--device", default="auto")
     p.add_argument("--revision", default=None, help="hub revision of the model")
-    p.add_argument("--checkpoints", type=_csv, default=(),
-                   help="ordered checkpoints (folders or hub revisions) to evaluate in turn")
+    p.add_argument(
+        "--checkpoints",
+        type=_csv,
+        default=(),
+        help="ordered checkpoints (folders or hub revisions) to evaluate in turn",
+    )
     p.add_argument("--skip-bad", action="store_true", help="skip malformed data lines (counted)")
     p.add_argument("--no-prompts", action="store_true", help="do not store prompt texts in records")
     p.add_argument("--overwrite", action="store_true", help="discard what the run folder holds")
@@ -79,10 +111,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .runner import run
 
     cfg = RunConfig(
-        model=args.model, tasks=args.tasks, shots=args.shots, seeds=args.seeds, limit=args.limit,
-        split=args.split, data_dir=args.data_dir, template=args.template, balanced=args.balanced,
-        batch_size=args.batch_size, dtype=args.dtype, device=args.device, revision=args.revision,
-        checkpoints=args.checkpoints, skip_bad=args.skip_bad, save_prompts=not args.no_prompts,
+        model=args.model,
+        tasks=args.tasks,
+        shots=args.shots,
+        seeds=args.seeds,
+        limit=args.limit,
+        split=args.split,
+        data_dir=args.data_dir,
+        template=args.template,
+        balanced=args.balanced,
+        batch_size=args.batch_size,
+        dtype=args.dtype,
+        device=args.device,
+        revision=args.revision,
+        checkpoints=args.checkpoints,
+        skip_bad=args.skip_bad,
+        save_prompts=not args.no_prompts,
     )
     results = run(cfg, args.out, overwrite=args.overwrite, progress=not args.no_progress)
     print(metrics_table(results["metrics"], results.get("timing", {}).get("sweep_points")))
@@ -116,7 +160,9 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nlieval", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="nlieval", description=__doc__.splitlines()[0] if __doc__ else None
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_run(sub)
@@ -127,7 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-bad", action="store_true")
     p = sub.add_parser("report", help="tables again from saved records (no model loaded)")
     p.add_argument("runs", nargs="+", help="run folders")
-    p.add_argument("--no-write", action="store_true", help="print only; leave results.json as it is")
+    p.add_argument(
+        "--no-write", action="store_true", help="print only; leave results.json as it is"
+    )
     sub.add_parser("tasks", help="list the built-in tasks")
     return parser
 
@@ -141,8 +189,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> main(["tasks"])  # doctest: +SKIP
     """
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     try:
         return COMMANDS[args.command](args)
     except (data.DataError, ModelError, RunError, ValueError) as err:

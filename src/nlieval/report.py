@@ -23,7 +23,9 @@ def _short(label: str) -> str:
     )
 
 
-def metrics_table(rows: Sequence[Mapping[str, Any]], timing: Mapping[str, Any] | None = None) -> str:
+def metrics_table(
+    rows: Sequence[Mapping[str, Any]], timing: Mapping[str, Any] | None = None
+) -> str:
     """A Markdown table, one line per (model, checkpoint, task, k).
 
     >>> print(metrics_table([]))
@@ -33,26 +35,43 @@ def metrics_table(rows: Sequence[Mapping[str, Any]], timing: Mapping[str, Any] |
         return "(no scored records yet)"
     show_ckpt = any(r.get("checkpoint") for r in rows)
     show_time = bool(timing)
-    head = ["model"] + (["checkpoint"] if show_ckpt else []) + [
-        "task", "k", "n", "seeds", "accuracy", "macro F1", "gold NLL", "chance", "predicted labels",
-    ] + (["items/s"] if show_time else [])
+    head = (
+        ["model"]
+        + (["checkpoint"] if show_ckpt else [])
+        + [
+            "task",
+            "k",
+            "n",
+            "seeds",
+            "accuracy",
+            "macro F1",
+            "gold NLL",
+            "chance",
+            "predicted labels",
+        ]
+        + (["items/s"] if show_time else [])
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         ns = len(r["seeds"])
         dist = " ".join(f"{_short(lab)} {share:.0%}" for lab, share in r["pred_dist"].items())
         if r.get("n_unparsed"):
             dist += f" unparsed {r['n_unparsed']}"
-        cells = [r["model"]] + ([r.get("checkpoint") or ""] if show_ckpt else []) + [
-            r["task"],
-            str(r["k"]),
-            str(r["n"]),
-            str(ns),
-            _pm(r["accuracy"], r["accuracy_std"], ns),
-            _pm(r["macro_f1"], r["macro_f1_std"], ns),
-            _pm(r["gold_nll"], r["gold_nll_std"], ns),
-            f"{r['chance']:.3f}",
-            dist,
-        ]
+        cells = (
+            [r["model"]]
+            + ([r.get("checkpoint") or ""] if show_ckpt else [])
+            + [
+                r["task"],
+                str(r["k"]),
+                str(r["n"]),
+                str(ns),
+                _pm(r["accuracy"], r["accuracy_std"], ns),
+                _pm(r["macro_f1"], r["macro_f1_std"], ns),
+                _pm(r["gold_nll"], r["gold_nll_std"], ns),
+                f"{r['chance']:.3f}",
+                dist,
+            ]
+        )
         if show_time:
             cells.append(_rate(timing or {}, r))
         lines.append("| " + " | ".join(cells) + " |")
@@ -62,7 +81,9 @@ def metrics_table(rows: Sequence[Mapping[str, Any]], timing: Mapping[str, Any] |
 def _rate(timing: Mapping[str, Any], row: Mapping[str, Any]) -> str:
     secs = items = 0.0
     for seed in row["seeds"]:
-        t = timing.get("|".join(str(x) for x in (row.get("checkpoint") or "", row["task"], row["k"], seed)))
+        t = timing.get(
+            "|".join(str(x) for x in (row.get("checkpoint") or "", row["task"], row["k"], seed))
+        )
         if t:
             secs += t["seconds"]
             items += t["items"]
@@ -73,13 +94,14 @@ def markdown_summary(results: Mapping[str, Any]) -> str:
     """The ``summary.md`` of a run folder."""
     cfg = results.get("config") or {}
     env = results.get("environment") or {}
+    ver = env.get("versions", {})
     lines = [
         f"# nlieval run: {cfg.get('model', '?')}",
         "",
-        f"tasks {', '.join(cfg.get('tasks', []))}; shots {cfg.get('shots')}; seeds {cfg.get('seeds')}; "
-        f"limit {cfg.get('limit')}",
-        f"nlieval {env.get('versions', {}).get('nlieval')}, torch {env.get('versions', {}).get('torch')}, "
-        f"transformers {env.get('versions', {}).get('transformers')}, commit {env.get('git_commit')}",
+        f"tasks {', '.join(cfg.get('tasks', []))}; shots {cfg.get('shots')}; "
+        f"seeds {cfg.get('seeds')}; limit {cfg.get('limit')}",
+        f"nlieval {ver.get('nlieval')}, torch {ver.get('torch')}, "
+        f"transformers {ver.get('transformers')}, commit {env.get('git_commit')}",
         "",
         metrics_table(results.get("metrics", []), results.get("timing", {}).get("sweep_points")),
         "",

@@ -65,8 +65,15 @@ def plan(config: RunConfig) -> list[tuple[data.Dataset, list[SweepPoint], dict[s
             for seed in config.seeds if k > 0 else config.seeds[:1]:
                 points.append(
                     make_sweep_point(
-                        spec.name, spec.family, ds.labels, k, seed, pool, pool_is_test,
-                        config.balanced, config.template or spec.template,
+                        spec.name,
+                        spec.family,
+                        ds.labels,
+                        k,
+                        seed,
+                        pool,
+                        pool_is_test,
+                        config.balanced,
+                        config.template or spec.template,
                     )
                 )
         info = {
@@ -111,28 +118,45 @@ def run(
         if (model_name, ckpt, p.task, p.k, p.seed, it.id) not in done
     )
     if done:
-        log.info("resuming %s: %d records already there, %d items to go", out_dir, len(done), todo_total)
+        log.info(
+            "resuming %s: %d records already there, %d items to go", out_dir, len(done), todo_total
+        )
     started = time.time()
-    timing: dict[str, dict[str, Any]] = folder.read_results().get("timing", {}).get("sweep_points", {})
-    bar = tqdm(total=todo_total, unit="item", disable=not progress or todo_total == 0, dynamic_ncols=True)
+    timing: dict[str, dict[str, Any]] = (
+        folder.read_results().get("timing", {}).get("sweep_points", {})
+    )
+    bar = tqdm(
+        total=todo_total, unit="item", disable=not progress or todo_total == 0, dynamic_ncols=True
+    )
     try:
         for ckpt in checkpoints:
             backend: LogLikelihoodBackend | None = None
             for ds, points, _ in planned:
                 for p in points:
-                    todo = [it for it in ds.items if (model_name, ckpt, p.task, p.k, p.seed, it.id) not in done]
+                    todo = [
+                        it
+                        for it in ds.items
+                        if (model_name, ckpt, p.task, p.k, p.seed, it.id) not in done
+                    ]
                     if not todo:
                         continue
                     if backend is None:
                         # Loaded only when there is work: a finished run resumes instantly.
                         backend = backend_factory(config, ckpt)
-                    bar.set_description(f"{p.task} k={p.k} seed={p.seed}" + (f" {ckpt}" if ckpt else ""))
+                    bar.set_description(
+                        f"{p.task} k={p.k} seed={p.seed}" + (f" {ckpt}" if ckpt else "")
+                    )
                     t0 = time.time()
                     for start in range(0, len(todo), CHUNK):
                         chunk = todo[start : start + CHUNK]
                         recs = score_items(
-                            backend, p, chunk, model=model_name, checkpoint=ckpt,
-                            save_prompt=config.save_prompts, progress=bar.update,
+                            backend,
+                            p,
+                            chunk,
+                            model=model_name,
+                            checkpoint=ckpt,
+                            save_prompt=config.save_prompts,
+                            progress=bar.update,
                             meta_fn=lambda it: dict(it.meta),
                         )
                         folder.append(recs)

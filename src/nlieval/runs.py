@@ -67,7 +67,9 @@ class RunConfig:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RunConfig:
         known = {f.name for f in fields(cls)}
-        kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in known}
+        kw: dict[str, Any] = {
+            k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in known
+        }
         return cls(**kw)
 
 
@@ -111,7 +113,9 @@ class RunFolder:
             old = json.loads(cfg_path.read_text(encoding="utf-8"))
             diff = [f for f in RunConfig.IDENTITY if old.get(f) != config.to_dict().get(f)]
             if diff:
-                detail = ", ".join(f"{f}: {old.get(f)!r} -> {config.to_dict().get(f)!r}" for f in diff)
+                detail = ", ".join(
+                    f"{f}: {old.get(f)!r} -> {config.to_dict().get(f)!r}" for f in diff
+                )
                 raise RunError(
                     f"{self.path} holds a run made with other settings ({detail}); "
                     "choose another --out, or pass --overwrite to start it again"
@@ -209,8 +213,17 @@ class RunFolder:
 
 def environment() -> dict[str, Any]:
     """Package versions, Python, platform and the git commit of nlieval's source."""
-    versions = {}
-    for pkg in ("nlieval", "torch", "transformers", "numpy", "scipy", "scikit-learn", "gguf", "accelerate"):
+    versions: dict[str, str | None] = {}
+    for pkg in (
+        "nlieval",
+        "torch",
+        "transformers",
+        "numpy",
+        "scipy",
+        "scikit-learn",
+        "gguf",
+        "accelerate",
+    ):
         try:
             versions[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -229,7 +242,10 @@ def _git_commit() -> str | None:
     try:
         out = subprocess.run(
             ["git", "-C", str(here), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=False,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -237,7 +253,10 @@ def _git_commit() -> str | None:
         return None
     dirty = subprocess.run(
         ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True, text=True, timeout=5, check=False,
+        capture_output=True,
+        text=True,
+        timeout=5,
+        check=False,
     ).stdout.strip()
     return out.stdout.strip() + ("-dirty" if dirty else "")
 

@@ -30,7 +30,9 @@ class SweepPoint:
     def prompt(self, item: Item) -> Prompt:
         """The item's prompt; the sweep point's shots, unless the item is one of them."""
         if item.id in self.shot_ids:
-            alt = draw_shots(self.pool, self.task, self.k, self.seed, self.balanced, exclude=item.id)
+            alt = draw_shots(
+                self.pool, self.task, self.k, self.seed, self.balanced, exclude=item.id
+            )
             return self.builder.build(item, alt)
         return self.builder.build(item)
 
@@ -72,13 +74,11 @@ def score_items(
 ) -> list[Record]:
     """Score ``items`` at one sweep point; one :class:`Record` per item, in order."""
     prompts = [point.prompt(it) for it in items]
-    requests = [
-        ScoreRequest(p.text, p.continuations, prefix_len=len(p.prefix)) for p in prompts
-    ]
+    requests = [ScoreRequest(p.text, p.continuations, prefix_len=len(p.prefix)) for p in prompts]
     scores = backend.loglikelihood(requests, progress)
     labels = tuple(lab.value for lab in point.labels)
     records = []
-    for it, p, ll in zip(items, prompts, scores):
+    for it, p, ll in zip(items, prompts, scores, strict=True):
         best = max(range(len(ll)), key=lambda i: (ll[i], -i))  # ties go to the first option
         records.append(
             Record(

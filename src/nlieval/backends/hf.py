@@ -72,9 +72,12 @@ class HFCausalLM:
                 revision=self.source.revision,
                 trust_remote_code=trust_remote_code,
             )
-            self.model = AutoModelForCausalLM.from_pretrained(self.source.path, **kwargs)
+            model_obj: Any = AutoModelForCausalLM.from_pretrained(self.source.path, **kwargs)
         except OSError as err:
-            raise ModelError(f"cannot load model {self.name!r} from {self.source.path}: {err}") from err
+            raise ModelError(
+                f"cannot load model {self.name!r} from {self.source.path}: {err}"
+            ) from err
+        self.model: Any = model_obj
         if device_map is None:
             self.model.to(self.device)
         else:
@@ -104,7 +107,9 @@ class HFCausalLM:
         ctx, cont, _ = self._split(context, continuation, 0)
         return ctx, cont
 
-    def _split(self, context: str, continuation: str, prefix_len: int) -> tuple[list[int], list[int], int]:
+    def _split(
+        self, context: str, continuation: str, prefix_len: int
+    ) -> tuple[list[int], list[int], int]:
         # Also counts the leading tokens that end inside context[:prefix_len]: exactly the
         # prefix tokens as the model sees them in this text, so a token merged across the
         # prefix boundary is never taken from a cache.
@@ -116,7 +121,11 @@ class HFCausalLM:
             offsets = enc["offset_mapping"]
             n = len(context)
             cut = next(
-                (i for i, (s, e) in enumerate(offsets) if e > n and not (s == e and ids[i] in self._special)),
+                (
+                    i
+                    for i, (s, e) in enumerate(offsets)
+                    if e > n and not (s == e and ids[i] in self._special)
+                ),
                 len(ids),
             )
             cont = ids[cut:]
@@ -137,9 +146,15 @@ class HFCausalLM:
                 if ids[: len(pre) - 1] == pre[:-1]:
                     n_prefix = len(pre) - 1
         if not ctx:
-            bos = self.tok.bos_token_id if self.tok.bos_token_id is not None else self.tok.eos_token_id
+            bos = (
+                self.tok.bos_token_id
+                if self.tok.bos_token_id is not None
+                else self.tok.eos_token_id
+            )
             if bos is None:
-                raise ValueError("empty context and the tokenizer has no BOS/EOS token to condition on")
+                raise ValueError(
+                    "empty context and the tokenizer has no BOS/EOS token to condition on"
+                )
             ctx = [bos]
         if not cont:
             raise ValueError(f"continuation {continuation!r} produced no tokens")
@@ -189,9 +204,11 @@ class HFCausalLM:
             bs = self._batch_size(len(group[0].ids))
             for start in range(0, len(group), bs):
                 batch = group[start : start + bs]
-                scores = self._forward(batch) if prefix is None else self._forward_cached(prefix, batch)
-                for row, row_scores in zip(batch, scores):
-                    for (j, _), value in zip(row.targets, row_scores):
+                scores = (
+                    self._forward(batch) if prefix is None else self._forward_cached(prefix, batch)
+                )
+                for row, row_scores in zip(batch, scores, strict=True):
+                    for (j, _), value in zip(row.targets, row_scores, strict=True):
                         out[row.request][j] = value
                     remaining[row.request] -= 1
                     if remaining[row.request] == 0 and progress is not None:
@@ -244,10 +261,15 @@ class HFCausalLM:
         result: list[list[float]] = []
         for b, r in enumerate(batch):
             end = len(r.ids) - n_pre
-            result.append([
-                sum(float(logprobs[where[(b, end - len(cont) + t)], tok]) for t, tok in enumerate(cont))
-                for _, cont in r.targets
-            ])
+            result.append(
+                [
+                    sum(
+                        float(logprobs[where[(b, end - len(cont) + t)], tok])
+                        for t, tok in enumerate(cont)
+                    )
+                    for _, cont in r.targets
+                ]
+            )
         return result
 
     def _head(self, hidden: Any) -> Any:
@@ -314,7 +336,9 @@ class HFCausalLM:
 
         answers = []
         for conv in conversations:
-            text = self.tok.apply_chat_template(list(conv), tokenize=False, add_generation_prompt=True)
+            text = self.tok.apply_chat_template(
+                list(conv), tokenize=False, add_generation_prompt=True
+            )
             enc = self.tok(text, return_tensors="pt", add_special_tokens=False).to(self.device)
             torch.manual_seed(seed)
             with torch.inference_mode():
@@ -327,7 +351,8 @@ class HFCausalLM:
                     top_k=None,
                     pad_token_id=self.pad_id,
                 )
-            answers.append(self.tok.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True))
+            new_tokens = out[0, enc["input_ids"].shape[1] :]
+            answers.append(str(self.tok.decode(new_tokens, skip_special_tokens=True)))
         return answers
 
 
@@ -335,14 +360,26 @@ def _pick_dtype(dtype: str, device: str) -> Any:
     import torch
 
     if dtype == "auto":
-        if device.startswith("cuda") and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+        if (
+            device.startswith("cuda")
+            and torch.cuda.is_available()
+            and torch.cuda.is_bf16_supported()
+        ):
             return torch.bfloat16
         return torch.float32
     try:
-        return {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-                "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[dtype]
+        return {
+            "float32": torch.float32,
+            "fp32": torch.float32,
+            "bfloat16": torch.bfloat16,
+            "bf16": torch.bfloat16,
+            "float16": torch.float16,
+            "fp16": torch.float16,
+        }[dtype]
     except KeyError:
-        raise ModelError(f"unknown dtype {dtype!r}: use auto, float32, bfloat16 or float16") from None
+        raise ModelError(
+            f"unknown dtype {dtype!r}: use auto, float32, bfloat16 or float16"
+        ) from None
 
 
 def auto_batch_size(model: Any, device: Any, max_len: int) -> int:
