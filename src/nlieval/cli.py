@@ -1,4 +1,4 @@
-"""The ``nlieval`` command line.
+"""nlieval: evaluate and study language models through Natural Language Inference.
 
 Flag names follow lm-evaluation-harness where they mean the same thing
 (``--model``, ``--tasks``, ``--limit``, ``--batch_size``, ``--output_path``).
@@ -100,6 +100,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         default=(),
         help="ordered checkpoints (folders or hub revisions) to evaluate in turn",
     )
+    p.add_argument(
+        "--no-prefix-cache",
+        action="store_true",
+        help="recompute the few-shot prefix for every item (same results, slower)",
+    )
     p.add_argument("--skip-bad", action="store_true", help="skip malformed data lines (counted)")
     p.add_argument("--no-prompts", action="store_true", help="do not store prompt texts in records")
     p.add_argument("--overwrite", action="store_true", help="discard what the run folder holds")
@@ -127,6 +132,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         checkpoints=args.checkpoints,
         skip_bad=args.skip_bad,
         save_prompts=not args.no_prompts,
+        prefix_cache=not args.no_prefix_cache,
     )
     results = run(cfg, args.out, overwrite=args.overwrite, progress=not args.no_progress)
     print(metrics_table(results["metrics"], results.get("timing", {}).get("sweep_points")))
@@ -155,7 +161,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_tasks(args: argparse.Namespace) -> int:
     for name, spec in data.TASKS.items():
         labels = "/".join(lab.value for lab in spec.labels)
-        print(f"{name:<18} {spec.default_split:<12} {labels:<45} {spec.description}")
+        print(f"{name:<18} {spec.default_split:<15} {labels:<42} {spec.description}")
     return 0
 
 

@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 from . import data
 from .backends.base import LogLikelihoodBackend
 from .metrics import summarize
+from .models import resolve_model
 from .report import markdown_summary
 from .runs import RunConfig, RunFolder, environment
 from .scoring import SweepPoint, make_sweep_point, score_items
@@ -39,6 +40,7 @@ def default_backend(config: RunConfig, checkpoint: str | None) -> LogLikelihoodB
         dtype=config.dtype,
         device=config.device,
         batch_size=config.batch_size,
+        prefix_cache=config.prefix_cache,
     )
 
 
@@ -103,10 +105,14 @@ def run(
     >>> cfg = RunConfig(model="smollm2-135m", tasks=("smoke",), shots=(0, 5))  # doctest: +SKIP
     >>> run(cfg, "runs/smoke")["metrics"][0]["accuracy"]                        # doctest: +SKIP
     """
+    if backend_factory is default_backend and not config.checkpoints:
+        # Fail on a wrong model name before the folder is made or any data is read.
+        resolve_model(config.model, config.revision)
+    # Data errors surface before anything is written.
+    planned = plan(config)
     folder = RunFolder(out_dir)
     folder.start(config, overwrite=overwrite)
     done = folder.done_keys()
-    planned = plan(config)
     checkpoints: Sequence[str | None] = config.checkpoints or (None,)
     model_name = config.model
     todo_total = sum(

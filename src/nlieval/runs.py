@@ -58,6 +58,7 @@ class RunConfig:
     checkpoints: tuple[str, ...] = ()
     skip_bad: bool = False
     save_prompts: bool = True
+    prefix_cache: bool = True
 
     IDENTITY = ("model", "split", "template", "balanced", "dtype", "revision")
 

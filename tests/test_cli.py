@@ -1,0 +1,119 @@
+"""The command line: every command, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nlieval.cli import main
+
+GOOD = (
+    '{"pairID": "%d", "sentence1": "A dog runs.", "sentence2": "An animal moves.", '
+    '"gold_label": "%s"}\n'
+)
+
+
+def _task(tmp_path: Path, lines: str) -> Path:
+    (tmp_path / "d.jsonl").write_text(lines)
+    yaml = tmp_path / "task.yaml"
+    yaml.write_text(
+        "name: mine\npath: d.jsonl\n"
+        "fields: {id: pairID, premise: sentence1, hypothesis: sentence2, label: gold_label}\n"
+        "labels: [entailment, neutral, contradiction]\n"
+    )
+    return yaml
+
+
+def _good_lines(n: int) -> str:
+    labels = ["entailment", "neutral", "contradiction"]
+    return "".join(GOOD % (i, labels[i % 3]) for i in range(n))
+
+
+@pytest.mark.parametrize(
+    ("content", "expect"),
+    [
+        (_good_lines(2) + '{"pairID": "9", "sentence1": \n', [":3:", "JSON"]),
+        (
+            _good_lines(1) + '{"pairID": "9", "sentence1": "a", "gold_label": "neutral"}\n',
+            [":2:", "sentence2"],
+        ),
+        (_good_lines(1) + GOOD % (7, "maybe"), [":2:", "gold_label", "maybe"]),
+        ("", ["empty"]),
+    ],
+)
+def test_bad_input_gives_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, expect: list[str]
+) -> None:
+    yaml = _task(tmp_path, content)
+    assert main(["stats", "--task", str(yaml)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "d.jsonl" in err
+    for word in expect:
+        assert word in err
+
+
+def test_wrong_path_and_wrong_model_fail_before_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["stats", "--task", str(tmp_path / "nope.yaml")]) == 2
+    assert "nope.yaml" in capsys.readouterr().err
+    out = tmp_path / "run"
+    assert main(["run", "--model", "no-such-model", "--task", "smoke", "--out", str(out)]) == 2
+    assert "no-such-model" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_skip_bad_counts_skipped_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    yaml = _task(tmp_path, _good_lines(3) + "{oops\n" + GOOD % (8, "maybe"))
+    assert main(["stats", "--task", str(yaml), "--skip-bad"]) == 0
+    out = capsys.readouterr().out
+    row = [line for line in out.splitlines() if line.startswith("mine")][0]
+    assert " 3 " in row and "bad lines=2" in row
+
+
+def test_run_report_and_tasks(
+    tmp_path: Path, tiny_llama: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    yaml = _task(tmp_path, _good_lines(12))
+    out = tmp_path / "run"
+    argv = [
+        "run",
+        "--model",
+        str(tiny_llama),
+        "--task",
+        f"smoke,{yaml}",
+        "--shots",
+        "0,2",
+        "--seeds",
+        "2",
+        "--limit",
+        "6",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert "| smoke | 2 | 6 | 2 |" in table.replace(str(tiny_llama), "M")
+    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    # 2 tasks x 6 items x (k=0 once + k=2 for two seeds)
+    assert len(records) == 2 * 6 * 3
+    assert main(["report", str(out)]) == 0
+    assert "| mine | 2 | 6 | 2 |" in capsys.readouterr().out.replace(str(tiny_llama), "M")
+    assert main(["tasks"]) == 0
+    listing = capsys.readouterr().out
+    for name in (
+        "snli",
+        "mnli_m",
+        "hans",
+        "anli_r3",
+        "alphanli",
+        "chaosnli_snli",
+        "scinli",
+        "sick",
+        "rte",
+    ):
+        assert name in listing
