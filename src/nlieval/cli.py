@@ -158,6 +158,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_dynamics(args: argparse.Namespace) -> int:
+    from .analyses.dynamics import checkpoint_order, dynamics, format_dynamics, plot_dynamics
+    from .runs import RunFolder
+
+    rows = dynamics(RunFolder(args.run).iter_records(), checkpoint_order(args.run))
+    print(format_dynamics(rows))
+    if args.plot:
+        print(f"\nplot: {plot_dynamics(rows, args.plot)}")
+    return 0
+
+
 def _cmd_tasks(args: argparse.Namespace) -> int:
     for name, spec in data.TASKS.items():
         labels = "/".join(lab.value for lab in spec.labels)
@@ -183,10 +194,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-write", action="store_true", help="print only; leave results.json as it is"
     )
     sub.add_parser("tasks", help="list the built-in tasks")
+    p = sub.add_parser(
+        "dynamics", help="accuracy and gold NLL over the checkpoints of a run, Kendall tau"
+    )
+    p.add_argument("run", help="run folder made with --checkpoints")
+    p.add_argument("--plot", default=None, help="write the curves to this PNG")
     return parser
 
 
-COMMANDS = {"run": _cmd_run, "stats": _cmd_stats, "report": _cmd_report, "tasks": _cmd_tasks}
+COMMANDS = {
+    "run": _cmd_run,
+    "stats": _cmd_stats,
+    "report": _cmd_report,
+    "tasks": _cmd_tasks,
+    "dynamics": _cmd_dynamics,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

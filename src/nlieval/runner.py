@@ -59,7 +59,9 @@ def plan(config: RunConfig) -> list[tuple[data.Dataset, list[SweepPoint], dict[s
         pool_is_test = False
         pool_source = None
         if any(k > 0 for k in config.shots):
-            pool_ds, pool_is_test = data.load_pool(task, config.data_dir, skip_bad=config.skip_bad)
+            pool_ds, pool_is_test = data.load_pool(
+                task, config.data_dir, skip_bad=config.skip_bad, split=config.split
+            )
             pool, pool_source = pool_ds.items, f"{pool_ds.source} ({pool_ds.split})"
         points = []
         for k in config.shots:

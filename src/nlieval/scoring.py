@@ -29,7 +29,8 @@ class SweepPoint:
 
     def prompt(self, item: Item) -> Prompt:
         """The item's prompt; the sweep point's shots, unless the item is one of them."""
-        if item.id in self.shot_ids:
+        # Ids are only comparable within one split: a pool from another split may reuse them.
+        if self.pool_is_test and item.id in self.shot_ids:
             alt = draw_shots(
                 self.pool, self.task, self.k, self.seed, self.balanced, exclude=item.id
             )

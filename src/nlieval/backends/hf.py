@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -183,7 +184,7 @@ class HFCausalLM:
         """Summed log-probability of every continuation of every request."""
         out = [[float("nan")] * len(req.continuations) for req in requests]
         rows = self._rows(requests)
-        remaining = {r: sum(1 for row in rows if row.request == r) for r in range(len(requests))}
+        remaining = Counter(row.request for row in rows)
         # Rows that share a prefix of at least MIN_PREFIX tokens are scored on top of its
         # key/value cache; the rest in plain left-padded batches.
         groups: dict[tuple[int, ...], list[_Row]] = {}

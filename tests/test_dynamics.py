@@ -1,0 +1,88 @@
+"""Checkpoint sweeps on tiny checkpoints that a fixture really trains."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from nlieval.analyses.dynamics import checkpoint_order, dynamics, format_dynamics, plot_dynamics
+from nlieval.data import load_task
+from nlieval.prompts import PromptBuilder, answer_letter
+from nlieval.runner import run
+from nlieval.runs import RunConfig, RunFolder
+
+STEPS = (0, 10, 25, 50)
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Full-batch training of the tiny model to answer the smoke items' gold letters."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_llama)
+    model = AutoModelForCausalLM.from_pretrained(tiny_llama)
+    ds = load_task("smoke")
+    builder = PromptBuilder("nli3", ds.labels, [])
+    texts = [builder.build(it).text for it in ds.items]
+    gold = [tok(" " + answer_letter(it, ds.labels))["input_ids"][-1] for it in ds.items]
+    enc = tok(texts, return_tensors="pt", padding=True, padding_side="left")
+    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+    root = tmp_path_factory.mktemp("ckpts")
+    saved = []
+    for step in range(max(STEPS) + 1):
+        if step in STEPS:
+            folder = root / f"step{step:03d}"
+            model.save_pretrained(folder)
+            for f in tiny_llama.glob("*token*"):
+                shutil.copy(f, folder)
+            saved.append(str(folder))
+        logits = model(**enc).logits[:, -1, :]
+        loss = torch.nn.functional.cross_entropy(logits, torch.tensor(gold))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return saved
+
+
+def test_checkpoint_run_and_monotonicity(checkpoints: list[str], tmp_path: Path) -> None:
+    cfg = RunConfig(model="tiny", tasks=("smoke",), shots=(0,), checkpoints=tuple(checkpoints))
+    run(cfg, tmp_path / "r", progress=False)
+    records = RunFolder(tmp_path / "r").records()
+    assert {r.checkpoint for r in records} == set(checkpoints)
+    assert len(records) == 48 * len(checkpoints)
+    order = checkpoint_order(tmp_path / "r")
+    assert order == checkpoints
+    rows = dynamics(records, order)
+    assert len(rows) == 1
+    row = rows[0]
+    # Full-batch training on exactly these answers lowers the gold NLL at every step.
+    assert all(a > b for a, b in zip(row["gold_nll"], row["gold_nll"][1:], strict=False))
+    assert row["tau_nll"] == pytest.approx(1.0)
+    assert row["accuracy"][-1] > row["accuracy"][0]
+    assert row["tau_accuracy"] > 0
+    assert "| tiny | smoke | 0 | 4 |" in format_dynamics(rows)
+    png = plot_dynamics(rows, tmp_path / "dyn.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_tau_is_nan_for_a_single_checkpoint() -> None:
+    from nlieval.types import Record
+
+    r = Record(
+        "t",
+        "1",
+        "m",
+        0,
+        0,
+        ("entailment", "neutral"),
+        (-1.0, -2.0),
+        (0.7, 0.3),
+        "entailment",
+        "entailment",
+        checkpoint="only",
+    )
+    assert math.isnan(dynamics([r], ["only"])[0]["tau_accuracy"])
