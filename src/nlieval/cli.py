@@ -7,6 +7,7 @@ Flag names follow lm-evaluation-harness where they mean the same thing
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from collections.abc import Sequence
@@ -199,8 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("run", help="run folder made with --checkpoints")
     p.add_argument("--plot", default=None, help="write the curves to this PNG")
+    # Commands of the analysis families register themselves (each sets a handler).
+    for module in EXTENSIONS:
+        importlib.import_module(f"nlieval.{module}").add_commands(sub)
     return parser
 
+
+EXTENSIONS = ("analyses_cli",)
 
 COMMANDS = {
     "run": _cmd_run,
@@ -222,7 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        return COMMANDS[args.command](args)
+        handler = getattr(args, "handler", None) or COMMANDS[args.command]
+        return int(handler(args))
     except (data.DataError, ModelError, RunError, ValueError) as err:
         if args.verbose:
             raise

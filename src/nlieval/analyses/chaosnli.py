@@ -1,0 +1,521 @@
+"""ChaosNLI: model predictions against the distribution of 100 human labels per item.
+
+The divergences follow the ChaosNLI reference evaluation (easonnie/ChaosNLI,
+``src/evaluation/tools.py``) so that numbers compare with the published table:
+
+- label order [e, n, c] for NLI and [1, 2] for alpha-NLI;
+- the model distribution is clipped below at 1e-15 and renormalised (from logits via
+  softmax first when only logits are given);
+- the column the reference calls "JSD" is ``scipy.spatial.distance.jensenshannon`` with the
+  natural log, i.e. the Jensen-Shannon *distance*; it is reported here as ``js_distance``,
+  and the divergence (its square, per item, then averaged) as ``js_divergence``;
+- ``kl`` is KL(human || model) (``scipy.stats.entropy(human, model)``), natural log;
+- "old" accuracy is against the dataset's original label (``acc_original``), "new" accuracy
+  against the ChaosNLI majority label (``acc_majority``).
+
+Every metric is an average over items. Records of one (model, checkpoint, task, k) are
+scored per seed on the items every seed has, then averaged (mean and sample std), as in
+:func:`nlieval.metrics.summarize`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+from scipy.spatial.distance import jensenshannon
+from scipy.special import softmax
+from scipy.stats import entropy
+
+from ..data import load_task
+from ..types import ALPHA, NLI3, Label, Record
+
+log = logging.getLogger(__name__)
+
+#: The reference's floor for model probabilities (keeps KL finite).
+EPS = 1e-15
+NLI_ORDER: tuple[str, ...] = tuple(lab.value for lab in NLI3)
+ALPHA_ORDER: tuple[str, ...] = tuple(lab.value for lab in ALPHA)
+DIVERGENCES = ("js_distance", "js_divergence", "kl")
+METRICS = (*DIVERGENCES, "acc_original", "acc_majority")
+UNIFORM = tuple(f"uniform_{m}" for m in DIVERGENCES)
+GROUP = ["model", "checkpoint", "task", "k"]
+Against = Literal["original", "majority"]
+
+
+def canonical_order(labels: Iterable[str]) -> tuple[str, ...]:
+    """The ChaosNLI order of a label set: [e, n, c] for NLI, [1, 2] for alpha-NLI.
+
+    >>> canonical_order(["contradiction", "entailment", "neutral"])
+    ('entailment', 'neutral', 'contradiction')
+    """
+    found = set(labels)
+    for order in (NLI_ORDER, ALPHA_ORDER):
+        if found == set(order):
+            return order
+    raise ValueError(f"labels {sorted(found)} are not a ChaosNLI label set (e/n/c or 1/2)")
+
+
+def human_distribution(counts_or_dists: ArrayLike) -> NDArray[np.float64]:
+    """Rows of label counts (or distributions) normalised to sum to 1.
+
+    >>> human_distribution([[30, 70, 0]]).tolist()
+    [[0.3, 0.7, 0.0]]
+    """
+    h = np.atleast_2d(np.asarray(counts_or_dists, dtype=float))
+    return h / h.sum(axis=1, keepdims=True)
+
+
+def model_distribution(probs: ArrayLike) -> NDArray[np.float64]:
+    """Rows of model probabilities with entries below 1e-15 raised to it, renormalised
+    (the reference's ``normalize_dist``).
+
+    >>> float(model_distribution([[1.0, 0.0]])[0, 1]) > 0
+    True
+    """
+    p = np.atleast_2d(np.asarray(probs, dtype=float))
+    # abs() as in the reference: only values of magnitude below EPS are replaced.
+    p = np.where(np.abs(p) < EPS, EPS, p)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def item_divergences(
+    human_counts_or_dists: ArrayLike, model_probs: ArrayLike
+) -> dict[str, NDArray[np.float64]]:
+    """Per-item JS distance, JS divergence and KL(human || model), natural log.
+
+    >>> d = item_divergences([[50, 50]], [[0.5, 0.5]])
+    >>> float(d["js_distance"][0]), float(d["kl"][0])
+    (0.0, 0.0)
+    """
+    h = human_distribution(human_counts_or_dists)
+    m = model_distribution(model_probs)
+    if h.shape != m.shape:
+        raise ValueError(f"human {h.shape} and model {m.shape} distributions differ in shape")
+    with np.errstate(invalid="ignore"):
+        js = np.asarray(jensenshannon(h, m, axis=1), dtype=float)
+    # Near-identical distributions can round to a tiny negative under the root: the
+    # reference then sets the item's JS to 0. Non-finite input still gives nan.
+    rounded = np.isnan(js) & np.isfinite(h).all(axis=1) & np.isfinite(m).all(axis=1)
+    if rounded.any():
+        log.debug("JS distance rounded to nan for %d items; set to 0", rounded.sum())
+        js = np.where(rounded, 0.0, js)
+    kl = np.asarray(entropy(h, m, axis=1), dtype=float)
+    return {"js_distance": js, "js_divergence": js**2, "kl": kl}
+
+
+def divergences(human_counts_or_dists: ArrayLike, model_probs: ArrayLike) -> dict[str, float]:
+    """Mean JS distance, JS divergence and KL(human || model) over items, and ``n``.
+
+    >>> d = divergences([[100, 0, 0]], [[1 / 3, 1 / 3, 1 / 3]])
+    >>> round(d["kl"], 4), round(d["js_divergence"], 4), d["n"]
+    (1.0986, 0.3183, 1)
+    """
+    per = item_divergences(human_counts_or_dists, model_probs)
+    out = {name: float(np.mean(v)) for name, v in per.items()}
+    out["n"] = len(per["kl"])
+    return out
+
+
+def entropy_bits(counts: ArrayLike) -> NDArray[np.float64]:
+    """Entropy in bits of rows of label counts.
+
+    >>> entropy_bits([[50, 50], [100, 0]]).tolist()
+    [1.0, 0.0]
+    """
+    return np.asarray(entropy(np.atleast_2d(np.asarray(counts, float)), base=2, axis=1))
+
+
+def bin_edges(values: ArrayLike, n_bins: int = 5) -> NDArray[np.float64]:
+    """Quantile bin edges as in the reference: the minimum, then the i/n quantiles.
+
+    Bins are [lo, hi) except the last, which is closed. Entropies of 100 labels take few
+    values, so ties can make bins unequal in size (or empty).
+
+    >>> bin_edges([0, 1, 2, 3], 2).tolist()
+    [0.0, 1.5, 3.0]
+    """
+    if n_bins < 1:
+        raise ValueError("n_bins must be at least 1")
+    v = np.asarray(values, dtype=float)
+    return np.concatenate([[v.min()], np.quantile(v, np.linspace(0, 1, n_bins + 1)[1:])])
+
+
+def assign_bins(values: ArrayLike, edges: ArrayLike) -> NDArray[np.intp]:
+    """Bin index of each value for :func:`bin_edges` (left-closed, last bin closed).
+
+    >>> assign_bins([0, 1.5, 3], [0, 1.5, 3]).tolist()
+    [0, 1, 1]
+    """
+    return np.searchsorted(np.asarray(edges, float)[1:-1], np.asarray(values, float), "right")
+
+
+# --------------------------------------------------------------------------- item tables
+
+KEY = [*GROUP, "seed", "item_id"]
+
+
+def _frame(
+    keys: Sequence[tuple[Any, ...]],
+    counts: Sequence[Sequence[float]],
+    probs: Sequence[Sequence[float]],
+    correct_original: Sequence[bool],
+    correct_majority: Sequence[bool],
+) -> pd.DataFrame:
+    df = pd.DataFrame(list(keys), columns=KEY)
+    df["acc_original"] = np.asarray(correct_original, dtype=float)
+    df["acc_majority"] = np.asarray(correct_majority, dtype=float)
+    for col in ("entropy", *DIVERGENCES, *UNIFORM):
+        df[col] = np.nan
+    width = np.array([len(c) for c in counts], dtype=int)
+    # Vectorised per label-set size: NLI (3) and alpha-NLI (2) records may be mixed.
+    for w in np.unique(width):
+        idx = [int(i) for i in np.flatnonzero(width == w)]
+        h = np.asarray([counts[i] for i in idx], dtype=np.float64)
+        m = np.asarray([probs[i] for i in idx], dtype=np.float64)
+        per = item_divergences(h, m)
+        uni = item_divergences(h, np.full_like(h, 1.0 / w))
+        df.loc[idx, "entropy"] = entropy_bits(h)
+        for name in DIVERGENCES:
+            df.loc[idx, name] = per[name]
+            df.loc[idx, f"uniform_{name}"] = uni[name]
+    # The same record in two run folders counts once.
+    return df.drop_duplicates(KEY, keep="first").reset_index(drop=True)
+
+
+def item_frame(records: Iterable[Record]) -> pd.DataFrame:
+    """One row per ChaosNLI record: correctness against both labels, the entropy of the
+    human labels (bits) and the divergences of the model and of a uniform distribution.
+
+    Records without ``human_counts`` in their meta (other tasks) are skipped; the model's
+    probabilities are put in ChaosNLI order whatever the option order was.
+
+    >>> r = Record("chaosnli_alphanli", "u1", "m", 0, 0, ("2", "1"), (0.0, 0.0),
+    ...            (0.25, 0.75), "1", "1", meta={"human_counts": [75, 25],
+    ...            "majority_label": "1"})
+    >>> float(item_frame([r]).loc[0, "kl"])
+    0.0
+    """
+    keys: list[tuple[Any, ...]] = []
+    counts: list[Sequence[float]] = []
+    probs: list[list[float]] = []
+    right_o: list[bool] = []
+    right_m: list[bool] = []
+    for r in records:
+        human = r.meta.get("human_counts")
+        if human is None:
+            continue
+        order = canonical_order(r.labels)
+        if len(human) != len(order):
+            raise ValueError(f"{r.task} item {r.item_id}: {len(human)} human counts")
+        keys.append((r.model, r.checkpoint or "", r.task, r.k, r.seed, r.item_id))
+        counts.append(human)
+        probs.append([r.probs[r.labels.index(lab)] for lab in order])
+        right_o.append(r.gold is not None and r.pred == r.gold)
+        right_m.append(r.pred is not None and r.pred == r.meta.get("majority_label"))
+    return _frame(keys, counts, probs, right_o, right_m)
+
+
+def _as_frame(records: Iterable[Record] | pd.DataFrame) -> pd.DataFrame:
+    return records if isinstance(records, pd.DataFrame) else item_frame(records)
+
+
+def _shared_items(g: pd.DataFrame) -> pd.DataFrame:
+    # Seeds compare like for like: only items scored under every seed of the group.
+    n_seeds = g["seed"].nunique()
+    return g[g.groupby("item_id")["seed"].transform("nunique") == n_seeds]
+
+
+def _key_dict(key: tuple[Any, ...]) -> dict[str, Any]:
+    model, ckpt, task, k = key
+    return {"model": str(model), "checkpoint": ckpt or None, "task": str(task), "k": int(k)}
+
+
+def _aggregate(g: pd.DataFrame) -> dict[str, Any]:
+    """Per-seed means of every metric, then their mean and sample std over seeds."""
+    per_seed = g.groupby("seed")[list(METRICS)].mean()
+    out: dict[str, Any] = {"seeds": [int(s) for s in per_seed.index]}
+    for name in METRICS:
+        out[name] = float(per_seed[name].mean())
+        out[name + "_std"] = float(per_seed[name].std(ddof=1)) if len(per_seed) > 1 else 0.0
+    return out
+
+
+def _score_frame(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    rows = []
+    for key, g in frame.groupby(GROUP, sort=True):
+        g = _shared_items(g)
+        items = g.drop_duplicates("item_id")
+        row = {**_key_dict(key), "n": len(items), **_aggregate(g)}
+        row["uniform"] = {m: float(items[f"uniform_{m}"].mean()) for m in DIVERGENCES}
+        rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------- public scores
+
+
+def score_records(records: Iterable[Record] | pd.DataFrame) -> list[dict[str, Any]]:
+    """One row per (model, checkpoint, task, k) of the ChaosNLI records given.
+
+    Each row has ``n`` (items per seed), ``seeds``, the mean over seeds of ``js_distance``,
+    ``js_divergence``, ``kl``, ``acc_original``, ``acc_majority`` (each with ``_std``) and
+    ``uniform``: the divergences of a uniform distribution on the same items.
+
+    >>> r = Record("chaosnli_alphanli", "u1", "m", 0, 0, ("1", "2"), (0.0, 0.0),
+    ...            (0.5, 0.5), "1", "2", meta={"human_counts": [50, 50],
+    ...            "majority_label": "1"})
+    >>> row = score_records([r])[0]
+    >>> row["acc_original"], row["acc_majority"], row["kl"]
+    (0.0, 1.0, 0.0)
+    """
+    return _score_frame(_as_frame(records))
+
+
+def entropy_bins(records: Iterable[Record] | pd.DataFrame, n_bins: int = 5) -> list[dict[str, Any]]:
+    """Metrics per quantile bin of the human-label entropy (bits), per
+    (model, checkpoint, task, k). Bin edges are computed per task over the distinct items
+    of the records; empty bins (from ties) give no row.
+
+    >>> rows = entropy_bins([], 5)
+    >>> rows
+    []
+    """
+    frame = _as_frame(records)
+    if frame.empty:
+        return []
+    frame = frame.assign(bin=0)
+    edges: dict[str, NDArray[np.float64]] = {}
+    for task, g in frame.groupby("task"):
+        edges[str(task)] = bin_edges(g.drop_duplicates("item_id")["entropy"], n_bins)
+        frame.loc[g.index, "bin"] = assign_bins(g["entropy"], edges[str(task)])
+    rows = []
+    for key, g in frame.groupby(GROUP, sort=True):
+        g = _shared_items(g)
+        e = edges[str(key[2])]
+        for b, gb in g.groupby("bin"):
+            b = int(b)
+            head = {**_key_dict(key), "bin": b, "lo": float(e[b]), "hi": float(e[b + 1])}
+            rows.append({**head, "n": int(gb["item_id"].nunique()), **_aggregate(gb)})
+    return rows
+
+
+def _system(col: tuple[Any, ...]) -> str:
+    model, ckpt, k, seed = col
+    return f"{model}" + (f"@{ckpt}" if ckpt else "") + f" k={k} seed={seed}"
+
+
+def all_correct_subset(
+    runs: Iterable[Record] | pd.DataFrame, against: Against = "original"
+) -> list[dict[str, Any]]:
+    """Per task, the items that every compared system got right, and metrics on them.
+
+    A system is one (model, checkpoint, k, seed): every set of predictions counts. Only
+    items that every system scored are candidates. ``against`` picks the label; the
+    reference's "All Correct Count" uses the majority label.
+
+    >>> all_correct_subset([])
+    []
+    """
+    frame = _as_frame(runs)
+    col = f"acc_{against}"
+    out = []
+    for task, g in frame.groupby("task", sort=True):
+        wide = g.set_index(["item_id", "model", "checkpoint", "k", "seed"])[col].unstack(
+            ["model", "checkpoint", "k", "seed"]
+        )
+        shared = wide[wide.notna().all(axis=1)]
+        right = sorted(str(i) for i in shared.index[shared.astype(bool).all(axis=1)])
+        out.append(
+            {
+                "task": str(task),
+                "against": against,
+                "systems": [_system(c) for c in wide.columns],
+                "n_items": len(shared),
+                "n_all_correct": len(right),
+                "item_ids": right,
+                "rows": _score_frame(g[g["item_id"].isin(right)]),
+            }
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- prediction files
+
+
+def _prediction_probs(p: Mapping[str, Any], width: int, where: str) -> list[float]:
+    if "predicted_probabilities" in p:
+        probs = np.asarray(p["predicted_probabilities"], dtype=float)
+    elif "logits" in p:
+        probs = softmax(np.asarray(p["logits"], dtype=float))
+    else:
+        raise ValueError(f"{where}: neither predicted_probabilities nor logits")
+    if probs.shape != (width,):
+        raise ValueError(f"{where}: expected {width} values, got {probs.tolist()}")
+    return [float(x) for x in probs]
+
+
+def _prediction_label(p: Mapping[str, Any], order: Sequence[str], where: str) -> str:
+    raw = p.get("predicted_label")
+    try:
+        label = Label.parse(raw).value
+    except ValueError:
+        label = ""
+    if label not in order:
+        raise ValueError(f"{where}: predicted_label {raw!r} is not one of {list(order)}")
+    return label
+
+
+def prediction_frame(
+    path: str | Path, task: str, data_dir: str | Path | None = None
+) -> pd.DataFrame:
+    """The item table (as :func:`item_frame`) of a prediction file in the official ChaosNLI
+    format, ``{model: {uid: {uid, logits | predicted_probabilities, predicted_label}}}``,
+    against the human labels of ``task`` (``chaosnli_snli``, ``chaosnli_mnli`` or
+    ``chaosnli_alphanli``). Every item of the task must have a prediction from every model.
+
+    >>> prediction_frame("snli_random_baseline.json", "chaosnli_snli")  # doctest: +SKIP
+    """
+    with open(path, encoding="utf-8") as f:
+        raw = json.load(f)
+    if not isinstance(raw, Mapping) or not all(isinstance(v, Mapping) for v in raw.values()):
+        raise ValueError(f"{path}: expected {{model: {{uid: prediction}}}}")
+    ds = load_task(task, data_dir)
+    order = tuple(lab.value for lab in ds.labels)
+    if not ds.items or "human_counts" not in ds.items[0].meta or order != canonical_order(order):
+        raise ValueError(f"{task} is not a ChaosNLI task (no human label counts)")
+    keys: list[tuple[Any, ...]] = []
+    counts, probs, right_o, right_m = [], [], [], []
+    for model, preds in raw.items():
+        missing = [it.id for it in ds.items if it.id not in preds]
+        if missing:
+            raise ValueError(
+                f"{path}: {model!r} has no prediction for {len(missing)} of {len(ds)} "
+                f"{task} items, e.g. {missing[0]!r}"
+            )
+        for it in ds.items:
+            where = f"{path}: {model!r} {it.id!r}"
+            pred = _prediction_label(preds[it.id], order, where)
+            keys.append((str(model), "", task, 0, 0, it.id))
+            counts.append(it.meta["human_counts"])
+            probs.append(_prediction_probs(preds[it.id], len(order), where))
+            right_o.append(it.label is not None and pred == it.label.value)
+            right_m.append(pred == it.meta["majority_label"])
+    return _frame(keys, counts, probs, right_o, right_m)
+
+
+def score_predictions(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows of :func:`score_records` for a :func:`prediction_frame`, in file order, with
+    ``k`` None and no ``seeds`` (published predictions have no sweep point).
+
+    >>> score_predictions(prediction_frame("p.json", "chaosnli_snli"))  # doctest: +SKIP
+    """
+    first = {m: i for i, m in enumerate(dict.fromkeys(frame["model"]))}
+    rows = sorted(_score_frame(frame), key=lambda r: first[r["model"]])
+    for r in rows:
+        r.update(k=None, seeds=[])
+    return rows
+
+
+def score_prediction_file(
+    path: str | Path, task: str, data_dir: str | Path | None = None
+) -> list[dict[str, Any]]:
+    """One row per model of an official-format prediction file (see
+    :func:`prediction_frame`), in file order.
+
+    >>> rows = score_prediction_file("mnli_random_baseline.json", "chaosnli_mnli")  # doctest: +SKIP
+    >>> rows[0]["js_distance"], rows[0]["acc_majority"]  # doctest: +SKIP
+    """
+    rows = score_predictions(prediction_frame(path, task, data_dir))
+    for r in rows:
+        r["source"] = str(path)
+    return rows
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _num(row: Mapping[str, Any], name: str, digits: int = 4) -> str:
+    text = f"{row[name]:.{digits}f}"
+    if len(row.get("seeds") or ()) > 1:
+        text += f" ± {row[name + '_std']:.{digits}f}"
+    return text
+
+
+def _k(row: Mapping[str, Any]) -> str:
+    return "-" if row.get("k") is None else str(row["k"])
+
+
+def _table(head: Sequence[str], body: Iterable[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    return "\n".join(lines)
+
+
+def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Markdown table of :func:`score_records` or :func:`score_prediction_file` rows, with
+    a uniform-baseline line per task (JS distance is the reference's "JSD" column).
+
+    >>> print(format_table([]))
+    (no ChaosNLI records)
+    """
+    if not rows:
+        return "(no ChaosNLI records)"
+    ckpt = any(r.get("checkpoint") for r in rows)
+    head = ["model", *(["checkpoint"] if ckpt else []), "task", "k", "n"]
+    head += ["JS distance", "JS divergence", "KL(human‖model)", "acc original", "acc majority"]
+    body: list[list[str]] = []
+    baselines: dict[tuple[str, int], Mapping[str, float]] = {}
+    for r in rows:
+        cells = [r["model"], *([r.get("checkpoint") or "-"] if ckpt else []), r["task"], _k(r)]
+        body.append([*cells, str(r["n"]), *(_num(r, m) for m in METRICS)])
+        baselines.setdefault((r["task"], r["n"]), r["uniform"])
+    for (task, n), u in baselines.items():
+        cells = ["uniform (baseline)", *(["-"] if ckpt else []), task, "-", str(n)]
+        body.append([*cells, *(f"{u[m]:.4f}" for m in DIVERGENCES), "-", "-"])
+    return _table(head, body)
+
+
+def format_bins_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Markdown table of :func:`entropy_bins` rows.
+
+    >>> print(format_bins_table([]))
+    (no ChaosNLI records)
+    """
+    if not rows:
+        return "(no ChaosNLI records)"
+    ckpt = any(r.get("checkpoint") for r in rows)
+    head = ["model", *(["checkpoint"] if ckpt else []), "task", "k", "entropy (bits)", "n"]
+    head += ["acc original", "acc majority", "JS distance", "KL(human‖model)"]
+    body = []
+    for r in rows:
+        cells = [r["model"], *([r.get("checkpoint") or "-"] if ckpt else []), r["task"]]
+        cells += [_k(r), f"{r['lo']:.3f}–{r['hi']:.3f}", str(r["n"])]
+        body.append([*cells, *(_num(r, m, 3) for m in ("acc_original", "acc_majority"))])
+        body[-1] += [_num(r, "js_distance", 3), _num(r, "kl", 3)]
+    return _table(head, body)
+
+
+def format_all_correct(subsets: Sequence[Mapping[str, Any]]) -> str:
+    """Markdown summary of :func:`all_correct_subset`: counts, then metrics on the subset.
+
+    >>> format_all_correct([])
+    '(no ChaosNLI records)'
+    """
+    if not subsets:
+        return "(no ChaosNLI records)"
+    parts = []
+    for s in subsets:
+        parts.append(
+            f"{s['task']}: {s['n_all_correct']} of {s['n_items']} items right "
+            f"(against the {s['against']} label) for all {len(s['systems'])} systems"
+        )
+        if s["rows"]:
+            parts.append(format_table(s["rows"]))
+    return "\n\n".join(parts)

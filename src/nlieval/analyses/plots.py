@@ -1,0 +1,184 @@
+"""PNG plots from saved results (matplotlib, Agg canvas: no display, no pyplot state).
+
+Each function takes rows as returned by :func:`nlieval.metrics.summarize` or
+:mod:`nlieval.analyses.chaosnli`, writes one PNG and returns its path.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+Row = Mapping[str, Any]
+ACC_STYLES = (
+    ("acc_original", "-", "o", "original label"),
+    ("acc_majority", "--", "s", "majority label"),
+)
+DIVERGENCE_PANELS = (
+    ("js_distance", "JS distance"),
+    ("js_divergence", "JS divergence"),
+    ("kl", "KL(human ‖ model)"),
+)
+
+
+def _series_name(row: Row, with_k: bool = False) -> str:
+    # Model paths are long; the last component names them well enough on a legend.
+    name = Path(str(row["model"])).name or str(row["model"])
+    if row.get("checkpoint"):
+        name += f"@{Path(str(row['checkpoint'])).name}"
+    if with_k and row.get("k") is not None:
+        name += f" k={row['k']}"
+    return name
+
+
+def _by(rows: Iterable[Row], key: str) -> dict[Any, list[Row]]:
+    out: dict[Any, list[Row]] = {}
+    for r in rows:
+        out.setdefault(r[key], []).append(r)
+    return out
+
+
+def _grid(n_panels: int, n_rows: int = 1, size: tuple[float, float] = (4.5, 3.4)) -> Figure:
+    fig = Figure(figsize=(size[0] * n_panels, size[1] * n_rows), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Figure, path: str | Path) -> Path:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120, format="png")
+    return out
+
+
+def _legend(fig: Figure, axes: Sequence[Axes], extra: Sequence[Line2D] = ()) -> None:
+    # One legend for the figure: series repeat across panels.
+    seen: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, handle)
+    for handle in extra:
+        seen.setdefault(str(handle.get_label()), handle)
+    if seen:
+        ncols = max(1, min(len(seen), int(fig.get_figwidth() // 3)))
+        fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=ncols)
+
+
+def _colors(names: Iterable[str]) -> dict[str, str]:
+    # A series keeps its colour in every panel (matplotlib restarts the cycle per axes).
+    return {name: f"C{i % 10}" for i, name in enumerate(sorted(set(names)))}
+
+
+def _series(rows: Iterable[Row], with_k: bool = False) -> list[tuple[str, list[Row]]]:
+    out: dict[str, list[Row]] = {}
+    for r in rows:
+        out.setdefault(_series_name(r, with_k), []).append(r)
+    return sorted(out.items())
+
+
+def plot_accuracy_vs_shots(metrics_rows: Sequence[Row], path: str | Path) -> Path:
+    """Accuracy (mean ± std over seeds) against the number of shots, one panel per task,
+    one line per model (and checkpoint), with the task's chance level dashed.
+
+    >>> from nlieval.metrics import summarize            # doctest: +SKIP
+    >>> plot_accuracy_vs_shots(summarize(records), "acc.png")  # doctest: +SKIP
+    PosixPath('acc.png')
+    """
+    if not metrics_rows:
+        raise ValueError("no metrics rows to plot")
+    tasks = _by(metrics_rows, "task")
+    colors = _colors(_series_name(r) for r in metrics_rows)
+    fig = _grid(len(tasks))
+    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    for ax, (task, rows) in zip(axes, sorted(tasks.items()), strict=True):
+        for name, series in _series(rows):
+            series = sorted(series, key=lambda r: r["k"])
+            ax.errorbar(
+                [r["k"] for r in series],
+                [r["accuracy"] for r in series],
+                yerr=[r.get("accuracy_std", 0.0) for r in series],
+                marker="o",
+                capsize=3,
+                color=colors[name],
+                label=name,
+            )
+        ax.axhline(rows[0]["chance"], ls="--", color="grey", label="chance", zorder=0)
+        ax.set_xticks(sorted({int(r["k"]) for r in rows}))
+        ax.set(title=str(task), xlabel="shots (k)", ylabel="accuracy", ylim=(0, 1))
+    _legend(fig, axes)
+    return _save(fig, path)
+
+
+def plot_accuracy_by_entropy(bin_rows: Sequence[Row], path: str | Path) -> Path:
+    """Accuracy per entropy bin of the human labels, one panel per task, one colour per
+    model (and k); solid against the original label, dashed against the majority label.
+
+    >>> plot_accuracy_by_entropy(entropy_bins(records), "bins.png")  # doctest: +SKIP
+    PosixPath('bins.png')
+    """
+    if not bin_rows:
+        raise ValueError("no entropy-bin rows to plot")
+    tasks = _by(bin_rows, "task")
+    colors = _colors(_series_name(r, with_k=True) for r in bin_rows)
+    fig = _grid(len(tasks), size=(5.0, 3.6))
+    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    for ax, (task, rows) in zip(axes, sorted(tasks.items()), strict=True):
+        for name, series in _series(rows, with_k=True):
+            series = sorted(series, key=lambda r: r["bin"])
+            for metric, ls, marker, _ in ACC_STYLES:
+                ax.plot(
+                    [r["bin"] for r in series],
+                    [r[metric] for r in series],
+                    ls=ls,
+                    marker=marker,
+                    color=colors[name],
+                    # The colour names the series; the line style (proxy below) the label.
+                    label=name if metric == ACC_STYLES[0][0] else "_nolegend_",
+                )
+        edges = {r["bin"]: f"{r['lo']:.2f}–{r['hi']:.2f}" for r in rows}
+        ax.set_xticks(sorted(edges), [edges[b] for b in sorted(edges)], rotation=30)
+        ax.set(title=str(task), xlabel="human label entropy (bits)", ylabel="accuracy")
+        ax.set_ylim(0, 1)
+    styles = [Line2D([], [], color="black", ls=ls, marker=mk, label=lab)
+              for _, ls, mk, lab in ACC_STYLES]  # fmt: skip
+    _legend(fig, axes, styles)
+    return _save(fig, path)
+
+
+def plot_divergence(rows: Sequence[Row], path: str | Path) -> Path:
+    """JS distance, JS divergence and KL(human || model) per model (bars, ± std over
+    seeds), one column per task, with the uniform-distribution baseline dashed (that of
+    the task's first row: rows on the same items share it).
+
+    >>> plot_divergence(score_records(records), "div.png")  # doctest: +SKIP
+    PosixPath('div.png')
+    """
+    if not rows:
+        raise ValueError("no ChaosNLI rows to plot")
+    tasks = sorted(_by(rows, "task").items())
+    widest = max(len(task_rows) for _, task_rows in tasks)
+    colors = _colors(_series_name(r) for r in rows)
+    fig = _grid(len(tasks), len(DIVERGENCE_PANELS), size=(max(4.5, 0.6 * widest), 2.8))
+    grid = fig.subplots(len(DIVERGENCE_PANELS), len(tasks), squeeze=False)
+    for col, (task, task_rows) in enumerate(tasks):
+        names = [_series_name(r, with_k=True) for r in task_rows]
+        for (metric, title), ax in zip(DIVERGENCE_PANELS, grid[:, col], strict=True):
+            values = [r[metric] for r in task_rows]
+            errors = [r.get(metric + "_std", 0.0) for r in task_rows]
+            bar_colors = [colors[_series_name(r)] for r in task_rows]
+            ax.bar(range(len(values)), values, yerr=errors, capsize=3, color=bar_colors)
+            baseline = task_rows[0]["uniform"][metric]
+            ax.axhline(baseline, ls="--", color="grey", label="uniform baseline")
+            top = max([baseline, *(v + e for v, e in zip(values, errors, strict=True))])
+            ax.set_ylim(0, top * 1.15 if math.isfinite(top) and top > 0 else 1)
+            ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+            ax.set(ylabel=title, title=str(task) if metric == DIVERGENCE_PANELS[0][0] else "")
+    _legend(fig, list(grid.flat))
+    return _save(fig, path)
