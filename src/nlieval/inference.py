@@ -1,0 +1,395 @@
+"""Inferred test items and the meta-inferential consistency report (METHODS.md section 5).
+
+From labelled NLI items that share sentences, new sentence pairs are built whose label
+the logic readings constrain (:mod:`nlieval.logic`). With sentences a, b, c:
+
+==================  ===================================  ==========  ======
+pattern             from                                 new item    target
+==================  ===================================  ==========  ======
+``reversal``        item (a, b)                          (b, a)      ``ba``
+``shared-premise``  items (a, b) and (a, c)              (b, c)      ``bc``
+``chain``           item (a, b), generated item (b, c)   (a, c)      ``ac``
+``chain-reversal``  item (a, b), generated item (b, c)   (c, a)      ``ca``
+==================  ===================================  ==========  ======
+
+Shared-premise pairs are taken in both orders, so (c, b) comes from the same two items
+with their roles swapped (it is the (b, c) of the pair read the other way round).
+Generated items are those whose premise is, word for word, some item's hypothesis.
+
+Every inferred item has no gold label and records its provenance in ``meta``:
+``pattern``, ``sources`` (item ids), ``source_labels`` (their label values), ``input``
+(the label atoms, e.g. ``"Eab & Cac"``) and ``target`` (e.g. ``"bc"``). Its id is
+``inf:<pattern>:<source ids joined by +>``.
+
+>>> from nlieval.types import Item, Label
+>>> ds = [Item("1", "A man sleeps.", "A person rests.", Label.ENTAILMENT),
+...       Item("2", "A man sleeps.", "A man runs.", Label.CONTRADICTION)]
+>>> [(it.id, it.meta["input"], it.meta["target"]) for it in shared_premise(ds)]
+[('inf:shared-premise:1+2', 'Eab & Cac', 'bc'), ('inf:shared-premise:2+1', 'Cab & Eac', 'bc')]
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import logic
+from .types import NLI3, Item, Label, Record
+
+#: The patterns, in report order.
+PATTERNS: tuple[str, ...] = ("reversal", "shared-premise", "chain", "chain-reversal")
+
+#: Label atoms' letters for the three NLI labels (other labels cannot be read logically).
+LETTER: dict[Label, str] = {
+    Label.ENTAILMENT: "E",
+    Label.CONTRADICTION: "C",
+    Label.NEUTRAL: "N",
+}
+
+#: Name of the jsonl file and of the task YAML written by :func:`write_task`.
+ITEMS_FILE = "items.jsonl"
+TASK_FILE = "task.yaml"
+
+_META_KEYS = ("pattern", "sources", "source_labels", "input", "target")
+
+
+def _labelled(items: Iterable[Item]) -> list[Item]:
+    # Items without an E/N/C label give no input atom; they are simply not sources.
+    return [it for it in items if it.label in LETTER]
+
+
+def _inferred(
+    pattern: str, premise: str, hypothesis: str, sources: Sequence[Item], inputs: str, target: str
+) -> Item:
+    return Item(
+        id=f"inf:{pattern}:" + "+".join(s.id for s in sources),
+        premise=premise,
+        hypothesis=hypothesis,
+        label=None,
+        meta={
+            "pattern": pattern,
+            "sources": [s.id for s in sources],
+            "source_labels": [s.label.value if s.label else None for s in sources],
+            "input": inputs,
+            "target": target,
+        },
+    )
+
+
+def _letter(it: Item) -> str:
+    assert it.label is not None
+    return LETTER[it.label]
+
+
+def reversal(items: Iterable[Item]) -> list[Item]:
+    """(b, a) from each labelled item (a, b).
+
+    >>> it = Item("7", "A dog barks.", "An animal makes noise.", Label.ENTAILMENT)
+    >>> r = reversal([it])[0]
+    >>> r.premise, r.meta["input"], r.meta["target"]
+    ('An animal makes noise.', 'Eab', 'ba')
+    """
+    return [
+        _inferred("reversal", it.hypothesis, it.premise, [it], f"{_letter(it)}ab", "ba")
+        for it in _labelled(items)
+        if it.premise.strip() != it.hypothesis.strip()
+    ]
+
+
+def shared_premise(items: Iterable[Item]) -> list[Item]:
+    """(b, c) from every ordered pair of items (a, b), (a, c) with the same premise a.
+
+    Pairs whose hypotheses are the same text are skipped (the new item would compare a
+    sentence with itself). See the module docstring for an example.
+    """
+    groups: dict[str, list[Item]] = defaultdict(list)
+    for it in _labelled(items):
+        groups[it.premise.strip()].append(it)
+    out = []
+    for group in groups.values():
+        for x in group:
+            for y in group:
+                if x is y or x.hypothesis.strip() == y.hypothesis.strip():
+                    continue
+                inputs = f"{_letter(x)}ab & {_letter(y)}ac"
+                out.append(
+                    _inferred("shared-premise", x.hypothesis, y.hypothesis, [x, y], inputs, "bc")
+                )
+    return out
+
+
+def chain(items: Iterable[Item], generated: Iterable[Item]) -> list[Item]:
+    """(a, c) and (c, a) from an item (a, b) and a generated item (b, c).
+
+    >>> src = Item("1", "A man sleeps.", "A person rests.", Label.ENTAILMENT)
+    >>> gen = Item("g1", "A person rests.", "Someone is awake.", Label.CONTRADICTION)
+    >>> [(it.id, it.premise, it.meta["target"]) for it in chain([src], [gen])][1]
+    ('inf:chain-reversal:1+g1', 'Someone is awake.', 'ca')
+    """
+    by_premise: dict[str, list[Item]] = defaultdict(list)
+    for g in _labelled(generated):
+        by_premise[g.premise.strip()].append(g)
+    out = []
+    for it in _labelled(items):
+        for g in by_premise.get(it.hypothesis.strip(), ()):
+            if it.premise.strip() == g.hypothesis.strip():
+                continue
+            inputs = f"{_letter(it)}ab & {_letter(g)}bc"
+            out.append(_inferred("chain", it.premise, g.hypothesis, [it, g], inputs, "ac"))
+            out.append(_inferred("chain-reversal", g.hypothesis, it.premise, [it, g], inputs, "ca"))
+    return out
+
+
+def build(
+    items: Iterable[Item],
+    generated: Iterable[Item] = (),
+    patterns: Sequence[str] = PATTERNS,
+    max_per_pattern: int | None = None,
+    seed: int = 0,
+) -> list[Item]:
+    """The inferred items of the chosen patterns, at most ``max_per_pattern`` of each.
+
+    A capped pattern keeps a random sample (``seed``) in the original order, so the same
+    call gives the same items.
+
+    >>> src = [Item(str(i), "A man sleeps.", f"Hyp {i}.", Label.NEUTRAL) for i in range(4)]
+    >>> len(build(src, patterns=["shared-premise"])), len(build(src, max_per_pattern=5))
+    (12, 9)
+    """
+    unknown = [p for p in patterns if p not in PATTERNS]
+    if unknown:
+        raise ValueError(f"unknown pattern(s) {', '.join(unknown)}; known: {', '.join(PATTERNS)}")
+    items, generated = list(items), list(generated)
+    made: dict[str, list[Item]] = {
+        "reversal": reversal(items) if "reversal" in patterns else [],
+        "shared-premise": shared_premise(items) if "shared-premise" in patterns else [],
+    }
+    if "chain" in patterns or "chain-reversal" in patterns:
+        for it in chain(items, generated):
+            made.setdefault(it.meta["pattern"], []).append(it)
+    out: list[Item] = []
+    for pattern in PATTERNS:
+        found = made.get(pattern, []) if pattern in patterns else []
+        if max_per_pattern is not None and len(found) > max_per_pattern:
+            keep = sorted(
+                random.Random(f"{seed}:{pattern}").sample(range(len(found)), max_per_pattern)
+            )
+            found = [found[i] for i in keep]
+        out.extend(found)
+    return out
+
+
+def write_task(
+    items: Sequence[Item], folder: str | Path, name: str = "inferred", description: str = ""
+) -> Path:
+    """Write the items (``items.jsonl``) and a task YAML (``task.yaml``) that ``nlieval run
+    --task FOLDER/task.yaml`` and :func:`nlieval.data.load_task` read; returns the YAML path.
+
+    The task is unlabelled (``fields.label: null``) and copies the provenance back into
+    each item's ``meta``.
+
+    >>> write_task(build(src_items), "out/inferred")  # doctest: +SKIP
+    PosixPath('out/inferred/task.yaml')
+    """
+    import yaml
+
+    if not items:
+        raise ValueError("no inferred items to write (do the source items share sentences?)")
+    root = Path(folder)
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ITEMS_FILE, "w", encoding="utf-8") as f:
+        for it in items:
+            row = {"id": it.id, "premise": it.premise, "hypothesis": it.hypothesis}
+            row.update({k: it.meta[k] for k in _META_KEYS})
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    counts = Counter(it.meta["pattern"] for it in items)
+    spec = {
+        "name": name,
+        "description": description
+        or "inferred items: " + ", ".join(f"{p} {n}" for p, n in counts.items()),
+        "path": ITEMS_FILE,
+        "labels": [lab.value for lab in NLI3],
+        "fields": {"id": "id", "label": None, "meta": list(_META_KEYS)},
+    }
+    path = root / TASK_FILE
+    path.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def read_task(folder: str | Path) -> tuple[Item, ...]:
+    """The inferred items written by :func:`write_task` (a folder or its task YAML).
+
+    >>> items = read_task("out/inferred")  # doctest: +SKIP
+    """
+    from . import data
+
+    p = Path(folder)
+    return data.load_task(str(p / TASK_FILE if p.is_dir() else p)).items
+
+
+# --------------------------------------------------------------------------- report
+
+SweepPoint = tuple[str, str | None, int, int]  # model, checkpoint, k, seed
+
+
+def _pred_letter(pred: str | None) -> str | None:
+    # A prediction that is no E/N/C label (or none at all) is kept and counted as
+    # consistent with nothing, as unparsable answers are scored wrong elsewhere.
+    if pred is None:
+        return None
+    try:
+        return LETTER.get(Label.parse(pred))
+    except ValueError:
+        return None
+
+
+class _Sources:
+    """The model's records on the source items, to know which it got right."""
+
+    def __init__(self, records: Iterable[Record]):
+        self.exact: dict[tuple[Any, ...], Record] = {}
+        self.loose: dict[tuple[Any, ...], Record] = {}
+        for r in records:
+            self.exact.setdefault((r.model, r.checkpoint, r.k, r.seed, r.item_id), r)
+            self.loose.setdefault((r.model, r.checkpoint, r.item_id), r)
+
+    def all_right(self, rec: Record, ids: Sequence[str]) -> bool:
+        # Same sweep point when the source run has it, else any record of the same model
+        # (a source run made at other shot counts still tells what the model knows).
+        for item_id in ids:
+            src = self.exact.get((rec.model, rec.checkpoint, rec.k, rec.seed, item_id))
+            src = src or self.loose.get((rec.model, rec.checkpoint, item_id))
+            if src is None or not src.correct:
+                return False
+        return True
+
+
+def _input_order(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    model, checkpoint, k, seed, pattern, inputs, target = key
+    labels = [logic.LABELS.index(ch) for ch in inputs if ch in logic.LABELS]
+    return (model, checkpoint or "", k, seed, PATTERNS.index(pattern), labels, target)
+
+
+def consistency_report(
+    records: Iterable[Record],
+    inferred_items: Iterable[Item],
+    source_records: Iterable[Record] | None = None,
+    readings: Mapping[str, logic.Reading] | Sequence[logic.Reading] | None = None,
+) -> list[dict[str, Any]]:
+    """Per sweep point, pattern, input-label pattern and target: how the model labels the
+    inferred items, and how often that agrees with what each reading allows.
+
+    Each row: ``model``, ``checkpoint``, ``k``, ``seed``, ``pattern``, ``input``,
+    ``target``, ``subset`` (``"all"``, or ``"filtered"``: only items whose source items
+    the model labelled correctly, per ``source_records``, matched by item id), ``count``,
+    ``pred_E``/``pred_C``/``pred_N`` (% of predictions), and per reading name
+    ``conclusion[name]`` (:func:`nlieval.logic.strongest_conclusion`) and
+    ``consistent[name]``: % of predictions in :func:`nlieval.logic.allowed_labels`
+    (None when the inputs are unsatisfiable under the reading, or there are no items).
+    Records of items not in ``inferred_items`` are ignored.
+
+    >>> rows = consistency_report(run_records, read_task("out/inferred"))  # doctest: +SKIP
+    """
+    rs = logic.reading_list(readings)
+    by_id = {it.id: it for it in inferred_items}
+    sources = None if source_records is None else _Sources(source_records)
+    groups: dict[tuple[Any, ...], list[tuple[str | None, bool]]] = defaultdict(list)
+    for rec in records:
+        it = by_id.get(rec.item_id)
+        if it is None:
+            continue
+        meta = it.meta
+        point = (rec.model, rec.checkpoint, rec.k, rec.seed)
+        key: tuple[Any, ...] = (*point, meta["pattern"], meta["input"], meta["target"])
+        right = sources is not None and sources.all_right(rec, it.meta["sources"])
+        groups[key].append((_pred_letter(rec.pred), right))
+    # Decided once per input pattern, target and reading, by the decision procedure.
+    decided: dict[tuple[str, str, str], tuple[str, tuple[str, ...]]] = {}
+    rows = []
+    for key in sorted(groups, key=_input_order):
+        inputs, target = key[5], key[6]
+        for r in rs:
+            if (inputs, target, r.name) not in decided:
+                decided[inputs, target, r.name] = (
+                    logic.strongest_conclusion(inputs, target, r),
+                    logic.allowed_labels(inputs, target, r),
+                )
+        subsets = [("all", [p for p, _ in groups[key]])]
+        if sources is not None:
+            subsets.append(("filtered", [p for p, ok in groups[key] if ok]))
+        for subset, preds in subsets:
+            rows.append(_row(key, subset, preds, rs, decided))
+    return rows
+
+
+def _row(
+    key: tuple[Any, ...],
+    subset: str,
+    preds: Sequence[str | None],
+    readings: Sequence[logic.Reading],
+    decided: Mapping[tuple[str, str, str], tuple[str, tuple[str, ...]]],
+) -> dict[str, Any]:
+    model, checkpoint, k, seed, pattern, inputs, target = key
+    n = len(preds)
+
+    def pct(count: int) -> float | None:
+        return 100.0 * count / n if n else None
+
+    row: dict[str, Any] = {
+        "model": model,
+        "checkpoint": checkpoint,
+        "k": k,
+        "seed": seed,
+        "pattern": pattern,
+        "input": inputs,
+        "target": target,
+        "subset": subset,
+        "count": n,
+    }
+    for lab in logic.LABELS:
+        row[f"pred_{lab}"] = pct(sum(p == lab for p in preds))
+    row["conclusion"] = {r.name: decided[inputs, target, r.name][0] for r in readings}
+    row["consistent"] = {}
+    for r in readings:
+        conclusion, allowed = decided[inputs, target, r.name]
+        ok = sum(p in allowed for p in preds)
+        row["consistent"][r.name] = None if conclusion == "vacuous" else pct(ok)
+    return row
+
+
+def _fmt_pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1f}"
+
+
+def format_report(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The rows of :func:`consistency_report` as Markdown, one table per sweep point.
+
+    Each reading's cell is its conclusion and the % of predictions consistent with it,
+    e.g. ``~C 93.8`` (``-``: nothing follows).
+
+    >>> print(format_report(rows))  # doctest: +SKIP
+    """
+    if not rows:
+        return "No records of inferred items (was the run made on the inferred task?)."
+    points: dict[SweepPoint, list[Mapping[str, Any]]] = defaultdict(list)
+    for row in rows:
+        points[row["model"], row["checkpoint"], row["k"], row["seed"]].append(row)
+    out = []
+    for (model, checkpoint, k, seed), group in points.items():
+        names = list(group[0]["conclusion"])
+        where = f"{model}" + (f" @ {checkpoint}" if checkpoint else "")
+        out.append(f"### {where}, k={k}, seed={seed}\n")
+        head = ["pattern", "input", "target", "subset", "n", "%E", "%C", "%N", *names]
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "|".join("---" for _ in head) + "|")
+        for row in group:
+            cells = [row["pattern"], row["input"], row["target"], row["subset"], str(row["count"])]
+            cells += [_fmt_pct(row[f"pred_{lab}"]) for lab in logic.LABELS]
+            cells += [f"{row['conclusion'][n]} {_fmt_pct(row['consistent'][n])}" for n in names]
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"

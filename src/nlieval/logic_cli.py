@@ -1,0 +1,186 @@
+"""The ``logic`` and ``infer`` commands (meta-inferential consistency, METHODS.md section 5).
+
+``nlieval logic table``          every relation of :data:`nlieval.logic.RELATIONS` under
+                                 every reading, decided now (``--format json`` for a list)
+``nlieval logic check REL``      one meta-inference, with a counter-model where it fails
+``nlieval logic conclude IN T``  what input labels entail about a target pair
+``nlieval infer build``          inferred items from a task, as a task folder for ``run``
+``nlieval infer report RUN``     the consistency report of a run on inferred items
+
+Each leaf parser sets ``handler``; the main CLI calls ``args.handler(args)`` (or
+``COMMANDS[args.command](args)``, which does the same).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+
+from . import logic
+
+
+def _readings_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--reading",
+        dest="readings",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="YAML file of a reading (name, E, C, N); added to MC, SC, EI, or replacing "
+        "the one of the same name",
+    )
+
+
+def _add_logic(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("logic", help="decide meta-inferences of NLI labels in modal logic K")
+    lsub = p.add_subparsers(dest="logic_command", required=True)
+    t = lsub.add_parser("table", help="every built-in relation under every reading")
+    _readings_arg(t)
+    t.add_argument("--format", choices=("text", "json"), default="text")
+    t.set_defaults(handler=_cmd_table)
+    c = lsub.add_parser("check", help="one meta-inference, e.g. 'Eab & Ebc -> Eac'")
+    c.add_argument("relation", help="premises -> conclusion over label atoms (Eab, ~Cba, ...)")
+    _readings_arg(c)
+    c.set_defaults(handler=_cmd_check)
+    s = lsub.add_parser("conclude", help="what input labels entail about a target pair")
+    s.add_argument("inputs", help="input label atoms, e.g. 'Eab & Cac'")
+    s.add_argument("target", help="the target pair's two sentence variables, e.g. bc")
+    _readings_arg(s)
+    s.set_defaults(handler=_cmd_conclude)
+
+
+def _add_infer(sub: argparse._SubParsersAction) -> None:
+    from .inference import PATTERNS
+
+    p = sub.add_parser("infer", help="inferred test items and their consistency report")
+    isub = p.add_subparsers(dest="infer_command", required=True)
+    b = isub.add_parser("build", help="build inferred items from a labelled NLI task")
+    b.add_argument("--task", required=True, help="task name or task YAML (labels E/N/C)")
+    b.add_argument("--data-dir", default=None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    b.add_argument("--split", default=None, help="split of the task (default: the task's)")
+    b.add_argument("--limit", type=int, default=None, help="use the first N items only")
+    b.add_argument(
+        "--generated", default=None, help="task of generated items (b, c) for the chain patterns"
+    )
+    b.add_argument(
+        "--patterns",
+        type=lambda text: tuple(x.strip() for x in text.split(",") if x.strip()),
+        default=PATTERNS,
+        help=f"comma-separated patterns [{','.join(PATTERNS)}]",
+    )
+    b.add_argument("--max-per-pattern", type=int, default=None, help="seeded sample per pattern")
+    b.add_argument("--seed", type=int, default=0, help="seed of the sample [0]")
+    b.add_argument("--name", default="inferred", help="task name of the items [inferred]")
+    b.add_argument("--skip-bad", action="store_true", help="skip malformed data lines (counted)")
+    b.add_argument("--out", required=True, help="folder for items.jsonl and task.yaml")
+    b.set_defaults(handler=_cmd_build)
+    r = isub.add_parser("report", help="consistency of a run's predictions on inferred items")
+    r.add_argument("run", help="run folder of `nlieval run --task ITEMS/task.yaml`")
+    r.add_argument("--items", required=True, help="folder written by `infer build`")
+    r.add_argument("--source-run", default=None, help="run on the source items (for filtering)")
+    _readings_arg(r)
+    r.add_argument("--format", choices=("md", "json"), default="md")
+    r.set_defaults(handler=_cmd_report)
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``logic`` and ``infer`` to the main parser's subcommands.
+
+    >>> parser = argparse.ArgumentParser()
+    >>> add_commands(parser.add_subparsers(dest="command"))
+    >>> parser.parse_args(["logic", "table", "--format", "json"]).handler.__name__
+    '_cmd_table'
+    """
+    _add_logic(sub)
+    _add_infer(sub)
+
+
+# --------------------------------------------------------------------------- handlers
+
+
+def _cmd_table(args: argparse.Namespace) -> int:
+    readings = logic.merge_readings(args.readings)
+    rows = logic.table(readings)
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+    else:
+        print(logic.format_table(rows))
+        print("\n" + logic.readings_summary(readings))
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    m = logic.parse_relation(args.relation)
+    readings = logic.merge_readings(args.readings)
+    print(m)
+    width = max(len(name) for name in readings)
+    for r in readings.values():
+        status = logic.classify(m, r)
+        premises = "" if m.premises is None else f"{logic.translate(m.premises, r)}  =>  "
+        print(f"{r.name:<{width}}  {status:<13}  {premises}{logic.translate(m.conclusion, r)}")
+        if status in ("contingent", "contradictory"):
+            print(f"{'':<{width}}  {'':<13}  counter-model: {logic.counter_model(m, r)}")
+    return 0
+
+
+def _cmd_conclude(args: argparse.Namespace) -> int:
+    readings = logic.merge_readings(args.readings)
+    print(f"{args.inputs}  =>  ?{args.target}")
+    width = max(len(name) for name in readings)
+    for r in readings.values():
+        conclusion = logic.strongest_conclusion(args.inputs, args.target, r)
+        allowed = "/".join(logic.allowed_labels(args.inputs, args.target, r)) or "none"
+        print(f"{r.name:<{width}}  {conclusion:<12}  allowed: {allowed}")
+    return 0
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from . import data
+    from .inference import build, write_task
+    from .types import Item
+
+    ds = data.load_task(args.task, args.data_dir, args.split, skip_bad=args.skip_bad)
+    items = ds.items[: args.limit] if args.limit is not None else ds.items
+    generated: tuple[Item, ...] = ()
+    if args.generated:
+        generated = data.load_task(args.generated, args.data_dir, skip_bad=args.skip_bad).items
+    made = build(items, generated, args.patterns, args.max_per_pattern, args.seed)
+    yaml_path = write_task(made, args.out, name=args.name)
+    counts = Counter(it.meta["pattern"] for it in made)
+    print(f"{len(made)} inferred items from {len(items)} items of {ds.task} {ds.split}:")
+    for pattern, n in counts.items():
+        print(f"  {pattern:<15} {n}")
+    print(f"\nrun them with: nlieval run --task {yaml_path} --out RUN_FOLDER")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .inference import consistency_report, format_report, read_task
+    from .runs import iter_run_records
+
+    items = read_task(args.items)
+    records = list(iter_run_records([args.run]))
+    sources = list(iter_run_records([args.source_run])) if args.source_run else None
+    readings = logic.merge_readings(args.readings)
+    rows = consistency_report(records, items, sources, readings)
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+    else:
+        print(format_report(rows), end="")
+    return 0
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    return handler(args)
+
+
+#: Handlers by top-level command; each calls the leaf handler set on the parser.
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "logic": _dispatch,
+    "infer": _dispatch,
+}
