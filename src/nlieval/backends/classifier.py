@@ -1,0 +1,480 @@
+"""Fine-tuned sentence-pair classifiers: the model, its checkpoint folder and the backend.
+
+A classifier is any Hugging Face encoder with a linear head on the first token's final
+hidden state ("[CLS] s1 [SEP] s2", the tokenizer's own pair encoding). It is trained by
+:mod:`nlieval.train` and saved as one folder::
+
+    config.json, model.safetensors      the encoder (``save_pretrained``)
+    tokenizer files                     the tokenizer (``save_pretrained``)
+    classifier_head.safetensors         the head: ``weight`` (labels x hidden), ``bias``
+    nlieval_classifier.json             labels in head order, input mode, training config
+
+The folder is a classifier exactly when it holds ``nlieval_classifier.json``
+(:func:`is_classifier_folder`); the encoder part also loads with ``AutoModel``.
+:class:`EncoderClassifier` is the :class:`~nlieval.backends.base.ClassifierBackend` over
+such a folder; :func:`classify_records` turns its log-probabilities into records on any
+task whose label set it can answer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..types import NLI2, NLI3, Item, Label, Record, softmax
+from .base import ClassifierBackend, Progress
+
+META_FILE = "nlieval_classifier.json"
+HEAD_FILE = "classifier_head.safetensors"
+FORMAT = "nlieval-pair-classifier"
+FORMAT_VERSION = 1
+
+# Encoders whose summary token is the last one (XLNet puts <cls> at the end, pads left).
+_LAST_TOKEN_TYPES = frozenset({"xlnet"})
+
+
+class ClassifierError(ValueError):
+    """A classifier folder or label set that cannot be used as asked (the message says why)."""
+
+
+# --------------------------------------------------------------------------- metadata
+
+
+@dataclass(frozen=True)
+class ClassifierMeta:
+    """What a checkpoint needs besides its weights: the head's label order and the input.
+
+    ``pool`` is ``"first"`` (the first token, [CLS]) or ``"last"`` (XLNet's <cls>);
+    ``extra`` holds the training configuration and scores (informative only).
+
+    >>> ClassifierMeta(("entailment", "neutral", "contradiction")).to_dict()["labels"]
+    ['entailment', 'neutral', 'contradiction']
+    """
+
+    labels: tuple[str, ...]
+    hypothesis_only: bool = False
+    max_length: int = 128
+    pool: str = "first"
+    base_model: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "labels": list(self.labels),
+            "hypothesis_only": self.hypothesis_only,
+            "max_length": self.max_length,
+            "pool": self.pool,
+            "base_model": self.base_model,
+            "extra": dict(self.extra),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "<meta>") -> ClassifierMeta:
+        if d.get("format") != FORMAT or not d.get("labels"):
+            raise ClassifierError(f"{where}: not an nlieval classifier description")
+        return cls(
+            labels=tuple(str(x) for x in d["labels"]),
+            hypothesis_only=bool(d.get("hypothesis_only", False)),
+            max_length=int(d.get("max_length", 128)),
+            pool=str(d.get("pool", "first")),
+            base_model=str(d.get("base_model", "")),
+            extra=dict(d.get("extra") or {}),
+        )
+
+
+def is_classifier_folder(path: str | Path) -> bool:
+    """True when ``path`` is a checkpoint folder saved by :func:`save_classifier`.
+
+    >>> is_classifier_folder("/nonexistent")
+    False
+    """
+    return (Path(path) / META_FILE).is_file()
+
+
+def classifier_checkpoints(path: str | Path) -> list[Path]:
+    """The checkpoint folders at ``path``: itself when it is one, else its ``seed*``
+    subfolders that are (the output folder of ``nlieval train``), in seed order.
+
+    >>> classifier_checkpoints("/nonexistent")
+    []
+    """
+    root = Path(path)
+    if is_classifier_folder(root):
+        return [root]
+    if not root.is_dir():
+        return []
+    found = [p for p in root.glob("seed*") if is_classifier_folder(p)]
+
+    def seed_of(p: Path) -> tuple[int, str]:
+        digits = p.name[4:]
+        return (int(digits) if digits.isdigit() else 1 << 30, p.name)
+
+    return sorted(found, key=seed_of)
+
+
+# --------------------------------------------------------------------------- the model
+
+
+class PairClassifier(nn.Module):
+    """An encoder plus dropout and a linear head on one token's final hidden state.
+
+    >>> from transformers import BertConfig, BertModel                 # doctest: +SKIP
+    >>> enc = BertModel(BertConfig(hidden_size=32, num_hidden_layers=2,
+    ...                            num_attention_heads=2, intermediate_size=64))  # doctest: +SKIP
+    >>> PairClassifier(enc, 3).head.out_features                        # doctest: +SKIP
+    3
+    """
+
+    def __init__(self, encoder: Any, num_labels: int, *, pool: str | None = None) -> None:
+        super().__init__()
+        cfg = encoder.config
+        self.encoder: Any = encoder
+        self.pool = pool or default_pool(encoder)
+        # The encoder's own dropout rate, the usual choice for the classification head.
+        rate = next(
+            (
+                float(v)
+                for v in (
+                    getattr(cfg, name, None)
+                    for name in ("hidden_dropout_prob", "dropout", "hidden_dropout")
+                )
+                if isinstance(v, (int, float))
+            ),
+            0.1,
+        )
+        self.dropout = nn.Dropout(rate)
+        self.head = nn.Linear(int(cfg.hidden_size), num_labels)
+        self.reset_head()
+
+    def reset_head(self) -> None:
+        """Fresh head weights (normal with the encoder's initializer range, zero bias);
+        draws from torch's global generator, so seed it first."""
+        std = float(getattr(self.encoder.config, "initializer_range", 0.02) or 0.02)
+        nn.init.normal_(self.head.weight, mean=0.0, std=std)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, **inputs: torch.Tensor) -> torch.Tensor:
+        hidden = self.encoder(**inputs, return_dict=True).last_hidden_state
+        vec = hidden[:, 0] if self.pool == "first" else hidden[:, -1]
+        logits: torch.Tensor = self.head(self.dropout(vec))
+        return logits
+
+
+def default_pool(encoder: nn.Module) -> str:
+    """``"last"`` for encoders whose summary token ends the input (XLNet), else ``"first"``."""
+    return "last" if getattr(encoder.config, "model_type", "") in _LAST_TOKEN_TYPES else "first"
+
+
+def encode_pairs(
+    tokenizer: Any,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    max_length: int,
+    hypothesis_only: bool = False,
+) -> Any:
+    """Padded tensors for a batch: the tokenizer's pair encoding, or the second sentence
+    alone for a hypothesis-only model. Long pairs are cut, the longer sentence first.
+
+    >>> pairs = [("A man sleeps.", "A man rests.")]
+    >>> enc = encode_pairs(tok, pairs, max_length=64)         # doctest: +SKIP
+    """
+    hyps = [h for _, h in pairs]
+    if hypothesis_only:
+        return tokenizer(
+            hyps, truncation=True, max_length=max_length, padding=True, return_tensors="pt"
+        )
+    return tokenizer(
+        [p for p, _ in pairs],
+        hyps,
+        truncation="longest_first",
+        max_length=max_length,
+        padding=True,
+        return_tensors="pt",
+    )
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+def save_classifier(
+    model: PairClassifier, tokenizer: Any, meta: ClassifierMeta, folder: str | Path
+) -> Path:
+    """Write a checkpoint folder (replacing any old one only once the new one is complete).
+
+    >>> save_classifier(model, tok, ClassifierMeta(("entailment", "neutral",
+    ...                 "contradiction")), "runs/train/seed0")    # doctest: +SKIP
+    """
+    from safetensors.torch import save_file
+
+    if len(meta.labels) != model.head.out_features:
+        raise ClassifierError(
+            f"{len(meta.labels)} labels for a head with {model.head.out_features} outputs"
+        )
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        model.encoder.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        head = {k: v.detach().cpu().contiguous() for k, v in model.head.state_dict().items()}
+        save_file(head, str(tmp / HEAD_FILE))
+        (tmp / META_FILE).write_text(json.dumps(meta.to_dict(), indent=2) + "\n", "utf-8")
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return folder
+
+
+def read_meta(folder: str | Path) -> ClassifierMeta:
+    """The :class:`ClassifierMeta` of a checkpoint folder."""
+    path = Path(folder) / META_FILE
+    if not path.is_file():
+        raise ClassifierError(f"{folder} is not a classifier folder (no {META_FILE})")
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise ClassifierError(f"{path}: cannot read: {err}") from None
+    return ClassifierMeta.from_dict(raw, str(path))
+
+
+def load_head(model: PairClassifier, folder: str | Path) -> None:
+    """Put the saved head of ``folder`` into ``model`` (shapes must match)."""
+    from safetensors.torch import load_file
+
+    state = load_file(str(Path(folder) / HEAD_FILE))
+    try:
+        model.head.load_state_dict(state)
+    except RuntimeError as err:
+        raise ClassifierError(f"{folder}: head does not fit this model: {err}") from None
+
+
+def load_classifier(
+    folder: str | Path, device: str = "cpu"
+) -> tuple[PairClassifier, Any, ClassifierMeta]:
+    """Model (in eval mode, on ``device``), tokenizer and metadata of a checkpoint folder.
+
+    >>> model, tok, meta = load_classifier("runs/train/seed0")     # doctest: +SKIP
+    """
+    from transformers import AutoModel, AutoTokenizer
+
+    meta = read_meta(folder)
+    encoder = AutoModel.from_pretrained(str(folder))
+    model = PairClassifier(encoder, len(meta.labels), pool=meta.pool)
+    load_head(model, folder)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    model.to(torch.device(device)).eval()
+    return model, tokenizer, meta
+
+
+def pick_device(device: str = "auto") -> str:
+    """``"cuda"`` when asked for ``"auto"`` and a GPU is there, else the argument or cpu."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+# --------------------------------------------------------------------------- the backend
+
+
+class EncoderClassifier:
+    """A trained pair classifier as a :class:`~nlieval.backends.base.ClassifierBackend`.
+
+    ``labels`` are label values in the head's order; :meth:`classify` returns
+    log-probabilities over them. Results do not depend on ``batch_size`` (beyond float
+    rounding, well under 1e-5).
+
+    >>> clf = EncoderClassifier("runs/train/sick/seed0")               # doctest: +SKIP
+    >>> clf.labels                                                      # doctest: +SKIP
+    ('entailment', 'neutral', 'contradiction')
+    >>> clf.classify([("A man sleeps.", "Nobody sleeps.")])           # doctest: +SKIP
+    [[-4.1, -2.9, -0.08]]
+    """
+
+    name: str
+    labels: tuple[str, ...]
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        device: str = "auto",
+        batch_size: int = 32,
+        name: str | None = None,
+    ) -> None:
+        model, tokenizer, meta = load_classifier(path, pick_device(device))
+        self._attach(model, tokenizer, meta, batch_size, name or str(path))
+
+    @classmethod
+    def from_model(
+        cls,
+        model: PairClassifier,
+        tokenizer: Any,
+        meta: ClassifierMeta,
+        *,
+        batch_size: int = 32,
+        name: str = "in-memory",
+    ) -> EncoderClassifier:
+        """A backend over a model in memory (used while training; nothing is copied)."""
+        self = cls.__new__(cls)
+        self._attach(model, tokenizer, meta, batch_size, name)
+        return self
+
+    def _attach(
+        self,
+        model: PairClassifier,
+        tokenizer: Any,
+        meta: ClassifierMeta,
+        batch_size: int,
+        name: str,
+    ) -> None:
+        if batch_size < 1:
+            raise ClassifierError(f"batch_size must be positive, got {batch_size}")
+        self.model, self.tokenizer, self.meta = model, tokenizer, meta
+        self.labels = meta.labels
+        self.batch_size = batch_size
+        self.name = name
+
+    def classify(self, pairs: Sequence[tuple[str, str]]) -> list[list[float]]:
+        """Per pair, the log-probability of each of :attr:`labels`."""
+        pairs = list(pairs)
+        # Similar lengths batched together waste less on padding; results go back in order.
+        order = sorted(range(len(pairs)), key=lambda i: self._length(pairs[i]))
+        out: list[list[float]] = [[] for _ in pairs]
+        was_training = self.model.training
+        self.model.eval()
+        device = next(self.model.parameters()).device
+        try:
+            with torch.no_grad():
+                for start in range(0, len(order), self.batch_size):
+                    idx = order[start : start + self.batch_size]
+                    enc = encode_pairs(
+                        self.tokenizer,
+                        [pairs[i] for i in idx],
+                        max_length=self.meta.max_length,
+                        hypothesis_only=self.meta.hypothesis_only,
+                    ).to(device)
+                    logp = torch.log_softmax(self.model(**enc).float(), dim=-1).cpu()
+                    for row, i in enumerate(idx):
+                        out[i] = logp[row].tolist()
+        finally:
+            self.model.train(was_training)
+        return out
+
+    def _length(self, pair: tuple[str, str]) -> int:
+        return len(pair[1]) if self.meta.hypothesis_only else len(pair[0]) + len(pair[1])
+
+
+# --------------------------------------------------------------------------- records
+
+
+def label_mapping(
+    model_labels: Sequence[str], task_labels: Sequence[Label | str]
+) -> list[tuple[int, ...]]:
+    """Per task label, the model labels whose probabilities add up to it.
+
+    Identical label sets are reordered; a 3-way NLI model answers a 2-way task with
+    p(non-entailment) = p(neutral) + p(contradiction). Anything else raises
+    :class:`ClassifierError`.
+
+    >>> label_mapping(["entailment", "neutral", "contradiction"], NLI2)
+    [(0,), (1, 2)]
+    """
+    model = [str(x) for x in model_labels]
+    task = [x.value if isinstance(x, Label) else str(x) for x in task_labels]
+    if set(model) == set(task) and len(model) == len(task):
+        return [(model.index(t),) for t in task]
+    if set(model) == {x.value for x in NLI3} and set(task) == {x.value for x in NLI2}:
+        merged = (model.index(Label.NEUTRAL.value), model.index(Label.CONTRADICTION.value))
+        return [
+            (model.index(Label.ENTAILMENT.value),) if t == Label.ENTAILMENT.value else merged
+            for t in task
+        ]
+    raise ClassifierError(
+        f"a classifier trained on ({', '.join(model)}) cannot answer a task labelled "
+        f"({', '.join(task)}): only the same label set, or a 3-way NLI model on a 2-way "
+        "entailment/non-entailment task, can be mapped"
+    )
+
+
+def _logsumexp(values: Sequence[float]) -> float:
+    top = max(values)
+    if top == -math.inf:
+        return -math.inf
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+def classify_records(
+    backend: ClassifierBackend,
+    items: Sequence[Item],
+    task_labels: Sequence[Label | str],
+    *,
+    task: str,
+    model: str,
+    k: int = 0,
+    seed: int = 0,
+    checkpoint: str | None = None,
+    chunk: int = 256,
+    progress: Progress | None = None,
+) -> list[Record]:
+    """One :class:`Record` per item: the classifier's log-probabilities mapped onto the
+    task's labels (see :func:`label_mapping`), ``probs`` their softmax, ``pred`` the most
+    probable label (the first one on a tie).
+
+    >>> recs = classify_records(clf, ds.items, ds.labels, task="hans",
+    ...                         model="runs/train/sick/seed0")    # doctest: +SKIP
+    """
+    mapping = label_mapping(backend.labels, task_labels)
+    names = tuple(x.value if isinstance(x, Label) else str(x) for x in task_labels)
+    records: list[Record] = []
+    for start in range(0, len(items), chunk):
+        part = items[start : start + chunk]
+        scores = backend.classify([(it.premise, it.hypothesis) for it in part])
+        for item, logp in zip(part, scores, strict=True):
+            records.append(_record(item, logp, mapping, names, task, model, k, seed, checkpoint))
+        if progress is not None:
+            progress(len(part))
+    return records
+
+
+def _record(
+    item: Item,
+    logp: Sequence[float],
+    mapping: Sequence[tuple[int, ...]],
+    names: tuple[str, ...],
+    task: str,
+    model: str,
+    k: int,
+    seed: int,
+    checkpoint: str | None,
+) -> Record:
+    loglik = tuple(_logsumexp([logp[i] for i in group]) for group in mapping)
+    best = max(range(len(names)), key=lambda i: (loglik[i], -i))
+    return Record(
+        task=task,
+        item_id=item.id,
+        model=model,
+        k=k,
+        seed=seed,
+        labels=names,
+        loglik=loglik,
+        probs=softmax(loglik),
+        pred=names[best],
+        gold=item.label.value if item.label is not None else None,
+        checkpoint=checkpoint,
+        meta=dict(item.meta),
+    )

