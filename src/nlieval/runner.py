@@ -148,11 +148,16 @@ def run(
             backend: AnyBackend | None = None
             for ds, points, _ in planned:
                 for p in points:
-                    todo = [
-                        it
-                        for it in ds.items
-                        if (model_name, ckpt, p.task, p.k, p.seed, it.id) not in done
-                    ]
+                    # By length, so that each chunk (and each batch in it) holds items
+                    # of similar length: less padding. Results do not depend on order.
+                    todo = sorted(
+                        (
+                            it
+                            for it in ds.items
+                            if (model_name, ckpt, p.task, p.k, p.seed, it.id) not in done
+                        ),
+                        key=_length,
+                    )
                     if not todo:
                         continue
                     if backend is None:
@@ -175,6 +180,10 @@ def run(
         bar.close()
     elapsed = time.time() - started
     return finalize(folder, config, planned, elapsed if todo_total else None, timing)
+
+
+def _length(item: Item) -> int:
+    return len(item.premise) + len(item.hypothesis) + sum(len(c) for c in item.choices)
 
 
 def _score(
