@@ -107,6 +107,9 @@ def test_interrupted_run_resumes_without_duplicates(tmp_path: Path) -> None:
         )
     partial = len(_records(tmp_path / "cut"))
     assert 0 < partial < 48 * 3
+    # The time spent before the crash is kept with the records it produced.
+    timing = RunFolder(tmp_path / "cut").read_timing()
+    assert sum(t["items"] for t in timing.values()) == partial
     second = HashLM()
     resumed = run(_cfg(), tmp_path / "cut", backend_factory=lambda c, ck: second, progress=False)
     assert second.scored == 48 * 3 - partial  # finished items are not recomputed

@@ -137,9 +137,7 @@ def run(
             "resuming %s: %d records already there, %d items to go", out_dir, len(done), todo_total
         )
     started = time.time()
-    timing: dict[str, dict[str, Any]] = (
-        folder.read_results().get("timing", {}).get("sweep_points", {})
-    )
+    timing = folder.read_timing()
     bar = tqdm(
         total=todo_total, unit="item", disable=not progress or todo_total == 0, dynamic_ncols=True
     )
@@ -166,16 +164,18 @@ def run(
                     bar.set_description(
                         f"{p.task} k={p.k} seed={p.seed}" + (f" {ckpt}" if ckpt else "")
                     )
-                    t0 = time.time()
+                    key = "|".join(str(x) for x in (ckpt or "", p.task, p.k, p.seed))
+                    spent = timing.setdefault(key, {"seconds": 0.0, "items": 0})
                     for start in range(0, len(todo), CHUNK):
                         chunk = todo[start : start + CHUNK]
+                        t0 = time.time()
                         folder.append(
                             _score(backend, p, chunk, model_name, ckpt, config, bar.update)
                         )
-                    key = "|".join(str(x) for x in (ckpt or "", p.task, p.k, p.seed))
-                    spent = timing.setdefault(key, {"seconds": 0.0, "items": 0})
-                    spent["seconds"] = round(spent["seconds"] + time.time() - t0, 3)
-                    spent["items"] += len(todo)
+                        # Kept per chunk so a killed run keeps the time it spent.
+                        spent["seconds"] = round(spent["seconds"] + time.time() - t0, 3)
+                        spent["items"] += len(chunk)
+                        folder.write_timing(timing)
     finally:
         bar.close()
     elapsed = time.time() - started

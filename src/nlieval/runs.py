@@ -4,6 +4,7 @@ Layout of a run folder::
 
     config.json     the configuration that made it (checked again on resume)
     records.jsonl   one Record per line, appended and fsync'ed while the run goes
+    timing.json     scoring wall time and items per sweep point, kept while the run goes
     results.json    configuration, versions, git commit, few-shot draws and metrics
     summary.md      the metrics as a Markdown table
 
@@ -31,6 +32,7 @@ RECORDS = "records.jsonl"
 CONFIG = "config.json"
 RESULTS = "results.json"
 SUMMARY = "summary.md"
+TIMING = "timing.json"
 
 
 class RunError(RuntimeError):
@@ -122,7 +124,7 @@ class RunFolder:
                     "choose another --out, or pass --overwrite to start it again"
                 )
         if overwrite:
-            for name in (RECORDS, RESULTS, SUMMARY):
+            for name in (RECORDS, RESULTS, SUMMARY, TIMING):
                 (self.path / name).unlink(missing_ok=True)
         _atomic_write(cfg_path, json.dumps(config.to_dict(), indent=2) + "\n")
 
@@ -198,6 +200,14 @@ class RunFolder:
     def write_results(self, results: Mapping[str, Any], summary: str) -> None:
         _atomic_write(self.path / RESULTS, json.dumps(results, indent=2, allow_nan=True) + "\n")
         _atomic_write(self.path / SUMMARY, summary)
+
+    def read_timing(self) -> dict[str, dict[str, Any]]:
+        """Scoring wall time per sweep point, summed over invocations."""
+        p = self.path / TIMING
+        return dict(json.loads(p.read_text(encoding="utf-8"))) if p.is_file() else {}
+
+    def write_timing(self, timing: Mapping[str, Any]) -> None:
+        _atomic_write(self.path / TIMING, json.dumps(timing, indent=1) + "\n")
 
     def read_results(self) -> dict[str, Any]:
         p = self.path / RESULTS
