@@ -206,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-EXTENSIONS = ("analyses_cli", "logic_cli", "build_cli", "train_cli")
+EXTENSIONS = ("analyses_cli", "logic_cli", "build_cli", "train_cli", "contamination_cli")
 
 COMMANDS = {
     "run": _cmd_run,
