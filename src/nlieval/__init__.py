@@ -1,5 +1,8 @@
 """nlieval: evaluate and study language models through Natural Language Inference.
 
+The public API is importable from here; submodules load on first use, so that
+``import nlieval`` (and the command line) start quickly.
+
 >>> import nlieval
 >>> nlieval.Label.parse("c").value
 'contradiction'
@@ -7,30 +10,50 @@
 
 from __future__ import annotations
 
-from .backends.base import (
-    ClassifierBackend,
-    GenerationBackend,
-    LogLikelihoodBackend,
-    ScoreRequest,
-)
-from .data import TASKS, DataError, Dataset, TaskSpec, get_task, load_pool, load_task
-from .metrics import point_metrics, summarize
-from .models import ModelError, resolve_model
-from .prompts import PromptBuilder, draw_shots, load_template
-from .report import metrics_table, report
-from .runner import run
-from .runs import RunConfig, RunError, RunFolder
-from .scoring import make_sweep_point, score_items
-from .types import ALPHA, NLI2, NLI3, SCI4, Item, Label, Record
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# name -> submodule that defines it
+_EXPORTS = {
+    "ClassifierBackend": "backends.base",
+    "GenerationBackend": "backends.base",
+    "LogLikelihoodBackend": "backends.base",
+    "ScoreRequest": "backends.base",
+    "TASKS": "data",
+    "Dataset": "data",
+    "DataError": "data",
+    "TaskSpec": "data",
+    "get_task": "data",
+    "load_pool": "data",
+    "load_task": "data",
+    "point_metrics": "metrics",
+    "summarize": "metrics",
+    "ModelError": "models",
+    "resolve_model": "models",
+    "PromptBuilder": "prompts",
+    "draw_shots": "prompts",
+    "load_template": "prompts",
+    "metrics_table": "report",
+    "report": "report",
+    "run": "runner",
+    "RunConfig": "runs",
+    "RunError": "runs",
+    "RunFolder": "runs",
+    "make_sweep_point": "scoring",
+    "score_items": "scoring",
+    "ALPHA": "types",
+    "NLI2": "types",
+    "NLI3": "types",
+    "SCI4": "types",
+    "Item": "types",
+    "Label": "types",
+    "Record": "types",
+}
+
 __all__ = [
     "ALPHA",
-    "NLI2",
-    "NLI3",
-    "SCI4",
-    "TASKS",
     "ClassifierBackend",
     "DataError",
     "Dataset",
@@ -39,12 +62,16 @@ __all__ = [
     "Label",
     "LogLikelihoodBackend",
     "ModelError",
+    "NLI2",
+    "NLI3",
     "PromptBuilder",
     "Record",
     "RunConfig",
     "RunError",
     "RunFolder",
+    "SCI4",
     "ScoreRequest",
+    "TASKS",
     "TaskSpec",
     "draw_shots",
     "get_task",
@@ -60,3 +87,29 @@ __all__ = [
     "score_items",
     "summarize",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'nlieval' has no attribute {name!r}")
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .backends.base import (
+        ClassifierBackend,
+        GenerationBackend,
+        LogLikelihoodBackend,
+        ScoreRequest,
+    )
+    from .data import TASKS, DataError, Dataset, TaskSpec, get_task, load_pool, load_task
+    from .metrics import point_metrics, summarize
+    from .models import ModelError, resolve_model
+    from .prompts import PromptBuilder, draw_shots, load_template
+    from .report import metrics_table, report
+    from .runner import run
+    from .runs import RunConfig, RunError, RunFolder
+    from .scoring import make_sweep_point, score_items
+    from .types import ALPHA, NLI2, NLI3, SCI4, Item, Label, Record
