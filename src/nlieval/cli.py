@@ -113,7 +113,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .report import metrics_table
+    from .report import metrics_table, run_timing
     from .runner import run
 
     cfg = RunConfig(
@@ -136,7 +136,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         prefix_cache=not args.no_prefix_cache,
     )
     results = run(cfg, args.out, overwrite=args.overwrite, progress=not args.no_progress)
-    print(metrics_table(results["metrics"], results.get("timing", {}).get("sweep_points")))
+    print(metrics_table(results["metrics"], run_timing(results)))
     print(f"\nrecords, results.json and summary.md in {args.out}")
     return 0
 

@@ -24,9 +24,12 @@ def _short(label: str) -> str:
 
 
 def metrics_table(
-    rows: Sequence[Mapping[str, Any]], timing: Mapping[str, Any] | None = None
+    rows: Sequence[Mapping[str, Any]], timing: Mapping[str, Mapping[str, Any]] | None = None
 ) -> str:
     """A Markdown table, one line per (model, checkpoint, task, k).
+
+    ``timing`` maps a model name to its run folder's ``timing.json`` (seconds and items
+    per sweep point); with it the table adds the scoring rate and wall time.
 
     >>> print(metrics_table([]))
     (no scored records yet)
@@ -73,21 +76,22 @@ def metrics_table(
             ]
         )
         if show_time:
-            cells.append(_rate(timing or {}, r))
+            cells.extend(_rate(timing or {}, r))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def _rate(timing: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+def _rate(timing: Mapping[str, Mapping[str, Any]], row: Mapping[str, Any]) -> list[str]:
     secs = items = 0.0
+    points = timing.get(row["model"], {})
     for seed in row["seeds"]:
-        t = timing.get(
-            "|".join(str(x) for x in (row.get("checkpoint") or "", row["task"], row["k"], seed))
-        )
-        if t:
-            secs += t["seconds"]
-            items += t["items"]
-    return f"{items / secs:.1f}" if secs > 0 else ""
+        key = "|".join(str(x) for x in (row.get("checkpoint") or "", row["task"], row["k"], seed))
+        if key in points:
+            secs += points[key]["seconds"]
+            items += points[key]["items"]
+    if secs <= 0:
+        return ["", ""]
+    return [f"{items / secs:.2f}", f"{secs:.0f}"]
 
 
 def markdown_summary(results: Mapping[str, Any]) -> str:
@@ -103,7 +107,7 @@ def markdown_summary(results: Mapping[str, Any]) -> str:
         f"nlieval {ver.get('nlieval')}, torch {ver.get('torch')}, "
         f"transformers {ver.get('transformers')}, commit {env.get('git_commit')}",
         "",
-        metrics_table(results.get("metrics", []), results.get("timing", {}).get("sweep_points")),
+        metrics_table(results.get("metrics", []), run_timing(results)),
         "",
     ]
     for task, info in (results.get("data") or {}).items():
@@ -132,6 +136,13 @@ def report(folders: Iterable[str | Path], write: bool = True) -> str:
             finalize(rf, rf.read_config())
     rows = summarize(iter_run_records(folders))
     timing: dict[str, Any] = {}
-    if len(folders) == 1:
-        timing = RunFolder(folders[0]).read_results().get("timing", {}).get("sweep_points", {})
+    for f in folders:
+        timing.update(run_timing(RunFolder(f).read_results()))
     return metrics_table(rows, timing)
+
+
+def run_timing(results: Mapping[str, Any]) -> dict[str, Any]:
+    """``{model: sweep-point timing}`` of one run's results (empty when untimed)."""
+    points = (results.get("timing") or {}).get("sweep_points")
+    model = (results.get("config") or {}).get("model")
+    return {model: points} if points and model else {}

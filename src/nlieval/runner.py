@@ -260,6 +260,8 @@ def finalize(
             draws.setdefault(str(p.k), {})[str(p.seed)] = list(p.shot_ids)
     if elapsed is not None:
         results["timing"]["last_invocation_s"] = round(elapsed, 2)
+    if timing is None:
+        timing = folder.read_timing() or results["timing"].get("sweep_points")
     if timing is not None:
         # Wall time of the scoring loop per sweep point, summed over invocations
         # (model loading excluded).
