@@ -13,33 +13,9 @@ import sys
 from collections.abc import Sequence
 
 from . import data
+from .cli_args import csv_list, int_list, seeds
 from .models import DEFAULT_MODEL, ModelError
 from .runs import RunConfig, RunError
-
-
-def _csv(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in _csv(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers, got {text!r}"
-        ) from None
-
-
-def _seeds(text: str) -> tuple[int, ...]:
-    # "3" means three seeds (0, 1, 2); "1,5,7" names them.
-    if "," not in text:
-        try:
-            return tuple(range(int(text)))
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"--seeds takes a count or a list, got {text!r}"
-            ) from None
-    return _ints(text)
 
 
 def _batch(text: str) -> int | str:
@@ -65,7 +41,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "--task",
         "--tasks",
         dest="tasks",
-        type=_csv,
+        type=csv_list,
         required=True,
         help="comma-separated task names or task YAML files",
     )
@@ -73,13 +49,13 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "--shots",
         "--num_fewshot",
         dest="shots",
-        type=_ints,
+        type=int_list,
         default=(0,),
         help="comma-separated shot counts k [0]",
     )
     p.add_argument(
         "--seeds",
-        type=_seeds,
+        type=seeds,
         default=(0,),
         help="number of few-shot draws (3 = seeds 0,1,2) or a list (1,5,7) [1]",
     )
@@ -97,7 +73,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--revision", default=None, help="hub revision of the model")
     p.add_argument(
         "--checkpoints",
-        type=_csv,
+        type=csv_list,
         default=(),
         help="ordered checkpoints (folders or hub revisions) to evaluate in turn",
     )
@@ -185,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_run(sub)
     p = sub.add_parser("stats", help="items, labels, lengths and overlap of benchmarks")
-    p.add_argument("--task", "--tasks", dest="tasks", type=_csv, required=True)
+    p.add_argument("--task", "--tasks", dest="tasks", type=csv_list, required=True)
     p.add_argument("--data-dir", default=None)
     p.add_argument("--split", default=None)
     p.add_argument("--skip-bad", action="store_true")

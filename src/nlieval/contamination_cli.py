@@ -20,17 +20,14 @@ from typing import Any
 
 from . import contamination as cont
 from . import data
-
-
-def _csv(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
+from .cli_args import csv_list
 
 
 def _thresholds(text: str) -> tuple[float, ...] | str:
     if text == "distinct":
         return text
     try:
-        return tuple(float(x) for x in _csv(text))
+        return tuple(float(x) for x in csv_list(text))
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"--thresholds takes comma-separated numbers or 'distinct', got {text!r}"
@@ -56,7 +53,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=[],
         help="corpus files or folders: text (a document a line) or jsonl, .gz ok",
     )
-    p.add_argument("--task", "--tasks", dest="tasks", type=_csv, default=(), help="task names")
+    p.add_argument("--task", "--tasks", dest="tasks", type=csv_list, default=(), help="task names")
     p.add_argument("--n", type=int, default=cont.DEFAULT_N, help="n-gram length [8]")
     p.add_argument(
         "--tokenizer",

@@ -10,20 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-
-def _seeds(text: str) -> tuple[int, ...]:
-    # "3" means three seeds (0, 1, 2); "1,5,7" names them (as in `nlieval run`).
-    try:
-        if "," not in text:
-            count = int(text)
-            if count < 1:
-                raise ValueError
-            return tuple(range(count))
-        return tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--seeds takes a positive count or a comma-separated list, got {text!r}"
-        ) from None
+from .cli_args import seeds
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -131,7 +118,7 @@ def _add_training_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-grad-norm", type=float, default=1.0, help="clipping; 0: none [1.0]")
     p.add_argument(
         "--seeds",
-        type=_seeds,
+        type=seeds,
         default=(0, 1, 2),
         help="a count (3 = seeds 0,1,2) or a list (1,5,7; one seed: 7,) [3]",
     )
