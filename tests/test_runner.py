@@ -215,3 +215,12 @@ def test_kill_9_then_resume_equals_uninterrupted(tmp_path: Path, tiny_llama: Pat
     assert [(m["k"], m["accuracy"], m["macro_f1"]) for m in m_got] == [
         (m["k"], m["accuracy"], m["macro_f1"]) for m in m_want
     ]
+
+
+def test_report_shows_rate_and_wall_time(tmp_path: Path) -> None:
+    run(_cfg(shots=(0,)), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    table = report([tmp_path / "r"], write=False).splitlines()
+    head = [c.strip() for c in table[0].strip("|").split("|")]
+    row = [c.strip() for c in table[2].strip("|").split("|")]
+    assert head[-2:] == ["items/s", "wall s"] and len(row) == len(head)
+    assert float(row[-2]) > 0

@@ -52,7 +52,7 @@ def metrics_table(
             "chance",
             "predicted labels",
         ]
-        + (["items/s"] if show_time else [])
+        + (["items/s", "wall s"] if show_time else [])
     )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
