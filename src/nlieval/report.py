@@ -127,17 +127,20 @@ def report(folders: Iterable[str | Path], write: bool = True) -> str:
 
     >>> print(report(["runs/gemma"]))    # doctest: +SKIP
     """
-    folders = list(folders)
-    if write:
-        from .runner import finalize
+    from .runner import finalize
 
-        for f in folders:
-            rf = RunFolder(f)
-            finalize(rf, rf.read_config())
-    rows = summarize(iter_run_records(folders))
+    folders = list(folders)
+    runs = [RunFolder(f) for f in folders]
+    results = [finalize(rf, rf.read_config()) if write else rf.read_results() for rf in runs]
+    # One folder: finalize has just summarised its records; several: summarise them together
+    # (two folders may hold the same model and task).
+    if write and len(runs) == 1:
+        rows = results[0]["metrics"]
+    else:
+        rows = summarize(iter_run_records(folders))
     timing: dict[str, Any] = {}
-    for f in folders:
-        timing.update(run_timing(RunFolder(f).read_results()))
+    for res in results:
+        timing.update(run_timing(res))
     return metrics_table(rows, timing)
 
 

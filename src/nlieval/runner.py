@@ -217,7 +217,6 @@ def _score(
         checkpoint=checkpoint,
         save_prompt=config.save_prompts,
         progress=progress,
-        meta_fn=lambda it: dict(it.meta),
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .backends.base import LogLikelihoodBackend, Progress, ScoreRequest
@@ -71,7 +71,6 @@ def score_items(
     checkpoint: str | None = None,
     save_prompt: bool = True,
     progress: Progress | None = None,
-    meta_fn: Callable[[Item], dict[str, object]] | None = None,
 ) -> list[Record]:
     """Score ``items`` at one sweep point; one :class:`Record` per item, in order."""
     prompts = [point.prompt(it) for it in items]
@@ -96,7 +95,7 @@ def score_items(
                 checkpoint=checkpoint,
                 prompt=p.text if save_prompt else "",
                 shots=p.shots,
-                meta=meta_fn(it) if meta_fn else {},
+                meta=dict(it.meta),
             )
         )
     return records
