@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
 def csv_list(text: str) -> tuple[str, ...]:
@@ -45,3 +46,41 @@ def seeds(text: str) -> tuple[int, ...]:
             f"--seeds takes a positive count or a comma-separated list, got {text!r}"
         )
     return tuple(range(count))
+
+
+def add_generator_args(p: argparse.ArgumentParser, default_model: str) -> None:
+    """The flags that pick a chat model: local transformers, or an OpenAI-compatible server."""
+    p.add_argument(
+        "--model",
+        default=default_model,
+        help=f"chat model: alias, folder, .gguf or hub id; with --api-base the server's "
+        f"model name [{default_model}]",
+    )
+    p.add_argument(
+        "--api-base",
+        default=None,
+        help="OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM, SGLang, Ollama)",
+    )
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the API key")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request [60]")
+    p.add_argument("--retries", type=int, default=4, help="retries of a failed request [4]")
+    p.add_argument("--concurrency", type=int, default=8, help="requests in flight [8]")
+    p.add_argument("--dtype", default="auto")
+    p.add_argument("--device", default="auto")
+
+
+def generator_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~nlieval.backends.base.GenerationBackend` the flags of
+    :func:`add_generator_args` ask for."""
+    from .backends.generation import ServerOptions, load_generator
+
+    server = None
+    if args.api_base:
+        server = ServerOptions(
+            args.api_base,
+            api_key_env=args.api_key_env,
+            timeout=args.timeout,
+            retries=args.retries,
+            concurrency=args.concurrency,
+        )
+    return load_generator(args.model, server=server, dtype=args.dtype, device=args.device)
