@@ -140,3 +140,39 @@ def test_prefix_boundary_merge_is_not_cached(lm: HFCausalLM) -> None:
     plain = lm.loglikelihood([req])
     lm.prefix_cache = True
     assert max(abs(x - y) for x, y in zip(plain[0], lm.loglikelihood([req])[0], strict=True)) < 1e-4
+
+
+def test_prefix_cache_computes_fewer_tokens(lm: HFCausalLM) -> None:
+    # The counters are what the benchmark reports; with the cache the shared prefix is
+    # computed once instead of once per item.
+    prefix = (PROMPT + " A\n\n") * 3
+    reqs = [ScoreRequest(prefix + PROMPT, (" A", " B", " C"), len(prefix)) for _ in range(5)]
+    n_prefix = len(lm.split(prefix, " A")[0])
+    totals = {}
+    for cached in (False, True):
+        lm.prefix_cache, lm._cached = cached, None
+        lm.counts.update(tokens=0, padded=0, forward_calls=0)
+        lm.loglikelihood(reqs)
+        totals[cached] = lm.counts["tokens"]
+    lm.prefix_cache = True
+    n_whole = len(lm.split(prefix + PROMPT, " A")[0])
+    assert totals[False] == 5 * n_whole
+    assert totals[True] < totals[False] - 3 * n_prefix
+
+
+def test_auto_batch_size_follows_free_memory(
+    lm: HFCausalLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nlieval.backends import hf
+
+    monkeypatch.setattr(hf, "free_memory", lambda device: 10**12)
+    assert hf.auto_batch_size(lm.model, lm.device, 64) == hf.CPU_MAX_BATCH
+    row = hf.row_bytes(lm.model.config, 64, 64, 4)
+    monkeypatch.setattr(hf, "free_memory", lambda device: 2 * 3 * row + 1)
+    assert hf.auto_batch_size(lm.model, lm.device, 64) == 3
+    monkeypatch.setattr(hf, "free_memory", lambda device: 0)
+    assert hf.auto_batch_size(lm.model, lm.device, 64) == 1
+    # A longer cached context needs more memory per row, so no more rows.
+    big = 2 * 3 * row + 1
+    monkeypatch.setattr(hf, "free_memory", lambda device: big)
+    assert hf.auto_batch_size(lm.model, lm.device, 64, context=4096) <= 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
+import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -93,6 +94,9 @@ class HFCausalLM:
         self.batch_size = batch_size
         self.prefix_cache = prefix_cache
         self._cached: tuple[tuple[int, ...], Any] | None = None
+        #: Tokens through the model body: ``tokens`` real ones, ``padded`` with the pads
+        #: (what the matmuls really compute). Read by the benchmarks; never affects results.
+        self.counts = {"tokens": 0, "padded": 0, "forward_calls": 0}
         self._decoder = getattr(self.model, "model", None) or self.model.get_decoder()
 
     MIN_PREFIX = 8  # shorter shared prefixes are not worth a cache
@@ -202,7 +206,8 @@ class HFCausalLM:
             group = sorted(group, key=lambda r: -len(r.ids))
             if not group:
                 continue
-            bs = self._batch_size(len(group[0].ids))
+            longest = len(group[0].ids)
+            bs = self._batch_size(longest - len(prefix or ()), longest)
             for start in range(0, len(group), bs):
                 batch = group[start : start + bs]
                 scores = (
@@ -224,6 +229,7 @@ class HFCausalLM:
         if self._cached is not None and self._cached[0] == prefix:
             return self._cached[1]
         cache = DynamicCache(config=self.model.config)
+        self._count(len(prefix), len(prefix))
         with torch.inference_mode():
             self._decoder(
                 input_ids=torch.tensor([prefix], device=self.device),
@@ -245,6 +251,7 @@ class HFCausalLM:
         ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
         for b, r in enumerate(batch):
             ids[b, : len(r.ids) - n_pre] = torch.tensor(r.ids[n_pre:])
+        self._count(sum(len(r.ids) - n_pre for r in batch), ids.numel())
         with torch.inference_mode():
             hidden = self._decoder(
                 input_ids=ids.to(self.device), past_key_values=cache, use_cache=True
@@ -273,6 +280,11 @@ class HFCausalLM:
             )
         return result
 
+    def _count(self, tokens: int, padded: int) -> None:
+        self.counts["tokens"] += tokens
+        self.counts["padded"] += padded
+        self.counts["forward_calls"] += 1
+
     def _head(self, hidden: Any) -> Any:
         import torch
 
@@ -282,10 +294,10 @@ class HFCausalLM:
             logits = torch.tanh(logits / cap) * cap
         return logits
 
-    def _batch_size(self, max_len: int) -> int:
+    def _batch_size(self, max_len: int, context: int | None = None) -> int:
         if isinstance(self.batch_size, int):
             return max(1, self.batch_size)
-        return auto_batch_size(self.model, self.device, max_len)
+        return auto_batch_size(self.model, self.device, max_len, context)
 
     def _forward(self, batch: Sequence[_Row]) -> list[list[float]]:
         import torch
@@ -299,6 +311,7 @@ class HFCausalLM:
             # are the same for the whole batch.
             ids[b, width - len(r.ids) :] = torch.tensor(r.ids)
             mask[b, width - len(r.ids) :] = 1
+        self._count(sum(len(r.ids) for r in batch), ids.numel())
         # Positions count real tokens only, so a padded row sees exactly what it would
         # see alone (transformers does not derive them from the mask in forward()).
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
@@ -383,20 +396,69 @@ def _pick_dtype(dtype: str, device: str) -> Any:
         ) from None
 
 
-def auto_batch_size(model: Any, device: Any, max_len: int) -> int:
-    """A batch size that fits in free memory; results never depend on it.
-
-    On CPU memory is rarely the limit and larger batches gain little, so 8 rows.
-    On CUDA, a quarter of free memory over a rough per-row activation estimate.
-    """
+def free_memory(device: Any) -> int:
+    """Bytes free for new tensors: CUDA's own count on a GPU, else the system's
+    ``MemAvailable`` (what the kernel could hand out without swapping)."""
     import torch
 
-    if getattr(device, "type", str(device)) != "cuda":
-        return 8
-    free, _ = torch.cuda.mem_get_info(device)
-    cfg = model.config
-    hidden = getattr(cfg, "hidden_size", 4096)
-    layers = getattr(cfg, "num_hidden_layers", 32)
-    vocab = getattr(cfg, "vocab_size", 32000)
-    per_row = max_len * hidden * 2 * 16 + max_len * hidden * layers * 2 * 2 + vocab * 4 * 4
-    return int(max(1, min(256, (free // 4) // max(per_row, 1))))
+    if getattr(device, "type", str(device)) == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return int(free)
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def row_bytes(config: Any, length: int, context: int, dtype_bytes: int) -> int:
+    """Peak activation bytes of one batch row of ``length`` new tokens attending to
+    ``context`` positions (cached prefix included), inference only.
+
+    Counted: the residual stream and attention output (a few hidden-size tensors), the
+    MLP's intermediate pair, the attention scores (materialised by the eager and the CPU
+    kernels), the row's copy of the key/value cache, and the float32 log-softmax over
+    the vocabulary at the few positions read (bounded by 8 here).
+
+    >>> from types import SimpleNamespace as C
+    >>> cfg = C(hidden_size=64, intermediate_size=256, num_attention_heads=4,
+    ...         num_key_value_heads=2, num_hidden_layers=2, vocab_size=1000)
+    >>> row_bytes(cfg, 10, 10, 4) > 0
+    True
+    """
+    hidden = getattr(config, "hidden_size", 4096)
+    inter = getattr(config, "intermediate_size", 4 * hidden)
+    heads = getattr(config, "num_attention_heads", 32)
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or hidden // heads
+    layers = getattr(config, "num_hidden_layers", 32)
+    vocab = getattr(config, "vocab_size", 32000)
+    act = length * (4 * hidden + 2 * inter) * dtype_bytes
+    scores = heads * length * context * 4
+    kv = layers * 2 * kv_heads * head_dim * context * dtype_bytes
+    logits = min(length, 8) * vocab * 4 * 2
+    return act + scores + kv + logits
+
+
+#: On a CPU the matmuls are already large at 8 rows; larger batches gain little (see
+#: "Batch size on a CPU" in benchmarks/README.md) and only delay each durable write.
+CPU_MAX_BATCH = 8
+GPU_MAX_BATCH = 256
+
+
+def auto_batch_size(model: Any, device: Any, max_len: int, context: int | None = None) -> int:
+    """Rows per forward pass that fit in half of the free memory; results never depend on
+    it (padding and the cache are exact), only speed and peak memory do.
+
+    ``max_len`` is the longest row's new tokens, ``context`` the positions it attends to
+    (``max_len`` plus a cached prefix). Capped at :data:`CPU_MAX_BATCH` on a CPU and
+    :data:`GPU_MAX_BATCH` on a GPU.
+    """
+    dtype_bytes = next(model.parameters()).element_size()
+    per_row = row_bytes(model.config, max_len, context or max_len, dtype_bytes)
+    on_gpu = getattr(device, "type", str(device)) == "cuda"
+    cap = GPU_MAX_BATCH if on_gpu else CPU_MAX_BATCH
+    return int(max(1, min(cap, (free_memory(device) // 2) // max(per_row, 1))))
