@@ -1,0 +1,329 @@
+"""Side by side: lm-evaluation-harness vs nlieval without and with the prefix cache.
+
+Same machine, same model folder, same items, same prompt text, at each k:
+
+  (a) lm-evaluation-harness 0.4.13, its ``hf`` backend, on a task YAML written here that
+      uses nlieval's own Jinja block template, the letters as choices, " " as target
+      delimiter, a blank line between blocks, and nlieval's drawn shots in order
+      (``sampler: first_n`` over a few-shot split holding exactly those shots);
+  (b) nlieval, ``prefix_cache=False``;
+  (c) nlieval, ``prefix_cache=True`` (the default).
+
+Each system gets the model already loaded and times only the evaluation call (prompt
+building and scoring; for lm-eval, ``simple_evaluate`` on a ready ``HFLM``). The script
+checks that lm-eval's contexts equal nlieval's prompt texts character for character, then
+reports wall time, items/s, tokens computed per item (real and with padding), agreement
+of the predictions, the largest |delta log-likelihood|, the measured matmul FLOP/s and
+the achieved FLOP/s (2 x body parameters x real tokens / time).
+
+    pip install -e ".[bench]"
+    taskset -c 0 python benchmarks/lmeval_compare.py --models smollm2-135m \\
+        --tasks snli,anli_r3 --limit 100 --shots 0,5,10 --threads 1 --out runs/lmeval-bench
+
+Writes ``<out>/results.json`` and prints a markdown table. Needs NLIEVAL_DATA_DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import torch  # noqa: E402
+import yaml  # noqa: E402
+
+from nlieval import data  # noqa: E402
+from nlieval.backends.base import ScoreRequest  # noqa: E402
+from nlieval.backends.hf import HFCausalLM  # noqa: E402
+from nlieval.models import local_hf_folder, resolve_model  # noqa: E402
+from nlieval.prompts import TEMPLATES, options_for  # noqa: E402
+from nlieval.runner import plan  # noqa: E402
+from nlieval.runs import RunConfig  # noqa: E402
+from nlieval.scoring import SweepPoint  # noqa: E402
+from nlieval.types import LETTERS, Item  # noqa: E402
+
+
+def matmul_flops(dtype: torch.dtype, size: int = 2048, seconds: float = 3.0) -> float:
+    """Sustained FLOP/s of square matmuls in ``dtype`` with the current thread count."""
+    a = torch.randn(size, size, dtype=dtype)
+    b = torch.randn(size, size, dtype=dtype)
+    for _ in range(3):
+        a @ b
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        a @ b
+        n += 1
+    return 2 * size**3 * n / (time.perf_counter() - start)
+
+
+def body_params(model: Any) -> int:
+    """Parameters a token passes through in the body: all but the embedding tables (the
+    input lookup costs no FLOPs; the output layer is reported apart)."""
+    skip = {id(model.get_input_embeddings().weight), id(model.get_output_embeddings().weight)}
+    return sum(p.numel() for p in model.parameters() if id(p) not in skip)
+
+
+# ------------------------------------------------------------------------- nlieval
+
+
+def nlieval_point(lm: HFCausalLM, point: SweepPoint, items: list[Item]) -> dict[str, Any]:
+    lm.counts.update(tokens=0, padded=0, forward_calls=0)
+    lm._cached = None
+    start = time.perf_counter()
+    prompts = [point.prompt(it) for it in items]
+    reqs = [ScoreRequest(p.text, p.continuations, len(p.prefix)) for p in prompts]
+    scores = lm.loglikelihood(reqs)
+    wall = time.perf_counter() - start
+    return {
+        "wall_s": wall,
+        "loglik": scores,
+        "contexts": [p.text for p in prompts],
+        "tokens": lm.counts["tokens"],
+        "padded": lm.counts["padded"],
+    }
+
+
+# ------------------------------------------------------------------------- lm-eval
+
+
+def _doc(item: Item, labels: Any) -> dict[str, Any]:
+    gold = list(labels).index(item.label) if item.label is not None else -1
+    return {
+        "id": item.id,
+        "premise": item.premise,
+        "hypothesis": item.hypothesis,
+        "options": [list(o) for o in options_for(item, labels)],
+        "gold": gold,
+    }
+
+
+def write_lmeval_task(
+    folder: Path, name: str, point: SweepPoint, items: list[Item], family: str
+) -> None:
+    """A task YAML + data files reproducing one nlieval sweep point exactly."""
+    folder.mkdir(parents=True, exist_ok=True)
+    test, shots = folder / f"{name}_test.jsonl", folder / f"{name}_shots.jsonl"
+    test.write_text("".join(json.dumps(_doc(it, point.labels)) + "\n" for it in items))
+    shot_docs = [_doc(s, point.labels) for s in point.builder.shots]
+    # With k = 0 the few-shot split is never read, but the json builder wants a file.
+    shots.write_text(
+        "".join(json.dumps(d) + "\n" for d in shot_docs or [_doc(items[0], point.labels)])
+    )
+    spec = {
+        "task": name,
+        "dataset_path": "json",
+        "dataset_kwargs": {"data_files": {"test": str(test), "train": str(shots)}},
+        "test_split": "test",
+        "fewshot_split": "train",
+        "fewshot_config": {"sampler": "first_n"},
+        "output_type": "multiple_choice",
+        # nlieval's own block template, unchanged: the same Jinja source renders both.
+        "doc_to_text": TEMPLATES[family],
+        "doc_to_choice": [LETTERS[i] for i in range(len(point.labels))],
+        "doc_to_target": "{{gold}}",
+        "target_delimiter": " ",
+        "fewshot_delimiter": "\n\n",
+        "metric_list": [{"metric": "acc"}],
+    }
+    (folder / f"{name}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+
+
+class CountingHFLM:
+    """Wraps lm-eval's HFLM ``_model_call`` to count the positions it really computes
+    (padding included: its rows are right-padded with zeros to the batch's longest)."""
+
+    def __init__(self, lm: Any) -> None:
+        self.padded = 0
+        inner = lm._model_call
+
+        def call(inps: torch.Tensor, attn_mask: Any = None, labels: Any = None) -> Any:
+            self.padded += inps.numel()
+            return inner(inps, attn_mask, labels)
+
+        lm._model_call = call
+
+
+def lmeval_point(
+    hflm: Any, counter: CountingHFLM, task_dir: Path, name: str, k: int
+) -> dict[str, Any]:
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    counter.padded = 0
+    start = time.perf_counter()
+    out = lm_eval.simple_evaluate(
+        model=hflm,
+        tasks=[name],
+        num_fewshot=k,
+        task_manager=TaskManager(include_path=str(task_dir), include_defaults=False),
+        log_samples=True,
+        bootstrap_iters=0,
+        random_seed=0,
+        numpy_random_seed=0,
+        torch_random_seed=0,
+        fewshot_random_seed=0,
+    )
+    wall = time.perf_counter() - start
+    samples = sorted(out["samples"][name], key=lambda s: s["doc_id"])
+    return {
+        "wall_s": wall,
+        "loglik": [[float(r[0][0]) for r in s["resps"]] for s in samples],
+        "contexts": [s["arguments"][0][0] for s in samples],
+        "tokens": None,  # filled by the caller: the context tokens of every item
+        "padded": counter.padded,
+    }
+
+
+# ------------------------------------------------------------------------- compare
+
+
+def _argmax(ll: list[float]) -> int:
+    return max(range(len(ll)), key=lambda i: (ll[i], -i))
+
+
+def compare(systems: dict[str, dict[str, Any]], n_items: int) -> dict[str, Any]:
+    ref = systems["lm-eval"]
+    row: dict[str, Any] = {}
+    for name, res in systems.items():
+        row[name] = {
+            "wall_s": round(res["wall_s"], 2),
+            "items_per_s": round(n_items / res["wall_s"], 2),
+            "tokens_per_item": round(res["tokens"] / n_items, 1),
+            "padded_per_item": round(res["padded"] / n_items, 1),
+            "agree_with_lmeval": sum(
+                _argmax(a) == _argmax(b) for a, b in zip(res["loglik"], ref["loglik"], strict=True)
+            )
+            / n_items,
+            "max_abs_dll_vs_lmeval": max(
+                abs(x - y)
+                for a, b in zip(res["loglik"], ref["loglik"], strict=True)
+                for x, y in zip(a, b, strict=True)
+            ),
+            "same_contexts_as_lmeval": res["contexts"] == ref["contexts"],
+        }
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="smollm2-135m")
+    ap.add_argument("--tasks", default="snli,anli_r3")
+    ap.add_argument("--limit", type=int, default=100)
+    ap.add_argument("--shots", default="0,5,10")
+    ap.add_argument("--threads", type=int, default=torch.get_num_threads())
+    ap.add_argument("--batch-size", type=int, default=8, help="for all three systems [8]")
+    ap.add_argument("--systems", default="lm-eval,nlieval-nocache,nlieval-cache")
+    ap.add_argument("--data-dir", default=os.environ.get("NLIEVAL_DATA_DIR"))
+    ap.add_argument("--out", default="runs/lmeval-bench")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    shots = tuple(int(k) for k in args.shots.split(","))
+    systems_wanted = args.systems.split(",")
+    import transformers
+
+    results: dict[str, Any] = {
+        "machine": {
+            "cpu": platform.processor() or platform.machine(),
+            "threads": args.threads,
+            "affinity": sorted(os.sched_getaffinity(0)),
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "lm_eval": __import__("importlib.metadata").metadata.version("lm-eval"),
+        },
+        "matmul_flops_fp32": matmul_flops(torch.float32),
+        "rows": [],
+    }
+    print(f"matmul fp32: {results['matmul_flops_fp32'] / 1e9:.1f} GFLOP/s", flush=True)
+    for model_name in args.models.split(","):
+        folder = local_hf_folder(resolve_model(model_name)).path
+        cfg = RunConfig(
+            model=folder,
+            tasks=tuple(args.tasks.split(",")),
+            shots=shots,
+            limit=args.limit,
+            data_dir=args.data_dir,
+        )
+        lm = HFCausalLM(folder, dtype="float32", device="cpu", batch_size=args.batch_size)
+        n_body = body_params(lm.model)
+        hflm = counter = None
+        if "lm-eval" in systems_wanted:
+            from lm_eval.models.huggingface import HFLM
+
+            # Same weights object, so both read the very same tensors.
+            hflm = HFLM(
+                pretrained=lm.model, tokenizer=lm.tok, batch_size=args.batch_size, device="cpu"
+            )
+            counter = CountingHFLM(hflm)
+        for ds, points, _ in plan(cfg):
+            for point in points:
+                # An item drawn as a shot of any k would get a different prefix in nlieval
+                # (its own shot is replaced): leave such items out so one prefix serves all.
+                shot_ids = {s for p in points for s in p.shot_ids}
+                items = [it for it in ds.items if it.id not in shot_ids]
+                name = f"nlieval_{model_name.replace('-', '_')}_{point.task}_k{point.k}"
+                systems: dict[str, dict[str, Any]] = {}
+                if hflm is not None and counter is not None:
+                    tmp = Path(tempfile.mkdtemp(prefix="lmeval-task-"))
+                    family = data.get_task(point.task).family
+                    write_lmeval_task(tmp, name, point, items, family)
+                    res = lmeval_point(hflm, counter, tmp, name, point.k)
+                    # One forward row per item (lm-eval reuses it for all single-token
+                    # options): context + continuation[:-1], i.e. the context's tokens.
+                    res["tokens"] = sum(len(lm.split(c, " A")[0]) for c in res["contexts"])
+                    systems["lm-eval"] = res
+                for label, cached in (("nlieval-nocache", False), ("nlieval-cache", True)):
+                    if label in systems_wanted:
+                        lm.prefix_cache = cached
+                        systems[label] = nlieval_point(lm, point, items)
+                if "lm-eval" not in systems:
+                    systems = {"lm-eval": systems[next(iter(systems))], **systems}
+                row = {
+                    "model": model_name,
+                    "task": point.task,
+                    "k": point.k,
+                    "items": len(items),
+                    "body_params": n_body,
+                    "systems": compare(systems, len(items)),
+                }
+                for res in row["systems"].values():
+                    res["achieved_flops"] = 2 * n_body * res["tokens_per_item"] * res["items_per_s"]
+                    res["fraction_of_matmul"] = res["achieved_flops"] / results["matmul_flops_fp32"]
+                results["rows"].append(row)
+                (out / "results.json").write_text(json.dumps(results, indent=1))
+                print(json.dumps(row), flush=True)
+    print(markdown(results))
+
+
+def markdown(results: dict[str, Any]) -> str:
+    lines = [
+        "| model | task | k | items | system | wall s | items/s | tokens/item (padded) "
+        "| speed-up vs lm-eval | agree | max abs dLL | GFLOP/s | of matmul |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in results["rows"]:
+        base = row["systems"]["lm-eval"]["wall_s"]
+        for name, s in row["systems"].items():
+            lines.append(
+                f"| {row['model']} | {row['task']} | {row['k']} | {row['items']} | {name} "
+                f"| {s['wall_s']:.1f} | {s['items_per_s']:.2f} "
+                f"| {s['tokens_per_item']:.0f} ({s['padded_per_item']:.0f}) "
+                f"| {base / s['wall_s']:.2f}x | {100 * s['agree_with_lmeval']:.1f}% "
+                f"| {s['max_abs_dll_vs_lmeval']:.1e} | {s['achieved_flops'] / 1e9:.1f} "
+                f"| {100 * s['fraction_of_matmul']:.0f}% |"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
