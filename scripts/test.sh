@@ -11,6 +11,6 @@ if [ -z "${NLIEVAL_DATA_DIR:-}" ] && [ -d ../shared/data ]; then
     NLIEVAL_DATA_DIR="$(cd ../shared/data && pwd)"
     export NLIEVAL_DATA_DIR
 fi
-ruff check src tests
+ruff check src tests benchmarks scripts
 mypy
 python -m pytest -q --doctest-modules src tests "$@"
