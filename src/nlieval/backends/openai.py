@@ -1,0 +1,337 @@
+"""Chat models behind any OpenAI-compatible server (vLLM, SGLang, Ollama, hosted APIs).
+
+:class:`OpenAIChat` sends ``POST {api_base}/chat/completions`` with httpx, at most
+``concurrency`` requests at a time. A request that times out, loses its connection or
+gets HTTP 408/409/429/5xx is tried again with exponential back-off and jitter (the
+server's ``Retry-After`` wins when it sends one); other 4xx answers and malformed
+responses fail at once. A request that fails for good becomes a :class:`ServerError`.
+
+:meth:`OpenAIChat.iter_generate` yields ``(index, answer or ServerError)`` as answers
+arrive, so a caller keeps every answer that did arrive when the server goes down;
+:meth:`OpenAIChat.generate` (the :class:`~nlieval.backends.base.GenerationBackend`
+method) returns them all in order, or raises the first failure.
+
+>>> chat = OpenAIChat("qwen2.5-7b-instruct", "http://localhost:8000/v1")  # doctest: +SKIP
+>>> chat.generate([[{"role": "user", "content": "Say hi."}]])            # doctest: +SKIP
+['Hi!']
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+Messages = Sequence[dict[str, str]]
+
+#: Statuses worth another try: request timeout, conflict (some servers use it for a busy
+#: slot), rate limit, and every server-side error.
+RETRY_STATUSES = frozenset({408, 409, 429})
+
+
+class ServerError(RuntimeError):
+    """A chat request that failed for good.
+
+    ``status`` is the HTTP status (None: no HTTP answer: timeout, refused or dropped
+    connection, malformed body); ``retryable`` says whether the failure was of a kind
+    that is retried (the server may be back later); ``tries`` counts the requests made.
+
+    >>> str(ServerError("HTTP 400: bad request", status=400))
+    'HTTP 400: bad request'
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retryable: bool = False, tries: int = 1
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+        self.tries = tries
+
+
+class _Retry(Exception):
+    """One failed try that may be tried again (internal)."""
+
+    def __init__(self, error: ServerError, retry_after: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+
+
+class OpenAIChat:
+    """A :class:`~nlieval.backends.base.GenerationBackend` over an OpenAI-compatible API.
+
+    ``api_key`` goes into an ``Authorization: Bearer`` header only when given (local
+    servers need none). ``timeout`` is per request, in seconds; ``retries`` more tries
+    follow a failed one, waiting ``backoff * 2**n`` seconds (n = 0, 1, ...; times a
+    random factor in [0.5, 1], at most ``max_backoff``) or what ``Retry-After`` says (at
+    most ``max_retry_after``). ``transport`` and ``sleep`` are for tests.
+
+    >>> chat = OpenAIChat("llama3.2", "http://localhost:11434/v1", concurrency=4)
+    >>> chat.name, chat.url
+    ('llama3.2', 'http://localhost:11434/v1/chat/completions')
+    >>> for i, answer in chat.iter_generate(conversations):     # doctest: +SKIP
+    ...     print(i, answer if isinstance(answer, str) else f"failed: {answer}")
+    """
+
+    def __init__(
+        self,
+        model: str,
+        api_base: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        retries: int = 4,
+        backoff: float = 1.0,
+        concurrency: int = 8,
+        max_backoff: float = 30.0,
+        max_retry_after: float = 120.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not api_base.startswith(("http://", "https://")):
+            raise ValueError(f"--api-base must start with http:// or https://, got {api_base!r}")
+        if concurrency < 1 or retries < 0 or timeout <= 0:
+            raise ValueError("concurrency must be >= 1, retries >= 0 and timeout > 0")
+        self.name = model
+        self.url = api_base.rstrip("/") + "/chat/completions"
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.concurrency = concurrency
+        self.max_backoff = max_backoff
+        self.max_retry_after = max_retry_after
+        self._sleep = sleep
+        self._random = random.Random()  # jitter only: spreads retries of parallel requests
+        headers = {"Content-Type": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        # One connection per request in flight; more would only sit idle.
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        self._client = httpx.Client(
+            headers=headers,
+            timeout=httpx.Timeout(timeout),
+            limits=limits,
+            transport=transport,
+            # Plain http:// (local servers) never uses TLS (redirects are not followed), so
+            # skip loading the CA bundle, which takes up to a second on a busy machine.
+            verify=api_base.startswith("https://"),
+        )
+
+    # -- GenerationBackend ------------------------------------------------------------
+    def generate(
+        self,
+        conversations: Sequence[Messages],
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> list[str]:
+        """One answer per conversation, in order; raises the first :class:`ServerError`
+        (use :meth:`iter_generate` to keep the answers that did arrive)."""
+        answers: list[str | None] = [None] * len(conversations)
+        for i, answer in self.iter_generate(conversations, max_new_tokens, temperature, seed):
+            if isinstance(answer, ServerError):
+                raise answer
+            answers[i] = answer
+        return [a if a is not None else "" for a in answers]
+
+    def iter_generate(
+        self,
+        conversations: Sequence[Messages],
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> Iterator[tuple[int, str | ServerError]]:
+        """``(index, answer)`` for each conversation as soon as it is done, where a request
+        that failed for good gives its :class:`ServerError` instead of the answer.
+
+        Closing the iterator early (``break``) cancels the requests not yet sent and
+        stops retries of those in flight; it returns once they have finished.
+        """
+        if not conversations:
+            return
+        stop = threading.Event()
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="openai")
+        futures: dict[Future[str], int] = {}
+        try:
+            for i, conv in enumerate(conversations):
+                fut = pool.submit(self.complete, conv, max_new_tokens, temperature, seed, stop)
+                futures[fut] = i
+            pending: set[Future[str]] = set(futures)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                # Report in submission order within a batch: runs are easier to follow.
+                for fut in sorted(done, key=futures.__getitem__):
+                    err = fut.exception()
+                    if err is None:
+                        yield futures[fut], fut.result()
+                    elif isinstance(err, ServerError):
+                        yield futures[fut], err
+                    else:
+                        raise err
+        finally:
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- one request ------------------------------------------------------------------
+    def complete(
+        self,
+        messages: Messages,
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        seed: int = 0,
+        stop: threading.Event | None = None,
+    ) -> str:
+        """The answer to one conversation, with retries; raises :class:`ServerError`.
+
+        ``stop``, once set, ends the retries (the last failure is raised).
+        """
+        payload: dict[str, Any] = {
+            "model": self.name,
+            "messages": [dict(m) for m in messages],
+            "max_tokens": max_new_tokens,
+            "temperature": temperature,
+            "seed": seed,
+        }
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                return self._post(payload)
+            except _Retry as failed:
+                err = failed.error
+                if tries > self.retries or (stop is not None and stop.is_set()):
+                    raise ServerError(
+                        f"{err} (gave up after {tries} tries)",
+                        status=err.status,
+                        retryable=True,
+                        tries=tries,
+                    ) from None
+                delay = self._delay(tries, failed.retry_after)
+                log.info("%s; retry %d/%d in %.2f s", err, tries, self.retries, delay)
+                self._sleep(delay)
+            except ServerError as err:
+                err.tries = tries
+                raise
+
+    def _delay(self, tries: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_retry_after)
+        # "Equal jitter": at least half the exponential step, so parallel requests that
+        # failed together do not come back together.
+        step = min(self.max_backoff, self.backoff * 2 ** (tries - 1))
+        return step * (0.5 + 0.5 * self._random.random())
+
+    def _post(self, payload: dict[str, Any]) -> str:
+        where = f"POST {self.url}"
+        try:
+            resp = self._client.post(self.url, json=payload)
+        except httpx.TimeoutException:
+            raise _Retry(
+                ServerError(f"{where}: no answer within {self.timeout:g} s", retryable=True)
+            ) from None
+        except httpx.RemoteProtocolError as err:
+            # A dropped connection: the server closed it without (a whole) answer.
+            raise _Retry(
+                ServerError(f"{where}: connection dropped ({err})", retryable=True)
+            ) from None
+        except httpx.NetworkError as err:
+            raise _Retry(
+                ServerError(f"{where}: connection failed ({err})", retryable=True)
+            ) from None
+        status = resp.status_code
+        if status >= 400:
+            error = ServerError(
+                f"{where}: HTTP {status}: {_server_message(resp)}",
+                status=status,
+                retryable=status in RETRY_STATUSES or status >= 500,
+            )
+            if error.retryable:
+                raise _Retry(error, _retry_after(resp.headers.get("retry-after")))
+            raise error
+        return _answer_text(resp, where)
+
+    # -- lifetime ---------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the connections."""
+        self._client.close()
+
+    def __enter__(self) -> OpenAIChat:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _answer_text(resp: httpx.Response, where: str) -> str:
+    """The first choice's message content; a body of another shape is a ServerError."""
+    try:
+        body = resp.json()
+    except ValueError:
+        raise ServerError(
+            f"{where}: the answer is not JSON: {_clip(resp.text)!r}", status=resp.status_code
+        ) from None
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices:
+        raise ServerError(
+            f"{where}: the answer has no choices: {_clip(resp.text)!r}", status=resp.status_code
+        )
+    first = choices[0]
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict):
+        raise ServerError(
+            f"{where}: the first choice has no message: {_clip(resp.text)!r}",
+            status=resp.status_code,
+        )
+    content = message.get("content")
+    # null content (e.g. all tokens spent on reasoning) is an empty answer, not a fault.
+    return "" if content is None else str(content)
+
+
+def _server_message(resp: httpx.Response) -> str:
+    """What the server said about an error: OpenAI's ``{"error": {"message"}}``, FastAPI's
+    ``{"detail"}``, or the start of the body."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return _clip(resp.text) or resp.reason_phrase
+    if isinstance(body, dict):
+        err = body.get("error", body.get("detail", body.get("message")))
+        if isinstance(err, dict) and "message" in err:
+            return _clip(str(err["message"]))
+        if err is not None:
+            return _clip(str(err))
+    return _clip(resp.text)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (a number or an HTTP date); None if absent.
+
+    >>> _retry_after("2"), _retry_after(None), _retry_after("soon")
+    (2.0, None, None)
+    """
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _clip(text: str, n: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[:n] + "..."
