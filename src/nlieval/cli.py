@@ -182,7 +182,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-EXTENSIONS = ("analyses_cli", "logic_cli", "build_cli", "train_cli", "contamination_cli")
+EXTENSIONS = (
+    "analyses_cli",
+    "logic_cli",
+    "build_cli",
+    "train_cli",
+    "contamination_cli",
+    "generate_cli",
+)
 
 COMMANDS = {
     "run": _cmd_run,
