@@ -4,6 +4,7 @@ back-off, the concurrency limit, and answers kept when some requests fail."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -261,3 +262,21 @@ def test_empty_conversation_list(server: FakeServer) -> None:
     with _chat(server) as chat:
         assert chat.generate([]) == []
     assert server.requests == []
+
+
+def test_stopping_wakes_a_request_waiting_to_retry(server: FakeServer) -> None:
+    def respond(body: dict[str, Any]) -> tuple[Any, ...]:
+        if body["messages"][-1]["content"] == "n1":
+            return ("status", 503, "busy", {"Retry-After": "60"})
+        return _echo(body)
+
+    server.default = respond
+    convs = [[{"role": "user", "content": f"n{i}"}] for i in range(2)]
+    # The real wait (no sleep stub): closing the iterator must end it, not sit out 60 s.
+    with OpenAIChat("m", server.url, concurrency=2) as chat:
+        for i, answer in chat.iter_generate(convs):
+            assert (i, answer) == (0, "echo n0")
+            while len(server.requests) < 2:  # n1 has had its 503 and waits to retry
+                threading.Event().wait(0.01)
+            break
+    assert [r["messages"][-1]["content"] for r in server.requests].count("n1") == 1

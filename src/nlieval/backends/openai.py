@@ -74,7 +74,8 @@ class OpenAIChat:
     servers need none). ``timeout`` is per request, in seconds; ``retries`` more tries
     follow a failed one, waiting ``backoff * 2**n`` seconds (n = 0, 1, ...; times a
     random factor in [0.5, 1], at most ``max_backoff``) or what ``Retry-After`` says (at
-    most ``max_retry_after``). ``transport`` and ``sleep`` are for tests.
+    most ``max_retry_after``). ``transport`` and ``sleep`` (called with each delay instead
+    of waiting) are for tests.
 
     >>> chat = OpenAIChat("llama3.2", "http://localhost:11434/v1", concurrency=4)
     >>> chat.name, chat.url
@@ -96,7 +97,7 @@ class OpenAIChat:
         max_backoff: float = 30.0,
         max_retry_after: float = 120.0,
         transport: httpx.BaseTransport | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         if not api_base.startswith(("http://", "https://")):
             raise ValueError(f"--api-base must start with http:// or https://, got {api_base!r}")
@@ -218,7 +219,19 @@ class OpenAIChat:
                     ) from None
                 delay = self._delay(tries, failed.retry_after)
                 log.info("%s; retry %d/%d in %.2f s", err, tries, self.retries, delay)
-                self._sleep(delay)
+                if self._sleep is not None:
+                    self._sleep(delay)
+                elif stop is not None:
+                    stop.wait(delay)  # wakes at once when the caller stops (Ctrl-C, break)
+                else:
+                    time.sleep(delay)
+                if stop is not None and stop.is_set():
+                    raise ServerError(
+                        f"{err} (stopped after {tries} tries)",
+                        status=err.status,
+                        retryable=True,
+                        tries=tries,
+                    ) from None
             except ServerError as err:
                 err.tries = tries
                 raise
