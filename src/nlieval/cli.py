@@ -189,6 +189,7 @@ EXTENSIONS = (
     "train_cli",
     "contamination_cli",
     "generate_cli",
+    "instruct_cli",
 )
 
 COMMANDS = {

@@ -14,19 +14,32 @@ Records of generated answers have no real log-likelihoods. They carry one-hot
 about -27.6 for the rest, so the gold NLL stays finite); an unparsed answer gets
 uniform probabilities (``log(1/4)`` each).
 
+:func:`run_instruct` (the ``nlieval instruct`` command) runs tasks x shot counts x runs
+into a run folder like ``nlieval run``'s, resumable after a crash. Zero-shot is run once:
+with no exemplars and greedy decoding the runs would repeat one another exactly.
+
 >>> parse_answer("The relation is: Reasoning.").value
 'reasoning'
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import math
 import re
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .backends.base import GenerationBackend
 from .distant import seeded_rng
 from .types import LETTERS, SCI4, Item, Label, Record
+
+if TYPE_CHECKING:
+    from .data import Dataset
 
 Message = dict[str, str]
 
@@ -142,6 +155,21 @@ def select_exemplars(pool: Sequence[Item], k: int, run: int, seed: int = 0) -> l
     return chosen
 
 
+def exclude_items(pool: Sequence[Item], items: Sequence[Item], by_id: bool = True) -> list[Item]:
+    """``pool`` less every item that is one of ``items``: the same pair of sentences
+    (a test item never serves as an exemplar, whatever its id there) or, with ``by_id``,
+    the same id (use it when both come from one file: ids of different files may be
+    line numbers).
+
+    >>> a, b = Item("1", "A.", "B.", None), Item("2", "C.", "D.", None)
+    >>> [it.id for it in exclude_items([a, b, Item("9", "C.", "D.", None)], [b])]
+    ['1']
+    """
+    ids = {it.id for it in items} if by_id else set()
+    pairs = {(it.premise, it.hypothesis) for it in items}
+    return [p for p in pool if p.id not in ids and (p.premise, p.hypothesis) not in pairs]
+
+
 # --------------------------------------------------------------------------- answers
 
 # Class words and the inflections taken as safe. Deliberately absent: "contradiction"
@@ -238,12 +266,17 @@ def evaluate_instruct(
     system_role: bool = True,
     batch_size: int = 32,
     progress: Callable[[int], None] | None = None,
+    exemplars: Sequence[Item] | None = None,
+    model: str | None = None,
+    save_prompt: bool = True,
 ) -> list[Record]:
     """Ask a chat model for the class of every item (greedy) and record its answers.
 
     Exemplars come from ``pool`` less any item with a test item's id, so the pool may be
-    the test split itself. ``Record.seed`` is the run index; ``shots`` the exemplar ids;
-    ``answer`` the raw text; ``pred`` None when :func:`parse_answer` finds no class.
+    the test split itself; or they are given as ``exemplars`` (chosen once for a whole
+    run, as :func:`run_instruct` does; ``pool`` is then ignored). ``Record.seed`` is the
+    run index; ``shots`` the exemplar ids; ``answer`` the raw text; ``pred`` None when
+    :func:`parse_answer` finds no class; ``model`` defaults to the backend's name.
 
     >>> class Echo:
     ...     name = "echo"
@@ -253,8 +286,12 @@ def evaluate_instruct(
     >>> evaluate_instruct(Echo(), [it], [], k=0, run=0)[0].pred
     'neutral'
     """
-    test_ids = {it.id for it in items}
-    exemplars = select_exemplars([p for p in pool if p.id not in test_ids], k, run, seed)
+    if exemplars is None:
+        exemplars = select_exemplars(exclude_items(pool, items), k, run, seed)
+    elif len(exemplars) != k:
+        raise ValueError(f"{len(exemplars)} exemplars given for k = {k}")
+    elif len(exclude_items(exemplars, items, by_id=False)) != k:
+        raise ValueError("an exemplar is also a test item")
     shots = tuple(ex.id for ex in exemplars)
     convs = [build_messages(it, exemplars, system_role) for it in items]
     answers: list[str] = []
@@ -275,7 +312,7 @@ def evaluate_instruct(
             Record(
                 task=task,
                 item_id=item.id,
-                model=backend.name,
+                model=model or backend.name,
                 k=k,
                 seed=run,
                 labels=tuple(lab.value for lab in SCI4),
@@ -283,10 +320,268 @@ def evaluate_instruct(
                 probs=probs,
                 pred=None if pred is None else pred.value,
                 gold=None if item.label is None else item.label.value,
-                prompt=render_conversation(conv),
+                prompt=render_conversation(conv) if save_prompt else "",
                 shots=shots,
                 answer=answer,
                 meta={} if domain is None else {"domain": domain},
             )
         )
     return records
+
+
+# --------------------------------------------------------------------------- whole runs
+
+#: Changes whenever the prompt text does: part of a run folder's identity, so a folder
+#: made with another prompt is never resumed with this one.
+PROMPT_VERSION = hashlib.sha256(
+    (SYSTEM_PROMPT + "\x00" + user_message(Item("", "{1}", "{2}", None))).encode()
+).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class InstructConfig:
+    """Everything that defines an ``nlieval instruct`` run folder.
+
+    ``IDENTITY`` fields must match to resume a folder; tasks, shots, runs and limit may
+    grow between invocations. ``split`` None is the task's default (test); ``pool_split``
+    None is ``dev`` when the task has one, else the task's few-shot pool
+    (:func:`nlieval.data.load_pool`). ``balanced_limit`` makes ``limit`` take the
+    classes in turn (see :func:`take_balanced`; SciNLI's files are sorted by class, so
+    its first 100 items are all contrasting). k = 0 is run once (as run ``runs[0]``):
+    its prompt has no exemplars and decoding is greedy, so other runs would repeat it.
+    """
+
+    model: str
+    tasks: tuple[str, ...]
+    shots: tuple[int, ...] = SHOTS
+    runs: tuple[int, ...] = (0, 1, 2)
+    limit: int | None = None
+    balanced_limit: bool = False
+    split: str | None = None
+    pool_split: str | None = None
+    data_dir: str | None = None
+    max_new_tokens: int = 16
+    system_role: bool = True
+    exemplar_seed: int = 0
+    api_base: str | None = None
+    dtype: str = "auto"
+    device: str = "auto"
+    save_prompts: bool = True
+    prompt_version: str = PROMPT_VERSION
+
+    KIND: ClassVar[str] = "instruct"
+    IDENTITY: ClassVar[tuple[str, ...]] = (
+        "kind",
+        "model",
+        "api_base",
+        "balanced_limit",
+        "split",
+        "pool_split",
+        "max_new_tokens",
+        "system_role",
+        "exemplar_seed",
+        "dtype",
+        "prompt_version",
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.KIND, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> InstructConfig:
+        known = {f.name for f in fields(cls)}
+        kw: dict[str, Any] = {
+            k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in known
+        }
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class InstructPoint:
+    """One (task, k, run): its exemplars, the same for every item."""
+
+    task: str
+    k: int
+    run: int
+    exemplars: tuple[Item, ...]
+
+    @property
+    def shot_ids(self) -> tuple[str, ...]:
+        return tuple(ex.id for ex in self.exemplars)
+
+
+def take_balanced(items: Sequence[Item], n: int) -> tuple[Item, ...]:
+    """The first ``n`` items taking the classes in turn, each class in file order.
+
+    A larger ``n`` keeps every item a smaller one took (so a run folder can grow).
+
+    >>> items = [Item(str(i), "a", "b", lab) for i, lab in enumerate([SCI4[0]] * 3 + [SCI4[1]] * 3)]
+    >>> [it.id for it in take_balanced(items, 4)]
+    ['0', '3', '1', '4']
+    """
+    by_class: dict[Label | None, list[Item]] = {}
+    for it in items:
+        by_class.setdefault(it.label, []).append(it)
+    queues = [iter(v) for v in by_class.values()]
+    out: list[Item] = []
+    while queues and len(out) < n:
+        for q in list(queues):
+            nxt = next(q, None)
+            if nxt is None:
+                queues.remove(q)
+            elif len(out) < n:
+                out.append(nxt)
+    return tuple(out)
+
+
+def plan_instruct(
+    config: InstructConfig,
+) -> list[tuple[Dataset, list[InstructPoint], dict[str, Any]]]:
+    """Load every task and its exemplar pool; fix the exemplars of every (k, run).
+
+    Every item of the evaluated split (not only the first ``limit``) is taken out of the
+    pool, so no test item is ever an exemplar and the exemplars do not depend on
+    ``limit``. Raises ``ValueError`` for a task whose labels are not the four
+    scientific classes, or a pool too small for the largest k.
+    """
+    from . import data
+
+    if not config.runs:
+        raise ValueError("at least one run is needed")
+    out = []
+    for task in config.tasks:
+        spec = data.get_task(task)
+        if tuple(spec.labels) != SCI4:
+            raise ValueError(
+                f"task {spec.name} has the labels {'/'.join(lab.value for lab in spec.labels)}; "
+                f"the instruct prompt defines the four classes "
+                f"{'/'.join(lab.value for lab in SCI4)}"
+            )
+        ds = data.load_task(task, config.data_dir, config.split)
+        if config.limit and config.balanced_limit:
+            items = take_balanced(ds.items, config.limit)
+        else:
+            items = ds.items[: config.limit] if config.limit else ds.items
+        points: list[InstructPoint] = []
+        info: dict[str, Any] = {
+            "source": ds.source,
+            "split": ds.split,
+            "items": len(items),
+            "items_in_split": len(ds.items),
+            "dropped": dict(ds.dropped),
+            "pool": None,
+        }
+        pool: list[Item] = []
+        if any(k > 0 for k in config.shots):
+            if config.pool_split or ("dev" in spec.splits and ds.split != "dev"):
+                pool_ds = data.load_task(task, config.data_dir, config.pool_split or "dev")
+            else:
+                pool_ds, _ = data.load_pool(task, config.data_dir, split=ds.split)
+            labelled = [it for it in pool_ds.items if it.label is not None]
+            pool = exclude_items(labelled, ds.items, by_id=pool_ds.split == ds.split)
+            info["pool"] = f"{pool_ds.source} ({pool_ds.split})"
+            info["pool_items"] = len(pool)
+            info["pool_items_removed_as_test_items"] = len(labelled) - len(pool)
+        for k in config.shots:
+            for run in config.runs if k > 0 else config.runs[:1]:
+                exemplars = tuple(select_exemplars(pool, k, run, config.exemplar_seed))
+                points.append(InstructPoint(spec.name, k, run, exemplars))
+        out.append((dataclasses.replace(ds, items=tuple(items)), points, info))
+    return out
+
+
+def run_instruct(
+    config: InstructConfig,
+    out_dir: str | Path,
+    backend_factory: Callable[[], GenerationBackend],
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run (or resume) a prompted instruct-model evaluation into a run folder.
+
+    The folder has the files of ``nlieval run`` (config.json, records.jsonl, timing.json,
+    results.json, summary.md). Items go to the model in chunks of
+    :data:`nlieval.runner.CHUNK`, each chunk appended and fsync'ed: a killed run loses at
+    most one chunk, and the same call resumes it without duplicates. The backend is made
+    by ``backend_factory`` only when there is work left. Returns ``results.json``.
+
+    >>> cfg = InstructConfig("smollm2-135m", ("scinli",), shots=(0, 4), limit=50)  # doctest: +SKIP
+    >>> run_instruct(cfg, "runs/sci", lambda: load_generator("smollm2-135m"))   # doctest: +SKIP
+    """
+    from tqdm.auto import tqdm
+
+    from .runner import CHUNK, finalize
+    from .runs import RunError, RunFolder
+
+    planned = plan_instruct(config)  # data errors surface before anything is written
+    folder = RunFolder(out_dir)
+    folder.start(config, overwrite=overwrite)
+    done = folder.done_keys()
+    saved_shots = {(r.task, r.k, r.seed): r.shots for r in folder.iter_records()}
+    for _, points, _ in planned:
+        for p in points:
+            old = saved_shots.get((p.task, p.k, p.run))
+            if old is not None and old != p.shot_ids:
+                raise RunError(
+                    f"{out_dir}: the records of {p.task} k={p.k} run {p.run} used other "
+                    "exemplars (the data changed?); choose another --out or --overwrite"
+                )
+
+    def todo(ds: Dataset, p: InstructPoint) -> list[Item]:
+        return [
+            it for it in ds.items if (config.model, None, p.task, p.k, p.run, it.id) not in done
+        ]
+
+    total = sum(len(todo(ds, p)) for ds, points, _ in planned for p in points)
+    started = time.time()
+    timing = folder.read_timing()
+    backend: GenerationBackend | None = None
+    bar = tqdm(total=total, unit="item", disable=not progress or total == 0, dynamic_ncols=True)
+    try:
+        for ds, points, _ in planned:
+            for p in points:
+                items = todo(ds, p)
+                if not items:
+                    continue
+                if backend is None:
+                    backend = backend_factory()
+                bar.set_description(f"{p.task} k={p.k} run={p.run}")
+                spent = timing.setdefault(f"|{p.task}|{p.k}|{p.run}", {"seconds": 0.0, "items": 0})
+                for start in range(0, len(items), CHUNK):
+                    chunk = items[start : start + CHUNK]
+                    t0 = time.time()
+                    records = evaluate_instruct(
+                        backend,
+                        chunk,
+                        (),
+                        p.k,
+                        p.run,
+                        config.max_new_tokens,
+                        task=p.task,
+                        seed=config.exemplar_seed,
+                        system_role=config.system_role,
+                        batch_size=CHUNK,
+                        progress=bar.update,
+                        exemplars=p.exemplars,
+                        model=config.model,
+                        save_prompt=config.save_prompts,
+                    )
+                    folder.append(records)
+                    spent["seconds"] = round(spent["seconds"] + time.time() - t0, 3)
+                    spent["items"] += len(chunk)
+                    folder.write_timing(timing)
+    finally:
+        bar.close()
+    draws = {
+        ds.task: {k: {p.run: p.shot_ids for p in points if p.k == k} for k in config.shots}
+        for ds, points, _ in planned
+    }
+    return finalize(
+        folder,
+        config,
+        elapsed=time.time() - started if total else None,
+        timing=timing,
+        data_info={ds.task: info for ds, _, info in planned},
+        draws=draws,
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,55 @@ def metrics_table(
     return "\n".join(lines)
 
 
+def instruct_table(
+    rows: Sequence[Mapping[str, Any]], timing: Mapping[str, Mapping[str, Any]] | None = None
+) -> str:
+    """The table of an instruct run: per (model, task, k), macro F1, accuracy and the
+    number of unparseable answers per run, each as mean ± std over the runs.
+
+    >>> row = {"model": "m", "task": "scinli", "k": 4, "n": 10, "seeds": [0, 1],
+    ...        "macro_f1": 0.3, "macro_f1_std": 0.1, "accuracy": 0.4, "accuracy_std": 0.0,
+    ...        "chance": 0.25, "majority_baseline": 0.25,
+    ...        "per_seed": [{"n_unparsed": 1}, {"n_unparsed": 3}]}
+    >>> print(instruct_table([row]).splitlines()[-1])
+    | m | scinli | 4 | 10 | 2 | 0.300 ± 0.100 | 0.400 ± 0.000 | 2.0 ± 1.4 | 0.250 | 0.250 |
+    """
+    if not rows:
+        return "(no scored records yet)"
+    show_ckpt = any(r.get("checkpoint") for r in rows)
+    show_time = bool(timing)
+    head = (
+        ["model"]
+        + (["checkpoint"] if show_ckpt else [])
+        + ["task", "k", "n", "runs", "macro F1", "accuracy", "unparsed/run", "chance", "majority"]
+        + (["items/s", "wall s"] if show_time else [])
+    )
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        ns = len(r["seeds"])
+        unparsed = [float(p["n_unparsed"]) for p in r["per_seed"]]
+        std = statistics.stdev(unparsed) if ns > 1 else 0.0
+        cells = (
+            [r["model"]]
+            + ([r.get("checkpoint") or ""] if show_ckpt else [])
+            + [
+                r["task"],
+                str(r["k"]),
+                str(r["n"]),
+                str(ns),
+                _pm(r["macro_f1"], r["macro_f1_std"], ns),
+                _pm(r["accuracy"], r["accuracy_std"], ns),
+                _pm(statistics.fmean(unparsed), std, ns, digits=1),
+                f"{r['chance']:.3f}",
+                f"{r['majority_baseline']:.3f}",
+            ]
+        )
+        if show_time:
+            cells.extend(_rate(timing or {}, r))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _rate(timing: Mapping[str, Mapping[str, Any]], row: Mapping[str, Any]) -> list[str]:
     secs = items = 0.0
     points = timing.get(row["model"], {})
@@ -99,15 +149,25 @@ def markdown_summary(results: Mapping[str, Any]) -> str:
     cfg = results.get("config") or {}
     env = results.get("environment") or {}
     ver = env.get("versions", {})
+    kind = cfg.get("kind", "run")
+    if kind == "instruct":
+        setup = (
+            f"runs {cfg.get('runs')}; limit {cfg.get('limit')}; split {cfg.get('split')}; "
+            f"exemplars from {cfg.get('pool_split') or 'the default pool'}; greedy, at most "
+            f"{cfg.get('max_new_tokens')} new tokens"
+        )
+        table = instruct_table(results.get("metrics", []), run_timing(results))
+    else:
+        setup = f"seeds {cfg.get('seeds')}; limit {cfg.get('limit')}"
+        table = metrics_table(results.get("metrics", []), run_timing(results))
     lines = [
-        f"# nlieval run: {cfg.get('model', '?')}",
+        f"# nlieval {kind}: {cfg.get('model', '?')}",
         "",
-        f"tasks {', '.join(cfg.get('tasks', []))}; shots {cfg.get('shots')}; "
-        f"seeds {cfg.get('seeds')}; limit {cfg.get('limit')}",
+        f"tasks {', '.join(cfg.get('tasks', []))}; shots {cfg.get('shots')}; {setup}",
         f"nlieval {ver.get('nlieval')}, torch {ver.get('torch')}, "
         f"transformers {ver.get('transformers')}, commit {env.get('git_commit')}",
         "",
-        metrics_table(results.get("metrics", []), run_timing(results)),
+        table,
         "",
     ]
     for task, info in (results.get("data") or {}).items():
@@ -131,7 +191,7 @@ def report(folders: Iterable[str | Path], write: bool = True) -> str:
 
     folders = list(folders)
     runs = [RunFolder(f) for f in folders]
-    results = [finalize(rf, rf.read_config()) if write else rf.read_results() for rf in runs]
+    results = [finalize(rf, rf.read_any_config()) if write else rf.read_results() for rf in runs]
     # One folder: finalize has just summarised its records; several: summarise them together
     # (two folders may hold the same model and task).
     if write and len(runs) == 1:

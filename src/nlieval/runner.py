@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from .backends.base import ClassifierBackend, LogLikelihoodBackend, Progress
 from .metrics import summarize
 from .models import resolve_model
 from .report import markdown_summary
-from .runs import RunConfig, RunFolder, environment
+from .runs import FolderConfig, RunConfig, RunFolder, environment
 from .scoring import SweepPoint, make_sweep_point, score_items
 from .types import Item, Record
 
@@ -238,12 +238,19 @@ def _classifier_config(config: RunConfig) -> RunConfig:
 
 def finalize(
     folder: RunFolder,
-    config: RunConfig | None,
+    config: FolderConfig | None,
     planned: list[tuple[data.Dataset, list[SweepPoint], dict[str, Any]]] | None = None,
     elapsed: float | None = None,
     timing: dict[str, dict[str, Any]] | None = None,
+    *,
+    data_info: Mapping[str, Mapping[str, Any]] | None = None,
+    draws: Mapping[str, Mapping[int, Mapping[int, Sequence[str]]]] | None = None,
 ) -> dict[str, Any]:
-    """Recompute the metrics from the saved records and (re)write results and summary."""
+    """Recompute the metrics from the saved records and (re)write results and summary.
+
+    The data report and the few-shot draws come from ``planned`` (``nlieval run``) or
+    are given as ``data_info`` (per task) and ``draws`` (shot ids per task, k and seed).
+    """
     old = folder.read_results()
     results: dict[str, Any] = {
         "config": config.to_dict() if config else old.get("config"),
@@ -254,9 +261,15 @@ def finalize(
     }
     for ds, points, info in planned or []:
         results["data"][ds.task] = info
-        draws = results["draws"].setdefault(ds.task, {})
+        task_draws = results["draws"].setdefault(ds.task, {})
         for p in points:
-            draws.setdefault(str(p.k), {})[str(p.seed)] = list(p.shot_ids)
+            task_draws.setdefault(str(p.k), {})[str(p.seed)] = list(p.shot_ids)
+    for task, task_info in (data_info or {}).items():
+        results["data"][task] = dict(task_info)
+    for task, by_k in (draws or {}).items():
+        for k, by_seed in by_k.items():
+            saved = results["draws"].setdefault(task, {}).setdefault(str(k), {})
+            saved.update({str(seed): list(ids) for seed, ids in by_seed.items()})
     if elapsed is not None:
         results["timing"]["last_invocation_s"] = round(elapsed, 2)
     if timing is None:

@@ -24,9 +24,12 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .types import Record
+
+if TYPE_CHECKING:
+    from .instruct import InstructConfig
 
 RECORDS = "records.jsonl"
 CONFIG = "config.json"
@@ -37,6 +40,17 @@ TIMING = "timing.json"
 
 class RunError(RuntimeError):
     """A run folder that cannot be used as asked (the message says why)."""
+
+
+class FolderConfig(Protocol):
+    """What a run folder needs of the configuration that made it: the command that made
+    it (``KIND``, saved as ``"kind"`` in ``config.json``; absent means ``run``), the
+    fields that must match to resume it (``IDENTITY``) and a JSON form."""
+
+    KIND: ClassVar[str]
+    IDENTITY: ClassVar[tuple[str, ...]]
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -62,7 +76,15 @@ class RunConfig:
     save_prompts: bool = True
     prefix_cache: bool = True
 
-    IDENTITY = ("model", "split", "template", "balanced", "dtype", "revision")
+    KIND: ClassVar[str] = "run"
+    IDENTITY: ClassVar[tuple[str, ...]] = (
+        "model",
+        "split",
+        "template",
+        "balanced",
+        "dtype",
+        "revision",
+    )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,13 +130,19 @@ class RunFolder:
     def exists(self) -> bool:
         return (self.path / CONFIG).is_file() or self.records_path.is_file()
 
-    def start(self, config: RunConfig, overwrite: bool = False) -> None:
+    def start(self, config: FolderConfig, overwrite: bool = False) -> None:
         """Create the folder, or check that an existing one was made by a compatible config."""
         self.path.mkdir(parents=True, exist_ok=True)
         cfg_path = self.path / CONFIG
         if cfg_path.is_file() and not overwrite:
             old = json.loads(cfg_path.read_text(encoding="utf-8"))
-            diff = [f for f in RunConfig.IDENTITY if old.get(f) != config.to_dict().get(f)]
+            old_kind = old.get("kind", RunConfig.KIND)
+            if old_kind != config.KIND:
+                raise RunError(
+                    f"{self.path} holds a run of `nlieval {old_kind}`, not of "
+                    f"`nlieval {config.KIND}`; choose another --out"
+                )
+            diff = [f for f in config.IDENTITY if old.get(f) != config.to_dict().get(f)]
             if diff:
                 detail = ", ".join(
                     f"{f}: {old.get(f)!r} -> {config.to_dict().get(f)!r}" for f in diff
@@ -216,10 +244,23 @@ class RunFolder:
         return dict(json.loads(p.read_text(encoding="utf-8")))
 
     def read_config(self) -> RunConfig | None:
+        """The configuration of a ``nlieval run`` folder (None when there is none)."""
         p = self.path / CONFIG
         if not p.is_file():
             return None
         return RunConfig.from_dict(json.loads(p.read_text(encoding="utf-8")))
+
+    def read_any_config(self) -> RunConfig | InstructConfig | None:
+        """The configuration of the folder, whichever command made it."""
+        p = self.path / CONFIG
+        if not p.is_file():
+            return None
+        d = json.loads(p.read_text(encoding="utf-8"))
+        if d.get("kind") == "instruct":
+            from .instruct import InstructConfig
+
+            return InstructConfig.from_dict(d)
+        return RunConfig.from_dict(d)
 
 
 def environment() -> dict[str, Any]:

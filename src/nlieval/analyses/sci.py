@@ -1,0 +1,408 @@
+"""Reports for scientific NLI (METHODS.md section 4), from saved records only.
+
+Per (model, checkpoint, task, k), over the runs (seeds) of that point: macro F1 and
+accuracy (mean and sample std over runs), per-class F1, the number of unparseable answers,
+macro F1 per domain (``Record.meta["domain"]``, when the items have one), and the
+confusion matrix summed over the runs. Unparsed answers (``pred`` None, from instruct
+models) are scored wrong and get a confusion column of their own, ``unparsed``.
+
+With an in-domain and an out-of-domain task, the two are put side by side per (model,
+checkpoint, k). Works for every kind of record: option scoring (``nlieval run``),
+fine-tuned classifiers (``nlieval run --model <train folder>``; ``over_checkpoints``
+treats its per-seed checkpoints as runs) and instruct models (``nlieval instruct``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.metrics import accuracy_score, confusion_matrix, f1_score
+
+from ..metrics import point_metrics
+from ..types import Record
+
+UNPARSED = "unparsed"
+_SENTINEL = "<unparsed>"  # sklearn needs a predicted label; it matches no gold label
+NO_DOMAIN = "(none)"
+
+Row = dict[str, Any]
+Replicate = tuple[str, int]  # checkpoint ("" for none), seed
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+    arr = np.asarray(values, dtype=float)
+    return float(arr.mean()), float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
+
+
+def _pred(r: Record) -> str:
+    return r.pred if r.pred is not None else _SENTINEL
+
+
+def confusion_with_unparsed(records: Sequence[Record], labels: Sequence[str]) -> np.ndarray:
+    """Counts, rows gold labels, columns ``labels`` then ``unparsed``.
+
+    >>> r = lambda p, g: Record("t", p or "x", "m", 0, 0, ("a", "b"), (0, 0), (.5, .5), p, g)
+    >>> confusion_with_unparsed([r("a", "a"), r(None, "b"), r("a", "b")], ["a", "b"]).tolist()
+    [[1, 0, 0], [1, 0, 1]]
+    """
+    gold = [str(r.gold) for r in records]
+    cm = confusion_matrix(gold, [_pred(r) for r in records], labels=[*labels, _SENTINEL])
+    return np.asarray(cm[: len(labels)])
+
+
+def subset_scores(records: Sequence[Record]) -> dict[str, Any]:
+    """Accuracy and macro F1 of a subset (a domain), macro over the gold labels present
+    in it (a class a domain lacks would otherwise count as F1 = 0)."""
+    gold = [str(r.gold) for r in records]
+    pred = [_pred(r) for r in records]
+    present = sorted(set(gold), key=list(records[0].labels).index)
+    return {
+        "n": len(records),
+        "accuracy": float(accuracy_score(gold, pred)),
+        "macro_f1": float(f1_score(gold, pred, labels=present, average="macro", zero_division=0)),
+        "n_unparsed": pred.count(_SENTINEL),
+    }
+
+
+def _replicate(records: Sequence[Record]) -> dict[str, Any]:
+    m = point_metrics(records)
+    labels = m["labels"]
+    out: dict[str, Any] = {
+        "n": m["n"],
+        "accuracy": m["accuracy"],
+        "macro_f1": m["macro_f1"],
+        "per_class_f1": m["per_class_f1"],
+        "n_unparsed": m["n_unparsed"],
+        "confusion": confusion_with_unparsed(records, labels).tolist(),
+        "domains": {},
+    }
+    by_domain: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        by_domain[str(r.meta.get("domain") or NO_DOMAIN)].append(r)
+    if set(by_domain) != {NO_DOMAIN}:
+        out["domains"] = {d: subset_scores(recs) for d, recs in sorted(by_domain.items())}
+    return out
+
+
+def sci_rows(records: Iterable[Record], *, over_checkpoints: bool = False) -> list[Row]:
+    """One row per (model, checkpoint, task, k), aggregating its runs.
+
+    A run is a seed (instruct runs, few-shot draws); with ``over_checkpoints`` the
+    checkpoints of a model count as runs too (the ``seed*`` folders of ``nlieval
+    train``) and the row's checkpoint is None. Only items present in every run of a row
+    enter it. Records without a gold label are left out.
+    """
+    groups: dict[tuple[str, str | None, str, int], dict[Replicate, list[Record]]]
+    groups = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if r.gold is None:
+            continue
+        ckpt = None if over_checkpoints else r.checkpoint
+        groups[(r.model, ckpt, r.task, r.k)][(r.checkpoint or "", r.seed)].append(r)
+    rows = []
+    for (model, ckpt, task, k), reps in sorted(
+        groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2], kv[0][3])
+    ):
+        common = set.intersection(*({r.item_id for r in recs} for recs in reps.values()))
+        if not common:
+            continue
+        per_run = []
+        for rep in sorted(reps):
+            recs = sorted((r for r in reps[rep] if r.item_id in common), key=lambda r: r.item_id)
+            per_run.append({"checkpoint": rep[0] or None, "seed": rep[1], **_replicate(recs)})
+        labels = list(reps[next(iter(sorted(reps)))][0].labels)
+        row: Row = {
+            "model": model,
+            "checkpoint": ckpt,
+            "task": task,
+            "k": k,
+            "n": len(common),
+            "runs": len(per_run),
+            "labels": labels,
+            "generated": any(r.answer is not None for recs in reps.values() for r in recs),
+        }
+        for name in ("macro_f1", "accuracy", "n_unparsed"):
+            row[name], row[name + "_std"] = _mean_std([p[name] for p in per_run])
+        row["n_unparsed_total"] = sum(p["n_unparsed"] for p in per_run)
+        row["per_class_f1"], row["per_class_f1_std"] = {}, {}
+        for lab in labels:
+            mean, std = _mean_std([p["per_class_f1"][lab] for p in per_run])
+            row["per_class_f1"][lab], row["per_class_f1_std"][lab] = mean, std
+        row["confusion"] = np.sum([p["confusion"] for p in per_run], axis=0).tolist()
+        row["confusion_columns"] = [*labels, UNPARSED]
+        row["domains"] = _domains(per_run)
+        row["per_run"] = per_run
+        rows.append(row)
+    return rows
+
+
+def _domains(per_run: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    names = sorted({d for p in per_run for d in p["domains"]})
+    out = {}
+    for d in names:
+        runs = [p["domains"][d] for p in per_run if d in p["domains"]]
+        entry: dict[str, Any] = {"n": runs[0]["n"], "runs": len(runs)}
+        for name in ("macro_f1", "accuracy", "n_unparsed"):
+            entry[name], entry[name + "_std"] = _mean_std([x[name] for x in runs])
+        out[d] = entry
+    return out
+
+
+def shift_rows(rows: Sequence[Row], in_domain: str, out_of_domain: str) -> list[Row]:
+    """In-domain and out-of-domain rows side by side, per (model, checkpoint, k).
+
+    ``drop`` is in-domain minus out-of-domain macro F1. Points with only one of the two
+    tasks are left out.
+    """
+    by_key: dict[tuple[str, str | None, int], dict[str, Row]] = defaultdict(dict)
+    for r in rows:
+        if r["task"] in (in_domain, out_of_domain):
+            by_key[(r["model"], r["checkpoint"], r["k"])][r["task"]] = r
+    out = []
+    for (model, ckpt, k), pair in by_key.items():
+        if in_domain in pair and out_of_domain in pair:
+            a, b = pair[in_domain], pair[out_of_domain]
+            out.append(
+                {
+                    "model": model,
+                    "checkpoint": ckpt,
+                    "k": k,
+                    "in_domain": a,
+                    "out_of_domain": b,
+                    "drop": a["macro_f1"] - b["macro_f1"],
+                }
+            )
+    return out
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _pm(mean: float, std: float, runs: int, digits: int = 3) -> str:
+    if math.isnan(mean):
+        return "n/a"
+    return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if runs > 1 else "")
+
+
+def _name(row: Mapping[str, Any]) -> str:
+    name = str(row["model"])
+    return name + (f" @{row['checkpoint']}" if row.get("checkpoint") else "")
+
+
+def _table(head: Sequence[str], body: Iterable[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    return lines
+
+
+def format_rows(rows: Sequence[Row]) -> str:
+    """Macro F1, accuracy, unparsed answers and per-class F1, one line per row.
+
+    >>> print(format_rows([]))
+    (no labelled records)
+    """
+    if not rows:
+        return "(no labelled records)"
+    lines: list[str] = []
+    # One table per label set: its per-class columns differ.
+    by_labels: dict[tuple[str, ...], list[Row]] = defaultdict(list)
+    for r in rows:
+        by_labels[tuple(r["labels"])].append(r)
+    for labels, group in by_labels.items():
+        head = ["model", "task", "k", "n", "runs", "macro F1", "accuracy", "unparsed/run"]
+        head += [f"F1 {lab}" for lab in labels]
+        body = []
+        for r in group:
+            ns = r["runs"]
+            body.append(
+                [
+                    _name(r),
+                    r["task"],
+                    str(r["k"]),
+                    str(r["n"]),
+                    str(ns),
+                    _pm(r["macro_f1"], r["macro_f1_std"], ns),
+                    _pm(r["accuracy"], r["accuracy_std"], ns),
+                    _pm(r["n_unparsed"], r["n_unparsed_std"], ns, 1),
+                ]
+                + [_pm(r["per_class_f1"][lab], r["per_class_f1_std"][lab], ns) for lab in labels]
+            )
+        if lines:
+            lines.append("")
+        lines += _table(head, body)
+    return "\n".join(lines)
+
+
+def format_domains(rows: Sequence[Row]) -> str:
+    """Macro F1 per domain, one line per (row, domain); empty when no item has one."""
+    body = []
+    for r in rows:
+        for d, e in r["domains"].items():
+            body.append(
+                [
+                    _name(r),
+                    r["task"],
+                    str(r["k"]),
+                    d,
+                    str(e["n"]),
+                    _pm(e["macro_f1"], e["macro_f1_std"], e["runs"]),
+                    _pm(e["accuracy"], e["accuracy_std"], e["runs"]),
+                    _pm(e["n_unparsed"], e["n_unparsed_std"], e["runs"], 1),
+                ]
+            )
+    if not body:
+        return ""
+    head = ["model", "task", "k", "domain", "n", "macro F1", "accuracy", "unparsed/run"]
+    return "\n".join(_table(head, body))
+
+
+def format_shift(pairs: Sequence[Row], in_domain: str, out_of_domain: str) -> str:
+    """The in-domain vs out-of-domain table."""
+    if not pairs:
+        return f"(no model and k scored on both {in_domain} and {out_of_domain})"
+    head = [
+        "model",
+        "k",
+        f"n {in_domain}",
+        f"n {out_of_domain}",
+        f"macro F1 {in_domain}",
+        f"macro F1 {out_of_domain}",
+        "drop",
+        f"accuracy {in_domain}",
+        f"accuracy {out_of_domain}",
+    ]
+    body = []
+    for p in pairs:
+        a, b = p["in_domain"], p["out_of_domain"]
+        body.append(
+            [
+                _name(p),
+                str(p["k"]),
+                str(a["n"]),
+                str(b["n"]),
+                _pm(a["macro_f1"], a["macro_f1_std"], a["runs"]),
+                _pm(b["macro_f1"], b["macro_f1_std"], b["runs"]),
+                f"{p['drop']:+.3f}",
+                _pm(a["accuracy"], a["accuracy_std"], a["runs"]),
+                _pm(b["accuracy"], b["accuracy_std"], b["runs"]),
+            ]
+        )
+    return "\n".join(_table(head, body))
+
+
+def _columns(row: Mapping[str, Any]) -> int:
+    # The unparsed column is shown for generated answers, or whenever it is not empty.
+    show = row["generated"] or row["n_unparsed_total"] > 0
+    return len(row["labels"]) + (1 if show else 0)
+
+
+def format_confusion(row: Row) -> str:
+    """The confusion matrix of a row (counts summed over its runs) as a table.
+
+    Rows are gold labels, columns predictions.
+    """
+    ncol = _columns(row)
+    head = ["gold \\ predicted", *row["confusion_columns"][:ncol]]
+    body = [
+        [lab, *(str(x) for x in counts[:ncol])]
+        for lab, counts in zip(row["labels"], row["confusion"], strict=True)
+    ]
+    return "\n".join(_table(head, body))
+
+
+def format_report(
+    rows: Sequence[Row], pairs: Sequence[Row] | None = None, shift: tuple[str, str] | None = None
+) -> str:
+    """Every section: scores, per domain, in- vs out-of-domain, confusion matrices."""
+    parts = [format_rows(rows)]
+    domains = format_domains(rows)
+    if domains:
+        parts += ["Per domain (macro F1 over the classes present in the domain):", domains]
+    if shift is not None:
+        parts += [
+            f"In-domain ({shift[0]}) vs out-of-domain ({shift[1]}):",
+            format_shift(pairs or [], *shift),
+        ]
+    for r in rows:
+        runs = f"{r['runs']} runs summed" if r["runs"] > 1 else "1 run"
+        parts += [f"Confusion, {_name(r)}, {r['task']}, k={r['k']} ({runs}):", format_confusion(r)]
+    return "\n\n".join(parts)
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
+
+
+def confusion_png_name(row: Mapping[str, Any]) -> str:
+    """``confusion_<model>[_<checkpoint>]_<task>_k<k>.png`` (model by its last path part).
+
+    >>> confusion_png_name({"model": "runs/train/seed0", "checkpoint": None,
+    ...                     "task": "scinli", "k": 0})
+    'confusion_seed0_scinli_k0.png'
+    """
+    parts = [Path(str(row["model"])).name or str(row["model"])]
+    if row.get("checkpoint"):
+        parts.append(Path(str(row["checkpoint"])).name)
+    parts += [str(row["task"]), f"k{row['k']}"]
+    return "confusion_" + "_".join(_slug(p) for p in parts) + ".png"
+
+
+def plot_confusion(row: Row, path: str | Path) -> Path:
+    """Counts (left) and row-normalised shares (right) of a row's confusion matrix."""
+    from .plots import _grid, _save, _series_name
+
+    ncol = _columns(row)
+    counts = np.asarray(row["confusion"], dtype=float)[:, :ncol]
+    totals = counts.sum(axis=1, keepdims=True)
+    shares = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
+    cols = row["confusion_columns"][:ncol]
+    labels = row["labels"]
+    fig = _grid(2, size=(0.7 * ncol + 1.9, 0.6 * len(labels) + 1.7))
+    axes = fig.subplots(1, 2)
+    panels = (
+        (axes[0], counts, "counts", "{:.0f}"),
+        (axes[1], shares, "share of gold row", "{:.0%}"),
+    )
+    for ax, values, title, fmt in panels:
+        top = values.max() if values.size and values.max() > 0 else 1.0
+        ax.imshow(values, cmap="Blues", vmin=0, vmax=top, aspect="auto")
+        for i in range(values.shape[0]):
+            for j in range(values.shape[1]):
+                dark = values[i, j] > 0.6 * top
+                ax.text(
+                    j,
+                    i,
+                    fmt.format(values[i, j]),
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if dark else "black",
+                )
+        if ncol > len(labels):  # set the unparsed column apart
+            ax.axvline(len(labels) - 0.5, color="0.3", linewidth=1.2)
+        ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right", fontsize=8)
+        ax.set_yticks(range(len(labels)), labels, fontsize=8)
+        ax.set_xlabel("predicted")
+        ax.set_ylabel("gold")
+        ax.set_title(title, fontsize=9)
+    runs = f"{row['runs']} runs summed" if row["runs"] > 1 else "1 run"
+    fig.suptitle(
+        f"{_series_name(row)} · {row['task']} · k={row['k']} · n={row['n']} · {runs} · "
+        f"macro F1 {row['macro_f1']:.3f}",
+        fontsize=9,
+    )
+    return _save(fig, path)
+
+
+def plot_confusions(rows: Sequence[Row], folder: str | Path) -> list[Path]:
+    """One confusion PNG per row in ``folder``; returns the paths."""
+    return [plot_confusion(r, Path(folder) / confusion_png_name(r)) for r in rows]

@@ -1,0 +1,193 @@
+"""Commands for scientific NLI: ``instruct`` (prompted chat models) and ``sci-report``.
+
+:func:`add_commands` adds them to the main parser's subcommands; each subparser carries
+its handler as ``handler`` (a function of the parsed arguments returning an exit code).
+Models and heavy libraries are imported only when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import cli_args
+from .cli_args import csv_list, int_list, seeds
+
+
+def _shots(text: str) -> tuple[int, ...]:
+    values = int_list(text)
+    bad = [k for k in values if k < 0 or k % 4]
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"--shots takes multiples of 4 (one exemplar per class per four), got {bad}"
+        )
+    return values
+
+
+def _runs(text: str) -> tuple[int, ...]:
+    try:
+        return seeds(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"--runs takes a positive count (3 = runs 0,1,2) or a list (0,4,7), got {text!r}"
+        ) from None
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def cmd_instruct(args: argparse.Namespace) -> int:
+    """Run (or resume) a prompted instruct model; print the table, return 0."""
+    from .instruct import InstructConfig, run_instruct
+    from .report import instruct_table, run_timing
+
+    if args.api_base is None:
+        from .models import resolve_model
+
+        resolve_model(args.model)  # a wrong name fails before the folder is made
+    config = InstructConfig(
+        model=args.model,
+        tasks=args.tasks,
+        shots=args.shots,
+        runs=args.runs,
+        limit=args.limit,
+        balanced_limit=args.balanced_limit,
+        split=args.split,
+        pool_split=args.pool_split,
+        data_dir=args.data_dir,
+        max_new_tokens=args.max_new_tokens,
+        system_role=not args.no_system_role,
+        api_base=args.api_base,
+        dtype=args.dtype,
+        device=args.device,
+        save_prompts=not args.no_prompts,
+    )
+    results = run_instruct(
+        config,
+        args.out,
+        lambda: cli_args.generator_from_args(args),
+        overwrite=args.overwrite,
+        progress=not args.no_progress,
+    )
+    print(instruct_table(results["metrics"], run_timing(results)))
+    print(f"\nrecords, results.json and summary.md in {args.out}")
+    return 0
+
+
+def cmd_sci_report(args: argparse.Namespace) -> int:
+    """Scores, per-domain and per-class F1, confusion matrices (and PNGs) of run folders."""
+    from .analyses import sci
+    from .runs import iter_run_records
+
+    if (args.in_domain is None) != (args.out_of_domain is None):
+        raise ValueError("--in-domain and --out-of-domain go together")
+    rows = sci.sci_rows(iter_run_records(args.runs), over_checkpoints=args.over_checkpoints)
+    if not rows:
+        print(f"no labelled records in {', '.join(args.runs)}", file=sys.stderr)
+        return 1
+    shift = (args.in_domain, args.out_of_domain) if args.in_domain else None
+    pairs = sci.shift_rows(rows, *shift) if shift else None
+    print(sci.format_report(rows, pairs, shift))
+    if args.plot_dir:
+        print()
+        for path in sci.plot_confusions(rows, args.plot_dir):
+            print(f"plot: {path}")
+    if args.json:
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"rows": rows, "in_vs_out_of_domain": pairs}
+        out.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n", encoding="utf-8")
+        print(f"written: {out}")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``instruct`` and ``sci-report`` to the main subparsers.
+
+    >>> parser = argparse.ArgumentParser()
+    >>> add_commands(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["instruct", "--out", "runs/i", "--shots", "0,4"])
+    >>> args.model, args.tasks, args.shots, args.runs, args.split, args.handler.__name__
+    ('smollm2-135m', ('scinli',), (0, 4), (0, 1, 2), 'test', 'cmd_instruct')
+    """
+    from .instruct import SHOTS
+
+    p = sub.add_parser(
+        "instruct",
+        help="ask a chat model for the class of scientific sentence pairs (zero/k-shot)",
+        description="Prompted instruct models on four-class scientific NLI (METHODS.md 4): "
+        "zero-shot and k-shot with k/4 exemplars per class, greedy decoding, several runs "
+        "with different exemplar sets (zero-shot is run once: the runs would repeat it). "
+        "Answers that name no class are kept, counted and scored wrong.",
+    )
+    cli_args.add_generator_args(p, "smollm2-135m")
+    p.add_argument(
+        "--task",
+        "--tasks",
+        dest="tasks",
+        type=csv_list,
+        default=("scinli",),
+        help="comma-separated four-class tasks (names or task YAML files) [scinli]",
+    )
+    p.add_argument("--split", default="test", help="split to evaluate [test]")
+    p.add_argument(
+        "--pool-split",
+        default=None,
+        help="split the exemplars come from, less every item of the evaluated split "
+        "[dev, or the task's few-shot pool when it has no dev split]",
+    )
+    p.add_argument(
+        "--shots",
+        type=_shots,
+        default=SHOTS,
+        help=f"comma-separated shot counts, multiples of 4 [{','.join(map(str, SHOTS))}]",
+    )
+    p.add_argument(
+        "--runs",
+        type=_runs,
+        default=(0, 1, 2),
+        help="runs with different exemplar sets: a count (3 = 0,1,2) or a list [3]",
+    )
+    p.add_argument("--limit", type=int, default=None, help="first N items of each task")
+    p.add_argument(
+        "--balanced-limit",
+        action="store_true",
+        help="with --limit, take the classes in turn (SciNLI's files are sorted by class)",
+    )
+    p.add_argument("--max-new-tokens", type=_positive, default=16, help="answer length limit [16]")
+    p.add_argument(
+        "--no-system-role",
+        action="store_true",
+        help="put the instructions into the first user turn (templates without a system role)",
+    )
+    p.add_argument("--data-dir", default=None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    p.add_argument("--out", "--output_path", dest="out", required=True, help="run folder")
+    p.add_argument("--no-prompts", action="store_true", help="do not store prompt texts in records")
+    p.add_argument("--overwrite", action="store_true", help="discard what the run folder holds")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(handler=cmd_instruct)
+
+    p = sub.add_parser(
+        "sci-report",
+        help="macro F1 overall and per domain, per-class F1, confusion matrices (from records)",
+    )
+    p.add_argument("runs", nargs="+", help="run folders (nlieval run or nlieval instruct)")
+    p.add_argument("--in-domain", default=None, help="task to compare with --out-of-domain")
+    p.add_argument("--out-of-domain", default=None, help="task to compare with --in-domain")
+    p.add_argument("--plot-dir", default=None, help="write one confusion-matrix PNG per row here")
+    p.add_argument("--json", default=None, help="write every number to this JSON file")
+    p.add_argument(
+        "--over-checkpoints",
+        action="store_true",
+        help="count a model's checkpoints as runs (the seed folders of nlieval train)",
+    )
+    p.set_defaults(handler=cmd_sci_report)
