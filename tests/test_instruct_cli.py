@@ -332,3 +332,49 @@ def test_transformers_chat_backend_end_to_end(
     row = json.loads((out / "results.json").read_text())["metrics"][0]
     assert row["n_unparsed"] == sum(r["pred"] is None for r in records if r["k"] == row["k"])
     assert "unparsed/run" in capsys.readouterr().out
+
+
+def test_openai_compatible_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fake_openai import running
+
+    yaml, out = _task(tmp_path), tmp_path / "served"
+    monkeypatch.setattr(runner, "CHUNK", 8)
+    failing = {"on": True}
+
+    def answer(body: dict[str, Any]) -> tuple[Any, ...]:
+        m = re.search(r"Premise (\d+)\.", body["messages"][-1]["content"])
+        assert m is not None
+        n = int(m.group(1))
+        if failing["on"] and n >= 8:  # the second chunk fails for good (HTTP 400)
+            return ("status", 400, '{"error": "bad request"}', {})
+        return ("ok", SHAPES[n % len(SHAPES)][0])
+
+    argv = _argv(yaml, out, "--api-base", "", "--retries", "0", "--concurrency", "2")
+    argv[argv.index("--shots") + 1] = "0"
+    with running() as server:
+        server.default = answer
+        argv[argv.index("--api-base") + 1] = server.url
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "400" in err and "run the same command again" in err
+        assert len(_records(out)) == 8  # the first chunk is kept
+        failing["on"] = False
+        sent = len(server.requests)
+        assert main(argv) == 0
+        assert len(server.requests) - sent == N_ITEMS - 8
+        bodies = server.requests
+    records = _records(out)
+    assert sorted(int(r["item_id"][1:]) for r in records) == list(range(N_ITEMS))
+    for r in records:
+        answer_text, expected = SHAPES[int(r["item_id"][1:]) % len(SHAPES)]
+        assert r["answer"] == answer_text and r["pred"] == expected
+        assert r["model"] == "fake/chat"
+    assert {(b["model"], b["temperature"], b["max_tokens"]) for b in bodies} == {
+        ("fake/chat", 0.0, 12)
+    }
+    assert bodies[0]["messages"][0]["role"] == "system"
+    table = capsys.readouterr().out
+    assert f"| fake/chat | mini | 0 | {N_ITEMS} | 1 |" in table
+    assert f"| {UNPARSED_PER_RUN}.0 |" in table

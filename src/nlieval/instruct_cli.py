@@ -49,6 +49,7 @@ def cmd_instruct(args: argparse.Namespace) -> int:
     """Run (or resume) a prompted instruct model; print the table, return 0."""
     from .instruct import InstructConfig, run_instruct
     from .report import instruct_table, run_timing
+    from .runs import RunError
 
     if args.api_base is None:
         from .models import resolve_model
@@ -71,13 +72,21 @@ def cmd_instruct(args: argparse.Namespace) -> int:
         device=args.device,
         save_prompts=not args.no_prompts,
     )
-    results = run_instruct(
-        config,
-        args.out,
-        lambda: cli_args.generator_from_args(args),
-        overwrite=args.overwrite,
-        progress=not args.no_progress,
-    )
+    try:
+        results = run_instruct(
+            config,
+            args.out,
+            lambda: cli_args.generator_from_args(args),
+            overwrite=args.overwrite,
+            progress=not args.no_progress,
+        )
+    except RunError:
+        raise
+    except RuntimeError as err:  # a backend that failed for good (server down, ...)
+        raise RunError(
+            f"{err}; the answers received so far are saved in {args.out}: "
+            "run the same command again to resume"
+        ) from err
     print(instruct_table(results["metrics"], run_timing(results)))
     print(f"\nrecords, results.json and summary.md in {args.out}")
     return 0
