@@ -52,16 +52,23 @@ from nlieval.scoring import SweepPoint  # noqa: E402
 from nlieval.types import LETTERS, Item  # noqa: E402
 
 
-def matmul_flops(dtype: torch.dtype, size: int = 2048, seconds: float = 3.0) -> float:
-    """Sustained FLOP/s of square matmuls in ``dtype`` with the current thread count."""
-    a = torch.randn(size, size, dtype=dtype)
-    b = torch.randn(size, size, dtype=dtype)
+def matmul_flops(
+    dtype: torch.dtype, device: str = "cpu", size: int = 2048, seconds: float = 3.0
+) -> float:
+    """Sustained FLOP/s of square matmuls in ``dtype`` (current thread count on a CPU)."""
+    if device.startswith("cuda"):
+        size *= 4
+    a = torch.randn(size, size, dtype=dtype, device=device)
+    b = torch.randn(size, size, dtype=dtype, device=device)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     for _ in range(3):
         a @ b
+    sync()
     n, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         a @ b
         n += 1
+    sync()
     return 2 * size**3 * n / (time.perf_counter() - start)
 
 
@@ -224,6 +231,8 @@ def main() -> None:
     ap.add_argument("--systems", default="lm-eval,nlieval-nocache,nlieval-cache")
     ap.add_argument("--data-dir", default=os.environ.get("NLIEVAL_DATA_DIR"))
     ap.add_argument("--out", default="runs/lmeval-bench")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda [cpu]")
+    ap.add_argument("--dtype", default="float32", help="float32 or bfloat16 [float32]")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     out = Path(args.out)
@@ -241,10 +250,12 @@ def main() -> None:
             "transformers": transformers.__version__,
             "lm_eval": __import__("importlib.metadata").metadata.version("lm-eval"),
         },
-        "matmul_flops_fp32": matmul_flops(torch.float32),
+        "device": args.device,
+        "dtype": args.dtype,
+        "matmul_flops": matmul_flops(getattr(torch, args.dtype), args.device),
         "rows": [],
     }
-    print(f"matmul fp32: {results['matmul_flops_fp32'] / 1e9:.1f} GFLOP/s", flush=True)
+    print(f"matmul {args.dtype}: {results['matmul_flops'] / 1e9:.1f} GFLOP/s", flush=True)
     for model_name in args.models.split(","):
         folder = local_hf_folder(resolve_model(model_name)).path
         cfg = RunConfig(
@@ -254,7 +265,7 @@ def main() -> None:
             limit=args.limit,
             data_dir=args.data_dir,
         )
-        lm = HFCausalLM(folder, dtype="float32", device="cpu", batch_size=args.batch_size)
+        lm = HFCausalLM(folder, dtype=args.dtype, device=args.device, batch_size=args.batch_size)
         n_body = body_params(lm.model)
         hflm = counter = None
         if "lm-eval" in systems_wanted:
@@ -262,7 +273,10 @@ def main() -> None:
 
             # Same weights object, so both read the very same tensors.
             hflm = HFLM(
-                pretrained=lm.model, tokenizer=lm.tok, batch_size=args.batch_size, device="cpu"
+                pretrained=lm.model,
+                tokenizer=lm.tok,
+                batch_size=args.batch_size,
+                device=args.device,
             )
             counter = CountingHFLM(hflm)
         for ds, points, _ in plan(cfg):
@@ -298,7 +312,7 @@ def main() -> None:
                 }
                 for res in row["systems"].values():
                     res["achieved_flops"] = 2 * n_body * res["tokens_per_item"] * res["items_per_s"]
-                    res["fraction_of_matmul"] = res["achieved_flops"] / results["matmul_flops_fp32"]
+                    res["fraction_of_matmul"] = res["achieved_flops"] / results["matmul_flops"]
                 results["rows"].append(row)
                 (out / "results.json").write_text(json.dumps(results, indent=1))
                 print(json.dumps(row), flush=True)
