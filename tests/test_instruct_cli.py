@@ -207,7 +207,7 @@ def test_instruct_records_unparsed_counts_and_table(
     assert len(_records(out)) == 4 * N_ITEMS
     capsys.readouterr()
     assert main(["report", str(out)]) == 0
-    assert f"unparsed {3 * UNPARSED_PER_RUN}" in capsys.readouterr().out
+    assert f"| {UNPARSED_PER_RUN}.0 ± 0.0 |" in capsys.readouterr().out
     assert json.loads((out / "results.json").read_text())["config"]["kind"] == "instruct"
 
     # The scientific report: unparsed answers are a confusion column of their own.

@@ -201,6 +201,8 @@ def report(folders: Iterable[str | Path], write: bool = True) -> str:
     timing: dict[str, Any] = {}
     for res in results:
         timing.update(run_timing(res))
+    if all((res.get("config") or {}).get("kind") == "instruct" for res in results):
+        return instruct_table(rows, timing)
     return metrics_table(rows, timing)
 
 
