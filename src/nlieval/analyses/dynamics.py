@@ -96,6 +96,16 @@ def format_dynamics(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _short(names: Sequence[str]) -> list[str]:
+    """Checkpoint folders by their last path part when that keeps them apart.
+
+    >>> _short(["runs/ft/step-0000", "runs/ft/step-0010"])
+    ['step-0000', 'step-0010']
+    """
+    tails = [Path(n).name or n for n in names]
+    return tails if len(set(tails)) == len(tails) else list(names)
+
+
 def plot_dynamics(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     """Accuracy and gold NLL against checkpoint, one panel pair per (task, k)."""
     import matplotlib
@@ -115,7 +125,7 @@ def plot_dynamics(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
         axes[1][i].set_ylabel("mean NLL of gold option")
         for ax in (axes[0][i], axes[1][i]):
             ax.set_xticks(list(x))
-            ax.set_xticklabels(r["checkpoints"], rotation=45, ha="right", fontsize=7)
+            ax.set_xticklabels(_short(r["checkpoints"]), rotation=45, ha="right", fontsize=7)
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
