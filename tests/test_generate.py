@@ -436,3 +436,25 @@ def test_snli_premises_with_examples_from_the_test_split(
     ds = data.load_task(str(out / "task.yaml"))
     assert len(ds) == 12
     assert ds.items[0].meta["source_id"] == data.load_task("snli", data_dir, "dev").items[0].id
+
+
+def test_generated_from_hypotheses_feed_the_chain_patterns(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    from nlieval.inference import build
+
+    yaml = _write_task(tmp_path)
+    out = tmp_path / "gen"
+    with _chat(server) as chat:
+        summary = generate_items(chat, GenerateConfig(str(yaml), sentences="hypothesis"), out)
+    assert summary["premises"] == 6 and summary["parsed_first_try"] == 6
+    source = data.load_task(str(yaml)).items
+    generated = data.load_task(str(out / "task.yaml")).items
+    chains = build(source, generated, patterns=["chain", "chain-reversal"])
+    # Each source item (a, b) meets the three generated items (b, c): two orders each.
+    assert len(chains) == 6 * 3 * 2
+    assert {it.meta["input"] for it in chains if it.meta["sources"][0] == "t0"} == {
+        "Eab & Ebc",
+        "Eab & Nbc",
+        "Eab & Cbc",
+    }
