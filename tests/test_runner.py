@@ -227,3 +227,114 @@ def test_report_shows_rate_and_wall_time(tmp_path: Path) -> None:
     row = [c.strip() for c in table[2].strip("|").split("|")]
     assert head[-2:] == ["items/s", "wall s"] and len(row) == len(head)
     assert float(row[-2]) > 0
+
+
+# --------------------------------------------------------------------------- --sample
+
+
+def _scinli(**kw: object) -> RunConfig:
+    return _cfg(tasks=("scinli",), shots=(0,), seeds=(0,), **kw)
+
+
+def _ids(folder: Path) -> list[str]:
+    return [r["item_id"] for r in _records(folder)]
+
+
+def test_sample_is_stratified_seeded_and_in_file_order(data_dir: Path) -> None:
+    from collections import Counter
+
+    from nlieval.data import load_task, sample_items
+    from nlieval.runner import plan
+
+    items = load_task("scinli", data_dir).items
+    # The file is sorted by class: the first 40 items are all contrasting.
+    assert {it.label.value for it in items[:40] if it.label} == {"contrasting"}
+    ((ds, _, info),) = plan(_scinli(sample=40, data_dir=str(data_dir)))
+    assert Counter(it.label.value for it in ds.items if it.label) == {
+        "contrasting": 10,
+        "reasoning": 10,
+        "entailment": 10,
+        "neutral": 10,
+    }
+    assert info["items"] == 40 and info["items_in_split"] == 4000
+    position = {it.id: i for i, it in enumerate(items)}
+    assert [position[it.id] for it in ds.items] == sorted(position[it.id] for it in ds.items)
+    assert ds.items == sample_items(items, 40, 0)
+    other = sample_items(items, 40, 1)
+    assert other != ds.items and Counter(it.label for it in other) == Counter(
+        it.label for it in ds.items
+    )
+    # Odd sizes: shares within one item of the file's; all items when n is too large.
+    assert sorted(Counter(it.label for it in sample_items(items, 42)).values()) == [10, 10, 11, 11]
+    assert sample_items(items[:5], 9) == tuple(items[:5])
+    with pytest.raises(ValueError, match="positive"):
+        sample_items(items, 0)
+
+
+def test_sample_run_resumes_and_refuses_another_sample(tmp_path: Path, data_dir: Path) -> None:
+    cfg = _scinli(sample=40, data_dir=str(data_dir))
+    run(cfg, tmp_path / "full", backend_factory=lambda c, ck: HashLM(), progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        run(cfg, tmp_path / "cut", backend_factory=lambda c, ck: HashLM(1), progress=False)
+    partial = len(_records(tmp_path / "cut"))
+    assert 0 < partial < 40
+    second = HashLM()
+    run(cfg, tmp_path / "cut", backend_factory=lambda c, ck: second, progress=False)
+    assert second.scored == 40 - partial
+    assert sorted(_ids(tmp_path / "cut")) == sorted(_ids(tmp_path / "full"))
+    assert len(set(_ids(tmp_path / "cut"))) == 40
+
+    def fake(c: RunConfig, ck: str | None) -> HashLM:
+        return HashLM()
+
+    for change, message in (
+        ({"sample": 41}, "sample: 40 -> 41"),
+        ({"sample": 40, "sample_seed": 1}, "sample_seed: 0 -> 1"),
+        ({}, "sample: 40 -> None"),
+    ):
+        with pytest.raises(RunError, match=message):
+            run(_scinli(data_dir=str(data_dir), **change), tmp_path / "cut", backend_factory=fake)
+    assert "sample 40 by label (seed 0)" in (tmp_path / "cut" / "summary.md").read_text()
+
+
+def test_sample_and_limit_do_not_mix(capsys: pytest.CaptureFixture[str]) -> None:
+    from nlieval.cli import main
+
+    with pytest.raises(ValueError, match="cannot be combined"):
+        _cfg(limit=10, sample=10)
+    with pytest.raises(ValueError, match="--sample must be positive"):
+        _cfg(sample=0)
+    with pytest.raises(SystemExit):
+        main(["run", "--task", "smoke", "--limit", "5", "--sample", "5", "--out", "x"])
+    assert "not allowed with argument --limit" in capsys.readouterr().err
+
+
+def test_folder_of_an_older_version_resumes(tmp_path: Path) -> None:
+    # config.json written before --sample existed has neither sample nor sample_seed.
+    run(_cfg(shots=(0,)), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    path = tmp_path / "r" / "config.json"
+    saved = json.loads(path.read_text())
+    del saved["sample"], saved["sample_seed"]
+    path.write_text(json.dumps(saved))
+    fake = HashLM()
+    run(_cfg(shots=(0,)), tmp_path / "r", backend_factory=lambda c, ck: fake, progress=False)
+    assert fake.scored == 0
+
+
+def test_unlabelled_records_get_a_table_row() -> None:
+    # Inferred and generated items have no gold label: the row must still show how many
+    # items were scored and what the model predicted, with the scores as n/a.
+    from nlieval.metrics import summarize
+    from nlieval.report import metrics_table
+    from nlieval.types import Record
+
+    labels = ("entailment", "neutral", "contradiction")
+    recs = [
+        Record("inf", str(i), "m", 0, 0, labels, (-1.0, -2.0, -3.0), (0.6, 0.3, 0.1),
+               "entailment" if i < 3 else "neutral", None)
+        for i in range(4)
+    ]  # fmt: skip
+    (row,) = summarize(recs)
+    assert row["n"] == 4 and row["pred_dist"]["entailment"] == 0.75
+    table = metrics_table([row])
+    assert "| inf | 0 | 4 |" in table and "n/a" in table and "E 75% N 25% C 0%" in table

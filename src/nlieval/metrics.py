@@ -33,8 +33,10 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
     1.0
     """
     labelled = [r for r in records if r.gold is not None]
+    if not records:
+        raise ValueError("no records to score")
     if not labelled:
-        raise ValueError("no labelled records to score")
+        return _unlabelled_metrics(records)
     labels = list(labelled[0].labels)
     gold = [r.gold for r in labelled]
     # sklearn needs a label for every prediction; an unparsed answer gets a sentinel that
@@ -69,6 +71,33 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
     }
 
 
+def _unlabelled_metrics(records: Sequence[Record]) -> dict[str, Any]:
+    """Items with no gold label (inferred or generated items): only what the model
+    predicted can be counted; the scores are NaN ("n/a" in tables), never dropped rows.
+
+    >>> r = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
+    ...            (0.87, 0.13), "entailment", None)
+    >>> m = point_metrics([r]); m["n"], m["pred_dist"]["entailment"], math.isnan(m["accuracy"])
+    (1, 1.0, True)
+    """
+    labels = list(records[0].labels)
+    pred = Counter(r.pred if r.pred is not None else "<unparsed>" for r in records)
+    n = len(records)
+    return {
+        "n": n,
+        "accuracy": math.nan,
+        "macro_f1": math.nan,
+        "per_class_f1": {lab: math.nan for lab in labels},
+        "gold_nll": math.nan,
+        "pred_dist": {lab: pred.get(lab, 0) / n for lab in labels},
+        "n_unparsed": pred.get("<unparsed>", 0),
+        "confusion": [],
+        "labels": labels,
+        "chance": 1.0 / len(labels),
+        "majority_baseline": math.nan,
+    }
+
+
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:
     arr = np.asarray(values, dtype=float)
     return float(arr.mean()), float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
@@ -97,7 +126,7 @@ def summarize(records: Iterable[Record]) -> list[dict[str, Any]]:
         per_seed = []
         for seed in sorted(by_seed):
             recs = [r for r in by_seed[seed] if r.item_id in common]
-            if any(r.gold is not None for r in recs):
+            if recs:
                 per_seed.append({"seed": seed, **point_metrics(recs)})
         if not per_seed:
             continue
