@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nlieval import build_cli, distant
-from nlieval.data import DataError, load_task
+from nlieval.data import DataError, load_pool, load_task, same_data
 from nlieval.distant import Document, Pair, match_linking_phrase
 from nlieval.types import SCI4, Label
 
@@ -352,6 +352,12 @@ def test_write_task_loads(corpus: list[Path], tmp_path: Path) -> None:
     assert first.meta["phrase"] == "However" and first.meta["position"] == [0, 1]
     counts = json.loads((tmp_path / "out" / "sci.counts.json").read_text())
     assert counts["after"] == {C: 6, R: 6, E: 6, N: 6}
+    # The pairs are also the train split (nlieval train --task), and as a few-shot pool
+    # they are the evaluated data itself, so each item is kept out of its own shots.
+    assert load_task(str(yaml_path), split="train").items == ds.items
+    pool, pool_is_test = load_pool(str(yaml_path))
+    assert pool.split == "train" and pool_is_test
+    assert same_data(str(yaml_path), "train", "test")
 
 
 def _parser() -> argparse.ArgumentParser:

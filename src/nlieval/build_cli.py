@@ -8,13 +8,19 @@ Pseudo-labels come from ``--scores``, a jsonl of probabilities per candidate id
 (``{"id": "paper7:3-4", "probs": [c, r, e, n]}``, or ``probs`` as a mapping from class
 name to probability). Without ``--scores`` the command writes ``candidates.jsonl`` (the
 pairs to score) and says how to go on. ``--classifier FOLDER`` scores them with a
-classifier trained by nlieval (:class:`nlieval.backends.classifier.EncoderClassifier`).
+classifier trained by nlieval (:class:`nlieval.backends.classifier.EncoderClassifier`):
+a checkpoint folder, or a ``nlieval train`` output folder (its lowest seed is used).
+
+The written task's pairs are both its train split and its test split, so the same YAML
+goes to ``nlieval train --task`` (with another ``--test-task``, or ``--no-test``) and to
+``nlieval run --task``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,7 +72,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--classifier",
         default=None,
         metavar="FOLDER",
-        help="a trained classifier to score the candidates (when this version has one)",
+        help="score the candidates with this classifier: a checkpoint folder or a "
+        "`nlieval train` output folder (its lowest seed)",
     )
     p.add_argument("--threshold", type=float, default=0.9, help="minimum confidence [0.9]")
     p.add_argument(
@@ -141,15 +148,18 @@ def _scored(
 
 
 def _load_classifier(folder: str) -> Any | None:
-    """The trained classifier in ``folder``, or None when the classifier backend (torch,
-    transformers) cannot be imported here."""
+    """The trained classifier in ``folder`` (a checkpoint, or the lowest seed of a train
+    output folder), or None when the classifier backend (torch, transformers) cannot be
+    imported here."""
     try:
-        from .backends.classifier import EncoderClassifier, is_classifier_folder
+        from .backends.classifier import EncoderClassifier, classifier_checkpoints
     except ImportError:
         return None
-    if not is_classifier_folder(folder):
+    found = classifier_checkpoints(folder)
+    if not found:
         raise DataError(folder, None, None, "not a classifier folder saved by nlieval training")
-    return EncoderClassifier(folder)
+    print(f"scoring the candidates with {found[0]}")
+    return EncoderClassifier(found[0])
 
 
 def _classified(
@@ -196,4 +206,10 @@ def cmd_implicit(args: argparse.Namespace) -> int:
     path = distant.write_task(result, out, args.name, "implicit relations, pseudo-labelled")
     print(result.summary())
     print(f"wrote {len(result.pairs)} pairs; task file: {path}")
+    if not result.pairs:
+        print(
+            f"nlieval: warning: no candidate was kept (--threshold {args.threshold:g}, then "
+            "the adjacency filter); a lower threshold or a better classifier keeps more",
+            file=sys.stderr,
+        )
     return 0

@@ -1127,9 +1127,10 @@ def load_pool(
     """The few-shot pool of a task, and whether it is the evaluated split itself.
 
     The train split when it is there, else another split with labels (in the task's
-    split order), else the evaluated split (``split``, default: the task's default),
-    in which case the flag is True and callers must keep each test item out of its own
-    shots.
+    split order), else the evaluated split (``split``, default: the task's default).
+    The flag is True when the pool is the evaluated data (also when another split reads
+    the same rows, see :func:`same_data`): callers must then keep each test item out of
+    its own shots.
 
     >>> pool, same = load_pool("smoke")
     >>> pool.split, len(pool), same
@@ -1145,8 +1146,30 @@ def load_pool(
             continue
         pool = _load_split(spec, cand, root, skip_bad)
         if any(it.label is not None for it in pool.items):
-            return pool, False
+            return pool, _same_rows(spec, cand, test_split, root)
     return _load_split(spec, test_split, root, skip_bad), True
+
+
+def _same_rows(spec: TaskSpec, a: str, b: str, root: Path | None) -> bool:
+    plan_a, plan_b = _plan(spec, a, root), _plan(spec, b, root)
+    if plan_a is None or plan_b is None:
+        return a == b
+    (rule_a, path_a), (rule_b, path_b) = plan_a, plan_b
+    same_rule = dataclasses.replace(rule_a, path=None) == dataclasses.replace(rule_b, path=None)
+    return same_rule and path_a.resolve() == path_b.resolve()
+
+
+def same_data(
+    name_or_path: str, split_a: str, split_b: str, data_dir: str | Path | None = None
+) -> bool:
+    """True when two splits of a task are the same rows of the same file: a task YAML
+    whose ``pool`` is its ``path`` (as ``nlieval build`` writes them). Splits that share
+    a file but not its rows (SICK's one file) are not the same data.
+
+    >>> same_data("smoke", "train", "test"), same_data("smoke", "test", "test")
+    (False, True)
+    """
+    return _same_rows(get_task(name_or_path), split_a, split_b, resolve_data_dir(data_dir))
 
 
 def read_items(

@@ -630,6 +630,11 @@ def write_task(result: BuildResult, out_dir: str | Path, name: str, description:
     ``nlieval`` loads: ``--tasks out/{name}.yaml``) and ``{name}.counts.json``; return
     the YAML path.
 
+    The pairs are the task's ``train`` split (its ``pool``: what ``nlieval train --task``
+    trains on) and its ``test`` split (its ``path``: what ``nlieval run`` scores, each
+    item kept out of its own shots). ``nlieval train`` refuses to test on them: give it
+    another ``--test-task`` or ``--no-test``.
+
     >>> import tempfile
     >>> r = build_distant([Document("d", (("A b.", "Thus, c d.", "E.", "F."),))], balanced=False)
     >>> from nlieval.data import load_task
@@ -647,6 +652,7 @@ def write_task(result: BuildResult, out_dir: str | Path, name: str, description:
         "name": name,
         "description": description or f"scientific NLI pairs built by nlieval ({name})",
         "path": f"{name}.jsonl",
+        "pool": f"{name}.jsonl",
         "labels": [lab.value for lab in SCI4],
         "fields": {
             "id": "id",

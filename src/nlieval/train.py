@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .data import load_task
+from .data import load_task, same_data
 from .types import Item
 
 log = logging.getLogger(__name__)
@@ -250,8 +250,14 @@ def load_data(config: TrainConfig) -> TrainData:
     if not config.skip_test:
         test = _load_part(config.test_task or config.task, config.test_split, config.data_dir)
         label_mapping(labels, test.labels)  # fail now, not after hours of training
-        if (test.task, test.split) == (config.task, config.train_split):
-            raise TrainError(f"the test split {test.task} {test.split} is the training split")
+        same = (config.test_task or config.task) == config.task and same_data(
+            config.task, config.train_split, test.split, config.data_dir
+        )
+        if same:
+            raise TrainError(
+                f"the test split {test.task} {test.split} is the training data; give "
+                "another --test-task (e.g. scinli) or --no-test"
+            )
     lim, s = config.limit, config.split_seed
     train = _labelled(replace(train, items=_sample(train.items, lim, s)))
     dev = _labelled(replace(dev, items=_sample(dev.items, lim, s)))
