@@ -117,3 +117,26 @@ def test_run_report_and_tasks(
         "rte",
     ):
         assert name in listing
+
+
+def test_run_sample_is_the_same_whatever_the_batch_size(
+    tmp_path: Path, tiny_llama: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from collections import Counter
+
+    from nlieval.data import load_task
+
+    scores = []
+    for bs in ("1", "5"):
+        out = tmp_path / f"bs{bs}"
+        argv = ["run", "--model", str(tiny_llama), "--task", "smoke", "--sample", "9"]
+        assert main([*argv, "--batch-size", bs, "--out", str(out), "--no-progress"]) == 0
+        records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+        scores.append({r["item_id"]: r["loglik"] for r in records})
+    assert scores[0].keys() == scores[1].keys() and len(scores[0]) == 9
+    for item_id, loglik in scores[0].items():
+        assert loglik == pytest.approx(scores[1][item_id], abs=1e-4)
+    gold = {it.id: it.label for it in load_task("smoke").items}
+    shares = Counter(gold[i] for i in scores[0])
+    assert Counter(gold.values()) == {lab: 16 for lab in shares} and set(shares.values()) == {3}
+    assert "sample 9 by label (seed 0)" in (tmp_path / "bs1" / "summary.md").read_text()

@@ -240,6 +240,7 @@ def _ids(folder: Path) -> list[str]:
     return [r["item_id"] for r in _records(folder)]
 
 
+@pytest.mark.data
 def test_sample_is_stratified_seeded_and_in_file_order(data_dir: Path) -> None:
     from collections import Counter
 
@@ -271,6 +272,7 @@ def test_sample_is_stratified_seeded_and_in_file_order(data_dir: Path) -> None:
         sample_items(items, 0)
 
 
+@pytest.mark.data
 def test_sample_run_resumes_and_refuses_another_sample(tmp_path: Path, data_dir: Path) -> None:
     cfg = _scinli(sample=40, data_dir=str(data_dir))
     run(cfg, tmp_path / "full", backend_factory=lambda c, ck: HashLM(), progress=False)

@@ -59,7 +59,16 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         default=(0,),
         help="number of few-shot draws (3 = seeds 0,1,2) or a list (1,5,7) [1]",
     )
-    p.add_argument("--limit", type=int, default=None, help="first N items of each task")
+    how_many = p.add_mutually_exclusive_group()
+    how_many.add_argument("--limit", type=int, default=None, help="first N items of each task")
+    how_many.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        metavar="N",
+        help="a seeded random N items of each task, stratified by gold label, in file order",
+    )
+    p.add_argument("--sample-seed", type=int, default=0, help="seed of --sample [0]")
     p.add_argument("--out", "--output_path", dest="out", required=True, help="run folder")
     p.add_argument("--data-dir", default=None, help="folder of official files [$NLIEVAL_DATA_DIR]")
     p.add_argument("--split", default=None, help="split to evaluate (default: the task's)")
@@ -98,6 +107,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         shots=args.shots,
         seeds=args.seeds,
         limit=args.limit,
+        sample=args.sample,
+        sample_seed=args.sample_seed,
         split=args.split,
         data_dir=args.data_dir,
         template=args.template,

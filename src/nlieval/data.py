@@ -31,6 +31,7 @@ import io
 import json
 import logging
 import os
+import random
 import re
 import zipfile
 import zlib
@@ -1116,6 +1117,41 @@ def load_task(
     spec = get_task(name_or_path)
     split = split or spec.default_split
     return _load_split(spec, split, resolve_data_dir(data_dir), skip_bad)
+
+
+def sample_items(items: Sequence[Item], n: int, seed: int = 0) -> tuple[Item, ...]:
+    """A seeded random subset of ``n`` items, stratified by gold label, in file order.
+
+    Each label (unlabelled items form one group) gets its share of ``n`` by largest
+    remainder, so the label shares match the file's (SciNLI test, 1,000 per class and
+    sorted by class: ``n = 40`` gives 10 per class). Within a label the items are a
+    prefix of a permutation seeded by ``seed`` and the label, so a larger ``n`` mostly
+    keeps the items of a smaller one. ``n`` at least the number of items keeps them all.
+
+    >>> items = [Item(str(i), "p", "h", NLI3[i // 4]) for i in range(12)]
+    >>> picked = sample_items(items, 6, seed=1)
+    >>> [it.label.value[0] for it in picked], picked == sample_items(items, 6, seed=1)
+    (['e', 'e', 'n', 'n', 'c', 'c'], True)
+    """
+    if n < 1:
+        raise ValueError(f"the sample size must be positive, got {n}")
+    if n >= len(items):
+        return tuple(items)
+    groups: dict[str, list[int]] = {}
+    for i, it in enumerate(items):
+        groups.setdefault(it.label.value if it.label is not None else "", []).append(i)
+    keys = sorted(groups)
+    quota = {k: n * len(groups[k]) // len(items) for k in keys}
+    # Largest remainder first (n * size mod total), ties in alphabetical label order.
+    by_remainder = sorted(keys, key=lambda k: -(n * len(groups[k]) % len(items)))
+    for k in by_remainder[: n - sum(quota.values())]:
+        quota[k] += 1
+    keep: set[int] = set()
+    for k in keys:
+        order = list(groups[k])
+        random.Random(f"sample:{seed}:{k}").shuffle(order)
+        keep.update(order[: quota[k]])
+    return tuple(it for i, it in enumerate(items) if i in keep)
 
 
 def load_pool(

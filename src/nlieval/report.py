@@ -159,6 +159,8 @@ def markdown_summary(results: Mapping[str, Any]) -> str:
         table = instruct_table(results.get("metrics", []), run_timing(results))
     else:
         setup = f"seeds {cfg.get('seeds')}; limit {cfg.get('limit')}"
+        if cfg.get("sample") is not None:
+            setup += f"; sample {cfg['sample']} by label (seed {cfg.get('sample_seed', 0)})"
         table = metrics_table(results.get("metrics", []), run_timing(results))
     lines = [
         f"# nlieval {kind}: {cfg.get('model', '?')}",

@@ -53,14 +53,16 @@ def default_backend(config: RunConfig, checkpoint: str | None) -> AnyBackend:
 def plan(config: RunConfig) -> list[tuple[data.Dataset, list[SweepPoint], dict[str, Any]]]:
     """Load every task, its few-shot pool and the fixed draws of every sweep point.
 
-    Returns per task: the dataset (cut to ``limit``), its sweep points, and a report of
-    the data (source, items, dropped counts, pool).
+    Returns per task: the dataset (cut to ``limit``, or its stratified ``sample``), its
+    sweep points, and a report of the data (source, items, dropped counts, pool).
     """
     out = []
     for task in config.tasks:
         spec = data.get_task(task)
         ds = data.load_task(task, config.data_dir, config.split, skip_bad=config.skip_bad)
         items = ds.items[: config.limit] if config.limit else ds.items
+        if config.sample is not None:
+            items = data.sample_items(ds.items, config.sample, config.sample_seed)
         pool: Sequence[Item] = ()
         pool_is_test = False
         pool_source = None

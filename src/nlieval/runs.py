@@ -56,13 +56,23 @@ class FolderConfig(Protocol):
 @dataclass(frozen=True)
 class RunConfig:
     """Everything that defines a run. ``IDENTITY`` fields must match to resume a folder;
-    the others (tasks, shots, seeds, limit) may grow between invocations."""
+    the others (tasks, shots, seeds, limit) may grow between invocations.
+
+    ``limit`` takes the first n items of each task; ``sample`` instead takes a seeded
+    random n of them, stratified by gold label (:func:`nlieval.data.sample_items`,
+    seed ``sample_seed``). The two cannot be combined.
+
+    >>> RunConfig("smollm2-135m", ("scinli",), sample=40).sample_seed
+    0
+    """
 
     model: str
     tasks: tuple[str, ...]
     shots: tuple[int, ...] = (0,)
     seeds: tuple[int, ...] = (0,)
     limit: int | None = None
+    sample: int | None = None
+    sample_seed: int = 0
     split: str | None = None
     data_dir: str | None = None
     template: str | None = None
@@ -84,7 +94,19 @@ class RunConfig:
         "balanced",
         "dtype",
         "revision",
+        "sample",
+        "sample_seed",
     )
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.sample is not None:
+            raise ValueError(
+                "--limit (the first N items) and --sample (a random N) cannot be combined"
+            )
+        for name in ("limit", "sample"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name} must be positive, got {value}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -142,11 +164,12 @@ class RunFolder:
                     f"{self.path} holds a run of `nlieval {old_kind}`, not of "
                     f"`nlieval {config.KIND}`; choose another --out"
                 )
-            diff = [f for f in config.IDENTITY if old.get(f) != config.to_dict().get(f)]
+            # A field that an older version did not save had its default value.
+            saved = {f: old.get(f, getattr(type(config), f, None)) for f in config.IDENTITY}
+            now = config.to_dict()
+            diff = [f for f in config.IDENTITY if saved[f] != now.get(f)]
             if diff:
-                detail = ", ".join(
-                    f"{f}: {old.get(f)!r} -> {config.to_dict().get(f)!r}" for f in diff
-                )
+                detail = ", ".join(f"{f}: {saved[f]!r} -> {now.get(f)!r}" for f in diff)
                 raise RunError(
                     f"{self.path} holds a run made with other settings ({detail}); "
                     "choose another --out, or pass --overwrite to start it again"
