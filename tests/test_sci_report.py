@@ -218,3 +218,24 @@ def test_cli_tables_json_and_png(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "go together" in capsys.readouterr().err
     assert main(["sci-report", str(tmp_path / "nope")]) == 2
     assert "not a run folder" in capsys.readouterr().err
+
+
+def test_train_folder_reports_its_saved_test_records(tmp_path: Path) -> None:
+    # A `nlieval train` folder is reported from the test records each seed saved; no run
+    # folder and no second pass over the test set.
+    from nlieval.analyses.sci import iter_report_records, sci_rows
+    from nlieval.types import Record
+
+    labels = ("contrasting", "reasoning", "entailment", "neutral")
+    for seed, preds in ((0, labels), (1, ("contrasting",) * 4)):
+        (tmp_path / f"seed{seed}").mkdir()
+        lines = [
+            Record("scinli", f"t{i}", "enc", 0, seed, labels, (0.0,) * 4, (0.25,) * 4,
+                   p, labels[i], checkpoint=f"seed{seed}").to_json()
+            for i, p in enumerate(preds)
+        ]  # fmt: skip
+        (tmp_path / f"seed{seed}" / "test_records.jsonl").write_text("\n".join(lines) + "\n")
+    records = list(iter_report_records([tmp_path]))
+    assert len(records) == 8
+    (row,) = sci_rows(records, over_checkpoints=True)
+    assert row["accuracy"] == pytest.approx((1.0 + 0.25) / 2)

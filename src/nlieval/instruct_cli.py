@@ -95,11 +95,10 @@ def cmd_instruct(args: argparse.Namespace) -> int:
 def cmd_sci_report(args: argparse.Namespace) -> int:
     """Scores, per-domain and per-class F1, confusion matrices (and PNGs) of run folders."""
     from .analyses import sci
-    from .runs import iter_run_records
 
     if (args.in_domain is None) != (args.out_of_domain is None):
         raise ValueError("--in-domain and --out-of-domain go together")
-    rows = sci.sci_rows(iter_run_records(args.runs), over_checkpoints=args.over_checkpoints)
+    rows = sci.sci_rows(sci.iter_report_records(args.runs), over_checkpoints=args.over_checkpoints)
     if not rows:
         print(f"no labelled records in {', '.join(args.runs)}", file=sys.stderr)
         return 1

@@ -14,10 +14,11 @@ treats its per-seed checkpoints as runs) and instruct models (``nlieval instruct
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,27 @@ def _replicate(records: Sequence[Record]) -> dict[str, Any]:
     if set(by_domain) != {NO_DOMAIN}:
         out["domains"] = {d: subset_scores(recs) for d, recs in sorted(by_domain.items())}
     return out
+
+
+def iter_report_records(folders: Iterable[str | Path]) -> Iterator[Record]:
+    """Records of run folders, or of ``nlieval train`` folders: there, the test records
+    each seed wrote (``seed*/test_records.jsonl``), so a trained classifier is reported
+    without scoring the test set again.
+
+    >>> list(iter_report_records([]))
+    []
+    """
+    from ..runs import RunFolder, iter_run_records
+    from ..train import TEST_RECORDS
+
+    for folder in folders:
+        tests = sorted(Path(folder).glob(f"seed*/{TEST_RECORDS}"))
+        if tests and not RunFolder(folder).exists():
+            for path in tests:
+                with path.open(encoding="utf-8") as fh:
+                    yield from (Record.from_dict(json.loads(line)) for line in fh if line.strip())
+        else:
+            yield from iter_run_records([folder])
 
 
 def sci_rows(records: Iterable[Record], *, over_checkpoints: bool = False) -> list[Row]:
