@@ -228,6 +228,13 @@ def main() -> None:
     ap.add_argument("--shots", default="0,5,10")
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--batch-size", type=int, default=8, help="for all three systems [8]")
+    ap.add_argument(
+        "--lmeval-batch-size",
+        type=int,
+        default=None,
+        help="lm-eval's own batch size [--batch-size]; its full logits need "
+        "rows x tokens x vocabulary x 4 bytes",
+    )
     ap.add_argument("--systems", default="lm-eval,nlieval-nocache,nlieval-cache")
     ap.add_argument("--data-dir", default=os.environ.get("NLIEVAL_DATA_DIR"))
     ap.add_argument("--out", default="runs/lmeval-bench")
@@ -249,6 +256,8 @@ def main() -> None:
             "torch": torch.__version__,
             "transformers": transformers.__version__,
             "lm_eval": __import__("importlib.metadata").metadata.version("lm-eval"),
+            "batch_size": args.batch_size,
+            "lmeval_batch_size": args.lmeval_batch_size or args.batch_size,
         },
         "device": args.device,
         "dtype": args.dtype,
@@ -275,7 +284,7 @@ def main() -> None:
             hflm = HFLM(
                 pretrained=lm.model,
                 tokenizer=lm.tok,
-                batch_size=args.batch_size,
+                batch_size=args.lmeval_batch_size or args.batch_size,
                 device=args.device,
             )
             counter = CountingHFLM(hflm)
