@@ -553,7 +553,7 @@ def select_pseudo_labelled(
     if len(probs) != len(pairs):
         raise ValueError(f"{len(probs)} probability vectors for {len(pairs)} pairs")
     kept: list[Pair] = []
-    stats = Counter({"candidates": len(pairs)})
+    stats: Counter[str] = Counter()
     for pair, vec in zip(pairs, probs, strict=True):
         _check_probs(pair, vec)
         best = max(range(len(SCI4)), key=lambda c: vec[c])
@@ -568,10 +568,11 @@ def select_pseudo_labelled(
             kept.append(
                 Pair(pair.doc_id, pair.i, pair.j, pair.sentence1, pair.sentence2, label, None, conf)
             )
-    for reason in ("below_threshold", "adjacent_neutral", "nonadjacent_relation"):
-        stats.setdefault(f"dropped_{reason}", 0)
+    reasons = ("below_threshold", "adjacent_neutral", "nonadjacent_relation")
+    # Always the same keys in the same order, whatever happened first.
+    summary = {"candidates": len(pairs)} | {f"dropped_{r}": stats[f"dropped_{r}"] for r in reasons}
     counts = class_counts(kept)
-    return BuildResult(tuple(kept), counts, counts, dict(stats))
+    return BuildResult(tuple(kept), counts, counts, summary)
 
 
 def pseudo_label(
