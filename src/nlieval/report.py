@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,51 +35,23 @@ def metrics_table(
     >>> print(metrics_table([]))
     (no scored records yet)
     """
-    if not rows:
-        return "(no scored records yet)"
-    show_ckpt = any(r.get("checkpoint") for r in rows)
-    show_time = bool(timing)
-    head = (
-        ["model"]
-        + (["checkpoint"] if show_ckpt else [])
-        + [
-            "task",
-            "k",
-            "n",
-            "seeds",
-            "accuracy",
-            "macro F1",
-            "gold NLL",
-            "chance",
-            "predicted labels",
-        ]
-        + (["items/s", "wall s"] if show_time else [])
-    )
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
+
+    def cells(r: Mapping[str, Any]) -> list[str]:
         ns = len(r["seeds"])
         dist = " ".join(f"{_short(lab)} {share:.0%}" for lab, share in r["pred_dist"].items())
         if r.get("n_unparsed"):
             dist += f" unparsed {r['n_unparsed']}"
-        cells = (
-            [r["model"]]
-            + ([r.get("checkpoint") or ""] if show_ckpt else [])
-            + [
-                r["task"],
-                str(r["k"]),
-                str(r["n"]),
-                str(ns),
-                _pm(r["accuracy"], r["accuracy_std"], ns),
-                _pm(r["macro_f1"], r["macro_f1_std"], ns),
-                _pm(r["gold_nll"], r["gold_nll_std"], ns),
-                f"{r['chance']:.3f}",
-                dist,
-            ]
-        )
-        if show_time:
-            cells.extend(_rate(timing or {}, r))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        return [
+            str(ns),
+            _pm(r["accuracy"], r["accuracy_std"], ns),
+            _pm(r["macro_f1"], r["macro_f1_std"], ns),
+            _pm(r["gold_nll"], r["gold_nll_std"], ns),
+            f"{r['chance']:.3f}",
+            dist,
+        ]
+
+    head = ["seeds", "accuracy", "macro F1", "gold NLL", "chance", "predicted labels"]
+    return _markdown(rows, timing, head, cells)
 
 
 def instruct_table(
@@ -95,39 +67,51 @@ def instruct_table(
     >>> print(instruct_table([row]).splitlines()[-1])
     | m | scinli | 4 | 10 | 2 | 0.300 ± 0.100 | 0.400 ± 0.000 | 2.0 ± 1.4 | 0.250 | 0.250 |
     """
-    if not rows:
-        return "(no scored records yet)"
-    show_ckpt = any(r.get("checkpoint") for r in rows)
-    show_time = bool(timing)
-    head = (
-        ["model"]
-        + (["checkpoint"] if show_ckpt else [])
-        + ["task", "k", "n", "runs", "macro F1", "accuracy", "unparsed/run", "chance", "majority"]
-        + (["items/s", "wall s"] if show_time else [])
-    )
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
+
+    def cells(r: Mapping[str, Any]) -> list[str]:
         ns = len(r["seeds"])
         unparsed = [float(p["n_unparsed"]) for p in r["per_seed"]]
         std = statistics.stdev(unparsed) if ns > 1 else 0.0
-        cells = (
+        return [
+            str(ns),
+            _pm(r["macro_f1"], r["macro_f1_std"], ns),
+            _pm(r["accuracy"], r["accuracy_std"], ns),
+            _pm(statistics.fmean(unparsed), std, ns, digits=1),
+            f"{r['chance']:.3f}",
+            f"{r['majority_baseline']:.3f}",
+        ]
+
+    head = ["runs", "macro F1", "accuracy", "unparsed/run", "chance", "majority"]
+    return _markdown(rows, timing, head, cells)
+
+
+def _markdown(
+    rows: Sequence[Mapping[str, Any]],
+    timing: Mapping[str, Mapping[str, Any]] | None,
+    head: Sequence[str],
+    cells: Callable[[Mapping[str, Any]], list[str]],
+) -> str:
+    """One line per row: model, checkpoint (when any row has one), task, k, n, then the
+    table's own ``head`` columns, then the scoring rate when ``timing`` is given."""
+    if not rows:
+        return "(no scored records yet)"
+    show_ckpt = any(r.get("checkpoint") for r in rows)
+    names = (
+        ["model"]
+        + (["checkpoint"] if show_ckpt else [])
+        + ["task", "k", "n", *head]
+        + (["items/s", "wall s"] if timing else [])
+    )
+    lines = ["| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
+    for r in rows:
+        line = (
             [r["model"]]
             + ([r.get("checkpoint") or ""] if show_ckpt else [])
-            + [
-                r["task"],
-                str(r["k"]),
-                str(r["n"]),
-                str(ns),
-                _pm(r["macro_f1"], r["macro_f1_std"], ns),
-                _pm(r["accuracy"], r["accuracy_std"], ns),
-                _pm(statistics.fmean(unparsed), std, ns, digits=1),
-                f"{r['chance']:.3f}",
-                f"{r['majority_baseline']:.3f}",
-            ]
+            + [r["task"], str(r["k"]), str(r["n"]), *cells(r)]
         )
-        if show_time:
-            cells.extend(_rate(timing or {}, r))
-        lines.append("| " + " | ".join(cells) + " |")
+        if timing:
+            line.extend(_rate(timing, r))
+        lines.append("| " + " | ".join(line) + " |")
     return "\n".join(lines)
 
 
