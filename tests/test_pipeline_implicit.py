@@ -19,6 +19,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from tiny_bert import make_tiny_bert  # noqa: E402
+
 from nlieval import build_cli  # noqa: E402
 from nlieval import train as train_mod  # noqa: E402
 from nlieval.backends.classifier import (  # noqa: E402
@@ -81,24 +83,11 @@ def _write_corpus(path: Path, n_docs: int = 12) -> Path:
 
 def _tiny_bert(folder: Path) -> Path:
     """A 2-layer random BERT (hidden 32) whose WordPiece vocabulary is the corpus's words."""
-    from transformers import BertConfig, BertModel, BertTokenizer
+    from transformers import BertTokenizer
 
-    folder.mkdir(parents=True)
     words = sorted({w for t in SUBJECTS + VERBS + OBJECTS + LINKS for w in re.findall(r"\w+", t)})
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", *(w.lower() for w in words)]
-    (folder / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf-8")
-    tok = BertTokenizer(vocab=str(folder / "vocab.txt"))
-    torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
-    BertModel(cfg).save_pretrained(folder)
-    tok.save_pretrained(folder)
+    make_tiny_bert(folder, [".", ",", *(w.lower() for w in words)], max_positions=64)
+    tok = BertTokenizer.from_pretrained(folder)
     assert tok.unk_token not in tok.tokenize(" ".join(LINKS + SUBJECTS + VERBS + OBJECTS))
     return folder
 

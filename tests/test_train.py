@@ -15,6 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 yaml = pytest.importorskip("yaml")
 
+from tiny_bert import make_tiny_bert  # noqa: E402
+
 from nlieval.backends.classifier import (  # noqa: E402
     ClassifierError,
     EncoderClassifier,
@@ -57,25 +59,8 @@ def _one_thread() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer random BERT (hidden 32) with a WordPiece vocabulary of the task's words."""
-    from transformers import BertConfig, BertModel, BertTokenizer
-
     folder = tmp_path_factory.mktemp("tiny-bert")
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *NOUNS, *CUE.values(), "sees"]
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    # transformers 5 names the argument `vocab`; `vocab_file=` is silently ignored there.
-    tok = BertTokenizer(vocab=str(folder / "vocab.txt"))
-    torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=32,
-    )
-    BertModel(cfg).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    return make_tiny_bert(folder, [*NOUNS, *CUE.values(), "sees"])
 
 
 def _rows(n: int, seed: int) -> list[dict[str, str]]:
