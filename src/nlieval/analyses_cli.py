@@ -14,18 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .cli_args import positive_int
+
 CHAOSNLI_JSON = "chaosnli.json"
 PLOTS = ("accuracy_vs_shots.png", "accuracy_by_entropy.png", "divergence.png")
-
-
-def _bins(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--bins takes a positive integer, got {text!r}")
-    return value
 
 
 def _write_json(path: Path, payload: Any) -> None:
@@ -106,7 +98,7 @@ def cmd_plots(args: argparse.Namespace) -> int:
 
 def _add_common(p: argparse.ArgumentParser, against: bool = True) -> None:
     p.add_argument(
-        "--bins", type=_bins, default=5, help="equal-size bins of human-label entropy [5]"
+        "--bins", type=positive_int, default=5, help="equal-size bins of human-label entropy [5]"
     )
     if against:
         p.add_argument(

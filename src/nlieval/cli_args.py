@@ -29,6 +29,21 @@ def int_list(text: str) -> tuple[int, ...]:
         ) from None
 
 
+def positive_int(text: str) -> int:
+    """An integer of at least 1 (counts, bins, token limits).
+
+    >>> positive_int("5")
+    5
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def seeds(text: str) -> tuple[int, ...]:
     """A count (``"3"`` = seeds 0, 1, 2) or a list (``"1,5,7"``; ``"7,"`` is seed 7 alone).
 
@@ -38,14 +53,11 @@ def seeds(text: str) -> tuple[int, ...]:
     if "," in text:
         return int_list(text)
     try:
-        count = int(text)
-    except ValueError:
-        count = 0
-    if count < 1:
+        return tuple(range(positive_int(text)))
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(
             f"--seeds takes a positive count or a comma-separated list, got {text!r}"
-        )
-    return tuple(range(count))
+        ) from None
 
 
 def add_generator_args(p: argparse.ArgumentParser, default_model: str) -> None:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from . import cli_args
-from .cli_args import csv_list, int_list, seeds
+from .cli_args import csv_list, int_list, positive_int, seeds
 
 
 def _shots(text: str) -> tuple[int, ...]:
@@ -33,16 +33,6 @@ def _runs(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(
             f"--runs takes a positive count (3 = runs 0,1,2) or a list (0,4,7), got {text!r}"
         ) from None
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def cmd_instruct(args: argparse.Namespace) -> int:
@@ -171,7 +161,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="with --limit, take the classes in turn (SciNLI's files are sorted by class)",
     )
-    p.add_argument("--max-new-tokens", type=_positive, default=16, help="answer length limit [16]")
+    p.add_argument(
+        "--max-new-tokens", type=positive_int, default=16, help="answer length limit [16]"
+    )
     p.add_argument(
         "--no-system-role",
         action="store_true",
