@@ -44,11 +44,11 @@ import yaml  # noqa: E402
 from nlieval import data  # noqa: E402
 from nlieval.backends.base import ScoreRequest  # noqa: E402
 from nlieval.backends.hf import HFCausalLM  # noqa: E402
-from nlieval.models import local_hf_folder, resolve_model  # noqa: E402
-from nlieval.prompts import TEMPLATES, options_for  # noqa: E402
-from nlieval.runner import plan  # noqa: E402
-from nlieval.runs import RunConfig  # noqa: E402
-from nlieval.scoring import SweepPoint  # noqa: E402
+from nlieval.backends.weights import local_hf_folder, resolve_model  # noqa: E402
+from nlieval.choice import RunConfig  # noqa: E402
+from nlieval.choice.prompts import TEMPLATES, options_for  # noqa: E402
+from nlieval.choice.runner import plan  # noqa: E402
+from nlieval.choice.scoring import SweepPoint  # noqa: E402
 from nlieval.types import LETTERS, Item  # noqa: E402
 
 

@@ -32,8 +32,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from nlieval import data
-from nlieval.models import local_hf_folder, resolve_model
-from nlieval.prompts import PromptBuilder, answer_letter
+from nlieval.backends.weights import local_hf_folder, resolve_model
+from nlieval.choice.prompts import PromptBuilder, answer_letter
 
 
 def main() -> None:

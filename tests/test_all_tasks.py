@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from nlieval.choice import RunConfig, run
 from nlieval.data import TASKS
-from nlieval.runner import run
-from nlieval.runs import RunConfig
 
 # mnli_mm has no file in the shared data (see SOURCES.md); smoke needs no data dir.
 REAL = tuple(t for t in TASKS if t not in ("mnli_mm",))

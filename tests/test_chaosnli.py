@@ -17,8 +17,9 @@ from scipy.special import softmax
 from scipy.stats import entropy
 
 from nlieval.analyses import chaosnli
-from nlieval.analyses_cli import CHAOSNLI_JSON, add_commands
-from nlieval.runs import RunConfig, RunFolder
+from nlieval.choice import RunConfig
+from nlieval.cli.analyses import CHAOSNLI_JSON, add_commands
+from nlieval.runs import RunFolder
 from nlieval.types import Record
 
 NLI = ("entailment", "neutral", "contradiction")

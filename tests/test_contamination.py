@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from nlieval import contamination as cont
-from nlieval.contamination_cli import main as cli_main
-from nlieval.runs import RunConfig, RunFolder
+from nlieval.choice import RunConfig
+from nlieval.cli import main as cli_main
+from nlieval.runs import RunFolder
 from nlieval.types import Item, Record
 
 N = 4  # short n-grams keep the hand counts readable; DEFAULT_N has its own test

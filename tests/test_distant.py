@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from nlieval import build_cli, distant
+from nlieval.cli import build as build_cli
 from nlieval.data import DataError, load_pool, load_task, same_data
-from nlieval.distant import Document, Pair, match_linking_phrase
+from nlieval.sci import distant
+from nlieval.sci.distant import Document, Pair, match_linking_phrase
 from nlieval.types import SCI4, Label
 
 # Six papers. p1, p2, p3, p6: sentence lists (p3 in paragraphs); p4: a text that pysbd

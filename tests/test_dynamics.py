@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from nlieval.analyses.dynamics import checkpoint_order, dynamics, format_dynamics, plot_dynamics
+from nlieval.choice import RunConfig, run
+from nlieval.choice.prompts import PromptBuilder, answer_letter
 from nlieval.data import load_task
-from nlieval.prompts import PromptBuilder, answer_letter
-from nlieval.runner import run
-from nlieval.runs import RunConfig, RunFolder
+from nlieval.runs import RunFolder
 
 STEPS = (0, 10, 25, 50)
 

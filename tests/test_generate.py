@@ -15,7 +15,7 @@ from fake_openai import FakeServer, running
 from nlieval import data
 from nlieval.backends.openai import OpenAIChat
 from nlieval.cli import main
-from nlieval.generate import (
+from nlieval.metainference.generated import (
     ANSWERS,
     ITEMS,
     SUMMARY,
@@ -364,7 +364,7 @@ def test_examples_need_three_labels(tmp_path: Path, server: FakeServer) -> None:
 
 
 def test_local_chat_model(tmp_path: Path, tiny_llama: Path) -> None:
-    from nlieval.backends.generation import load_generator
+    from nlieval.backends.chat import load_generator
 
     yaml = _write_task(tmp_path)
     config = GenerateConfig(str(yaml), limit=2, attempts=2, max_new_tokens=4)
@@ -441,7 +441,7 @@ def test_snli_premises_with_examples_from_the_test_split(
 def test_generated_from_hypotheses_feed_the_chain_patterns(
     tmp_path: Path, server: FakeServer
 ) -> None:
-    from nlieval.inference import build
+    from nlieval.metainference.inferred import build
 
     yaml = _write_task(tmp_path)
     out = tmp_path / "gen"

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from nlieval import data, inference
-from nlieval.inference import (
+from nlieval import data
+from nlieval.metainference import inferred as inference
+from nlieval.metainference.inferred import (
     build,
     chain,
     consistency_report,
@@ -213,7 +214,7 @@ def test_format_report() -> None:
 
 
 def _cli(argv: list[str]) -> int:
-    from nlieval import logic_cli
+    from nlieval.cli import logic as logic_cli
 
     parser = argparse.ArgumentParser(prog="nlieval")
     logic_cli.add_commands(parser.add_subparsers(dest="command", required=True))

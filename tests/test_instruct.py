@@ -9,10 +9,10 @@ from collections.abc import Sequence
 
 import pytest
 
-from nlieval import instruct
 from nlieval.backends.base import GenerationBackend
-from nlieval.instruct import evaluate_instruct, parse_answer, select_exemplars
 from nlieval.metrics import point_metrics
+from nlieval.sci import instruct
+from nlieval.sci.instruct import evaluate_instruct, parse_answer, select_exemplars
 from nlieval.types import SCI4, Item, Label, Record
 
 C, R, E, N = Label.CONTRASTING, Label.REASONING, Label.ENTAILMENT, Label.NEUTRAL

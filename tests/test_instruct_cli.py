@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from nlieval import cli_args, runner
+from nlieval.cli import args as cli_args
 from nlieval.cli import main
+from nlieval.runs import loop
 from nlieval.types import SCI4
 
 # Answer shapes, and the class each must map to (None: unparsed, scored wrong).
@@ -224,7 +225,7 @@ def test_crash_mid_point_resumes_without_duplicates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     yaml = _task(tmp_path)
-    monkeypatch.setattr(runner, "CHUNK", 8)  # 20 items: chunks of 8, 8, 4
+    monkeypatch.setattr(loop, "CHUNK", 8)  # 20 items: chunks of 8, 8, 4
     whole = tmp_path / "whole"
     _use(monkeypatch, ShapeChat())
     assert main(_argv(yaml, whole)) == 0
@@ -340,7 +341,7 @@ def test_openai_compatible_server(
     from fake_openai import running
 
     yaml, out = _task(tmp_path), tmp_path / "served"
-    monkeypatch.setattr(runner, "CHUNK", 8)
+    monkeypatch.setattr(loop, "CHUNK", 8)
     failing = {"on": True}
 
     def answer(body: dict[str, Any]) -> tuple[Any, ...]:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from nlieval import logic
-from nlieval.logic import (
+from nlieval.metainference import logic
+from nlieval.metainference.logic import (
     And,
     Atom,
     Box,
@@ -436,7 +436,7 @@ def test_bad_target() -> None:
 
 
 def _cli(argv: list[str]) -> int:
-    from nlieval import logic_cli
+    from nlieval.cli import logic as logic_cli
 
     parser = argparse.ArgumentParser(prog="nlieval")
     logic_cli.add_commands(parser.add_subparsers(dest="command", required=True))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from nlieval import models
-from nlieval.models import ModelError, local_hf_folder, resolve_model
+from nlieval.backends import weights as models
+from nlieval.backends.weights import ModelError, local_hf_folder, resolve_model
 
 
 def test_folder_with_config_is_a_local_model(tiny_llama: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from fake_openai import FakeServer, running
 
 from nlieval.backends.base import GenerationBackend
-from nlieval.backends.generation import ServerOptions, load_generator
+from nlieval.backends.chat import ServerOptions, load_generator
 from nlieval.backends.openai import OpenAIChat, ServerError, _retry_after
 
 CONV = [{"role": "user", "content": "Say hi."}]

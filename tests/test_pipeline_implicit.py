@@ -21,22 +21,22 @@ torch = pytest.importorskip("torch")
 
 from tiny_bert import make_tiny_bert  # noqa: E402
 
-from nlieval import build_cli  # noqa: E402
-from nlieval import train as train_mod  # noqa: E402
 from nlieval.backends.classifier import (  # noqa: E402
     EncoderClassifier,
     is_classifier_folder,
     load_classifier,
 )
+from nlieval.cli import build as build_cli  # noqa: E402
 from nlieval.cli import main  # noqa: E402
-from nlieval.distant import (  # noqa: E402
+from nlieval.runs import RunFolder  # noqa: E402
+from nlieval.sci import train as train_mod  # noqa: E402
+from nlieval.sci.distant import (  # noqa: E402
     LINKING_PHRASES,
     classifier_fn,
     implicit_candidates,
     match_linking_phrase,
     read_corpus,
 )
-from nlieval.runs import RunFolder  # noqa: E402
 from nlieval.types import SCI4, Label  # noqa: E402
 
 SUBJECTS = ["the model", "our method", "the baseline", "the encoder", "the parser", "this approach"]

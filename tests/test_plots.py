@@ -9,9 +9,10 @@ import matplotlib.image as mpimg
 import pytest
 
 from nlieval.analyses import chaosnli, plots
-from nlieval.analyses_cli import PLOTS, add_commands
+from nlieval.choice import RunConfig
+from nlieval.cli.analyses import PLOTS, add_commands
 from nlieval.metrics import summarize
-from nlieval.runs import RunConfig, RunFolder
+from nlieval.runs import RunFolder
 from nlieval.types import Record
 
 NLI = ("entailment", "neutral", "contradiction")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nlieval.prompts import PromptBuilder, draw_shots, load_template
+from nlieval.choice.prompts import PromptBuilder, draw_shots, load_template
 from nlieval.types import ALPHA, NLI2, NLI3, Item, Label
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from nlieval.backends.base import ScoreRequest
+from nlieval.backends.weights import ModelError, resolve_model
+from nlieval.choice.scoring import make_sweep_point
 from nlieval.data import load_pool, load_task
-from nlieval.models import ModelError, resolve_model
-from nlieval.scoring import make_sweep_point
 
 pytestmark = pytest.mark.models
 

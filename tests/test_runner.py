@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from nlieval.backends.base import Progress, ScoreRequest
+from nlieval.choice import RunConfig, run
 from nlieval.report import report
-from nlieval.runner import run
-from nlieval.runs import RECORDS, RunConfig, RunError, RunFolder
+from nlieval.runs import RECORDS, RunError, RunFolder
 
 
 class HashLM:
@@ -244,8 +244,8 @@ def _ids(folder: Path) -> list[str]:
 def test_sample_is_stratified_seeded_and_in_file_order(data_dir: Path) -> None:
     from collections import Counter
 
+    from nlieval.choice.runner import plan
     from nlieval.data import load_task, sample_items
-    from nlieval.runner import plan
 
     items = load_task("scinli", data_dir).items
     # The file is sorted by class: the first 40 items are all contrasting.
@@ -327,7 +327,7 @@ def test_unlabelled_records_get_a_table_row() -> None:
     # Inferred and generated items have no gold label: the row must still show how many
     # items were scored and what the model predicted, with the scores as n/a.
     from nlieval.metrics import summarize
-    from nlieval.report import metrics_table
+    from nlieval.runs import metrics_table
     from nlieval.types import Record
 
     labels = ("entailment", "neutral", "contradiction")

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from nlieval.analyses import sci
 from nlieval.backends.classifier import classify_records
+from nlieval.choice import RunConfig
 from nlieval.cli import main
-from nlieval.instruct import _scores
-from nlieval.runs import RunConfig, RunFolder
+from nlieval.runs import RunFolder
+from nlieval.sci import report as sci
+from nlieval.sci.instruct import _scores
 from nlieval.types import SCI4, Item, Label, Record
 
 LABELS = tuple(lab.value for lab in SCI4)
@@ -223,7 +224,7 @@ def test_cli_tables_json_and_png(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_train_folder_reports_its_saved_test_records(tmp_path: Path) -> None:
     # A `nlieval train` folder is reported from the test records each seed saved; no run
     # folder and no second pass over the test set.
-    from nlieval.analyses.sci import iter_report_records, sci_rows
+    from nlieval.sci.report import iter_report_records, sci_rows
     from nlieval.types import Record
 
     labels = ("contrasting", "reasoning", "entailment", "neutral")

@@ -1,11 +1,11 @@
-"""Tests of nlieval.stats."""
+"""Tests of nlieval.data.stats."""
 
 from __future__ import annotations
 
 import pytest
 
 from nlieval.data import Dataset, load_task
-from nlieval.stats import dataset_stats, format_stats, overlap_pct, words
+from nlieval.data.stats import dataset_stats, format_stats, overlap_pct, words
 from nlieval.types import ALPHA, NLI3, Item, Label
 
 

@@ -26,7 +26,7 @@ from nlieval.backends.classifier import (  # noqa: E402
     label_mapping,
     load_classifier,
 )
-from nlieval.train import (  # noqa: E402
+from nlieval.sci.train import (  # noqa: E402
     TrainConfig,
     TrainError,
     build_model,
@@ -416,7 +416,7 @@ def test_two_stage_fresh_head_on_stage_one_encoder(
 
 
 def test_train_command(tiny_bert: Path, syn: dict[str, str], tmp_path: Path, capsys: Any) -> None:
-    from nlieval.train_cli import add_commands
+    from nlieval.cli.train import add_commands
 
     parser = argparse.ArgumentParser()
     add_commands(parser.add_subparsers(dest="command"))
@@ -439,8 +439,8 @@ def test_train_command(tiny_bert: Path, syn: dict[str, str], tmp_path: Path, cap
 def test_nlieval_run_uses_a_trained_classifier(
     trained: dict[str, Any], syn: dict[str, str], tmp_path: Path
 ) -> None:
-    from nlieval.runner import run
-    from nlieval.runs import RunConfig, RunFolder
+    from nlieval.choice import RunConfig, run
+    from nlieval.runs import RunFolder
 
     out_folder = trained["config"]["out"]
     cfg = RunConfig(model=out_folder, tasks=(syn["task"],), shots=(0, 3))

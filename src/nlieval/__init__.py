@@ -30,19 +30,19 @@ _EXPORTS = {
     "load_task": "data",
     "point_metrics": "metrics",
     "summarize": "metrics",
-    "ModelError": "models",
-    "resolve_model": "models",
-    "PromptBuilder": "prompts",
-    "draw_shots": "prompts",
-    "load_template": "prompts",
-    "metrics_table": "report",
+    "ModelError": "backends.weights",
+    "resolve_model": "backends.weights",
+    "PromptBuilder": "choice.prompts",
+    "draw_shots": "choice.prompts",
+    "load_template": "choice.prompts",
+    "metrics_table": "runs",
     "report": "report",
-    "run": "runner",
-    "RunConfig": "runs",
+    "run": "choice.runner",
+    "RunConfig": "choice.config",
     "RunError": "runs",
     "RunFolder": "runs",
-    "make_sweep_point": "scoring",
-    "score_items": "scoring",
+    "make_sweep_point": "choice.scoring",
+    "score_items": "choice.scoring",
     "ALPHA": "types",
     "NLI2": "types",
     "NLI3": "types",
@@ -104,12 +104,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         LogLikelihoodBackend,
         ScoreRequest,
     )
+    from .backends.weights import ModelError, resolve_model
+    from .choice.config import RunConfig
+    from .choice.prompts import PromptBuilder, draw_shots, load_template
+    from .choice.runner import run
+    from .choice.scoring import make_sweep_point, score_items
     from .data import TASKS, DataError, Dataset, TaskSpec, get_task, load_pool, load_task
     from .metrics import point_metrics, summarize
-    from .models import ModelError, resolve_model
-    from .prompts import PromptBuilder, draw_shots, load_template
     from .report import metrics_table, report
-    from .runner import run
-    from .runs import RunConfig, RunError, RunFolder
-    from .scoring import make_sweep_point, score_items
+    from .runs import RunError, RunFolder
     from .types import ALPHA, NLI2, NLI3, SCI4, Item, Label, Record

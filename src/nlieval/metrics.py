@@ -12,7 +12,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import accuracy_score, confusion_matrix, f1_score
 
 from .types import Record
 
@@ -32,6 +31,12 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
     >>> point_metrics([r])["accuracy"]
     1.0
     """
+    from sklearn.metrics import (  # heavy: loaded on first use
+        accuracy_score,
+        confusion_matrix,
+        f1_score,
+    )
+
     labelled = [r for r in records if r.gold is not None]
     if not records:
         raise ValueError("no records to score")
@@ -98,9 +103,21 @@ def _unlabelled_metrics(records: Sequence[Record]) -> dict[str, Any]:
     }
 
 
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+def mean_std(values: Sequence[float], *, skip_nan: bool = False) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for a single value). With ``skip_nan``,
+    NaN values are left out (both NaN when every value is NaN).
+
+    >>> mean_std([1.0, 3.0])
+    (2.0, 1.4142135623730951)
+    >>> mean_std([1.0, float("nan"), 3.0], skip_nan=True)[0]
+    2.0
+    """
     arr = np.asarray(values, dtype=float)
-    return float(arr.mean()), float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
+    if not skip_nan:
+        return float(arr.mean()), float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
+    if np.isnan(arr).all():
+        return math.nan, math.nan
+    return float(np.nanmean(arr)), float(np.nanstd(arr, ddof=1)) if len(arr) > 1 else 0.0
 
 
 def group_records(records: Iterable[Record]) -> dict[GroupKey, dict[int, list[Record]]]:
@@ -142,7 +159,7 @@ def summarize(records: Iterable[Record]) -> list[dict[str, Any]]:
             "majority_baseline": per_seed[0]["majority_baseline"],
         }
         for name in ("accuracy", "macro_f1", "gold_nll"):
-            row[name], row[name + "_std"] = _mean_std([p[name] for p in per_seed])
+            row[name], row[name + "_std"] = mean_std([p[name] for p in per_seed])
         row["pred_dist"] = {
             lab: float(np.mean([p["pred_dist"][lab] for p in per_seed])) for lab in row["labels"]
         }

@@ -12,8 +12,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from scipy.stats import kendalltau
-
 from ..metrics import summarize
 from ..runs import RunFolder
 from ..types import Record
@@ -21,10 +19,10 @@ from ..types import Record
 
 def checkpoint_order(folder: str | Path) -> list[str]:
     """The checkpoints of a run folder in the order they were given (``--checkpoints``)."""
-    cfg = RunFolder(folder).read_config()
-    if cfg is None or not cfg.checkpoints:
+    cfg = RunFolder(folder).read_config() or {}
+    if not cfg.get("checkpoints"):
         raise ValueError(f"{folder}: not a checkpoint run (made without --checkpoints)")
-    return list(cfg.checkpoints)
+    return [str(c) for c in cfg["checkpoints"]]
 
 
 def dynamics(records: Iterable[Record], order: Sequence[str]) -> list[dict[str, Any]]:
@@ -72,6 +70,8 @@ def dynamics(records: Iterable[Record], order: Sequence[str]) -> list[dict[str, 
 
 
 def _tau(x: Sequence[float], y: Sequence[float]) -> float:
+    from scipy.stats import kendalltau  # heavy: loaded on first use
+
     # kendalltau warns and returns nan for fewer than two points or a constant series.
     if len(x) < 2 or len(set(y)) < 2:
         return math.nan

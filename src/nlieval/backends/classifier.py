@@ -2,7 +2,7 @@
 
 A classifier is any Hugging Face encoder with a linear head on the first token's final
 hidden state ("[CLS] s1 [SEP] s2", the tokenizer's own pair encoding). It is trained by
-:mod:`nlieval.train` and saved as one folder::
+:mod:`nlieval.sci.train` and saved as one folder::
 
     config.json, model.safetensors      the encoder (``save_pretrained``)
     tokenizer files                     the tokenizer (``save_pretrained``)

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..models import ModelError, ModelSource, local_hf_folder, resolve_model
 from .base import Progress, ScoreRequest
+from .weights import ModelError, ModelSource, local_hf_folder, resolve_model
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import distant
-from .data import DataError
-from .types import SCI4, Label
+from ..data import DataError
+from ..sci import distant
+from ..types import SCI4, Label
 
 
 def _corpus_args(p: argparse.ArgumentParser) -> None:
@@ -152,7 +152,7 @@ def _load_classifier(folder: str) -> Any | None:
     output folder), or None when the classifier backend (torch, transformers) cannot be
     imported here."""
     try:
-        from .backends.classifier import EncoderClassifier, classifier_checkpoints
+        from ..backends.classifier import EncoderClassifier, classifier_checkpoints
     except ImportError:
         return None
     found = classifier_checkpoints(folder)

@@ -1,7 +1,7 @@
 """The ``logic`` and ``infer`` commands (meta-inferential consistency, METHODS.md section 5).
 
-``nlieval logic table``          every relation of :data:`nlieval.logic.RELATIONS` under
-                                 every reading, decided now (``--format json`` for a list)
+``nlieval logic table``          every relation of ``RELATIONS`` (metainference.logic)
+                                 under every reading, decided now (``--format json`` for a list)
 ``nlieval logic check REL``      one meta-inference, with a counter-model where it fails
 ``nlieval logic conclude IN T``  what input labels entail about a target pair
 ``nlieval infer build``          inferred items from a task, as a task folder for ``run``
@@ -17,7 +17,19 @@ import argparse
 import json
 from collections.abc import Callable
 
-from . import logic
+from .. import data
+from ..metainference import logic
+from ..metainference.inferred import (
+    PATTERNS,
+    build,
+    consistency_report,
+    format_report,
+    read_task,
+    write_task,
+)
+from ..runs import iter_run_records
+from ..types import Item
+from .args import add_data_dir
 
 
 def _readings_arg(p: argparse.ArgumentParser) -> None:
@@ -52,13 +64,12 @@ def _add_logic(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_infer(sub: argparse._SubParsersAction) -> None:
-    from .inference import PATTERNS
 
     p = sub.add_parser("infer", help="inferred test items and their consistency report")
     isub = p.add_subparsers(dest="infer_command", required=True)
     b = isub.add_parser("build", help="build inferred items from a labelled NLI task")
     b.add_argument("--task", required=True, help="task name or task YAML (labels E/N/C)")
-    b.add_argument("--data-dir", default=None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    add_data_dir(b)
     b.add_argument("--split", default=None, help="split of the task (default: the task's)")
     b.add_argument("--limit", type=int, default=None, help="use the first N items only")
     b.add_argument(
@@ -139,10 +150,6 @@ def _cmd_conclude(args: argparse.Namespace) -> int:
 def _cmd_build(args: argparse.Namespace) -> int:
     from collections import Counter
 
-    from . import data
-    from .inference import build, write_task
-    from .types import Item
-
     ds = data.load_task(args.task, args.data_dir, args.split, skip_bad=args.skip_bad)
     items = ds.items[: args.limit] if args.limit is not None else ds.items
     generated: tuple[Item, ...] = ()
@@ -159,8 +166,6 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .inference import consistency_report, format_report, read_task
-    from .runs import iter_run_records
 
     items = read_task(args.items)
     records = list(iter_run_records([args.run]))

@@ -12,8 +12,12 @@ import json
 import sys
 from pathlib import Path
 
-from . import cli_args
-from .cli_args import csv_list, int_list, positive_int, seeds
+from ..backends.weights import resolve_model
+from ..runs import RunError, instruct_table, run_timing
+from ..sci import report as sci
+from ..sci.instruct import SHOTS, InstructConfig, run_instruct
+from . import args as cli_args
+from .args import add_data_dir, csv_list, int_list, positive_int, seeds
 
 
 def _shots(text: str) -> tuple[int, ...]:
@@ -37,13 +41,8 @@ def _runs(text: str) -> tuple[int, ...]:
 
 def cmd_instruct(args: argparse.Namespace) -> int:
     """Run (or resume) a prompted instruct model; print the table, return 0."""
-    from .instruct import InstructConfig, run_instruct
-    from .report import instruct_table, run_timing
-    from .runs import RunError
 
     if args.api_base is None:
-        from .models import resolve_model
-
         resolve_model(args.model)  # a wrong name fails before the folder is made
     config = InstructConfig(
         model=args.model,
@@ -84,7 +83,6 @@ def cmd_instruct(args: argparse.Namespace) -> int:
 
 def cmd_sci_report(args: argparse.Namespace) -> int:
     """Scores, per-domain and per-class F1, confusion matrices (and PNGs) of run folders."""
-    from .analyses import sci
 
     if (args.in_domain is None) != (args.out_of_domain is None):
         raise ValueError("--in-domain and --out-of-domain go together")
@@ -117,7 +115,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     >>> args.model, args.tasks, args.shots, args.runs, args.split, args.handler.__name__
     ('smollm2-135m', ('scinli',), (0, 4), (0, 1, 2), 'test', 'cmd_instruct')
     """
-    from .instruct import SHOTS
 
     p = sub.add_parser(
         "instruct",
@@ -169,7 +166,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="put the instructions into the first user turn (templates without a system role)",
     )
-    p.add_argument("--data-dir", default=None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    add_data_dir(p)
     p.add_argument("--out", "--output_path", dest="out", required=True, help="run folder")
     p.add_argument("--no-prompts", action="store_true", help="do not store prompt texts in records")
     p.add_argument("--overwrite", action="store_true", help="discard what the run folder holds")

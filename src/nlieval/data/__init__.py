@@ -27,6 +27,7 @@ import ast
 import csv
 import dataclasses
 import gzip
+import hashlib
 import io
 import json
 import logging
@@ -43,14 +44,14 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
-from .types import ALPHA, NLI2, NLI3, SCI4, Item, Label
+from ..types import ALPHA, NLI2, NLI3, SCI4, Item, Label
 
 log = logging.getLogger(__name__)
 
 #: Environment variable naming the data directory when no ``data_dir`` is passed.
 ENV_DATA_DIR = "NLIEVAL_DATA_DIR"
 
-#: Template family of each ordered label set (see ``nlieval.prompts.TEMPLATES``).
+#: Template family of each ordered label set (see ``nlieval.choice.prompts.TEMPLATES``).
 FAMILIES: dict[tuple[Label, ...], str] = {
     NLI3: "nli3",
     NLI2: "nli2",
@@ -1117,6 +1118,19 @@ def load_task(
     spec = get_task(name_or_path)
     split = split or spec.default_split
     return _load_split(spec, split, resolve_data_dir(data_dir), skip_bad)
+
+
+def seeded_rng(seed: int, *keys: object) -> random.Random:
+    """A random generator for one seed and one purpose (a document, a class, a run).
+
+    Seeded from a SHA-256 of ``repr((seed, *keys))``: stable across processes and Python
+    versions, unlike ``hash()`` of a string.
+
+    >>> seeded_rng(0, "x").random() == seeded_rng(0, "x").random()
+    True
+    """
+    digest = hashlib.sha256(repr((seed, *keys)).encode("utf-8")).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 def sample_items(items: Sequence[Item], n: int, seed: int = 0) -> tuple[Item, ...]:

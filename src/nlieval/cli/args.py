@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..backends.chat import ServerOptions, load_generator
+
 
 def csv_list(text: str) -> tuple[str, ...]:
     """``"a, b,c"`` -> ``("a", "b", "c")``.
@@ -60,6 +62,11 @@ def seeds(text: str) -> tuple[int, ...]:
         ) from None
 
 
+def add_data_dir(p: argparse.ArgumentParser) -> None:
+    """``--data-dir``: where the official benchmark files are."""
+    p.add_argument("--data-dir", default=None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+
+
 def add_generator_args(p: argparse.ArgumentParser, default_model: str) -> None:
     """The flags that pick a chat model: local transformers, or an OpenAI-compatible server."""
     p.add_argument(
@@ -84,7 +91,6 @@ def add_generator_args(p: argparse.ArgumentParser, default_model: str) -> None:
 def generator_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~nlieval.backends.base.GenerationBackend` the flags of
     :func:`add_generator_args` ask for."""
-    from .backends.generation import ServerOptions, load_generator
 
     server = None
     if args.api_base:

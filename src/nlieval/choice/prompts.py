@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jinja2
 
-from .types import LETTERS, Item, Label
+from ..types import LETTERS, Item, Label
 
 NLI3_TEMPLATE = """Premise: {{ premise }}
 Hypothesis: {{ hypothesis }}

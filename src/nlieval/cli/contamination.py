@@ -18,9 +18,10 @@ import importlib.util
 import json
 from typing import Any
 
-from . import contamination as cont
-from . import data
-from .cli_args import csv_list
+from .. import contamination as cont
+from .. import data
+from ..runs import iter_run_records
+from .args import add_data_dir, csv_list
 
 
 def _thresholds(text: str) -> tuple[float, ...] | str:
@@ -72,7 +73,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="scan with Ray: a local one, or a cluster ('auto', 'ray://host:10001')",
     )
     p.add_argument("--shard-mb", type=int, default=cont.SHARD_BYTES >> 20, help="[64]")
-    p.add_argument("--data-dir", default=None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    add_data_dir(p)
     p.add_argument("--split", default=None)
     p.add_argument("--limit", type=int, default=None, help="first N items of each task")
     p.add_argument("--skip-bad", action="store_true")
@@ -147,7 +148,6 @@ def _summary_table(scores: list[dict[str, Any]]) -> str:
 
 def run_contamination(args: argparse.Namespace) -> int:
     """Handler of ``nlieval contamination`` (see the module docstring)."""
-    from .runs import iter_run_records
 
     if args.scores:
         scores = cont.read_scores(args.scores)
@@ -172,15 +172,4 @@ def run_contamination(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the command alone (for tests and until it is wired into ``nlieval``).
-
-    >>> main(["contamination", "--task", "smoke"])  # doctest: +SKIP
-    """
-    parser = argparse.ArgumentParser(prog="nlieval")
-    add_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.handler(args))
-
-
-__all__ = ["add_commands", "main", "run_contamination"]
+__all__ = ["add_commands", "run_contamination"]

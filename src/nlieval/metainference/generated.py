@@ -40,11 +40,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import data
-from .backends.base import GenerationBackend
-from .distant import seeded_rng
-from .runs import RunError, _atomic_write
-from .types import NLI3, Item, Label
+from .. import data
+from ..backends.base import GenerationBackend
+from ..data import seeded_rng
+from ..runs import RunError, atomic_write
+from ..types import NLI3, Item, Label
 
 Message = dict[str, str]
 
@@ -227,7 +227,7 @@ def parse_hypotheses(text: str) -> dict[Label, str]:
     'x'
     >>> parse_hypotheses('{"entailment": "x", "neutral": ""}')
     Traceback (most recent call last):
-    nlieval.generate.InvalidAnswer: missing key(s): contradiction
+    nlieval.metainference.generated.InvalidAnswer: missing key(s): contradiction
     """
     problems = []
     for obj in _json_objects(text):
@@ -331,7 +331,7 @@ class GenFolder:
                     f"{self.path} holds items generated with other settings ({detail}); "
                     "choose another --out, or pass --overwrite to start again"
                 )
-        _atomic_write(cfg, json.dumps(dict(config), indent=2, ensure_ascii=False) + "\n")
+        atomic_write(cfg, json.dumps(dict(config), indent=2, ensure_ascii=False) + "\n")
 
     def repair(self) -> int:
         """Cut a partial last line of the answer log (a crash mid-write); bytes removed."""
@@ -395,7 +395,7 @@ class GenFolder:
         (see :meth:`item_rows`); returns the number of items written."""
         rows = self.item_rows(order)
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        _atomic_write(self.path / ITEMS, text)
+        atomic_write(self.path / ITEMS, text)
         return len(rows)
 
     def log_answer(self, row: Mapping[str, Any]) -> None:
@@ -436,7 +436,7 @@ class GenFolder:
             },
         }
         path = self.path / TASK
-        _atomic_write(path, yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
+        atomic_write(path, yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
         return path
 
 
@@ -709,7 +709,7 @@ def generate_items(
             "seconds": round(time.perf_counter() - started, 1),
             "stopped": stopped,
         }
-        _atomic_write(folder.path / SUMMARY, json.dumps(summary, indent=2) + "\n")
+        atomic_write(folder.path / SUMMARY, json.dumps(summary, indent=2) + "\n")
     folder.write_task(
         name,
         f"{n_items // len(KEYS)} premises x 3 hypotheses written by {backend.name} "

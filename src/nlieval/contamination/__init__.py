@@ -64,7 +64,8 @@ from typing import IO, Any, TypeVar, cast
 
 import numpy as np
 
-from .types import Item, Record
+from ..metrics import mean_std
+from ..types import Item, Record
 
 log = logging.getLogger(__name__)
 
@@ -778,18 +779,11 @@ def score_summary(scores: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _metric(records: Sequence[Record], metric: str) -> float:
-    from .metrics import point_metrics
+    from ..metrics import point_metrics
 
     if not any(r.gold is not None for r in records):
         return math.nan
     return float(point_metrics(records)[metric])
-
-
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    arr = np.asarray(values, dtype=float)
-    if np.isnan(arr).all():
-        return math.nan, math.nan
-    return float(np.nanmean(arr)), float(np.nanstd(arr, ddof=1)) if len(arr) > 1 else 0.0
 
 
 def epg(
@@ -815,7 +809,7 @@ def epg(
     >>> rows[0]["epg"], rows[0]["pct_contaminated"]
     (0.5, 50.0)
     """
-    from .metrics import group_records
+    from ..metrics import group_records
 
     score_of = {(s["task"], str(s["item_id"])): float(s["score"]) for s in scores}
     tasks = {task for task, _ in score_of}
@@ -853,15 +847,15 @@ def _epg_point(
         alls.append(_metric(recs, metric))
         cleans.append(_metric([r for r in recs if score_of[r.item_id] <= t], metric))
     gains = [a - c for a, c in zip(alls, cleans, strict=True)]
-    epg_mean, epg_std = _mean_std(gains)
+    epg_mean, epg_std = mean_std(gains, skip_nan=True)
     return {
         "threshold": t,
         "n_items": len(items),
         "n_contaminated": n_cont,
         "n_clean": len(items) - n_cont,
         "pct_contaminated": 100 * n_cont / len(items) if items else math.nan,
-        "metric_all": _mean_std(alls)[0],
-        "metric_clean": _mean_std(cleans)[0],
+        "metric_all": mean_std(alls, skip_nan=True)[0],
+        "metric_clean": mean_std(cleans, skip_nan=True)[0],
         "epg": epg_mean,
         "epg_std": epg_std,
     }

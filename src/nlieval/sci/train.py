@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from .data import load_task, same_data
-from .types import Item
+from ..data import load_task, same_data
+from ..metrics import mean_std
+from ..types import Item
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +232,7 @@ def load_data(config: TrainConfig) -> TrainData:
 
     >>> load_data(TrainConfig("minilm", "sick", dev_split="trial"))   # doctest: +SKIP
     """
-    from .backends.classifier import label_mapping
+    from ..backends.classifier import label_mapping
 
     train = _load_part(config.task, config.train_split, config.data_dir)
     labels = train.labels
@@ -276,7 +277,7 @@ def seed_checkpoint(init_from: str | Path, seed: int) -> Path:
     >>> seed_checkpoint("runs/stage1", 0)                  # doctest: +SKIP
     PosixPath('runs/stage1/seed0')
     """
-    from .backends.classifier import classifier_checkpoints, is_classifier_folder
+    from ..backends.classifier import classifier_checkpoints, is_classifier_folder
 
     root = Path(init_from)
     if is_classifier_folder(root):
@@ -309,7 +310,7 @@ def build_model(
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from .backends.classifier import PairClassifier, load_head, read_meta
+    from ..backends.classifier import PairClassifier, load_head, read_meta
 
     source = str(init_from) if init_from is not None else resolve_encoder(config.model)
     torch.manual_seed(seed)
@@ -417,8 +418,8 @@ def evaluate(
 
     >>> metrics, records = evaluate(model, tok, meta, data.dev)    # doctest: +SKIP
     """
-    from .backends.classifier import EncoderClassifier, classify_records
-    from .metrics import point_metrics
+    from ..backends.classifier import EncoderClassifier, classify_records
+    from ..metrics import point_metrics
 
     backend = EncoderClassifier.from_model(model, tokenizer, meta, batch_size=batch_size, name=name)
     records = classify_records(
@@ -445,7 +446,7 @@ def _train_epoch(
     import torch
     import torch.nn.functional as F
 
-    from .backends.classifier import encode_pairs
+    from ..backends.classifier import encode_pairs
 
     items = data.train.items
     targets = torch.tensor([data.labels.index(it.label.value) for it in items if it.label])
@@ -475,7 +476,7 @@ def _train_epoch(
 
 
 def _meta_for(model: Any, data: TrainData, config: TrainConfig, extra: Mapping[str, Any]) -> Any:
-    from .backends.classifier import ClassifierMeta
+    from ..backends.classifier import ClassifierMeta
 
     return ClassifierMeta(
         labels=data.labels,
@@ -532,7 +533,7 @@ def fit(
     import torch
     from tqdm.auto import tqdm
 
-    from .backends.classifier import pick_device, save_classifier
+    from ..backends.classifier import pick_device, save_classifier
 
     model.to(torch.device(pick_device(config.device)))
     optimizer = make_optimizer(model, config)
@@ -594,8 +595,8 @@ def _write_json(path: Path, payload: Any) -> None:
 
 
 def _mean_std(values: Sequence[float]) -> dict[str, float]:
-    arr = np.asarray(values, dtype=float)
-    return {"mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0}
+    mean, std = mean_std(values)
+    return {"mean": mean, "std": std}
 
 
 def summarize_seeds(per_seed: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -641,7 +642,7 @@ def _finished(folder: Path, key: Mapping[str, Any]) -> dict[str, Any] | None:
 def _test_seed(
     model: Any, tokenizer: Any, data: TrainData, config: TrainConfig, seed: int, folder: Path
 ) -> dict[str, Any]:
-    from .backends.classifier import read_meta
+    from ..backends.classifier import read_meta
 
     assert data.test is not None
     name = Path(config.out).name

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
-from .data import Dataset
+from . import Dataset
 
 _WORD = re.compile(r"\w+")
 

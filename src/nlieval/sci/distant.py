@@ -41,10 +41,8 @@ document id or class, so a document's pairs do not depend on the order of the co
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import math
-import random
 import re
 from bisect import bisect_right
 from collections import Counter
@@ -54,8 +52,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any
 
-from .data import DataError
-from .types import SCI4, Label
+from ..data import DataError, seeded_rng
+from ..types import SCI4, Label
 
 #: Linking phrases per class, as in METHODS.md's table (canonical spelling).
 LINKING_PHRASES: dict[Label, tuple[str, ...]] = {
@@ -338,19 +336,6 @@ class Pair:
             "phrase": self.phrase,
             "confidence": self.confidence,
         }
-
-
-def seeded_rng(seed: int, *keys: object) -> random.Random:
-    """A random generator for one seed and one purpose (a document, a class, a run).
-
-    Seeded from a SHA-256 of ``repr((seed, *keys))``: stable across processes and Python
-    versions, unlike ``hash()`` of a string.
-
-    >>> seeded_rng(0, "x").random() == seeded_rng(0, "x").random()
-    True
-    """
-    digest = hashlib.sha256(repr((seed, *keys)).encode("utf-8")).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 def explicit_pairs(doc: Document) -> list[Pair]:

@@ -14,10 +14,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .cli_args import positive_int
+from ..analyses import chaosnli, plots
+from ..analyses.chaosnli import format_all_correct, format_bins_table, format_table
+from ..analyses.dynamics import checkpoint_order, dynamics, format_dynamics, plot_dynamics
+from ..metrics import summarize
+from ..runs import RunFolder, iter_run_records
+from .args import add_data_dir, positive_int
 
 CHAOSNLI_JSON = "chaosnli.json"
 PLOTS = ("accuracy_vs_shots.png", "accuracy_by_entropy.png", "divergence.png")
+
+
+def cmd_dynamics(args: argparse.Namespace) -> int:
+    rows = dynamics(RunFolder(args.run).iter_records(), checkpoint_order(args.run))
+    print(format_dynamics(rows))
+    if args.plot:
+        print(f"\nplot: {plot_dynamics(rows, args.plot)}")
+    return 0
 
 
 def _write_json(path: Path, payload: Any) -> None:
@@ -26,7 +39,6 @@ def _write_json(path: Path, payload: Any) -> None:
 
 
 def _print_scores(rows: Sequence[Any], bins: Sequence[Any], subsets: Sequence[Any]) -> None:
-    from .analyses.chaosnli import format_all_correct, format_bins_table, format_table
 
     print(format_table(rows))
     print("\nAccuracy by human-label entropy (quantile bins):\n")
@@ -37,8 +49,6 @@ def _print_scores(rows: Sequence[Any], bins: Sequence[Any], subsets: Sequence[An
 
 def cmd_chaosnli(args: argparse.Namespace) -> int:
     """Scores of the ChaosNLI records of run folders: tables printed, JSON written."""
-    from .analyses import chaosnli
-    from .runs import iter_run_records
 
     frame = chaosnli.item_frame(iter_run_records(args.runs))
     if frame.empty:
@@ -56,7 +66,6 @@ def cmd_chaosnli(args: argparse.Namespace) -> int:
 
 def cmd_chaosnli_score(args: argparse.Namespace) -> int:
     """Scores of a prediction file in the official ChaosNLI format."""
-    from .analyses import chaosnli
 
     frame = chaosnli.prediction_frame(args.predictions, args.task, args.data_dir)
     rows = chaosnli.score_predictions(frame)
@@ -75,9 +84,6 @@ def cmd_chaosnli_score(args: argparse.Namespace) -> int:
 
 def cmd_plots(args: argparse.Namespace) -> int:
     """The three PNGs from saved run folders (a plot without data is skipped, with a note)."""
-    from .analyses import chaosnli, plots
-    from .metrics import summarize
-    from .runs import iter_run_records
 
     records = list(iter_run_records(args.runs))
     out = Path(args.out)
@@ -110,6 +116,12 @@ def _add_common(p: argparse.ArgumentParser, against: bool = True) -> None:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "dynamics", help="accuracy and gold NLL over the checkpoints of a run, Kendall tau"
+    )
+    p.add_argument("run", help="run folder made with --checkpoints")
+    p.add_argument("--plot", default=None, help="write the curves to this PNG")
+    p.set_defaults(handler=cmd_dynamics)
     """Add ``chaosnli``, ``chaosnli-score`` and ``plots`` to the main subparsers.
 
     >>> parser = argparse.ArgumentParser()
@@ -135,7 +147,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         choices=("chaosnli_snli", "chaosnli_mnli", "chaosnli_alphanli"),
         help="the ChaosNLI set the predictions are for",
     )
-    p.add_argument("--data-dir", default=None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    add_data_dir(p)
     p.add_argument("--json", default=None, help="also write the scores to this JSON file")
     _add_common(p)
     p.set_defaults(handler=cmd_chaosnli_score)

@@ -4,36 +4,30 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
-from . import data
-from .backends.base import ClassifierBackend, LogLikelihoodBackend, Progress
-from .metrics import summarize
-from .models import resolve_model
-from .report import markdown_summary
-from .runs import FolderConfig, RunConfig, RunFolder, environment
+from .. import data
+from ..backends.base import ClassifierBackend, LogLikelihoodBackend, Progress
+from ..backends.weights import resolve_model
+from ..runs import Draws, RunFolder, Step, finalize, run_steps
+from ..types import Item, Record
+from .config import RunConfig
 from .scoring import SweepPoint, make_sweep_point, score_items
-from .types import Item, Record
 
 log = logging.getLogger(__name__)
 
 AnyBackend = LogLikelihoodBackend | ClassifierBackend
 BackendFactory = Callable[[RunConfig, str | None], AnyBackend]
-
-#: Items scored per durable write: a crash loses at most this many items' work.
-CHUNK = 32
+Planned = list[tuple[data.Dataset, list[SweepPoint], dict[str, Any]]]
 
 
 def default_backend(config: RunConfig, checkpoint: str | None) -> AnyBackend:
     """The transformers backend for the config's model (or one of its checkpoints): a
     fine-tuned classifier folder (``nlieval train``) or a causal language model."""
-    from .backends.classifier import EncoderClassifier, is_classifier_folder
-    from .backends.hf import HFCausalLM
+    from ..backends.classifier import EncoderClassifier, is_classifier_folder
+    from ..backends.hf import HFCausalLM
 
     model = checkpoint if checkpoint and Path(checkpoint).exists() else config.model
     if is_classifier_folder(model):
@@ -50,7 +44,7 @@ def default_backend(config: RunConfig, checkpoint: str | None) -> AnyBackend:
     )
 
 
-def plan(config: RunConfig) -> list[tuple[data.Dataset, list[SweepPoint], dict[str, Any]]]:
+def plan(config: RunConfig) -> Planned:
     """Load every task, its few-shot pool and the fixed draws of every sweep point.
 
     Returns per task: the dataset (cut to ``limit``, or its stratified ``sample``), its
@@ -124,64 +118,55 @@ def run(
     folder = RunFolder(out_dir)
     folder.start(config, overwrite=overwrite)
     done = folder.done_keys()
-    checkpoints: Sequence[str | None] = config.checkpoints or (None,)
-    model_name = config.model
-    todo_total = sum(
-        1
-        for ckpt in checkpoints
-        for ds, points, _ in planned
-        for p in points
-        for it in ds.items
-        if (model_name, ckpt, p.task, p.k, p.seed, it.id) not in done
-    )
+    model = config.model
+    steps: list[Step[Item]] = []
+    for ckpt in config.checkpoints or (None,):
+        for ds, points, _ in planned:
+            for p in points:
+                # By length, so that each chunk (and each batch in it) holds items
+                # of similar length: less padding. Results do not depend on order.
+                todo = sorted(
+                    (
+                        it
+                        for it in ds.items
+                        if (model, ckpt, p.task, p.k, p.seed, it.id) not in done
+                    ),
+                    key=_length,
+                )
+                key = "|".join(str(x) for x in (ckpt or "", p.task, p.k, p.seed))
+                label = f"{p.task} k={p.k} seed={p.seed}" + (f" {ckpt}" if ckpt else "")
+                steps.append(Step(key, label, todo, group=ckpt, point=p))
     if done:
         log.info(
-            "resuming %s: %d records already there, %d items to go", out_dir, len(done), todo_total
+            "resuming %s: %d records already there, %d items to go",
+            out_dir,
+            len(done),
+            sum(len(s.todo) for s in steps),
         )
-    started = time.time()
-    timing = folder.read_timing()
-    bar = tqdm(
-        total=todo_total, unit="item", disable=not progress or todo_total == 0, dynamic_ncols=True
-    )
-    try:
-        for ckpt in checkpoints:
-            backend: AnyBackend | None = None
-            for ds, points, _ in planned:
-                for p in points:
-                    # By length, so that each chunk (and each batch in it) holds items
-                    # of similar length: less padding. Results do not depend on order.
-                    todo = sorted(
-                        (
-                            it
-                            for it in ds.items
-                            if (model_name, ckpt, p.task, p.k, p.seed, it.id) not in done
-                        ),
-                        key=_length,
-                    )
-                    if not todo:
-                        continue
-                    if backend is None:
-                        # Loaded only when there is work: a finished run resumes instantly.
-                        backend = backend_factory(config, ckpt)
-                    bar.set_description(
-                        f"{p.task} k={p.k} seed={p.seed}" + (f" {ckpt}" if ckpt else "")
-                    )
-                    key = "|".join(str(x) for x in (ckpt or "", p.task, p.k, p.seed))
-                    spent = timing.setdefault(key, {"seconds": 0.0, "items": 0})
-                    for start in range(0, len(todo), CHUNK):
-                        chunk = todo[start : start + CHUNK]
-                        t0 = time.time()
-                        folder.append(
-                            _score(backend, p, chunk, model_name, ckpt, config, bar.update)
-                        )
-                        # Kept per chunk so a killed run keeps the time it spent.
-                        spent["seconds"] = round(spent["seconds"] + time.time() - t0, 3)
-                        spent["items"] += len(chunk)
-                        folder.write_timing(timing)
-    finally:
-        bar.close()
-    elapsed = time.time() - started
-    return finalize(folder, config, planned, elapsed if todo_total else None, timing)
+
+    def make_backend(ckpt: Hashable) -> AnyBackend:
+        return backend_factory(config, ckpt if isinstance(ckpt, str) else None)
+
+    def work(
+        backend: AnyBackend, step: Step[Item], chunk: Sequence[Item], progress: Progress
+    ) -> list[Record]:
+        ckpt = step.group if isinstance(step.group, str) else None
+        return _score(backend, step.point, chunk, model, ckpt, config, progress)
+
+    elapsed = run_steps(folder, steps, make_backend, work, progress=progress)
+    data_info, draws = _data_report(planned)
+    return finalize(folder, config.to_dict(), elapsed, data_info=data_info, draws=draws)
+
+
+def _data_report(planned: Planned) -> tuple[dict[str, dict[str, Any]], Draws]:
+    """What ``results.json`` keeps of a plan: the data report per task and the few-shot
+    ids per task, k and seed."""
+    info = {ds.task: dict(task_info) for ds, _, task_info in planned}
+    draws: dict[str, dict[int, dict[int, Sequence[str]]]] = {}
+    for ds, points, _ in planned:
+        for p in points:
+            draws.setdefault(ds.task, {}).setdefault(p.k, {})[p.seed] = p.shot_ids
+    return info, draws
 
 
 def _length(item: Item) -> int:
@@ -198,7 +183,7 @@ def _score(
     progress: Progress,
 ) -> list[Record]:
     if isinstance(backend, ClassifierBackend):
-        from .backends.classifier import classify_records
+        from ..backends.classifier import classify_records
 
         return classify_records(
             backend,
@@ -225,7 +210,7 @@ def _score(
 def _classifier_config(config: RunConfig) -> RunConfig:
     """Fine-tuned classifiers take no shots; a ``nlieval train`` output folder is run
     as the ordered list of its per-seed checkpoints."""
-    from .backends.classifier import classifier_checkpoints, is_classifier_folder
+    from ..backends.classifier import classifier_checkpoints, is_classifier_folder
 
     ckpts = classifier_checkpoints(config.model) if Path(config.model).is_dir() else []
     if not ckpts:
@@ -236,50 +221,3 @@ def _classifier_config(config: RunConfig) -> RunConfig:
     if not is_classifier_folder(config.model) and not config.checkpoints:
         new = dataclasses.replace(new, checkpoints=tuple(str(c) for c in ckpts))
     return new
-
-
-def finalize(
-    folder: RunFolder,
-    config: FolderConfig | None,
-    planned: list[tuple[data.Dataset, list[SweepPoint], dict[str, Any]]] | None = None,
-    elapsed: float | None = None,
-    timing: dict[str, dict[str, Any]] | None = None,
-    *,
-    data_info: Mapping[str, Mapping[str, Any]] | None = None,
-    draws: Mapping[str, Mapping[int, Mapping[int, Sequence[str]]]] | None = None,
-) -> dict[str, Any]:
-    """Recompute the metrics from the saved records and (re)write results and summary.
-
-    The data report and the few-shot draws come from ``planned`` (``nlieval run``) or
-    are given as ``data_info`` (per task) and ``draws`` (shot ids per task, k and seed).
-    """
-    old = folder.read_results()
-    results: dict[str, Any] = {
-        "config": config.to_dict() if config else old.get("config"),
-        "environment": environment(),
-        "data": old.get("data", {}),
-        "draws": old.get("draws", {}),
-        "timing": old.get("timing", {}),
-    }
-    for ds, points, info in planned or []:
-        results["data"][ds.task] = info
-        task_draws = results["draws"].setdefault(ds.task, {})
-        for p in points:
-            task_draws.setdefault(str(p.k), {})[str(p.seed)] = list(p.shot_ids)
-    for task, task_info in (data_info or {}).items():
-        results["data"][task] = dict(task_info)
-    for task, by_k in (draws or {}).items():
-        for k, by_seed in by_k.items():
-            saved = results["draws"].setdefault(task, {}).setdefault(str(k), {})
-            saved.update({str(seed): list(ids) for seed, ids in by_seed.items()})
-    if elapsed is not None:
-        results["timing"]["last_invocation_s"] = round(elapsed, 2)
-    if timing is None:
-        timing = folder.read_timing() or results["timing"].get("sweep_points")
-    if timing is not None:
-        # Wall time of the scoring loop per sweep point, summed over invocations
-        # (model loading excluded).
-        results["timing"]["sweep_points"] = timing
-    results["metrics"] = summarize(folder.iter_records())
-    folder.write_results(results, markdown_summary(results))
-    return results

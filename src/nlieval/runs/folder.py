@@ -16,26 +16,20 @@ from __future__ import annotations
 
 import json
 import os
-import platform
-import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
-from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
-from .types import Record
-
-if TYPE_CHECKING:
-    from .instruct import InstructConfig
+from ..types import Record
 
 RECORDS = "records.jsonl"
 CONFIG = "config.json"
 RESULTS = "results.json"
 SUMMARY = "summary.md"
 TIMING = "timing.json"
+#: The command of a folder whose config.json names none (folders of older versions).
+DEFAULT_KIND = "run"
 
 
 class RunError(RuntimeError):
@@ -53,74 +47,14 @@ class FolderConfig(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    """Everything that defines a run. ``IDENTITY`` fields must match to resume a folder;
-    the others (tasks, shots, seeds, limit) may grow between invocations.
+def atomic_write(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so that readers (and a crash) only ever see a
+    complete file: write a temporary file beside it, fsync, rename.
 
-    ``limit`` takes the first n items of each task; ``sample`` instead takes a seeded
-    random n of them, stratified by gold label (:func:`nlieval.data.sample_items`,
-    seed ``sample_seed``). The two cannot be combined.
-
-    >>> RunConfig("smollm2-135m", ("scinli",), sample=40).sample_seed
-    0
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> atomic_write(d / "a.txt", "hi"); (d / "a.txt").read_text()
+    'hi'
     """
-
-    model: str
-    tasks: tuple[str, ...]
-    shots: tuple[int, ...] = (0,)
-    seeds: tuple[int, ...] = (0,)
-    limit: int | None = None
-    sample: int | None = None
-    sample_seed: int = 0
-    split: str | None = None
-    data_dir: str | None = None
-    template: str | None = None
-    balanced: bool = False
-    batch_size: int | str = "auto"
-    dtype: str = "auto"
-    device: str = "auto"
-    revision: str | None = None
-    checkpoints: tuple[str, ...] = ()
-    skip_bad: bool = False
-    save_prompts: bool = True
-    prefix_cache: bool = True
-
-    KIND: ClassVar[str] = "run"
-    IDENTITY: ClassVar[tuple[str, ...]] = (
-        "model",
-        "split",
-        "template",
-        "balanced",
-        "dtype",
-        "revision",
-        "sample",
-        "sample_seed",
-    )
-
-    def __post_init__(self) -> None:
-        if self.limit is not None and self.sample is not None:
-            raise ValueError(
-                "--limit (the first N items) and --sample (a random N) cannot be combined"
-            )
-        for name in ("limit", "sample"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"--{name} must be positive, got {value}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> RunConfig:
-        known = {f.name for f in fields(cls)}
-        kw: dict[str, Any] = {
-            k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in known
-        }
-        return cls(**kw)
-
-
-def _atomic_write(path: Path, text: str) -> None:
     # Write-then-rename: readers (and a crash) only ever see a complete file.
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
     try:
@@ -158,7 +92,7 @@ class RunFolder:
         cfg_path = self.path / CONFIG
         if cfg_path.is_file() and not overwrite:
             old = json.loads(cfg_path.read_text(encoding="utf-8"))
-            old_kind = old.get("kind", RunConfig.KIND)
+            old_kind = old.get("kind", DEFAULT_KIND)
             if old_kind != config.KIND:
                 raise RunError(
                     f"{self.path} holds a run of `nlieval {old_kind}`, not of "
@@ -177,7 +111,7 @@ class RunFolder:
         if overwrite:
             for name in (RECORDS, RESULTS, SUMMARY, TIMING):
                 (self.path / name).unlink(missing_ok=True)
-        _atomic_write(cfg_path, json.dumps(config.to_dict(), indent=2) + "\n")
+        atomic_write(cfg_path, json.dumps(config.to_dict(), indent=2) + "\n")
 
     def repair(self) -> int:
         """Cut a partial last line left by a crash mid-write; return bytes removed."""
@@ -249,8 +183,8 @@ class RunFolder:
         self._keys.update(r.key for r in new)
 
     def write_results(self, results: Mapping[str, Any], summary: str) -> None:
-        _atomic_write(self.path / RESULTS, json.dumps(results, indent=2, allow_nan=True) + "\n")
-        _atomic_write(self.path / SUMMARY, summary)
+        atomic_write(self.path / RESULTS, json.dumps(results, indent=2, allow_nan=True) + "\n")
+        atomic_write(self.path / SUMMARY, summary)
 
     def read_timing(self) -> dict[str, dict[str, Any]]:
         """Scoring wall time per sweep point, summed over invocations."""
@@ -258,7 +192,7 @@ class RunFolder:
         return dict(json.loads(p.read_text(encoding="utf-8"))) if p.is_file() else {}
 
     def write_timing(self, timing: Mapping[str, Any]) -> None:
-        _atomic_write(self.path / TIMING, json.dumps(timing, indent=1) + "\n")
+        atomic_write(self.path / TIMING, json.dumps(timing, indent=1) + "\n")
 
     def read_results(self) -> dict[str, Any]:
         p = self.path / RESULTS
@@ -266,74 +200,13 @@ class RunFolder:
             return {}
         return dict(json.loads(p.read_text(encoding="utf-8")))
 
-    def read_config(self) -> RunConfig | None:
-        """The configuration of a ``nlieval run`` folder (None when there is none)."""
+    def read_config(self) -> dict[str, Any] | None:
+        """The saved ``config.json`` as a dict (None when there is none); the command
+        that made the folder turns it back into its config class."""
         p = self.path / CONFIG
         if not p.is_file():
             return None
-        return RunConfig.from_dict(json.loads(p.read_text(encoding="utf-8")))
-
-    def read_any_config(self) -> RunConfig | InstructConfig | None:
-        """The configuration of the folder, whichever command made it."""
-        p = self.path / CONFIG
-        if not p.is_file():
-            return None
-        d = json.loads(p.read_text(encoding="utf-8"))
-        if d.get("kind") == "instruct":
-            from .instruct import InstructConfig
-
-            return InstructConfig.from_dict(d)
-        return RunConfig.from_dict(d)
-
-
-def environment() -> dict[str, Any]:
-    """Package versions, Python, platform and the git commit of nlieval's source."""
-    versions: dict[str, str | None] = {}
-    for pkg in (
-        "nlieval",
-        "torch",
-        "transformers",
-        "numpy",
-        "scipy",
-        "scikit-learn",
-        "gguf",
-        "accelerate",
-    ):
-        try:
-            versions[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            versions[pkg] = None
-    return {
-        "versions": versions,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "git_commit": _git_commit(),
-        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-
-
-def _git_commit() -> str | None:
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0:
-        return None
-    dirty = subprocess.run(
-        ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True,
-        text=True,
-        timeout=5,
-        check=False,
-    ).stdout.strip()
-    return out.stdout.strip() + ("-dirty" if dirty else "")
+        return dict(json.loads(p.read_text(encoding="utf-8")))
 
 
 def iter_run_records(folders: Iterable[str | Path]) -> Iterator[Record]:

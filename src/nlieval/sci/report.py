@@ -15,7 +15,6 @@ treats its per-seed checkpoints as runs) and instruct models (``nlieval instruct
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -23,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import accuracy_score, confusion_matrix, f1_score
 
-from ..metrics import point_metrics
+from ..metrics import mean_std, point_metrics
+from ..runs import markdown_table, plus_minus
 from ..types import Record
 
 UNPARSED = "unparsed"
@@ -34,11 +33,6 @@ NO_DOMAIN = "(none)"
 
 Row = dict[str, Any]
 Replicate = tuple[str, int]  # checkpoint ("" for none), seed
-
-
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    arr = np.asarray(values, dtype=float)
-    return float(arr.mean()), float(arr.std(ddof=1)) if len(arr) > 1 else 0.0
 
 
 def _pred(r: Record) -> str:
@@ -52,6 +46,10 @@ def confusion_with_unparsed(records: Sequence[Record], labels: Sequence[str]) ->
     >>> confusion_with_unparsed([r("a", "a"), r(None, "b"), r("a", "b")], ["a", "b"]).tolist()
     [[1, 0, 0], [1, 0, 1]]
     """
+    from sklearn.metrics import (  # heavy: loaded on first use
+        confusion_matrix,
+    )
+
     gold = [str(r.gold) for r in records]
     cm = confusion_matrix(gold, [_pred(r) for r in records], labels=[*labels, _SENTINEL])
     return np.asarray(cm[: len(labels)])
@@ -60,6 +58,11 @@ def confusion_with_unparsed(records: Sequence[Record], labels: Sequence[str]) ->
 def subset_scores(records: Sequence[Record]) -> dict[str, Any]:
     """Accuracy and macro F1 of a subset (a domain), macro over the gold labels present
     in it (a class a domain lacks would otherwise count as F1 = 0)."""
+    from sklearn.metrics import (  # heavy: loaded on first use
+        accuracy_score,
+        f1_score,
+    )
+
     gold = [str(r.gold) for r in records]
     pred = [_pred(r) for r in records]
     present = sorted(set(gold), key=list(records[0].labels).index)
@@ -100,7 +103,7 @@ def iter_report_records(folders: Iterable[str | Path]) -> Iterator[Record]:
     []
     """
     from ..runs import RunFolder, iter_run_records
-    from ..train import TEST_RECORDS
+    from .train import TEST_RECORDS
 
     for folder in folders:
         tests = sorted(Path(folder).glob(f"seed*/{TEST_RECORDS}"))
@@ -150,11 +153,11 @@ def sci_rows(records: Iterable[Record], *, over_checkpoints: bool = False) -> li
             "generated": any(r.answer is not None for recs in reps.values() for r in recs),
         }
         for name in ("macro_f1", "accuracy", "n_unparsed"):
-            row[name], row[name + "_std"] = _mean_std([p[name] for p in per_run])
+            row[name], row[name + "_std"] = mean_std([p[name] for p in per_run])
         row["n_unparsed_total"] = sum(p["n_unparsed"] for p in per_run)
         row["per_class_f1"], row["per_class_f1_std"] = {}, {}
         for lab in labels:
-            mean, std = _mean_std([p["per_class_f1"][lab] for p in per_run])
+            mean, std = mean_std([p["per_class_f1"][lab] for p in per_run])
             row["per_class_f1"][lab], row["per_class_f1_std"][lab] = mean, std
         row["confusion"] = np.sum([p["confusion"] for p in per_run], axis=0).tolist()
         row["confusion_columns"] = [*labels, UNPARSED]
@@ -171,7 +174,7 @@ def _domains(per_run: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
         runs = [p["domains"][d] for p in per_run if d in p["domains"]]
         entry: dict[str, Any] = {"n": runs[0]["n"], "runs": len(runs)}
         for name in ("macro_f1", "accuracy", "n_unparsed"):
-            entry[name], entry[name + "_std"] = _mean_std([x[name] for x in runs])
+            entry[name], entry[name + "_std"] = mean_std([x[name] for x in runs])
         out[d] = entry
     return out
 
@@ -206,21 +209,9 @@ def shift_rows(rows: Sequence[Row], in_domain: str, out_of_domain: str) -> list[
 # --------------------------------------------------------------------------- text
 
 
-def _pm(mean: float, std: float, runs: int, digits: int = 3) -> str:
-    if math.isnan(mean):
-        return "n/a"
-    return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if runs > 1 else "")
-
-
 def _name(row: Mapping[str, Any]) -> str:
     name = str(row["model"])
     return name + (f" @{row['checkpoint']}" if row.get("checkpoint") else "")
-
-
-def _table(head: Sequence[str], body: Iterable[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(cells) + " |" for cells in body]
-    return lines
 
 
 def format_rows(rows: Sequence[Row]) -> str:
@@ -249,15 +240,18 @@ def format_rows(rows: Sequence[Row]) -> str:
                     str(r["k"]),
                     str(r["n"]),
                     str(ns),
-                    _pm(r["macro_f1"], r["macro_f1_std"], ns),
-                    _pm(r["accuracy"], r["accuracy_std"], ns),
-                    _pm(r["n_unparsed"], r["n_unparsed_std"], ns, 1),
+                    plus_minus(r["macro_f1"], r["macro_f1_std"], ns),
+                    plus_minus(r["accuracy"], r["accuracy_std"], ns),
+                    plus_minus(r["n_unparsed"], r["n_unparsed_std"], ns, 1),
                 ]
-                + [_pm(r["per_class_f1"][lab], r["per_class_f1_std"][lab], ns) for lab in labels]
+                + [
+                    plus_minus(r["per_class_f1"][lab], r["per_class_f1_std"][lab], ns)
+                    for lab in labels
+                ]
             )
         if lines:
             lines.append("")
-        lines += _table(head, body)
+        lines += markdown_table(head, body)
     return "\n".join(lines)
 
 
@@ -273,15 +267,15 @@ def format_domains(rows: Sequence[Row]) -> str:
                     str(r["k"]),
                     d,
                     str(e["n"]),
-                    _pm(e["macro_f1"], e["macro_f1_std"], e["runs"]),
-                    _pm(e["accuracy"], e["accuracy_std"], e["runs"]),
-                    _pm(e["n_unparsed"], e["n_unparsed_std"], e["runs"], 1),
+                    plus_minus(e["macro_f1"], e["macro_f1_std"], e["runs"]),
+                    plus_minus(e["accuracy"], e["accuracy_std"], e["runs"]),
+                    plus_minus(e["n_unparsed"], e["n_unparsed_std"], e["runs"], 1),
                 ]
             )
     if not body:
         return ""
     head = ["model", "task", "k", "domain", "n", "macro F1", "accuracy", "unparsed/run"]
-    return "\n".join(_table(head, body))
+    return "\n".join(markdown_table(head, body))
 
 
 def format_shift(pairs: Sequence[Row], in_domain: str, out_of_domain: str) -> str:
@@ -308,14 +302,14 @@ def format_shift(pairs: Sequence[Row], in_domain: str, out_of_domain: str) -> st
                 str(p["k"]),
                 str(a["n"]),
                 str(b["n"]),
-                _pm(a["macro_f1"], a["macro_f1_std"], a["runs"]),
-                _pm(b["macro_f1"], b["macro_f1_std"], b["runs"]),
+                plus_minus(a["macro_f1"], a["macro_f1_std"], a["runs"]),
+                plus_minus(b["macro_f1"], b["macro_f1_std"], b["runs"]),
                 f"{p['drop']:+.3f}",
-                _pm(a["accuracy"], a["accuracy_std"], a["runs"]),
-                _pm(b["accuracy"], b["accuracy_std"], b["runs"]),
+                plus_minus(a["accuracy"], a["accuracy_std"], a["runs"]),
+                plus_minus(b["accuracy"], b["accuracy_std"], b["runs"]),
             ]
         )
-    return "\n".join(_table(head, body))
+    return "\n".join(markdown_table(head, body))
 
 
 def _columns(row: Mapping[str, Any]) -> int:
@@ -335,7 +329,7 @@ def format_confusion(row: Row) -> str:
         [lab, *(str(x) for x in counts[:ncol])]
         for lab, counts in zip(row["labels"], row["confusion"], strict=True)
     ]
-    return "\n".join(_table(head, body))
+    return "\n".join(markdown_table(head, body))
 
 
 def format_report(
@@ -380,7 +374,7 @@ def confusion_png_name(row: Mapping[str, Any]) -> str:
 
 def plot_confusion(row: Row, path: str | Path) -> Path:
     """Counts (left) and row-normalised shares (right) of a row's confusion matrix."""
-    from .plots import _grid, _save, _series_name
+    from ..analyses.plots import _grid, _save, _series_name
 
     ncol = _columns(row)
     counts = np.asarray(row["confusion"], dtype=float)[:, :ncol]

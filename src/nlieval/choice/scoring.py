@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .backends.base import LogLikelihoodBackend, Progress, ScoreRequest
+from ..backends.base import LogLikelihoodBackend, Progress, ScoreRequest
+from ..types import Item, Label, Record, softmax
 from .prompts import Prompt, PromptBuilder, draw_shots
-from .types import Item, Label, Record, softmax
 
 
 @dataclass(frozen=True)

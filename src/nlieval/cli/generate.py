@@ -1,4 +1,5 @@
-"""``nlieval generate``: NLI items written by a chat model (see :mod:`nlieval.generate`).
+"""``nlieval generate``: NLI items written by a chat model
+(see :mod:`nlieval.metainference.generated`).
 
 The chat model is local (transformers, through its chat template) or any
 OpenAI-compatible server (``--api-base``). The output folder is a task:
@@ -11,8 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .cli_args import add_generator_args
-from .models import DEFAULT_MODEL
+from ..backends.weights import DEFAULT_MODEL
+from ..metainference.generated import GenerateConfig, format_summary, generate_items
+from .args import add_data_dir, add_generator_args, generator_from_args
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +34,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--task", required=True, help="task name or task YAML whose premises to use")
     p.add_argument("--split", default=None, help="split of the task (default: the task's)")
     p.add_argument("--limit", type=int, default=None, help="the first N distinct premises")
-    p.add_argument("--data-dir", default=None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    add_data_dir(p)
     p.add_argument("--skip-bad", action="store_true", help="skip malformed data lines (counted)")
     p.add_argument(
         "--sentences",
@@ -73,8 +75,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Run the command; 0 when every premise got an answer, 1 when some must be re-run."""
-    from .cli_args import generator_from_args
-    from .generate import GenerateConfig, format_summary, generate_items
 
     for name in ("attempts", "max_server_errors", "max_new_tokens"):
         if getattr(args, name) < 1:

@@ -28,18 +28,16 @@ import dataclasses
 import hashlib
 import math
 import re
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from .backends.base import GenerationBackend
-from .distant import seeded_rng
-from .types import LETTERS, SCI4, Item, Label, Record
-
-if TYPE_CHECKING:
-    from .data import Dataset
+from .. import data
+from ..backends.base import GenerationBackend
+from ..data import Dataset, seeded_rng
+from ..runs import RunError, RunFolder, Step, finalize, run_steps
+from ..types import LETTERS, SCI4, Item, Label, Record
 
 Message = dict[str, str]
 
@@ -265,7 +263,7 @@ def evaluate_instruct(
     seed: int = 0,
     system_role: bool = True,
     batch_size: int = 32,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int], Any] | None = None,
     exemplars: Sequence[Item] | None = None,
     model: str | None = None,
     save_prompt: bool = True,
@@ -444,8 +442,6 @@ def plan_instruct(
     ``limit``. Raises ``ValueError`` for a task whose labels are not the four
     scientific classes, or a pool too small for the largest k.
     """
-    from . import data
-
     if not config.runs:
         raise ValueError("at least one run is needed")
     out = []
@@ -502,18 +498,13 @@ def run_instruct(
 
     The folder has the files of ``nlieval run`` (config.json, records.jsonl, timing.json,
     results.json, summary.md). Items go to the model in chunks of
-    :data:`nlieval.runner.CHUNK`, each chunk appended and fsync'ed: a killed run loses at
+    :data:`nlieval.runs.CHUNK`, each chunk appended and fsync'ed: a killed run loses at
     most one chunk, and the same call resumes it without duplicates. The backend is made
     by ``backend_factory`` only when there is work left. Returns ``results.json``.
 
     >>> cfg = InstructConfig("smollm2-135m", ("scinli",), shots=(0, 4), limit=50)  # doctest: +SKIP
     >>> run_instruct(cfg, "runs/sci", lambda: load_generator("smollm2-135m"))   # doctest: +SKIP
     """
-    from tqdm.auto import tqdm
-
-    from .runner import CHUNK, finalize
-    from .runs import RunError, RunFolder
-
     planned = plan_instruct(config)  # data errors surface before anything is written
     folder = RunFolder(out_dir)
     folder.start(config, overwrite=overwrite)
@@ -527,61 +518,50 @@ def run_instruct(
                     f"{out_dir}: the records of {p.task} k={p.k} run {p.run} used other "
                     "exemplars (the data changed?); choose another --out or --overwrite"
                 )
+    steps = [
+        Step(
+            f"|{p.task}|{p.k}|{p.run}",
+            f"{p.task} k={p.k} run={p.run}",
+            [it for it in ds.items if (config.model, None, p.task, p.k, p.run, it.id) not in done],
+            point=p,
+        )
+        for ds, points, _ in planned
+        for p in points
+    ]
 
-    def todo(ds: Dataset, p: InstructPoint) -> list[Item]:
-        return [
-            it for it in ds.items if (config.model, None, p.task, p.k, p.run, it.id) not in done
-        ]
+    def work(
+        backend: GenerationBackend,
+        step: Step[Item],
+        chunk: Sequence[Item],
+        progress: Callable[[int], Any],
+    ) -> list[Record]:
+        p: InstructPoint = step.point
+        return evaluate_instruct(
+            backend,
+            chunk,
+            (),
+            p.k,
+            p.run,
+            config.max_new_tokens,
+            task=p.task,
+            seed=config.exemplar_seed,
+            system_role=config.system_role,
+            batch_size=len(chunk),
+            progress=progress,
+            exemplars=p.exemplars,
+            model=config.model,
+            save_prompt=config.save_prompts,
+        )
 
-    total = sum(len(todo(ds, p)) for ds, points, _ in planned for p in points)
-    started = time.time()
-    timing = folder.read_timing()
-    backend: GenerationBackend | None = None
-    bar = tqdm(total=total, unit="item", disable=not progress or total == 0, dynamic_ncols=True)
-    try:
-        for ds, points, _ in planned:
-            for p in points:
-                items = todo(ds, p)
-                if not items:
-                    continue
-                if backend is None:
-                    backend = backend_factory()
-                bar.set_description(f"{p.task} k={p.k} run={p.run}")
-                spent = timing.setdefault(f"|{p.task}|{p.k}|{p.run}", {"seconds": 0.0, "items": 0})
-                for start in range(0, len(items), CHUNK):
-                    chunk = items[start : start + CHUNK]
-                    t0 = time.time()
-                    records = evaluate_instruct(
-                        backend,
-                        chunk,
-                        (),
-                        p.k,
-                        p.run,
-                        config.max_new_tokens,
-                        task=p.task,
-                        seed=config.exemplar_seed,
-                        system_role=config.system_role,
-                        batch_size=CHUNK,
-                        progress=bar.update,
-                        exemplars=p.exemplars,
-                        model=config.model,
-                        save_prompt=config.save_prompts,
-                    )
-                    folder.append(records)
-                    spent["seconds"] = round(spent["seconds"] + time.time() - t0, 3)
-                    spent["items"] += len(chunk)
-                    folder.write_timing(timing)
-    finally:
-        bar.close()
+    elapsed = run_steps(folder, steps, lambda _: backend_factory(), work, progress=progress)
     draws = {
         ds.task: {k: {p.run: p.shot_ids for p in points if p.k == k} for k in config.shots}
         for ds, points, _ in planned
     }
     return finalize(
         folder,
-        config,
-        elapsed=time.time() - started if total else None,
-        timing=timing,
+        config.to_dict(),
+        elapsed,
         data_info={ds.task: info for ds, _, info in planned},
         draws=draws,
     )

@@ -1,21 +1,17 @@
-"""nlieval: evaluate and study language models through Natural Language Inference.
-
-Flag names follow lm-evaluation-harness where they mean the same thing
-(``--model``, ``--tasks``, ``--limit``, ``--batch_size``, ``--output_path``).
-"""
+"""The commands of choice-based evaluation and its data: ``run``, ``stats``, ``report``,
+``tasks``."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import logging
-import sys
-from collections.abc import Sequence
 
-from . import data
-from .cli_args import csv_list, int_list, seeds
-from .models import DEFAULT_MODEL, ModelError
-from .runs import RunConfig, RunError
+from .. import data
+from ..backends.weights import DEFAULT_MODEL
+from ..choice import RunConfig, run
+from ..data.stats import dataset_stats, format_stats
+from ..report import report
+from ..runs import metrics_table, run_timing
+from .args import add_data_dir, csv_list, int_list, seeds
 
 
 def _batch(text: str) -> int | str:
@@ -70,7 +66,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--sample-seed", type=int, default=0, help="seed of --sample [0]")
     p.add_argument("--out", "--output_path", dest="out", required=True, help="run folder")
-    p.add_argument("--data-dir", default=None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    add_data_dir(p)
     p.add_argument("--split", default=None, help="split to evaluate (default: the task's)")
     p.add_argument("--template", default=None, help="Jinja template string or file for the blocks")
     p.add_argument("--balanced", action="store_true", help="label-balanced few-shot draws")
@@ -95,12 +91,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-prompts", action="store_true", help="do not store prompt texts in records")
     p.add_argument("--overwrite", action="store_true", help="discard what the run folder holds")
     p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(handler=_cmd_run)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .report import metrics_table, run_timing
-    from .runner import run
-
     cfg = RunConfig(
         model=args.model,
         tasks=args.tasks,
@@ -129,8 +123,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
-    from .stats import dataset_stats, format_stats
-
     rows = []
     for task in args.tasks:
         ds = data.load_task(task, args.data_dir, args.split, skip_bad=args.skip_bad)
@@ -140,20 +132,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .report import report
-
     print(report(args.runs, write=not args.no_write))
-    return 0
-
-
-def _cmd_dynamics(args: argparse.Namespace) -> int:
-    from .analyses.dynamics import checkpoint_order, dynamics, format_dynamics, plot_dynamics
-    from .runs import RunFolder
-
-    rows = dynamics(RunFolder(args.run).iter_records(), checkpoint_order(args.run))
-    print(format_dynamics(rows))
-    if args.plot:
-        print(f"\nplot: {plot_dynamics(rows, args.plot)}")
     return 0
 
 
@@ -164,76 +143,20 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="nlieval", description=__doc__.splitlines()[0] if __doc__ else None
-    )
-    parser.add_argument("-v", "--verbose", action="store_true")
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """``run``, ``stats``, ``report`` and ``tasks``."""
     _add_run(sub)
     p = sub.add_parser("stats", help="items, labels, lengths and overlap of benchmarks")
     p.add_argument("--task", "--tasks", dest="tasks", type=csv_list, required=True)
-    p.add_argument("--data-dir", default=None)
+    add_data_dir(p)
     p.add_argument("--split", default=None)
     p.add_argument("--skip-bad", action="store_true")
+    p.set_defaults(handler=_cmd_stats)
     p = sub.add_parser("report", help="tables again from saved records (no model loaded)")
     p.add_argument("runs", nargs="+", help="run folders")
     p.add_argument(
         "--no-write", action="store_true", help="print only; leave results.json as it is"
     )
-    sub.add_parser("tasks", help="list the built-in tasks")
-    p = sub.add_parser(
-        "dynamics", help="accuracy and gold NLL over the checkpoints of a run, Kendall tau"
-    )
-    p.add_argument("run", help="run folder made with --checkpoints")
-    p.add_argument("--plot", default=None, help="write the curves to this PNG")
-    # Commands of the analysis families register themselves (each sets a handler).
-    for module in EXTENSIONS:
-        importlib.import_module(f"nlieval.{module}").add_commands(sub)
-    return parser
-
-
-EXTENSIONS = (
-    "analyses_cli",
-    "logic_cli",
-    "build_cli",
-    "train_cli",
-    "contamination_cli",
-    "generate_cli",
-    "instruct_cli",
-)
-
-COMMANDS = {
-    "run": _cmd_run,
-    "stats": _cmd_stats,
-    "report": _cmd_report,
-    "tasks": _cmd_tasks,
-    "dynamics": _cmd_dynamics,
-}
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``nlieval`` command.
-
-    >>> main(["tasks"])  # doctest: +SKIP
-    """
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
-    try:
-        handler = getattr(args, "handler", None) or COMMANDS[args.command]
-        return int(handler(args))
-    except (data.DataError, ModelError, RunError, ValueError) as err:
-        if args.verbose:
-            raise
-        print(f"nlieval: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("nlieval: interrupted; run the same command again to resume", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    p.set_defaults(handler=_cmd_report)
+    p = sub.add_parser("tasks", help="list the built-in tasks")
+    p.set_defaults(handler=_cmd_tasks)

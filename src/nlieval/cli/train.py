@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .cli_args import seeds
+from ..sci.train import TrainConfig, format_results, train
+from .args import add_data_dir, seeds
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Train every seed, print one line per seed and the mean and std, return 0."""
-    from .train import TrainConfig, format_results, train
 
     config = TrainConfig(
         model=args.model,
@@ -97,7 +97,7 @@ def _add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--test-task", default=None, help="task to test on [the training task]")
     p.add_argument("--test-split", default=None, help="test split [the test task's default]")
     p.add_argument("--no-test", action="store_true", help="train only; no test evaluation")
-    p.add_argument("--data-dir", default=None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    add_data_dir(p)
     p.add_argument("--limit", type=int, default=None, help="at most N items per split")
 
 

@@ -1,7 +1,7 @@
 """Inferred test items and the meta-inferential consistency report (METHODS.md section 5).
 
 From labelled NLI items that share sentences, new sentence pairs are built whose label
-the logic readings constrain (:mod:`nlieval.logic`). With sentences a, b, c:
+the logic readings constrain (:mod:`nlieval.metainference.logic`). With sentences a, b, c:
 
 ==================  ===================================  ==========  ======
 pattern             from                                 new item    target
@@ -37,8 +37,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..types import NLI3, Item, Label, Record
 from . import logic
-from .types import NLI3, Item, Label, Record
 
 #: The patterns, in report order.
 PATTERNS: tuple[str, ...] = ("reversal", "shared-premise", "chain", "chain-reversal")
@@ -225,7 +225,7 @@ def read_task(folder: str | Path) -> tuple[Item, ...]:
 
     >>> items = read_task("out/inferred")  # doctest: +SKIP
     """
-    from . import data
+    from .. import data
 
     p = Path(folder)
     return data.load_task(str(p / TASK_FILE if p.is_dir() else p)).items
@@ -287,8 +287,8 @@ def consistency_report(
     ``target``, ``subset`` (``"all"``, or ``"filtered"``: only items whose source items
     the model labelled correctly, per ``source_records``, matched by item id), ``count``,
     ``pred_E``/``pred_C``/``pred_N`` (% of predictions), and per reading name
-    ``conclusion[name]`` (:func:`nlieval.logic.strongest_conclusion`) and
-    ``consistent[name]``: % of predictions in :func:`nlieval.logic.allowed_labels`
+    ``conclusion[name]`` (:func:`nlieval.metainference.logic.strongest_conclusion`) and
+    ``consistent[name]``: % of predictions in :func:`nlieval.metainference.logic.allowed_labels`
     (None when the inputs are unsatisfiable under the reading, or there are no items).
     Records of items not in ``inferred_items`` are ignored.
 

@@ -1,0 +1,74 @@
+"""The configuration of an ``nlieval run`` folder."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines a run. ``IDENTITY`` fields must match to resume a folder;
+    the others (tasks, shots, seeds, limit) may grow between invocations.
+
+    ``limit`` takes the first n items of each task; ``sample`` instead takes a seeded
+    random n of them, stratified by gold label (:func:`nlieval.data.sample_items`,
+    seed ``sample_seed``). The two cannot be combined.
+
+    >>> RunConfig("smollm2-135m", ("scinli",), sample=40).sample_seed
+    0
+    """
+
+    model: str
+    tasks: tuple[str, ...]
+    shots: tuple[int, ...] = (0,)
+    seeds: tuple[int, ...] = (0,)
+    limit: int | None = None
+    sample: int | None = None
+    sample_seed: int = 0
+    split: str | None = None
+    data_dir: str | None = None
+    template: str | None = None
+    balanced: bool = False
+    batch_size: int | str = "auto"
+    dtype: str = "auto"
+    device: str = "auto"
+    revision: str | None = None
+    checkpoints: tuple[str, ...] = ()
+    skip_bad: bool = False
+    save_prompts: bool = True
+    prefix_cache: bool = True
+
+    KIND: ClassVar[str] = "run"
+    IDENTITY: ClassVar[tuple[str, ...]] = (
+        "model",
+        "split",
+        "template",
+        "balanced",
+        "dtype",
+        "revision",
+        "sample",
+        "sample_seed",
+    )
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.sample is not None:
+            raise ValueError(
+                "--limit (the first N items) and --sample (a random N) cannot be combined"
+            )
+        for name in ("limit", "sample"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name} must be positive, got {value}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RunConfig:
+        known = {f.name for f in fields(cls)}
+        kw: dict[str, Any] = {
+            k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in known
+        }
+        return cls(**kw)

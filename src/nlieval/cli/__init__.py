@@ -1,0 +1,55 @@
+"""nlieval: evaluate and study language models through Natural Language Inference.
+
+Flag names follow lm-evaluation-harness where they mean the same thing
+(``--model``, ``--tasks``, ``--limit``, ``--batch_size``, ``--output_path``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from ..backends.weights import ModelError
+from ..data import DataError
+from ..runs import RunError
+from . import analyses, build, contamination, generate, instruct, logic, run, train
+
+#: Command groups in the order ``nlieval --help`` lists them.
+GROUPS = (run, analyses, logic, build, train, contamination, generate, instruct)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``nlieval`` argument parser: every command group adds its subcommands, each
+    with a ``handler``."""
+    parser = argparse.ArgumentParser(
+        prog="nlieval", description=__doc__.splitlines()[0] if __doc__ else None
+    )
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for group in GROUPS:
+        group.add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``nlieval`` command.
+
+    >>> main(["tasks"])  # doctest: +SKIP
+    """
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return int(args.handler(args))
+    except (DataError, ModelError, RunError, ValueError) as err:
+        if args.verbose:
+            raise
+        print(f"nlieval: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("nlieval: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130

@@ -1,0 +1,7 @@
+"""``python -m nlieval.cli``: the ``nlieval`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

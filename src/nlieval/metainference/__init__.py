@@ -1,0 +1,1 @@
+"""nlieval.metainference."""
