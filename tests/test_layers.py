@@ -1,0 +1,163 @@
+"""The house rules of the package, checked on its source: imports point down only
+(cli -> report -> families -> runs -> data/backends/metrics/plotting -> types), families
+do not import each other, no import cycle between files, no private name taken from
+another file, no dynamic imports. Every import counts, also one inside a function or
+under ``TYPE_CHECKING``.
+
+Run it alone to see the rules hold: ``python -m pytest tests/test_layers.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "nlieval"
+
+#: Each room (subpackage or top module) and its floor. A room imports only rooms on
+#: lower floors (and itself); rooms on one floor do not import each other.
+FLOORS: dict[str, int] = {
+    "types": 0,
+    "data": 1,
+    "backends": 1,
+    "metrics": 1,
+    "plotting": 1,
+    "runs": 2,
+    "choice": 3,
+    "analyses": 3,
+    "contamination": 3,
+    "sci": 3,
+    "metainference": 3,
+    "report": 4,
+    "cli": 5,
+}
+
+
+def _module_name(path: Path) -> tuple[str, bool]:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    is_pkg = parts[-1] == "__init__"
+    if is_pkg:
+        parts = parts[:-1]
+    return ".".join(parts), is_pkg
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p)[0]: p for p in sorted(SRC.rglob("*.py"))}
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str, list[str]]]:
+    """(line, absolute module, names) of every nlieval import in a file."""
+    name, is_pkg = _module_name(path)
+    package = name.split(".") if is_pkg else name.split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if module.split(".")[0] == "nlieval":
+                yield node.lineno, module, [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "nlieval":
+                    yield node.lineno, alias.name, []
+
+
+def _targets(module: str, names: list[str], modules: dict[str, Path]) -> list[str]:
+    """The files an import reads: ``from pkg import sub`` reads the submodule."""
+    subs = [f"{module}.{n}" for n in names if f"{module}.{n}" in modules]
+    return subs if subs and len(subs) == len(names) else [module]
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _edges() -> Iterator[tuple[str, int, str, list[str]]]:
+    modules = _modules()
+    for mod, path in modules.items():
+        if mod == "nlieval":
+            continue  # the package facade: lazy exports of the public API
+        for line, module, names in _imports(path):
+            for target in _targets(module, names, modules):
+                yield mod, line, target, names
+
+
+def test_every_room_has_a_floor() -> None:
+    rooms = {_room(m) for m in _modules()} - {""}
+    assert rooms - {"resources"} <= set(FLOORS), rooms - set(FLOORS)
+
+
+def test_imports_point_down() -> None:
+    bad = []
+    for mod, line, target, _ in _edges():
+        src, dst = _room(mod), _room(target)
+        if src == dst:
+            continue
+        if not dst:
+            bad.append(f"{mod}:{line} imports the package root")
+        elif FLOORS[dst] >= FLOORS[src]:
+            bad.append(f"{mod}:{line} -> {target} ({src} floor {FLOORS[src]}, {dst} {FLOORS[dst]})")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_private_name_from_another_file() -> None:
+    bad = [
+        f"{mod}:{line} takes {n} from {target}"
+        for mod, line, target, names in _edges()
+        if target != mod
+        for n in names
+        if n.startswith("_") and not n.startswith("__")
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_import_cycle_between_files() -> None:
+    graph: dict[str, set[str]] = {}
+    modules = _modules()
+    for mod, _, target, _ in _edges():
+        if target in modules and target != mod:
+            graph.setdefault(mod, set()).add(target)
+    cycles = []
+    state: dict[str, int] = {}  # 1 on the stack, 2 done
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join([*stack[stack.index(nxt) :], nxt]))
+            elif nxt not in state:
+                visit(nxt, [*stack, nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert not cycles, "\n".join(cycles)
+
+
+def test_no_dynamic_imports() -> None:
+    bad = []
+    for mod, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute | ast.Name)
+                and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+                and mod != "nlieval"
+            ):
+                bad.append(f"{mod}:{node.lineno}")
+    assert not bad, "importlib.import_module outside the package facade: " + ", ".join(bad)
+
+
+@pytest.mark.parametrize("room", sorted(r for r in FLOORS if (SRC / r).is_dir()))
+def test_each_family_has_a_public_init(room: str) -> None:
+    init = SRC / room / "__init__.py"
+    text = init.read_text(encoding="utf-8")
+    assert ast.get_docstring(ast.parse(text)), f"{init} has no docstring"
