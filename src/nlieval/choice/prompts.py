@@ -9,12 +9,16 @@ continuations whose log-likelihood is scored.
 from __future__ import annotations
 
 import hashlib
+import operator
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
+import jinja2.meta
+import jinja2.sandbox
 
 from ..types import LETTERS, Item, Label
 
@@ -48,8 +52,75 @@ def _strip_period(text: str) -> str:
     return text.rstrip().rstrip(".").rstrip()
 
 
-_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
-_ENV.filters["strip_period"] = _strip_period
+#: What a block template may name: the item's fields and its lettered options.
+VARIABLES = frozenset({"premise", "hypothesis", "choices", "options", "item"})
+
+#: Filters a template may use: text chores only (no ``format``, ``center`` or ``indent``
+#: that take a width, nothing that reaches objects or files).
+FILTERS = (
+    "capitalize",
+    "default",
+    "first",
+    "join",
+    "last",
+    "length",
+    "lower",
+    "replace",
+    "string",
+    "title",
+    "trim",
+    "truncate",
+    "upper",
+)
+
+#: Longest template source accepted, in characters.
+MAX_TEMPLATE_CHARS = 20_000
+#: Longest string or list that ``*`` may build in a template.
+MAX_PRODUCT = 10_000
+
+
+class TemplateSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox (no attribute starting with ``_``, no mutation of
+    lists or dicts, no unsafe callables), less every global (``range``, ``cycler``,
+    ``joiner``, ``namespace``, ``lipsum``, ``dict``), with a short list of filters and
+    bounded ``*`` and ``**``: a task YAML or ``--template`` from someone else renders
+    text and can neither run code nor hang or exhaust memory.
+
+    Jinja has no time or memory limit of its own; with no ``range`` a loop can only walk
+    the item's own fields, whose length nlieval bounds, so ``*`` and ``**`` are the only
+    ways left to grow a value fast: they are checked here.
+    """
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: jinja2.runtime.Context, op: str, left: Any, right: Any) -> Any:
+        if op == "**":
+            if not (isinstance(left, int | float) and isinstance(right, int | float)):
+                raise jinja2.sandbox.SecurityError("** takes two numbers")
+            if abs(right) > 64 or abs(left) > 1e6:
+                raise jinja2.sandbox.SecurityError("** with an exponent above 64 refused")
+            return operator.pow(left, right)
+        for seq, times in ((left, right), (right, left)):
+            if (
+                isinstance(seq, str | list | tuple)
+                and isinstance(times, int)
+                and len(seq) * times > MAX_PRODUCT
+            ):
+                raise jinja2.sandbox.SecurityError(
+                    f"* would build {len(seq) * times:,} elements (limit {MAX_PRODUCT:,})"
+                )
+        return operator.mul(left, right)
+
+
+def _sandbox() -> TemplateSandbox:
+    env = TemplateSandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
+    env.globals.clear()
+    env.filters = {name: env.filters[name] for name in FILTERS}
+    env.filters["strip_period"] = _strip_period
+    return env
+
+
+_ENV = _sandbox()
 
 
 def load_template(family: str, template: str | None = None) -> jinja2.Template:
@@ -68,13 +139,26 @@ def load_template(family: str, template: str | None = None) -> jinja2.Template:
             raise ValueError(f"unknown template family {family!r}; known: {sorted(TEMPLATES)}")
         source = TEMPLATES[family]
     elif "{{" not in template and "{%" not in template and Path(template).is_file():
+        where = f"template {template}"
+        if Path(template).stat().st_size > MAX_TEMPLATE_CHARS:
+            raise ValueError(f"{where}: longer than {MAX_TEMPLATE_CHARS:,} characters")
         source = Path(template).read_text(encoding="utf-8")
     else:
         source = template
+    where = f"template {template}" if template and source is not template else "template"
+    if len(source) > MAX_TEMPLATE_CHARS:
+        raise ValueError(f"{where}: longer than {MAX_TEMPLATE_CHARS:,} characters")
     try:
-        return _ENV.from_string(source)
+        unknown = jinja2.meta.find_undeclared_variables(_ENV.parse(source)) - VARIABLES
+        tpl = _ENV.from_string(source)
     except jinja2.TemplateSyntaxError as err:
-        raise ValueError(f"template line {err.lineno}: {err.message}") from err
+        raise ValueError(f"{where} line {err.lineno}: {err.message}") from err
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown variable(s) {', '.join(sorted(unknown))}; "
+            f"a block knows {', '.join(sorted(VARIABLES))}"
+        )
+    return tpl
 
 
 def options_for(item: Item, labels: Sequence[Label]) -> list[tuple[str, str]]:
@@ -87,13 +171,19 @@ def options_for(item: Item, labels: Sequence[Label]) -> list[tuple[str, str]]:
 
 def render_block(tpl: jinja2.Template, item: Item, labels: Sequence[Label]) -> str:
     """The block for one item, ending where its answer letter goes."""
-    return tpl.render(
-        premise=item.premise,
-        hypothesis=item.hypothesis,
-        choices=list(item.choices),
-        options=options_for(item, labels),
-        item=item,
-    ).rstrip()
+    try:
+        text = tpl.render(
+            premise=item.premise,
+            hypothesis=item.hypothesis,
+            choices=list(item.choices),
+            options=options_for(item, labels),
+            item=item,
+        )
+    except jinja2.sandbox.SecurityError as err:
+        raise ValueError(f"template refused (item {item.id}): {err}") from err
+    except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as err:
+        raise ValueError(f"template failed on item {item.id}: {err}") from err
+    return text.rstrip()
 
 
 def answer_letter(item: Item, labels: Sequence[Label]) -> str:

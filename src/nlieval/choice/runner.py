@@ -82,6 +82,11 @@ def plan(config: RunConfig) -> Planned:
                         config.template or spec.template,
                     )
                 )
+        if items:
+            # A template that fails (or is refused by the sandbox) fails here, before
+            # any model is loaded or anything is written.
+            for p in points:
+                p.prompt(items[0])
         info = {
             "source": ds.source,
             "split": ds.split,
