@@ -28,7 +28,9 @@ ESCAPES = {
     "attr filter": "{{ item|attr('__class__') }}",
     "format string": "{{ '{0.__class__.__init__.__globals__}'.format(item) }}",
     "huge range": "{% for i in range(10**9) %}x{% endfor %}",
-    "nested range": "{% for i in range(99999) %}{% for j in range(99999) %}x{% endfor %}{% endfor %}",
+    "nested range": (
+        "{% for i in range(99999) %}{% for j in range(99999) %}x{% endfor %}{% endfor %}"
+    ),
     "string bomb": "{{ 'x' * 10**9 }}",
     "power bomb": "{{ 9 ** 9 ** 9 }}",
     "list mutation": "{% set l = [] %}{{ l.append(1) }}",
