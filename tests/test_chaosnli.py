@@ -408,3 +408,29 @@ def test_entropy_bins_on_real_items_are_near_equal(data_dir: Path) -> None:
     stored = np.array([r["entropy"] for r in raw])
     ours = frame.set_index("item_id").loc[[r["uid"] for r in raw], "entropy"].to_numpy()
     assert np.allclose(ours, stored, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("prediction", "message"),
+    [
+        ({"predicted_probabilities": [-0.2, 0.6, 0.6]}, "must be >= 0 and sum to 1"),
+        ({"predicted_probabilities": [float("nan"), 0.5, 0.5]}, "must be finite"),
+        ({"predicted_probabilities": [0.2, 0.2, 0.2]}, "sum to 1"),
+        ([0.2, 0.3, 0.5], "must be an object"),
+        ({"logits": ["a", 1, 2]}, "list of numbers"),
+    ],
+)
+def test_bad_prediction_entries_are_named(prediction: object, message: str) -> None:
+    # Before: negative or NaN probabilities made JS and KL inf for the whole model, and a
+    # list in place of an object was a traceback.
+    from nlieval.analyses.chaosnli import _prediction_probs
+
+    with pytest.raises(ValueError, match=message) as err:
+        _prediction_probs(prediction, 3, "f.json: 'm' 'uid1'")
+    assert str(err.value).startswith("f.json: 'm' 'uid1'")
+
+
+@pytest.mark.parametrize("counts", [[[0, 0, 0]], [[-5, 50, 55]], [[float("nan"), 1, 1]]])
+def test_bad_human_counts_are_refused(counts: list[list[float]]) -> None:
+    with pytest.raises(ValueError, match="human"):
+        chaosnli.human_distribution(counts)

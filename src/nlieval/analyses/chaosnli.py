@@ -34,12 +34,15 @@ from scipy.special import softmax
 from scipy.stats import entropy
 
 from ..data import load_task
+from ..runs import markdown_table
 from ..types import ALPHA, NLI3, Label, Record
 
 log = logging.getLogger(__name__)
 
 #: The reference's floor for model probabilities (keeps KL finite).
 EPS = 1e-15
+#: How far from 1 a file's predicted probabilities may sum (rounding in the file).
+PROB_TOLERANCE = 1e-3
 NLI_ORDER: tuple[str, ...] = tuple(lab.value for lab in NLI3)
 ALPHA_ORDER: tuple[str, ...] = tuple(lab.value for lab in ALPHA)
 DIVERGENCES = ("js_distance", "js_divergence", "kl")
@@ -69,6 +72,11 @@ def human_distribution(counts_or_dists: ArrayLike) -> NDArray[np.float64]:
     [[0.3, 0.7, 0.0]]
     """
     h = np.atleast_2d(np.asarray(counts_or_dists, dtype=float))
+    # Negative, NaN or all-zero rows would turn every divergence into inf or NaN.
+    if not np.isfinite(h).all() or (h < 0).any():
+        raise ValueError("human label counts must be finite and not negative")
+    if (h.sum(axis=1) <= 0).any():
+        raise ValueError("an item has no human labels (its counts sum to 0)")
     return h / h.sum(axis=1, keepdims=True)
 
 
@@ -349,19 +357,31 @@ def all_correct_subset(
 # --------------------------------------------------------------------------- prediction files
 
 
-def _prediction_probs(p: Mapping[str, Any], width: int, where: str) -> list[float]:
-    if "predicted_probabilities" in p:
-        probs = np.asarray(p["predicted_probabilities"], dtype=float)
-    elif "logits" in p:
-        probs = softmax(np.asarray(p["logits"], dtype=float))
-    else:
+def _prediction_probs(p: Any, width: int, where: str) -> list[float]:
+    if not isinstance(p, Mapping):
+        raise ValueError(f"{where}: a prediction must be an object, got {type(p).__name__}")
+    name = "predicted_probabilities" if "predicted_probabilities" in p else "logits"
+    if name not in p:
         raise ValueError(f"{where}: neither predicted_probabilities nor logits")
-    if probs.shape != (width,):
-        raise ValueError(f"{where}: expected {width} values, got {probs.tolist()}")
-    return [float(x) for x in probs]
+    try:
+        values = np.asarray(p[name], dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: {name} must be a list of numbers") from None
+    if values.shape != (width,):
+        raise ValueError(f"{where}: expected {width} values, got {values.tolist()}")
+    if not np.isfinite(values).all():
+        raise ValueError(f"{where}: {name} must be finite, got {values.tolist()}")
+    if name == "logits":
+        return [float(x) for x in softmax(values)]
+    if (values < 0).any() or abs(float(values.sum()) - 1.0) > PROB_TOLERANCE:
+        raise ValueError(
+            f"{where}: predicted_probabilities must be >= 0 and sum to 1 "
+            f"(within {PROB_TOLERANCE}), got {values.tolist()}"
+        )
+    return [float(x) for x in values]
 
 
-def _prediction_label(p: Mapping[str, Any], order: Sequence[str], where: str) -> str:
+def _prediction_label(p: Any, order: Sequence[str], where: str) -> str:
     raw = p.get("predicted_label")
     try:
         label = Label.parse(raw).value
@@ -382,8 +402,13 @@ def prediction_frame(
 
     >>> prediction_frame("snli_random_baseline.json", "chaosnli_snli")  # doctest: +SKIP
     """
-    with open(path, encoding="utf-8") as f:
-        raw = json.load(f)
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            raw = json.load(f)
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}:{err.lineno}: malformed JSON: {err.msg}") from None
     if not isinstance(raw, Mapping) or not all(isinstance(v, Mapping) for v in raw.values()):
         raise ValueError(f"{path}: expected {{model: {{uid: prediction}}}}")
     ds = load_task(task, data_dir)
@@ -401,10 +426,10 @@ def prediction_frame(
             )
         for it in ds.items:
             where = f"{path}: {model!r} {it.id!r}"
+            probs.append(_prediction_probs(preds[it.id], len(order), where))
             pred = _prediction_label(preds[it.id], order, where)
             keys.append((str(model), "", task, 0, 0, it.id))
             counts.append(it.meta["human_counts"])
-            probs.append(_prediction_probs(preds[it.id], len(order), where))
             right_o.append(it.label is not None and pred == it.label.value)
             right_m.append(pred == it.meta["majority_label"])
     return _frame(keys, counts, probs, right_o, right_m)
@@ -453,9 +478,7 @@ def _k(row: Mapping[str, Any]) -> str:
 
 
 def _table(head: Sequence[str], body: Iterable[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(cells) + " |" for cells in body]
-    return "\n".join(lines)
+    return "\n".join(markdown_table(head, body))
 
 
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
