@@ -3,7 +3,6 @@ written to, the consistency report, the commands, and shared premises of SNLI de
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -214,12 +213,9 @@ def test_format_report() -> None:
 
 
 def _cli(argv: list[str]) -> int:
-    from nlieval.cli import logic as logic_cli
+    from nlieval.cli import main
 
-    parser = argparse.ArgumentParser(prog="nlieval")
-    logic_cli.add_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return logic_cli.COMMANDS[args.command](args)
+    return main(argv)
 
 
 def _jsonl_task(folder: Path, name: str, items: list[Item]) -> Path:
@@ -247,6 +243,14 @@ def test_cli_build_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     printed = capsys.readouterr().out
     assert "17 inferred items from 5 items" in printed
     assert "chain-reversal  2" in printed
+    before = (out / "items.jsonl").read_bytes()
+    # A second build into the same folder is refused: runs on the old items would no
+    # longer match. --overwrite replaces them.
+    assert _cli(argv) == 2
+    assert "already holds inferred items" in capsys.readouterr().err
+    assert (out / "items.jsonl").read_bytes() == before
+    assert _cli([*argv, "--overwrite"]) == 0
+    capsys.readouterr()
     items = read_task(out)
     run = tmp_path / "run"
     run.mkdir()

@@ -5,7 +5,6 @@ Every expected status below was worked out by hand; the comment says why it hold
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import random
@@ -436,12 +435,9 @@ def test_bad_target() -> None:
 
 
 def _cli(argv: list[str]) -> int:
-    from nlieval.cli import logic as logic_cli
+    from nlieval.cli import main
 
-    parser = argparse.ArgumentParser(prog="nlieval")
-    logic_cli.add_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return logic_cli.COMMANDS[args.command](args)
+    return main(argv)
 
 
 def test_cli_table_json_matches_table(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,15 +7,13 @@
 ``nlieval infer build``          inferred items from a task, as a task folder for ``run``
 ``nlieval infer report RUN``     the consistency report of a run on inferred items
 
-Each leaf parser sets ``handler``; the main CLI calls ``args.handler(args)`` (or
-``COMMANDS[args.command](args)``, which does the same).
+Each leaf parser sets ``handler``; the main CLI calls ``args.handler(args)``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 
 from .. import data
 from ..metainference import logic
@@ -86,6 +84,7 @@ def _add_infer(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--name", default="inferred", help="task name of the items [inferred]")
     b.add_argument("--skip-bad", action="store_true", help="skip malformed data lines (counted)")
     b.add_argument("--out", required=True, help="folder for items.jsonl and task.yaml")
+    b.add_argument("--overwrite", action="store_true", help="replace the items --out holds")
     b.set_defaults(handler=_cmd_build)
     r = isub.add_parser("report", help="consistency of a run's predictions on inferred items")
     r.add_argument("run", help="run folder of `nlieval run --task ITEMS/task.yaml`")
@@ -156,7 +155,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     if args.generated:
         generated = data.load_task(args.generated, args.data_dir, skip_bad=args.skip_bad).items
     made = build(items, generated, args.patterns, args.max_per_pattern, args.seed)
-    yaml_path = write_task(made, args.out, name=args.name)
+    yaml_path = write_task(made, args.out, name=args.name, overwrite=args.overwrite)
     counts = Counter(it.meta["pattern"] for it in made)
     print(f"{len(made)} inferred items from {len(items)} items of {ds.task} {ds.split}:")
     for pattern, n in counts.items():
@@ -177,15 +176,3 @@ def _cmd_report(args: argparse.Namespace) -> int:
     else:
         print(format_report(rows), end="")
     return 0
-
-
-def _dispatch(args: argparse.Namespace) -> int:
-    handler: Callable[[argparse.Namespace], int] = args.handler
-    return handler(args)
-
-
-#: Handlers by top-level command; each calls the leaf handler set on the parser.
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "logic": _dispatch,
-    "infer": _dispatch,
-}

@@ -184,13 +184,19 @@ def build(
 
 
 def write_task(
-    items: Sequence[Item], folder: str | Path, name: str = "inferred", description: str = ""
+    items: Sequence[Item],
+    folder: str | Path,
+    name: str = "inferred",
+    description: str = "",
+    *,
+    overwrite: bool = False,
 ) -> Path:
     """Write the items (``items.jsonl``) and a task YAML (``task.yaml``) that ``nlieval run
     --task FOLDER/task.yaml`` and :func:`nlieval.data.load_task` read; returns the YAML path.
 
     The task is unlabelled (``fields.label: null``) and copies the provenance back into
-    each item's ``meta``.
+    each item's ``meta``. A folder that already holds them is refused unless
+    ``overwrite``: runs on the old items would no longer match.
 
     >>> write_task(build(src_items), "out/inferred")  # doctest: +SKIP
     PosixPath('out/inferred/task.yaml')
@@ -200,6 +206,10 @@ def write_task(
     if not items:
         raise ValueError("no inferred items to write (do the source items share sentences?)")
     root = Path(folder)
+    if not overwrite and ((root / ITEMS_FILE).exists() or (root / TASK_FILE).exists()):
+        raise ValueError(
+            f"{root} already holds inferred items; choose another --out or pass --overwrite"
+        )
     root.mkdir(parents=True, exist_ok=True)
     with open(root / ITEMS_FILE, "w", encoding="utf-8") as f:
         for it in items:
