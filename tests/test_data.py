@@ -24,6 +24,7 @@ from nlieval.data import (
     load_task,
     read_items,
     resolve_data_dir,
+    write_task_yaml,
 )
 from nlieval.types import ALPHA, NLI2, NLI3, SCI4, Label
 
@@ -959,3 +960,61 @@ def test_chaosnli_pool_uses_original_train(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "snli_1.0_train.jsonl", [snli_row("tr", "neutral")])
     pool, same = load_pool("chaosnli_snli", tmp_path)
     assert (pool.split, pool.items[0].id, same) == ("train", "tr", False)
+
+
+# --------------------------------------------------------------------------- writing task YAML
+
+
+def test_write_task_yaml_round_trip(tmp_path: Path) -> None:
+    write_jsonl(
+        tmp_path / "out" / "items.jsonl",
+        [{"id": "a", "premise": "Ein Hund läuft.", "hypothesis": "Ein Tier.", "doc": "d1"}],
+    )
+    spec = {
+        "name": "demo",
+        "description": "Übung",
+        "path": "items.jsonl",
+        "pool": "items.jsonl",
+        "labels": NLI3,
+        "fields": {"id": "id", "label": None, "meta": ("doc",)},
+    }
+    path = write_task_yaml(tmp_path / "out" / "task.yaml", spec)
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("name: demo\ndescription: Übung\npath: items.jsonl\n")
+    assert "label: null" in text
+    ds = load_task(str(path))
+    assert (ds.task, ds.labels, ds.items[0].label, ds.items[0].meta) == (
+        "demo",
+        NLI3,
+        None,
+        {"doc": "d1"},
+    )
+    assert get_task(str(path)).description == "Übung"
+    assert load_pool(str(path))[1] is True  # pool is path: the same rows
+
+
+def test_write_task_yaml_replaces_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "task.yaml"
+    write_task_yaml(path, {"path": "a.jsonl", "labels": ["entailment", "non-entailment"]})
+    write_task_yaml(path, {"path": "b.jsonl", "family": "nli3"})
+    assert path.read_text(encoding="utf-8") == "path: b.jsonl\nfamily: nli3\n"
+    assert [p.name for p in path.parent.iterdir()] == ["task.yaml"]
+
+
+def test_write_task_yaml_checks_keys_before_writing(tmp_path: Path) -> None:
+    path = tmp_path / "task.yaml"
+    with pytest.raises(DataError, match="field 'paht': unknown key; allowed: name, path"):
+        write_task_yaml(path, {"paht": "a.jsonl"})
+    with pytest.raises(DataError, match="field 'path': missing"):
+        write_task_yaml(path, {"labels": ["entailment"]})
+    assert not path.exists()
+
+
+def test_package_facade_exports() -> None:
+    import nlieval.data as data
+
+    assert sorted(data.__all__) == sorted(set(data.__all__))
+    assert all(hasattr(data, name) for name in data.__all__)
+    for module in Path(data.__file__).parent.glob("*.py"):
+        text = module.read_text(encoding="utf-8")
+        assert "from . import" not in text and "\nfrom nlieval.data import" not in text

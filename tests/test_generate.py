@@ -1,9 +1,15 @@
 """``nlieval generate``: prompt, parsing, retries of invalid answers, the output folder as a
-task, and crash safety against a fake OpenAI-compatible server that fails mid-run."""
+task, and crash safety (a server that fails mid-run, a line cut mid-write, kill -9)
+against a fake OpenAI-compatible server."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +22,8 @@ from nlieval import data
 from nlieval.backends.openai import OpenAIChat
 from nlieval.cli import main
 from nlieval.metainference.generated import (
-    ANSWERS,
     ITEMS,
+    LEGACY_ANSWERS,
     SUMMARY,
     SYSTEM_PROMPT,
     Example,
@@ -29,7 +35,7 @@ from nlieval.metainference.generated import (
     parse_hypotheses,
     select_examples,
 )
-from nlieval.runs import RunError
+from nlieval.runs import CONFIG, RECORDS, TIMING, RunError
 from nlieval.types import NLI3, Item, Label
 
 TARGETS = [
@@ -47,12 +53,12 @@ POOL = [
 ]
 
 
-def _write_task(root: Path) -> Path:
+def _write_task(root: Path, targets: list[str] = TARGETS) -> Path:
     rows = []
-    for n, premise in enumerate(TARGETS):
+    for n, premise in enumerate(targets):
         rows.append({"id": f"t{n}", "premise": premise, "hypothesis": f"H{n}.", "label": "e"})
     # The same premise again: generated for once, under the first item's id.
-    rows.append({"id": "t9", "premise": TARGETS[0], "hypothesis": "Other.", "label": "n"})
+    rows.append({"id": "dup", "premise": targets[0], "hypothesis": "Other.", "label": "n"})
     pool = [
         {"id": f"p{n}{lab.value[0]}", "premise": p, "hypothesis": f"{lab.value} {n}.", "label": lab}
         for n, p in enumerate(POOL)
@@ -229,7 +235,7 @@ def test_generate_retries_invalid_json_and_writes_a_task(
         shown = [m["content"] for m in req["messages"][1:-1] if m["role"] == "user"]
         assert sorted(shown) == sorted(f"Premise: {p}" for p in POOL)
 
-    log = _lines(out / ANSWERS)
+    log = _lines(out / RECORDS)
     assert len(log) == 8 and sum(not r["valid"] for r in log) == 4
     assert {r["answer"] for r in log if not r["valid"]} == {
         "Sure! Entailment: a child reads.",
@@ -268,7 +274,7 @@ def test_every_fault_kind_in_a_run(tmp_path: Path, server: FakeServer) -> None:
     assert summary["parsed_first_try"] == 3 and summary["parsed_after_retries"] == 0
     assert summary["server_errors"] == 2 and summary["server_failures"] == 2
     assert summary["stopped"] is None
-    errors = [r for r in _lines(out / ANSWERS) if r["kind"] == "server_error"]
+    errors = [r for r in _lines(out / RECORDS) if r["kind"] == "server_error"]
     assert {r["source_id"] for r in errors} == {"t3", "t4"}
     assert any("HTTP 400: prompt too long" in r["error"] for r in errors)
 
@@ -281,6 +287,21 @@ def test_every_fault_kind_in_a_run(tmp_path: Path, server: FakeServer) -> None:
     assert summary["server_errors"] == 0
     ids = [r["id"] for r in _lines(out / ITEMS)]
     assert len(ids) == 15 == len(set(ids))
+    # Requests are numbered on across invocations (the key of a row); a server failure
+    # does not use up an attempt: t3's first answer is still greedy attempt 1.
+    rows = _lines(out / RECORDS)
+    keys = [(r["source_id"], r["request"]) for r in rows]
+    assert len(keys) == len(set(keys))
+    t3 = [
+        (r["request"], r["attempt"], r["kind"], r["valid"], r["temperature"])
+        for r in rows
+        if r["source_id"] == "t3"
+    ]
+    assert t3 == [
+        (1, 1, "server_error", False, 0.0),
+        (2, 1, "answer", False, 0.0),
+        (3, 2, "answer", True, 0.7),
+    ]
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])
@@ -301,7 +322,7 @@ def test_server_dies_mid_run_nothing_is_lost(tmp_path: Path, concurrency: int) -
         assert done == 2 and summary["server_errors"] == 3
     kept = _lines(out / ITEMS)
     assert len(kept) == 3 * done
-    assert all(r["kind"] == "answer" for r in _lines(out / ANSWERS) if r.get("valid"))
+    assert all(r["kind"] == "answer" for r in _lines(out / RECORDS) if r.get("valid"))
     before = {r["source_id"] for r in kept}
 
     with running() as second:
@@ -317,22 +338,42 @@ def test_server_dies_mid_run_nothing_is_lost(tmp_path: Path, concurrency: int) -
     assert len(data.load_task(str(out / "task.yaml"))) == 15
 
 
+def test_chunks_of_premises_retry_within_the_chunk(
+    tmp_path: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nlieval.metainference import generated
+
+    monkeypatch.setattr(generated, "PREMISES_PER_CHUNK", 2)
+    yaml = _write_task(tmp_path)
+    responder: Responder = server.default  # type: ignore[assignment]
+    responder.scripts[TARGETS[0]] = deque([("ok", "no")])
+    out = tmp_path / "gen"
+    with _chat(server, concurrency=1) as chat:
+        summary = generate_items(chat, GenerateConfig(str(yaml)), out)
+    assert (summary["parsed_first_try"], summary["parsed_after_retries"]) == (4, 1)
+    order = [TARGETS.index(p) for p in responder.asked]
+    assert order == [0, 1, 0, 2, 3, 4]  # t0 asked again before the next chunk
+    timing = json.loads((out / TIMING).read_text())
+    assert [v["items"] for v in timing.values()] == [5]
+    assert [r["id"] for r in _lines(out / ITEMS)][::3] == [f"gen:t{n}:entailment" for n in range(5)]
+
+
 def test_crash_mid_write_is_repaired_on_resume(tmp_path: Path, server: FakeServer) -> None:
     yaml = _write_task(tmp_path)
     out = tmp_path / "gen"
     with _chat(server) as chat:
         generate_items(chat, GenerateConfig(str(yaml), limit=2), out)
-    # A kill -9 between the answer line and its items, then mid-way through a line.
+    # A kill -9 before items.jsonl was brought up to date, then mid-way through a line.
     items = (out / ITEMS).read_text().splitlines(keepends=True)
     (out / ITEMS).write_text("".join(items[:3]))
-    with open(out / ANSWERS, "a") as f:
-        f.write('{"kind": "answer", "source_id": "t2", "pre')
+    with open(out / RECORDS, "a") as f:
+        f.write('{"kind": "answer", "source_id": "t2", "request": 1, "pre')
     with _chat(server) as chat:
         summary = generate_items(chat, GenerateConfig(str(yaml), limit=3), out)
     assert summary["parsed_first_try"] == 3
     ids = [r["id"] for r in _lines(out / ITEMS)]
     assert len(ids) == 9 == len(set(ids))
-    assert len(_lines(out / ANSWERS)) == 3
+    assert len(_lines(out / RECORDS)) == 3
 
 
 def test_other_settings_need_another_folder(tmp_path: Path, server: FakeServer) -> None:
@@ -340,12 +381,41 @@ def test_other_settings_need_another_folder(tmp_path: Path, server: FakeServer) 
     out = tmp_path / "gen"
     with _chat(server) as chat:
         generate_items(chat, GenerateConfig(str(yaml), limit=1), out)
+        config = json.loads((out / CONFIG).read_text())
+        assert config["kind"] == "generate" and config["example_ids"]
+        assert (out / TIMING).is_file()
         with pytest.raises(RunError, match="seed: 0 -> 5"):
             generate_items(chat, GenerateConfig(str(yaml), limit=1, seed=5), out)
+        # attempts and max_server_errors are no part of the identity; nothing left to ask.
+        sent = len(server.requests)
+        config_b = GenerateConfig(str(yaml), limit=1, attempts=1, max_server_errors=9)
+        assert generate_items(chat, config_b, out)["parsed_first_try"] == 1
+        assert len(server.requests) == sent
         summary = generate_items(
             chat, GenerateConfig(str(yaml), limit=1, seed=5), out, overwrite=True
         )
     assert summary["parsed_first_try"] == 1 and len(_lines(out / ITEMS)) == 3
+
+
+def test_folders_of_other_commands_and_versions_are_refused(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    yaml = _write_task(tmp_path)
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / CONFIG).write_text('{"generator": "fake-gen"}\n')
+    (old / LEGACY_ANSWERS).write_text('{"kind": "answer", "source_id": "t0"}\n')
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / CONFIG).write_text('{"kind": "run", "model": "m"}\n')
+    with _chat(server) as chat:
+        with pytest.raises(RunError, match=f"older `nlieval generate`.*{LEGACY_ANSWERS}"):
+            generate_items(chat, GenerateConfig(str(yaml), limit=1), old)
+        with pytest.raises(RunError, match="holds a run of `nlieval run`"):
+            generate_items(chat, GenerateConfig(str(yaml), limit=1), run)
+        summary = generate_items(chat, GenerateConfig(str(yaml), limit=1), old, overwrite=True)
+    assert summary["parsed_first_try"] == 1 and not (old / LEGACY_ANSWERS).exists()
+    assert len(_lines(old / RECORDS)) == 1
 
 
 def test_examples_need_three_labels(tmp_path: Path, server: FakeServer) -> None:
@@ -371,7 +441,79 @@ def test_local_chat_model(tmp_path: Path, tiny_llama: Path) -> None:
     summary = generate_items(load_generator(str(tiny_llama)), config, tmp_path / "gen")
     # A random-weight model writes no JSON: both premises asked twice, then counted.
     assert (summary["failed"], summary["answers"], summary["items"]) == (2, 4, 0)
-    assert [r["attempt"] for r in _lines(tmp_path / "gen" / ANSWERS)] == [1, 1, 2, 2]
+    assert [r["attempt"] for r in _lines(tmp_path / "gen" / RECORDS)] == [1, 1, 2, 2]
+
+
+# --------------------------------------------------------------------------- kill -9
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.Popen(
+        [sys.executable, "-m", "nlieval.cli", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _n_lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.is_file() else 0
+
+
+def test_kill_9_mid_run_then_resume(tmp_path: Path, server: FakeServer) -> None:
+    """``nlieval generate`` killed with SIGKILL while answers arrive, then run again:
+    every premise once in the items, no row twice, none answered before the kill asked
+    again, and the answers kept are the ones the server gave."""
+    n = 40
+    targets = [f"Person number {i} walks a dog." for i in range(n)]
+    yaml = _write_task(tmp_path, targets)
+    responder: Responder = server.default  # type: ignore[assignment]
+    for i in range(0, n, 7):  # some answers are invalid first: retried in the same chunk
+        responder.scripts[targets[i]] = deque([("ok", "no JSON here")])
+    server.hold = 0.05  # each request takes a while, so the run is killed mid-way
+    out = tmp_path / "gen"
+    argv = ["generate", "--task", str(yaml), "--model", "fake-gen", "--api-base", server.url]
+    argv += ["--out", str(out), "--concurrency", "2", "--retries", "0", "--no-progress"]
+    proc = _cli(*argv, cwd=tmp_path)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if _n_lines(out / RECORDS) >= 8:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    # A line may be cut by the kill: only whole lines count.
+    text = (out / RECORDS).read_text()
+    whole = text[: text.rfind("\n") + 1]
+    rows_before = [json.loads(line) for line in whole.splitlines()]
+    answered = {r["source_id"] for r in rows_before if r["valid"]}
+    assert 0 < len(answered) < n
+    asked_before = len(server.requests)
+
+    again = _cli(*argv, cwd=tmp_path)
+    assert again.wait(timeout=120) == 0, again.stderr.read() if again.stderr else ""
+    # Nothing saved before the kill was lost, nor asked for again.
+    rows = _lines(out / RECORDS)
+    assert rows[: len(rows_before)] == rows_before
+    asked_after = {r["messages"][-1]["content"] for r in server.requests[asked_before:]}
+    assert not {f"Premise: {targets[int(sid[1:])]}" for sid in answered} & asked_after
+    keys = [(r["source_id"], r["request"]) for r in rows]
+    assert len(keys) == len(set(keys))
+    # Every premise exactly once in the dataset, with the server's answer.
+    items = _lines(out / ITEMS)
+    assert len(items) == 3 * n == len({it["id"] for it in items})
+    assert [it["source_id"] for it in items[::3]] == [f"t{i}" for i in range(n)]
+    for it in items:
+        premise = targets[int(it["source_id"][1:])]
+        assert it["hypothesis"] == json.loads(good_answer(premise))[it["label"]]
+    summary = json.loads((out / SUMMARY).read_text())
+    assert summary["premises"] == n and summary["items"] == 3 * n
+    assert summary["parsed_first_try"] + summary["parsed_after_retries"] == n
+    assert len(data.load_task(str(out / "task.yaml"))) == 3 * n
 
 
 # --------------------------------------------------------------------------- CLI

@@ -14,6 +14,7 @@ import sys
 
 from ..backends.weights import DEFAULT_MODEL
 from ..metainference.generated import GenerateConfig, format_summary, generate_items
+from ..runs import RECORDS
 from .args import add_data_dir, add_generator_args, generator_from_args
 
 
@@ -106,7 +107,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         if callable(close):
             close()
     print(format_summary(summary))
-    print(f"\n{summary['seconds']} s; items, answers.jsonl and summary.json in {args.out}")
+    print(f"\n{summary['seconds']} s; items, {RECORDS} and summary.json in {args.out}")
     print(f"use them with: nlieval run --task {args.out}/task.yaml --out RUN_FOLDER")
     if summary["stopped"]:
         print(

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
-from . import Dataset
+from .dataset import Dataset
 
 _WORD = re.compile(r"\w+")
 

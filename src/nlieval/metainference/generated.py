@@ -8,18 +8,26 @@ the task's few-shot pool: premises with all three labels there, drawn by seed, n
 premise being generated for. An answer that does not parse is asked again, sampled
 (temperature > 0, another seed) so it can differ; what still fails is counted.
 
-The output folder::
+The output folder is a run folder (:mod:`nlieval.runs`, ``"kind": "generate"``)::
 
-    config.json     settings and the solved examples' ids (checked when re-run)
-    answers.jsonl   every answer, valid or not, and every server failure, in order
+    config.json     settings and the solved examples' ids (the identity ones are checked
+                    when re-run)
+    records.jsonl   every request, in the order answers arrived: one :class:`Answer` per
+                    line, valid or not, or the server's failure
+    timing.json     seconds spent and premises done, summed over invocations
     items.jsonl     the dataset: one item per hypothesis, label = the intended label
     task.yaml       the task for ``nlieval run / stats --task`` and ``infer build --generated``
     summary.json    premises parsed on the first try, after retries, failed, server errors
 
-Answers are appended and fsync'ed as they arrive, and ``items.jsonl`` is rebuilt from
-``answers.jsonl`` when a run starts, so a crash or a server that goes down loses nothing
-that arrived. Running the same command again resumes: premises with a valid answer are
-skipped, the others (invalid answers, server failures, not reached) are asked again.
+Answers are appended and fsync'ed one by one as they arrive (``run_steps`` with
+``stream=True``); ``items.jsonl``, ``task.yaml`` and ``summary.json`` are derived from
+``records.jsonl`` and rewritten whole (atomically) when a run starts, after each chunk of
+:data:`PREMISES_PER_CHUNK` premises and when it ends, so a crash, a kill -9 or a server
+that goes down loses nothing that arrived. Running the same command again resumes:
+premises with a valid answer are skipped, the others (invalid answers, server failures,
+not reached) are asked again. Folders of older versions that kept the answers in
+``answers.jsonl`` are not read: the command refuses them, naming the file (pass
+``--overwrite`` to start again).
 
 >>> hyps = parse_hypotheses('Sure! {"entailment": "A man sleeps.", '
 ...                         '"neutral": "A man dreams.", "contradiction": "A man runs."}')
@@ -30,20 +38,19 @@ skipped, the others (invalid answers, server failures, not reached) are asked ag
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from .. import data
 from ..backends.base import GenerationBackend
-from ..data import seeded_rng
-from ..runs import RunError, atomic_write
+from ..data import Dataset, seeded_rng
+from ..runs import RECORDS, RunError, RunFolder, Step, atomic_write, run_steps
 from ..types import NLI3, Item, Label
 
 Message = dict[str, str]
@@ -65,11 +72,15 @@ SYSTEM_PROMPT = (
     "and nothing before or after it."
 )
 
-CONFIG = "config.json"
-ANSWERS = "answers.jsonl"
 ITEMS = "items.jsonl"
 TASK = "task.yaml"
 SUMMARY = "summary.json"
+#: Where older versions kept the answers (now in ``records.jsonl``): such folders are refused.
+LEGACY_ANSWERS = "answers.jsonl"
+
+#: Premises per chunk of the run: asked together (as concurrently as the backend allows),
+#: invalid answers asked again within the chunk; ``items.jsonl`` is rewritten after each.
+PREMISES_PER_CHUNK = 256
 
 #: Item fields copied to ``Item.meta`` by the task YAML.
 ITEM_META = ("generator", "source_id", "attempt")
@@ -269,191 +280,193 @@ def iter_answers(
 # --------------------------------------------------------------------------- the folder
 
 
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One request for a sentence's hypotheses, as saved: one line of ``records.jsonl``.
+
+    ``request`` numbers the requests for one sentence in the folder (1, 2, ... on across
+    invocations, answers and server failures alike): ``(source_id, request)`` is the
+    row's key. ``attempt`` is the answer asked for, which sets temperature and seed (see
+    :meth:`GenerateConfig.sampling`): a server failure does not use one up. ``error``
+    is set when the request failed for good (no answer); an answer that parsed has its
+    ``hypotheses`` (by label value), one that did not a ``problem``.
+
+    >>> ok = '{"entailment": "a", "neutral": "b", "contradiction": "c"}'
+    >>> row = Answer.of("m", Sentence("7", "A dog runs."), 1, 1, 0.0, 0, ok)
+    >>> row.key, row.kind, row.valid, row.hypotheses["neutral"]
+    (('7', 1), 'answer', True, 'b')
+    >>> Answer.from_dict(json.loads(row.to_json())) == row
+    True
+    >>> Answer.of("m", Sentence("7", "A dog runs."), 2, 2, 0.7, 1, "no").problem
+    'no JSON object'
+    """
+
+    source_id: str
+    request: int
+    attempt: int
+    premise: str
+    model: str
+    temperature: float
+    seed: int
+    answer: str | None = None
+    hypotheses: Mapping[str, str] | None = field(default=None, hash=False)
+    problem: str | None = None
+    error: str | None = None
+    time: str = ""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.source_id, self.request)
+
+    @property
+    def kind(self) -> str:
+        """``answer``, or ``server_error`` for a request that got none."""
+        return "answer" if self.error is None else "server_error"
+
+    @property
+    def valid(self) -> bool:
+        return self.hypotheses is not None
+
+    @classmethod
+    def of(
+        cls,
+        model: str,
+        sentence: Sentence,
+        request: int,
+        attempt: int,
+        temperature: float,
+        seed: int,
+        answer: str | Exception,
+    ) -> Answer:
+        """The row of an answer (parsed here) or of a request that failed for good."""
+        row = cls(sentence.source_id, request, attempt, sentence.text, model, temperature, seed)
+        if isinstance(answer, Exception):
+            return replace(row, error=str(answer) or type(answer).__name__, time=_now())
+        try:
+            hyps = parse_hypotheses(answer)
+        except InvalidAnswer as err:
+            return replace(row, answer=answer, problem=str(err), time=_now())
+        by_key = {lab.value: h for lab, h in hyps.items()}
+        return replace(row, answer=answer, hypotheses=by_key, time=_now())
+
+    def to_json(self) -> str:
+        """One JSON line (``kind`` and ``valid`` included for readers of the file)."""
+        d = {"kind": self.kind, **asdict(self), "valid": self.valid}
+        return json.dumps(d, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Answer:
+        hyps = d.get("hypotheses")
+        if hyps is not None and not all(isinstance(hyps.get(k), str) for k in KEYS):
+            raise ValueError(f"hypotheses without all of {', '.join(KEYS)}")
+        return cls(
+            source_id=str(d["source_id"]),
+            request=int(d["request"]),
+            attempt=int(d["attempt"]),
+            premise=str(d["premise"]),
+            model=str(d["model"]),
+            temperature=float(d["temperature"]),
+            seed=int(d["seed"]),
+            answer=d.get("answer"),
+            hypotheses=None if hyps is None else {k: hyps[k] for k in KEYS},
+            problem=d.get("problem"),
+            error=d.get("error"),
+            time=str(d.get("time", "")),
+        )
+
+
 @dataclass
 class _State:
-    """What the answer log says about one sentence."""
+    """What the saved rows say about one sentence."""
 
+    requests: int = 0
     answers: int = 0
     valid_attempt: int | None = None
     server_failures: int = 0
     problems: list[str] = field(default_factory=list)
 
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _append(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    # One write, then fsync: a line is on disk before the next answer is asked for.
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-class GenFolder:
-    """The output folder of ``nlieval generate`` (layout in the module docstring).
-
-    >>> folder = GenFolder("runs/gen-smol")      # doctest: +SKIP
-    >>> folder.state()["4705552913.jpg#2r1n"]    # doctest: +SKIP
-    """
-
-    IDENTITY = (
-        "generator",
-        "task",
-        "split",
-        "sentences",
-        "examples",
-        "example_ids",
-        "seed",
-        "temperature",
-        "max_new_tokens",
-        "prompt_version",
-    )
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-
-    def start(self, config: Mapping[str, Any], overwrite: bool = False) -> None:
-        """Create the folder, or check that it was made with the same identity settings."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        cfg = self.path / CONFIG
-        if overwrite:
-            for name in (ANSWERS, ITEMS, SUMMARY, TASK):
-                (self.path / name).unlink(missing_ok=True)
-        elif cfg.is_file():
-            old = json.loads(cfg.read_text(encoding="utf-8"))
-            diff = [k for k in self.IDENTITY if old.get(k) != config.get(k)]
-            if diff:
-                detail = "; ".join(f"{k}: {old.get(k)!r} -> {config.get(k)!r}" for k in diff)
-                raise RunError(
-                    f"{self.path} holds items generated with other settings ({detail}); "
-                    "choose another --out, or pass --overwrite to start again"
-                )
-        atomic_write(cfg, json.dumps(dict(config), indent=2, ensure_ascii=False) + "\n")
-
-    def repair(self) -> int:
-        """Cut a partial last line of the answer log (a crash mid-write); bytes removed."""
-        p = self.path / ANSWERS
-        if not p.is_file():
-            return 0
-        raw = p.read_bytes()
-        end = raw.rfind(b"\n") + 1
-        if end < len(raw):
-            with open(p, "rb+") as f:
-                f.truncate(end)
-                f.flush()
-                os.fsync(f.fileno())
-        return len(raw) - end
-
-    def log(self) -> list[dict[str, Any]]:
-        """Every line of the answer log."""
-        p = self.path / ANSWERS
-        if not p.is_file():
-            return []
-        rows = []
-        with open(p, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.endswith("\n"):
-                    break  # a partial tail, cut by repair() before anything is appended
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as err:
-                    raise RunError(f"{p}:{n}: unreadable answer line: {err}") from None
-        return rows
-
-    def state(self) -> dict[str, _State]:
-        """Per source id: answers so far, the attempt that parsed, server failures."""
-        out: dict[str, _State] = defaultdict(_State)
-        for row in self.log():
-            st = out[row["source_id"]]
-            if row["kind"] == "server_error":
-                st.server_failures += 1
-                continue
-            st.answers = max(st.answers, int(row["attempt"]))
-            if row["valid"] and st.valid_attempt is None:
-                st.valid_attempt = int(row["attempt"])
-            elif not row["valid"]:
-                st.problems.append(str(row["problem"]))
-        return out
-
-    def item_rows(self, order: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
-        """The dataset rows: three per sentence, from its first valid answer; sorted by
-        ``order`` (source id -> position; others last), else in the log's order."""
-        first: dict[str, dict[str, Any]] = {}
-        for row in self.log():
-            if row["kind"] == "answer" and row["valid"]:
-                first.setdefault(row["source_id"], row)
-        answers = list(first.values())
-        if order is not None:
-            answers.sort(key=lambda r: order.get(r["source_id"], len(order)))
-        return [item for row in answers for item in _items_of(row)]
-
-    def rebuild_items(self, order: Mapping[str, int] | None = None) -> int:
-        """Write ``items.jsonl`` again from the answer log (atomic), sorted by ``order``
-        (see :meth:`item_rows`); returns the number of items written."""
-        rows = self.item_rows(order)
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        atomic_write(self.path / ITEMS, text)
-        return len(rows)
-
-    def log_answer(self, row: Mapping[str, Any]) -> None:
-        """Append an answer to the log, then (when valid) its items to the dataset."""
-        _append(self.path / ANSWERS, [row])
-        if row["valid"]:
-            _append(self.path / ITEMS, _items_of(row))
-
-    def log_failure(self, source_id: str, premise: str, message: str) -> None:
-        _append(
-            self.path / ANSWERS,
-            [
-                {
-                    "kind": "server_error",
-                    "source_id": source_id,
-                    "premise": premise,
-                    "error": message,
-                    "time": _now(),
-                }
-            ],
-        )
-
-    def write_task(self, name: str, description: str) -> Path:
-        """The task YAML over ``items.jsonl`` (intended labels, provenance in meta)."""
-        import yaml
-
-        spec = {
-            "name": name,
-            "description": description,
-            "path": ITEMS,
-            "labels": list(KEYS),
-            "fields": {
-                "id": "id",
-                "premise": "premise",
-                "hypothesis": "hypothesis",
-                "label": "label",
-                "meta": list(ITEM_META),
-            },
-        }
-        path = self.path / TASK
-        atomic_write(path, yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
-        return path
+    def add(self, row: Answer) -> None:
+        self.requests = max(self.requests, row.request)
+        if row.error is not None:
+            self.server_failures += 1
+            return
+        self.answers = max(self.answers, row.attempt)
+        if row.valid:
+            if self.valid_attempt is None:
+                self.valid_attempt = row.attempt
+        else:
+            self.problems.append(str(row.problem))
 
 
-def _items_of(row: Mapping[str, Any]) -> list[dict[str, Any]]:
-    sid = row["source_id"]
+def answer_states(rows: Iterable[Answer]) -> dict[str, _State]:
+    """Per source id: requests and answers so far, the attempt that parsed, failures."""
+    out: dict[str, _State] = defaultdict(_State)
+    for row in rows:
+        out[row.source_id].add(row)
+    return out
+
+
+def first_valid(rows: Iterable[Answer]) -> dict[str, Answer]:
+    """The first valid answer of each source id that has one."""
+    out: dict[str, Answer] = {}
+    for row in rows:
+        if row.valid:
+            out.setdefault(row.source_id, row)
+    return out
+
+
+def _items_of(row: Answer) -> list[dict[str, Any]]:
+    sid = row.source_id
+    assert row.hypotheses is not None
     return [
         {
             "id": f"gen:{sid}:{key}",
-            "premise": row["premise"],
-            "hypothesis": row["hypotheses"][key],
+            "premise": row.premise,
+            "hypothesis": row.hypotheses[key],
             "label": key,
-            "generator": row["model"],
+            "generator": row.model,
             "source_id": sid,
-            "attempt": row["attempt"],
+            "attempt": row.attempt,
         }
         for key in KEYS
     ]
+
+
+def write_items(folder: Path, answers: Mapping[str, Answer], order: Mapping[str, int]) -> int:
+    """Write ``items.jsonl`` (atomically): three items per valid answer in ``answers``
+    (source id -> answer), sorted by ``order`` (source id -> position; others last).
+    Returns the number of items written."""
+    rows = sorted(answers.values(), key=lambda r: order.get(r.source_id, len(order)))
+    items = [item for row in rows for item in _items_of(row)]
+    text = "".join(json.dumps(it, ensure_ascii=False) + "\n" for it in items)
+    atomic_write(folder / ITEMS, text)
+    return len(items)
+
+
+def write_task(folder: Path, name: str, description: str) -> Path:
+    """The task YAML over ``items.jsonl`` (intended labels, provenance in meta)."""
+    import yaml
+
+    spec = {
+        "name": name,
+        "description": description,
+        "path": ITEMS,
+        "labels": list(KEYS),
+        "fields": {
+            "id": "id",
+            "premise": "premise",
+            "hypothesis": "hypothesis",
+            "label": "label",
+            "meta": list(ITEM_META),
+        },
+    }
+    path = folder / TASK
+    atomic_write(path, yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
+    return path
 
 
 # --------------------------------------------------------------------------- the run
@@ -461,8 +474,9 @@ def _items_of(row: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class GenerateConfig:
-    """What ``nlieval generate`` does; ``limit`` and ``attempts`` may change between runs
-    of one folder, the others are its identity (see :attr:`GenFolder.IDENTITY`).
+    """What ``nlieval generate`` does; ``limit``, ``attempts``, ``retry_temperature``,
+    ``data_dir``, ``skip_bad`` and ``max_server_errors`` may change between runs of one
+    folder, the others are its identity (see :attr:`GenerateFolderConfig.IDENTITY`).
 
     ``attempts`` answers at most per sentence and run: the first at ``temperature`` with
     ``seed``, the n-th at ``max(temperature, retry_temperature)`` with ``seed + n - 1``.
@@ -494,9 +508,84 @@ class GenerateConfig:
         return max(self.temperature, self.retry_temperature), self.seed + attempt - 1
 
 
+@dataclass(frozen=True)
+class GenerateFolderConfig:
+    """The ``config.json`` of a ``generate`` folder: the settings, with what they resolved
+    to (the generator's name, the split, the solved examples' ids, the data file).
+    ``IDENTITY`` fields must match to resume the folder.
+
+    >>> cfg = GenerateFolderConfig("m", "snli", "test", "premise", 0, (), 0, 0.0, 160)
+    >>> cfg.to_dict()["kind"], cfg.to_dict()["example_ids"]
+    ('generate', [])
+    """
+
+    generator: str
+    task: str
+    split: str
+    sentences: str
+    examples: int
+    example_ids: tuple[str, ...]
+    seed: int
+    temperature: float
+    max_new_tokens: int
+    prompt_version: int = PROMPT_VERSION
+    limit: int | None = None
+    attempts: int = 3
+    retry_temperature: float = 0.7
+    data_dir: str | None = None
+    max_server_errors: int = 3
+    data: str = ""
+
+    KIND: ClassVar[str] = "generate"
+    IDENTITY: ClassVar[tuple[str, ...]] = (
+        "generator",
+        "task",
+        "split",
+        "sentences",
+        "examples",
+        "example_ids",
+        "seed",
+        "temperature",
+        "max_new_tokens",
+        "prompt_version",
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        # JSON types (a list, not a tuple), as config.json reads back on resume.
+        d: dict[str, Any] = {"kind": self.KIND, **asdict(self)}
+        d["example_ids"] = list(self.example_ids)
+        return d
+
+    @classmethod
+    def of(
+        cls,
+        generator: str,
+        config: GenerateConfig,
+        ds: Dataset,
+        examples: Sequence[Example],
+    ) -> GenerateFolderConfig:
+        return cls(
+            generator=generator,
+            task=config.task,
+            split=ds.split,
+            sentences=config.sentences,
+            examples=config.examples,
+            example_ids=tuple(ex.source_id for ex in examples),
+            seed=config.seed,
+            temperature=config.temperature,
+            max_new_tokens=config.max_new_tokens,
+            limit=config.limit,
+            attempts=config.attempts,
+            retry_temperature=config.retry_temperature,
+            data_dir=config.data_dir,
+            max_server_errors=config.max_server_errors,
+            data=str(ds.source),
+        )
+
+
 def _targets_and_examples(
     config: GenerateConfig,
-) -> tuple[data.Dataset, list[Sentence], list[Example]]:
+) -> tuple[Dataset, list[Sentence], list[Example]]:
     ds = data.load_task(config.task, config.data_dir, config.split, skip_bad=config.skip_bad)
     targets = distinct_sentences(ds.items, config.sentences)
     if config.limit is not None:
@@ -600,6 +689,10 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     return "\n".join(f"{name:<21} {value}{extra}" for name, value, extra in lines)
 
 
+class _Stopped(Exception):
+    """The server failed ``max_server_errors`` requests in a row (the message says so)."""
+
+
 def generate_items(
     backend: GenerationBackend,
     config: GenerateConfig,
@@ -611,136 +704,130 @@ def generate_items(
     """Generate (or resume generating) items into ``out``; returns the summary, which is
     also saved as ``summary.json``.
 
+    The sentences still without a valid answer go through :func:`nlieval.runs.run_steps`
+    in chunks of :data:`PREMISES_PER_CHUNK` (asked together, invalid answers asked again
+    within the chunk), each answer appended to ``records.jsonl`` as it arrives.
     ``summary["stopped"]`` is None, or says why the run stopped early (the server failed
     ``config.max_server_errors`` times in a row); everything that arrived is kept.
 
     >>> summary = generate_items(load_generator("smollm2-135m"), GenerateConfig("snli", limit=50),
     ...                          "runs/gen-smol")   # doctest: +SKIP
     """
-    from tqdm import tqdm
-
     started = time.perf_counter()
     ds, targets, examples = _targets_and_examples(config)
-    folder = GenFolder(out)
-    identity = {
-        "generator": backend.name,
-        "task": config.task,
-        "split": ds.split,
-        "sentences": config.sentences,
-        "examples": config.examples,
-        "example_ids": [ex.source_id for ex in examples],
-        "seed": config.seed,
-        "temperature": config.temperature,
-        "max_new_tokens": config.max_new_tokens,
-        "prompt_version": PROMPT_VERSION,
-    }
-    folder.start({**identity, **_settings(config), "data": ds.source}, overwrite=overwrite)
-    folder.repair()
+    path = Path(out)
+    legacy = path / LEGACY_ANSWERS
+    if legacy.is_file() and not overwrite:
+        raise RunError(
+            f"{path} was made by an older `nlieval generate` (its answers are in "
+            f"{LEGACY_ANSWERS}, now {RECORDS}); choose another --out, or pass --overwrite "
+            "to discard it and start again"
+        )
+    folder = RunFolder(path, Answer)
+    folder.start(GenerateFolderConfig.of(backend.name, config, ds, examples), overwrite=overwrite)
+    if overwrite:
+        for name in (LEGACY_ANSWERS, ITEMS, SUMMARY, TASK):
+            (path / name).unlink(missing_ok=True)
+    folder.done_keys()  # cuts a line left half-written by a crash; appends skip saved keys
+    rows = folder.records()
+    states = answer_states(rows)
+    valid = first_valid(rows)
     # Items in data order whatever order answers arrived in (concurrent requests).
     order = {t.source_id: n for n, t in enumerate(targets)}
-    folder.rebuild_items(order)
+    write_items(path, valid, order)
     name = f"generated-{ds.task}"
-    folder.write_task(
-        name, f"hypotheses written by {backend.name} for {config.sentences}s of {ds.task}"
+    write_task(
+        path, name, f"hypotheses written by {backend.name} for {config.sentences}s of {ds.task}"
     )
-    states = folder.state()
     todo = [t for t in targets if states[t.source_id].valid_attempt is None]
-    stopped: str | None = None
     in_a_row = 0
-    bar = tqdm(total=len(todo), desc="premises", unit="premise", disable=not progress)
-    try:
+
+    def work(
+        chat: GenerationBackend,
+        step: Step[Sentence],
+        chunk: Sequence[Sentence],
+        progress: Callable[[int], Any],
+    ) -> Iterator[Answer]:
+        # Yields each row as it arrives: run_steps saves it before the next is looked at.
+        nonlocal in_a_row
+        pending = list(chunk)
         for rnd in range(config.attempts):
-            if not todo or stopped:
+            if not pending:
                 break
             last_round = rnd == config.attempts - 1
             # Sentences at the same attempt share temperature and seed: one batch each.
             batches: dict[tuple[float, int], list[tuple[Sentence, int]]] = defaultdict(list)
-            for t in todo:
+            for t in pending:
                 attempt = states[t.source_id].answers + 1
                 batches[config.sampling(attempt)].append((t, attempt))
             retry: list[Sentence] = []
             for (temperature, seed), batch in batches.items():
                 convs = [build_messages(t.text, examples) for t, _ in batch]
-                answers = iter_answers(backend, convs, config.max_new_tokens, temperature, seed)
+                answers = iter_answers(chat, convs, config.max_new_tokens, temperature, seed)
                 try:
                     for i, answer in answers:
                         t, attempt = batch[i]
                         st = states[t.source_id]
-                        if isinstance(answer, Exception):
-                            folder.log_failure(t.source_id, t.text, str(answer))
-                            st.server_failures += 1
-                            bar.update(1)
+                        row = Answer.of(
+                            chat.name, t, st.requests + 1, attempt, temperature, seed, answer
+                        )
+                        st.add(row)
+                        yield row
+                        if row.error is not None:
+                            progress(1)
                             in_a_row += 1
                             if in_a_row >= config.max_server_errors:
-                                stopped = (
+                                raise _Stopped(
                                     f"the server failed {in_a_row} requests in a row "
-                                    f"(last: {answer})"
+                                    f"(last: {row.error})"
                                 )
-                                break
                             continue
                         in_a_row = 0
-                        row = _answer_row(backend.name, t, attempt, temperature, seed, answer)
-                        folder.log_answer(row)
-                        st.answers = attempt
-                        if row["valid"]:
-                            st.valid_attempt = attempt
-                            bar.update(1)
+                        if row.valid:
+                            valid.setdefault(t.source_id, row)
+                            progress(1)
                         else:
-                            st.problems.append(row["problem"])
                             retry.append(t)
-                            bar.update(1 if last_round else 0)
+                            progress(1 if last_round else 0)
                 finally:
                     # Stops the requests still queued when the server is gone.
                     close = getattr(answers, "close", None)
                     if close is not None:
                         close()
-                if stopped:
-                    break
-            todo = sorted(retry, key=lambda t: order[t.source_id])
+            pending = sorted(retry, key=lambda t: order[t.source_id])
+        write_items(path, valid, order)  # the chunk's rows are saved by now
+
+    stopped: str | None = None
+    step = Step(f"|{ds.task}|{config.sentences}", f"{config.sentences}s", todo)
+    try:
+        run_steps(
+            folder,
+            [step],
+            lambda _: backend,
+            work,
+            progress=progress,
+            chunk_size=PREMISES_PER_CHUNK,
+            stream=True,
+        )
+    except _Stopped as err:
+        stopped = str(err)
     finally:
-        bar.close()
-        n_items = folder.rebuild_items(order)
+        rows = folder.records()
+        n_items = write_items(path, first_valid(rows), order)
         summary = {
             "generator": backend.name,
             "task": ds.task,
             "split": ds.split,
             "examples": len(examples),
-            **summarize(targets, states, n_items),
+            **summarize(targets, answer_states(rows), n_items),
             "seconds": round(time.perf_counter() - started, 1),
             "stopped": stopped,
         }
-        atomic_write(folder.path / SUMMARY, json.dumps(summary, indent=2) + "\n")
-    folder.write_task(
+        atomic_write(path / SUMMARY, json.dumps(summary, indent=2) + "\n")
+    write_task(
+        path,
         name,
         f"{n_items // len(KEYS)} premises x 3 hypotheses written by {backend.name} "
         f"for {config.sentences}s of {ds.task} {ds.split} (label = intended label)",
     )
     return summary
-
-
-def _settings(config: GenerateConfig) -> dict[str, Any]:
-    keep = ("limit", "attempts", "retry_temperature", "data_dir", "max_server_errors")
-    return {k: v for k, v in asdict(config).items() if k in keep}
-
-
-def _answer_row(
-    model: str, t: Sentence, attempt: int, temperature: float, seed: int, answer: str
-) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "kind": "answer",
-        "source_id": t.source_id,
-        "premise": t.text,
-        "model": model,
-        "attempt": attempt,
-        "temperature": temperature,
-        "seed": seed,
-        "answer": answer,
-    }
-    try:
-        hyps = parse_hypotheses(answer)
-    except InvalidAnswer as err:
-        row.update(valid=False, problem=str(err), hypotheses=None)
-    else:
-        row.update(valid=True, problem=None, hypotheses={lab.value: h for lab, h in hyps.items()})
-    row["time"] = _now()
-    return row

@@ -2,8 +2,10 @@
 
 Layout of a run folder::
 
-    config.json     the configuration that made it (checked again on resume)
-    records.jsonl   one Record per line, appended and fsync'ed while the run goes
+    config.json     the configuration that made it, with the command that made it as
+                    ``"kind"`` (checked again on resume)
+    records.jsonl   one row per line (a :class:`~nlieval.types.Record` unless the command
+                    has a row type of its own), appended and fsync'ed while the run goes
     timing.json     scoring wall time and items per sweep point, kept while the run goes
     results.json    configuration, versions, git commit, few-shot draws and metrics
     summary.md      the metrics as a Markdown table
@@ -19,7 +21,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, overload
 
 from ..types import Record
 
@@ -34,6 +36,26 @@ DEFAULT_KIND = "run"
 
 class RunError(RuntimeError):
     """A run folder that cannot be used as asked (the message says why)."""
+
+
+_Self = TypeVar("_Self", bound="Row")
+
+
+class Row(Protocol):
+    """What a line of ``records.jsonl`` must be: a key that identifies it within the folder
+    (a second row with a known key is never written), one JSON line, and back.
+    :class:`~nlieval.types.Record` is the row of ``run`` and ``instruct``."""
+
+    @property
+    def key(self) -> tuple[Any, ...]: ...
+
+    def to_json(self) -> str: ...
+
+    @classmethod
+    def from_dict(cls: type[_Self], d: Mapping[str, Any]) -> _Self: ...
+
+
+R = TypeVar("R", bound=Row)
 
 
 class FolderConfig(Protocol):
@@ -68,15 +90,23 @@ def atomic_write(path: Path, text: str) -> None:
             os.unlink(tmp)
 
 
-class RunFolder:
-    """A run folder on disk.
+class RunFolder(Generic[R]):
+    """A run folder on disk whose ``records.jsonl`` holds rows of type ``row``
+    (:class:`~nlieval.types.Record` by default; see :class:`Row`).
 
     >>> rf = RunFolder("runs/demo")            # doctest: +SKIP
     >>> done = rf.done_keys()                  # doctest: +SKIP
     """
 
-    def __init__(self, path: str | Path) -> None:
+    @overload
+    def __init__(self: RunFolder[Record], path: str | Path) -> None: ...
+
+    @overload
+    def __init__(self, path: str | Path, row: type[R]) -> None: ...
+
+    def __init__(self, path: str | Path, row: type[Any] = Record) -> None:
         self.path = Path(path)
+        self.row: type[R] = row
         self._keys: set[tuple[Any, ...]] = set()
 
     @property
@@ -141,8 +171,8 @@ class RunFolder:
                 os.fsync(f.fileno())
             return size - end
 
-    def iter_records(self) -> Iterator[Record]:
-        """Every record, first occurrence of each key only."""
+    def iter_records(self) -> Iterator[R]:
+        """Every row, first occurrence of each key only."""
         p = self.records_path
         if not p.is_file():
             return
@@ -154,14 +184,14 @@ class RunFolder:
                 if not line.endswith("\n"):
                     break  # a partial tail from a crash: not a record yet
                 try:
-                    rec = Record.from_dict(json.loads(line))
+                    rec = self.row.from_dict(json.loads(line))
                 except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
                     raise RunError(f"{p}:{lineno}: unreadable record: {err}") from err
                 if rec.key not in seen:
                     seen.add(rec.key)
                     yield rec
 
-    def records(self) -> list[Record]:
+    def records(self) -> list[R]:
         return list(self.iter_records())
 
     def done_keys(self) -> set[tuple[Any, ...]]:
@@ -170,8 +200,9 @@ class RunFolder:
         self._keys = {r.key for r in self.iter_records()}
         return set(self._keys)
 
-    def append(self, records: Sequence[Record]) -> None:
-        """Append records durably; keys already present are not written again."""
+    def append(self, records: Sequence[R]) -> None:
+        """Append rows durably (one write, then fsync); keys already present are not
+        written again (:meth:`done_keys` reads those of an existing folder)."""
         new = [r for r in records if r.key not in self._keys]
         if not new:
             return

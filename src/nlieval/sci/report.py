@@ -374,7 +374,9 @@ def confusion_png_name(row: Mapping[str, Any]) -> str:
 
 def plot_confusion(row: Row, path: str | Path) -> Path:
     """Counts (left) and row-normalised shares (right) of a row's confusion matrix."""
-    from ..analyses.plots import _grid, _save, _series_name
+    from ..plotting import grid as _grid
+    from ..plotting import save as _save
+    from ..plotting import series_name as _series_name
 
     ncol = _columns(row)
     counts = np.asarray(row["confusion"], dtype=float)[:, :ncol]

@@ -1,0 +1,124 @@
+"""Loaded data and its errors: :class:`Dataset` (one split of one task, as loaded),
+:class:`DataError` (bad input, one line naming the file, the line and the field), and
+seeded sampling of items (:func:`seeded_rng`, :func:`sample_items`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..types import Item, Label
+
+
+class DataError(ValueError):
+    """Bad input: carries ``path``, ``line`` (1-based, or None) and ``field`` (or None).
+
+    ``str(err)`` is one line: ``{path}:{line}: field '{field}': {message}``, leaving out
+    the parts that are None (``path`` is None only for errors about no file at all).
+
+    >>> str(DataError("dev.jsonl", 3, "gold_label", "unknown label 'x'"))
+    "dev.jsonl:3: field 'gold_label': unknown label 'x'"
+    """
+
+    def __init__(self, path: str | Path | None, line: int | None, field: str | None, message: str):
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.field = field
+        self.message = " ".join(str(message).split())  # one line, whatever the cause said
+        where = "" if self.path is None else self.path
+        if line is not None:
+            where += f":{line}"
+        parts = [where] if where else []
+        if field is not None:
+            parts.append(f"field '{field}'")
+        parts.append(self.message)
+        super().__init__(": ".join(parts))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default would call DataError(formatted_message) and fail (4 arguments).
+        return (type(self), (self.path, self.line, self.field, self.message))
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One split of one task, as loaded.
+
+    >>> from nlieval.data import load_task
+    >>> ds = load_task("smoke")
+    >>> ds.task, ds.split, ds.label_counts()["neutral"], dict(ds.dropped)
+    ('smoke', 'test', 16, {})
+    """
+
+    task: str
+    split: str
+    labels: tuple[Label, ...]
+    items: tuple[Item, ...]
+    source: str
+    dropped: Mapping[str, int] = field(default_factory=dict)
+    skipped_bad: int = 0
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def label_counts(self) -> dict[str, int]:
+        """Items per label value, in label-set order (plus ``"none"`` for unlabelled items)."""
+        counts = Counter(it.label.value if it.label else "none" for it in self.items)
+        out = {lab.value: counts.get(lab.value, 0) for lab in self.labels}
+        if counts.get("none"):
+            out["none"] = counts["none"]
+        return out
+
+
+def seeded_rng(seed: int, *keys: object) -> random.Random:
+    """A random generator for one seed and one purpose (a document, a class, a run).
+
+    Seeded from a SHA-256 of ``repr((seed, *keys))``: stable across processes and Python
+    versions, unlike ``hash()`` of a string.
+
+    >>> seeded_rng(0, "x").random() == seeded_rng(0, "x").random()
+    True
+    """
+    digest = hashlib.sha256(repr((seed, *keys)).encode("utf-8")).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def sample_items(items: Sequence[Item], n: int, seed: int = 0) -> tuple[Item, ...]:
+    """A seeded random subset of ``n`` items, stratified by gold label, in file order.
+
+    Each label (unlabelled items form one group) gets its share of ``n`` by largest
+    remainder, so the label shares match the file's (SciNLI test, 1,000 per class and
+    sorted by class: ``n = 40`` gives 10 per class). Within a label the items are a
+    prefix of a permutation seeded by ``seed`` and the label, so a larger ``n`` mostly
+    keeps the items of a smaller one. ``n`` at least the number of items keeps them all.
+
+    >>> from nlieval.types import NLI3
+    >>> items = [Item(str(i), "p", "h", NLI3[i // 4]) for i in range(12)]
+    >>> picked = sample_items(items, 6, seed=1)
+    >>> [it.label.value[0] for it in picked], picked == sample_items(items, 6, seed=1)
+    (['e', 'e', 'n', 'n', 'c', 'c'], True)
+    """
+    if n < 1:
+        raise ValueError(f"the sample size must be positive, got {n}")
+    if n >= len(items):
+        return tuple(items)
+    groups: dict[str, list[int]] = {}
+    for i, it in enumerate(items):
+        groups.setdefault(it.label.value if it.label is not None else "", []).append(i)
+    keys = sorted(groups)
+    quota = {k: n * len(groups[k]) // len(items) for k in keys}
+    # Largest remainder first (n * size mod total), ties in alphabetical label order.
+    by_remainder = sorted(keys, key=lambda k: -(n * len(groups[k]) % len(items)))
+    for k in by_remainder[: n - sum(quota.values())]:
+        quota[k] += 1
+    keep: set[int] = set()
+    for k in keys:
+        order = list(groups[k])
+        random.Random(f"sample:{seed}:{k}").shuffle(order)
+        keep.update(order[: quota[k]])
+    return tuple(it for i, it in enumerate(items) if i in keep)

@@ -1,0 +1,238 @@
+"""User tasks: reading a task YAML file into a :class:`~nlieval.data.rules.TaskSpec`
+(:func:`task_from_yaml`, through :func:`nlieval.data.get_task`), building a row parser
+from a field map (:func:`make_parser`), and writing a task YAML (:func:`write_task_yaml`).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..types import ALPHA, Label
+from .dataset import DataError
+from .parsers import FieldError, FieldMap, MappedParser, norm_key, parse_label
+from .rules import FAMILIES, FileRule, TaskSpec
+
+_YAML_KEYS = (
+    "name",
+    "path",
+    "pool",
+    "fields",
+    "labels",
+    "label_map",
+    "family",
+    "template",
+    "description",
+)
+_FIELD_KEYS = ("id", "premise", "hypothesis", "label", "choices", "meta")
+
+
+def _field_map(spec: Mapping[str, Any] | None, where: str | Path) -> FieldMap:
+    spec = dict(spec or {})
+    for key, value in spec.items():
+        if key not in _FIELD_KEYS:
+            raise DataError(
+                where, None, f"fields.{key}", f"unknown key; allowed: {', '.join(_FIELD_KEYS)}"
+            )
+        ok = (
+            isinstance(value, list)
+            if key in ("choices", "meta")
+            else isinstance(value, str) or value is None
+        )
+        if not ok or (isinstance(value, list) and not all(isinstance(v, str) for v in value)):
+            raise DataError(
+                where,
+                None,
+                f"fields.{key}",
+                "expected a field name" + ("" if key not in ("choices", "meta") else " list"),
+            )
+    return FieldMap(
+        premise=spec.get("premise", "premise"),
+        hypothesis=spec.get("hypothesis", "hypothesis"),
+        label=spec.get("label", "label"),
+        id=spec.get("id"),
+        choices=tuple(spec.get("choices", ())),
+        meta=tuple(spec.get("meta", ())),
+    )
+
+
+def _label_set(raw: Any, where: str | Path) -> tuple[Label, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise DataError(where, None, "labels", "expected a non-empty list of label names")
+    try:
+        labels = tuple(Label.parse(x) for x in raw)
+    except ValueError as err:
+        raise DataError(where, None, "labels", str(err)) from None
+    if len(set(labels)) != len(labels):
+        raise DataError(where, None, "labels", "a label is listed twice")
+    return labels
+
+
+def _label_map(raw: Any, labels: tuple[Label, ...], where: str | Path) -> dict[str, Label]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise DataError(where, None, "label_map", "expected a mapping raw value -> label")
+    try:
+        return {norm_key(k): parse_label(v, labels) for k, v in raw.items()}
+    except FieldError as err:
+        raise DataError(where, None, "label_map", err.message) from None
+
+
+def make_parser(
+    labels: Sequence[Label],
+    fields: Mapping[str, Any] | None = None,
+    label_map: Mapping[Any, Any] | None = None,
+    where: str | Path = "<fields>",
+) -> MappedParser:
+    """A row parser for user data from a field map (as in a task YAML's ``fields``).
+
+    >>> from nlieval.types import NLI3
+    >>> p = make_parser(NLI3, {"premise": "s1", "hypothesis": "s2", "label": "y"}, {0: "e"})
+    >>> p({"s1": "A cat naps.", "s2": "A cat rests.", "y": 0}, 1).label.value
+    'entailment'
+    """
+    labels = tuple(labels)
+    fmap = _field_map(fields, where)
+    if fmap.choices and len(fmap.choices) != len(labels):
+        raise DataError(
+            where, None, "fields.choices", f"{len(fmap.choices)} choices for {len(labels)} labels"
+        )
+    if labels == ALPHA and not fmap.choices:
+        raise DataError(
+            where, None, "fields.choices", "alpha-NLI style tasks need the two hypothesis fields"
+        )
+    return MappedParser(fmap, labels, label_map=_label_map(label_map, labels, where))
+
+
+def task_from_yaml(path: Path) -> TaskSpec:
+    """The user task of a task YAML file (the keys: see :func:`nlieval.data.get_task`)."""
+    doc = _read_yaml(path)
+    for key in doc:
+        if key not in _YAML_KEYS:
+            raise DataError(path, None, str(key), f"unknown key; allowed: {', '.join(_YAML_KEYS)}")
+    if "path" not in doc:
+        raise DataError(path, None, "path", "missing: the data file (jsonl, csv or tsv)")
+    family = doc.get("family")
+    if family is not None and family not in FAMILIES.values():
+        raise DataError(
+            path,
+            None,
+            "family",
+            f"unknown family {family!r}; known: {', '.join(FAMILIES.values())}",
+        )
+    if "labels" in doc:
+        labels = _label_set(doc["labels"], path)
+    elif family is not None:
+        labels = next(ls for ls, fam in FAMILIES.items() if fam == family)
+    else:
+        raise DataError(path, None, "labels", "missing: the ordered label set")
+    # Label sets without a family of their own use the generic premise/hypothesis layout.
+    family = family or FAMILIES.get(labels, "nli3")
+    parser = make_parser(labels, doc.get("fields"), doc.get("label_map"), path)
+    splits = {"test": (FileRule(parser, path=_rel(path, doc["path"], "path")),)}
+    if doc.get("pool"):
+        splits["train"] = (FileRule(parser, path=_rel(path, doc["pool"], "pool")),)
+    template = doc.get("template")
+    if template is not None and not isinstance(template, str):
+        raise DataError(path, None, "template", "expected a Jinja template string")
+    name = str(doc.get("name") or path.stem)
+    desc = str(doc.get("description") or f"user task from {path}")
+    return TaskSpec(name, labels, family, "test", desc, splits, None, template, str(path))
+
+
+def _rel(yaml_path: Path, value: Any, key: str) -> Path:
+    if not isinstance(value, str) or not value:
+        raise DataError(yaml_path, None, key, "expected a file path")
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else yaml_path.parent / p
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    if not path.is_file():
+        raise DataError(path, None, None, "no such file")
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.MarkedYAMLError as err:
+        line = err.problem_mark.line + 1 if err.problem_mark is not None else None
+        raise DataError(path, line, None, f"invalid YAML: {err.problem}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise DataError(path, None, None, f"invalid YAML: {err}") from None
+    if not isinstance(doc, dict):
+        raise DataError(path, None, None, "expected a mapping of task settings")
+    return doc
+
+
+def write_task_yaml(path: str | Path, spec_dict: Mapping[str, Any]) -> Path:
+    """Write a task YAML file that :func:`nlieval.data.load_task` (and ``nlieval run
+    --task PATH``) reads; return its path.
+
+    ``spec_dict`` holds the task YAML keys (see :func:`nlieval.data.get_task`), written
+    in its order; ``path`` and ``pool`` are relative to the YAML file's folder. Its keys
+    are checked as the reader checks them: an unknown key, or no ``path``, raises
+    :class:`DataError` before anything is written. Values are plain YAML (text, numbers,
+    lists, mappings, None); a :class:`~nlieval.types.Label` is written as its value and
+    a tuple as a list. The file is UTF-8 (non-ASCII text written as is), its folder is
+    created when missing, and it is replaced atomically (written beside it, then
+    renamed), so a reader never sees half a file.
+
+    >>> import tempfile
+    >>> from nlieval.data import load_task
+    >>> from nlieval.types import NLI3
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> row = '{"premise": "A cat naps.", "hypothesis": "A cat rests.", "label": "e"}'
+    >>> _ = (folder / "items.jsonl").write_text(row + "\\n", encoding="utf-8")
+    >>> spec = {"name": "demo", "path": "items.jsonl", "labels": NLI3,
+    ...         "label_map": {"e": "entailment"}}
+    >>> yaml_path = write_task_yaml(folder / "task.yaml", spec)
+    >>> print(yaml_path.read_text(encoding="utf-8"), end="")
+    name: demo
+    path: items.jsonl
+    labels:
+    - entailment
+    - neutral
+    - contradiction
+    label_map:
+      e: entailment
+    >>> ds = load_task(str(yaml_path))
+    >>> ds.task, ds.label_counts()
+    ('demo', {'entailment': 1, 'neutral': 0, 'contradiction': 0})
+    """
+    import yaml
+
+    path = Path(path)
+    for key in spec_dict:
+        if key not in _YAML_KEYS:
+            raise DataError(path, None, str(key), f"unknown key; allowed: {', '.join(_YAML_KEYS)}")
+    if "path" not in spec_dict:
+        raise DataError(path, None, "path", "missing: the data file (jsonl, csv or tsv)")
+    text = yaml.safe_dump(_plain(spec_dict), sort_keys=False, allow_unicode=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Write-then-rename; open() (unlike mkstemp) gives the file the usual permissions.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "x", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with labels as their values and tuples as lists (for ``yaml.safe_dump``)."""
+    if isinstance(value, Label):
+        return value.value
+    if isinstance(value, Mapping):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,57 @@
+"""The run folder: the one durable format, and the one resumable loop, of every command
+that writes results (``run``, ``instruct``, ``generate``, ``train``'s test records).
+
+>>> from nlieval.runs import RunFolder, run_steps
+"""
+
+from __future__ import annotations
+
+from .folder import (
+    CONFIG,
+    RECORDS,
+    RESULTS,
+    SUMMARY,
+    TIMING,
+    FolderConfig,
+    Row,
+    RunError,
+    RunFolder,
+    atomic_write,
+    iter_run_records,
+)
+from .loop import CHUNK, Step, run_steps
+from .results import Draws, environment, finalize
+from .tables import (
+    instruct_table,
+    markdown_summary,
+    markdown_table,
+    metrics_table,
+    plus_minus,
+    run_timing,
+)
+
+__all__ = [
+    "CHUNK",
+    "CONFIG",
+    "RECORDS",
+    "RESULTS",
+    "SUMMARY",
+    "TIMING",
+    "Draws",
+    "FolderConfig",
+    "RunError",
+    "Row",
+    "RunFolder",
+    "Step",
+    "atomic_write",
+    "environment",
+    "finalize",
+    "instruct_table",
+    "iter_run_records",
+    "markdown_summary",
+    "markdown_table",
+    "metrics_table",
+    "plus_minus",
+    "run_steps",
+    "run_timing",
+]

@@ -1,0 +1,189 @@
+"""Markdown tables of a run folder's metrics (``summary.md``, the command output).
+
+>>> print(metrics_table([]))
+(no scored records yet)
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+
+def plus_minus(mean: float, std: float, n_seeds: int, digits: int = 3) -> str:
+    if math.isnan(mean):
+        return "n/a"
+    return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if n_seeds > 1 else "")
+
+
+def _short(label: str) -> str:
+    return {"entailment": "E", "neutral": "N", "contradiction": "C", "non-entailment": "non-E"}.get(
+        label, label
+    )
+
+
+def metrics_table(
+    rows: Sequence[Mapping[str, Any]], timing: Mapping[str, Mapping[str, Any]] | None = None
+) -> str:
+    """A Markdown table, one line per (model, checkpoint, task, k).
+
+    ``timing`` maps a model name to its run folder's ``timing.json`` (seconds and items
+    per sweep point); with it the table adds the scoring rate and wall time.
+
+    >>> print(metrics_table([]))
+    (no scored records yet)
+    """
+
+    def cells(r: Mapping[str, Any]) -> list[str]:
+        ns = len(r["seeds"])
+        dist = " ".join(f"{_short(lab)} {share:.0%}" for lab, share in r["pred_dist"].items())
+        if r.get("n_unparsed"):
+            dist += f" unparsed {r['n_unparsed']}"
+        return [
+            str(ns),
+            plus_minus(r["accuracy"], r["accuracy_std"], ns),
+            plus_minus(r["macro_f1"], r["macro_f1_std"], ns),
+            plus_minus(r["gold_nll"], r["gold_nll_std"], ns),
+            f"{r['chance']:.3f}",
+            dist,
+        ]
+
+    head = ["seeds", "accuracy", "macro F1", "gold NLL", "chance", "predicted labels"]
+    return _row_table(rows, timing, head, cells)
+
+
+def instruct_table(
+    rows: Sequence[Mapping[str, Any]], timing: Mapping[str, Mapping[str, Any]] | None = None
+) -> str:
+    """The table of an instruct run: per (model, task, k), macro F1, accuracy and the
+    number of unparseable answers per run, each as mean ± std over the runs.
+
+    >>> row = {"model": "m", "task": "scinli", "k": 4, "n": 10, "seeds": [0, 1],
+    ...        "macro_f1": 0.3, "macro_f1_std": 0.1, "accuracy": 0.4, "accuracy_std": 0.0,
+    ...        "chance": 0.25, "majority_baseline": 0.25,
+    ...        "per_seed": [{"n_unparsed": 1}, {"n_unparsed": 3}]}
+    >>> print(instruct_table([row]).splitlines()[-1])
+    | m | scinli | 4 | 10 | 2 | 0.300 ± 0.100 | 0.400 ± 0.000 | 2.0 ± 1.4 | 0.250 | 0.250 |
+    """
+
+    def cells(r: Mapping[str, Any]) -> list[str]:
+        ns = len(r["seeds"])
+        unparsed = [float(p["n_unparsed"]) for p in r["per_seed"]]
+        std = statistics.stdev(unparsed) if ns > 1 else 0.0
+        return [
+            str(ns),
+            plus_minus(r["macro_f1"], r["macro_f1_std"], ns),
+            plus_minus(r["accuracy"], r["accuracy_std"], ns),
+            plus_minus(statistics.fmean(unparsed), std, ns, digits=1),
+            f"{r['chance']:.3f}",
+            f"{r['majority_baseline']:.3f}",
+        ]
+
+    head = ["runs", "macro F1", "accuracy", "unparsed/run", "chance", "majority"]
+    return _row_table(rows, timing, head, cells)
+
+
+def _row_table(
+    rows: Sequence[Mapping[str, Any]],
+    timing: Mapping[str, Mapping[str, Any]] | None,
+    head: Sequence[str],
+    cells: Callable[[Mapping[str, Any]], list[str]],
+) -> str:
+    """One line per row: model, checkpoint (when any row has one), task, k, n, then the
+    table's own ``head`` columns, then the scoring rate when ``timing`` is given."""
+    if not rows:
+        return "(no scored records yet)"
+    show_ckpt = any(r.get("checkpoint") for r in rows)
+    names = (
+        ["model"]
+        + (["checkpoint"] if show_ckpt else [])
+        + ["task", "k", "n", *head]
+        + (["items/s", "wall s"] if timing else [])
+    )
+    body = []
+    for r in rows:
+        line = (
+            [r["model"]]
+            + ([r.get("checkpoint") or ""] if show_ckpt else [])
+            + [r["task"], str(r["k"]), str(r["n"]), *cells(r)]
+        )
+        if timing:
+            line.extend(_rate(timing, r))
+        body.append(line)
+    return "\n".join(markdown_table(names, body))
+
+
+def markdown_table(head: Sequence[str], body: Iterable[Sequence[str]]) -> list[str]:
+    """The lines of a Markdown table: a header, the rule, one line per row of cells.
+
+    >>> markdown_table(["a", "b"], [["1", "2"]])
+    ['| a | b |', '|---|---|', '| 1 | 2 |']
+    """
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    return lines
+
+
+def _rate(timing: Mapping[str, Mapping[str, Any]], row: Mapping[str, Any]) -> list[str]:
+    secs = items = 0.0
+    points = timing.get(row["model"], {})
+    for seed in row["seeds"]:
+        key = "|".join(str(x) for x in (row.get("checkpoint") or "", row["task"], row["k"], seed))
+        if key in points:
+            secs += points[key]["seconds"]
+            items += points[key]["items"]
+    if secs <= 0:
+        return ["", ""]
+    return [f"{items / secs:.2f}", f"{secs:.0f}"]
+
+
+def _seq(value: Any) -> Any:
+    # A config read back from JSON holds lists where the config object held tuples:
+    # show both the same way.
+    return tuple(value) if isinstance(value, list) else value
+
+
+def markdown_summary(results: Mapping[str, Any]) -> str:
+    """The ``summary.md`` of a run folder."""
+    cfg = results.get("config") or {}
+    env = results.get("environment") or {}
+    ver = env.get("versions", {})
+    kind = cfg.get("kind", "run")
+    if kind == "instruct":
+        setup = (
+            f"runs {_seq(cfg.get('runs'))}; limit {cfg.get('limit')}; split {cfg.get('split')}; "
+            f"exemplars from {cfg.get('pool_split') or 'the default pool'}; greedy, at most "
+            f"{cfg.get('max_new_tokens')} new tokens"
+        )
+        table = instruct_table(results.get("metrics", []), run_timing(results))
+    else:
+        setup = f"seeds {_seq(cfg.get('seeds'))}; limit {cfg.get('limit')}"
+        if cfg.get("sample") is not None:
+            setup += f"; sample {cfg['sample']} by label (seed {cfg.get('sample_seed', 0)})"
+        table = metrics_table(results.get("metrics", []), run_timing(results))
+    lines = [
+        f"# nlieval {kind}: {cfg.get('model', '?')}",
+        "",
+        f"tasks {', '.join(cfg.get('tasks', []))}; shots {_seq(cfg.get('shots'))}; {setup}",
+        f"nlieval {ver.get('nlieval')}, torch {ver.get('torch')}, "
+        f"transformers {ver.get('transformers')}, commit {env.get('git_commit')}",
+        "",
+        table,
+        "",
+    ]
+    for task, info in (results.get("data") or {}).items():
+        dropped = ", ".join(f"{v} {k}" for k, v in (info.get("dropped") or {}).items()) or "none"
+        lines.append(
+            f"- {task}: {info['items']} of {info['items_in_split']} items of {info['split']} "
+            f"({info['source']}); dropped: {dropped}; few-shot pool: {info.get('pool')}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def run_timing(results: Mapping[str, Any]) -> dict[str, Any]:
+    """``{model: sweep-point timing}`` of one run's results (empty when untimed)."""
+    points = (results.get("timing") or {}).get("sweep_points")
+    model = (results.get("config") or {}).get("model")
+    return {model: points} if points and model else {}
