@@ -5,10 +5,7 @@ against a fake OpenAI-compatible server."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -16,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import start_cli
 from fake_openai import FakeServer, running
 
 from nlieval import data
@@ -447,18 +445,6 @@ def test_local_chat_model(tmp_path: Path, tiny_llama: Path) -> None:
 # --------------------------------------------------------------------------- kill -9
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.Popen(
-        [sys.executable, "-m", "nlieval.cli", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def _n_lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.is_file() else 0
 
@@ -477,7 +463,7 @@ def test_kill_9_mid_run_then_resume(tmp_path: Path, server: FakeServer) -> None:
     out = tmp_path / "gen"
     argv = ["generate", "--task", str(yaml), "--model", "fake-gen", "--api-base", server.url]
     argv += ["--out", str(out), "--concurrency", "2", "--retries", "0", "--no-progress"]
-    proc = _cli(*argv, cwd=tmp_path)
+    proc = start_cli(*argv, cwd=tmp_path)
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
         if _n_lines(out / RECORDS) >= 8:
@@ -494,7 +480,7 @@ def test_kill_9_mid_run_then_resume(tmp_path: Path, server: FakeServer) -> None:
     assert 0 < len(answered) < n
     asked_before = len(server.requests)
 
-    again = _cli(*argv, cwd=tmp_path)
+    again = start_cli(*argv, cwd=tmp_path)
     assert again.wait(timeout=120) == 0, again.stderr.read() if again.stderr else ""
     # Nothing saved before the kill was lost, nor asked for again.
     rows = _lines(out / RECORDS)

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from cli_process import start_cli
 
 from nlieval.backends.base import Progress, ScoreRequest
 from nlieval.choice import RunConfig, run
@@ -161,18 +159,6 @@ def test_report_recomputes_from_records(tmp_path: Path) -> None:
     assert "| hash | smoke | 0 | 48 | 1 |" in table
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.Popen(
-        [sys.executable, "-m", "nlieval.cli", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def test_kill_9_then_resume_equals_uninterrupted(tmp_path: Path, tiny_llama: Path) -> None:
     args = [
         "run",
@@ -186,10 +172,10 @@ def test_kill_9_then_resume_equals_uninterrupted(tmp_path: Path, tiny_llama: Pat
         "--batch-size",
         "2",
     ]
-    ref = _cli(*args, "--out", str(tmp_path / "ref"), cwd=tmp_path)
+    ref = start_cli(*args, "--out", str(tmp_path / "ref"), cwd=tmp_path)
     assert ref.wait(timeout=300) == 0, ref.stderr.read() if ref.stderr else ""
     out = tmp_path / "killed"
-    proc = _cli(*args, "--out", str(out), cwd=tmp_path)
+    proc = start_cli(*args, "--out", str(out), cwd=tmp_path)
     deadline = time.time() + 120
     while time.time() < deadline:
         rec = out / RECORDS
@@ -200,7 +186,7 @@ def test_kill_9_then_resume_equals_uninterrupted(tmp_path: Path, tiny_llama: Pat
     proc.wait()
     n_before = len((out / RECORDS).read_text().splitlines()) if (out / RECORDS).exists() else 0
     assert n_before < 96, "the run finished before it could be killed"
-    again = _cli(*args, "--out", str(out), cwd=tmp_path)
+    again = start_cli(*args, "--out", str(out), cwd=tmp_path)
     assert again.wait(timeout=300) == 0, again.stderr.read() if again.stderr else ""
     got = _records(out)
     want = _records(tmp_path / "ref")
