@@ -1,4 +1,4 @@
-"""A fake OpenAI-compatible chat server for tests, scripted request by request.
+"""A fake OpenAI-compatible server for tests, scripted request by request.
 
 Each POST to ``/v1/chat/completions`` takes the next action of :attr:`FakeServer.script`,
 or, when the script is empty, the one :attr:`FakeServer.default` returns for the request
@@ -10,6 +10,20 @@ body. Actions (tuples):
 ``("slow", seconds, content)``      wait, then answer like ``ok`` (the client has left)
 ``("drop",)``                       close the connection without answering
 ``("die",)``                        close every connection and stop listening for good
+
+``/v1/completions`` (log-likelihood scoring) takes the same script, with
+:attr:`FakeServer.completions_default` when it is empty, and answers like vLLM with
+``echo``: every prompt token with its text, ``text_offset`` and log-probability, computed
+by the transformers model of :class:`EchoLM` (:attr:`FakeServer.lm`). Its own actions:
+
+``("echo",)``                       200 with the prompt log-probs of every prompt
+``("echo", change)``                the same body passed through ``change(body)`` first
+                                    (drop log-probs, shift offsets, ...; see the helpers)
+``("slow", seconds)``               wait, then answer like ``echo``
+
+``status``, ``raw``, ``drop`` and ``die`` work as for chat. A ``max_tokens`` below
+:attr:`FakeServer.min_max_tokens` gets HTTP 400 (servers that refuse 0); otherwise that
+many greedy tokens follow the prompt, as a real server does.
 
 The server counts requests in flight (:attr:`max_in_flight`); ``hold`` keeps each request
 that long before answering, so concurrent requests overlap.
@@ -25,6 +39,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 Action = tuple[Any, ...]
@@ -45,12 +60,107 @@ def completion(content: str) -> dict[str, Any]:
     }
 
 
+class EchoLM:
+    """What a server answers to ``echo: true, logprobs: 1``, from a transformers causal
+    LM folder: the tokenizer's offsets give ``text_offset``, one unpadded forward pass per
+    prompt the log-probs (the first token has none)."""
+
+    def __init__(self, folder: str | Path) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.tok = AutoTokenizer.from_pretrained(folder)
+        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+        self.lock = threading.Lock()  # one forward pass at a time (the CPU is shared)
+        self.prompts = 0
+
+    def choice(self, prompt: str, index: int, max_tokens: int = 0) -> dict[str, Any]:
+        import torch
+
+        enc = self.tok(prompt, return_offsets_mapping=True)
+        ids = list(enc["input_ids"])
+        spans = [tuple(x) for x in enc["offset_mapping"]]
+        tokens = [prompt[s:e] for s, e in spans]
+        offsets = [s for s, _ in spans]
+        with self.lock, torch.inference_mode():
+            self.prompts += 1
+            lp = torch.log_softmax(self.model(torch.tensor([ids])).logits[0].float(), -1)
+            values: list[float | None] = [None]
+            values += [float(lp[i - 1, ids[i]]) for i in range(1, len(ids))]
+            text = prompt
+            for _ in range(max_tokens):  # greedy tokens after the prompt (max_tokens > 0)
+                nxt = int(lp[-1].argmax())
+                piece = str(self.tok.decode([nxt]))
+                tokens.append(piece)
+                offsets.append(len(text))
+                values.append(float(lp[-1, nxt]))
+                text += piece
+                ids.append(nxt)
+                lp = torch.log_softmax(self.model(torch.tensor([ids])).logits[0].float(), -1)
+        top = [None if v is None else {t: v} for t, v in zip(tokens, values, strict=True)]
+        return {
+            "index": index,
+            "text": text,
+            "logprobs": {
+                "tokens": tokens,
+                "token_logprobs": values,
+                "text_offset": offsets,
+                "top_logprobs": top,
+            },
+            "finish_reason": "length",
+        }
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The whole ``/v1/completions`` body for a request (a prompt or a list)."""
+        prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+        n = int(body.get("max_tokens", 16))
+        return {
+            "id": "cmpl-fake",
+            "object": "text_completion",
+            "model": body.get("model"),
+            "choices": [self.choice(p, i, n) for i, p in enumerate(prompts)],
+        }
+
+
+def no_logprobs(body: dict[str, Any]) -> dict[str, Any]:
+    """A server that ignores ``echo``/``logprobs`` (as llama.cpp's llama-server)."""
+    for c in body["choices"]:
+        c["logprobs"] = None
+    return body
+
+
+def shift_offsets(body: dict[str, Any]) -> dict[str, Any]:
+    """Offsets one character off from the second token on (a detokenizer bug)."""
+    for c in body["choices"]:
+        off = c["logprobs"]["text_offset"]
+        c["logprobs"]["text_offset"] = off[:1] + [o + 1 for o in off[1:]]
+    return body
+
+
+def generated_only(body: dict[str, Any]) -> dict[str, Any]:
+    """Log-probs of the last token only (no echo of the prompt's)."""
+    for c in body["choices"]:
+        lp = c["logprobs"]
+        c["logprobs"] = {k: v[-1:] for k, v in lp.items()}
+    return body
+
+
+def drop_last_choice(body: dict[str, Any]) -> dict[str, Any]:
+    """One choice fewer than prompts."""
+    body["choices"] = body["choices"][:-1]
+    return body
+
+
 class FakeServer:
     """The server; use :func:`running` to get a started one."""
 
-    def __init__(self) -> None:
+    def __init__(self, lm: EchoLM | None = None) -> None:
         self.script: deque[Action] = deque()
         self.default: Callable[[dict[str, Any]], Action] = lambda body: ("ok", "hello")
+        self.completions_default: Callable[[dict[str, Any]], Action] = lambda body: ("echo",)
+        self.lm = lm
+        self.min_max_tokens = 0
+        self.paths: list[str] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.hold = 0.0
@@ -75,12 +185,17 @@ class FakeServer:
     def start(self) -> None:
         self._thread.start()
 
-    def next_action(self, body: dict[str, Any], headers: dict[str, str]) -> Action:
+    def next_action(
+        self, body: dict[str, Any], headers: dict[str, str], path: str = "/v1/chat/completions"
+    ) -> Action:
         with self.lock:
             self.requests.append(body)
             self.headers.append(headers)
+            self.paths.append(path)
             if self.script:
                 return self.script.popleft()
+        if _is_completions(path):
+            return self.completions_default(body)
         return self.default(body)
 
     def kill(self) -> None:
@@ -121,14 +236,18 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         fake = self.fake
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-        action = fake.next_action(body, {k.lower(): v for k, v in self.headers.items()})
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        action = fake.next_action(body, headers, self.path)
         with fake.lock:
             fake.in_flight += 1
             fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
         try:
             if fake.hold:
                 time.sleep(fake.hold)
-            self._act(action)
+            if _is_completions(self.path):
+                self._act_completions(action, body)
+            else:
+                self._act(action)
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True  # the client left (slow answers)
         finally:
@@ -154,6 +273,34 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             raise ValueError(f"unknown action {action!r}")
 
+    def _act_completions(self, action: Action, body: dict[str, Any]) -> None:
+        kind = action[0]
+        if kind in ("echo", "slow"):
+            fake = self.fake
+            if kind == "slow":
+                time.sleep(action[1])
+                if fake._dead:  # no model run in a thread left behind by a finished test
+                    self._drop()
+                    return
+            if int(body.get("max_tokens", 16)) < fake.min_max_tokens:
+                error = {
+                    "object": "error",
+                    "message": f"max_tokens must be at least {fake.min_max_tokens}, "
+                    f"got {body.get('max_tokens')}.",
+                    "type": "BadRequestError",
+                    "code": 400,
+                }
+                self._send(400, json.dumps(error))
+                return
+            if fake.lm is None:
+                raise ValueError("/v1/completions needs FakeServer(lm=EchoLM(folder))")
+            answer = fake.lm.answer(body)
+            if kind == "echo" and len(action) > 1:
+                answer = action[1](answer)
+            self._send(200, answer if isinstance(answer, str) else json.dumps(answer))
+        else:
+            self._act(action)
+
     def _drop(self) -> None:
         self.close_connection = True
         with suppress(OSError):
@@ -171,10 +318,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+def _is_completions(path: str) -> bool:
+    return path.rstrip("/").endswith("/completions") and "/chat/" not in path
+
+
 @contextmanager
-def running() -> Iterator[FakeServer]:
-    """A started fake server, killed on exit."""
-    server = FakeServer()
+def running(lm: EchoLM | None = None) -> Iterator[FakeServer]:
+    """A started fake server (answering ``/v1/completions`` with ``lm``), killed on exit."""
+    server = FakeServer(lm)
     server.start()
     try:
         yield server

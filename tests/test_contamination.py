@@ -178,7 +178,7 @@ def test_fast_tokenization_matches_the_definition() -> None:
             want: list[object] = []
             for line in text.split("\n"):
                 want += [tok.key(t) for t in tok.item_tokens(line)] + ["|"]
-            got = ["|" if k in (cont._BARRIER, b"\n") else k for k in keys]
+            got = ["|" if k in (cont.BARRIER, b"\n") else k for k in keys]
             assert got == want[:-1] and breaks == text.count("\n"), text
 
 

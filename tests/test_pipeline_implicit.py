@@ -153,7 +153,10 @@ def test_implicit_relations_pipeline(
     assert main([*argv, *[a for a in common if a != "--no-test"]]) == 2
     assert "is the training data" in capsys.readouterr().err and not explicit0.exists()
     assert main([*argv, *common]) == 0
-    res = _json(explicit0 / "results.json")
+    # A run folder without test records; the seed's own results in seed0/train.json.
+    assert _json(explicit0 / "config.json")["kind"] == "train"
+    assert _json(explicit0 / "results.json")["metrics"] == []
+    res = _json(explicit0 / "seed0" / "train.json")
     assert res["labels"] == [C, R, E, N]
     assert res["data"]["train"]["n"] + res["data"]["dev"]["n"] == len(explicit)
     assert is_classifier_folder(explicit0 / "seed0")
@@ -205,9 +208,9 @@ def test_implicit_relations_pipeline(
     stage1 = runs / "implicit"
     argv = ["train", "--task", implicit_yaml, "--lr", "3e-3", "--out", str(stage1)]
     assert main([*argv, *common]) == 0
-    res1 = _json(stage1 / "results.json")
+    res1 = _json(stage1 / "seed0" / "train.json")
     assert res1["data"]["train"]["n"] + res1["data"]["dev"]["n"] == len(implicit)
-    assert res1["init_from"] is None
+    assert res1["init_from"] is None and _json(stage1 / "config.json")["init_from"] is None
 
     # 5. Stage two: the explicit pairs from stage one's encoder, fresh head, lower lr.
     started: dict[str, Any] = {}
@@ -224,10 +227,10 @@ def test_implicit_relations_pipeline(
     with monkeypatch.context() as patch:
         patch.setattr(train_mod, "build_model", spy)
         assert main([*argv, "--out", str(stage2), *common]) == 0
-    res2 = _json(stage2 / "results.json")
-    assert res2["init_from"] == str(stage1) and res2["fresh_head"] is True
-    assert res2["seeds"][0]["init_from"] == str(stage1 / "seed0")
-    assert res2["config"]["lr"] < res1["config"]["lr"]
+    cfg1, cfg2 = _json(stage1 / "results.json")["config"], _json(stage2 / "results.json")["config"]
+    assert cfg2["init_from"] == str(stage1) and cfg2["fresh_head"] is True
+    assert _json(stage2 / "seed0" / "train.json")["init_from"] == str(stage1 / "seed0")
+    assert cfg2["lr"] < cfg1["lr"]
     from transformers import AutoModel
 
     one, _, _ = load_classifier(stage1 / "seed0")

@@ -11,7 +11,7 @@ import pytest
 from nlieval.backends.classifier import classify_records
 from nlieval.choice import RunConfig
 from nlieval.cli import main
-from nlieval.runs import RunFolder
+from nlieval.runs import RunError, RunFolder
 from nlieval.sci import report as sci
 from nlieval.sci.instruct import _scores
 from nlieval.types import SCI4, Item, Label, Record
@@ -221,22 +221,44 @@ def test_cli_tables_json_and_png(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "not a run folder" in capsys.readouterr().err
 
 
-def test_train_folder_reports_its_saved_test_records(tmp_path: Path) -> None:
-    # A `nlieval train` folder is reported from the test records each seed saved; no run
-    # folder and no second pass over the test set.
-    from nlieval.sci.report import iter_report_records, sci_rows
-    from nlieval.types import Record
+def _seed_records(model: str) -> list[Record]:
+    # Seed 0 all right, seed 1 always "contrasting"; no checkpoint (a train folder's).
+    return [
+        Record("scinli", f"t{i}", model, 0, seed, LABELS, (0.0,) * 4, (0.25,) * 4, p, LABELS[i])
+        for seed, preds in ((0, LABELS), (1, (C,) * 4))
+        for i, p in enumerate(preds)
+    ]
 
-    labels = ("contrasting", "reasoning", "entailment", "neutral")
-    for seed, preds in ((0, labels), (1, ("contrasting",) * 4)):
-        (tmp_path / f"seed{seed}").mkdir()
-        lines = [
-            Record("scinli", f"t{i}", "enc", 0, seed, labels, (0.0,) * 4, (0.25,) * 4,
-                   p, labels[i], checkpoint=f"seed{seed}").to_json()
-            for i, p in enumerate(preds)
-        ]  # fmt: skip
-        (tmp_path / f"seed{seed}" / "test_records.jsonl").write_text("\n".join(lines) + "\n")
-    records = list(iter_report_records([tmp_path]))
-    assert len(records) == 8
-    (row,) = sci_rows(records, over_checkpoints=True)
+
+def test_train_folder_is_a_run_folder_of_its_test_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A `nlieval train` folder is reported from the test records its seeds saved, one row
+    # with the training seeds as runs; no second pass over the test set.
+    from nlieval.sci.train import TrainConfig
+
+    folder = tmp_path / "enc"
+    rf = RunFolder(folder)
+    rf.start(TrainConfig("minilm", "scinli", seeds=(0, 1), out=str(folder)))
+    rf.done_keys()
+    rf.append(_seed_records("enc"))
+    (row,) = sci.sci_rows(sci.iter_report_records([folder]))
+    assert (row["model"], row["checkpoint"], row["runs"], row["n"]) == ("enc", None, 2, 4)
     assert row["accuracy"] == pytest.approx((1.0 + 0.25) / 2)
+    assert main(["sci-report", str(folder)]) == 0
+    assert f"| enc | scinli | 0 | 4 | 2 | {row['macro_f1']:.3f} ± " in capsys.readouterr().out
+
+
+def test_train_folder_of_an_older_version_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before train folders were run folders, each seed kept test_records.jsonl.
+    for seed in (0, 1):
+        (tmp_path / f"seed{seed}").mkdir()
+        recs = [r for r in _seed_records("enc") if r.seed == seed]
+        lines = "".join(r.to_json() + "\n" for r in recs)
+        (tmp_path / f"seed{seed}" / "test_records.jsonl").write_text(lines)
+    with pytest.raises(RunError, match="older `nlieval train`.*--overwrite"):
+        list(sci.iter_report_records([tmp_path]))
+    assert main(["sci-report", str(tmp_path)]) == 2
+    assert "older `nlieval train`" in capsys.readouterr().err

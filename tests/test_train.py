@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +31,7 @@ from nlieval.backends.classifier import (  # noqa: E402
     label_mapping,
     load_classifier,
 )
+from nlieval.runs import RunError, RunFolder  # noqa: E402
 from nlieval.sci.train import (  # noqa: E402
     TrainConfig,
     TrainError,
@@ -153,10 +159,17 @@ def test_training_learns_the_rule(
     assert len(seed0["test"]["confusion"]) == 3
     summary = trained["summary"]
     assert summary["test_macro_f1"] == {"mean": seed0["test"]["macro_f1"], "std": 0.0}
-    on_disk = json.loads((Path(config.out) / "results.json").read_text())
-    assert on_disk["summary"] == summary
-    records = (Path(seed0["checkpoint"]) / "test_records.jsonl").read_text().splitlines()
-    assert len(records) == 48
+    # The folder is a run folder of the test records; the seed's results in train.json.
+    out = Path(config.out)
+    assert json.loads((out / "seed0" / "train.json").read_text()) == seed0
+    assert json.loads((out / "config.json").read_text())["kind"] == "train"
+    records = RunFolder(out).records()
+    assert len(records) == 48 and {(r.seed, r.checkpoint, r.k) for r in records} == {(0, None, 0)}
+    assert {r.model for r in records} == {out.name}
+    (row,) = json.loads((out / "results.json").read_text())["metrics"]
+    assert row["accuracy"] == seed0["test"]["accuracy"] and row["seeds"] == [0]
+    assert row["macro_f1"] == pytest.approx(seed0["test"]["macro_f1"])
+    assert (out / "summary.md").read_text().startswith("# nlieval train: ")
 
 
 def test_results_mean_and_std_over_seeds(
@@ -170,6 +183,17 @@ def test_results_mean_and_std_over_seeds(
     assert math.isclose(mean, sum(f1) / 2)
     assert math.isclose(std, abs(f1[0] - f1[1]) / math.sqrt(2))
     assert is_classifier_folder(tmp_path / "seed0") and is_classifier_folder(tmp_path / "seed1")
+    # `nlieval report` and `nlieval sci-report`: one row, mean ± std over the two seeds.
+    from nlieval.report import report
+    from nlieval.sci.report import iter_report_records, sci_rows
+
+    task = results["metrics"][0]["task"]
+    table = report([tmp_path], write=False)
+    assert f"| {tmp_path.name} | {task} | 0 | 48 | 2 | " in table
+    assert len(table.splitlines()) == 3
+    (row,) = sci_rows(iter_report_records([tmp_path]))
+    assert row["runs"] == 2 and row["checkpoint"] is None
+    assert row["macro_f1"] == pytest.approx(mean) and row["macro_f1_std"] == pytest.approx(std)
 
 
 def test_early_stopping_after_patience_epochs(
@@ -196,8 +220,50 @@ def test_finished_seeds_are_reused(tiny_bert: Path, syn: dict[str, str], tmp_pat
     seen: list[dict[str, Any]] = []
     again = train(config, on_epoch=seen.append, progress=False)
     assert not seen and again["seeds"] == first["seeds"]
+    assert again["metrics"] == first["metrics"]
     train(config, on_epoch=seen.append, progress=False, resume=False)
-    assert len(seen) == 1
+    assert len(seen) == 1 and len(RunFolder(tmp_path).records()) == 32
+
+
+def test_seeds_grow_and_an_unfinished_seed_restarts(
+    tiny_bert: Path, syn: dict[str, str], tmp_path: Path
+) -> None:
+    config = _config(tiny_bert, syn, tmp_path, epochs=1, limit=32)
+    first = train(config, progress=False)
+    seen: list[dict[str, Any]] = []
+    more = train(replace_config(config, seeds=[0, 1]), on_epoch=seen.append, progress=False)
+    assert [row["seed"] for row in seen] == [1]  # seed 0 was complete
+    assert more["seeds"][0] == first["seeds"][0] and more["metrics"][0]["seeds"] == [0, 1]
+    want = {(r.seed, r.item_id): r for r in RunFolder(tmp_path).records()}
+    # Seed 1 left unfinished (train.json not written): trained again from scratch,
+    # its records replaced, not duplicated.
+    (tmp_path / "seed1" / "train.json").unlink()
+    seen.clear()
+    again = train(replace_config(config, seeds=[0, 1]), on_epoch=seen.append, progress=False)
+    assert [row["seed"] for row in seen] == [1]
+    got = RunFolder(tmp_path).records()
+    assert len(got) == len(want) == 64
+    assert {(r.seed, r.item_id): r for r in got} == want  # one device: deterministic
+    assert again["metrics"] == more["metrics"]
+    # Other settings in the same folder are refused.
+    with pytest.raises(RunError, match="lr: 0.003 -> 0.1"):
+        train(replace_config(config, lr=0.1), progress=False)
+
+
+def test_train_folder_of_an_older_version_is_refused(
+    tiny_bert: Path, syn: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "seed0").mkdir()
+    (tmp_path / "seed0" / "results.json").write_text("{}")
+    (tmp_path / "seed0" / "test_records.jsonl").write_text("")
+    config = _config(tiny_bert, syn, tmp_path, epochs=1, limit=32)
+    with pytest.raises(RunError, match="older `nlieval train`"):
+        train(config, progress=False)
+    train(config, progress=False, resume=False)
+    seed0 = tmp_path / "seed0"
+    assert (seed0 / "train.json").is_file() and is_classifier_folder(seed0)
+    assert not (seed0 / "results.json").exists() and not (seed0 / "test_records.jsonl").exists()
+    assert len(RunFolder(tmp_path).records()) == 32
 
 
 # --------------------------------------------------------------------------- options
@@ -407,7 +473,7 @@ def test_two_stage_fresh_head_on_stage_one_encoder(
     assert torch.equal(kept.head.weight, old.head.weight)
     results = train(config, init_from=stage1, progress=False)
     assert results["seeds"][0]["init_from"] == str(ckpt)
-    assert results["init_from"] == str(stage1) and results["fresh_head"]
+    assert results["config"]["init_from"] == str(stage1) and results["config"]["fresh_head"]
     with pytest.raises(TrainError, match="seed5"):
         seed_checkpoint(stage1, 5)
 
@@ -432,6 +498,7 @@ def test_train_command(tiny_bert: Path, syn: dict[str, str], tmp_path: Path, cap
     assert "mean over seeds" in out and "test macro F1" in out
     results = json.loads((tmp_path / "cli" / "results.json").read_text())
     assert results["config"]["optimizer"] == "adamw" and results["config"]["seeds"] == [4]
+    assert results["metrics"][0]["seeds"] == [4]
     with pytest.raises(SystemExit):
         parser.parse_args(["train", "--task", "x", "--out", "o", "--seeds", "0"])
 
@@ -452,3 +519,61 @@ def test_nlieval_run_uses_a_trained_classifier(
     assert len(records) == 48
     want = trained["seeds"][0]["test"]["accuracy"]
     assert res["metrics"][0]["accuracy"] == pytest.approx(want)
+
+
+def _train_cli(tiny_bert: Path, syn: dict[str, str], out: Path) -> subprocess.Popen[str]:
+    argv = [
+        "train", "--model", str(tiny_bert), "--task", syn["task"], "--dev-task", syn["dev"],
+        "--dev-split", "test", "--epochs", "3", "--seeds", "3", "--max-length", "16",
+        "--lr", "3e-3", "--device", "cpu", "--no-progress", "--out", str(out),
+    ]  # fmt: skip
+    # One thread in both runs: the same arithmetic, so the same numbers.
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    return subprocess.Popen(
+        [sys.executable, "-m", "nlieval.cli", *argv],
+        cwd=out.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_train_kill_9_then_resume_equals_uninterrupted(
+    tiny_bert: Path, syn: dict[str, str], tmp_path: Path
+) -> None:
+    ref = _train_cli(tiny_bert, syn, tmp_path / "ref")
+    ref_out, ref_err = ref.communicate(timeout=300)
+    assert ref.returncode == 0, ref_err
+    out = tmp_path / "killed"
+    proc = _train_cli(tiny_bert, syn, out)
+    records = out / "records.jsonl"
+    deadline = time.time() + 120
+    # Killed as soon as the first seed's records are there: in the middle of seed 1.
+    while time.time() < deadline and proc.poll() is None:
+        if records.is_file() and records.stat().st_size > 0:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    n_before = len(records.read_text().splitlines()) if records.exists() else 0
+    assert 0 < n_before < 3 * 48, "the run was not killed between its first and last seed"
+    assert not (out / "seed2" / "train.json").exists()
+    again = _train_cli(tiny_bert, syn, out)
+    again_out, again_err = again.communicate(timeout=300)
+    assert again.returncode == 0, again_err
+    # The printed table is the uninterrupted run's.
+    assert again_out == ref_out.replace(str(tmp_path / "ref"), str(out))
+    got, want = RunFolder(out).records(), RunFolder(tmp_path / "ref").records()
+    lines = records.read_text().splitlines()
+    assert len(lines) == len({(r.seed, r.item_id) for r in got}) == 3 * 48
+    by_key = {(r.seed, r.item_id): r for r in want}
+    for r in got:
+        w = by_key[(r.seed, r.item_id)]
+        assert r.pred == w.pred
+        assert max(abs(a - b) for a, b in zip(r.loglik, w.loglik, strict=True)) < 1e-5
+    m_got = json.loads((out / "results.json").read_text())["metrics"]
+    m_want = json.loads((tmp_path / "ref" / "results.json").read_text())["metrics"]
+    assert [(m["seeds"], m["accuracy"], m["macro_f1"]) for m in m_got] == [
+        (m["seeds"], m["accuracy"], m["macro_f1"]) for m in m_want
+    ]

@@ -12,12 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-
-from ..plotting import grid as _grid
-from ..plotting import save as _save
-from ..plotting import series_name as _series_name
 
 Row = Mapping[str, Any]
 ACC_STYLES = (
@@ -31,10 +28,33 @@ DIVERGENCE_PANELS = (
 )
 
 
+def _series_name(row: Row, with_k: bool = False) -> str:
+    # Model paths are long; the last component names them well enough on a legend.
+    name = Path(str(row["model"])).name or str(row["model"])
+    if row.get("checkpoint"):
+        name += f"@{Path(str(row['checkpoint'])).name}"
+    if with_k and row.get("k") is not None:
+        name += f" k={row['k']}"
+    return name
+
+
 def _by(rows: Iterable[Row], key: str) -> dict[Any, list[Row]]:
     out: dict[Any, list[Row]] = {}
     for r in rows:
         out.setdefault(r[key], []).append(r)
+    return out
+
+
+def _grid(n_panels: int, n_rows: int = 1, size: tuple[float, float] = (4.5, 3.4)) -> Figure:
+    fig = Figure(figsize=(size[0] * n_panels, size[1] * n_rows), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Figure, path: str | Path) -> Path:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120, format="png")
     return out
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "Progress",
     "ScoreRequest",
     "HFCausalLM",
+    "CompletionsLM",
 ]
 
 
@@ -27,4 +28,8 @@ def __getattr__(name: str) -> object:
         from .hf import HFCausalLM
 
         return HFCausalLM
+    if name == "CompletionsLM":
+        from .completions import CompletionsLM
+
+        return CompletionsLM
     raise AttributeError(name)

@@ -105,7 +105,10 @@ def is_classifier_folder(path: str | Path) -> bool:
 
 def classifier_checkpoints(path: str | Path) -> list[Path]:
     """The checkpoint folders at ``path``: itself when it is one, else its ``seed*``
-    subfolders that are (the output folder of ``nlieval train``), in seed order.
+    subfolders that are, in seed order. The output folder of ``nlieval train`` is of the
+    second kind: a run folder of test records (``config.json``, ``records.jsonl``, ...)
+    holding a ``seed{n}`` checkpoint per seed, so ``nlieval run --model <train folder>``
+    scores every seed's checkpoint.
 
     >>> classifier_checkpoints("/nonexistent")
     []

@@ -9,7 +9,9 @@ responses fail at once. A request that fails for good becomes a :class:`ServerEr
 :meth:`OpenAIChat.iter_generate` yields ``(index, answer or ServerError)`` as answers
 arrive, so a caller keeps every answer that did arrive when the server goes down;
 :meth:`OpenAIChat.generate` (the :class:`~nlieval.backends.base.GenerationBackend`
-method) returns them all in order, or raises the first failure.
+method) returns them all in order, or raises the first failure. The HTTP side (pool,
+retries, back-off, concurrency) is :class:`ServerClient`, shared with the log-likelihood
+backend of :mod:`.completions`.
 
 >>> chat = OpenAIChat("qwen2.5-7b-instruct", "http://localhost:8000/v1")  # doctest: +SKIP
 >>> chat.generate([[{"role": "user", "content": "Say hi."}]])            # doctest: +SKIP
@@ -23,15 +25,17 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 log = logging.getLogger(__name__)
 
 Messages = Sequence[dict[str, str]]
+T = TypeVar("T")
+X = TypeVar("X")
 
 #: Statuses worth another try: request timeout, conflict (some servers use it for a busy
 #: slot), rate limit, and every server-side error.
@@ -39,7 +43,7 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 
 
 class ServerError(RuntimeError):
-    """A chat request that failed for good.
+    """A request to a server that failed for good.
 
     ``status`` is the HTTP status (None: no HTTP answer: timeout, refused or dropped
     connection, malformed body); ``retryable`` says whether the failure was of a kind
@@ -67,27 +71,25 @@ class _Retry(Exception):
         self.retry_after = retry_after
 
 
-class OpenAIChat:
-    """A :class:`~nlieval.backends.base.GenerationBackend` over an OpenAI-compatible API.
+class ServerClient:
+    """The HTTP side shared by every backend that talks to an OpenAI-compatible server:
+    one connection pool, retries with back-off and jitter, ``Retry-After``, and at most
+    ``concurrency`` requests in flight.
 
+    ``endpoint`` is appended to ``api_base`` (``/chat/completions``, ``/completions``).
     ``api_key`` goes into an ``Authorization: Bearer`` header only when given (local
     servers need none). ``timeout`` is per request, in seconds; ``retries`` more tries
     follow a failed one, waiting ``backoff * 2**n`` seconds (n = 0, 1, ...; times a
     random factor in [0.5, 1], at most ``max_backoff``) or what ``Retry-After`` says (at
     most ``max_retry_after``). ``transport`` and ``sleep`` (called with each delay instead
     of waiting) are for tests.
-
-    >>> chat = OpenAIChat("llama3.2", "http://localhost:11434/v1", concurrency=4)
-    >>> chat.name, chat.url
-    ('llama3.2', 'http://localhost:11434/v1/chat/completions')
-    >>> for i, answer in chat.iter_generate(conversations):     # doctest: +SKIP
-    ...     print(i, answer if isinstance(answer, str) else f"failed: {answer}")
     """
 
     def __init__(
         self,
         model: str,
         api_base: str,
+        endpoint: str,
         *,
         api_key: str | None = None,
         timeout: float = 60.0,
@@ -104,7 +106,8 @@ class OpenAIChat:
         if concurrency < 1 or retries < 0 or timeout <= 0:
             raise ValueError("concurrency must be >= 1, retries >= 0 and timeout > 0")
         self.name = model
-        self.url = api_base.rstrip("/") + "/chat/completions"
+        self.api_base = api_base.rstrip("/")
+        self.url = self.api_base + endpoint
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -128,46 +131,26 @@ class OpenAIChat:
             verify=api_base.startswith("https://"),
         )
 
-    # -- GenerationBackend ------------------------------------------------------------
-    def generate(
-        self,
-        conversations: Sequence[Messages],
-        max_new_tokens: int = 32,
-        temperature: float = 0.0,
-        seed: int = 0,
-    ) -> list[str]:
-        """One answer per conversation, in order; raises the first :class:`ServerError`
-        (use :meth:`iter_generate` to keep the answers that did arrive)."""
-        answers: list[str | None] = [None] * len(conversations)
-        for i, answer in self.iter_generate(conversations, max_new_tokens, temperature, seed):
-            if isinstance(answer, ServerError):
-                raise answer
-            answers[i] = answer
-        return [a if a is not None else "" for a in answers]
+    # -- many requests ------------------------------------------------------------------
+    def iter_map(
+        self, fn: Callable[[X, threading.Event], T], inputs: Sequence[X]
+    ) -> Generator[tuple[int, T | ServerError], None, None]:
+        """``(index, fn(input, stop))`` for each input as soon as it is done, at most
+        ``concurrency`` at a time; a :class:`ServerError` raised by ``fn`` is yielded in
+        place of its result (any other exception is raised).
 
-    def iter_generate(
-        self,
-        conversations: Sequence[Messages],
-        max_new_tokens: int = 32,
-        temperature: float = 0.0,
-        seed: int = 0,
-    ) -> Iterator[tuple[int, str | ServerError]]:
-        """``(index, answer)`` for each conversation as soon as it is done, where a request
-        that failed for good gives its :class:`ServerError` instead of the answer.
-
-        Closing the iterator early (``break``) cancels the requests not yet sent and
-        stops retries of those in flight; it returns once they have finished.
+        Closing the iterator early (``break``) cancels the calls not yet started and sets
+        ``stop`` for those running; it returns once they have finished.
         """
-        if not conversations:
+        if not inputs:
             return
         stop = threading.Event()
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="openai")
-        futures: dict[Future[str], int] = {}
+        futures: dict[Future[T], int] = {}
         try:
-            for i, conv in enumerate(conversations):
-                fut = pool.submit(self.complete, conv, max_new_tokens, temperature, seed, stop)
-                futures[fut] = i
-            pending: set[Future[str]] = set(futures)
+            for i, x in enumerate(inputs):
+                futures[pool.submit(fn, x, stop)] = i
+            pending: set[Future[T]] = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 # Report in submission order within a batch: runs are easier to follow.
@@ -184,30 +167,23 @@ class OpenAIChat:
             pool.shutdown(wait=True, cancel_futures=True)
 
     # -- one request ------------------------------------------------------------------
-    def complete(
+    def request(
         self,
-        messages: Messages,
-        max_new_tokens: int = 32,
-        temperature: float = 0.0,
-        seed: int = 0,
+        payload: dict[str, Any],
+        parse: Callable[[httpx.Response, str], T],
         stop: threading.Event | None = None,
-    ) -> str:
-        """The answer to one conversation, with retries; raises :class:`ServerError`.
+    ) -> T:
+        """POST ``payload`` with retries and return ``parse(response, where)`` of the first
+        answer with a status below 400; raises :class:`ServerError`.
 
-        ``stop``, once set, ends the retries (the last failure is raised).
+        ``parse`` raises :class:`ServerError` for a body of the wrong shape (not
+        retried). ``stop``, once set, ends the retries (the last failure is raised).
         """
-        payload: dict[str, Any] = {
-            "model": self.name,
-            "messages": [dict(m) for m in messages],
-            "max_tokens": max_new_tokens,
-            "temperature": temperature,
-            "seed": seed,
-        }
         tries = 0
         while True:
             tries += 1
             try:
-                return self._post(payload)
+                return self._post(payload, parse)
             except _Retry as failed:
                 err = failed.error
                 if tries > self.retries or (stop is not None and stop.is_set()):
@@ -244,7 +220,7 @@ class OpenAIChat:
         step = min(self.max_backoff, self.backoff * 2 ** (tries - 1))
         return step * (0.5 + 0.5 * self._random.random())
 
-    def _post(self, payload: dict[str, Any]) -> str:
+    def _post(self, payload: dict[str, Any], parse: Callable[[httpx.Response, str], T]) -> T:
         where = f"POST {self.url}"
         try:
             resp = self._client.post(self.url, json=payload)
@@ -271,12 +247,112 @@ class OpenAIChat:
             if error.retryable:
                 raise _Retry(error, _retry_after(resp.headers.get("retry-after")))
             raise error
-        return _answer_text(resp, where)
+        return parse(resp, where)
 
     # -- lifetime ---------------------------------------------------------------------
     def close(self) -> None:
         """Close the connections."""
         self._client.close()
+
+
+class OpenAIChat(ServerClient):
+    """A :class:`~nlieval.backends.base.GenerationBackend` over an OpenAI-compatible API
+    (``POST {api_base}/chat/completions``); the settings are :class:`ServerClient`'s.
+
+    >>> chat = OpenAIChat("llama3.2", "http://localhost:11434/v1", concurrency=4)
+    >>> chat.name, chat.url
+    ('llama3.2', 'http://localhost:11434/v1/chat/completions')
+    >>> for i, answer in chat.iter_generate(conversations):     # doctest: +SKIP
+    ...     print(i, answer if isinstance(answer, str) else f"failed: {answer}")
+    """
+
+    def __init__(
+        self,
+        model: str,
+        api_base: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        retries: int = 4,
+        backoff: float = 1.0,
+        concurrency: int = 8,
+        max_backoff: float = 30.0,
+        max_retry_after: float = 120.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        super().__init__(
+            model,
+            api_base,
+            "/chat/completions",
+            api_key=api_key,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            concurrency=concurrency,
+            max_backoff=max_backoff,
+            max_retry_after=max_retry_after,
+            transport=transport,
+            sleep=sleep,
+        )
+
+    # -- GenerationBackend ------------------------------------------------------------
+    def generate(
+        self,
+        conversations: Sequence[Messages],
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> list[str]:
+        """One answer per conversation, in order; raises the first :class:`ServerError`
+        (use :meth:`iter_generate` to keep the answers that did arrive)."""
+        answers: list[str | None] = [None] * len(conversations)
+        for i, answer in self.iter_generate(conversations, max_new_tokens, temperature, seed):
+            if isinstance(answer, ServerError):
+                raise answer
+            answers[i] = answer
+        return [a if a is not None else "" for a in answers]
+
+    def iter_generate(
+        self,
+        conversations: Sequence[Messages],
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> Iterator[tuple[int, str | ServerError]]:
+        """``(index, answer)`` for each conversation as soon as it is done, where a request
+        that failed for good gives its :class:`ServerError` instead of the answer.
+
+        Closing the iterator early (``break``) cancels the requests not yet sent and
+        stops retries of those in flight; it returns once they have finished.
+        """
+
+        def one(conv: Messages, stop: threading.Event) -> str:
+            return self.complete(conv, max_new_tokens, temperature, seed, stop)
+
+        return self.iter_map(one, conversations)
+
+    # -- one request ------------------------------------------------------------------
+    def complete(
+        self,
+        messages: Messages,
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        seed: int = 0,
+        stop: threading.Event | None = None,
+    ) -> str:
+        """The answer to one conversation, with retries; raises :class:`ServerError`.
+
+        ``stop``, once set, ends the retries (the last failure is raised).
+        """
+        payload: dict[str, Any] = {
+            "model": self.name,
+            "messages": [dict(m) for m in messages],
+            "max_tokens": max_new_tokens,
+            "temperature": temperature,
+            "seed": seed,
+        }
+        return self.request(payload, _answer_text, stop)
 
     def __enter__(self) -> OpenAIChat:
         return self

@@ -16,6 +16,13 @@ class RunConfig:
     random n of them, stratified by gold label (:func:`nlieval.data.sample_items`,
     seed ``sample_seed``). The two cannot be combined.
 
+    A ``model`` of the form ``openai-completions:NAME`` is scored by the server at
+    ``api_base`` (:class:`~nlieval.backends.completions.CompletionsLM`; ``batch_size`` is
+    then prompts per request), with the API key read from the environment variable
+    ``api_key_env``, ``timeout`` seconds per request, ``retries`` and at most
+    ``concurrency`` requests in flight. The server's address is not part of a run's
+    identity: a folder may be resumed against another server of the same model.
+
     >>> RunConfig("smollm2-135m", ("scinli",), sample=40).sample_seed
     0
     """
@@ -39,6 +46,11 @@ class RunConfig:
     skip_bad: bool = False
     save_prompts: bool = True
     prefix_cache: bool = True
+    api_base: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 60.0
+    retries: int = 4
+    concurrency: int = 8
 
     KIND: ClassVar[str] = "run"
     IDENTITY: ClassVar[tuple[str, ...]] = (

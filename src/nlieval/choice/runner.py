@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,23 @@ Planned = list[tuple[data.Dataset, list[SweepPoint], dict[str, Any]]]
 
 
 def default_backend(config: RunConfig, checkpoint: str | None) -> AnyBackend:
-    """The transformers backend for the config's model (or one of its checkpoints): a
-    fine-tuned classifier folder (``nlieval train``) or a causal language model."""
+    """The backend for the config's model (or one of its checkpoints): a model on an
+    inference server (``openai-completions:NAME``), or through transformers a fine-tuned
+    classifier folder (``nlieval train``) or a causal language model."""
+    from ..backends.completions import CompletionsLM, served_model
+
+    served = served_model(config.model)
+    if served is not None:
+        _check_server(config)
+        return CompletionsLM(
+            served,
+            config.api_base or "",
+            api_key=os.environ.get(config.api_key_env),
+            timeout=config.timeout,
+            retries=config.retries,
+            concurrency=config.concurrency,
+            batch_size=config.batch_size,
+        )
     from ..backends.classifier import EncoderClassifier, is_classifier_folder
     from ..backends.hf import HFCausalLM
 
@@ -42,6 +58,13 @@ def default_backend(config: RunConfig, checkpoint: str | None) -> AnyBackend:
         batch_size=config.batch_size,
         prefix_cache=config.prefix_cache,
     )
+
+
+def _check_server(config: RunConfig) -> None:
+    if not config.api_base:
+        raise ValueError(f"--model {config.model} needs --api-base (e.g. http://localhost:8000/v1)")
+    if config.checkpoints:
+        raise ValueError("--checkpoints needs a local model, not one on a server")
 
 
 def plan(config: RunConfig) -> Planned:
@@ -115,9 +138,14 @@ def run(
     >>> run(cfg, "runs/smoke")["metrics"][0]["accuracy"]                        # doctest: +SKIP
     """
     config = _classifier_config(config)
-    if backend_factory is default_backend and not config.checkpoints:
+    if backend_factory is default_backend:
         # Fail on a wrong model name before the folder is made or any data is read.
-        resolve_model(config.model, config.revision)
+        from ..backends.completions import served_model
+
+        if served_model(config.model) is not None:
+            _check_server(config)
+        elif not config.checkpoints:
+            resolve_model(config.model, config.revision)
     # Data errors surface before anything is written.
     planned = plan(config)
     folder = RunFolder(out_dir)

@@ -177,7 +177,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "sci-report",
         help="macro F1 overall and per domain, per-class F1, confusion matrices (from records)",
     )
-    p.add_argument("runs", nargs="+", help="run folders (nlieval run or nlieval instruct)")
+    p.add_argument("runs", nargs="+", help="run folders (nlieval run, instruct or train)")
     p.add_argument("--in-domain", default=None, help="task to compare with --out-of-domain")
     p.add_argument("--out-of-domain", default=None, help="task to compare with --in-domain")
     p.add_argument("--plot-dir", default=None, help="write one confusion-matrix PNG per row here")
@@ -185,6 +185,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--over-checkpoints",
         action="store_true",
-        help="count a model's checkpoints as runs (the seed folders of nlieval train)",
+        help="count a model's checkpoints as runs (the seed checkpoints that "
+        "`nlieval run --model <train folder>` scores)",
     )
     p.set_defaults(handler=cmd_sci_report)

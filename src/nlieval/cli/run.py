@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .. import data
 from ..backends.weights import DEFAULT_MODEL
@@ -30,7 +31,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--model",
         default=DEFAULT_MODEL,
-        help="alias (smollm2-135m, gemma3-270m), model folder, .gguf file or hub id "
+        help="alias (smollm2-135m, gemma3-270m), model folder, .gguf file or hub id, or "
+        "openai-completions:NAME for a model on a vLLM/SGLang server (with --api-base) "
         f"[{DEFAULT_MODEL}]",
     )
     p.add_argument(
@@ -70,7 +72,14 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", default=None, help="split to evaluate (default: the task's)")
     p.add_argument("--template", default=None, help="Jinja template string or file for the blocks")
     p.add_argument("--balanced", action="store_true", help="label-balanced few-shot draws")
-    p.add_argument("--batch-size", "--batch_size", dest="batch_size", type=_batch, default="auto")
+    p.add_argument(
+        "--batch-size",
+        "--batch_size",
+        dest="batch_size",
+        type=_batch,
+        default="auto",
+        help="rows per forward pass, or prompts per request to a server (auto: 16) [auto]",
+    )
     p.add_argument(
         "--dtype", default="auto", help="auto (fp32 on CPU, bf16 on GPU), float32, bfloat16"
     )
@@ -87,6 +96,20 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="recompute the few-shot prefix for every item (same results, slower)",
     )
+    server = p.add_argument_group(
+        "server", "for --model openai-completions:NAME (echoed prompt log-probs)"
+    )
+    server.add_argument(
+        "--api-base",
+        default=None,
+        help="OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM, SGLang)",
+    )
+    server.add_argument(
+        "--api-key-env", default="OPENAI_API_KEY", help="variable holding the API key"
+    )
+    server.add_argument("--timeout", type=float, default=60.0, help="seconds per request [60]")
+    server.add_argument("--retries", type=int, default=4, help="retries of a failed request [4]")
+    server.add_argument("--concurrency", type=int, default=8, help="requests in flight [8]")
     p.add_argument("--skip-bad", action="store_true", help="skip malformed data lines (counted)")
     p.add_argument("--no-prompts", action="store_true", help="do not store prompt texts in records")
     p.add_argument("--overwrite", action="store_true", help="discard what the run folder holds")
@@ -115,8 +138,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
         skip_bad=args.skip_bad,
         save_prompts=not args.no_prompts,
         prefix_cache=not args.no_prefix_cache,
+        api_base=args.api_base,
+        api_key_env=args.api_key_env,
+        timeout=args.timeout,
+        retries=args.retries,
+        concurrency=args.concurrency,
     )
-    results = run(cfg, args.out, overwrite=args.overwrite, progress=not args.no_progress)
+    from ..backends.openai import ServerError
+
+    try:
+        results = run(cfg, args.out, overwrite=args.overwrite, progress=not args.no_progress)
+    except ServerError as err:
+        # One line, as for every other error; what was scored before it is kept.
+        if getattr(args, "verbose", False):
+            raise
+        again = "; run the same command again to resume" if err.retryable else ""
+        print(f"nlieval: error: {err}{again}", file=sys.stderr)
+        return 2
     print(metrics_table(results["metrics"], run_timing(results)))
     print(f"\nrecords, results.json and summary.md in {args.out}")
     return 0

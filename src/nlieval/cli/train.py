@@ -44,14 +44,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         limit=args.limit,
         device=args.device,
         out=args.out,
-    )
-    results = train(
-        config,
         init_from=args.init_from,
         fresh_head=not args.keep_head,
-        progress=not args.no_progress,
-        resume=not args.overwrite,
     )
+    results = train(config, progress=not args.no_progress, resume=not args.overwrite)
     print(format_results(results))
     print(f"\ncheckpoints and results.json in {Path(args.out)}")
     return 0
@@ -70,8 +66,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _add_data_args(p)
     _add_training_args(p)
     p.add_argument("--device", default="auto")
-    p.add_argument("--out", required=True, help="output folder (seed{n}/ checkpoints)")
-    p.add_argument("--overwrite", action="store_true", help="retrain seeds already finished")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output run folder: test records of every seed, seed{n}/ checkpoints",
+    )
+    p.add_argument(
+        "--overwrite", action="store_true", help="discard the folder's records; retrain every seed"
+    )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(handler=cmd_train)
 

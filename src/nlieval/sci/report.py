@@ -8,13 +8,13 @@ models) are scored wrong and get a confusion column of their own, ``unparsed``.
 
 With an in-domain and an out-of-domain task, the two are put side by side per (model,
 checkpoint, k). Works for every kind of record: option scoring (``nlieval run``),
-fine-tuned classifiers (``nlieval run --model <train folder>``; ``over_checkpoints``
+fine-tuned classifiers (a ``nlieval train`` folder, whose test records have the training
+seeds as runs; or ``nlieval run --model <train folder>``, where ``over_checkpoints``
 treats its per-seed checkpoints as runs) and instruct models (``nlieval instruct``).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -95,32 +95,31 @@ def _replicate(records: Sequence[Record]) -> dict[str, Any]:
 
 
 def iter_report_records(folders: Iterable[str | Path]) -> Iterator[Record]:
-    """Records of run folders, or of ``nlieval train`` folders: there, the test records
-    each seed wrote (``seed*/test_records.jsonl``), so a trained classifier is reported
-    without scoring the test set again.
+    """Records of run folders: of ``nlieval run``, ``instruct`` and ``train`` (whose
+    ``records.jsonl`` holds each seed's test records, so a trained classifier is reported
+    without scoring the test set again). A train folder of an older version (per-seed
+    ``test_records.jsonl``) is refused with a :class:`~nlieval.runs.RunError` saying
+    what to do.
 
     >>> list(iter_report_records([]))
     []
     """
-    from ..runs import RunFolder, iter_run_records
-    from .train import TEST_RECORDS
+    from ..runs import RunError, iter_run_records
+    from .train import is_legacy_folder, legacy_message
 
     for folder in folders:
-        tests = sorted(Path(folder).glob(f"seed*/{TEST_RECORDS}"))
-        if tests and not RunFolder(folder).exists():
-            for path in tests:
-                with path.open(encoding="utf-8") as fh:
-                    yield from (Record.from_dict(json.loads(line)) for line in fh if line.strip())
-        else:
-            yield from iter_run_records([folder])
+        if is_legacy_folder(folder):
+            raise RunError(legacy_message(folder))
+        yield from iter_run_records([folder])
 
 
 def sci_rows(records: Iterable[Record], *, over_checkpoints: bool = False) -> list[Row]:
     """One row per (model, checkpoint, task, k), aggregating its runs.
 
-    A run is a seed (instruct runs, few-shot draws); with ``over_checkpoints`` the
-    checkpoints of a model count as runs too (the ``seed*`` folders of ``nlieval
-    train``) and the row's checkpoint is None. Only items present in every run of a row
+    A run is a seed (instruct runs, few-shot draws, the training seeds of a ``nlieval
+    train`` folder); with ``over_checkpoints`` the checkpoints of a model count as runs
+    too (the ``seed*`` checkpoints that ``nlieval run --model <train folder>`` scores)
+    and the row's checkpoint is None. Only items present in every run of a row
     enter it. Records without a gold label are left out.
     """
     groups: dict[tuple[str, str | None, str, int], dict[Replicate, list[Record]]]
@@ -374,9 +373,7 @@ def confusion_png_name(row: Mapping[str, Any]) -> str:
 
 def plot_confusion(row: Row, path: str | Path) -> Path:
     """Counts (left) and row-normalised shares (right) of a row's confusion matrix."""
-    from ..plotting import grid as _grid
-    from ..plotting import save as _save
-    from ..plotting import series_name as _series_name
+    from ..plotting import grid, save, series_name
 
     ncol = _columns(row)
     counts = np.asarray(row["confusion"], dtype=float)[:, :ncol]
@@ -384,7 +381,7 @@ def plot_confusion(row: Row, path: str | Path) -> Path:
     shares = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
     cols = row["confusion_columns"][:ncol]
     labels = row["labels"]
-    fig = _grid(2, size=(0.7 * ncol + 1.9, 0.6 * len(labels) + 1.7))
+    fig = grid(2, size=(0.7 * ncol + 1.9, 0.6 * len(labels) + 1.7))
     axes = fig.subplots(1, 2)
     panels = (
         (axes[0], counts, "counts", "{:.0f}"),
@@ -414,11 +411,11 @@ def plot_confusion(row: Row, path: str | Path) -> Path:
         ax.set_title(title, fontsize=9)
     runs = f"{row['runs']} runs summed" if row["runs"] > 1 else "1 run"
     fig.suptitle(
-        f"{_series_name(row)} · {row['task']} · k={row['k']} · n={row['n']} · {runs} · "
+        f"{series_name(row)} · {row['task']} · k={row['k']} · n={row['n']} · {runs} · "
         f"macro F1 {row['macro_f1']:.3f}",
         fontsize=9,
     )
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def plot_confusions(rows: Sequence[Row], folder: str | Path) -> list[Path]:

@@ -5,11 +5,26 @@ Per seed: a pretrained encoder plus a freshly initialised linear head on the fir
 (no weight decay on biases and LayerNorm weights), up to ``epochs`` epochs with early
 stopping on the dev macro F1 (``patience`` epochs without a strict improvement). The best
 epoch is saved to ``out/seed{n}/`` (see :mod:`nlieval.backends.classifier` for the layout)
-and scored on the test split. ``out/results.json`` holds every seed and the mean and
-sample standard deviation over seeds.
+and scored on the test split.
+
+The output folder is a run folder (:mod:`nlieval.runs`) for the test records::
+
+    config.json      kind "train" and the settings (the IDENTITY fields must match to resume)
+    records.jsonl    every seed's test records: Record.seed is the training seed,
+                     Record.model the folder's name, Record.checkpoint None
+    results.json     metrics per task, mean and std over the seeds (runs.finalize;
+    summary.md       ``nlieval report`` and ``nlieval sci-report`` read the folder as is)
+    seed{n}/         the seed's checkpoint and its train.json: dev curve, best epoch, dev
+                     and test scores, the data parts
+
+Resuming: a seed is complete once its ``train.json`` is written (after its test records
+are appended and fsync'ed) and all its test records are in ``records.jsonl``; the same
+command skips complete seeds. A run killed in the middle of a seed restarts that seed
+from scratch on the next call: its partial checkpoint and any of its records are removed
+first (training is never continued from the middle of a seed).
 
 Two-stage training (implicit pseudo-labelled pairs first, then the explicit set):
-``train(stage2_config, init_from="runs/stage1")`` starts seed n from ``runs/stage1/seed{n}``
+``TrainConfig(..., init_from="runs/stage1")`` starts seed n from ``runs/stage1/seed{n}``
 (or from the one checkpoint named), keeps its encoder and draws a fresh head; give stage
 two a lower learning rate than stage one (e.g. 1e-5 after 2e-5).
 
@@ -22,17 +37,20 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import shutil
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..data import load_task, same_data
 from ..metrics import mean_std
-from ..types import Item
+from ..runs import RunError, RunFolder, atomic_write, finalize
+from ..types import Item, Record
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +61,10 @@ ENCODER_ALIASES: dict[str, tuple[str, str]] = {
 }
 
 OPTIMIZERS = ("adam", "adamw")
-RESULTS = "results.json"
-TEST_RECORDS = "test_records.jsonl"
+#: A seed's own results (dev curve, best epoch, test scores) in ``out/seed{n}/``.
+SEED_RESULTS = "train.json"
+#: Files of a seed folder written by versions before train folders were run folders.
+LEGACY_SEED_FILES = ("results.json", "test_records.jsonl")
 
 EpochCallback = Callable[[dict[str, Any]], None]
 
@@ -64,10 +84,17 @@ class TrainConfig:
     may be tested on a 2-way task (neutral + contradiction = non-entailment).
     ``top_layers``: train only the top n encoder layers and the head (0: the head alone).
     ``limit``: at most n items of each split (a seeded sample), for quick checks.
+    ``init_from`` (two stages): a train output folder or a checkpoint to start each seed
+    from, with a fresh head unless ``fresh_head`` is False.
+
+    ``IDENTITY`` fields must match to resume an output folder; seeds may grow, and
+    ``device``, ``eval_batch_size``, ``data_dir`` and ``out`` may change.
 
     >>> cfg = TrainConfig("minilm", "sick", dev_split="trial", seeds=(0,))
     >>> cfg.epochs, cfg.patience, cfg.optimizer
     (5, 2, 'adam')
+    >>> d = cfg.to_dict(); d["kind"], d["tasks"], d["shots"], d["seeds"]
+    ('train', ['sick'], [0], [0])
     """
 
     model: str
@@ -96,6 +123,35 @@ class TrainConfig:
     limit: int | None = None
     device: str = "auto"
     out: str = "runs/train"
+    init_from: str | None = None
+    fresh_head: bool = True
+
+    KIND: ClassVar[str] = "train"
+    IDENTITY: ClassVar[tuple[str, ...]] = (
+        "model",
+        "task",
+        "train_split",
+        "dev_task",
+        "dev_split",
+        "test_task",
+        "test_split",
+        "skip_test",
+        "epochs",
+        "lr",
+        "batch_size",
+        "max_length",
+        "optimizer",
+        "weight_decay",
+        "max_grad_norm",
+        "patience",
+        "top_layers",
+        "hypothesis_only",
+        "dev_fraction",
+        "split_seed",
+        "limit",
+        "init_from",
+        "fresh_head",
+    )
 
     def __post_init__(self) -> None:
         problems = []
@@ -119,9 +175,12 @@ class TrainConfig:
             raise TrainError("; ".join(problems))
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields, plus ``kind`` and what every run folder's summary shows: the
+        tested ``tasks`` (none with ``skip_test``) and ``shots`` (0: no prompt)."""
         d = asdict(self)
         d["seeds"] = list(self.seeds)
-        return d
+        tasks = [] if self.skip_test else [self.test_task or self.task]
+        return {"kind": self.KIND, **d, "tasks": tasks, "shots": [0]}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TrainConfig:
@@ -157,15 +216,30 @@ def resolve_encoder(name: str) -> str:
 
 @dataclass(frozen=True)
 class Part:
-    """One data part of a training run: the items of one split of one task."""
+    """One data part of a training run: the items of one split of one task (``source``,
+    ``items_in_split`` and ``dropped`` describe the split as loaded, before any sample)."""
 
     task: str
     split: str
     labels: tuple[str, ...]
     items: tuple[Item, ...]
+    source: str = ""
+    items_in_split: int = 0
+    dropped: Mapping[str, int] = field(default_factory=dict, compare=False)
 
     def describe(self) -> dict[str, Any]:
         return {"task": self.task, "split": self.split, "n": len(self.items)}
+
+    def data_info(self) -> dict[str, Any]:
+        """The part as a run folder's ``results.json`` describes a task's data."""
+        return {
+            "source": self.source,
+            "split": self.split,
+            "items": len(self.items),
+            "items_in_split": self.items_in_split,
+            "dropped": dict(self.dropped),
+            "pool": None,
+        }
 
 
 @dataclass(frozen=True)
@@ -224,7 +298,8 @@ def _labelled(part: Part) -> Part:
 
 def _load_part(name: str, split: str | None, data_dir: str | None) -> Part:
     ds = load_task(name, data_dir, split)
-    return Part(name, ds.split, tuple(lab.value for lab in ds.labels), ds.items)
+    labels = tuple(lab.value for lab in ds.labels)
+    return Part(name, ds.split, labels, ds.items, ds.source, len(ds.items), dict(ds.dropped))
 
 
 def load_data(config: TrainConfig) -> TrainData:
@@ -589,9 +664,7 @@ def fit(
 
 def _write_json(path: Path, payload: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    atomic_write(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")
 
 
 def _mean_std(values: Sequence[float]) -> dict[str, float]:
@@ -618,34 +691,83 @@ def summarize_seeds(per_seed: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _run_key(config: TrainConfig, init_from: str | Path | None, fresh_head: bool) -> dict[str, Any]:
-    # What makes a finished seed reusable: everything but the seed list and the folder.
+def is_legacy_folder(path: str | Path) -> bool:
+    """True for an output folder of an older ``nlieval train``: seed folders with their
+    own ``results.json`` and ``test_records.jsonl``, and no run folder files.
+
+    >>> is_legacy_folder("/nonexistent")
+    False
+    """
+    root = Path(path)
+    if RunFolder(root).exists():
+        return False
+    return any(next(root.glob(f"seed*/{name}"), None) for name in LEGACY_SEED_FILES)
+
+
+def legacy_message(path: str | Path) -> str:
+    """Why an old train folder cannot be used, and what to do."""
+    return (
+        f"{path} was written by an older `nlieval train` (seed*/test_records.jsonl, no "
+        "config.json or records.jsonl); train it again with this version: the same "
+        "`nlieval train` command with --overwrite, or another --out"
+    )
+
+
+def _run_key(config: TrainConfig) -> dict[str, Any]:
+    # What makes a finished seed reusable: the settings that must match to resume.
     d = config.to_dict()
-    for name in ("seeds", "out"):
-        d.pop(name)
-    d["init_from"] = None if init_from is None else str(init_from)
-    d["fresh_head"] = fresh_head
-    return d
+    return {name: d[name] for name in config.IDENTITY}
 
 
-def _finished(folder: Path, key: Mapping[str, Any]) -> dict[str, Any] | None:
-    path = folder / RESULTS
+def _seed_done(
+    out: Path, seed: int, key: Mapping[str, Any], n_records: int, n_test: int | None
+) -> dict[str, Any] | None:
+    """The saved results of a complete seed: its ``train.json`` made with these settings,
+    and (when tested) all of its test records in the folder; else None."""
+    path = out / f"seed{seed}" / SEED_RESULTS
     if not path.is_file():
         return None
     try:
         done: dict[str, Any] = json.loads(path.read_text("utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
-    return done if done.get("run_key") == key else None
+    if done.get("run_key") != key or (n_test is not None and n_records != n_test):
+        return None
+    return done
+
+
+def _clear_seed(run: RunFolder, seed: int) -> None:
+    """Remove what an earlier, unfinished attempt at ``seed`` left: its checkpoint folder,
+    the temporary folders of a save cut short, and its records."""
+    for leftover in [run.path / f"seed{seed}", *run.path.glob(f".seed{seed}.*")]:
+        if leftover.is_dir():
+            shutil.rmtree(leftover)
+    records = run.records()
+    if any(r.seed == seed for r in records):
+        kept = "".join(r.to_json() + "\n" for r in records if r.seed != seed)
+        atomic_write(run.records_path, kept)
+        run.done_keys()
+
+
+def _records_name(run: RunFolder) -> str:
+    # The model name of the records: the one the folder's records already carry (so a
+    # renamed folder keeps one name), else the folder's name.
+    first = next(run.iter_records(), None)
+    return first.model if first is not None else run.path.resolve().name
 
 
 def _test_seed(
-    model: Any, tokenizer: Any, data: TrainData, config: TrainConfig, seed: int, folder: Path
-) -> dict[str, Any]:
+    model: Any,
+    tokenizer: Any,
+    data: TrainData,
+    config: TrainConfig,
+    seed: int,
+    folder: Path,
+    name: str,
+) -> tuple[dict[str, Any], list[Record]]:
     from ..backends.classifier import read_meta
 
     assert data.test is not None
-    name = Path(config.out).name
     metrics, records = evaluate(
         model,
         tokenizer,
@@ -654,30 +776,29 @@ def _test_seed(
         batch_size=config.eval_batch_size,
         name=name,
         seed=seed,
-        checkpoint=folder.name,
     )
-    lines = "".join(r.to_json() + "\n" for r in records)
-    (folder / TEST_RECORDS).write_text(lines, encoding="utf-8")
-    return {"task": data.test.task, "split": data.test.split, **metrics}
+    return {"task": data.test.task, "split": data.test.split, **metrics}, records
 
 
 def train_seed(
     config: TrainConfig,
     data: TrainData,
     seed: int,
+    run: RunFolder,
     *,
-    init_from: str | Path | None = None,
-    fresh_head: bool = True,
     on_epoch: EpochCallback | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Build, fit and test one seed; its results go to ``out/seed{n}/results.json``."""
-    folder = Path(config.out) / f"seed{seed}"
-    start = None if init_from is None else seed_checkpoint(init_from, seed)
+    """Build, fit and test one seed from scratch. The best epoch goes to
+    ``out/seed{n}/``, the test records to ``run`` (appended and fsync'ed), and last the
+    seed's results to ``out/seed{n}/train.json``, which marks the seed complete."""
+    _clear_seed(run, seed)
+    folder = run.path / f"seed{seed}"
+    start = None if config.init_from is None else seed_checkpoint(config.init_from, seed)
     model, tokenizer = build_model(
-        config, data.labels, seed, init_from=start, fresh_head=fresh_head
+        config, data.labels, seed, init_from=start, fresh_head=config.fresh_head
     )
-    extra = {"init_from": None if start is None else str(start), "fresh_head": fresh_head}
+    extra = {"init_from": None if start is None else str(start), "fresh_head": config.fresh_head}
     result = fit(
         model,
         tokenizer,
@@ -691,9 +812,17 @@ def train_seed(
     )
     result["init_from"] = extra["init_from"]
     if data.test is not None:
-        result["test"] = _test_seed(model, tokenizer, data, config, seed, folder)
-    result["run_key"] = _run_key(config, init_from, fresh_head)
-    _write_json(folder / RESULTS, result)
+        name = _records_name(run)
+        result["test"], records = _test_seed(model, tokenizer, data, config, seed, folder, name)
+        run.append(records)
+    result["labels"] = list(data.labels)
+    result["data"] = {
+        "train": data.train.describe(),
+        "dev": data.dev.describe(),
+        "test": data.test.describe() if data.test else None,
+    }
+    result["run_key"] = _run_key(config)
+    _write_json(folder / SEED_RESULTS, result)
     return result
 
 
@@ -701,69 +830,58 @@ def train(
     config: TrainConfig,
     *,
     init_from: str | Path | None = None,
-    fresh_head: bool = True,
+    fresh_head: bool | None = None,
     on_epoch: EpochCallback | None = None,
     progress: bool = True,
     resume: bool = True,
 ) -> dict[str, Any]:
-    """Train every seed of ``config`` and write ``out/results.json`` (per-seed results,
-    mean and std). Seeds already finished with the same settings are reused when
-    ``resume``. ``init_from`` (a stage-one output folder or checkpoint) starts each seed
-    from that encoder, with a fresh head unless ``fresh_head=False``.
+    """Train every seed of ``config`` into the run folder ``config.out`` (see the module
+    docstring) and return its ``results.json`` plus ``seeds`` (each seed's ``train.json``)
+    and ``summary`` (their mean and std, :func:`summarize_seeds`).
+
+    With ``resume``, complete seeds are skipped and an unfinished one is trained again
+    from scratch; the folder's settings must match (else :class:`~nlieval.runs.RunError`).
+    ``resume=False`` discards the folder's records and trains every seed again.
+    ``init_from`` and ``fresh_head``, when given, replace the config's.
 
     >>> cfg = TrainConfig("minilm", "sick", dev_split="trial", out="runs/train/sick")
     >>> results = train(cfg)                                       # doctest: +SKIP
     >>> results["summary"]["test_macro_f1"]                        # doctest: +SKIP
     {'mean': 0.81, 'std': 0.01}
     """
-    data = load_data(config)
-    out = Path(config.out)
-    key = _run_key(config, init_from, fresh_head)
-    header = {
-        "config": config.to_dict(),
-        "init_from": None if init_from is None else str(init_from),
-        "fresh_head": fresh_head,
-        "labels": list(data.labels),
-        "data": {
-            "train": data.train.describe(),
-            "dev": data.dev.describe(),
-            "test": data.test.describe() if data.test else None,
-        },
-        "versions": _versions(),
-    }
+    if init_from is not None:
+        config = replace(config, init_from=str(init_from))
+    if fresh_head is not None:
+        config = replace(config, fresh_head=fresh_head)
+    data = load_data(config)  # data errors surface before anything is written
+    started = time.time()
+    run = RunFolder(config.out)
+    if resume and is_legacy_folder(run.path):
+        raise RunError(legacy_message(run.path))
+    run.start(config, overwrite=not resume)
+    if not resume:
+        for name in LEGACY_SEED_FILES:
+            for old in run.path.glob(f"seed*/{name}"):
+                old.unlink()
+    run.done_keys()  # also cuts a record line left half-written by a kill
+    key = _run_key(config)
+    n_test = None if data.test is None else len(data.test.items)
+    per_task = {data.test.task: data.test.data_info()} if data.test is not None else {}
+    saved = Counter(r.seed for r in run.iter_records())
     per_seed: list[dict[str, Any]] = []
+    results: dict[str, Any] | None = None
     for seed in config.seeds:
-        done = _finished(out / f"seed{seed}", key) if resume else None
+        done = _seed_done(run.path, seed, key, saved[seed], n_test) if resume else None
         if done is not None:
             log.info("seed %d already trained with these settings; reusing it", seed)
             per_seed.append(done)
-        else:
-            per_seed.append(
-                train_seed(
-                    config,
-                    data,
-                    seed,
-                    init_from=init_from,
-                    fresh_head=fresh_head,
-                    on_epoch=on_epoch,
-                    progress=progress,
-                )
-            )
-        results = {**header, "seeds": per_seed, "summary": summarize_seeds(per_seed)}
-        _write_json(out / RESULTS, results)
-    return results
-
-
-def _versions() -> dict[str, str]:
-    from importlib import metadata
-
-    out = {}
-    for pkg in ("nlieval", "torch", "transformers"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
+            continue
+        per_seed.append(train_seed(config, data, seed, run, on_epoch=on_epoch, progress=progress))
+        elapsed = time.time() - started
+        results = finalize(run, config.to_dict(), elapsed, data_info=per_task)
+    if results is None:  # every seed was complete already
+        results = finalize(run, config.to_dict(), data_info=per_task)
+    return {**results, "seeds": per_seed, "summary": summarize_seeds(per_seed)}
 
 
 def format_results(results: Mapping[str, Any]) -> str:

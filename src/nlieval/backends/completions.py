@@ -1,0 +1,384 @@
+"""Option scoring on an inference server through the OpenAI-compatible completions API.
+
+:class:`CompletionsLM` is a :class:`~nlieval.backends.base.LogLikelihoodBackend` for a
+model served by vLLM or SGLang (tensor or pipeline parallel, on as many GPUs as it
+takes): ``nlieval run --model openai-completions:NAME --api-base URL``.
+
+Each option is one prompt, ``context + continuation``, sent with ``echo: true``,
+``logprobs: 1``, ``max_tokens: 0`` and ``temperature: 0``; the server tokenizes the whole
+text (so merges across the boundary are the model's own) and answers with every prompt
+token, its text offset and its log-probability. The option's log-likelihood is the sum
+over the tokens that end after the start of the continuation: a token that straddles
+the boundary belongs to the continuation, the rule of
+:meth:`~nlieval.backends.hf.HFCausalLM.split`. Up to ``batch_size`` prompts go in one
+request (the API takes a list), ``concurrency`` requests at a time, with the retries,
+back-off, ``Retry-After`` and timeouts of :class:`~nlieval.backends.openai.ServerClient`.
+A server that refuses ``max_tokens: 0`` is asked again with 1 and the generated token is
+dropped (found by aligning the answer's tokens on the prompt).
+
+Every answer is checked before it is used: one choice per prompt, ``tokens``,
+``token_logprobs`` and ``text_offset`` of equal length, offsets that never decrease, the
+tokens' text at their offsets equal to the prompt's (from the end of the prompt back to
+the start, or to a leading token outside the prompt such as a BOS, or to a token that
+holds only part of a character), and a log-probability for every continuation token. A
+server that returns no prompt log-probs (llama.cpp's ``llama-server`` returns those of
+generated tokens only) or misaligned ones stops the run with a
+:class:`PromptLogprobsError` instead of scoring nonsense.
+
+Not done: scoring every single-token option of an item from the top log-probs of one
+request at the end of the context. vLLM and SGLang return ``top_logprobs`` for the
+generated position (at most vLLM's ``--max-logprobs``, 20 by default; the OpenAI API
+itself 5), but using them needs the server's tokenization of each option known before
+the request (a client-side tokenizer) and a fallback when an option is not among the
+top k; the echo request above needs neither. The few-shot ``prefix_len`` hint is not
+used either: reusing a shared prefix is the server's prefix cache's job.
+
+>>> lm = CompletionsLM("llama-3.1-70b", "http://localhost:8000/v1")
+>>> lm.name, lm.url
+('llama-3.1-70b', 'http://localhost:8000/v1/completions')
+>>> lm.loglikelihood([ScoreRequest("Answer:", (" A", " B"))])  # doctest: +SKIP
+[[-2.31, -1.87]]
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from .base import Progress, ScoreRequest
+from .openai import ServerClient, ServerError
+
+log = logging.getLogger(__name__)
+
+#: ``--model`` prefix that picks this backend: ``openai-completions:NAME``.
+PREFIX = "openai-completions:"
+
+#: Prompts per request when ``batch_size`` is ``"auto"``.
+DEFAULT_BATCH = 16
+
+#: What to tell the user when a server returns no prompt log-probs.
+NO_PROMPT_LOGPROBS = (
+    "returned no prompt log-probs (echo=true with logprobs=1): vLLM and SGLang return "
+    "them (vLLM: keep --max-logprobs >= 1); llama.cpp's llama-server does not"
+)
+
+
+def served_model(model: str) -> str | None:
+    """The server's model name of ``openai-completions:NAME``; None for any other model.
+
+    >>> served_model("openai-completions:meta-llama/Llama-3.1-70B"), served_model("gpt2")
+    ('meta-llama/Llama-3.1-70B', None)
+    """
+    if not model.startswith(PREFIX):
+        return None
+    name = model[len(PREFIX) :]
+    if not name:
+        raise ValueError(f"--model {PREFIX}NAME needs the server's model name after the colon")
+    return name
+
+
+class PromptLogprobsError(ServerError):
+    """An answer without usable prompt log-probs: missing, too few, or misaligned with the
+    prompt. Not retried: the server will answer the same way again."""
+
+
+@dataclass(frozen=True)
+class _Prompt:
+    """One option: the text sent and where its continuation starts (characters)."""
+
+    request: int
+    option: int
+    text: str
+    boundary: int
+
+
+class CompletionsLM(ServerClient):
+    """Option log-likelihoods from an OpenAI-compatible ``/completions`` endpoint.
+
+    ``batch_size`` is the number of prompts per request (``"auto"``:
+    :data:`DEFAULT_BATCH`); the other settings are those of
+    :class:`~nlieval.backends.openai.ServerClient`. Results do not depend on
+    ``batch_size`` or ``concurrency``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        api_base: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        retries: int = 4,
+        backoff: float = 1.0,
+        concurrency: int = 8,
+        batch_size: int | str = "auto",
+        max_backoff: float = 30.0,
+        max_retry_after: float = 120.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        super().__init__(
+            model,
+            api_base,
+            "/completions",
+            api_key=api_key,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            concurrency=concurrency,
+            max_backoff=max_backoff,
+            max_retry_after=max_retry_after,
+            transport=transport,
+            sleep=sleep,
+        )
+        if batch_size == "auto":
+            self.batch_size = DEFAULT_BATCH
+        elif isinstance(batch_size, int) and batch_size >= 1:
+            self.batch_size = batch_size
+        else:
+            raise ValueError(f"--batch-size takes a positive integer or 'auto', got {batch_size!r}")
+        #: 0 until the server refuses it, then 1 (the generated token is dropped).
+        self.max_tokens = 0
+        self._lock = threading.Lock()
+
+    # -- LogLikelihoodBackend -----------------------------------------------------------
+    def loglikelihood(
+        self, requests: Sequence[ScoreRequest], progress: Progress | None = None
+    ) -> list[list[float]]:
+        """Summed log-probability of every continuation of every request; raises
+        :class:`~nlieval.backends.openai.ServerError` when a request fails for good."""
+        out = [[float("nan")] * len(req.continuations) for req in requests]
+        prompts = []
+        for r, req in enumerate(requests):
+            for j, cont in enumerate(req.continuations):
+                if not cont:
+                    raise ValueError(f"continuation {j} of request {r} is empty")
+                prompts.append(_Prompt(r, j, req.context + cont, len(req.context)))
+        left = [len(req.continuations) for req in requests]
+        batches = [
+            prompts[i : i + self.batch_size] for i in range(0, len(prompts), self.batch_size)
+        ]
+        results = self.iter_map(self._score_batch, batches)
+        try:
+            for b, scores in results:
+                if isinstance(scores, ServerError):
+                    raise scores
+                for p, value in zip(batches[b], scores, strict=True):
+                    out[p.request][p.option] = value
+                    left[p.request] -= 1
+                    if left[p.request] == 0 and progress is not None:
+                        progress(1)
+        finally:
+            results.close()  # a failure cancels the batches not yet sent
+        return out
+
+    # -- one request --------------------------------------------------------------------
+    def _score_batch(self, batch: Sequence[_Prompt], stop: threading.Event) -> list[float]:
+        while True:
+            max_tokens = self.max_tokens
+            payload: dict[str, Any] = {
+                "model": self.name,
+                "prompt": [p.text for p in batch],
+                "echo": True,
+                "logprobs": 1,
+                "max_tokens": max_tokens,
+                "temperature": 0,
+            }
+
+            def parse(resp: httpx.Response, where: str, n: int = max_tokens) -> list[float]:
+                return self._parse(resp, where, batch, n)
+
+            try:
+                return self.request(payload, parse, stop)
+            except ServerError as err:
+                if max_tokens > 0 or err.status not in (400, 422):
+                    raise
+                with self._lock:
+                    if self.max_tokens == 0:
+                        log.warning(
+                            "%s refused max_tokens=0 (%s); asking for 1 token and dropping it",
+                            self.url,
+                            err,
+                        )
+                    self.max_tokens = 1
+
+    def _parse(
+        self, resp: httpx.Response, where: str, batch: Sequence[_Prompt], max_tokens: int
+    ) -> list[float]:
+        try:
+            body = resp.json()
+        except ValueError:
+            raise ServerError(
+                f"{where}: the answer is not JSON: {_clip(resp.text)!r}", status=resp.status_code
+            ) from None
+        choices = body.get("choices") if isinstance(body, dict) else None
+        if not isinstance(choices, list) or len(choices) != len(batch):
+            n = len(choices) if isinstance(choices, list) else "no"
+            raise PromptLogprobsError(
+                f"the server at {self.api_base} returned {n} choices for {len(batch)} "
+                f"prompts: {_clip(resp.text)!r}",
+                status=resp.status_code,
+            )
+        ordered = _by_index(choices)
+        if ordered is None:
+            raise PromptLogprobsError(
+                f"the server at {self.api_base} returned choices whose indices are not "
+                f"0..{len(batch) - 1}",
+                status=resp.status_code,
+            )
+        scores = []
+        for p, choice in zip(batch, ordered, strict=True):
+            try:
+                scores.append(continuation_logprob(choice, p.text, p.boundary, max_tokens))
+            except ValueError as err:
+                raise PromptLogprobsError(
+                    f"the server at {self.api_base} {err}", status=resp.status_code
+                ) from None
+        return scores
+
+    def __enter__(self) -> CompletionsLM:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _by_index(choices: list[Any]) -> list[Any] | None:
+    """Choices in prompt order: by their ``index`` when every one has one, else as sent."""
+    if not all(isinstance(c, dict) for c in choices):
+        return None
+    idx = [c.get("index") for c in choices]
+    if all(i is None for i in idx):
+        return choices
+    if sorted(i if isinstance(i, int) else -1 for i in idx) != list(range(len(choices))):
+        return None
+    return sorted(choices, key=lambda c: int(c["index"]))
+
+
+def continuation_logprob(choice: Any, prompt: str, boundary: int, max_tokens: int = 0) -> float:
+    """The summed log-probability of ``prompt[boundary:]`` in one echoed choice.
+
+    The answer's tokens are placed on the prompt from its end (the last of them ends
+    where the prompt does, after dropping at most ``max_tokens`` generated ones), which
+    also absorbs a leading token outside the prompt (a BOS). Raises ValueError saying
+    what is wrong (the message follows "the server at URL").
+
+    >>> lp = {"tokens": ["Answer", ":", " A"], "token_logprobs": [None, -1.0, -2.5],
+    ...       "text_offset": [0, 6, 7]}
+    >>> continuation_logprob({"logprobs": lp}, "Answer: A", 7)
+    -2.5
+    >>> lp = {"tokens": ["<s>", "Answer", ":", " A"], "token_logprobs": [None, -3.0, -1.0,
+    ...       -2.5], "text_offset": [0, 3, 9, 10]}   # a BOS, as vLLM reports it
+    >>> continuation_logprob({"logprobs": lp}, "Answer: A", 6)
+    -3.5
+    """
+    lp = choice.get("logprobs") if isinstance(choice, dict) else None
+    tokens = lp.get("tokens") if isinstance(lp, dict) else None
+    values = lp.get("token_logprobs") if isinstance(lp, dict) else None
+    offsets = lp.get("text_offset") if isinstance(lp, dict) else None
+    if (
+        not tokens
+        or not isinstance(values, list)
+        or all(v is None for v in values)
+        or not isinstance(tokens, list)
+    ):
+        raise ValueError(NO_PROMPT_LOGPROBS)
+    if not isinstance(offsets, list) or not len(tokens) == len(values) == len(offsets):
+        n_off = len(offsets) if isinstance(offsets, list) else "no"
+        raise ValueError(
+            f"returned misaligned prompt log-probs: {len(tokens)} tokens, {len(values)} "
+            f"token_logprobs, {n_off} text_offset"
+        )
+    if not all(isinstance(t, str) for t in tokens) or not all(
+        isinstance(o, int) and not isinstance(o, bool) for o in offsets
+    ):
+        raise ValueError("returned prompt log-probs with tokens that are not text or offsets "
+                         "that are not integers")  # fmt: skip
+    if offsets[0] < 0 or any(b < a for a, b in zip(offsets, offsets[1:], strict=False)):
+        raise ValueError(f"returned text offsets that decrease: {_clip(str(offsets), 120)}")
+    first_error = ""
+    tries = list(range(min(max_tokens, len(tokens) - 1), -1, -1))
+    if choice.get("text") == prompt:  # nothing generated after all
+        tries = [0]
+    for generated in tries:
+        n = len(tokens) - generated
+        try:
+            start = _align(tokens[:n], offsets[:n], prompt, boundary)
+        except ValueError as err:
+            first_error = first_error or str(err)
+            continue
+        total = 0.0
+        for i in range(start, n):
+            value = values[i]
+            if value is None:
+                raise ValueError(
+                    f"gave no log-prob to continuation token {tokens[i]!r} (token {i} of "
+                    f"the prompt; the first token of a prompt has none)"
+                )
+            if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
+                raise ValueError(f"returned a log-prob that is not a number: {value!r}")
+            total += float(value)
+        return total
+    raise ValueError(first_error)
+
+
+def _align(tokens: list[str], offsets: list[int], prompt: str, boundary: int) -> int:
+    """The index of the first continuation token (the first that ends after
+    ``boundary``), once the tokens' text at their offsets is checked against the prompt.
+
+    The check runs from the prompt's end back to its start (where the tokens must begin),
+    or to a token that ends before it (a BOS the server added), or to a token holding a
+    U+FFFD (part of a multi-byte character: offsets before it may be counted in other
+    units); every continuation token must lie in the checked part.
+    """
+    n = len(tokens)
+    shift = offsets[-1] + len(tokens[-1]) - len(prompt)  # server offset - prompt offset
+    checked = n
+    split_char = False
+    for i in range(n - 1, -1, -1):
+        tok = tokens[i]
+        s = offsets[i] - shift
+        if s + len(tok) <= 0 and i < n - 1:
+            break
+        if "\ufffd" in tok:
+            split_char = True
+            break
+        if s < 0 or prompt[s : s + len(tok)] != tok:
+            raise ValueError(
+                "returned prompt log-probs that do not match the prompt (echo=true): token "
+                f"{i} {tok!r} at offset {offsets[i]}, the prompt ends "
+                f"{_clip(prompt[-40:], 40)!r}"
+            )
+        if i + 1 < n and offsets[i] + len(tok) != offsets[i + 1]:
+            raise ValueError(
+                f"returned text offsets that skip or overlap prompt text at token {i} "
+                f"{tok!r} (offset {offsets[i]}, next {offsets[i + 1]})"
+            )
+        checked = i
+    if not split_char and offsets[checked] - shift != 0:
+        raise ValueError(
+            f"returned too few prompt log-probs: {n} tokens from character "
+            f"{offsets[checked] - shift} of the prompt on, not from its start (echo=true)"
+        )
+    first = next((i for i in range(n) if offsets[i] - shift + len(tokens[i]) > boundary), n)
+    if first == n:
+        raise ValueError(
+            f"returned no token for the continuation {prompt[boundary:]!r} of the prompt"
+        )
+    if first < checked:
+        raise ValueError(
+            f"returned tokens that cannot be placed on the continuation {prompt[boundary:]!r} "
+            f"(token {first} {tokens[first]!r} is not the prompt's text)"
+        )
+    return first
+
+
+def _clip(text: str, n: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[:n] + "..."

@@ -1,0 +1,163 @@
+"""The estimated performance gain (EPG) of contamination: the metric on all items minus
+the metric on the clean ones, over a sweep of score thresholds; a table and a plot of it.
+
+Scores are the rows of a scores file (:mod:`nlieval.contamination.scores`): an item is
+*contaminated* at threshold t when its score is above t, *clean* otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..metrics import mean_std
+from ..plotting import grid, save, series_name
+from ..types import Record
+
+#: Contaminated = score above t; the sweep EPG is reported over by default.
+DEFAULT_THRESHOLDS: tuple[float, ...] = tuple(i / 10 for i in range(10))
+
+
+def _metric(records: Sequence[Record], metric: str) -> float:
+    from ..metrics import point_metrics
+
+    if not any(r.gold is not None for r in records):
+        return math.nan
+    return float(point_metrics(records)[metric])
+
+
+def epg(
+    records: Iterable[Record],
+    scores: Iterable[Mapping[str, Any]],
+    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+    metric: str = "accuracy",
+) -> list[dict[str, Any]]:
+    """EPG(t) = metric on all items minus metric on the items scoring at or below t.
+
+    Records join scores by (task, item_id); records of tasks without scores are left out,
+    and those of a scored task whose item has no score are counted in ``n_unscored``.
+    One row per (model, checkpoint, task, k, t): means over seeds (on the items every seed
+    has, as in :func:`nlieval.metrics.summarize`), ``epg_std`` across seeds.
+
+    >>> from nlieval.types import Record
+    >>> def rec(i, ok):
+    ...     return Record("t", i, "m", 0, 0, ("entailment", "neutral"), (0.0, 0.0), (.5, .5),
+    ...                   "entailment" if ok else "neutral", "entailment")
+    >>> rows = epg([rec("a", True), rec("b", False)],
+    ...            [{"task": "t", "item_id": "a", "score": 1.0},
+    ...             {"task": "t", "item_id": "b", "score": 0.0}], [0.5])
+    >>> rows[0]["epg"], rows[0]["pct_contaminated"]
+    (0.5, 50.0)
+    """
+    from ..metrics import group_records
+
+    score_of = {(s["task"], str(s["item_id"])): float(s["score"]) for s in scores}
+    tasks = {task for task, _ in score_of}
+    kept, unscored = [], dict.fromkeys(tasks, 0)
+    for r in records:
+        if (r.task, r.item_id) in score_of:
+            kept.append(r)
+        elif r.task in tasks:
+            unscored[r.task] += 1
+    rows = []
+    for (model, ckpt, task, k), by_seed in sorted(
+        group_records(kept).items(), key=lambda kv: (kv[0][0], kv[0][1] or "", *kv[0][2:])
+    ):
+        common = set.intersection(*({r.item_id for r in recs} for recs in by_seed.values()))
+        per_seed = {s: [r for r in recs if r.item_id in common] for s, recs in by_seed.items()}
+        base: dict[str, Any] = {"model": model, "checkpoint": ckpt, "task": task, "k": k}
+        base |= {"metric": metric, "seeds": sorted(per_seed), "n_unscored": unscored[task]}
+        scores_here = {i: sc for (tk, i), sc in score_of.items() if tk == task}
+        for t in thresholds:
+            rows.append(base | _epg_point(per_seed, scores_here, float(t), metric))
+    return rows
+
+
+def _epg_point(
+    per_seed: Mapping[int, Sequence[Record]],
+    score_of: Mapping[str, float],
+    t: float,
+    metric: str,
+) -> dict[str, Any]:
+    # Seeds hold the same items (epg keeps the common ones); count them on the first.
+    items = {r.item_id for r in next(iter(per_seed.values())) if r.gold is not None}
+    n_cont = sum(score_of[i] > t for i in items)
+    alls, cleans = [], []
+    for recs in per_seed.values():
+        alls.append(_metric(recs, metric))
+        cleans.append(_metric([r for r in recs if score_of[r.item_id] <= t], metric))
+    gains = [a - c for a, c in zip(alls, cleans, strict=True)]
+    epg_mean, epg_std = mean_std(gains, skip_nan=True)
+    return {
+        "threshold": t,
+        "n_items": len(items),
+        "n_contaminated": n_cont,
+        "n_clean": len(items) - n_cont,
+        "pct_contaminated": 100 * n_cont / len(items) if items else math.nan,
+        "metric_all": mean_std(alls, skip_nan=True)[0],
+        "metric_clean": mean_std(cleans, skip_nan=True)[0],
+        "epg": epg_mean,
+        "epg_std": epg_std,
+    }
+
+
+def format_epg(rows: Sequence[Mapping[str, Any]]) -> str:
+    """A Markdown table of :func:`epg` rows.
+
+    >>> print(format_epg([]))
+    (no records joined with contamination scores)
+    """
+    if not rows:
+        return "(no records joined with contamination scores)"
+    metric = rows[0]["metric"]
+    lines = [
+        f"| model | task | k | t | % contaminated | n clean | {metric} all | {metric} clean "
+        "| EPG |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        std = f" ± {r['epg_std']:.4f}" if len(r["seeds"]) > 1 else ""
+        lines.append(
+            f"| {series_name(r)} | {r['task']} | {r['k']} "
+            f"| {r['threshold']:g} | {r['pct_contaminated']:.1f} | {r['n_clean']} "
+            f"| {r['metric_all']:.4f} | {r['metric_clean']:.4f} | {r['epg']:+.4f}{std} |"
+        )
+    return "\n".join(lines)
+
+
+def plot_epg(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
+    """EPG against the % of items marked contaminated: one panel per task, one line per
+    (model, checkpoint, k), points labelled with their threshold. Writes a PNG."""
+    tasks = sorted({r["task"] for r in rows}) or [""]
+    fig = grid(len(tasks), size=(4.8, 3.8))
+    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    for ax, task in zip(axes, tasks, strict=True):
+        series: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
+        for r in rows:
+            if r["task"] == task:
+                series.setdefault((series_name(r), r["k"]), []).append(r)
+        for i, ((name, k), pts) in enumerate(sorted(series.items())):
+            pts = sorted(pts, key=lambda r: r["threshold"])
+            x = [p["pct_contaminated"] for p in pts]
+            ax.plot(x, [p["epg"] for p in pts], marker="o", label=f"{name} k={k}")
+            if i == 0:  # thresholds are shared by the series; label them once
+                for p in pts:
+                    ax.annotate(
+                        f"{p['threshold']:g}",
+                        (p["pct_contaminated"], p["epg"]),
+                        fontsize=6,
+                        xytext=(3, 3),
+                        textcoords="offset points",
+                    )
+        ax.axhline(0.0, color="grey", lw=0.8)
+        metric = rows[0]["metric"] if rows else "accuracy"
+        ax.set(
+            title=task,
+            xlabel="% of items contaminated (score > t)",
+            ylabel=f"EPG ({metric}: all − clean)",
+        )
+        if series:
+            ax.legend(fontsize=7)
+    return save(fig, path)
