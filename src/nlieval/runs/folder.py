@@ -9,6 +9,7 @@ Layout of a run folder::
     timing.json     scoring wall time and items per sweep point, kept while the run goes
     results.json    configuration, versions, git commit, few-shot draws and metrics
     summary.md      the metrics as a Markdown table
+    .lock           held (``flock``) by the one process writing the folder; holds its PID
 
 A run killed at any moment (even mid-write) is resumed by the same command: a partial last
 line is cut off, finished items are skipped, and no record is ever duplicated.
@@ -16,6 +17,8 @@ line is cut off, finished items are skipped, and no record is ever duplicated.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import tempfile
@@ -30,6 +33,8 @@ CONFIG = "config.json"
 RESULTS = "results.json"
 SUMMARY = "summary.md"
 TIMING = "timing.json"
+#: The lock file of a folder being written (see :meth:`RunFolder.start`).
+LOCK = ".lock"
 #: The command of a folder whose config.json names none (folders of older versions).
 DEFAULT_KIND = "run"
 
@@ -90,9 +95,70 @@ def atomic_write(path: Path, text: str) -> None:
             os.unlink(tmp)
 
 
+class _Lock:
+    """An exclusive ``flock`` on a folder's lock file, shared by every :class:`RunFolder`
+    of this process on that folder (a second ``flock`` from this process would refuse it)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.users = 0
+
+
+#: The locks this process holds, by resolved folder path.
+_HELD: dict[Path, _Lock] = {}
+
+
+def _acquire(folder: Path) -> Path:
+    """Lock ``folder`` for this process, or raise :class:`RunError` naming the holder.
+
+    An OS lock (``flock``) rather than a PID file: the kernel drops it when the process
+    dies, so a kill -9 never leaves a stale lock behind.
+    """
+    key = folder.resolve()
+    held = _HELD.get(key)
+    if held is None:
+        try:
+            fd = os.open(key / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise RunError(f"{folder}: cannot write {LOCK}: {err.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            try:
+                pid = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+            finally:
+                os.close(fd)
+            if err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise RunError(
+                    f"{folder} is being written by another nlieval process (PID {pid}); "
+                    "wait for it to finish, or choose another --out"
+                ) from None
+            raise RunError(f"{folder}: cannot lock {LOCK}: {err.strerror}") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        held = _HELD[key] = _Lock(fd)
+    held.users += 1
+    return key
+
+
+def _release(key: Path) -> None:
+    held = _HELD.get(key)
+    if held is None:
+        return
+    held.users -= 1
+    if held.users <= 0:
+        del _HELD[key]
+        os.close(held.fd)  # closing the last descriptor drops the flock
+
+
 class RunFolder(Generic[R]):
     """A run folder on disk whose ``records.jsonl`` holds rows of type ``row``
     (:class:`~nlieval.types.Record` by default; see :class:`Row`).
+
+    A writer calls :meth:`start`, which locks the folder for this process until
+    :meth:`close` (or the object is collected, or the process ends, kill -9 included):
+    a second process that starts the same folder gets a :class:`RunError` naming the PID
+    that holds it. Readers take no lock.
 
     >>> rf = RunFolder("runs/demo")            # doctest: +SKIP
     >>> done = rf.done_keys()                  # doctest: +SKIP
@@ -108,6 +174,22 @@ class RunFolder(Generic[R]):
         self.path = Path(path)
         self.row: type[R] = row
         self._keys: set[tuple[Any, ...]] = set()
+        self._lock: Path | None = None
+
+    def close(self) -> None:
+        """Let other processes write the folder (a no-op when this object holds no lock)."""
+        if self._lock is not None:
+            _release(self._lock)
+            self._lock = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __enter__(self) -> RunFolder[R]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def records_path(self) -> Path:
@@ -117,8 +199,11 @@ class RunFolder(Generic[R]):
         return (self.path / CONFIG).is_file() or self.records_path.is_file()
 
     def start(self, config: FolderConfig, overwrite: bool = False) -> None:
-        """Create the folder, or check that an existing one was made by a compatible config."""
+        """Create the folder, or check that an existing one was made by a compatible config;
+        either way lock it for this process first (see the class docstring)."""
         self.path.mkdir(parents=True, exist_ok=True)
+        if self._lock is None:
+            self._lock = _acquire(self.path)
         cfg_path = self.path / CONFIG
         if cfg_path.is_file() and not overwrite:
             old = json.loads(cfg_path.read_text(encoding="utf-8"))
