@@ -25,6 +25,11 @@ by the transformers model of :class:`EchoLM` (:attr:`FakeServer.lm`). Its own ac
 :attr:`FakeServer.min_max_tokens` gets HTTP 400 (servers that refuse 0); otherwise that
 many greedy tokens follow the prompt, as a real server does.
 
+With :attr:`FakeServer.not_json_rate` > 0, that share of the requests that reach the
+default (seeded, so a test is repeatable) get HTTP 200 with a body that is not JSON: a
+proxy's HTML error page or a JSON answer cut short, in turn (counted in
+:attr:`FakeServer.not_json_sent`).
+
 The server counts requests in flight (:attr:`max_in_flight`); ``hold`` keeps each request
 that long before answering, so concurrent requests overlap.
 """
@@ -32,6 +37,7 @@ that long before answering, so concurrent requests overlap.
 from __future__ import annotations
 
 import json
+import random
 import socket
 import threading
 import time
@@ -164,6 +170,9 @@ class FakeServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.hold = 0.0
+        self.not_json_rate = 0.0
+        self.not_json_sent = 0
+        self._rng = random.Random(0)
         self.in_flight = 0
         self.max_in_flight = 0
         self.lock = threading.Lock()
@@ -194,6 +203,11 @@ class FakeServer:
             self.paths.append(path)
             if self.script:
                 return self.script.popleft()
+            if self.not_json_rate and self._rng.random() < self.not_json_rate:
+                self.not_json_sent += 1
+                if self.not_json_sent % 2:
+                    return ("raw", "<html><body><h1>502 Bad Gateway</h1></body></html>")
+                return ("raw", json.dumps(completion("cut short"))[:25])
         if _is_completions(path):
             return self.completions_default(body)
         return self.default(body)

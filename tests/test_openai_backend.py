@@ -174,7 +174,6 @@ def test_other_4xx_is_not_retried(server: FakeServer, status: int) -> None:
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ("<html>It works!</html>", "not JSON"),
         ('{"object": "chat.completion"}', "no choices"),
         ('{"choices": []}', "no choices"),
         ('{"choices": [{"text": "hi"}]}', "no message"),
@@ -185,6 +184,18 @@ def test_malformed_answers_are_clear_errors(server: FakeServer, body: str, messa
     with _chat(server) as chat, pytest.raises(ServerError, match=message):
         chat.generate([CONV])
     assert len(server.requests) == 1
+
+
+def test_not_json_is_tried_again_and_counted(server: FakeServer) -> None:
+    # A proxy's error page or a body cut short: the next try may be fine.
+    server.script.extend([("raw", "<html>It works!</html>"), ("raw", '{"choices": [')])
+    server.script.append(("ok", "fine"))
+    with _chat(server) as chat:
+        assert chat.generate([CONV]) == ["fine"]
+        assert chat.faults == {"not JSON": 2}
+    server.default = lambda b: ("raw", "<html>It works!</html>")
+    with _chat(server) as chat, pytest.raises(ServerError, match="not JSON.*gave up after 3"):
+        chat.generate([CONV])
 
 
 def test_null_content_is_an_empty_answer(server: FakeServer) -> None:

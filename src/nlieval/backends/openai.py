@@ -2,9 +2,11 @@
 
 :class:`OpenAIChat` sends ``POST {api_base}/chat/completions`` with httpx, at most
 ``concurrency`` requests at a time. A request that times out, loses its connection or
-gets HTTP 408/409/429/5xx is tried again with exponential back-off and jitter (the
-server's ``Retry-After`` wins when it sends one); other 4xx answers and malformed
-responses fail at once. A request that fails for good becomes a :class:`ServerError`.
+gets HTTP 408/409/429/5xx, or (chat) an HTTP 200 whose body is not JSON (a proxy's error
+page, a body cut short), is tried again with exponential back-off and jitter (the
+server's ``Retry-After`` wins when it sends one); each such fault is counted in
+:attr:`ServerClient.faults`. Other 4xx answers and JSON of the wrong shape fail at once.
+A request that fails for good becomes a :class:`ServerError`.
 
 :meth:`OpenAIChat.iter_generate` yields ``(index, answer or ServerError)`` as answers
 arrive, so a caller keeps every answer that did arrive when the server goes down;
@@ -25,6 +27,7 @@ import logging
 import random
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
@@ -65,9 +68,10 @@ class ServerError(RuntimeError):
 class _Retry(Exception):
     """One failed try that may be tried again (internal)."""
 
-    def __init__(self, error: ServerError, retry_after: float | None = None) -> None:
+    def __init__(self, error: ServerError, kind: str, retry_after: float | None = None) -> None:
         super().__init__(str(error))
         self.error = error
+        self.kind = kind
         self.retry_after = retry_after
 
 
@@ -116,6 +120,8 @@ class ServerClient:
         self.max_retry_after = max_retry_after
         self._sleep = sleep
         self._random = random.Random()  # jitter only: spreads retries of parallel requests
+        self._faults: Counter[str] = Counter()
+        self._faults_lock = threading.Lock()
         headers = {"Content-Type": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -130,6 +136,17 @@ class ServerClient:
             # skip loading the CA bundle, which takes up to a second on a busy machine.
             verify=api_base.startswith("https://"),
         )
+
+    @property
+    def faults(self) -> dict[str, int]:
+        """Failed tries that were tried again, by kind (``"HTTP 503"``, ``"not JSON"``,
+        ``"timeout"``, ...), since this client was made.
+
+        >>> ServerClient("m", "http://localhost:1/v1", "/chat/completions").faults
+        {}
+        """
+        with self._faults_lock:
+            return dict(self._faults)
 
     # -- many requests ------------------------------------------------------------------
     def iter_map(
@@ -186,6 +203,8 @@ class ServerClient:
                 return self._post(payload, parse)
             except _Retry as failed:
                 err = failed.error
+                with self._faults_lock:
+                    self._faults[failed.kind] += 1
                 if tries > self.retries or (stop is not None and stop.is_set()):
                     raise ServerError(
                         f"{err} (gave up after {tries} tries)",
@@ -226,16 +245,19 @@ class ServerClient:
             resp = self._client.post(self.url, json=payload)
         except httpx.TimeoutException:
             raise _Retry(
-                ServerError(f"{where}: no answer within {self.timeout:g} s", retryable=True)
+                ServerError(f"{where}: no answer within {self.timeout:g} s", retryable=True),
+                "timeout",
             ) from None
         except httpx.RemoteProtocolError as err:
             # A dropped connection: the server closed it without (a whole) answer.
             raise _Retry(
-                ServerError(f"{where}: connection dropped ({err})", retryable=True)
+                ServerError(f"{where}: connection dropped ({err})", retryable=True),
+                "connection dropped",
             ) from None
         except httpx.NetworkError as err:
             raise _Retry(
-                ServerError(f"{where}: connection failed ({err})", retryable=True)
+                ServerError(f"{where}: connection failed ({err})", retryable=True),
+                "connection failed",
             ) from None
         status = resp.status_code
         if status >= 400:
@@ -245,7 +267,7 @@ class ServerClient:
                 retryable=status in RETRY_STATUSES or status >= 500,
             )
             if error.retryable:
-                raise _Retry(error, _retry_after(resp.headers.get("retry-after")))
+                raise _Retry(error, f"HTTP {status}", _retry_after(resp.headers.get("retry-after")))
             raise error
         return parse(resp, where)
 
@@ -362,13 +384,18 @@ class OpenAIChat(ServerClient):
 
 
 def _answer_text(resp: httpx.Response, where: str) -> str:
-    """The first choice's message content; a body of another shape is a ServerError."""
+    """The first choice's message content; a body that is not JSON is tried again (a
+    proxy's error page or a body cut short: the next try may be fine), JSON of another
+    shape is a ServerError."""
     try:
         body = resp.json()
     except ValueError:
-        raise ServerError(
-            f"{where}: the answer is not JSON: {_clip(resp.text)!r}", status=resp.status_code
-        ) from None
+        error = ServerError(
+            f"{where}: the answer is not JSON: {_clip(resp.text)!r}",
+            status=resp.status_code,
+            retryable=True,
+        )
+        raise _Retry(error, "not JSON") from None
     choices = body.get("choices") if isinstance(body, dict) else None
     if not isinstance(choices, list) or not choices:
         raise ServerError(

@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..backends.weights import resolve_model
 from ..runs import RunError, instruct_table, run_timing
@@ -61,24 +62,44 @@ def cmd_instruct(args: argparse.Namespace) -> int:
         device=args.device,
         save_prompts=not args.no_prompts,
     )
+    made: list[Any] = []
+
+    def backend() -> Any:
+        made.append(cli_args.generator_from_args(args))
+        return made[-1]
+
     try:
         results = run_instruct(
             config,
             args.out,
-            lambda: cli_args.generator_from_args(args),
+            backend,
             overwrite=args.overwrite,
             progress=not args.no_progress,
         )
     except RunError:
         raise
     except RuntimeError as err:  # a backend that failed for good (server down, ...)
+        _print_faults(made)
         raise RunError(
             f"{err}; the answers received so far are saved in {args.out}: "
             "run the same command again to resume"
         ) from err
+    _print_faults(made)
     print(instruct_table(results["metrics"], run_timing(results)))
     print(f"\nrecords, results.json and summary.md in {args.out}")
     return 0
+
+
+def _print_faults(backends: list[Any]) -> None:
+    # Server faults that were tried again (not JSON, HTTP 5xx, timeouts): the run went on,
+    # but the user should know that the server misbehaved.
+    faults: dict[str, int] = {}
+    for b in backends:
+        for kind, n in (getattr(b, "faults", None) or {}).items():
+            faults[kind] = faults.get(kind, 0) + n
+    if faults:
+        detail = ", ".join(f"{n} {kind}" for kind, n in sorted(faults.items()))
+        print(f"server faults tried again: {sum(faults.values())} ({detail})", file=sys.stderr)
 
 
 def cmd_sci_report(args: argparse.Namespace) -> int:

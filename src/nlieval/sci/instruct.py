@@ -529,13 +529,12 @@ def run_instruct(
         for p in points
     ]
 
-    def work(
+    def ask(
         backend: GenerationBackend,
-        step: Step[Item],
+        p: InstructPoint,
         chunk: Sequence[Item],
-        progress: Callable[[int], Any],
+        progress: Callable[[int], Any] | None,
     ) -> list[Record]:
-        p: InstructPoint = step.point
         return evaluate_instruct(
             backend,
             chunk,
@@ -553,7 +552,32 @@ def run_instruct(
             save_prompt=config.save_prompts,
         )
 
-    elapsed = run_steps(folder, steps, lambda _: backend_factory(), work, progress=progress)
+    def work(
+        backend: GenerationBackend,
+        step: Step[Item],
+        chunk: Sequence[Item],
+        progress: Callable[[int], Any],
+    ) -> list[Record]:
+        p: InstructPoint = step.point
+        if not isinstance(backend, _Received):
+            return ask(backend, p, chunk, progress)
+        try:
+            return ask(backend, p, chunk, progress)
+        except BaseException:
+            # A request failed for good (or Ctrl-C): save the chunk's answers that did
+            # arrive before the run stops, so that a resume asks only for the others.
+            got = sorted(backend.answers)
+            if got:
+                replay = _Replay(backend.name, [backend.answers[i] for i in got])
+                folder.append(ask(replay, p, [chunk[i] for i in got], None))
+            raise
+
+    def make_backend(_: Any) -> GenerationBackend:
+        backend = backend_factory()
+        # Answers of a server arrive one by one: keep each (see _Received).
+        return _Received(backend) if callable(getattr(backend, "iter_map", None)) else backend
+
+    elapsed = run_steps(folder, steps, make_backend, work, progress=progress)
     draws = {
         ds.task: {k: {p.run: p.shot_ids for p in points if p.k == k} for k in config.shots}
         for ds, points, _ in planned
@@ -565,3 +589,53 @@ def run_instruct(
         data_info={ds.task: info for ds, _, info in planned},
         draws=draws,
     )
+
+
+class _Received:
+    """A server backend (one with ``iter_generate``) whose :meth:`generate` keeps the
+    answers that arrived in :attr:`answers` (by index) when a request fails for good, so
+    that :func:`run_instruct` saves them before it stops."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name: str = inner.name
+        self.answers: dict[int, str] = {}
+
+    def generate(
+        self,
+        conversations: Sequence[Sequence[Message]],
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> list[str]:
+        self.answers = {}
+        failed: BaseException | None = None
+        for i, answer in self.inner.iter_generate(conversations, max_new_tokens, temperature, seed):
+            if isinstance(answer, BaseException):
+                failed = failed or answer
+            else:
+                self.answers[i] = answer
+        if failed is not None:
+            raise failed
+        return [self.answers[i] for i in range(len(conversations))]
+
+
+class _Replay:
+    """Answers already received, given back in order (to record them)."""
+
+    def __init__(self, name: str, answers: Sequence[str]) -> None:
+        self.name = name
+        self._answers = list(answers)
+
+    def generate(
+        self,
+        conversations: Sequence[Sequence[Message]],
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> list[str]:
+        out, self._answers = (
+            self._answers[: len(conversations)],
+            self._answers[len(conversations) :],
+        )
+        return out
