@@ -163,17 +163,20 @@ def test_report_unfiltered_by_hand() -> None:
     # MC: E(a,b) leaves E(b,a) and C(b,a) possible, N_MC is never; nothing positive follows.
     # SC: nothing follows, everything is allowed. EI: the a-witness is a b & a world, so
     # C(b,a) = dia b & box(b -> ~a) fails; E and N allowed, the C prediction is not.
-    assert e["conclusion"] == {"MC": "~N", "SC": "-", "EI": "~C"}
+    assert e["inferred"] == {"MC": "~N", "SC": "-", "EI": "~C"}
+    assert e["allowed"] == {"MC": ["E", "C"], "SC": ["E", "C", "N"], "EI": ["E", "N"]}
     assert e["consistent"] == {"MC": 100.0, "SC": 100.0, "EI": 50.0}
+    assert e["third"] is None and e["pattern"] == "reversal"
     n = rows["Nab", "all"]
     # The one reversed N item has no prediction: counted, consistent with nothing; N_MC is
     # unsatisfiable, so MC has nothing to say (vacuous, consistency n/a).
     assert (n["count"], n["pred_E"], n["pred_N"], n["pred_C"]) == (1, 0.0, 0.0, 0.0)
-    assert n["conclusion"]["MC"] == "vacuous"
+    assert n["inferred"]["MC"] == "vacuous"
     assert n["consistent"] == {"MC": None, "SC": 0.0, "EI": 0.0}
     c = rows["Cab", "all"]
-    # C(a,b) -> C(b,a) is valid under MC and SC; under EI only ~E(b,a) follows.
-    assert c["conclusion"] == {"MC": "C", "SC": "C", "EI": "~E"}
+    # C(a,b) -> C(b,a) is valid under MC and SC, and answering E(b,a) there would deny
+    # C(b,a): only C is left. Under EI only ~E(b,a) follows.
+    assert c["inferred"] == {"MC": "C", "SC": "C", "EI": "~E"}
     assert c["consistent"] == {"MC": 100.0, "SC": 100.0, "EI": 100.0}
 
 
@@ -196,16 +199,58 @@ def test_report_without_matching_source_records() -> None:
     assert filtered["consistent"]["SC"] is None
 
 
+def test_report_reads_answers_exclusively() -> None:
+    # Issue 13: a model answering E for the reversal of C(a,b) denies C(b,a). Under SC
+    # C(a,b) gives box(b -> ~a), so E(b,a) without C(b,a) is impossible: inconsistent
+    # (the non-exclusive reading counted it consistent, since E(b,a) and C(b,a) both hold
+    # when no accessible world has b). Under EI, ~E(b,a) follows as well.
+    records = [_record(REV["c1"].id, "entailment"), _record(REV["c2"].id, "neutral")]
+    (row,) = consistency_report(records, REV.values())
+    assert (row["input"], row["target"], row["count"]) == ("Cab", "ba", 2)
+    assert row["allowed"] == {"MC": ["C"], "SC": ["C"], "EI": ["C", "N"]}
+    assert row["consistent"] == {"MC": 0.0, "SC": 0.0, "EI": 50.0}
+
+
+def test_report_third_sentence_and_bad_meta() -> None:
+    items = build(ITEMS, GENERATED)
+    records = [_record(it.id, "contradiction") for it in items]
+    rows = consistency_report(records, items)
+    third = {r["pattern"]: r["third"] for r in rows}
+    assert third == {
+        "reversal": None,
+        "shared-premise": "dataset hypothesis",
+        "chain": "generated",
+        "chain-reversal": "generated",
+    }
+    # E(a,b), C(b,c) -> ?(c,a): C under MC and SC, so answering C is consistent.
+    chain_rev = next(
+        r for r in rows if r["pattern"] == "chain-reversal" and r["input"] == "Eab & Cbc"
+    )
+    assert chain_rev["inferred"]["SC"] == "C" and chain_rev["consistent"]["SC"] == 100.0
+    bad = Item("x", "p", "h", None, meta={**items[0].meta, "sources": None})
+    with pytest.raises(ValueError, match="inferred item x: meta field 'sources'"):
+        consistency_report([_record("x", "neutral")], [bad])
+
+
 def test_format_report() -> None:
     rows = list(_report(with_sources=True).values())
     text = format_report(rows)
     assert text.startswith("### m, k=0, seed=0")
-    assert "| pattern | input | target | subset | n | %E | %C | %N | MC | SC | EI |" in text
-    assert (
-        "| reversal | Eab | ba | all | 2 | 50.0 | 50.0 | 0.0 | ~N 100.0 | - 100.0 | ~C 50.0 |"
-        in (text)
+    head = (
+        "| input | target | third sentence | n | %E | %C | %N | MC | MC % | SC | SC % | EI | EI % |"
     )
-    assert "vacuous n/a" in text
+    # One table of every item, then one of the filtered items, with the same columns.
+    assert text.count(head) == 2
+    unfiltered, filtered = text.split("Filtered (")
+    assert "Unfiltered (" in unfiltered
+    assert (
+        "| Eab | ba | - | 2 | 50.0 | 50.0 | 0.0 | ~N | 100.0 | - | 100.0 | ~C | 50.0 |"
+        in unfiltered
+    )
+    assert (
+        "| Eab | ba | - | 1 | 100.0 | 0.0 | 0.0 | ~N | 100.0 | - | 100.0 | ~C | 100.0 |" in filtered
+    )
+    assert "| vacuous | n/a |" in text
     assert "No records" in format_report([])
 
 
@@ -276,6 +321,15 @@ def test_cli_build_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     }
     assert _cli(argv) == 0
     assert capsys.readouterr().out.startswith("### m, k=0, seed=0")
+    # A source run of another task matches nothing: the filtered rows are empty, and the
+    # command says how many source items it found.
+    other = tmp_path / "other-run"
+    other.mkdir()
+    (other / "records.jsonl").write_text(_record("zz", "neutral", "neutral").to_json() + "\n")
+    assert _cli([*argv[:-1], str(other)]) == 0
+    captured = capsys.readouterr()
+    assert "has records for 0 of the 7 source items" in captured.err  # 5 items, g1, g2
+    assert "Filtered (" in captured.out
 
 
 # --------------------------------------------------------------------------- real data

@@ -3,7 +3,8 @@
 ``nlieval logic table``          every relation of ``RELATIONS`` (metainference.logic)
                                  under every reading, decided now (``--format json`` for a list)
 ``nlieval logic check REL``      one meta-inference, with a counter-model where it fails
-``nlieval logic conclude IN T``  what input labels entail about a target pair
+``nlieval logic conclude IN T``  the labels each reading allows for a target pair, given
+                                 input labels (``--format json`` for a list)
 ``nlieval infer build``          inferred items from a task, as a task folder for ``run``
 ``nlieval infer report RUN``     the consistency report of a run on inferred items
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from .. import data
 from ..metainference import logic
@@ -23,6 +25,7 @@ from ..metainference.inferred import (
     consistency_report,
     format_report,
     read_task,
+    source_coverage,
     write_task,
 )
 from ..runs import iter_run_records
@@ -58,6 +61,12 @@ def _add_logic(sub: argparse._SubParsersAction) -> None:
     s.add_argument("inputs", help="input label atoms, e.g. 'Eab & Cac'")
     s.add_argument("target", help="the target pair's two sentence variables, e.g. bc")
     _readings_arg(s)
+    s.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="json: a list of {reading, inferred, allowed} objects, one per reading [text]",
+    )
     s.set_defaults(handler=_cmd_conclude)
 
 
@@ -136,13 +145,16 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_conclude(args: argparse.Namespace) -> int:
-    readings = logic.merge_readings(args.readings)
+    found = logic.conclusions(args.inputs, args.target, logic.merge_readings(args.readings))
+    if args.format == "json":
+        # A list with one object per line: valid JSON, and one reading per line to read.
+        print("[\n" + ",\n".join("  " + json.dumps(c.to_dict()) for c in found) + "\n]")
+        return 0
     print(f"{args.inputs}  =>  ?{args.target}")
-    width = max(len(name) for name in readings)
-    for r in readings.values():
-        conclusion = logic.strongest_conclusion(args.inputs, args.target, r)
-        allowed = "/".join(logic.allowed_labels(args.inputs, args.target, r)) or "none"
-        print(f"{r.name:<{width}}  {conclusion:<12}  allowed: {allowed}")
+    width = max(len(c.reading) for c in found)
+    for c in found:
+        allowed = "/".join(c.allowed) or "none"
+        print(f"{c.reading:<{width}}  {c.inferred:<12}  allowed: {allowed}")
     return 0
 
 
@@ -171,6 +183,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
     sources = list(iter_run_records([args.source_run])) if args.source_run else None
     readings = logic.merge_readings(args.readings)
     rows = consistency_report(records, items, sources, readings)
+    if sources is not None:
+        matched, needed = source_coverage(items, sources)
+        if matched < needed:
+            print(
+                f"nlieval: warning: --source-run {args.source_run} has records for {matched} of "
+                f"the {needed} source items; the filtered rows count only those",
+                file=sys.stderr,
+            )
     if args.format == "json":
         print(json.dumps(rows, indent=2))
     else:

@@ -284,28 +284,68 @@ def _input_order(key: tuple[Any, ...]) -> tuple[Any, ...]:
     return (model, checkpoint or "", k, seed, PATTERNS.index(pattern), labels, target)
 
 
+def _check_meta(it: Item) -> None:
+    # Items come from a file anyone may edit: a missing or null provenance field is one
+    # line naming the item, not a traceback halfway through the report.
+    meta = it.meta
+    for key in ("pattern", "input", "target"):
+        if not isinstance(meta.get(key), str):
+            raise ValueError(
+                f"inferred item {it.id}: meta field {key!r} must be a string, "
+                f"got {meta.get(key)!r} (was the folder written by infer build?)"
+            )
+    if meta["pattern"] not in PATTERNS:
+        raise ValueError(f"inferred item {it.id}: unknown pattern {meta['pattern']!r}")
+    sources = meta.get("sources")
+    if not isinstance(sources, list) or not all(isinstance(x, str) for x in sources):
+        raise ValueError(
+            f"inferred item {it.id}: meta field 'sources' must be a list of item ids, "
+            f"got {sources!r}"
+        )
+
+
+def source_coverage(
+    inferred_items: Iterable[Item], source_records: Iterable[Record]
+) -> tuple[int, int]:
+    """How many of the source item ids the inferred items name have a record in the
+    source run, and how many they name (a filtered report on a wrong ``--source-run``
+    is all zeros; the command warns with these counts).
+
+    >>> source_coverage(read_task("out/inferred"), source_run_records)  # doctest: +SKIP
+    (1000, 1000)
+    """
+    needed = {s for it in inferred_items for s in (it.meta.get("sources") or [])}
+    have = {r.item_id for r in source_records}
+    return len(needed & have), len(needed)
+
+
 def consistency_report(
     records: Iterable[Record],
     inferred_items: Iterable[Item],
     source_records: Iterable[Record] | None = None,
     readings: Mapping[str, logic.Reading] | Sequence[logic.Reading] | None = None,
 ) -> list[dict[str, Any]]:
-    """Per sweep point, pattern, input-label pattern and target: how the model labels the
-    inferred items, and how often that agrees with what each reading allows.
+    """Per sweep point, input-label pattern and target pair: how the model labels the
+    inferred items, and how often that is consistent with each reading (METHODS.md 5).
 
     Each row: ``model``, ``checkpoint``, ``k``, ``seed``, ``pattern``, ``input``,
-    ``target``, ``subset`` (``"all"``, or ``"filtered"``: only items whose source items
-    the model labelled correctly, per ``source_records``, matched by item id), ``count``,
-    ``pred_E``/``pred_C``/``pred_N`` (% of predictions), and per reading name
-    ``conclusion[name]`` (:func:`nlieval.metainference.logic.strongest_conclusion`) and
-    ``consistent[name]``: % of predictions in :func:`nlieval.metainference.logic.allowed_labels`
-    (None when the inputs are unsatisfiable under the reading, or there are no items).
-    Records of items not in ``inferred_items`` are ignored.
+    ``target``, ``third`` (where the third sentence c comes from: ``"dataset
+    hypothesis"``, ``"generated"``, or None for reversals), ``subset`` (``"all"``, or
+    ``"filtered"``: only items whose source items the model labelled correctly, per
+    ``source_records``, matched by item id), ``count``, ``pred_E``/``pred_C``/``pred_N``
+    (% of predictions), and per reading name ``inferred[name]``, ``allowed[name]`` (see
+    :func:`nlieval.metainference.logic.conclude`: a model answering L for a pair denies
+    the other two labels, so L is allowed when the inputs, L and the negations of the
+    other two are satisfiable together) and ``consistent[name]``: % of predictions among
+    the allowed labels (None when the inputs are unsatisfiable under the reading, or there
+    are no items). Records of items not in ``inferred_items`` are ignored.
 
     >>> rows = consistency_report(run_records, read_task("out/inferred"))  # doctest: +SKIP
     """
     rs = logic.reading_list(readings)
     by_id = {it.id: it for it in inferred_items}
+    for checked in by_id.values():
+        _check_meta(checked)
     sources = None if source_records is None else _Sources(source_records)
     groups: dict[tuple[Any, ...], list[tuple[str | None, bool]]] = defaultdict(list)
     for rec in records:
@@ -318,16 +358,13 @@ def consistency_report(
         right = sources is not None and sources.all_right(rec, it.meta["sources"])
         groups[key].append((_pred_letter(rec.pred), right))
     # Decided once per input pattern, target and reading, by the decision procedure.
-    decided: dict[tuple[str, str, str], tuple[str, tuple[str, ...]]] = {}
+    decided: dict[tuple[str, str, str], logic.Conclusion] = {}
     rows = []
     for key in sorted(groups, key=_input_order):
         inputs, target = key[5], key[6]
         for r in rs:
             if (inputs, target, r.name) not in decided:
-                decided[inputs, target, r.name] = (
-                    logic.strongest_conclusion(inputs, target, r),
-                    logic.allowed_labels(inputs, target, r),
-                )
+                decided[inputs, target, r.name] = logic.conclude(inputs, target, r)
         subsets = [("all", [p for p, _ in groups[key]])]
         if sources is not None:
             subsets.append(("filtered", [p for p, ok in groups[key] if ok]))
@@ -336,12 +373,21 @@ def consistency_report(
     return rows
 
 
+#: Where the third sentence c of each pattern comes from (reversals have none).
+THIRD_SENTENCE: dict[str, str | None] = {
+    "reversal": None,
+    "shared-premise": "dataset hypothesis",
+    "chain": "generated",
+    "chain-reversal": "generated",
+}
+
+
 def _row(
     key: tuple[Any, ...],
     subset: str,
     preds: Sequence[str | None],
     readings: Sequence[logic.Reading],
-    decided: Mapping[tuple[str, str, str], tuple[str, tuple[str, ...]]],
+    decided: Mapping[tuple[str, str, str], logic.Conclusion],
 ) -> dict[str, Any]:
     model, checkpoint, k, seed, pattern, inputs, target = key
     n = len(preds)
@@ -357,17 +403,19 @@ def _row(
         "pattern": pattern,
         "input": inputs,
         "target": target,
+        "third": THIRD_SENTENCE[pattern],
         "subset": subset,
         "count": n,
     }
     for lab in logic.LABELS:
         row[f"pred_{lab}"] = pct(sum(p == lab for p in preds))
-    row["conclusion"] = {r.name: decided[inputs, target, r.name][0] for r in readings}
-    row["consistent"] = {}
-    for r in readings:
-        conclusion, allowed = decided[inputs, target, r.name]
-        ok = sum(p in allowed for p in preds)
-        row["consistent"][r.name] = None if conclusion == "vacuous" else pct(ok)
+    found = {r.name: decided[inputs, target, r.name] for r in readings}
+    row["inferred"] = {name: c.inferred for name, c in found.items()}
+    row["allowed"] = {name: list(c.allowed) for name, c in found.items()}
+    row["consistent"] = {
+        name: None if c.inferred == "vacuous" else pct(sum(p in c.allowed for p in preds))
+        for name, c in found.items()
+    }
     return row
 
 
@@ -375,11 +423,21 @@ def _fmt_pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.1f}"
 
 
-def format_report(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The rows of :func:`consistency_report` as Markdown, one table per sweep point.
+_SUBSET_TITLE = {
+    "all": "Unfiltered (every inferred item):",
+    "filtered": "Filtered (only items whose input items the model labelled correctly):",
+}
 
-    Each reading's cell is its conclusion and the % of predictions consistent with it,
-    e.g. ``~C 93.8`` (``-``: nothing follows).
+
+def format_report(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The rows of :func:`consistency_report` as Markdown: per sweep point, a table of
+    every inferred item and one of the filtered items, one line per input pattern and
+    target pair.
+
+    Columns: input labels, target pair, where the third sentence comes from, n, % of
+    E/C/N predictions, then per reading the inferred label (``C``, ``~E``, ``-``: nothing
+    follows, ``vacuous``: the inputs cannot hold) and the % of predictions consistent
+    with it.
 
     >>> print(format_report(rows))  # doctest: +SKIP
     """
@@ -390,16 +448,23 @@ def format_report(rows: Sequence[Mapping[str, Any]]) -> str:
         points[row["model"], row["checkpoint"], row["k"], row["seed"]].append(row)
     out = []
     for (model, checkpoint, k, seed), group in points.items():
-        names = list(group[0]["conclusion"])
+        names = list(group[0]["inferred"])
         where = f"{model}" + (f" @ {checkpoint}" if checkpoint else "")
         out.append(f"### {where}, k={k}, seed={seed}\n")
-        head = ["pattern", "input", "target", "subset", "n", "%E", "%C", "%N", *names]
-        out.append("| " + " | ".join(head) + " |")
-        out.append("|" + "|".join("---" for _ in head) + "|")
-        for row in group:
-            cells = [row["pattern"], row["input"], row["target"], row["subset"], str(row["count"])]
-            cells += [_fmt_pct(row[f"pred_{lab}"]) for lab in logic.LABELS]
-            cells += [f"{row['conclusion'][n]} {_fmt_pct(row['consistent'][n])}" for n in names]
-            out.append("| " + " | ".join(cells) + " |")
-        out.append("")
+        head = ["input", "target", "third sentence", "n", "%E", "%C", "%N"]
+        head += [x for n in names for x in (n, f"{n} %")]
+        for subset, title in _SUBSET_TITLE.items():
+            chosen = [row for row in group if row["subset"] == subset]
+            if not chosen:
+                continue
+            out.append(title + "\n")
+            out.append("| " + " | ".join(head) + " |")
+            out.append("|" + "|".join("---" for _ in head) + "|")
+            for row in chosen:
+                cells = [row["input"], row["target"], row["third"] or "-", str(row["count"])]
+                cells += [_fmt_pct(row[f"pred_{lab}"]) for lab in logic.LABELS]
+                for n in names:
+                    cells += [row["inferred"][n], _fmt_pct(row["consistent"][n])]
+                out.append("| " + " | ".join(cells) + " |")
+            out.append("")
     return "\n".join(out).rstrip() + "\n"

@@ -43,7 +43,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeVar
 
 Status = Literal["valid", "contradictory", "vacuous", "contingent"]
 
@@ -162,11 +162,47 @@ class And(_Binary):
 _UNARY_LEVEL = 5
 _ATOM_LEVEL = 6
 
+T = TypeVar("T")
 
-def _level(f: Formula) -> int:
+
+def children(f: Formula) -> tuple[Formula, ...]:
+    """The direct subformulas: one for ~, box and dia, two for a binary connective."""
+    if isinstance(f, _Unary):
+        return (f.arg,)
     if isinstance(f, _Binary):
-        return f.level
-    return _UNARY_LEVEL if isinstance(f, _Unary) else _ATOM_LEVEL
+        return (f.left, f.right)
+    return ()
+
+
+def fold(
+    f: Formula,
+    visit: Callable[[Formula, list[T]], T],
+    below: Callable[[Formula], tuple[Formula, ...]] = children,
+) -> T:
+    """Bottom-up over the tree: ``visit(node, results of below(node))``, children first.
+
+    Every walk over a formula goes through here, with an explicit stack rather than
+    recursion: a user's formula may nest thousands deep (5,000 parentheses), beyond
+    Python's recursion limit.
+
+    >>> fold(parse("~(a & b) | c"), lambda g, sizes: 1 + sum(sizes))
+    6
+    """
+    results: list[T] = []
+    stack: list[tuple[Formula, bool]] = [(f, False)]
+    while stack:
+        node, expanded = stack.pop()
+        kids = below(node)
+        if expanded or not kids:
+            n = len(kids)
+            args = results[len(results) - n :] if n else []
+            if n:
+                del results[len(results) - n :]
+            results.append(visit(node, args))
+        else:
+            stack.append((node, True))
+            stack.extend((k, False) for k in reversed(kids))
+    return results[0]
 
 
 def show(f: Formula) -> str:
@@ -175,26 +211,31 @@ def show(f: Formula) -> str:
     >>> show(Imp(And(Atom("a"), Atom("b")), Imp(Atom("c"), Atom("a"))))
     'a & b -> c -> a'
     """
-    if isinstance(f, Atom):
-        return f.name
-    if isinstance(f, Const):
-        return "true" if f.value else "false"
-    if isinstance(f, _Unary):
-        inner = show(f.arg)
-        if _level(f.arg) < _UNARY_LEVEL:
-            return f"{f.symbol}({inner})"
-        return f"~{inner}" if isinstance(f, Not) else f"{f.symbol} {inner}"
-    assert isinstance(f, _Binary)
-    # -> groups to the right, the others to the left: the grouping side may hold its own
-    # operator unbracketed, the other side needs a tighter one.
-    right_assoc = isinstance(f, Imp)
-    left = _wrap(f.left, f.level + (1 if right_assoc else 0))
-    right = _wrap(f.right, f.level + (0 if right_assoc else 1))
-    return f"{left} {f.symbol} {right}"
+
+    def visit(g: Formula, args: list[tuple[str, int]]) -> tuple[str, int]:
+        if isinstance(g, Atom):
+            return g.name, _ATOM_LEVEL
+        if isinstance(g, Const):
+            return ("true" if g.value else "false"), _ATOM_LEVEL
+        if isinstance(g, _Unary):
+            inner, level = args[0]
+            if level < _UNARY_LEVEL:
+                return f"{g.symbol}({inner})", _UNARY_LEVEL
+            return (f"~{inner}" if isinstance(g, Not) else f"{g.symbol} {inner}"), _UNARY_LEVEL
+        assert isinstance(g, _Binary)
+        # -> groups to the right, the others to the left: the grouping side may hold its
+        # own operator unbracketed, the other side needs a tighter one.
+        right_assoc = isinstance(g, Imp)
+        left = _wrap(args[0], g.level + (1 if right_assoc else 0))
+        right = _wrap(args[1], g.level + (0 if right_assoc else 1))
+        return f"{left} {g.symbol} {right}", g.level
+
+    return fold(f, visit)[0]
 
 
-def _wrap(f: Formula, min_level: int) -> str:
-    return show(f) if _level(f) >= min_level else f"({show(f)})"
+def _wrap(shown: tuple[str, int], min_level: int) -> str:
+    text, level = shown
+    return text if level >= min_level else f"({text})"
 
 
 def atoms(f: Formula) -> frozenset[str]:
@@ -208,12 +249,11 @@ def atoms(f: Formula) -> frozenset[str]:
 
 def subformulas(f: Formula) -> Iterator[Formula]:
     """Every subformula, the formula itself first (pre-order)."""
-    yield f
-    if isinstance(f, _Unary):
-        yield from subformulas(f.arg)
-    elif isinstance(f, _Binary):
-        yield from subformulas(f.left)
-        yield from subformulas(f.right)
+    stack = [f]
+    while stack:
+        g = stack.pop()
+        yield g
+        stack.extend(reversed(children(g)))
 
 
 def modal_depth(f: Formula) -> int:
@@ -222,11 +262,21 @@ def modal_depth(f: Formula) -> int:
     >>> modal_depth(parse("dia a & box(a -> dia b)"))
     2
     """
-    if isinstance(f, _Unary):
-        return modal_depth(f.arg) + (0 if isinstance(f, Not) else 1)
-    if isinstance(f, _Binary):
-        return max(modal_depth(f.left), modal_depth(f.right))
-    return 0
+
+    def visit(g: Formula, args: list[int]) -> int:
+        if isinstance(g, _Unary):
+            return args[0] + (0 if isinstance(g, Not) else 1)
+        return max(args, default=0)
+
+    return fold(f, visit)
+
+
+def _rebuild(g: Formula, args: list[Formula]) -> Formula:
+    if isinstance(g, _Unary):
+        return type(g)(args[0])
+    if isinstance(g, _Binary):
+        return type(g)(args[0], args[1])
+    return g
 
 
 def substitute(f: Formula, mapping: Mapping[str, Formula]) -> Formula:
@@ -235,13 +285,13 @@ def substitute(f: Formula, mapping: Mapping[str, Formula]) -> Formula:
     >>> str(substitute(parse("a -> ~b"), {"a": Atom("b"), "b": Atom("a")}))
     'b -> ~a'
     """
-    if isinstance(f, Atom):
-        return mapping.get(f.name, f)
-    if isinstance(f, _Unary):
-        return type(f)(substitute(f.arg, mapping))
-    if isinstance(f, _Binary):
-        return type(f)(substitute(f.left, mapping), substitute(f.right, mapping))
-    return f
+
+    def visit(g: Formula, args: list[Formula]) -> Formula:
+        if isinstance(g, Atom):
+            return mapping.get(g.name, g)
+        return _rebuild(g, args)
+
+    return fold(f, visit)
 
 
 def conj(parts: Iterable[Formula]) -> Formula:
@@ -303,81 +353,83 @@ def _tokens(text: str) -> list[_Token]:
     return out
 
 
-class _Parser:
-    """Recursive descent over the precedence levels of the module docstring."""
+#: Longer formula strings are refused (a reading is a few dozen characters; this bounds
+#: the time and memory a hostile file can take).
+MAX_FORMULA_CHARS = 100_000
 
-    _BINARY: ClassVar[dict[str, type[_Binary]]] = {"&": And, "|": Or}
+_EXPECT_OPERATOR = "an operator (&, |, ->, <->) or the end of the formula"
+_EXPECT_CLOSE = "')' or an operator (&, |, ->, <->)"
+
+
+class _Parser:
+    """Operator precedence (shunting-yard) over the levels of the module docstring.
+
+    Iterative rather than recursive descent so that nesting depth is bounded by memory,
+    not by Python's recursion limit (5,000 nested parentheses parse).
+    """
+
+    _BINARY: ClassVar[dict[str, type[_Binary]]] = {"<->": Iff, "->": Imp, "|": Or, "&": And}
     _PREFIX: ClassVar[dict[str, type[_Unary]]] = {"~": Not, "[]": Box, "<>": Dia}
+    _OPEN = "("
 
     def __init__(self, text: str):
         self.text = text
         self.toks = _tokens(text)
-        self.i = 0
 
-    def peek(self) -> _Token:
-        return self.toks[self.i]
-
-    def take(self) -> _Token:
-        tok = self.toks[self.i]
-        self.i += 1
-        return tok
-
-    def fail(self, expected: str) -> FormulaError:
-        tok = self.peek()
+    def fail(self, tok: _Token, expected: str) -> FormulaError:
         return FormulaError(self.text, tok.pos, expected, tok.describe())
 
     def formula(self) -> Formula:
-        f = self.iff()
-        if self.peek().kind != "end":
-            raise self.fail("an operator (&, |, ->, <->) or the end of the formula")
-        return f
+        operands: list[Formula] = []
+        ops: list[str] = []  # binary and prefix operators in canonical spelling, and "("
+        expect_operand = True
+        for tok in self.toks:
+            is_op = tok.kind == "op"
+            if expect_operand:
+                if is_op and tok.value in self._PREFIX:
+                    ops.append(tok.value)
+                elif is_op and tok.value == self._OPEN:
+                    ops.append(self._OPEN)
+                elif tok.kind == "atom":
+                    operands.append(Atom(tok.value))
+                    expect_operand = False
+                elif tok.kind == "const":
+                    operands.append(Const(_CONSTANTS[tok.value]))
+                    expect_operand = False
+                else:
+                    raise self.fail(tok, _EXPECT_FORMULA)
+                continue
+            inside = self._OPEN in ops
+            if is_op and tok.value in self._BINARY:
+                self._reduce(ops, operands, until=tok.value)
+                ops.append(tok.value)
+                expect_operand = True
+            elif is_op and tok.value == ")" and inside:
+                self._reduce(ops, operands, until=self._OPEN)
+                ops.pop()  # the "("
+            elif tok.kind == "end" and not inside:
+                self._reduce(ops, operands, until=None)
+                return operands[0]
+            else:
+                raise self.fail(tok, _EXPECT_CLOSE if inside else _EXPECT_OPERATOR)
+        raise AssertionError("the token list always ends with an end token")
 
-    def iff(self) -> Formula:
-        f = self.imp()
-        while self.peek().value == "<->" and self.peek().kind == "op":
-            self.take()
-            f = Iff(f, self.imp())
-        return f
-
-    def imp(self) -> Formula:
-        f = self.chain("|")
-        if self.peek().value == "->" and self.peek().kind == "op":
-            self.take()
-            return Imp(f, self.imp())
-        return f
-
-    def chain(self, op: str) -> Formula:
-        # "|" chains "&" chains; "&" chains prefix formulas.
-        sub: Callable[[], Formula] = (lambda: self.chain("&")) if op == "|" else self.prefix
-        f = sub()
-        while self.peek().kind == "op" and self.peek().value == op:
-            self.take()
-            f = self._BINARY[op](f, sub())
-        return f
-
-    def prefix(self) -> Formula:
-        tok = self.peek()
-        if tok.kind == "op" and tok.value in self._PREFIX:
-            self.take()
-            return self._PREFIX[tok.value](self.prefix())
-        return self.primary()
-
-    def primary(self) -> Formula:
-        tok = self.peek()
-        if tok.kind == "atom":
-            self.take()
-            return Atom(tok.value)
-        if tok.kind == "const":
-            self.take()
-            return Const(_CONSTANTS[tok.value])
-        if tok.kind == "op" and tok.value == "(":
-            self.take()
-            f = self.iff()
-            if not (self.peek().kind == "op" and self.peek().value == ")"):
-                raise self.fail("')' or an operator (&, |, ->, <->)")
-            self.take()
-            return f
-        raise self.fail(_EXPECT_FORMULA)
+    def _reduce(self, ops: list[str], operands: list[Formula], until: str | None) -> None:
+        # Pop what binds tighter than ``until`` (a binary operator about to be pushed),
+        # everything down to the innermost "(" (until == "("), or everything (None).
+        while ops and ops[-1] != self._OPEN:
+            top = ops[-1]
+            if until in self._BINARY and top in self._BINARY:
+                mine, theirs = self._BINARY[until].level, self._BINARY[top].level
+                # -> groups to the right: an equal level stays on the stack.
+                if theirs < mine or (theirs == mine and until == "->"):
+                    break
+            ops.pop()
+            if top in self._PREFIX:
+                operands.append(self._PREFIX[top](operands.pop()))
+            else:
+                right = operands.pop()
+                operands.append(self._BINARY[top](operands.pop(), right))
 
 
 def parse(text: str) -> Formula:
@@ -388,6 +440,11 @@ def parse(text: str) -> Formula:
     """
     if not isinstance(text, str):
         raise LogicError(f"a formula must be a string, not {type(text).__name__}")
+    if len(text) > MAX_FORMULA_CHARS:
+        raise LogicError(
+            f"formula of {len(text):,} characters ({text[:20]!r}...); "
+            f"the limit is {MAX_FORMULA_CHARS:,}"
+        )
     return _Parser(text).formula()
 
 
@@ -426,19 +483,25 @@ def holds(f: Formula, model: KripkeModel, world: int = 0) -> bool:
     >>> holds(parse("box false"), KripkeModel((frozenset(),), frozenset()))
     True
     """
-    if isinstance(f, Atom):
-        return f.name in model.valuation[world]
-    if isinstance(f, Const):
-        return f.value
-    if isinstance(f, Not):
-        return not holds(f.arg, model, world)
-    if isinstance(f, Box):
-        return all(holds(f.arg, model, v) for v in model.successors(world))
-    if isinstance(f, Dia):
-        return any(holds(f.arg, model, v) for v in model.successors(world))
-    assert isinstance(f, _Binary)
-    left, right = holds(f.left, model, world), holds(f.right, model, world)
-    return _BOOL_OPS[type(f)](left, right)
+
+    def below(g: Formula) -> tuple[Formula, ...]:  # box and dia look at other worlds
+        return () if isinstance(g, (Box, Dia)) else children(g)
+
+    def visit(g: Formula, args: list[bool]) -> bool:
+        if isinstance(g, Atom):
+            return g.name in model.valuation[world]
+        if isinstance(g, Const):
+            return g.value
+        if isinstance(g, Not):
+            return not args[0]
+        if isinstance(g, Box):
+            return all(holds(g.arg, model, v) for v in model.successors(world))
+        if isinstance(g, Dia):
+            return any(holds(g.arg, model, v) for v in model.successors(world))
+        assert isinstance(g, _Binary)
+        return _BOOL_OPS[type(g)](args[0], args[1])
+
+    return fold(f, visit, below)
 
 
 _BOOL_OPS: dict[type[_Binary], Callable[[bool, bool], bool]] = {
@@ -512,20 +575,27 @@ class _Space:
 
 def _truth(f: Formula, full: int, leaf: Callable[[Formula], int]) -> int:
     """Bit set where ``f`` is true; ``leaf`` gives it for atoms and modal formulas."""
-    if isinstance(f, Const):
-        return full if f.value else 0
-    if isinstance(f, Not):
-        return full ^ _truth(f.arg, full, leaf)
-    if isinstance(f, _Binary):
-        x, y = _truth(f.left, full, leaf), _truth(f.right, full, leaf)
-        if isinstance(f, And):
-            return x & y
-        if isinstance(f, Or):
-            return x | y
-        if isinstance(f, Imp):
-            return (full ^ x) | y
-        return full ^ (x ^ y)
-    return leaf(f)
+
+    def below(g: Formula) -> tuple[Formula, ...]:  # box and dia are leaves here
+        return () if isinstance(g, (Box, Dia)) else children(g)
+
+    def visit(g: Formula, args: list[int]) -> int:
+        if isinstance(g, Const):
+            return full if g.value else 0
+        if isinstance(g, Not):
+            return full ^ args[0]
+        if isinstance(g, _Binary):
+            x, y = args
+            if isinstance(g, And):
+                return x & y
+            if isinstance(g, Or):
+                return x | y
+            if isinstance(g, Imp):
+                return (full ^ x) | y
+            return full ^ (x ^ y)
+        return leaf(g)
+
+    return fold(f, visit, below)
 
 
 def _root_truth(f: Formula, sp: _Space) -> int:
@@ -853,17 +923,17 @@ def translate(f: Formula, reading: Reading | str) -> Formula:
     'box(a -> ~b) -> box(b -> ~a)'
     """
     r = _reading(reading)
-    if isinstance(f, Atom):
-        m = _LABEL_ATOM.match(f.name)
+
+    def visit(g: Formula, args: list[Formula]) -> Formula:
+        if not isinstance(g, Atom):
+            return _rebuild(g, args)
+        m = _LABEL_ATOM.match(g.name)
         if m is None:
-            raise LogicError(f"{f.name!r} is not a label atom (e.g. Eab)")
+            raise LogicError(f"{g.name!r} is not a label atom (e.g. Eab)")
         label, x, y = m.groups()
         return substitute(r.formula(label), {"a": Atom(x), "b": Atom(y)})
-    if isinstance(f, _Unary):
-        return type(f)(translate(f.arg, r))
-    if isinstance(f, _Binary):
-        return type(f)(translate(f.left, r), translate(f.right, r))
-    return f
+
+    return fold(f, visit)
 
 
 def classify(relation: str | MetaInference, reading: Reading | str) -> Status:
@@ -964,41 +1034,96 @@ def _target_atom(label: str, target: str) -> Formula:
     return Atom(f"{label}{target}")
 
 
-def allowed_labels(
-    inputs: str | Sequence[str], target: str, reading: Reading | str
-) -> tuple[str, ...]:
-    """The labels L (in E, C, N order) such that the inputs and L(target) can hold together.
-
-    >>> allowed_labels("Eab & Ebc", "ac", "EI")
-    ('E',)
-    """
-    r = _reading(reading)
-    p = translate(_inputs(inputs), r)
-    return tuple(
-        lab for lab in LABELS if satisfiable(And(p, translate(_target_atom(lab, target), r)))
+def _exclusive(label: str, target: str, r: Reading) -> Formula:
+    # Answering L for a pair asserts L and denies the other two labels (METHODS.md 5).
+    return conj(
+        translate(_target_atom(lab, target), r)
+        if lab == label
+        else Not(translate(_target_atom(lab, target), r))
+        for lab in LABELS
     )
 
 
-def strongest_conclusion(inputs: str | Sequence[str], target: str, reading: Reading | str) -> str:
-    """What the inputs entail about the target pair under the reading.
+def allowed_labels(
+    inputs: str | Sequence[str], target: str, reading: Reading | str
+) -> tuple[str, ...]:
+    """The labels a model may answer for the target pair, given the inputs (E, C, N order).
 
-    The entailed labels (``"E"``; several joined by `` & `` when the inputs force them
-    all), else the entailed negated labels (``"~C"``, or ``"~C & ~N"``), else ``"-"``
-    (nothing follows); ``"vacuous"`` when the inputs themselves are unsatisfiable.
+    Answering L asserts L(target) and denies the other two labels, so L is allowed when
+    ``inputs & L & ~L' & ~L''`` (for the target pair) is satisfiable in K under the
+    reading (the exclusive reading of METHODS.md section 5).
 
-    >>> strongest_conclusion(["Eab", "Cbc"], "ca", "SC"), strongest_conclusion("Eab", "ba", "SC")
-    ('C', '-')
+    >>> allowed_labels("Eab & Ebc", "ac", "EI"), allowed_labels("Cab", "ba", "SC")
+    (('E',), ('C',))
     """
     r = _reading(reading)
     p = translate(_inputs(inputs), r)
-    if not satisfiable(p):
-        return "vacuous"
-    goal = {lab: translate(_target_atom(lab, target), r) for lab in LABELS}
-    positive = [lab for lab in LABELS if not satisfiable(And(p, Not(goal[lab])))]
-    if positive:
-        return " & ".join(positive)
-    negative = [f"~{lab}" for lab in LABELS if not satisfiable(And(p, goal[lab]))]
-    return " & ".join(negative) if negative else "-"
+    return tuple(lab for lab in LABELS if satisfiable(And(p, _exclusive(lab, target, r))))
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    """What a reading says about a target pair given the inputs.
+
+    ``allowed``: :func:`allowed_labels`. ``inferred``, as the report shows it: the one
+    allowed label (``"C"``), the negated label when two are allowed (``"~E"``), ``"-"``
+    when all three are, ``"vacuous"`` when the inputs are unsatisfiable under the reading
+    (consistency is then undefined), and ``"none"`` when the inputs are satisfiable but no
+    single answer is (no built-in reading does this on the patterns of ``infer build``).
+
+    >>> conclude("Eab & Cac", "bc", "EI").to_dict()
+    {'reading': 'EI', 'inferred': '~E', 'allowed': ['C', 'N']}
+    """
+
+    reading: str
+    inferred: str
+    allowed: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, str | list[str]]:
+        return {"reading": self.reading, "inferred": self.inferred, "allowed": list(self.allowed)}
+
+
+def conclude(inputs: str | Sequence[str], target: str, reading: Reading | str) -> Conclusion:
+    """The allowed labels for the target pair and the inferred label (:class:`Conclusion`).
+
+    >>> conclude("Nab", "ba", "MC").inferred, conclude("Eab", "ba", "SC").inferred
+    ('vacuous', '-')
+    """
+    r = _reading(reading)
+    allowed = allowed_labels(inputs, target, r)
+    if len(allowed) == len(LABELS):
+        inferred = "-"
+    elif len(allowed) == 1:
+        inferred = allowed[0]
+    elif allowed:
+        inferred = " & ".join(f"~{lab}" for lab in LABELS if lab not in allowed)
+    elif satisfiable(translate(_inputs(inputs), r)):
+        inferred = "none"
+    else:
+        inferred = "vacuous"
+    return Conclusion(r.name, inferred, allowed)
+
+
+def conclusions(
+    inputs: str | Sequence[str],
+    target: str,
+    readings: Mapping[str, Reading] | Sequence[Reading] | None = None,
+) -> list[Conclusion]:
+    """:func:`conclude` under every reading (None: the built-in ones), in their order.
+
+    >>> [c.inferred for c in conclusions("Cab", "ba")]
+    ['C', 'C', '~E']
+    """
+    return [conclude(inputs, target, r) for r in reading_list(readings)]
+
+
+def inferred_label(inputs: str | Sequence[str], target: str, reading: Reading | str) -> str:
+    """The inferred label of :func:`conclude`: label, negated label, ``-``, ``vacuous``.
+
+    >>> inferred_label(["Eab", "Cbc"], "ca", "SC"), inferred_label("Eab", "ba", "EI")
+    ('C', '~C')
+    """
+    return conclude(inputs, target, reading).inferred
 
 
 def readings_summary(readings: Mapping[str, Reading] | Sequence[Reading] | None = None) -> str:
