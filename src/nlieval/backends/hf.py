@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import inspect
 import logging
 import os
@@ -93,13 +92,28 @@ class HFCausalLM:
         self._keep_arg = "logits_to_keep" if "logits_to_keep" in params else None
         self.batch_size = batch_size
         self.prefix_cache = prefix_cache
-        self._cached: tuple[tuple[int, ...], Any] | None = None
+        # The last prefix: its ids, its keys/values per layer, and (rows, width, cache) of
+        # the buffers filled from it (see _group_cache).
+        self._cached: tuple[tuple[int, ...], list[tuple[Any, Any]], Any] | None = None
+        self._prefix_memo: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
         #: Tokens through the model body: ``tokens`` real ones, ``padded`` with the pads
-        #: (what the matmuls really compute). Read by the benchmarks; never affects results.
-        self.counts = {"tokens": 0, "padded": 0, "forward_calls": 0}
+        #: (what the matmuls really compute); key/value bytes copied from a cached prefix
+        #: into batch rows and written for suffixes; texts tokenized whole because a seam
+        #: check failed. Read by the benchmarks and tests; never affects results.
+        self.counts = {
+            "tokens": 0,
+            "padded": 0,
+            "forward_calls": 0,
+            "kv_bytes_copied": 0,
+            "kv_suffix_bytes": 0,
+            "tokenizer_fallbacks": 0,
+        }
         self._decoder = getattr(self.model, "model", None) or self.model.get_decoder()
+        self._frame = self._frame_tokens() if self._fast else None
 
     MIN_PREFIX = 8  # shorter shared prefixes are not worth a cache
+    #: Tokens re-tokenized on each side of a seam (see :meth:`_split_many`).
+    SEAM_TOKENS = 4
 
     # -- tokenization -------------------------------------------------------------
     def split(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
@@ -119,37 +133,50 @@ class HFCausalLM:
         # prefix tokens as the model sees them in this text, so a token merged across the
         # prefix boundary is never taken from a cache.
         whole = context + continuation
-        n_prefix = 0
         if self._fast:
             enc = self.tok(whole, return_offsets_mapping=True)
-            ids: list[int] = list(enc["input_ids"])
-            offsets = enc["offset_mapping"]
-            n = len(context)
-            cut = next(
-                (
-                    i
-                    for i, (s, e) in enumerate(offsets)
-                    if e > n and not (s == e and ids[i] in self._special)
-                ),
-                len(ids),
+            return self._cut(
+                list(enc["input_ids"]), enc["offset_mapping"], context, continuation, prefix_len
             )
-            cont = ids[cut:]
-            # Some tokenizers append EOS; it is not part of the continuation.
-            while cont and cont[-1] in self._special and offsets[cut + len(cont) - 1][1] <= n:
-                cont.pop()
-            ctx = ids[:cut]
-            if prefix_len > 0:
-                n_prefix = next((i for i, (_, e) in enumerate(offsets) if e > prefix_len), len(ids))
-        else:
-            ids = list(self.tok(whole)["input_ids"])
-            n_ctx = len(self.tok(context)["input_ids"])
-            ctx, cont = ids[:n_ctx], ids[n_ctx:]
-            if prefix_len > 0:
-                pre = list(self.tok(context[:prefix_len])["input_ids"])
-                # Without offsets, trust the prefix only if it tokenizes identically, minus
-                # its last token (which could merge with what follows).
-                if ids[: len(pre) - 1] == pre[:-1]:
-                    n_prefix = len(pre) - 1
+        n_prefix = 0
+        ids = list(self.tok(whole)["input_ids"])
+        n_ctx = len(self.tok(context)["input_ids"])
+        ctx, cont = ids[:n_ctx], ids[n_ctx:]
+        if prefix_len > 0:
+            pre = list(self.tok(context[:prefix_len])["input_ids"])
+            # Without offsets, trust the prefix only if it tokenizes identically, minus
+            # its last token (which could merge with what follows).
+            if ids[: len(pre) - 1] == pre[:-1]:
+                n_prefix = len(pre) - 1
+        return self._checked(ctx, cont, n_prefix, continuation)
+
+    def _cut(
+        self,
+        ids: list[int],
+        offsets: Sequence[tuple[int, int]],
+        context: str,
+        continuation: str,
+        prefix_len: int,
+    ) -> tuple[list[int], list[int], int]:
+        """Context, continuation and cached-prefix length from the whole text's tokens."""
+        n = len(context)
+        special = self._special
+        cut = next(
+            (i for i, (s, e) in enumerate(offsets) if e > n and not (s == e and ids[i] in special)),
+            len(ids),
+        )
+        cont = ids[cut:]
+        # Some tokenizers append EOS; it is not part of the continuation.
+        while cont and cont[-1] in special and offsets[cut + len(cont) - 1][1] <= n:
+            cont.pop()
+        n_prefix = 0
+        if prefix_len > 0:
+            n_prefix = next((i for i, (_, e) in enumerate(offsets) if e > prefix_len), len(ids))
+        return self._checked(ids[:cut], cont, n_prefix, continuation)
+
+    def _checked(
+        self, ctx: list[int], cont: list[int], n_prefix: int, continuation: str
+    ) -> tuple[list[int], list[int], int]:
         if not ctx:
             bos = (
                 self.tok.bos_token_id
@@ -165,11 +192,138 @@ class HFCausalLM:
             raise ValueError(f"continuation {continuation!r} produced no tokens")
         return ctx, cont, min(n_prefix, len(ctx) - 1)
 
+    def _frame_tokens(self) -> tuple[list[int], list[tuple[int, int]], list[int]] | None:
+        """The special tokens the tokenizer puts before and after a text's own tokens
+        (BOS, EOS), or None where a text's tokens are not simply framed by them."""
+        probe = "Premise: a cat.\n\nAnswer: B"
+        try:
+            full = self.tok(probe, return_offsets_mapping=True)
+            bare = self.tok(probe, add_special_tokens=False, return_offsets_mapping=True)
+        except (NotImplementedError, ValueError, TypeError):
+            return None
+        ids, offs = list(full["input_ids"]), list(full["offset_mapping"])
+        inner, inner_offs = list(bare["input_ids"]), list(bare["offset_mapping"])
+        for i in range(len(ids) - len(inner) + 1):
+            if ids[i : i + len(inner)] == inner and offs[i : i + len(inner)] == inner_offs:
+                return ids[:i], offs[:i], ids[i + len(inner) :]
+        return None
+
+    def _encode(self, texts: Sequence[str]) -> list[tuple[list[int], list[tuple[int, int]]]]:
+        """Each text's own tokens and character offsets, one batched tokenizer call."""
+        if not texts:
+            return []
+        enc = self.tok(list(texts), add_special_tokens=False, return_offsets_mapping=True)
+        return [
+            (list(i), list(o)) for i, o in zip(enc["input_ids"], enc["offset_mapping"], strict=True)
+        ]
+
+    def _anchor(self, offsets: Sequence[tuple[int, int]], end: int) -> tuple[int, int]:
+        """Two token indices ``(w, a)``, ``w <= a <= end - SEAM_TOKENS``, where a token
+        starts exactly where the previous one ends (so a text may be cut there); ``a`` is
+        the cut, ``w`` the start of the overlap that checks it. ``(0, 0)`` where none:
+        then the text is tokenized from its start."""
+
+        def clean(i: int) -> bool:
+            return offsets[i - 1][0] < offsets[i - 1][1] == offsets[i][0] < offsets[i][1]
+
+        a = end - self.SEAM_TOKENS
+        while a > 0 and not clean(a):
+            a -= 1
+        if a <= 0:
+            return 0, 0
+        w = a - self.SEAM_TOKENS
+        while w > 0 and not clean(w):
+            w -= 1
+        return max(w, 0), a
+
+    def _prefix_tokens(self, prefix: str) -> tuple[list[int], list[tuple[int, int]]]:
+        hit = self._prefix_memo.get(prefix)
+        if hit is None:
+            if len(self._prefix_memo) >= 8:
+                self._prefix_memo.clear()
+            hit = self._prefix_memo[prefix] = self._encode([prefix])[0]
+        return hit
+
+    def _split_many(
+        self, requests: Sequence[ScoreRequest]
+    ) -> list[list[tuple[list[int], list[int], int]]]:
+        """``[[self._split(r.context, c, plen) for c in r.continuations] for r in requests]``
+        with the shared prefix tokenized once, each item once and each option as a few
+        tokens at the context's end.
+
+        Hand-written because no tokenizer call composes tokenizations. Each seam (the
+        prefix/item one, the context/option one) is handled the same way: the later text
+        is tokenized from a cut a few tokens *before* the seam, so any merge across the
+        seam is tokenized afresh, and the cut is accepted only if the tokens of the
+        overlap just before it (tokenized again, from further back) are identical to the
+        earlier tokenization; otherwise that text is tokenized whole, as ``_split`` does.
+        """
+        plens = [r.prefix_len if self.prefix_cache else 0 for r in requests]
+        if not self._fast or self._frame is None:
+            return [
+                [self._split(r.context, c, p) for c in r.continuations]
+                for r, p in zip(requests, plens, strict=True)
+            ]
+        lead, lead_offs, trail = self._frame
+        trail_offs = [(0, 0)] * len(trail)
+        # 1. The prefix once per distinct prefix; each item from a cut before its seam.
+        starts: list[tuple[list[int], list[tuple[int, int]], int, int, int]] = []
+        for r in requests:
+            if r.prefix_len > 0:
+                p_ids, p_offs = self._prefix_tokens(r.context[: r.prefix_len])
+                w, a = self._anchor(p_offs, len(p_ids))
+                starts.append((p_ids, p_offs, w, a, p_offs[w][0] if w else 0))
+            else:
+                starts.append(([], [], 0, 0, 0))
+        items = self._encode([r.context[s[4] :] for r, s in zip(requests, starts, strict=True)])
+        contexts: list[tuple[list[int], list[tuple[int, int]]] | None] = []
+        for (p_ids, p_offs, w, a, b), (t_ids, t_offs) in zip(starts, items, strict=True):
+            if t_ids[: a - w] != p_ids[w:a]:
+                contexts.append(None)
+                continue
+            t_offs = t_offs[a - w :]
+            contexts.append(
+                (p_ids[:a] + t_ids[a - w :], p_offs[:a] + [(s + b, e + b) for s, e in t_offs])
+            )
+        # 2. Each option: the context's last few tokens again, followed by the option.
+        anchors: list[tuple[int, int, int] | None] = []
+        texts: list[str] = []
+        for r, c in zip(requests, contexts, strict=True):
+            if c is None:
+                anchors.append(None)
+                continue
+            w, a = self._anchor(c[1], len(c[0]))
+            b = c[1][w][0] if w else 0
+            anchors.append((w, a, b))
+            texts += [r.context[b:] + cont for cont in r.continuations]
+        tails = iter(self._encode(texts))
+        out: list[list[tuple[list[int], list[int], int]]] = []
+        for r, c, anchor, plen in zip(requests, contexts, anchors, plens, strict=True):
+            parts = []
+            for cont in r.continuations:
+                whole = None
+                if c is not None and anchor is not None:
+                    w, a, b = anchor
+                    u_ids, u_offs = next(tails)
+                    if u_ids[: a - w] == c[0][w:a]:
+                        ids = lead + c[0][:a] + u_ids[a - w :] + trail
+                        offs = (
+                            lead_offs
+                            + c[1][:a]
+                            + [(s + b, e + b) for s, e in u_offs[a - w :]]
+                            + trail_offs
+                        )
+                        whole = self._cut(ids, offs, r.context, cont, plen)
+                if whole is None:
+                    self.counts["tokenizer_fallbacks"] += 1
+                    whole = self._split(r.context, cont, plen)
+                parts.append(whole)
+            out.append(parts)
+        return out
+
     def _rows(self, requests: Sequence[ScoreRequest]) -> list[_Row]:
         rows: list[_Row] = []
-        for r, req in enumerate(requests):
-            plen = req.prefix_len if self.prefix_cache else 0
-            parts = [self._split(req.context, c, plen) for c in req.continuations]
+        for r, parts in enumerate(self._split_many(requests)):
             same_ctx = all(p[0] == parts[0][0] for p in parts)
             if same_ctx and all(len(p[1]) == 1 for p in parts):
                 # Every option is one token after the same context: one forward pass
@@ -208,10 +362,15 @@ class HFCausalLM:
                 continue
             longest = len(group[0].ids)
             bs = self._batch_size(longest - len(prefix or ()), longest)
+            cache = None
+            if prefix is not None:
+                cache = self._group_cache(prefix, min(bs, len(group)), longest - len(prefix))
             for start in range(0, len(group), bs):
                 batch = group[start : start + bs]
                 scores = (
-                    self._forward(batch) if prefix is None else self._forward_cached(prefix, batch)
+                    self._forward(batch)
+                    if prefix is None
+                    else self._forward_cached(len(prefix), batch, cache)
                 )
                 for row, row_scores in zip(batch, scores, strict=True):
                     for (j, _), value in zip(row.targets, row_scores, strict=True):
@@ -221,14 +380,20 @@ class HFCausalLM:
                         progress(1)
         return out
 
-    def _prefix_state(self, prefix: tuple[int, ...]) -> Any:
-        """The key/value cache of ``prefix`` (batch of one), kept for the next call too."""
+    def _prefix_state(self, prefix: tuple[int, ...]) -> list[tuple[Any, Any]]:
+        """Keys and values of ``prefix`` per layer (batch of one, each on its layer's
+        device), kept for the next call too."""
         import torch
-        from transformers import DynamicCache
+        from transformers.cache_utils import Cache, DynamicLayer
 
         if self._cached is not None and self._cached[0] == prefix:
             return self._cached[1]
-        cache = DynamicCache(config=self.model.config)
+        self._cached = None  # free the previous prefix's buffers first
+        n_layers = self.model.config.get_text_config().num_hidden_layers
+        # Full layers everywhere, sliding-window ones included: the suffixes need every
+        # prefix position that their own window reaches, and the sliding mask is applied
+        # from absolute positions whatever the layer keeps.
+        cache = Cache(layers=[DynamicLayer() for _ in range(n_layers)])
         self._count(len(prefix), len(prefix))
         with torch.inference_mode():
             self._decoder(
@@ -236,21 +401,51 @@ class HFCausalLM:
                 past_key_values=cache,
                 use_cache=True,
             )
-        self._cached = (prefix, cache)
+        layers: list[Any] = cache.layers
+        state = [(layer.keys, layer.values) for layer in layers]
+        self._cached = (prefix, state, None)
+        return state
+
+    def _group_cache(self, prefix: tuple[int, ...], rows: int, width: int) -> Any:
+        """A cache of ``rows`` rows holding ``prefix`` followed by room for ``width``
+        suffix positions. The prefix is copied into the rows once, here; every batch
+        then writes only its own suffix positions (``_SuffixLayer``). Reused by the next
+        call while it is large enough."""
+        import torch
+        from transformers.cache_utils import Cache
+
+        state = self._prefix_state(prefix)
+        assert self._cached is not None
+        held = self._cached[2]
+        if held is not None and held[0] >= rows and held[1] >= width:
+            return held[2]
+        self._cached = (prefix, state, None)  # the old buffers go before the new come
+        n_pre = len(prefix)
+        layers = []
+        for keys, values in state:
+            bufs = []
+            for t in (keys, values):
+                buf = torch.empty(
+                    (rows, t.shape[1], n_pre + width, t.shape[3]), dtype=t.dtype, device=t.device
+                )
+                buf[:, :, :n_pre].copy_(t.expand(rows, -1, -1, -1))
+                self.counts["kv_bytes_copied"] += rows * t[0].numel() * t.element_size()
+                bufs.append(buf)
+            layers.append(_suffix_layer(bufs[0], bufs[1], n_pre, self.counts))
+        cache = Cache(layers=layers)
+        self._cached = (prefix, state, (rows, width, cache))
         return cache
 
-    def _forward_cached(self, prefix: tuple[int, ...], batch: Sequence[_Row]) -> list[list[float]]:
+    def _forward_cached(self, n_pre: int, batch: Sequence[_Row], cache: Any) -> list[list[float]]:
         import torch
 
-        n_pre = len(prefix)
-        cache = copy.deepcopy(self._prefix_state(prefix))
-        cache.batch_repeat_interleave(len(batch))
         width = max(len(r.ids) - n_pre for r in batch)
         # Right padding: every suffix starts right after the shared prefix (same positions
         # for all rows), and causal attention keeps real tokens from seeing the pads.
-        ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
-        for b, r in enumerate(batch):
-            ids[b, : len(r.ids) - n_pre] = torch.tensor(r.ids[n_pre:])
+        ids = torch.tensor(
+            [list(r.ids[n_pre:]) + [self.pad_id] * (width + n_pre - len(r.ids)) for r in batch],
+            dtype=torch.long,
+        )
         self._count(sum(len(r.ids) - n_pre for r in batch), ids.numel())
         with torch.inference_mode():
             hidden = self._decoder(
@@ -368,6 +563,52 @@ class HFCausalLM:
             new_tokens = out[0, enc["input_ids"].shape[1] :]
             answers.append(str(self.tok.decode(new_tokens, skip_special_tokens=True)))
         return answers
+
+
+_SUFFIX_LAYER: Any = None
+
+
+def _suffix_layer(keys: Any, values: Any, n_prefix: int, counts: dict[str, int]) -> Any:
+    """A cache layer over preallocated ``[rows, heads, n_prefix + width, dim]`` buffers
+    whose first ``n_prefix`` positions hold a shared prefix: each forward pass writes its
+    keys/values at positions ``n_prefix...`` of its first rows (overwriting the previous
+    batch's) and attends to the buffers up to its own end. Nothing is concatenated or
+    copied, so the prefix is never copied again after the buffers were filled.
+
+    Hand-written because transformers' caches either grow by concatenation (DynamicCache,
+    a full copy per batch) or keep advancing their write position (StaticCache); none
+    rewinds to a fixed prefix for each new batch.
+    """
+    global _SUFFIX_LAYER
+    if _SUFFIX_LAYER is None:
+        from transformers.cache_utils import DynamicLayer
+
+        class SuffixLayer(DynamicLayer):
+            def __init__(self, keys: Any, values: Any, n_prefix: int, counts: dict[str, int]):
+                super().__init__()
+                self.keys, self.values = keys, values
+                self.dtype, self.device = keys.dtype, keys.device
+                self.n_prefix = n_prefix
+                self.counts = counts
+                self.is_initialized = True
+
+            def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> Any:
+                rows, end = key_states.shape[0], self.n_prefix + key_states.shape[-2]
+                held: Any = (self.keys, self.values)
+                keys, values = held[0][:rows, :, :end], held[1][:rows, :, :end]
+                keys[:, :, self.n_prefix :].copy_(key_states)
+                values[:, :, self.n_prefix :].copy_(value_states)
+                self.counts["kv_suffix_bytes"] += 2 * key_states.numel() * key_states.element_size()
+                return keys, values
+
+            def get_seq_length(self) -> int:
+                return self.n_prefix
+
+            def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+                return self.n_prefix + query_length, 0
+
+        _SUFFIX_LAYER = SuffixLayer
+    return _SUFFIX_LAYER(keys, values, n_prefix, counts)
 
 
 def _pick_dtype(dtype: str, device: str) -> Any:
