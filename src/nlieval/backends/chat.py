@@ -58,6 +58,6 @@ def load_generator(
             backoff=server.backoff,
             concurrency=server.concurrency,
         )
-    from .hf import HFCausalLM
+    from .generator import LocalChat
 
-    return HFCausalLM(model, dtype=dtype, device=device)
+    return LocalChat(model, dtype=dtype, device=device)

@@ -49,6 +49,7 @@ from typing import Any, ClassVar
 
 from .. import data
 from ..backends.base import GenerationBackend
+from ..backends.generator import LocalChat, json_object_closed
 from ..data import Dataset, seeded_rng
 from ..runs import RECORDS, RunError, RunFolder, Step, atomic_write, run_steps
 from ..types import NLI3, Item, Label
@@ -253,6 +254,25 @@ def parse_hypotheses(text: str) -> dict[Label, str]:
     raise InvalidAnswer("no JSON object")
 
 
+def answer_complete(text: str) -> bool:
+    """Whether generation may stop after ``text``: a JSON object has closed and the
+    text parses, so any continuation parses to the same hypotheses (the parser takes the
+    first valid object, and every object opened so far has closed).
+
+    >>> answer_complete('{"entailment": "a", "neutral": "b", "contradiction": "c"}')
+    True
+    >>> answer_complete('{"entailment": "a"}'), answer_complete('{"entailment": "a", "ne')
+    (False, False)
+    """
+    if not json_object_closed(text):
+        return False
+    try:
+        parse_hypotheses(text)
+    except InvalidAnswer:
+        return False
+    return True
+
+
 # --------------------------------------------------------------------------- answers
 
 
@@ -266,9 +286,15 @@ def iter_answers(
     """``(index, answer)`` as answers arrive; a failed request gives its exception.
 
     Backends with ``iter_generate`` (:class:`~nlieval.backends.openai.OpenAIChat`) are
-    asked concurrently; the others one conversation at a time, so that each answer is
-    saved before the next is asked for.
+    asked concurrently, :class:`~nlieval.backends.generator.LocalChat` in batches that
+    stop each answer once :func:`answer_complete`; the others one conversation at a
+    time, so that each answer is saved before the next is asked for.
     """
+    if isinstance(backend, LocalChat):
+        yield from backend.iter_generate(
+            conversations, max_new_tokens, temperature, seed, stop=answer_complete
+        )
+        return
     stream = getattr(backend, "iter_generate", None)
     if callable(stream):
         yield from stream(conversations, max_new_tokens, temperature, seed)

@@ -1,0 +1,416 @@
+"""Local chat generation through transformers, in batches, on a cached shared prefix.
+
+:class:`LocalChat` answers many conversations at once:
+
+- Conversations go to ``model.generate`` in batches; greedy answers are the ones each
+  conversation gets alone (positions count real tokens only, pads are masked).
+- The start they share (system prompt and exemplar turns) is run through the model once;
+  its key/value cache is reused for every batch and every later call with that start.
+  The prefix of a conversation is fixed by the conversation alone (the tokens before its
+  last message's content), never by the batch it lands in, so results do not depend on
+  the batch size.
+- Each row stops on its own at EOS, or as soon as ``stop(answer so far)`` is true; rows
+  that are done get pads until the whole batch is (``model.generate`` keeps the batch
+  shape).
+- Sampling (``temperature > 0``) draws every row from its own generator seeded with
+  ``seed``: a row gets exactly the tokens it got alone after ``torch.manual_seed(seed)``,
+  whatever the batch.
+
+>>> chat = LocalChat("smollm2-135m")                                  # doctest: +SKIP
+>>> chat.generate([[{"role": "user", "content": "Say hi"}]], max_new_tokens=8)  # doctest: +SKIP
+['Hi! How can I help you today?']
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .weights import ModelError, ModelSource, local_hf_folder, resolve_model
+
+log = logging.getLogger(__name__)
+
+Messages = Sequence[dict[str, str]]
+StopRule = Callable[[str], bool]
+"""True once an answer (the text generated so far) is complete."""
+
+
+def pick_dtype(dtype: str, device: str) -> Any:
+    """The torch dtype for a ``--dtype`` value: ``auto`` is bfloat16 on a GPU that has it,
+    else float32.
+
+    >>> str(pick_dtype("bf16", "cpu")), str(pick_dtype("auto", "cpu"))
+    ('torch.bfloat16', 'torch.float32')
+    """
+    import torch
+
+    if dtype == "auto":
+        if (
+            device.startswith("cuda")
+            and torch.cuda.is_available()
+            and torch.cuda.is_bf16_supported()
+        ):
+            return torch.bfloat16
+        return torch.float32
+    names = {
+        "float32": torch.float32,
+        "fp32": torch.float32,
+        "bfloat16": torch.bfloat16,
+        "bf16": torch.bfloat16,
+        "float16": torch.float16,
+        "fp16": torch.float16,
+    }
+    if dtype not in names:
+        raise ModelError(f"unknown dtype {dtype!r}: use auto, float32, bfloat16 or float16")
+    return names[dtype]
+
+
+def json_object_closed(text: str) -> bool:
+    """Whether ``text`` holds a top-level ``{...}`` that has closed and nothing is open
+    after it (braces inside JSON strings do not count).
+
+    Hand-written because a JSON parser only says whether a complete text parses, not
+    whether a growing text has closed its object; it follows the JSON grammar's strings
+    and escapes, the only places where a brace is not structure.
+
+    >>> [json_object_closed(t) for t in ('{"a": "}"', '{"a": "}"}', 'x {"a": {"b": 1}} y')]
+    [False, True, True]
+    >>> json_object_closed('{"a": 1} {"b":')
+    False
+    """
+    depth = 0
+    closed = False
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == "{":
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            closed = closed or depth == 0
+        elif ch == '"' and depth > 0:
+            in_string = True
+    return closed and depth == 0
+
+
+@dataclass(frozen=True)
+class _Row:
+    index: int  # position in the caller's list
+    prefix: tuple[int, ...]  # leading ids shared through the prefix cache (may be empty)
+    suffix: tuple[int, ...]  # the rest of the prompt, at least one token
+
+
+class LocalChat:
+    """A transformers chat model that answers conversations in batches.
+
+    ``model`` is an alias (``smollm2-135m``), a local folder, a ``.gguf`` file or a hub
+    id. ``batch_size`` rows go through ``generate`` at once; answers do not depend on it.
+    With ``prefix_cache`` (default) the key/value cache of a shared conversation start
+    is computed once.
+
+    >>> LocalChat("path/to/tiny-model").generate([[{"role": "user", "content": "Hi"}]])
+    ... # doctest: +SKIP
+    ['Hello']
+    """
+
+    #: Shorter shared starts are not worth a cache.
+    MIN_PREFIX = 8
+
+    def __init__(
+        self,
+        model: str | ModelSource,
+        *,
+        revision: str | None = None,
+        dtype: str = "auto",
+        device: str = "auto",
+        batch_size: int = 16,
+        trust_remote_code: bool = False,
+        prefix_cache: bool = True,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        source = model if isinstance(model, ModelSource) else resolve_model(model, revision)
+        self.name = source.name
+        self.source = local_hf_folder(source)
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
+        self.dtype = pick_dtype(dtype, device)
+        kwargs: dict[str, Any] = {"dtype": self.dtype, "trust_remote_code": trust_remote_code}
+        if self.source.revision:
+            kwargs["revision"] = self.source.revision
+        try:
+            self.tok = AutoTokenizer.from_pretrained(
+                self.source.path, revision=self.source.revision, trust_remote_code=trust_remote_code
+            )
+            model_obj: Any = AutoModelForCausalLM.from_pretrained(self.source.path, **kwargs)
+        except OSError as err:
+            raise ModelError(
+                f"cannot load model {self.name!r} from {self.source.path}: {err}"
+            ) from err
+        self.model: Any = model_obj.to(self.device).eval()
+        pad = self.tok.pad_token_id
+        self.pad_id = pad if pad is not None else (self.tok.eos_token_id or 0)
+        eos = self.model.generation_config.eos_token_id
+        if eos is None:
+            eos = self.tok.eos_token_id
+        self.eos_ids: set[int] = (
+            set() if eos is None else set(eos if isinstance(eos, list) else [eos])
+        )
+        self.batch_size = max(1, batch_size)
+        self.prefix_cache = prefix_cache
+        self._cached: tuple[tuple[int, ...], Any] | None = None
+        #: Prompt tokens through the model: ``prompt`` real ones, ``prefix`` of them taken
+        #: from the cache, ``padded`` the prompt slots computed, pads included. Read by
+        #: benchmarks and tests; never affects results.
+        self.counts = {"prompt": 0, "prefix": 0, "padded": 0, "prefix_runs": 0, "batches": 0}
+
+    # -- prompts ------------------------------------------------------------------
+    def _ids(self, messages: Messages) -> list[int]:
+        text = self.tok.apply_chat_template(
+            list(messages), tokenize=False, add_generation_prompt=True
+        )
+        return list(self.tok(text, add_special_tokens=False)["input_ids"])
+
+    def _row(self, index: int, conv: Messages) -> _Row:
+        ids = self._ids(conv)
+        if not ids:
+            raise ValueError(f"conversation {index} produced no tokens")
+        if not self.prefix_cache or len(conv) < 2:
+            return _Row(index, (), tuple(ids))
+        # The conversation with its last message emptied shares exactly the tokens before
+        # that message's content (a token merged across the boundary differs, so it is
+        # left out): a prefix fixed by this conversation alone.
+        last = dict(conv[-1])
+        last["content"] = ""
+        stub = self._ids([*conv[:-1], last])
+        n = 0
+        for a, b in zip(ids, stub, strict=False):
+            if a != b:
+                break
+            n += 1
+        n = min(n, len(ids) - 1)
+        if n < self.MIN_PREFIX:
+            return _Row(index, (), tuple(ids))
+        return _Row(index, tuple(ids[:n]), tuple(ids[n:]))
+
+    def _fits_window(self, rows: Sequence[_Row], max_new_tokens: int) -> bool:
+        # Pads between the cached prefix and a suffix lengthen the distances a sliding
+        # window measures, so a model with one takes the cache only when every row fits
+        # inside the window anyway.
+        window = getattr(self.model.config, "sliding_window", None)
+        if not window:
+            return True
+        longest = max(len(r.prefix) + len(r.suffix) for r in rows) + max_new_tokens
+        return bool(longest <= window)
+
+    # -- generation ---------------------------------------------------------------
+    def generate(
+        self,
+        conversations: Sequence[Messages],
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        seed: int = 0,
+        *,
+        stop: StopRule | None = None,
+    ) -> list[str]:
+        """One answer per conversation, through the chat template (greedy unless
+        ``temperature`` > 0); an answer ends at EOS, after ``max_new_tokens`` tokens, or
+        at the first token after which ``stop(answer)`` holds."""
+        rows = [self._row(i, conv) for i, conv in enumerate(conversations)]
+        groups: dict[tuple[int, ...], list[_Row]] = {}
+        for row in rows:
+            groups.setdefault(row.prefix, []).append(row)
+        for prefix in [p for p in groups if p and not self._fits_window(groups[p], max_new_tokens)]:
+            plain = [_Row(r.index, (), r.prefix + r.suffix) for r in groups.pop(prefix)]
+            groups.setdefault((), []).extend(plain)
+        answers: list[str] = [""] * len(rows)
+        for prefix, group in groups.items():
+            # Similar lengths share a batch (less padding); the order within a batch does
+            # not change any row's answer.
+            group = sorted(group, key=lambda r: (len(r.suffix), r.index))
+            for start in range(0, len(group), self.batch_size):
+                batch = group[start : start + self.batch_size]
+                for row, text in zip(
+                    batch,
+                    self._batch(prefix, batch, max_new_tokens, temperature, seed, stop),
+                    strict=True,
+                ):
+                    answers[row.index] = text
+        return answers
+
+    def iter_generate(
+        self,
+        conversations: Sequence[Messages],
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        seed: int = 0,
+        *,
+        stop: StopRule | None = None,
+    ) -> Iterator[tuple[int, str | Exception]]:
+        """``(index, answer)`` in the order of ``conversations``, one batch at a time, so a
+        caller can save each answer before the next batch is computed; the answers are
+        those of :meth:`generate`. (The type matches the server backends', which yield
+        failed requests; a local failure is raised.)
+
+        >>> chat = LocalChat("path/to/tiny-model")                      # doctest: +SKIP
+        >>> list(chat.iter_generate([[{"role": "user", "content": "Hi"}]]))  # doctest: +SKIP
+        [(0, 'Hello')]
+        """
+        for start in range(0, len(conversations), self.batch_size):
+            chunk = conversations[start : start + self.batch_size]
+            answers = self.generate(chunk, max_new_tokens, temperature, seed, stop=stop)
+            yield from enumerate(answers, start)
+
+    def _prefix_state(self, prefix: tuple[int, ...]) -> Any:
+        """The key/value cache of ``prefix`` (batch of one), kept for later calls."""
+        import torch
+        from transformers import DynamicCache
+
+        if self._cached is not None and self._cached[0] == prefix:
+            return self._cached[1]
+        cache = DynamicCache(config=self.model.config)
+        with torch.inference_mode():
+            self.model(
+                input_ids=torch.tensor([prefix], device=self.device),
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+        self.counts["prefix_runs"] += 1
+        self._cached = (prefix, cache)
+        return cache
+
+    def _batch(
+        self,
+        prefix: tuple[int, ...],
+        batch: Sequence[_Row],
+        max_new_tokens: int,
+        temperature: float,
+        seed: int,
+        stop: StopRule | None,
+    ) -> list[str]:
+        import torch
+        from transformers import LogitsProcessorList, StoppingCriteriaList
+
+        n_pre, width = len(prefix), max(len(r.suffix) for r in batch)
+        # [prefix | pads | suffix]: every row ends at the last column, so new tokens line
+        # up; the pads are masked and positions count real tokens only (generate derives
+        # them from the mask), so a row sees what it would see alone.
+        ids = torch.full((len(batch), n_pre + width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        ids[:, :n_pre] = torch.tensor(prefix, dtype=torch.long)
+        mask[:, :n_pre] = 1
+        for b, r in enumerate(batch):
+            ids[b, n_pre + width - len(r.suffix) :] = torch.tensor(r.suffix)
+            mask[b, n_pre + width - len(r.suffix) :] = 1
+        self.counts["prompt"] += sum(len(r.prefix) + len(r.suffix) for r in batch)
+        self.counts["prefix"] += n_pre * len(batch)
+        self.counts["padded"] += len(batch) * width
+        self.counts["batches"] += 1
+        kwargs: dict[str, Any] = {}
+        if prefix:
+            cache = copy.deepcopy(self._prefix_state(prefix))
+            cache.batch_repeat_interleave(len(batch))
+            kwargs["past_key_values"] = cache
+        ender = _RowStop(self, n_pre + width, stop)
+        processors = LogitsProcessorList()
+        if temperature > 0:
+            processors.append(_RowSampler(temperature, seed, len(batch), self.device))
+        with torch.inference_mode():
+            out = self.model.generate(
+                input_ids=ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                max_new_tokens=max_new_tokens,
+                # Sampling happens in _RowSampler (one generator per row); generate itself
+                # then takes the one token left standing.
+                do_sample=False,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+                pad_token_id=self.pad_id,
+                logits_processor=processors,
+                stopping_criteria=StoppingCriteriaList([ender]),
+                **kwargs,
+            )
+        return [
+            self._decode(out[b, n_pre + width :].tolist(), ender.ends.get(b))
+            for b in range(len(batch))
+        ]
+
+    def _decode(self, new: list[int], end: int | None) -> str:
+        # A row ends at its first EOS (dropped, as skip_special_tokens would) or where the
+        # stop rule fired; what generate wrote after that is padding.
+        if end is not None:
+            new = new[:end]
+        for n, tok in enumerate(new):
+            if tok in self.eos_ids:
+                new = new[:n]
+                break
+        return str(self.tok.decode(new, skip_special_tokens=True))
+
+
+class _RowStop:
+    """Per-row stopping criterion: a row is done once ``stop`` holds for its answer.
+
+    ``ends[b]`` is the number of new tokens of row ``b`` when it was stopped.
+    """
+
+    def __init__(self, chat: LocalChat, start: int, stop: StopRule | None) -> None:
+        self.chat, self.start, self.stop = chat, start, stop
+        self.ends: dict[int, int] = {}
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        if self.stop is None:
+            return done
+        n_new = input_ids.shape[1] - self.start
+        for b in range(input_ids.shape[0]):
+            if b in self.ends:
+                done[b] = True
+                continue
+            new = input_ids[b, self.start :].tolist()
+            if any(t in self.chat.eos_ids for t in new):
+                continue  # already finished by EOS; generate pads it from here
+            if self.stop(str(self.chat.tok.decode(new, skip_special_tokens=True))):
+                self.ends[b] = n_new
+                done[b] = True
+        return done
+
+
+class _RowSampler:
+    """Samples each row's next token from its own generator, seeded with ``seed``.
+
+    ``generate``'s own sampler draws the whole batch from one generator, so a row's
+    tokens would depend on the batch; here row ``b`` consumes one draw of its own
+    generator per step, exactly as it did alone after ``torch.manual_seed(seed)``. The
+    scores that come back keep only the drawn token, for greedy selection to take.
+    """
+
+    def __init__(self, temperature: float, seed: int, rows: int, device: Any) -> None:
+        import torch
+
+        self.temperature = temperature
+        self.generators = [torch.Generator(device=device).manual_seed(seed) for _ in range(rows)]
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        probs = torch.softmax(scores.float() / self.temperature, dim=-1)
+        out = torch.full_like(scores, float("-inf"))
+        for b, gen in enumerate(self.generators):
+            tok = torch.multinomial(probs[b : b + 1], num_samples=1, generator=gen)[0, 0]
+            out[b, tok] = 0.0
+        return out
