@@ -7,7 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from .metrics import summarize
-from .runs import RunFolder, finalize, instruct_table, iter_run_records, metrics_table, run_timing
+from .runs import (
+    RunError,
+    RunFolder,
+    finalize,
+    instruct_table,
+    iter_run_records,
+    metrics_table,
+    run_timing,
+)
 
 
 def report(folders: Iterable[str | Path], write: bool = True) -> str:
@@ -20,6 +28,9 @@ def report(folders: Iterable[str | Path], write: bool = True) -> str:
     """
     folders = list(folders)
     runs = [RunFolder(f) for f in folders]
+    for rf in runs:
+        if not rf.exists():
+            raise RunError(f"{rf.path} is not a run folder (no config.json or records.jsonl)")
     results = [finalize(rf, rf.read_config()) if write else rf.read_results() for rf in runs]
     # One folder: finalize has just summarised its records; several: summarise them together
     # (two folders may hold the same model and task).

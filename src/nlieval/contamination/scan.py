@@ -26,6 +26,7 @@ import math
 import multiprocessing as mp
 import os
 import time
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from typing import IO, Any, cast
 
 import numpy as np
 
+from ..data import DataError
 from .ngrams import NgramIndex, scan_ids
 
 log = logging.getLogger("nlieval.contamination")  # one logger for the whole package, as before
@@ -248,6 +250,23 @@ def scan_shard(shard: Shard, index: NgramIndex, options: ScanOptions = ScanOptio
     >>> scan_shard(Shard(str(p)), index).found
     {0}
     """
+    try:
+        return _scan_shard(shard, index, options)
+    except (EOFError, OSError, zlib.error) as err:
+        # A .gz cut short (EOFError) or corrupt, an unreadable disk: one line naming the
+        # file, also when the error comes back from a worker process.
+        hint = " (a truncated or corrupt .gz file?)" if _is_gzip_safe(shard.path) else ""
+        raise DataError(shard.path, None, None, f"cannot read: {err}{hint}") from None
+
+
+def _is_gzip_safe(path: str) -> bool:
+    try:
+        return _is_gzip(path)
+    except OSError:
+        return False
+
+
+def _scan_shard(shard: Shard, index: NgramIndex, options: ScanOptions) -> ScanResult:
     result = ScanResult(shards=1)
     jsonl = _is_jsonl(shard.path, options.fmt)
     tail = np.zeros(0, dtype=np.int64)

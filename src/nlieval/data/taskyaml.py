@@ -135,7 +135,11 @@ def task_from_yaml(path: Path) -> TaskSpec:
     parser = make_parser(labels, doc.get("fields"), doc.get("label_map"), path)
     splits = {"test": (FileRule(parser, path=_rel(path, doc["path"], "path")),)}
     if doc.get("pool"):
-        splits["train"] = (FileRule(parser, path=_rel(path, doc["pool"], "pool")),)
+        pool = _rel(path, doc["pool"], "pool")
+        # A missing pool is an error, not a silent fall-back to shots from the test split.
+        if not pool.is_file():
+            raise DataError(path, None, "pool", f"no such file: {pool}")
+        splits["train"] = (FileRule(parser, path=pool),)
     template = doc.get("template")
     if template is not None and not isinstance(template, str):
         raise DataError(path, None, "template", "expected a Jinja template string")

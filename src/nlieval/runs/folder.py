@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -28,6 +29,8 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, overload
 
 from ..types import Record
 
+log = logging.getLogger(__name__)
+
 RECORDS = "records.jsonl"
 CONFIG = "config.json"
 RESULTS = "results.json"
@@ -35,6 +38,9 @@ SUMMARY = "summary.md"
 TIMING = "timing.json"
 #: The lock file of a folder being written (see :meth:`RunFolder.start`).
 LOCK = ".lock"
+#: Fields a row type must have on every line (a missing one would silently count as
+#: "no gold label" or "no prediction" and shrink n).
+_REQUIRED: dict[type[Any], tuple[str, ...]] = {Record: ("gold", "pred")}
 #: The command of a folder whose config.json names none (folders of older versions).
 DEFAULT_KIND = "run"
 
@@ -206,7 +212,7 @@ class RunFolder(Generic[R]):
             self._lock = _acquire(self.path)
         cfg_path = self.path / CONFIG
         if cfg_path.is_file() and not overwrite:
-            old = json.loads(cfg_path.read_text(encoding="utf-8"))
+            old = _read_json(cfg_path)
             old_kind = old.get("kind", DEFAULT_KIND)
             if old_kind != config.KIND:
                 raise RunError(
@@ -257,24 +263,65 @@ class RunFolder(Generic[R]):
             return size - end
 
     def iter_records(self) -> Iterator[R]:
-        """Every row, first occurrence of each key only."""
+        """Every row, first occurrence of each key only.
+
+        A line that is not a row (not UTF-8, not JSON, a field missing) is a
+        :class:`RunError` naming the file and line; so are two rows with one key that
+        differ (which one holds?). A blank line, or a second copy of a row, is skipped
+        with a warning naming the line.
+        """
         p = self.records_path
         if not p.is_file():
             return
-        seen: set[tuple[Any, ...]] = set()
-        with open(p, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                if not line.endswith("\n"):
+        # key -> (line, hash of the row) of its first occurrence: a row seen twice is
+        # compared by hash, so that a large folder is not held in memory twice.
+        seen: dict[tuple[Any, ...], tuple[int, int]] = {}
+        blank: list[int] = []
+        copies: list[int] = []
+        required = _REQUIRED.get(self.row, ())
+        with open(p, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                if not raw.endswith(b"\n"):
                     break  # a partial tail from a crash: not a record yet
                 try:
-                    rec = self.row.from_dict(json.loads(line))
-                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
-                    raise RunError(f"{p}:{lineno}: unreadable record: {err}") from err
-                if rec.key not in seen:
-                    seen.add(rec.key)
+                    line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+                except UnicodeDecodeError as err:
+                    raise RunError(f"{p}:{lineno}: not UTF-8 text ({err.reason})") from None
+                if not line.strip():
+                    blank.append(lineno)
+                    continue
+                try:
+                    d = json.loads(line)
+                    if not isinstance(d, dict):
+                        raise TypeError(f"expected a JSON object, got {type(d).__name__}")
+                    missing = [k for k in required if k not in d]
+                    if missing:
+                        raise KeyError(", ".join(missing))
+                    rec = self.row.from_dict(d)
+                except json.JSONDecodeError as err:
+                    raise RunError(f"{p}:{lineno}: unreadable record: {err.msg}") from None
+                except KeyError as err:
+                    raise RunError(f"{p}:{lineno}: unreadable record: no field {err}") from None
+                except (TypeError, ValueError) as err:
+                    raise RunError(f"{p}:{lineno}: unreadable record: {err}") from None
+                digest = hash(raw.strip())
+                first = seen.get(rec.key)
+                if first is None:
+                    seen[rec.key] = (lineno, digest)
                     yield rec
+                elif first[1] != digest:
+                    raise RunError(
+                        f"{p}:{lineno}: a second, different record for {rec.key} (the first is "
+                        f"on line {first[0]}); remove the wrong one, or pass --overwrite to run "
+                        "again"
+                    )
+                else:
+                    copies.append(lineno)
+        # One warning per kind, not one per line (a folder written twice has thousands).
+        if blank:
+            log.warning("%s:%d: %d blank line(s) skipped", p, blank[0], len(blank))
+        if copies:
+            log.warning("%s:%d: %d copies of earlier records skipped", p, copies[0], len(copies))
 
     def records(self) -> list[R]:
         return list(self.iter_records())
@@ -305,7 +352,7 @@ class RunFolder(Generic[R]):
     def read_timing(self) -> dict[str, dict[str, Any]]:
         """Scoring wall time per sweep point, summed over invocations."""
         p = self.path / TIMING
-        return dict(json.loads(p.read_text(encoding="utf-8"))) if p.is_file() else {}
+        return _read_json(p) if p.is_file() else {}
 
     def write_timing(self, timing: Mapping[str, Any]) -> None:
         atomic_write(self.path / TIMING, json.dumps(timing, indent=1) + "\n")
@@ -314,7 +361,7 @@ class RunFolder(Generic[R]):
         p = self.path / RESULTS
         if not p.is_file():
             return {}
-        return dict(json.loads(p.read_text(encoding="utf-8")))
+        return _read_json(p)
 
     def read_config(self) -> dict[str, Any] | None:
         """The saved ``config.json`` as a dict (None when there is none); the command
@@ -322,7 +369,21 @@ class RunFolder(Generic[R]):
         p = self.path / CONFIG
         if not p.is_file():
             return None
-        return dict(json.loads(p.read_text(encoding="utf-8")))
+        return _read_json(p)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON object file of the folder; anything else is a one-line :class:`RunError`."""
+    try:
+        d = json.loads(path.read_text(encoding="utf-8-sig"))
+    except UnicodeDecodeError as err:
+        raise RunError(f"{path}: not UTF-8 text ({err.reason})") from None
+    except json.JSONDecodeError as err:
+        what = "empty" if not err.doc.strip() else f"invalid JSON ({err.msg})"
+        raise RunError(f"{path}:{err.lineno}: {what}") from None
+    if not isinstance(d, dict):
+        raise RunError(f"{path}: expected a JSON object, got {type(d).__name__}")
+    return d
 
 
 def iter_run_records(folders: Iterable[str | Path]) -> Iterator[Record]:

@@ -44,6 +44,7 @@ import gzip
 import json
 import math
 import re
+import zlib
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -209,8 +210,18 @@ def _segmenter() -> Any:
     return pysbd.Segmenter(language="en", clean=False)
 
 
+#: Characters of a paragraph given to pysbd at a time. pysbd rescans the whole text for
+#: every abbreviation it meets, so its time grows with the square of a paragraph's length
+#: (a 2,000-sentence paragraph: 48 s); windows of this size keep it linear.
+WINDOW = 2000
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences of one paragraph, by pysbd (abbreviations, numbers and citations aware).
+
+    A long paragraph goes to pysbd in windows of about :data:`WINDOW` characters: the
+    last two sentences of a window (the last may be cut, the one before it was split with
+    a cut look-ahead) are left to the next window, which starts where they start.
 
     >>> split_sentences("We used e.g. BERT in Fig. 2. However, it failed.")
     ['We used e.g. BERT in Fig. 2.', 'However, it failed.']
@@ -218,7 +229,24 @@ def split_sentences(text: str) -> list[str]:
     text = " ".join(text.split())  # hard-wrapped lines are one paragraph
     if not text:
         return []
-    return [s.strip() for s in _segmenter().segment(text) if s.strip()]
+    segment = _segmenter().segment
+    out: list[str] = []
+    pos, window = 0, WINDOW
+    while pos < len(text):
+        cut = text.rfind(" ", pos, pos + window) if pos + window < len(text) else -1
+        if cut <= pos:  # the rest fits in a window (or has no space to cut at)
+            out += segment(text[pos:])
+            break
+        parts = segment(text[pos:cut])
+        if "".join(parts) != text[pos:cut]:  # pysbd changed the text: offsets unknown
+            return [s.strip() for s in segment(text) if s.strip()]
+        if len(parts) < 3:  # a very long sentence: look further
+            window *= 2
+            continue
+        pos += sum(len(p) for p in parts[:-2])
+        out += parts[:-2]
+        window = WINDOW
+    return [s.strip() for s in out if s.strip()]
 
 
 def split_paragraphs(text: str) -> tuple[tuple[str, ...], ...]:
@@ -231,10 +259,44 @@ def split_paragraphs(text: str) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(p) for p in paras if p)
 
 
-def _open_text(path: Path) -> IO[str]:
+def _open_bytes(path: Path) -> IO[bytes]:
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
+        return gzip.open(path, "rb")  # type: ignore[return-value]  # a GzipFile is IO[bytes]
+    return path.open("rb")
+
+
+def _decode(raw: bytes, path: Path, line: int, first: bool) -> str:
+    # A byte-order mark opens many files saved on Windows: accepted, as `stats` does.
+    try:
+        return raw.decode("utf-8-sig" if first else "utf-8")
+    except UnicodeDecodeError as err:
+        line += raw[: err.start].count(b"\n")
+        raise DataError(path, line, None, f"not UTF-8 text ({err.reason})") from None
+
+
+def _unreadable(path: Path, err: Exception) -> DataError:
+    # A .gz cut short (EOFError), not gzip at all, or a failing disk: one line, the file.
+    hint = " (a truncated or corrupt .gz file?)" if path.suffix == ".gz" else ""
+    return DataError(path, None, None, f"cannot read: {err}{hint}")
+
+
+def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of a (gzipped) UTF-8 file; bad bytes are a DataError."""
+    try:
+        with _open_bytes(path) as fh:
+            for line_no, raw in enumerate(fh, 1):
+                yield line_no, _decode(raw, path, line_no, line_no == 1)
+    except (EOFError, OSError, zlib.error) as err:
+        raise _unreadable(path, err) from None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        with _open_bytes(path) as fh:
+            raw = fh.read()
+    except (EOFError, OSError, zlib.error) as err:
+        raise _unreadable(path, err) from None
+    return _decode(raw, path, 1, True)
 
 
 def _paragraphs_of(value: Any, path: Path, line: int, name: str) -> tuple[tuple[str, ...], ...]:
@@ -253,20 +315,19 @@ def _paragraphs_of(value: Any, path: Path, line: int, name: str) -> tuple[tuple[
 
 def _read_jsonl(path: Path, text_field: str, id_field: str) -> Iterator[Document]:
     stem = path.name.split(".")[0]
-    with _open_text(path) as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(path, line_no, None, f"invalid JSON: {err.msg}") from None
-            if not isinstance(row, dict):
-                raise DataError(path, line_no, None, "expected a JSON object")
-            if row.get(text_field) is None:
-                raise DataError(path, line_no, text_field, "missing field")
-            doc_id = str(row[id_field]) if row.get(id_field) is not None else f"{stem}:{line_no}"
-            yield Document(doc_id, _paragraphs_of(row[text_field], path, line_no, text_field))
+    for line_no, line in _read_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(path, line_no, None, f"invalid JSON: {err.msg}") from None
+        if not isinstance(row, dict):
+            raise DataError(path, line_no, None, "expected a JSON object")
+        if row.get(text_field) is None:
+            raise DataError(path, line_no, text_field, "missing field")
+        doc_id = str(row[id_field]) if row.get(id_field) is not None else f"{stem}:{line_no}"
+        yield Document(doc_id, _paragraphs_of(row[text_field], path, line_no, text_field))
 
 
 def read_corpus(
@@ -287,8 +348,7 @@ def read_corpus(
         if path.name.endswith((".jsonl", ".jsonl.gz")):
             yield from _read_jsonl(path, text_field, id_field)
         else:
-            with _open_text(path) as fh:
-                yield Document(path.name.split(".")[0], split_paragraphs(fh.read()))
+            yield Document(path.name.split(".")[0], split_paragraphs(_read_text(path)))
 
 
 # --------------------------------------------------------------------------- pairs
@@ -630,6 +690,13 @@ def write_task(result: BuildResult, out_dir: str | Path, name: str, description:
     import yaml
 
     out = Path(out_dir)
+    if not result.pairs:
+        # A task of no items would load, and fail later far from its cause.
+        found = ", ".join(f"{k} {v}" for k, v in result.stats.items()) or "no documents"
+        raise ValueError(
+            f"no pairs to write ({found}): the corpus has no sentence pair to keep; "
+            f"nothing written to {out}"
+        )
     out.mkdir(parents=True, exist_ok=True)
     with (out / f"{name}.jsonl").open("w", encoding="utf-8") as fh:
         for pair in result.pairs:
