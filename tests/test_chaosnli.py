@@ -423,10 +423,10 @@ def test_entropy_bins_on_real_items_are_near_equal(data_dir: Path) -> None:
 def test_bad_prediction_entries_are_named(prediction: object, message: str) -> None:
     # Before: negative or NaN probabilities made JS and KL inf for the whole model, and a
     # list in place of an object was a traceback.
-    from nlieval.analyses.chaosnli import _prediction_probs
+    from nlieval.analyses.predictions import official_prediction
 
     with pytest.raises(ValueError, match=message) as err:
-        _prediction_probs(prediction, 3, "f.json: 'm' 'uid1'")
+        official_prediction(prediction, NLI, "f.json: 'm' 'uid1'")
     assert str(err.value).startswith("f.json: 'm' 'uid1'")
 
 

@@ -13,6 +13,13 @@ The divergences follow the ChaosNLI reference evaluation (easonnie/ChaosNLI,
 - "old" accuracy is against the dataset's original label (``acc_original``), "new" accuracy
   against the ChaosNLI majority label (``acc_majority``).
 
+Human vs human: no second independent set of 100 labels exists, so the human line is an
+*estimate*: each item's labels are split at random into two halves (counts drawn without
+replacement, seeded per item) and the JS distance between the halves is averaged over
+several splits and then over items (:func:`split_half_js`). It compares two sets of 50
+labels, which differ more than two sets of 100 would; a published value can replace it
+(:class:`HumanBaseline`).
+
 Every metric is an average over items. Records of one (model, checkpoint, task, k) are
 scored per seed on the items every seed has, then averaged (mean and sample std), as in
 :func:`nlieval.metrics.summarize`.
@@ -20,9 +27,11 @@ scored per seed on the items every seed has, then averaged (mean and sample std)
 
 from __future__ import annotations
 
-import json
 import logging
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,19 +39,17 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.spatial.distance import jensenshannon
-from scipy.special import softmax
 from scipy.stats import entropy
 
 from ..data import load_task
 from ..runs import markdown_table
-from ..types import ALPHA, NLI3, Label, Record
+from ..types import ALPHA, NLI3, Record
+from .predictions import load_official, official_prediction
 
 log = logging.getLogger(__name__)
 
 #: The reference's floor for model probabilities (keeps KL finite).
 EPS = 1e-15
-#: How far from 1 a file's predicted probabilities may sum (rounding in the file).
-PROB_TOLERANCE = 1e-3
 NLI_ORDER: tuple[str, ...] = tuple(lab.value for lab in NLI3)
 ALPHA_ORDER: tuple[str, ...] = tuple(lab.value for lab in ALPHA)
 DIVERGENCES = ("js_distance", "js_divergence", "kl")
@@ -155,6 +162,86 @@ def bin_edges(values: ArrayLike, n_bins: int = 5) -> NDArray[np.float64]:
     return np.concatenate([[v.min()], np.quantile(v, np.linspace(0, 1, n_bins + 1)[1:])])
 
 
+@dataclass(frozen=True)
+class HumanBaseline:
+    """How the human-vs-human line is got: the split-half estimate (``splits`` random
+    halves per item, ``seed``), or for a task in ``published`` that JS distance instead.
+
+    >>> HumanBaseline(published={"chaosnli_snli": 0.1}).label("chaosnli_snli")
+    'human (published)'
+    """
+
+    splits: int = 10
+    seed: int = 0
+    published: Mapping[str, float] = field(default_factory=dict)
+
+    def label(self, task: str) -> str:
+        if task in self.published:
+            return "human (published)"
+        return f"human split-half (estimate, {self.splits} splits)"
+
+
+@lru_cache(maxsize=1 << 16)
+def _split_half(
+    counts: tuple[int, ...], splits: int, seed: int, item_id: str
+) -> tuple[float, float]:
+    c = np.asarray(counts, dtype=np.int64)
+    # Seeded per item (not per call order) so an item gets the same halves whatever
+    # other items or systems are scored beside it.
+    rng = np.random.default_rng([seed, zlib.crc32(item_id.encode("utf-8"))])
+    half_a = rng.multivariate_hypergeometric(c, int(c.sum()) // 2, size=splits)
+    # Both halves are human label distributions: no 1e-15 floor (that is for models).
+    a, b = human_distribution(half_a), human_distribution(c - half_a)
+    with np.errstate(invalid="ignore"):
+        js = np.asarray(jensenshannon(a, b, axis=1), dtype=float)
+    js = np.nan_to_num(js, nan=0.0)  # equal halves can round below 0 under the root
+    return float(js.mean()), float((js**2).mean())
+
+
+def split_half_js(
+    counts: Sequence[int], splits: int = 10, seed: int = 0, item_id: str = ""
+) -> tuple[float, float]:
+    """Mean JS distance and mean JS divergence (natural log) between two random halves
+    of one item's human labels, over ``splits`` splits. A half takes ``sum // 2`` labels
+    drawn without replacement (numpy's multivariate hypergeometric), the other half the
+    rest; the random stream is seeded by ``seed`` and the item id.
+
+    >>> split_half_js([100, 0, 0])
+    (0.0, 0.0)
+    >>> 0 < split_half_js([50, 50, 0], splits=20, item_id="x")[0] < 0.2
+    True
+    """
+    if splits < 1:
+        raise ValueError("splits must be at least 1")
+    c = np.asarray(counts, dtype=float)
+    if (c < 0).any() or not np.isfinite(c).all() or (c != np.round(c)).any() or c.sum() < 2:
+        raise ValueError(f"item {item_id!r}: split-half needs integer label counts, got {counts}")
+    return _split_half(tuple(int(x) for x in c), splits, seed, item_id)
+
+
+def human_line(items: pd.DataFrame, task: str, human: HumanBaseline) -> dict[str, Any]:
+    """The human-vs-human row of a task on the distinct items of ``items`` (a frame of
+    :func:`item_frame` with ``item_id`` and ``human_counts``): the split-half estimate,
+    or the published JS distance of ``task``. ``js_divergence`` is None for a published
+    value (the mean of squares is not the square of the mean).
+    """
+    if task in human.published:
+        value = float(human.published[task])
+        return {"label": human.label(task), "js_distance": value, "js_divergence": None}
+    pairs = [
+        split_half_js(c, human.splits, human.seed, str(i))
+        for i, c in zip(items["item_id"], items["human_counts"], strict=True)
+    ]
+    arr = np.asarray(pairs, dtype=float).reshape(-1, 2)
+    return {
+        "label": human.label(task),
+        "js_distance": float(arr[:, 0].mean()) if len(arr) else float("nan"),
+        "js_divergence": float(arr[:, 1].mean()) if len(arr) else float("nan"),
+        "splits": human.splits,
+        "seed": human.seed,
+    }
+
+
 def assign_bins(values: ArrayLike, edges: ArrayLike) -> NDArray[np.intp]:
     """Bin index of each value for :func:`bin_edges` (left-closed, last bin closed).
 
@@ -179,6 +266,7 @@ def _frame(
     df = pd.DataFrame(list(keys), columns=KEY)
     df["acc_original"] = np.asarray(correct_original, dtype=float)
     df["acc_majority"] = np.asarray(correct_majority, dtype=float)
+    df["human_counts"] = [tuple(c) for c in counts]
     for col in ("entropy", *DIVERGENCES, *UNIFORM):
         df[col] = np.nan
     width = np.array([len(c) for c in counts], dtype=int)
@@ -255,26 +343,49 @@ def _aggregate(g: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def _score_frame(frame: pd.DataFrame) -> list[dict[str, Any]]:
+def _score_frame(frame: pd.DataFrame, human: HumanBaseline | None = None) -> list[dict[str, Any]]:
+    human = human or HumanBaseline()
     rows = []
     for key, g in frame.groupby(GROUP, sort=True):
         g = _shared_items(g)
         items = g.drop_duplicates("item_id")
         row = {**_key_dict(key), "n": len(items), **_aggregate(g)}
         row["uniform"] = {m: float(items[f"uniform_{m}"].mean()) for m in DIVERGENCES}
+        row["human"] = human_line(items, str(key[2]), human)
         rows.append(row)
     return rows
+
+
+def common_items(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of items that every system (model, checkpoint, k, seed) of their task
+    scored: divergences of systems run on different items are then comparable.
+
+    >>> common_items(item_frame([])).empty
+    True
+    """
+    if frame.empty:
+        return frame
+    systems = ["model", "checkpoint", "k", "seed"]
+    keep = []
+    for _, g in frame.groupby("task", sort=False):
+        n_systems = len(g.drop_duplicates(systems))
+        per_item = g.drop_duplicates([*systems, "item_id"]).groupby("item_id").size()
+        keep.append(g[g["item_id"].isin(per_item.index[per_item == n_systems])])
+    return pd.concat(keep).reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- public scores
 
 
-def score_records(records: Iterable[Record] | pd.DataFrame) -> list[dict[str, Any]]:
+def score_records(
+    records: Iterable[Record] | pd.DataFrame, human: HumanBaseline | None = None
+) -> list[dict[str, Any]]:
     """One row per (model, checkpoint, task, k) of the ChaosNLI records given.
 
     Each row has ``n`` (items per seed), ``seeds``, the mean over seeds of ``js_distance``,
     ``js_divergence``, ``kl``, ``acc_original``, ``acc_majority`` (each with ``_std``) and
-    ``uniform``: the divergences of a uniform distribution on the same items.
+    ``uniform``: the divergences of a uniform distribution on the same items, and
+    ``human``: the human-vs-human line on them (:func:`human_line`).
 
     >>> r = Record("chaosnli_alphanli", "u1", "m", 0, 0, ("1", "2"), (0.0, 0.0),
     ...            (0.5, 0.5), "1", "2", meta={"human_counts": [50, 50],
@@ -283,7 +394,7 @@ def score_records(records: Iterable[Record] | pd.DataFrame) -> list[dict[str, An
     >>> row["acc_original"], row["acc_majority"], row["kl"]
     (0.0, 1.0, 0.0)
     """
-    return _score_frame(_as_frame(records))
+    return _score_frame(_as_frame(records), human)
 
 
 def entropy_bins(records: Iterable[Record] | pd.DataFrame, n_bins: int = 5) -> list[dict[str, Any]]:
@@ -357,41 +468,6 @@ def all_correct_subset(
 # --------------------------------------------------------------------------- prediction files
 
 
-def _prediction_probs(p: Any, width: int, where: str) -> list[float]:
-    if not isinstance(p, Mapping):
-        raise ValueError(f"{where}: a prediction must be an object, got {type(p).__name__}")
-    name = "predicted_probabilities" if "predicted_probabilities" in p else "logits"
-    if name not in p:
-        raise ValueError(f"{where}: neither predicted_probabilities nor logits")
-    try:
-        values = np.asarray(p[name], dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{where}: {name} must be a list of numbers") from None
-    if values.shape != (width,):
-        raise ValueError(f"{where}: expected {width} values, got {values.tolist()}")
-    if not np.isfinite(values).all():
-        raise ValueError(f"{where}: {name} must be finite, got {values.tolist()}")
-    if name == "logits":
-        return [float(x) for x in softmax(values)]
-    if (values < 0).any() or abs(float(values.sum()) - 1.0) > PROB_TOLERANCE:
-        raise ValueError(
-            f"{where}: predicted_probabilities must be >= 0 and sum to 1 "
-            f"(within {PROB_TOLERANCE}), got {values.tolist()}"
-        )
-    return [float(x) for x in values]
-
-
-def _prediction_label(p: Any, order: Sequence[str], where: str) -> str:
-    raw = p.get("predicted_label")
-    try:
-        label = Label.parse(raw).value
-    except ValueError:
-        label = ""
-    if label not in order:
-        raise ValueError(f"{where}: predicted_label {raw!r} is not one of {list(order)}")
-    return label
-
-
 def prediction_frame(
     path: str | Path, task: str, data_dir: str | Path | None = None
 ) -> pd.DataFrame:
@@ -402,15 +478,7 @@ def prediction_frame(
 
     >>> prediction_frame("snli_random_baseline.json", "chaosnli_snli")  # doctest: +SKIP
     """
-    try:
-        with open(path, encoding="utf-8-sig") as f:
-            raw = json.load(f)
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not UTF-8 text (byte {err.start})") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}:{err.lineno}: malformed JSON: {err.msg}") from None
-    if not isinstance(raw, Mapping) or not all(isinstance(v, Mapping) for v in raw.values()):
-        raise ValueError(f"{path}: expected {{model: {{uid: prediction}}}}")
+    raw = load_official(path)
     ds = load_task(task, data_dir)
     order = tuple(lab.value for lab in ds.labels)
     if not ds.items or "human_counts" not in ds.items[0].meta or order != canonical_order(order):
@@ -426,8 +494,8 @@ def prediction_frame(
             )
         for it in ds.items:
             where = f"{path}: {model!r} {it.id!r}"
-            probs.append(_prediction_probs(preds[it.id], len(order), where))
-            pred = _prediction_label(preds[it.id], order, where)
+            p, pred = official_prediction(preds[it.id], order, where)
+            probs.append(p)
             keys.append((str(model), "", task, 0, 0, it.id))
             counts.append(it.meta["human_counts"])
             right_o.append(it.label is not None and pred == it.label.value)
@@ -483,7 +551,8 @@ def _table(head: Sequence[str], body: Iterable[Sequence[str]]) -> str:
 
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """Markdown table of :func:`score_records` or :func:`score_prediction_file` rows, with
-    a uniform-baseline line per task (JS distance is the reference's "JSD" column).
+    a uniform-baseline line and a human-vs-human line per task and item count (JS
+    distance is the reference's "JSD" column).
 
     >>> print(format_table([]))
     (no ChaosNLI records)
@@ -494,15 +563,26 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     head = ["model", *(["checkpoint"] if ckpt else []), "task", "k", "n"]
     head += ["JS distance", "JS divergence", "KL(human‖model)", "acc original", "acc majority"]
     body: list[list[str]] = []
-    baselines: dict[tuple[str, int], Mapping[str, float]] = {}
+    baselines: dict[tuple[str, int], Mapping[str, Any]] = {}
     for r in rows:
         cells = [r["model"], *([r.get("checkpoint") or "-"] if ckpt else []), r["task"], _k(r)]
         body.append([*cells, str(r["n"]), *(_num(r, m) for m in METRICS)])
-        baselines.setdefault((r["task"], r["n"]), r["uniform"])
-    for (task, n), u in baselines.items():
+        baselines.setdefault((r["task"], r["n"]), r)
+    for (task, n), r in baselines.items():
+        u = r["uniform"]
         cells = ["uniform (baseline)", *(["-"] if ckpt else []), task, "-", str(n)]
         body.append([*cells, *(f"{u[m]:.4f}" for m in DIVERGENCES), "-", "-"])
+        h = r.get("human")
+        if h:
+            values = [_maybe(h.get(m)) for m in DIVERGENCES]
+            body.append(
+                [h["label"], *(["-"] if ckpt else []), task, "-", str(n), *values, "-", "-"]
+            )
     return _table(head, body)
+
+
+def _maybe(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
 
 
 def format_bins_table(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -542,3 +622,33 @@ def format_all_correct(subsets: Sequence[Mapping[str, Any]]) -> str:
         if s["rows"]:
             parts.append(format_table(s["rows"]))
     return "\n\n".join(parts)
+
+
+def report(
+    records: Iterable[Record] | pd.DataFrame,
+    n_bins: int = 5,
+    against: Against = "original",
+    human: HumanBaseline | None = None,
+    common: bool = False,
+) -> dict[str, Any]:
+    """Everything ``nlieval chaosnli`` shows: ``scores`` (:func:`score_records`, with the
+    uniform and human lines), ``entropy_bins`` and ``all_correct``; with ``common`` only
+    the items every system of a task scored (see :func:`common_items`).
+
+    >>> report([])["scores"]
+    []
+    """
+    frame = _as_frame(records)
+    if common:
+        frame = common_items(frame)
+    return {
+        "scores": score_records(frame, human),
+        "entropy_bins": entropy_bins(frame, n_bins),
+        "all_correct": all_correct_subset(frame, against),
+        "human": {
+            "splits": (human or HumanBaseline()).splits,
+            "seed": (human or HumanBaseline()).seed,
+            "published": dict((human or HumanBaseline()).published),
+        },
+        "common_items": common,
+    }

@@ -2,7 +2,10 @@
 
 Monotonicity (METHODS.md section 3) is Kendall's tau between the checkpoint order and a
 score series: accuracy, and minus the mean NLL of the gold option (so that improving
-gives +1 for both).
+gives +1 for both). On ChaosNLI tasks the divergences from the human label distribution
+are followed too: JS distance and KL(human || model) per checkpoint, with the tau of their
+negatives (falling divergence gives +1), beside the uniform baseline and the human
+split-half estimate on the same items.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 from ..metrics import summarize
 from ..runs import RunFolder
 from ..types import Record
+from .chaosnli import HumanBaseline, score_records
 
 
 def checkpoint_order(folder: str | Path) -> list[str]:
@@ -25,9 +29,14 @@ def checkpoint_order(folder: str | Path) -> list[str]:
     return [str(c) for c in cfg["checkpoints"]]
 
 
-def dynamics(records: Iterable[Record], order: Sequence[str]) -> list[dict[str, Any]]:
+def dynamics(
+    records: Iterable[Record], order: Sequence[str], human: HumanBaseline | None = None
+) -> list[dict[str, Any]]:
     """Per (model, task, k): the accuracy and gold-NLL series over ``order`` and their
-    Kendall tau against the checkpoint order.
+    Kendall tau against the checkpoint order; on ChaosNLI tasks also ``js_distance`` and
+    ``kl`` series, ``tau_js`` and ``tau_kl`` (of minus the divergence), ``n`` (items of
+    the last checkpoint), and the ``uniform`` and ``human`` lines of the last checkpoint's
+    items (see :func:`nlieval.analyses.chaosnli.score_records`).
 
     Checkpoints missing from the records are left out of the series (a run still going).
 
@@ -37,35 +46,54 @@ def dynamics(records: Iterable[Record], order: Sequence[str]) -> list[dict[str, 
     ...     return Record("t", "1", "m", 0, 0, ("entailment", "neutral"), ll, (0.5, 0.5),
     ...                   "entailment" if ok else "neutral", "entailment", checkpoint=ck)
     >>> rows = dynamics([rec("s1", False), rec("s2", True)], ["s1", "s2"])
-    >>> rows[0]["tau_accuracy"], rows[0]["tau_nll"]
-    (1.0, 1.0)
+    >>> rows[0]["tau_accuracy"], rows[0]["tau_nll"], "js_distance" in rows[0]
+    (1.0, 1.0, False)
     """
+    records = list(records)
     rank = {ck: i for i, ck in enumerate(order)}
     series: dict[tuple[str, str, int], list[tuple[int, str, float, float]]] = {}
-    for row in summarize(records):
-        ck = row["checkpoint"]
+    for m in summarize(records):
+        ck = m["checkpoint"]
         if ck not in rank:
             continue
-        key = (row["model"], row["task"], row["k"])
-        series.setdefault(key, []).append((rank[ck], ck, row["accuracy"], row["gold_nll"]))
+        key = (m["model"], m["task"], m["k"])
+        series.setdefault(key, []).append((rank[ck], ck, m["accuracy"], m["gold_nll"]))
+    chaos: dict[tuple[str, str, int, str], dict[str, Any]] = {
+        (r["model"], r["task"], r["k"], r["checkpoint"]): r
+        for r in score_records(records, human)
+        if r["checkpoint"] in rank
+    }
     out = []
     for (model, task, k), points in sorted(series.items()):
         points.sort()
         steps = [p[0] for p in points]
         acc = [p[2] for p in points]
         nll = [p[3] for p in points]
-        out.append(
-            {
-                "model": model,
-                "task": task,
-                "k": k,
-                "checkpoints": [p[1] for p in points],
-                "accuracy": acc,
-                "gold_nll": nll,
-                "tau_accuracy": _tau(steps, acc),
-                "tau_nll": _tau(steps, [-x for x in nll]),
-            }
-        )
+        row: dict[str, Any] = {
+            "model": model,
+            "task": task,
+            "k": k,
+            "checkpoints": [p[1] for p in points],
+            "accuracy": acc,
+            "gold_nll": nll,
+            "tau_accuracy": _tau(steps, acc),
+            "tau_nll": _tau(steps, [-x for x in nll]),
+        }
+        scored = [chaos.get((model, task, k, p[1])) for p in points]
+        if all(scored):
+            js = [float(c["js_distance"]) for c in scored if c]
+            kl = [float(c["kl"]) for c in scored if c]
+            last = scored[-1] or {}
+            row.update(
+                js_distance=js,
+                kl=kl,
+                tau_js=_tau(steps, [-x for x in js]),
+                tau_kl=_tau(steps, [-x for x in kl]),
+                n=last["n"],
+                uniform=last["uniform"],
+                human=last["human"],
+            )
+        out.append(row)
     return out
 
 
@@ -79,7 +107,12 @@ def _tau(x: Sequence[float], y: Sequence[float]) -> float:
 
 
 def format_dynamics(rows: Sequence[dict[str, Any]]) -> str:
-    """A Markdown table of the series and their taus."""
+    """A Markdown table of the series and their taus; for ChaosNLI tasks a second table
+    of the divergence series, with the uniform baseline and the human line.
+
+    >>> format_dynamics([])
+    '(no checkpoint records)'
+    """
     if not rows:
         return "(no checkpoint records)"
     lines = [
@@ -93,6 +126,23 @@ def format_dynamics(rows: Sequence[dict[str, Any]]) -> str:
             f"| {r['model']} | {r['task']} | {r['k']} | {len(r['checkpoints'])} | {acc} | {nll} "
             f"| {r['tau_accuracy']:.3f} | {r['tau_nll']:.3f} |"
         )
+    chaos = [r for r in rows if "js_distance" in r]
+    if chaos:
+        lines += [
+            "",
+            "| model | task | k | n | JS distance | KL(human‖model) | tau(-JS) | tau(-KL) "
+            "| uniform JS | human JS |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in chaos:
+            js = " ".join(f"{a:.4f}" for a in r["js_distance"])
+            kl = " ".join(f"{a:.4f}" for a in r["kl"])
+            human = f"{r['human']['js_distance']:.4f} ({r['human']['label']})"
+            lines.append(
+                f"| {r['model']} | {r['task']} | {r['k']} | {r['n']} | {js} | {kl} "
+                f"| {r['tau_js']:.3f} | {r['tau_kl']:.3f} "
+                f"| {r['uniform']['js_distance']:.4f} | {human} |"
+            )
     return "\n".join(lines)
 
 
@@ -107,14 +157,21 @@ def _short(names: Sequence[str]) -> list[str]:
 
 
 def plot_dynamics(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """Accuracy and gold NLL against checkpoint, one panel pair per (task, k)."""
+    """Accuracy and gold NLL against checkpoint, one panel column per (task, k); a third
+    row of panels with the JS distance from the human labels where the task is a ChaosNLI
+    set, with the uniform baseline (dashed) and the human line (dotted).
+
+    >>> plot_dynamics(dynamics(records, order), "dyn.png")  # doctest: +SKIP
+    PosixPath('dyn.png')
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     n = max(1, len(rows))
-    fig, axes = plt.subplots(2, n, figsize=(4 * n, 6), squeeze=False)
+    n_rows = 3 if any("js_distance" in r for r in rows) else 2
+    fig, axes = plt.subplots(n_rows, n, figsize=(4 * n, 3 * n_rows), squeeze=False)
     for i, r in enumerate(rows):
         x = range(len(r["checkpoints"]))
         axes[0][i].plot(x, r["accuracy"], marker="o")
@@ -123,7 +180,23 @@ def plot_dynamics(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
         axes[1][i].plot(x, r["gold_nll"], marker="o", color="tab:red")
         axes[1][i].set_title(f"gold NLL  tau(-NLL)={r['tau_nll']:.2f}")
         axes[1][i].set_ylabel("mean NLL of gold option")
-        for ax in (axes[0][i], axes[1][i]):
+        panels = [axes[0][i], axes[1][i]]
+        if n_rows == 3:
+            ax = axes[2][i]
+            if "js_distance" in r:
+                ax.plot(x, r["js_distance"], marker="o", color="tab:purple", label="model")
+                ax.axhline(r["uniform"]["js_distance"], ls="--", color="grey", label="uniform")
+                ax.axhline(
+                    r["human"]["js_distance"], ls=":", color="black", label=r["human"]["label"]
+                )
+                ax.set_title(f"JS distance (n={r['n']})  tau(-JS)={r['tau_js']:.2f}")
+                ax.set_ylabel("JS distance to human labels")
+                ax.set_ylim(bottom=0)
+                ax.legend(fontsize=7)
+                panels.append(ax)
+            else:
+                ax.set_axis_off()
+        for ax in panels:
             ax.set_xticks(list(x))
             ax.set_xticklabels(_short(r["checkpoints"]), rotation=45, ha="right", fontsize=7)
     fig.tight_layout()

@@ -116,15 +116,22 @@ def plot_accuracy_vs_shots(metrics_rows: Sequence[Row], path: str | Path) -> Pat
     return _save(fig, path)
 
 
-def plot_accuracy_by_entropy(bin_rows: Sequence[Row], path: str | Path) -> Path:
+def plot_accuracy_by_entropy(
+    bin_rows: Sequence[Row], path: str | Path, against: str = "both"
+) -> Path:
     """Accuracy per entropy bin of the human labels, one panel per task, one colour per
-    model (and k); solid against the original label, dashed against the majority label.
+    model (checkpoint and k); solid against the original label, dashed against the
+    majority label. ``against`` "original" or "majority" draws only that one: one curve
+    per model and checkpoint, so that many fit on one figure.
 
     >>> plot_accuracy_by_entropy(entropy_bins(records), "bins.png")  # doctest: +SKIP
     PosixPath('bins.png')
     """
     if not bin_rows:
         raise ValueError("no entropy-bin rows to plot")
+    if against not in ("both", "original", "majority"):
+        raise ValueError(f"against must be both, original or majority, not {against!r}")
+    styles_used = [s for s in ACC_STYLES if against == "both" or s[0] == f"acc_{against}"]
     tasks = _by(bin_rows, "task")
     colors = _colors(_series_name(r, with_k=True) for r in bin_rows)
     fig = _grid(len(tasks), size=(5.0, 3.6))
@@ -132,7 +139,7 @@ def plot_accuracy_by_entropy(bin_rows: Sequence[Row], path: str | Path) -> Path:
     for ax, (task, rows) in zip(axes, sorted(tasks.items()), strict=True):
         for name, series in _series(rows, with_k=True):
             series = sorted(series, key=lambda r: r["bin"])
-            for metric, ls, marker, _ in ACC_STYLES:
+            for metric, ls, marker, _ in styles_used:
                 ax.plot(
                     [r["bin"] for r in series],
                     [r[metric] for r in series],
@@ -140,22 +147,23 @@ def plot_accuracy_by_entropy(bin_rows: Sequence[Row], path: str | Path) -> Path:
                     marker=marker,
                     color=colors[name],
                     # The colour names the series; the line style (proxy below) the label.
-                    label=name if metric == ACC_STYLES[0][0] else "_nolegend_",
+                    label=name if metric == styles_used[0][0] else "_nolegend_",
                 )
         edges = {r["bin"]: f"{r['lo']:.2f}–{r['hi']:.2f}" for r in rows}
         ax.set_xticks(sorted(edges), [edges[b] for b in sorted(edges)], rotation=30)
         ax.set(title=str(task), xlabel="human label entropy (bits)", ylabel="accuracy")
         ax.set_ylim(0, 1)
     styles = [Line2D([], [], color="black", ls=ls, marker=mk, label=lab)
-              for _, ls, mk, lab in ACC_STYLES]  # fmt: skip
+              for _, ls, mk, lab in styles_used]  # fmt: skip
     _legend(fig, axes, styles)
     return _save(fig, path)
 
 
 def plot_divergence(rows: Sequence[Row], path: str | Path) -> Path:
     """JS distance, JS divergence and KL(human || model) per model (bars, ± std over
-    seeds), one column per task, with the uniform-distribution baseline dashed (that of
-    the task's first row: rows on the same items share it).
+    seeds), one column per task. Each bar carries the baselines on its own items (rows
+    may cover different items): the uniform distribution (grey dash) and the human line
+    (black diamond: the split-half estimate, or a published value; none for KL).
 
     >>> plot_divergence(score_records(records), "div.png")  # doctest: +SKIP
     PosixPath('div.png')
@@ -174,9 +182,21 @@ def plot_divergence(rows: Sequence[Row], path: str | Path) -> Path:
             errors = [r.get(metric + "_std", 0.0) for r in task_rows]
             bar_colors = [colors[_series_name(r)] for r in task_rows]
             ax.bar(range(len(values)), values, yerr=errors, capsize=3, color=bar_colors)
-            baseline = task_rows[0]["uniform"][metric]
-            ax.axhline(baseline, ls="--", color="grey", label="uniform baseline")
-            top = max([baseline, *(v + e for v, e in zip(values, errors, strict=True))])
+            xs = range(len(values))
+            uniform = [r["uniform"][metric] for r in task_rows]
+            ax.scatter(xs, uniform, marker="_", s=900, color="grey", zorder=3,
+                       label="uniform baseline")  # fmt: skip
+            human = [
+                (x, v)
+                for x, r in enumerate(task_rows)
+                if (v := (r.get("human") or {}).get(metric)) is not None and math.isfinite(v)
+            ]
+            if human:
+                label = str(task_rows[0]["human"]["label"])
+                ax.scatter([x for x, _ in human], [v for _, v in human], marker="D", s=25,
+                           color="black", zorder=4, label=label)  # fmt: skip
+            heights = [*uniform, *(v for _, v in human)]
+            top = max([*heights, *(v + e for v, e in zip(values, errors, strict=True))])
             ax.set_ylim(0, top * 1.15 if math.isfinite(top) and top > 0 else 1)
             ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
             ax.set(ylabel=title, title=str(task) if metric == DIVERGENCE_PANELS[0][0] else "")

@@ -1,0 +1,245 @@
+"""Import prediction files of classifiers made elsewhere into a run folder.
+
+The predictions (:mod:`nlieval.analyses.predictions`: Baan et al. 2022, the official
+ChaosNLI format, a plain jsonl) are matched by id to the items of a ChaosNLI set and
+written as records (one per matched item, ``k`` 0, the file's seed) through the resumable
+loop of every command, so that ``nlieval chaosnli`` and ``nlieval plots`` show the
+classifiers beside language models. Items of a file that the ChaosNLI set lacks are
+counted and left out; a label the file gives for an item (Baan's ``true``) is compared
+with the ChaosNLI original label, which checks the file's label order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..data import Dataset, load_task
+from ..runs import RunFolder, Step, finalize, markdown_table, run_steps
+from ..types import Item, Label, Record
+from . import chaosnli, predictions
+from .predictions import Prediction, PredictionSet
+
+CHAOSNLI_TASKS = ("chaosnli_snli", "chaosnli_mnli", "chaosnli_alphanli")
+
+
+@dataclass(frozen=True)
+class ImportConfig:
+    """What ``nlieval chaosnli-import`` was asked to do. ``format`` "auto" picks each
+    file's format from its name (:func:`~nlieval.analyses.predictions.detect_format`);
+    ``task``, ``model`` and ``seed`` override what a file name says (Baan et al.) and are
+    needed for files that say nothing; ``label_order`` is the order of a jsonl file's
+    probabilities (default: the task's, [e, n, c] or [1, 2]). A folder may take more
+    files later (same kind); records already there are not written again.
+
+    >>> ImportConfig(("a.jsonl",), task="chaosnli_snli", model="m").to_dict()["kind"]
+    'import'
+    """
+
+    files: tuple[str, ...]
+    format: str = "auto"
+    task: str | None = None
+    model: str | None = None
+    seed: int | None = None
+    label_order: tuple[str, ...] | None = None
+    data_dir: str | None = None
+
+    KIND: ClassVar[str] = "import"
+    IDENTITY: ClassVar[tuple[str, ...]] = ("kind",)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.KIND, **asdict(self)}
+
+
+def read_predictions(
+    path: str | Path, config: ImportConfig, labels_of: Callable[[str], Sequence[str]]
+) -> list[PredictionSet]:
+    """The prediction sets of one file, with the config's overrides applied.
+
+    >>> f = "SNLI_dev_roberta-base_0.jsonl.gz"
+    >>> read_predictions(f, ImportConfig(()), labels)  # doctest: +SKIP
+    """
+    fmt = predictions.detect_format(path) if config.format == "auto" else config.format
+    if fmt not in predictions.FORMATS:
+        raise ValueError(f"{path}: unknown format {fmt!r} (one of {list(predictions.FORMATS)})")
+    if fmt == "baan2022":
+        found = predictions.read_baan2022(path)
+        sets = [found]
+    else:
+        if config.task is None:
+            raise ValueError(f"{path}: a {fmt} file does not name its ChaosNLI set; give --task")
+        labels = labels_of(config.task)
+        if fmt == "chaosnli":
+            sets = predictions.read_official(path, labels, config.task)
+        else:
+            if config.model is None:
+                raise ValueError(f"{path}: a jsonl file does not name its model; give --model")
+            order = _label_order(config.label_order, labels, path)
+            sets = [predictions.read_jsonl(path, labels, model=config.model, file_order=order)]
+    out = []
+    for s in sets:
+        task = config.task or s.task
+        model = config.model or (f"{s.model} (Baan 2022)" if fmt == "baan2022" else s.model)
+        seed = s.seed if config.seed is None else config.seed
+        out.append(PredictionSet(s.path, s.format, model, seed, task, s.predictions))
+    return out
+
+
+def _label_order(
+    order: Sequence[str] | None, labels: Sequence[str], path: str | Path
+) -> list[str] | None:
+    if not order:
+        return None
+    try:
+        parsed = [Label.parse(x).value for x in order]
+    except ValueError as err:
+        raise ValueError(f"{path}: --label-order: {err}") from None
+    if sorted(parsed) != sorted(labels):
+        raise ValueError(f"{path}: --label-order {list(order)} is not an order of {list(labels)}")
+    return parsed
+
+
+@dataclass(frozen=True)
+class _Planned:
+    pset: PredictionSet
+    matched: tuple[tuple[Prediction, Item], ...]
+    unmatched: int
+    gold_checked: int
+    gold_agree: int
+
+
+def _plan(sets: Sequence[PredictionSet], datasets: Mapping[str, Dataset]) -> list[_Planned]:
+    planned = []
+    for s in sets:
+        if s.task is None or s.task not in datasets:
+            raise ValueError(f"{s.path}: {s.task!r} is not a ChaosNLI set ({list(CHAOSNLI_TASKS)})")
+        by_id = {it.id: it for it in datasets[s.task].items}
+        matched = tuple((p, by_id[p.item_id]) for p in s.predictions if p.item_id in by_id)
+        with_gold = [(p, it) for p, it in matched if p.gold is not None and it.label is not None]
+        agree = sum(1 for p, it in with_gold if it.label is not None and p.gold == it.label.value)
+        planned.append(
+            _Planned(s, matched, len(s.predictions) - len(matched), len(with_gold), agree)
+        )
+    return planned
+
+
+def _record(p: Prediction, item: Item, s: PredictionSet, labels: Sequence[str]) -> Record:
+    return Record(
+        task=str(s.task),
+        item_id=item.id,
+        model=s.model,
+        k=0,
+        seed=s.seed,
+        labels=tuple(labels),
+        loglik=predictions.log_probs(p.probs),
+        probs=tuple(p.probs),
+        pred=predictions.predicted_label(p, labels),
+        gold=item.label.value if item.label is not None else None,
+        meta={**dict(item.meta), "imported_from": p.where, "format": s.format},
+    )
+
+
+def import_predictions(
+    config: ImportConfig,
+    out_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Read every file of ``config`` (all files are read and checked before anything is
+    written), write the matched predictions as records of the run folder ``out_dir``
+    (resumable: records already there are skipped) and return ``files`` (per prediction
+    set: rows, items matched by id, unmatched, and the label check) and ``scores``
+    (:func:`~nlieval.analyses.chaosnli.score_records` of the folder's records).
+
+    >>> cfg = ImportConfig(("SNLI_dev_roberta-base_0.jsonl.gz",))          # doctest: +SKIP
+    >>> import_predictions(cfg, "runs/baan")["files"][0]["matched"]          # doctest: +SKIP
+    729
+    """
+    datasets: dict[str, Dataset] = {}
+
+    def dataset(task: str) -> Dataset:
+        if task not in CHAOSNLI_TASKS:
+            raise ValueError(f"{task!r} is not a ChaosNLI set ({list(CHAOSNLI_TASKS)})")
+        if task not in datasets:
+            datasets[task] = load_task(task, config.data_dir)
+        return datasets[task]
+
+    def labels_of(task: str) -> list[str]:
+        return [lab.value for lab in dataset(task).labels]
+
+    sets = [s for f in config.files for s in read_predictions(f, config, labels_of)]
+    for s in sets:
+        dataset(str(s.task))
+    planned = _plan(sets, datasets)
+    folder = RunFolder(out_dir)
+    folder.start(config, overwrite=overwrite)
+    done = folder.done_keys()
+    steps = [
+        Step(
+            f"{pl.pset.path}|{pl.pset.model}|{pl.pset.seed}",
+            f"{Path(pl.pset.path).name} {pl.pset.model}",
+            [
+                (p, it)
+                for p, it in pl.matched
+                if (pl.pset.model, None, pl.pset.task, 0, pl.pset.seed, it.id) not in done
+            ],
+            point=pl.pset,
+        )
+        for pl in planned
+    ]
+
+    def work(
+        _: None, step: Step[tuple[Prediction, Item]], chunk: Sequence[Any], __: Any
+    ) -> list[Record]:
+        s: PredictionSet = step.point
+        labels = labels_of(str(s.task))
+        return [_record(p, it, s, labels) for p, it in chunk]
+
+    elapsed = run_steps(folder, steps, lambda _: None, work, progress=progress, chunk_size=1024)
+    summary = {
+        **config.to_dict(),
+        "model": ", ".join(dict.fromkeys(s.model for s in sets)),
+        "tasks": sorted({str(s.task) for s in sets}),
+        "shots": [0],
+        "seeds": sorted({s.seed for s in sets}),
+    }
+    finalize(folder, summary, elapsed)
+    files = [
+        {
+            "file": pl.pset.path,
+            "format": pl.pset.format,
+            "model": pl.pset.model,
+            "seed": pl.pset.seed,
+            "task": pl.pset.task,
+            "rows": len(pl.pset.predictions),
+            "matched": len(pl.matched),
+            "unmatched": pl.unmatched,
+            "task_items": len(datasets[str(pl.pset.task)]),
+            "gold_checked": pl.gold_checked,
+            "gold_agree": pl.gold_agree,
+        }
+        for pl in planned
+    ]
+    return {"files": files, "scores": chaosnli.score_records(folder.iter_records())}
+
+
+def format_import(result: Mapping[str, Any]) -> str:
+    """The per-file table of :func:`import_predictions`, then the ChaosNLI scores.
+
+    >>> print(format_import({"files": [], "scores": []}).splitlines()[0])
+    | file | model | seed | task | rows | matched by id | not in ChaosNLI | file label = original |
+    """
+    head = ["file", "model", "seed", "task", "rows", "matched by id", "not in ChaosNLI"]
+    head.append("file label = original")
+    body = []
+    for f in result["files"]:
+        check = f"{f['gold_agree']}/{f['gold_checked']}" if f["gold_checked"] else "-"
+        body.append(
+            [Path(f["file"]).name, f["model"], str(f["seed"]), str(f["task"]), str(f["rows"]),
+             f"{f['matched']} of {f['task_items']}", str(f["unmatched"]), check]
+        )  # fmt: skip
+    table = "\n".join(markdown_table(head, body))
+    return table + "\n\n" + chaosnli.format_table(result["scores"])

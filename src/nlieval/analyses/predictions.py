@@ -1,0 +1,328 @@
+"""Prediction files of classifiers made elsewhere: the one reader of each format.
+
+Three formats give a probability distribution per item id, so that fine-tuned classifiers
+can be compared with language models on ChaosNLI (:mod:`nlieval.analyses.imports` turns
+them into run folders):
+
+``baan2022``
+    The files of Baan et al. (2022), ``{SNLI,MNLI}_{dev,test}_{model}_{seed}.json[l][.gz]``:
+    one JSON object per line with ``uid``, ``probs`` (or ``logits``), ``pred`` and ``true``
+    as label **indices in the order 0 = entailment, 1 = contradiction, 2 = neutral**
+    (not the usual e/n/c). Task, model and seed come from the file name.
+``chaosnli``
+    The official ChaosNLI prediction file, one JSON document
+    ``{model: {uid: {uid, predicted_probabilities | logits, predicted_label}}}`` with the
+    probabilities in ChaosNLI order ([e, n, c], or [1, 2] for alpha-NLI).
+``jsonl``
+    One object per line: ``id`` (or ``uid``) and ``probs`` (or ``probabilities``,
+    ``predicted_probabilities``, ``logits``), optionally ``pred`` (a label); the
+    probabilities in the task's label order unless another order is given.
+
+Every bad entry raises ``ValueError`` with one line naming the file, the line (or the
+model and uid of a JSON document) and the field.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from scipy.special import softmax
+
+from ..types import Label
+
+#: How far from 1 a file's predicted probabilities may sum (rounding in the file).
+PROB_TOLERANCE = 1e-3
+Format = Literal["baan2022", "chaosnli", "jsonl"]
+FORMATS: tuple[str, ...] = ("baan2022", "chaosnli", "jsonl")
+#: Baan et al.'s label indices (verified against the SNLI gold labels; see SOURCES.md).
+BAAN_ORDER: tuple[str, ...] = ("entailment", "contradiction", "neutral")
+BAAN_NAME = re.compile(
+    r"^(?P<set>SNLI|MNLI)_(?P<half>dev|test)_(?P<model>.+)_(?P<seed>\d+)\.jsonl?(\.gz)?$"
+)
+BAAN_TASKS = {"SNLI": "chaosnli_snli", "MNLI": "chaosnli_mnli"}
+PROB_FIELDS = ("probs", "probabilities", "predicted_probabilities")
+ID_FIELDS = ("id", "uid")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One item's prediction: ``probs`` in the label order of the reader's ``labels``;
+    ``pred`` the predicted label (None: take the most probable); ``gold`` the label the
+    file itself gives (Baan's ``true``), used only to check the label order."""
+
+    item_id: str
+    probs: tuple[float, ...]
+    pred: str | None
+    where: str
+    gold: str | None = None
+
+
+@dataclass(frozen=True)
+class PredictionSet:
+    """The predictions of one model (and seed) from one file; ``task`` None when the file
+    does not say which ChaosNLI set it is for."""
+
+    path: str
+    format: str
+    model: str
+    seed: int
+    task: str | None
+    predictions: tuple[Prediction, ...]
+
+
+def detect_format(path: str | Path) -> Format:
+    """The format a file name suggests: Baan et al.'s names, ``.json`` (one document:
+    official ChaosNLI), else jsonl.
+
+    >>> detect_format("SNLI_dev_roberta-base_0.jsonl.gz"), detect_format("p.json")
+    ('baan2022', 'chaosnli')
+    """
+    name = Path(path).name
+    if BAAN_NAME.match(name):
+        return "baan2022"
+    if name.endswith(".json"):
+        return "chaosnli"
+    return "jsonl"
+
+
+def _open_text(path: Path) -> Any:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8-sig")
+    return open(path, encoding="utf-8-sig")
+
+
+def _json_lines(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    try:
+        with _open_text(path) as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                where = f"{path}:{lineno}"
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{where}: malformed JSON: {err.msg}") from None
+                if not isinstance(row, Mapping):
+                    raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
+                yield where, row
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except (OSError, EOFError) as err:
+        raise ValueError(f"{path}: cannot read: {err}") from None
+
+
+def probabilities(values: Any, width: int, where: str, name: str) -> list[float]:
+    """Validated probabilities from a field: ``width`` finite numbers, >= 0, summing to 1
+    (within :data:`PROB_TOLERANCE`); a field named ``logits`` is put through a softmax.
+
+    >>> probabilities([2.0, 2.0], 2, "f:1", "logits")
+    [0.5, 0.5]
+    >>> probabilities([0.5, 0.6], 2, "f:1", "probs")
+    Traceback (most recent call last):
+    ValueError: f:1: probs must be >= 0 and sum to 1 (within 0.001), got [0.5, 0.6]
+    """
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: {name} must be a list of numbers") from None
+    if arr.shape != (width,):
+        shown = arr.tolist() if arr.ndim else values
+        raise ValueError(f"{where}: {name}: expected {width} values, got {shown}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{where}: {name} must be finite, got {arr.tolist()}")
+    if name == "logits":
+        return [float(x) for x in softmax(arr)]
+    if (arr < 0).any() or abs(float(arr.sum()) - 1.0) > PROB_TOLERANCE:
+        raise ValueError(
+            f"{where}: {name} must be >= 0 and sum to 1 (within {PROB_TOLERANCE}), "
+            f"got {arr.tolist()}"
+        )
+    return [float(x) for x in arr]
+
+
+def _field(row: Mapping[str, Any], names: Sequence[str]) -> str | None:
+    return next((n for n in names if n in row), None)
+
+
+def _item_id(row: Mapping[str, Any], where: str) -> str:
+    name = _field(row, ID_FIELDS)
+    if name is None:
+        raise ValueError(f"{where}: no item id (field 'id' or 'uid')")
+    value = row[name]
+    if isinstance(value, bool) or not isinstance(value, str | int) or str(value) == "":
+        raise ValueError(f"{where}: {name} must be a non-empty string, got {value!r}")
+    return str(value)
+
+
+def _label(raw: Any, labels: Sequence[str], where: str, name: str) -> str:
+    try:
+        value = Label.parse(raw).value
+    except ValueError:
+        value = ""
+    if value not in labels:
+        raise ValueError(f"{where}: {name} {raw!r} is not one of {list(labels)}")
+    return value
+
+
+def _index_label(raw: Any, order: Sequence[str], where: str, name: str) -> str:
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw < len(order):
+        raise ValueError(f"{where}: {name} must be a label index 0-{len(order) - 1}, got {raw!r}")
+    return order[raw]
+
+
+def _reorder(probs: Sequence[float], file_order: Sequence[str], labels: Sequence[str]) -> tuple:
+    return tuple(probs[file_order.index(lab)] for lab in labels)
+
+
+def _check_unique(preds: Sequence[Prediction], path: Path) -> None:
+    seen: dict[str, str] = {}
+    for p in preds:
+        if p.item_id in seen:
+            raise ValueError(f"{p.where}: id {p.item_id!r} again (first at {seen[p.item_id]})")
+        seen[p.item_id] = p.where
+
+
+def read_baan2022(
+    path: str | Path, labels: Sequence[str] = ("entailment", "neutral", "contradiction")
+) -> PredictionSet:
+    """A prediction file of Baan et al. (2022); probabilities put in ``labels`` order.
+
+    >>> s = read_baan2022("SNLI_dev_roberta-base_0.jsonl.gz")  # doctest: +SKIP
+    >>> s.task, s.model, s.seed  # doctest: +SKIP
+    ('chaosnli_snli', 'roberta-base', 0)
+    """
+    p = Path(path)
+    m = BAAN_NAME.match(p.name)
+    if m is None:
+        raise ValueError(
+            f"{p}: not a Baan et al. file name ({{SNLI,MNLI}}_{{dev,test}}_MODEL_SEED.json[l][.gz])"
+        )
+    if set(labels) != set(BAAN_ORDER):
+        raise ValueError(f"{p}: Baan et al. files are 3-way NLI, not {list(labels)}")
+    preds = []
+    for where, row in _json_lines(p):
+        uid = _item_id(row, where)
+        name = _field(row, ("probs", "logits"))
+        if name is None:
+            raise ValueError(f"{where}: neither probs nor logits")
+        probs = probabilities(row[name], 3, where, name)
+        pred = _index_label(row["pred"], BAAN_ORDER, where, "pred") if "pred" in row else None
+        gold = _index_label(row["true"], BAAN_ORDER, where, "true") if "true" in row else None
+        preds.append(Prediction(uid, _reorder(probs, BAAN_ORDER, labels), pred, where, gold))
+    _check_unique(preds, p)
+    return PredictionSet(
+        str(p), "baan2022", m["model"], int(m["seed"]), BAAN_TASKS[m["set"]], tuple(preds)
+    )
+
+
+def load_official(path: str | Path) -> Mapping[str, Mapping[str, Any]]:
+    """The raw ``{model: {uid: prediction}}`` of an official ChaosNLI prediction file.
+
+    >>> load_official("snli_random_baseline.json").keys()  # doctest: +SKIP
+    dict_keys(['random_baseline'])
+    """
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            raw = json.load(f)
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}:{err.lineno}: malformed JSON: {err.msg}") from None
+    if not isinstance(raw, Mapping) or not all(isinstance(v, Mapping) for v in raw.values()):
+        raise ValueError(f"{path}: expected {{model: {{uid: prediction}}}}")
+    return raw
+
+
+def official_prediction(p: Any, labels: Sequence[str], where: str) -> tuple[list[float], str]:
+    """Probabilities (from ``predicted_probabilities``, else a softmax of ``logits``) and
+    the ``predicted_label`` of one entry of an official prediction file.
+
+    >>> official_prediction({"logits": [0, 0], "predicted_label": 2}, ("1", "2"), "f")
+    ([0.5, 0.5], '2')
+    """
+    if not isinstance(p, Mapping):
+        raise ValueError(f"{where}: a prediction must be an object, got {type(p).__name__}")
+    name = "predicted_probabilities" if "predicted_probabilities" in p else "logits"
+    if name not in p:
+        raise ValueError(f"{where}: neither predicted_probabilities nor logits")
+    probs = probabilities(p[name], len(labels), where, name)
+    return probs, _label(p.get("predicted_label"), labels, where, "predicted_label")
+
+
+def read_official(path: str | Path, labels: Sequence[str], task: str | None) -> list[PredictionSet]:
+    """One :class:`PredictionSet` per model of an official ChaosNLI prediction file
+    (seed 0), probabilities in ``labels`` order (the file's: ChaosNLI order).
+
+    >>> read_official("snli_random_baseline.json", NLI, "chaosnli_snli")  # doctest: +SKIP
+    """
+    out = []
+    for model, entries in load_official(path).items():
+        preds = []
+        for uid, entry in entries.items():
+            where = f"{path}: {model!r} {uid!r}"
+            probs, label = official_prediction(entry, labels, where)
+            preds.append(Prediction(str(uid), tuple(probs), label, where))
+        out.append(PredictionSet(str(path), "chaosnli", str(model), 0, task, tuple(preds)))
+    return out
+
+
+def read_jsonl(
+    path: str | Path,
+    labels: Sequence[str],
+    *,
+    model: str,
+    seed: int = 0,
+    task: str | None = None,
+    file_order: Sequence[str] | None = None,
+) -> PredictionSet:
+    """A plain jsonl of id and probabilities (see the module docstring); ``file_order``
+    is the order of the file's probabilities (default: ``labels``).
+
+    >>> read_jsonl("preds.jsonl", NLI, model="my-bert")  # doctest: +SKIP
+    """
+    order = tuple(file_order or labels)
+    if sorted(order) != sorted(labels):
+        raise ValueError(
+            f"{path}: label order {list(order)} is not a permutation of {list(labels)}"
+        )
+    p = Path(path)
+    preds = []
+    for where, row in _json_lines(p):
+        uid = _item_id(row, where)
+        name = _field(row, (*PROB_FIELDS, "logits"))
+        if name is None:
+            raise ValueError(f"{where}: no probabilities (field 'probs' or 'logits')")
+        probs = probabilities(row[name], len(order), where, name)
+        pred = _label(row["pred"], labels, where, "pred") if row.get("pred") is not None else None
+        preds.append(Prediction(uid, _reorder(probs, order, labels), pred, where))
+    _check_unique(preds, p)
+    return PredictionSet(str(p), "jsonl", model, seed, task, tuple(preds))
+
+
+def predicted_label(p: Prediction, labels: Sequence[str]) -> str:
+    """The prediction's label: the file's, or the most probable (ties to the first).
+
+    >>> predicted_label(Prediction("1", (0.2, 0.8), None, "f:1"), ("1", "2"))
+    '2'
+    """
+    if p.pred is not None:
+        return p.pred
+    return labels[max(range(len(labels)), key=lambda i: (p.probs[i], -i))]
+
+
+def log_probs(probs: Sequence[float]) -> tuple[float, ...]:
+    """Natural logs of probabilities, with 0 mapped to the log of the smallest positive
+    double (a run record keeps finite log-likelihoods).
+
+    >>> log_probs([1.0, 0.0])[0]
+    0.0
+    """
+    return tuple(math.log(max(x, 5e-324)) for x in probs)

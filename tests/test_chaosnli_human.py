@@ -1,0 +1,120 @@
+"""The human-vs-human split-half estimate: checked against an exact hypergeometric sum and
+a direct simulation written here, and its place in the tables, the JSON and the plot."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import hypergeom
+
+from nlieval.analyses import chaosnli, plots
+from nlieval.analyses.chaosnli import HumanBaseline, split_half_js
+from nlieval.types import Record
+
+NLI = ("entailment", "neutral", "contradiction")
+
+
+def js_distance(p: Sequence[float], q: Sequence[float]) -> float:
+    """JS distance, natural log, written out from its definition."""
+    m = [(a + b) / 2 for a, b in zip(p, q, strict=True)]
+
+    def kl(x: Sequence[float], y: Sequence[float]) -> float:
+        return sum(a * math.log(a / b) for a, b in zip(x, y, strict=True) if a > 0)
+
+    return math.sqrt(max(0.0, 0.5 * kl(p, m) + 0.5 * kl(q, m)))
+
+
+def test_split_half_two_labels_equals_the_exact_hypergeometric_expectation() -> None:
+    # 50 "e" and 50 "n" labels; half A draws 50 without replacement: its number of "e"
+    # labels a is hypergeometric(100, 50, 50), and half B holds 50 - a of them.
+    counts = [50, 50]
+    exact = sum(
+        hypergeom.pmf(a, 100, 50, 50) * js_distance([a / 50, 1 - a / 50], [1 - a / 50, a / 50])
+        for a in range(51)
+    )
+    est, est_div = split_half_js(counts, splits=20000, seed=3, item_id="i")
+    assert est == pytest.approx(exact, abs=0.002)
+    exact_div = sum(
+        hypergeom.pmf(a, 100, 50, 50) * js_distance([a / 50, 1 - a / 50], [1 - a / 50, a / 50]) ** 2
+        for a in range(51)
+    )
+    assert est_div == pytest.approx(exact_div, abs=0.0005)
+
+
+def test_split_half_three_labels_matches_a_direct_simulation() -> None:
+    counts = [60, 30, 10]
+    rng = np.random.default_rng(12345)
+    labels = np.repeat([0, 1, 2], counts)
+    sims = []
+    for _ in range(6000):
+        shuffled = rng.permutation(labels)
+        a = np.bincount(shuffled[:50], minlength=3) / 50
+        b = np.bincount(shuffled[50:], minlength=3) / 50
+        sims.append(js_distance(a.tolist(), b.tolist()))
+    est, _ = split_half_js(counts, splits=6000, seed=0, item_id="x")
+    # Two independent Monte Carlo means of a quantity with sd about 0.04.
+    assert est == pytest.approx(float(np.mean(sims)), abs=0.003)
+
+
+def test_split_half_properties() -> None:
+    assert split_half_js([100, 0, 0]) == (0.0, 0.0)
+    a = split_half_js([40, 35, 25], splits=5, seed=1, item_id="u1")
+    assert a == split_half_js([40, 35, 25], splits=5, seed=1, item_id="u1")
+    assert a != split_half_js([40, 35, 25], splits=5, seed=2, item_id="u1")
+    # An odd total: halves of 50 and 51 labels, still defined.
+    assert 0 < split_half_js([51, 50, 0], splits=5)[0] < 0.3
+    with pytest.raises(ValueError, match="integer label counts"):
+        split_half_js([0.3, 0.7, 0.0])
+    with pytest.raises(ValueError, match="splits"):
+        split_half_js([50, 50], splits=0)
+
+
+def rec(item: str, counts: Sequence[int], probs: Sequence[float], model: str = "m") -> Record:
+    meta = {"human_counts": list(counts), "majority_label": "entailment"}
+    return Record("chaosnli_snli", item, model, 0, 0, NLI, (0.0,) * 3, tuple(probs),
+                  "entailment", "entailment", meta=meta)  # fmt: skip
+
+
+ITEMS = {"a": [70, 20, 10], "b": [34, 33, 33], "c": [0, 90, 10]}
+
+
+def test_human_line_is_the_item_mean_and_does_not_depend_on_the_other_items() -> None:
+    records = [rec(i, c, (1 / 3, 1 / 3, 1 / 3)) for i, c in ITEMS.items()]
+    (row,) = chaosnli.score_records(records, HumanBaseline(splits=7, seed=4))
+    per_item = [split_half_js(c, 7, 4, i)[0] for i, c in ITEMS.items()]
+    assert row["human"]["js_distance"] == pytest.approx(float(np.mean(per_item)), abs=1e-12)
+    assert row["human"]["label"] == "human split-half (estimate, 7 splits)"
+    # Seeded per item: scoring item "a" alone gives it the same halves.
+    (alone,) = chaosnli.score_records(records[:1], HumanBaseline(splits=7, seed=4))
+    assert alone["human"]["js_distance"] == pytest.approx(per_item[0], abs=1e-15)
+
+
+def test_published_value_replaces_the_estimate_in_table_and_plot(tmp_path: Path) -> None:
+    records = [rec(i, c, (0.5, 0.3, 0.2)) for i, c in ITEMS.items()]
+    records += [rec(i, c, (0.2, 0.3, 0.5), model="other") for i, c in ITEMS.items()]
+    est_rows = chaosnli.score_records(records)
+    table = chaosnli.format_table(est_rows)
+    assert "| human split-half (estimate, 10 splits) | chaosnli_snli | - | 3 |" in table
+    pub = chaosnli.score_records(records, HumanBaseline(published={"chaosnli_snli": 0.0712}))
+    table = chaosnli.format_table(pub)
+    assert "| human (published) | chaosnli_snli | - | 3 | 0.0712 | - | - | - | - |" in table
+    assert "estimate" not in table
+    png = plots.plot_divergence(est_rows, tmp_path / "div.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    png = plots.plot_divergence(pub, tmp_path / "div_pub.png")
+    assert png.stat().st_size > 0
+
+
+def test_common_items_keeps_only_items_every_system_scored() -> None:
+    records = [rec(i, c, (1 / 3, 1 / 3, 1 / 3)) for i, c in ITEMS.items()]
+    records.append(rec("a", ITEMS["a"], (0.8, 0.1, 0.1), model="short"))
+    frame = chaosnli.common_items(chaosnli.item_frame(records))
+    assert sorted(set(frame["item_id"])) == ["a"]
+    result = chaosnli.report(records, n_bins=1, common=True)
+    assert {r["model"]: r["n"] for r in result["scores"]} == {"m": 1, "short": 1}
+    result = chaosnli.report(records, n_bins=1)
+    assert {r["model"]: r["n"] for r in result["scores"]} == {"m": 3, "short": 1}

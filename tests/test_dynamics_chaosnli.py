@@ -1,0 +1,90 @@
+"""ChaosNLI divergences over checkpoints: JS distance and KL per checkpoint computed by
+hand on a 2-item example, Kendall tau counted by hand, the table, the plots and the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from nlieval.analyses.dynamics import dynamics, format_dynamics, plot_dynamics
+from nlieval.cli import main
+from nlieval.runs import RunFolder
+from nlieval.types import Record
+
+NLI = ("entailment", "neutral", "contradiction")
+HUMAN = {"i1": [80, 20, 0], "i2": [0, 50, 50]}
+# Per checkpoint, the model's distribution on i1 and i2 (ChaosNLI order e, n, c).
+MODEL = {
+    "ck0": ([1 / 3, 1 / 3, 1 / 3], [1 / 3, 1 / 3, 1 / 3]),
+    "ck1": ([0.8, 0.2, 0.0], [0.0, 0.5, 0.5]),
+    "ck2": ([0.5, 0.5, 0.0], [0.0, 0.5, 0.5]),
+}
+ORDER = ["ck0", "ck1", "ck2"]
+
+
+def rec(ck: str, item: str, probs: Sequence[float]) -> Record:
+    pred = NLI[max(range(3), key=lambda i: probs[i])]
+    meta = {"human_counts": HUMAN[item], "majority_label": "entailment"}
+    loglik = tuple(math.log(max(p, 1e-300)) for p in probs)
+    return Record("chaosnli_snli", item, "m", 0, 0, NLI, loglik, tuple(probs), pred,
+                  "entailment", checkpoint=ck, meta=meta)  # fmt: skip
+
+
+def records() -> list[Record]:
+    return [rec(ck, item, MODEL[ck][j]) for ck in ORDER for j, item in enumerate(HUMAN)]
+
+
+def by_hand(p: Sequence[float], q: Sequence[float]) -> tuple[float, float]:
+    """JS distance and KL(p || q), natural log; q's zeros floored at 1e-15 (renormalised)."""
+    q = [max(x, 1e-15) for x in q]
+    q = [x / sum(q) for x in q]
+    m = [(a + b) / 2 for a, b in zip(p, q, strict=True)]
+    kl_pm = sum(a * math.log(a / b) for a, b in zip(p, m, strict=True) if a > 0)
+    kl_qm = sum(a * math.log(a / b) for a, b in zip(q, m, strict=True) if a > 0)
+    kl_pq = sum(a * math.log(a / b) for a, b in zip(p, q, strict=True) if a > 0)
+    return math.sqrt(max(0.0, (kl_pm + kl_qm) / 2)), kl_pq
+
+
+def test_js_and_kl_per_checkpoint_and_their_tau() -> None:
+    (row,) = dynamics(records(), ORDER)
+    human = {i: [c / 100 for c in counts] for i, counts in HUMAN.items()}
+    for j, ck in enumerate(ORDER):
+        pairs = [by_hand(human[i], MODEL[ck][n]) for n, i in enumerate(HUMAN)]
+        assert row["js_distance"][j] == pytest.approx((pairs[0][0] + pairs[1][0]) / 2, abs=1e-7)
+        assert row["kl"][j] == pytest.approx((pairs[0][1] + pairs[1][1]) / 2, abs=1e-7)
+    # ck1 equals the human distributions: JS 0. Series -JS is then (low, 0, middle):
+    # pairs (0,1) and (0,2) concordant, (1,2) discordant: tau = (2 - 1) / 3.
+    assert row["js_distance"][1] == pytest.approx(0.0, abs=1e-7)
+    assert row["js_distance"][0] > row["js_distance"][2] > 0
+    assert row["tau_js"] == pytest.approx(1 / 3)
+    assert row["kl"][0] > row["kl"][2] > row["kl"][1]
+    assert row["tau_kl"] == pytest.approx(1 / 3)
+    assert row["n"] == 2
+    # Uniform baseline: the ck0 model is uniform, so the two agree.
+    assert row["uniform"]["js_distance"] == pytest.approx(row["js_distance"][0], abs=1e-12)
+    assert "estimate" in row["human"]["label"]
+    table = format_dynamics([row])
+    assert "| tau(-JS) | tau(-KL) |" in table
+    assert f"| m | chaosnli_snli | 0 | 2 | {row['js_distance'][0]:.4f} " in table
+
+
+def test_plot_has_a_divergence_row_and_cli_writes_both_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = dynamics(records(), ORDER)
+    png = plot_dynamics(rows, tmp_path / "dyn.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    folder = RunFolder(tmp_path / "run")
+    folder.path.mkdir()
+    (folder.path / "config.json").write_text(json.dumps({"model": "m", "checkpoints": ORDER}))
+    folder.append(records())
+    argv = ["dynamics", str(folder.path), "--plot", str(tmp_path / "a.png")]
+    argv += ["--entropy-plot", str(tmp_path / "b.png"), "--bins", "2", "--human-js"]
+    assert main([*argv, "chaosnli_snli=0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "0.0500 (human (published))" in out
+    assert (tmp_path / "a.png").is_file() and (tmp_path / "b.png").is_file()
