@@ -15,7 +15,8 @@ from nlieval.choice import RunConfig, run
 from nlieval.cli import main
 from nlieval.contamination.ngrams import build_index
 from nlieval.contamination.scan import scan_files
-from nlieval.data import DataError, get_task
+from nlieval.data import DataError, get_task, read_items
+from nlieval.data.stats import dataset_stats
 from nlieval.report import report
 from nlieval.runs import RECORDS, RunError, RunFolder
 from nlieval.sci import distant
@@ -52,6 +53,22 @@ def test_missing_pool_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(DataError) as err:
         get_task(str(yaml))
     assert str(err.value) == f"{yaml}: field 'pool': no such file: {tmp_path / 'missing.jsonl'}"
+
+
+def test_stats_warns_about_items_too_long_for_a_prompt(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rows = [
+        {"id": "short", "premise": "A man walks.", "hypothesis": "He moves.", "label": "neutral"},
+        {"id": "huge", "premise": "word " * 5000, "hypothesis": "He moves.", "label": "neutral"},
+    ]
+    data = tmp_path / "t.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ds = read_items(data)
+    with caplog.at_level(logging.WARNING):
+        assert dataset_stats(ds)["long_items"] == 1  # 25,009 characters > 10,000
+    # Read without a field map, an item's id is its line number.
+    assert f"{data}: 1 item(s) of t/file longer than 10000 characters (ids: 2)" in caplog.text
 
 
 # --------------------------------------------------------------------------- report

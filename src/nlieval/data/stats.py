@@ -10,14 +10,24 @@ For alpha-NLI the premise and hypothesis are the two observations (obs1, obs2).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
+from ..types import Item
 from .dataset import Dataset
 
 _WORD = re.compile(r"\w+")
+
+log = logging.getLogger(__name__)
+
+#: Characters (premise, hypothesis and options together) above which an item is reported
+#: as too long. Counted without a model's tokenizer (``stats`` loads none): about 2,500
+#: tokens of English, ten times the longest premise of SNLI, MultiNLI or ANLI, and with
+#: a few shots of that size a prompt outgrows small models' context windows.
+LONG_CHARS = 10_000
 
 
 def words(text: str) -> list[str]:
@@ -50,7 +60,8 @@ def dataset_stats(ds: Dataset) -> dict[str, Any]:
     ``none`` for unlabelled items), ``dropped`` (reason -> count), ``skipped_bad``,
     ``premise_words`` and ``hypothesis_words`` (mean words per item), ``overlap_pct``
     (mean over items of the % of hypothesis words also in the premise; items whose
-    hypothesis has no words are left out of this mean).
+    hypothesis has no words are left out of this mean), ``long_items`` (how many items
+    have more than :data:`LONG_CHARS` characters; a warning names the first ids).
 
     >>> from nlieval.data import load_task
     >>> s = dataset_stats(load_task("smoke"))
@@ -61,6 +72,19 @@ def dataset_stats(ds: Dataset) -> dict[str, Any]:
     overlaps = [
         o for o in (overlap_pct(it.premise, it.hypothesis) for it in items) if o is not None
     ]
+    long_ids = [it.id for it in items if _chars(it) > LONG_CHARS]
+    if long_ids:
+        shown = ", ".join(long_ids[:5]) + (", ..." if len(long_ids) > 5 else "")
+        log.warning(
+            "%s: %d item(s) of %s/%s longer than %d characters (ids: %s): a prompt may not "
+            "fit a model's context window",
+            ds.source or ds.task,
+            len(long_ids),
+            ds.task,
+            ds.split,
+            LONG_CHARS,
+            shown,
+        )
     return {
         "task": ds.task,
         "split": ds.split,
@@ -71,7 +95,12 @@ def dataset_stats(ds: Dataset) -> dict[str, Any]:
         "premise_words": fmean(len(words(it.premise)) for it in items) if items else 0.0,
         "hypothesis_words": fmean(len(words(it.hypothesis)) for it in items) if items else 0.0,
         "overlap_pct": fmean(overlaps) if overlaps else 0.0,
+        "long_items": len(long_ids),
     }
+
+
+def _chars(item: Item) -> int:
+    return len(item.premise) + len(item.hypothesis) + sum(len(c) for c in item.choices)
 
 
 _COLUMNS = ("task", "split", "items", "labels", "dropped", "prem words", "hyp words", "overlap %")
