@@ -21,6 +21,13 @@ with ``a := x`` and ``b := y``, and the sentence variables become propositional 
 A relation without premises (``Eaa``) is just its formula: valid, contradictory
 (unsatisfiable) or contingent.
 
+For a target pair and input labels, :func:`conclude` gives the labels a model may answer.
+A model answers one label per pair, so answering L asserts L and denies the other two:
+L is allowed when the inputs, L and the negations of the other two labels (all for the
+target pair) are satisfiable together. This is stricter than the table's relations: under
+SC, ``Cab -> Cba`` is valid yet ``Cab -> ~Eba`` is not (E(b,a) and C(b,a) both hold when
+no world has b), but E(b,a) without C(b,a) contradicts C(a,b), so only C is allowed.
+
 Nothing is looked up: every answer comes from the decision procedure
 (:func:`satisfiable`), which is sound and complete for formulas of modal depth at most
 one (no box or dia inside another), the depth of every formula here, and refuses deeper
