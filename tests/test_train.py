@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import random
@@ -226,7 +227,7 @@ def test_finished_seeds_are_reused(tiny_bert: Path, syn: dict[str, str], tmp_pat
 
 
 def test_seeds_grow_and_an_unfinished_seed_restarts(
-    tiny_bert: Path, syn: dict[str, str], tmp_path: Path
+    tiny_bert: Path, syn: dict[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     config = _config(tiny_bert, syn, tmp_path, epochs=1, limit=32)
     first = train(config, progress=False)
@@ -239,7 +240,9 @@ def test_seeds_grow_and_an_unfinished_seed_restarts(
     # its records replaced, not duplicated.
     (tmp_path / "seed1" / "train.json").unlink()
     seen.clear()
-    again = train(replace_config(config, seeds=[0, 1]), on_epoch=seen.append, progress=False)
+    with caplog.at_level(logging.WARNING):
+        again = train(replace_config(config, seeds=[0, 1]), on_epoch=seen.append, progress=False)
+    assert "seed 1 was not finished" in caplog.text and "seed 0" not in caplog.text
     assert [row["seed"] for row in seen] == [1]
     got = RunFolder(tmp_path).records()
     assert len(got) == len(want) == 64

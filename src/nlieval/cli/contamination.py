@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import contamination as cont
 from .. import data
-from ..runs import iter_run_records
+from ..runs import atomic_write, iter_run_records
 from .args import add_data_dir, csv_list
 
 
@@ -122,7 +122,7 @@ def _scan(args: argparse.Namespace) -> list[dict[str, Any]]:
         "scan": result.stats(),
     }
     side = out.with_name((out.stem if out.suffix == ".jsonl" else out.name) + ".summary.json")
-    side.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    atomic_write(side, json.dumps(summary, indent=2) + "\n")
     s = result.stats()
     print(
         f"corpus: {s['shards']} shards, {s['bytes'] / 1e6:.1f} MB, {s['docs']} docs, "

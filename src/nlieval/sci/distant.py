@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..data import DataError, seeded_rng
+from ..runs import atomic_write
 from ..types import SCI4, Label
 
 #: Linking phrases per class, as in METHODS.md's table (canonical spelling).
@@ -698,9 +699,9 @@ def write_task(result: BuildResult, out_dir: str | Path, name: str, description:
             f"nothing written to {out}"
         )
     out.mkdir(parents=True, exist_ok=True)
-    with (out / f"{name}.jsonl").open("w", encoding="utf-8") as fh:
-        for pair in result.pairs:
-            fh.write(json.dumps(pair.to_dict(), ensure_ascii=False) + "\n")
+    # Each file whole or not at all (write, then rename): two builds into one folder
+    # leave one build's files, never a mix of lines.
+    atomic_write(out / f"{name}.jsonl", _jsonl(result.pairs))
     spec = {
         "name": name,
         "description": description or f"scientific NLI pairs built by nlieval ({name})",
@@ -716,18 +717,18 @@ def write_task(result: BuildResult, out_dir: str | Path, name: str, description:
         },
     }
     yaml_path = out / f"{name}.yaml"
-    yaml_path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
-    (out / f"{name}.counts.json").write_text(
-        json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8"
-    )
+    atomic_write(yaml_path, yaml.safe_dump(spec, sort_keys=False))
+    atomic_write(out / f"{name}.counts.json", json.dumps(result.to_json(), indent=2) + "\n")
     return yaml_path
 
 
+def _jsonl(pairs: Iterable[Pair]) -> str:
+    return "".join(json.dumps(p.to_dict(), ensure_ascii=False) + "\n" for p in pairs)
+
+
 def write_pairs(pairs: Iterable[Pair], path: str | Path) -> int:
-    """Write pairs as jsonl (e.g. unlabelled candidates to score); return how many."""
-    n = 0
-    with Path(path).open("w", encoding="utf-8") as fh:
-        for pair in pairs:
-            fh.write(json.dumps(pair.to_dict(), ensure_ascii=False) + "\n")
-            n += 1
-    return n
+    """Write pairs as jsonl (e.g. unlabelled candidates to score), atomically; return
+    how many."""
+    pairs = list(pairs)
+    atomic_write(Path(path), _jsonl(pairs))
+    return len(pairs)

@@ -739,10 +739,19 @@ def _seed_done(
 def _clear_seed(run: RunFolder, seed: int) -> None:
     """Remove what an earlier, unfinished attempt at ``seed`` left: its checkpoint folder,
     the temporary folders of a save cut short, and its records."""
-    for leftover in [run.path / f"seed{seed}", *run.path.glob(f".seed{seed}.*")]:
+    leftovers = [run.path / f"seed{seed}", *run.path.glob(f".seed{seed}.*")]
+    records = run.records()
+    if any(p.is_dir() for p in leftovers) or any(r.seed == seed for r in records):
+        # A kill (or a crash) cut this seed short: say that it starts again, not resumes.
+        log.warning(
+            "%s: seed %d was not finished (stopped mid-training?): training it again from "
+            "the start",
+            run.path,
+            seed,
+        )
+    for leftover in leftovers:
         if leftover.is_dir():
             shutil.rmtree(leftover)
-    records = run.records()
     if any(r.seed == seed for r in records):
         kept = "".join(r.to_json() + "\n" for r in records if r.seed != seed)
         atomic_write(run.records_path, kept)
