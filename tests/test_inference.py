@@ -330,6 +330,15 @@ def test_cli_build_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     captured = capsys.readouterr()
     assert "has records for 0 of the 7 source items" in captured.err  # 5 items, g1, g2
     assert "Filtered (" in captured.out
+    # An items file whose provenance was emptied is one line naming the file and item.
+    lines = (out / "items.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    lines[0] = json.dumps({**first, "sources": None})
+    (out / "items.jsonl").write_text("\n".join(lines) + "\n")
+    assert _cli(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert str(out) in err and first["id"] in err and "'sources'" in err
 
 
 # --------------------------------------------------------------------------- real data

@@ -182,7 +182,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     records = list(iter_run_records([args.run]))
     sources = list(iter_run_records([args.source_run])) if args.source_run else None
     readings = logic.merge_readings(args.readings)
-    rows = consistency_report(records, items, sources, readings)
+    try:
+        rows = consistency_report(records, items, sources, readings)
+    except ValueError as err:  # an item's provenance is missing: name the file too
+        raise ValueError(f"{args.items}: {err}") from None
     if sources is not None:
         matched, needed = source_coverage(items, sources)
         if matched < needed:
