@@ -13,4 +13,14 @@ if [ -z "${NLIEVAL_DATA_DIR:-}" ] && [ -d ../shared/data ]; then
 fi
 ruff check src tests benchmarks scripts
 mypy
+# NLIEVAL_VLLM=1 (set by .ci/run): build the vLLM CPU environment, serve the packaged
+# SmolLM2 on a free port for the tests marked `vllm`, stop it afterwards. Without it those
+# tests skip unless NLIEVAL_VLLM_URL names a running server.
+if [ "${NLIEVAL_VLLM:-0}" = 1 ] && [ -z "${NLIEVAL_VLLM_URL:-}" ]; then
+    PORT=$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    bash scripts/setup_vllm.sh
+    bash scripts/vllm_serve.sh "$PORT"
+    trap 'bash scripts/vllm_stop.sh "$PORT"' EXIT
+    export NLIEVAL_VLLM_URL="http://127.0.0.1:$PORT/v1"
+fi
 python -m pytest -q --doctest-modules src tests "$@"

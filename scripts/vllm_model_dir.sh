@@ -12,10 +12,7 @@ HF_HUB_OFFLINE=1 "$PY" - "${1:-smollm2-135m}" <<'EOF'
 import sys
 
 # The module moved from nlieval.models to nlieval.backends.weights; accept either.
-try:
-    from nlieval.backends.weights import local_hf_folder, resolve_model
-except ImportError:
-    from nlieval.models import local_hf_folder, resolve_model
+from nlieval.backends.weights import local_hf_folder, resolve_model
 
 print(local_hf_folder(resolve_model(sys.argv[1])).path)
 EOF

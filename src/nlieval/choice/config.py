@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
+from ..backends.placement import parse_max_memory
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -22,6 +24,10 @@ class RunConfig:
     ``api_key_env``, ``timeout`` seconds per request, ``retries`` and at most
     ``concurrency`` requests in flight. The server's address is not part of a run's
     identity: a folder may be resumed against another server of the same model.
+
+    ``device_map`` (``auto``) spreads a local model over several devices through
+    accelerate, ``max_memory`` (``0=70GiB,1=70GiB,cpu=200GiB``) caps each; neither changes
+    results, so neither is part of the identity.
 
     >>> RunConfig("smollm2-135m", ("scinli",), sample=40).sample_seed
     0
@@ -46,6 +52,8 @@ class RunConfig:
     skip_bad: bool = False
     save_prompts: bool = True
     prefix_cache: bool = True
+    device_map: str | None = None
+    max_memory: str | None = None
     api_base: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     timeout: float = 60.0
@@ -65,6 +73,10 @@ class RunConfig:
     )
 
     def __post_init__(self) -> None:
+        if self.max_memory is not None:
+            if self.device_map is None:
+                raise ValueError("--max-memory needs --device-map (e.g. auto)")
+            parse_max_memory(self.max_memory)  # a bad spelling fails before any model loads
         if self.limit is not None and self.sample is not None:
             raise ValueError(
                 "--limit (the first N items) and --sample (a random N) cannot be combined"

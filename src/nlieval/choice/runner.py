@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import data
 from ..backends.base import ClassifierBackend, LogLikelihoodBackend, Progress
+from ..backends.placement import parse_max_memory
 from ..backends.weights import resolve_model
 from ..runs import Draws, RunFolder, Step, finalize, run_steps
 from ..types import Item, Record
@@ -57,6 +58,8 @@ def default_backend(config: RunConfig, checkpoint: str | None) -> AnyBackend:
         device=config.device,
         batch_size=config.batch_size,
         prefix_cache=config.prefix_cache,
+        device_map=config.device_map,
+        max_memory=parse_max_memory(config.max_memory) if config.max_memory else None,
     )
 
 

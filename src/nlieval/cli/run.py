@@ -12,7 +12,7 @@ from ..choice import RunConfig, run
 from ..data.stats import dataset_stats, format_stats
 from ..report import report
 from ..runs import metrics_table, run_timing
-from .args import add_data_dir, csv_list, int_list, seeds
+from .args import add_data_dir, csv_list, seeds, shot_counts
 
 
 def _batch(text: str) -> int | str:
@@ -47,7 +47,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "--shots",
         "--num_fewshot",
         dest="shots",
-        type=int_list,
+        type=shot_counts,
         default=(0,),
         help="comma-separated shot counts k [0]",
     )
@@ -84,6 +84,17 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "--dtype", default="auto", help="auto (fp32 on CPU, bf16 on GPU), float32, bfloat16"
     )
     p.add_argument("--device", default="auto")
+    p.add_argument(
+        "--device-map",
+        default=None,
+        help="auto: spread a model too large for one device over all GPUs (then CPU, disk)",
+    )
+    p.add_argument(
+        "--max-memory",
+        default=None,
+        metavar="DEV=SIZE,...",
+        help="with --device-map: memory per device, e.g. 0=70GiB,1=70GiB,cpu=200GiB",
+    )
     p.add_argument("--revision", default=None, help="hub revision of the model")
     p.add_argument(
         "--checkpoints",
@@ -138,6 +149,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         skip_bad=args.skip_bad,
         save_prompts=not args.no_prompts,
         prefix_cache=not args.no_prefix_cache,
+        device_map=args.device_map,
+        max_memory=args.max_memory,
         api_base=args.api_base,
         api_key_env=args.api_key_env,
         timeout=args.timeout,

@@ -1,0 +1,46 @@
+"""Where a model's layers go: ``--device-map`` and ``--max-memory`` for one process on
+several devices (accelerate's big-model inference, through transformers).
+
+A 70B model in bf16 fits on no single GPU; ``device_map="auto"`` spreads its layers over
+every visible GPU (then CPU RAM, then disk), and ``max_memory`` caps what each device
+takes. Results do not depend on the placement: each layer runs the same arithmetic on
+whichever device holds it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .weights import ModelError
+
+#: A size as accelerate reads it: digits, an optional unit (``GiB``, ``GB``, ``MiB``...).
+_SIZE = re.compile(r"^\d+(\.\d+)?\s*([KMGT]i?B)?$", re.IGNORECASE)
+
+
+def parse_max_memory(text: str) -> dict[int | str, str]:
+    """``"0=70GiB,1=70GiB,cpu=200GiB"`` -> ``{0: "70GiB", 1: "70GiB", "cpu": "200GiB"}``,
+    the ``max_memory`` of ``from_pretrained``: GPU indices as ints, ``cpu``/``disk`` named.
+
+    >>> parse_max_memory("0=70GiB, cpu=120GB")
+    {0: '70GiB', 'cpu': '120GB'}
+    >>> parse_max_memory("gpu0=1GiB")
+    Traceback (most recent call last):
+    ...
+    nlieval.backends.weights.ModelError: --max-memory: bad device 'gpu0' (a GPU index, cpu or disk)
+    """
+    out: dict[int | str, str] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        device, sep, size = (s.strip() for s in part.partition("="))
+        if not sep or not _SIZE.match(size):
+            raise ModelError(f"--max-memory: expected DEVICE=SIZE (e.g. 0=70GiB), got {part!r}")
+        if device.isdigit():
+            out[int(device)] = size
+        elif device in ("cpu", "disk"):
+            out[device] = size
+        else:
+            raise ModelError(f"--max-memory: bad device {device!r} (a GPU index, cpu or disk)")
+    if not out:
+        raise ModelError("--max-memory: empty")
+    return out
