@@ -199,3 +199,17 @@ def test_contamination_truncated_gz_names_the_file(tmp_path: Path, workers: int)
     with pytest.raises(DataError) as err:
         scan_files([cut, tmp_path / "ok.txt"], index, workers=workers)
     assert str(err.value).startswith(f"{cut}: cannot read") and "truncated" in str(err.value)
+
+
+def test_data_file_not_utf8_names_the_line(tmp_path: Path) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_bytes(b'{"premise": "a", "hypothesis": "b"}\n{"premise": "caf\xe9"}\n')
+    with pytest.raises(DataError, match=rf"^{data}:2: not UTF-8 text"):
+        read_items(data)
+
+
+def test_negative_shot_count_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["run", "--task", "smoke", "--shots", "0,-1", "--out", str(tmp_path / "o")])
+    assert "shot counts are 0 or more, got '0,-1'" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

@@ -31,6 +31,18 @@ def int_list(text: str) -> tuple[int, ...]:
         ) from None
 
 
+def shot_counts(text: str) -> tuple[int, ...]:
+    """``"0,5"`` -> ``(0, 5)``: shot counts, none negative.
+
+    >>> shot_counts("0,3")
+    (0, 3)
+    """
+    values = int_list(text)
+    if any(k < 0 for k in values):
+        raise argparse.ArgumentTypeError(f"shot counts are 0 or more, got {text!r}")
+    return values
+
+
 def positive_int(text: str) -> int:
     """An integer of at least 1 (counts, bins, token limits).
 

@@ -57,10 +57,34 @@ def _open_text(path: Path, member: str | None = None) -> Iterator[IO[str]]:
         else:
             with path.open(encoding="utf-8-sig", newline="") as fh:
                 yield fh
-    except UnicodeDecodeError:
-        raise DataError(where, None, None, "not UTF-8 text") from None
+    except UnicodeDecodeError as err:
+        line = _bad_utf8_line(path, member)
+        raise DataError(where, line, None, f"not UTF-8 text ({err.reason})") from None
     except (OSError, EOFError, zlib.error, zipfile.BadZipFile, KeyError) as err:
         raise DataError(where, None, None, f"cannot read: {err}") from None
+
+
+def _bad_utf8_line(path: Path, member: str | None) -> int | None:
+    # Text is decoded in blocks, so the error does not know its line: find it again in
+    # the bytes (only on this error path).
+    try:
+        if member is not None:
+            with zipfile.ZipFile(path) as zf, zf.open(member) as raw:
+                lines: Iterator[bytes] = iter(raw.readlines())
+        elif path.name.lower().endswith(".gz"):
+            with gzip.open(path, "rb") as gz:
+                lines = iter(gz.readlines())
+        else:
+            with path.open("rb") as fh:
+                lines = iter(fh.readlines())
+        for n, raw_line in enumerate(lines, 1):
+            try:
+                raw_line.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError:
+                return n
+    except (OSError, EOFError, zlib.error, zipfile.BadZipFile, KeyError):
+        pass
+    return None
 
 
 def _json_rows(fh: IO[str], where: str) -> Iterator[RowOrError]:
