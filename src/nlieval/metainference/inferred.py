@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..data import write_task_yaml
 from ..types import NLI3, Item, Label, Record
 from . import logic
 
@@ -201,8 +202,6 @@ def write_task(
     >>> write_task(build(src_items), "out/inferred")  # doctest: +SKIP
     PosixPath('out/inferred/task.yaml')
     """
-    import yaml
-
     if not items:
         raise ValueError("no inferred items to write (do the source items share sentences?)")
     root = Path(folder)
@@ -225,9 +224,7 @@ def write_task(
         "labels": [lab.value for lab in NLI3],
         "fields": {"id": "id", "label": None, "meta": list(_META_KEYS)},
     }
-    path = root / TASK_FILE
-    path.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    return path
+    return write_task_yaml(root / TASK_FILE, spec)
 
 
 def read_task(folder: str | Path) -> tuple[Item, ...]:
