@@ -140,3 +140,22 @@ def test_run_sample_is_the_same_whatever_the_batch_size(
     shares = Counter(gold[i] for i in scores[0])
     assert Counter(gold.values()) == {lab: 16 for lab in shares} and set(shares.values()) == {3}
     assert "sample 9 by label (seed 0)" in (tmp_path / "bs1" / "summary.md").read_text()
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    # `nlieval tasks | head -0`: the reader has closed the pipe before the first write;
+    # the writer must neither print a traceback nor claim an error of its own.
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nlieval.cli", "tasks"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err and proc.returncode == 141, err

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -53,3 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("nlieval: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of our output went away (`nlieval ... | head`): not an error of ours.
+        # Point stdout at /dev/null so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
