@@ -580,3 +580,33 @@ def test_train_kill_9_then_resume_equals_uninterrupted(
     assert [(m["seeds"], m["accuracy"], m["macro_f1"]) for m in m_got] == [
         (m["seeds"], m["accuracy"], m["macro_f1"]) for m in m_want
     ]
+
+
+def test_a_trained_seed_cut_short_in_its_test_is_not_trained_again(
+    tiny_bert: Path, syn: dict[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # What a kill during the test scoring leaves: a complete checkpoint and train.json,
+    # and only part of the seed's records (here the first 10 of 48 lines kept).
+    from nlieval.runs import RunFolder
+
+    cfg = _config(tiny_bert, syn, tmp_path / "t", seeds=(0, 1))
+    first = train(cfg, progress=False)
+    want = {(r.seed, r.item_id): r for r in RunFolder(cfg.out).records()}
+    records = Path(cfg.out) / "records.jsonl"
+    lines = records.read_text().splitlines(keepends=True)
+    assert len(lines) == 96
+    kept = [ln for ln in lines if json.loads(ln)["seed"] == 0][:10]
+    records.write_text("".join(kept))
+    weights = Path(cfg.out) / "seed1" / "model.safetensors"
+    stamp = weights.stat().st_mtime_ns
+    with caplog.at_level("INFO", logger="nlieval.sci.train"):
+        again = train(cfg, progress=False)
+    assert "seed 0 already trained" in caplog.text and "seed 1 already trained" in caplog.text
+    assert weights.stat().st_mtime_ns == stamp  # loaded, not trained and saved again
+    got = RunFolder(cfg.out).records()
+    assert len(got) == 96 and {(r.seed, r.item_id) for r in got} == set(want)
+    for r in got:
+        w = want[(r.seed, r.item_id)]
+        assert r.pred == w.pred
+        assert max(abs(a - b) for a, b in zip(r.loglik, w.loglik, strict=True)) < 1e-5
+    assert [s["test"] for s in again["seeds"]] == [s["test"] for s in first["seeds"]]

@@ -17,11 +17,12 @@ The output folder is a run folder (:mod:`nlieval.runs`) for the test records::
     seed{n}/         the seed's checkpoint and its train.json: dev curve, best epoch, dev
                      and test scores, the data parts
 
-Resuming: a seed is complete once its ``train.json`` is written (after its test records
-are appended and fsync'ed) and all its test records are in ``records.jsonl``; the same
-command skips complete seeds. A run killed in the middle of a seed restarts that seed
-from scratch on the next call: its partial checkpoint and any of its records are removed
-first (training is never continued from the middle of a seed).
+Resuming: the test records are written by the one resumable loop of every command
+(:func:`nlieval.runs.run_steps`, one step per seed). A seed's training is complete once
+its ``train.json`` is written; the same command then scores only its missing test
+records with the saved checkpoint. A run killed in the middle of a seed's training
+restarts that seed from scratch on the next call: its partial checkpoint and any of its
+records are removed first (training is never continued from the middle of a seed).
 
 Two-stage training (implicit pseudo-labelled pairs first, then the explicit set):
 ``TrainConfig(..., init_from="runs/stage1")`` starts seed n from ``runs/stage1/seed{n}``
@@ -39,8 +40,7 @@ import json
 import logging
 import shutil
 import time
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -48,8 +48,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..data import load_task, same_data
-from ..metrics import mean_std
-from ..runs import RunError, RunFolder, atomic_write, finalize
+from ..metrics import mean_std, point_metrics
+from ..runs import RunError, RunFolder, Step, atomic_write, finalize, run_steps
 from ..types import Item, Record
 
 log = logging.getLogger(__name__)
@@ -719,11 +719,9 @@ def _run_key(config: TrainConfig) -> dict[str, Any]:
     return {name: d[name] for name in config.IDENTITY}
 
 
-def _seed_done(
-    out: Path, seed: int, key: Mapping[str, Any], n_records: int, n_test: int | None
-) -> dict[str, Any] | None:
-    """The saved results of a complete seed: its ``train.json`` made with these settings,
-    and (when tested) all of its test records in the folder; else None."""
+def _seed_trained(out: Path, seed: int, key: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The saved ``train.json`` of a seed whose training finished with these settings
+    (its checkpoint is complete; its test records may still be missing), else None."""
     path = out / f"seed{seed}" / SEED_RESULTS
     if not path.is_file():
         return None
@@ -731,9 +729,7 @@ def _seed_done(
         done: dict[str, Any] = json.loads(path.read_text("utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
-    if done.get("run_key") != key or (n_test is not None and n_records != n_test):
-        return None
-    return done
+    return done if done.get("run_key") == key else None
 
 
 def _clear_seed(run: RunFolder, seed: int) -> None:
@@ -765,30 +761,6 @@ def _records_name(run: RunFolder) -> str:
     return first.model if first is not None else run.path.resolve().name
 
 
-def _test_seed(
-    model: Any,
-    tokenizer: Any,
-    data: TrainData,
-    config: TrainConfig,
-    seed: int,
-    folder: Path,
-    name: str,
-) -> tuple[dict[str, Any], list[Record]]:
-    from ..backends.classifier import read_meta
-
-    assert data.test is not None
-    metrics, records = evaluate(
-        model,
-        tokenizer,
-        read_meta(folder),
-        data.test,
-        batch_size=config.eval_batch_size,
-        name=name,
-        seed=seed,
-    )
-    return {"task": data.test.task, "split": data.test.split, **metrics}, records
-
-
 def train_seed(
     config: TrainConfig,
     data: TrainData,
@@ -797,10 +769,11 @@ def train_seed(
     *,
     on_epoch: EpochCallback | None = None,
     progress: bool = True,
-) -> dict[str, Any]:
-    """Build, fit and test one seed from scratch. The best epoch goes to
-    ``out/seed{n}/``, the test records to ``run`` (appended and fsync'ed), and last the
-    seed's results to ``out/seed{n}/train.json``, which marks the seed complete."""
+) -> tuple[dict[str, Any], Any, Any]:
+    """Build and fit one seed from scratch: the best epoch goes to ``out/seed{n}/`` and
+    its results (without test scores) to ``out/seed{n}/train.json``, which marks the
+    training complete. Returns (results, model, tokenizer), the model at its best epoch.
+    Whatever an unfinished earlier attempt left (checkpoint, records) is removed first."""
     _clear_seed(run, seed)
     folder = run.path / f"seed{seed}"
     start = None if config.init_from is None else seed_checkpoint(config.init_from, seed)
@@ -820,10 +793,6 @@ def train_seed(
         progress=progress,
     )
     result["init_from"] = extra["init_from"]
-    if data.test is not None:
-        name = _records_name(run)
-        result["test"], records = _test_seed(model, tokenizer, data, config, seed, folder, name)
-        run.append(records)
     result["labels"] = list(data.labels)
     result["data"] = {
         "train": data.train.describe(),
@@ -832,7 +801,7 @@ def train_seed(
     }
     result["run_key"] = _run_key(config)
     _write_json(folder / SEED_RESULTS, result)
-    return result
+    return result, model, tokenizer
 
 
 def train(
@@ -848,8 +817,12 @@ def train(
     docstring) and return its ``results.json`` plus ``seeds`` (each seed's ``train.json``)
     and ``summary`` (their mean and std, :func:`summarize_seeds`).
 
-    With ``resume``, complete seeds are skipped and an unfinished one is trained again
-    from scratch; the folder's settings must match (else :class:`~nlieval.runs.RunError`).
+    The test records go through the one resumable loop of every command
+    (:func:`nlieval.runs.run_steps`): one step per seed, whose backend is the seed's
+    classifier, trained when the step starts (or loaded from its checkpoint when its
+    training finished before). With ``resume``, trained seeds are not trained again and
+    only their missing test records are scored; a seed cut short in training starts again
+    from scratch. The folder's settings must match (else :class:`~nlieval.runs.RunError`).
     ``resume=False`` discards the folder's records and trains every seed again.
     ``init_from`` and ``fresh_head``, when given, replace the config's.
 
@@ -858,12 +831,13 @@ def train(
     >>> results["summary"]["test_macro_f1"]                        # doctest: +SKIP
     {'mean': 0.81, 'std': 0.01}
     """
+    from ..backends.classifier import EncoderClassifier, classify_records, read_meta
+
     if init_from is not None:
         config = replace(config, init_from=str(init_from))
     if fresh_head is not None:
         config = replace(config, fresh_head=fresh_head)
     data = load_data(config)  # data errors surface before anything is written
-    started = time.time()
     run = RunFolder(config.out)
     if resume and is_legacy_folder(run.path):
         raise RunError(legacy_message(run.path))
@@ -874,22 +848,78 @@ def train(
                 old.unlink()
     run.done_keys()  # also cuts a record line left half-written by a kill
     key = _run_key(config)
-    n_test = None if data.test is None else len(data.test.items)
-    per_task = {data.test.task: data.test.data_info()} if data.test is not None else {}
-    saved = Counter(r.seed for r in run.iter_records())
-    per_seed: list[dict[str, Any]] = []
-    results: dict[str, Any] | None = None
+    trained: dict[int, dict[str, Any]] = {}
     for seed in config.seeds:
-        done = _seed_done(run.path, seed, key, saved[seed], n_test) if resume else None
+        done = _seed_trained(run.path, seed, key) if resume else None
         if done is not None:
             log.info("seed %d already trained with these settings; reusing it", seed)
-            per_seed.append(done)
-            continue
-        per_seed.append(train_seed(config, data, seed, run, on_epoch=on_epoch, progress=progress))
-        elapsed = time.time() - started
-        results = finalize(run, config.to_dict(), elapsed, data_info=per_task)
-    if results is None:  # every seed was complete already
-        results = finalize(run, config.to_dict(), data_info=per_task)
+            trained[seed] = done
+        else:
+            _clear_seed(run, seed)  # its old records must not count as done below
+    test = data.test
+    if test is None:
+        elapsed: float | None = None
+        for seed in config.seeds:
+            if seed not in trained:
+                started = time.time()
+                trained[seed] = train_seed(
+                    config, data, seed, run, on_epoch=on_epoch, progress=progress
+                )[0]
+                elapsed = (elapsed or 0.0) + time.time() - started
+        results = finalize(run, config.to_dict(), elapsed, data_info={})
+        per_seed = [trained[seed] for seed in config.seeds]
+        return {**results, "seeds": per_seed, "summary": summarize_seeds(per_seed)}
+
+    name = _records_name(run)
+    done_keys = run.done_keys()
+    steps = [
+        Step(
+            f"|{test.task}|0|{seed}",
+            f"{test.task} seed {seed}",
+            [it for it in test.items if (name, None, test.task, 0, seed, it.id) not in done_keys],
+            group=seed,
+        )
+        for seed in config.seeds
+    ]
+
+    def make_backend(seed: Hashable) -> EncoderClassifier:
+        assert isinstance(seed, int)
+        folder = run.path / f"seed{seed}"
+        bs = config.eval_batch_size
+        if seed in trained:
+            return EncoderClassifier(folder, device=config.device, batch_size=bs, name=name)
+        trained[seed], model, tokenizer = train_seed(
+            config, data, seed, run, on_epoch=on_epoch, progress=progress
+        )
+        meta = read_meta(folder)
+        return EncoderClassifier.from_model(model, tokenizer, meta, batch_size=bs, name=name)
+
+    def work(
+        backend: EncoderClassifier,
+        step: Step[Item],
+        chunk: Sequence[Item],
+        advance: Callable[[int], Any],
+    ) -> list[Record]:
+        seed = step.group
+        assert isinstance(seed, int)
+        records = classify_records(
+            backend, chunk, test.labels, task=test.task, model=name, seed=seed
+        )
+        advance(len(chunk))
+        return records
+
+    elapsed = run_steps(run, steps, make_backend, work, progress=progress)
+    # A seed's test scores are those of all its records in the folder, whichever
+    # invocation scored them; they complete its train.json.
+    by_seed: dict[int, list[Record]] = {}
+    for record in run.iter_records():
+        by_seed.setdefault(record.seed, []).append(record)
+    for seed in config.seeds:
+        result = trained[seed]
+        result["test"] = {"task": test.task, "split": test.split, **point_metrics(by_seed[seed])}
+        _write_json(run.path / f"seed{seed}" / SEED_RESULTS, result)
+    results = finalize(run, config.to_dict(), elapsed, data_info={test.task: test.data_info()})
+    per_seed = [trained[seed] for seed in config.seeds]
     return {**results, "seeds": per_seed, "summary": summarize_seeds(per_seed)}
 
 
