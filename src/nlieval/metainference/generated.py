@@ -50,7 +50,7 @@ from typing import Any, ClassVar
 from .. import data
 from ..backends.base import GenerationBackend
 from ..backends.generator import LocalChat, json_object_closed
-from ..data import Dataset, seeded_rng
+from ..data import Dataset, seeded_rng, write_task_yaml
 from ..runs import RECORDS, RunError, RunFolder, Step, atomic_write, run_steps
 from ..types import NLI3, Item, Label
 
@@ -475,8 +475,6 @@ def write_items(folder: Path, answers: Mapping[str, Answer], order: Mapping[str,
 
 def write_task(folder: Path, name: str, description: str) -> Path:
     """The task YAML over ``items.jsonl`` (intended labels, provenance in meta)."""
-    import yaml
-
     spec = {
         "name": name,
         "description": description,
@@ -490,9 +488,7 @@ def write_task(folder: Path, name: str, description: str) -> Path:
             "meta": list(ITEM_META),
         },
     }
-    path = folder / TASK
-    atomic_write(path, yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
-    return path
+    return write_task_yaml(folder / TASK, spec)
 
 
 # --------------------------------------------------------------------------- the run

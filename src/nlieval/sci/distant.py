@@ -53,7 +53,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any
 
-from ..data import DataError, seeded_rng
+from ..data import DataError, seeded_rng, write_task_yaml
 from ..runs import atomic_write
 from ..types import SCI4, Label
 
@@ -688,8 +688,6 @@ def write_task(result: BuildResult, out_dir: str | Path, name: str, description:
     >>> len(load_task(str(write_task(r, tempfile.mkdtemp(), "demo"))))
     2
     """
-    import yaml
-
     out = Path(out_dir)
     if not result.pairs:
         # A task of no items would load, and fail later far from its cause.
@@ -716,8 +714,7 @@ def write_task(result: BuildResult, out_dir: str | Path, name: str, description:
             "meta": ["doc_id", "position", "adjacent", "phrase", "confidence"],
         },
     }
-    yaml_path = out / f"{name}.yaml"
-    atomic_write(yaml_path, yaml.safe_dump(spec, sort_keys=False))
+    yaml_path = write_task_yaml(out / f"{name}.yaml", spec)
     atomic_write(out / f"{name}.counts.json", json.dumps(result.to_json(), indent=2) + "\n")
     return yaml_path
 
