@@ -78,6 +78,11 @@ def _nli_rows(n: int = 8) -> str:
     )
 
 
+def POOL(name: str) -> str:  # noqa: N802
+    """A task YAML line that makes the data file its own train split (``train`` needs one)."""
+    return f"pool: {name}.jsonl\n"
+
+
 def _task(d: Path, data: str | bytes, extra: str = "", name: str = "t") -> str:
     _w(d / f"{name}.jsonl", data)
     return str(_w(d / f"{name}.yaml", f"path: {name}.jsonl\nlabels: {LABELS3}\n{extra}"))
@@ -147,7 +152,7 @@ def _folder_file(name: str, content: bytes) -> Callable[[Path], list[str]]:
 def cases(model: str, bert: str) -> list[Case]:
     run = ["run", "--model", model, "--no-progress"]
     doc = json.dumps({"id": "d", "text": "A b. However, c d. E f. G h."}) + "\n"
-    train = ["train", "--model", bert, "--epochs", "1", "--no-progress"]
+    train = ["train", "--model", bert, "--epochs", "1", "--no-progress", "--no-test"]
     return [
         # ---------------------------------------------------------------- run
         Case(
@@ -522,6 +527,7 @@ def cases(model: str, bert: str) -> list[Case]:
                     .replace("neutral", "entailment")
                     .replace("contradiction", "entailment"),
                     name="one",
+                    extra=POOL("one"),
                 ),
                 "--out",
                 str(d / "t2"),
@@ -533,7 +539,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *train,
                 "--task",
-                _task(d, _nli_rows(), name="tf"),
+                _task(d, _nli_rows(), name="tf", extra=POOL("tf")),
                 "--dev-fraction",
                 "1.5",
                 "--out",
@@ -546,7 +552,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *train,
                 "--task",
-                _task(d, _nli_rows(), name="te"),
+                _task(d, _nli_rows(), name="te", extra=POOL("te")),
                 "--epochs",
                 "0",
                 "--out",
@@ -559,7 +565,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *train,
                 "--task",
-                _task(d, _nli_rows(), name="tl"),
+                _task(d, _nli_rows(), name="tl", extra=POOL("tl")),
                 "--lr",
                 "-1",
                 "--out",
@@ -574,10 +580,11 @@ def cases(model: str, bert: str) -> list[Case]:
                 "--model",
                 model,
                 "--task",
-                _task(d, _nli_rows(), name="tm"),
+                _task(d, _nli_rows(), name="tm", extra=POOL("tm")),
                 "--epochs",
                 "1",
                 "--no-progress",
+                "--no-test",
                 "--out",
                 str(d / "t6"),
             ],
@@ -588,7 +595,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *train,
                 "--task",
-                _task(d, _nli_rows(4).encode() + b"\xff\n", name="tu"),
+                _task(d, _nli_rows(4).encode() + b"\xff\n", name="tu", extra=POOL("tu")),
                 "--out",
                 str(d / "t7"),
             ],
@@ -610,6 +617,8 @@ def cases(model: str, bert: str) -> list[Case]:
                 "localhost:8000",
                 "--model",
                 "x",
+                "--shots",
+                "0",
                 "--out",
                 str(d / "i2"),
             ],
@@ -639,6 +648,8 @@ def cases(model: str, bert: str) -> list[Case]:
                 "http://127.0.0.1:9/v1",
                 "--model",
                 "x",
+                "--shots",
+                "0",
                 "--retries",
                 "0",
                 "--out",

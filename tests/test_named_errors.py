@@ -213,3 +213,44 @@ def test_negative_shot_count_is_refused(tmp_path: Path, capsys: pytest.CaptureFi
         main(["run", "--task", "smoke", "--shots", "0,-1", "--out", str(tmp_path / "o")])
     assert "shot counts are 0 or more, got '0,-1'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+# --------------------------------------------------------------------------- train
+
+
+def _train_task(tmp_path: Path, labels: list[str]) -> str:
+    rows = [
+        {
+            "premise": f"A man walks {i}.",
+            "hypothesis": "He moves.",
+            "label": labels[i % len(labels)],
+        }
+        for i in range(20)
+    ]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    yaml = tmp_path / "d.yaml"
+    yaml.write_text("path: d.jsonl\npool: d.jsonl\nlabels: [entailment, neutral, contradiction]\n")
+    return str(yaml)
+
+
+def _model_folder(tmp_path: Path, arch: str) -> str:
+    folder = tmp_path / arch
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"architectures": [arch]}))
+    return str(folder)
+
+
+def test_train_refuses_a_decoder_only_model_and_one_class_data(tmp_path: Path) -> None:
+    from nlieval.sci.train import TrainConfig, TrainError, train
+
+    task = _train_task(tmp_path, ["entailment", "neutral"])
+    llama = _model_folder(tmp_path, "LlamaForCausalLM")
+    cfg = TrainConfig(llama, task, skip_test=True, out=str(tmp_path / "o"))
+    with pytest.raises(TrainError, match="decoder-only language model .LlamaForCausalLM."):
+        train(cfg, progress=False)
+    one = _train_task(tmp_path, ["entailment"])
+    bert = _model_folder(tmp_path, "BertModel")
+    cfg = TrainConfig(bert, one, skip_test=True, out=str(tmp_path / "o"))
+    with pytest.raises(TrainError, match="every item is labelled 'entailment'"):
+        train(cfg, progress=False)
+    assert not (tmp_path / "o").exists()  # refused before anything was written

@@ -203,8 +203,6 @@ class ServerClient:
                 return self._post(payload, parse)
             except _Retry as failed:
                 err = failed.error
-                with self._faults_lock:
-                    self._faults[failed.kind] += 1
                 if tries > self.retries or (stop is not None and stop.is_set()):
                     raise ServerError(
                         f"{err} (gave up after {tries} tries)",
@@ -212,6 +210,8 @@ class ServerClient:
                         retryable=True,
                         tries=tries,
                     ) from None
+                with self._faults_lock:
+                    self._faults[failed.kind] += 1
                 delay = self._delay(tries, failed.retry_after)
                 log.info("%s; retry %d/%d in %.2f s", err, tries, self.retries, delay)
                 if self._sleep is not None:

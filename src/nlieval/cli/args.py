@@ -43,6 +43,17 @@ def shot_counts(text: str) -> tuple[int, ...]:
     return values
 
 
+def api_base(text: str) -> str:
+    """An OpenAI-compatible server's base URL, checked before any folder is made.
+
+    >>> api_base("http://localhost:8000/v1")
+    'http://localhost:8000/v1'
+    """
+    if not text.startswith(("http://", "https://")):
+        raise argparse.ArgumentTypeError(f"must start with http:// or https://, got {text!r}")
+    return text
+
+
 def positive_int(text: str) -> int:
     """An integer of at least 1 (counts, bins, token limits).
 
@@ -90,6 +101,7 @@ def add_generator_args(p: argparse.ArgumentParser, default_model: str) -> None:
     p.add_argument(
         "--api-base",
         default=None,
+        type=api_base,
         help="OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM, SGLang, Ollama)",
     )
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the API key")

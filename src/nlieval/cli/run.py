@@ -12,7 +12,7 @@ from ..choice import RunConfig, run
 from ..data.stats import dataset_stats, format_stats
 from ..report import report
 from ..runs import metrics_table, run_timing
-from .args import add_data_dir, csv_list, seeds, shot_counts
+from .args import add_data_dir, api_base, csv_list, seeds, shot_counts
 
 
 def _batch(text: str) -> int | str:
@@ -113,6 +113,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     server.add_argument(
         "--api-base",
         default=None,
+        type=api_base,
         help="OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM, SGLang)",
     )
     server.add_argument(

@@ -191,6 +191,30 @@ class TrainConfig:
         return cls(**kw)
 
 
+def check_encoder(source: str) -> None:
+    """Refuse a local model folder whose ``config.json`` says it is a decoder-only
+    (causal) language model: the head reads the first token, which in such a model sees
+    nothing after itself, so training would run and learn next to nothing.
+
+    >>> check_encoder("bert-base-uncased")  # not a local folder: left to from_pretrained
+    """
+    cfg_path = Path(source) / "config.json"
+    if not cfg_path.is_file():
+        return
+    try:
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise TrainError(f"{cfg_path}: unreadable model config ({err})") from None
+    archs = [str(a) for a in cfg.get("architectures") or []] if isinstance(cfg, dict) else []
+    causal = [a for a in archs if a.endswith(("ForCausalLM", "LMHeadModel"))]
+    if causal or (isinstance(cfg, dict) and cfg.get("is_decoder")):
+        raise TrainError(
+            f"{source} is a decoder-only language model ({', '.join(causal) or 'is_decoder'}); "
+            "`nlieval train` fine-tunes encoders (BERT-like: the first token sees the whole "
+            "pair); evaluate this model with `nlieval run` instead"
+        )
+
+
 def resolve_encoder(name: str) -> str:
     """A model name as ``from_pretrained`` takes it: packaged aliases (``minilm``) become
     their folder; local folders and hub ids pass through.
@@ -336,6 +360,12 @@ def load_data(config: TrainConfig) -> TrainData:
             )
     lim, s = config.limit, config.split_seed
     train = _labelled(replace(train, items=_sample(train.items, lim, s)))
+    present = sorted({it.label.value for it in train.items if it.label is not None})
+    if len(present) < 2:
+        raise TrainError(
+            f"{train.task} {train.split}: every item is labelled {present[0]!r}; a classifier "
+            "cannot be trained on one class"
+        )
     dev = _labelled(replace(dev, items=_sample(dev.items, lim, s)))
     if test is not None:
         test = _labelled(replace(test, items=_sample(test.items, lim, s)))
@@ -837,6 +867,8 @@ def train(
         config = replace(config, init_from=str(init_from))
     if fresh_head is not None:
         config = replace(config, fresh_head=fresh_head)
+    if config.init_from is None:
+        check_encoder(resolve_encoder(config.model))
     data = load_data(config)  # data errors surface before anything is written
     run = RunFolder(config.out)
     if resume and is_legacy_folder(run.path):
