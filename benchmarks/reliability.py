@@ -106,6 +106,11 @@ def _sci_task(d: Path) -> str:
     return str(_w(d / "sci.yaml", f"path: sci.jsonl\nlabels: {SCI4}\n"))
 
 
+def _csv_task(d: Path) -> str:
+    _w(d / "c.csv", "premise,hypothesis,label\na,b,entailment\na,b,neutral,extra\n")
+    return str(_w(d / "c.yaml", f"path: c.csv\nlabels: {LABELS3}\n"))
+
+
 def _gz_cut(d: Path, name: str, line: str) -> str:
     whole = gzip.compress((line * 3000).encode())
     return str(_w(d / name, whole[: len(whole) // 2]))
@@ -654,6 +659,189 @@ def cases(model: str, bert: str) -> list[Case]:
                 "0",
                 "--out",
                 str(d / "i4"),
+                "--no-progress",
+            ],
+        ),
+        # ---------------------------------------------------------------- more of each
+        Case(
+            "run",
+            "batch size 0",
+            lambda d: [*run, "--task", "smoke", "--batch-size", "0", "--out", str(d / "o14")],
+        ),
+        Case(
+            "run",
+            "limit -3",
+            lambda d: [*run, "--task", "smoke", "--limit", "-3", "--out", str(d / "o15")],
+        ),
+        Case(
+            "run",
+            "YAML labels empty",
+            lambda d: [
+                *run,
+                "--task",
+                str(_w(d / "le.yaml", "path: t.jsonl\nlabels: []\n")),
+                "--out",
+                str(d / "o16"),
+            ],
+        ),
+        Case(
+            "run",
+            "field map to a missing column",
+            lambda d: [
+                *run,
+                "--task",
+                _task(d, _nli_rows(), "fields: {premise: sentence1}\n", name="fm"),
+                "--out",
+                str(d / "o17"),
+            ],
+        ),
+        Case(
+            "run",
+            "csv row with too many columns",
+            lambda d: [
+                *run,
+                "--task",
+                _csv_task(d),
+                "--out",
+                str(d / "o18"),
+            ],
+        ),
+        Case("report", "results.json truncated", _folder_file("results.json", b'{"metrics": [')),
+        Case("report", "timing.json not JSON", _folder_file("timing.json", b"<html>")),
+        Case(
+            "report",
+            "log-likelihood not a number",
+            _records_case(
+                lambda ls: ls[:2] + [ls[2].replace('"loglik": [', '"loglik": ["x", ')] + ls[3:]
+            ),
+        ),
+        Case("stats", "empty data file", lambda d: ["stats", "--task", _task(d, "", name="se")]),
+        Case("stats", "unknown task name", lambda d: ["stats", "--task", "no-such-task"]),
+        Case(
+            "build distant",
+            "duplicate document id",
+            lambda d: [
+                "build",
+                "distant",
+                "--corpus",
+                str(_w(d / "dup.jsonl", doc + doc)),
+                "--out",
+                str(d / "b13"),
+            ],
+        ),
+        Case(
+            "build distant",
+            "corpus is a folder",
+            lambda d: ["build", "distant", "--corpus", str(d), "--out", str(d / "b14")],
+        ),
+        Case(
+            "contamination",
+            "n-gram length 0",
+            lambda d: [
+                "contamination",
+                "--task",
+                "smoke",
+                "--corpus",
+                str(_w(d / "ok.txt", "a b c\n")),
+                "--n",
+                "0",
+                "--out",
+                str(d / "c3.jsonl"),
+            ],
+        ),
+        Case(
+            "contamination",
+            "unknown tokenizer",
+            lambda d: [
+                "contamination",
+                "--task",
+                "smoke",
+                "--corpus",
+                str(_w(d / "ok.txt", "a b c\n")),
+                "--tokenizer",
+                str(d / "no-tokenizer"),
+                "--out",
+                str(d / "c4.jsonl"),
+            ],
+        ),
+        Case(
+            "chaosnli-score",
+            "negative probabilities",
+            lambda d: [
+                "chaosnli-score",
+                "--task",
+                "chaosnli_snli",
+                str(
+                    _w(
+                        d / "neg.json",
+                        json.dumps(
+                            {"m": {"x": {"uid": "x", "predicted_probabilities": [-0.5, 1.0, 0.5]}}}
+                        ),
+                    )
+                ),
+            ],
+        ),
+        Case(
+            "chaosnli-score",
+            "prediction given as a list",
+            lambda d: [
+                "chaosnli-score",
+                "--task",
+                "chaosnli_snli",
+                str(_w(d / "lst.json", json.dumps({"m": {"x": [0.2, 0.3, 0.5]}}))),
+            ],
+        ),
+        Case(
+            "chaosnli-score",
+            "file not UTF-8",
+            lambda d: [
+                "chaosnli-score",
+                "--task",
+                "chaosnli_snli",
+                str(_w(d / "nu.json", b'{"m": "\xff"}')),
+            ],
+        ),
+        Case(
+            "train",
+            "task with no labels in data",
+            lambda d: [
+                *train,
+                "--task",
+                _task(d, _nli_rows().replace('"label"', '"gold"'), name="nl", extra=POOL("nl")),
+                "--out",
+                str(d / "t8"),
+            ],
+        ),
+        Case(
+            "generate",
+            "api base not http",
+            lambda d: [
+                "generate",
+                "--task",
+                "smoke",
+                "--model",
+                "m",
+                "--api-base",
+                "localhost:1",
+                "--out",
+                str(d / "g1"),
+            ],
+        ),
+        Case(
+            "generate",
+            "server down",
+            lambda d: [
+                "generate",
+                "--task",
+                "smoke",
+                "--model",
+                "m",
+                "--api-base",
+                "http://127.0.0.1:9/v1",
+                "--retries",
+                "0",
+                "--out",
+                str(d / "g2"),
                 "--no-progress",
             ],
         ),

@@ -208,6 +208,12 @@ def test_data_file_not_utf8_names_the_line(tmp_path: Path) -> None:
         read_items(data)
 
 
+def test_batch_size_zero_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["run", "--task", "smoke", "--batch-size", "0", "--out", str(tmp_path / "o")])
+    assert "--batch-size takes 'auto' or a count of 1 or more, got '0'" in capsys.readouterr().err
+
+
 def test_negative_shot_count_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["run", "--task", "smoke", "--shots", "0,-1", "--out", str(tmp_path / "o")])
@@ -240,8 +246,10 @@ def _model_folder(tmp_path: Path, arch: str) -> str:
     return str(folder)
 
 
-def test_train_refuses_a_decoder_only_model_and_one_class_data(tmp_path: Path) -> None:
-    from nlieval.sci.train import TrainConfig, TrainError, train
+def test_train_refuses_a_decoder_only_model_and_warns_of_one_class_data(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from nlieval.sci.train import TrainConfig, TrainError, load_data, train
 
     task = _train_task(tmp_path, ["entailment", "neutral"])
     llama = _model_folder(tmp_path, "LlamaForCausalLM")
@@ -250,7 +258,8 @@ def test_train_refuses_a_decoder_only_model_and_one_class_data(tmp_path: Path) -
         train(cfg, progress=False)
     one = _train_task(tmp_path, ["entailment"])
     bert = _model_folder(tmp_path, "BertModel")
-    cfg = TrainConfig(bert, one, skip_test=True, out=str(tmp_path / "o"))
-    with pytest.raises(TrainError, match="every item is labelled 'entailment'"):
-        train(cfg, progress=False)
     assert not (tmp_path / "o").exists()  # refused before anything was written
+    cfg = TrainConfig(bert, one, skip_test=True, out=str(tmp_path / "o"))
+    with caplog.at_level(logging.WARNING):
+        load_data(cfg)
+    assert "every item is labelled 'entailment'; the classifier can only learn" in caplog.text

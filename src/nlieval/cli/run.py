@@ -19,9 +19,14 @@ def _batch(text: str) -> int | str:
     if text == "auto":
         return text
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError("--batch-size takes an integer or 'auto'") from None
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"--batch-size takes 'auto' or a count of 1 or more, got {text!r}"
+        )
+    return value
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:

@@ -362,9 +362,13 @@ def load_data(config: TrainConfig) -> TrainData:
     train = _labelled(replace(train, items=_sample(train.items, lim, s)))
     present = sorted({it.label.value for it in train.items if it.label is not None})
     if len(present) < 2:
-        raise TrainError(
-            f"{train.task} {train.split}: every item is labelled {present[0]!r}; a classifier "
-            "cannot be trained on one class"
+        # A warning, not an error: a pipeline stage may yield one class on small data,
+        # and its encoder can still be the start of another stage (a fresh head).
+        log.warning(
+            "%s %s: every item is labelled %r; the classifier can only learn that one class",
+            train.task,
+            train.split,
+            present[0],
         )
     dev = _labelled(replace(dev, items=_sample(dev.items, lim, s)))
     if test is not None:
