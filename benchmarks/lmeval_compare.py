@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -229,7 +230,12 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=100)
     ap.add_argument("--shots", default="0,5,10")
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
-    ap.add_argument("--batch-size", type=int, default=8, help="for all three systems [8]")
+    ap.add_argument(
+        "--batch-size",
+        type=lambda v: v if v == "auto" else int(v),
+        default=8,
+        help="for all three systems, or auto (nlieval's own choice; lm-eval's auto) [8]",
+    )
     ap.add_argument(
         "--lmeval-batch-size",
         type=int,
@@ -296,7 +302,9 @@ def main() -> None:
                 # (its own shot is replaced): leave such items out so one prefix serves all.
                 shot_ids = {s for p in points for s in p.shot_ids}
                 items = [it for it in ds.items if it.id not in shot_ids]
-                name = f"nlieval_{model_name.replace('-', '_')}_{point.task}_k{point.k}"
+                # A model given as a folder path: its last part names the task.
+                short = re.sub(r"\W", "_", Path(model_name).name)
+                name = f"nlieval_{short}_{point.task}_k{point.k}"
                 systems: dict[str, dict[str, Any]] = {}
                 if hflm is not None and counter is not None:
                     tmp = Path(tempfile.mkdtemp(prefix="lmeval-task-"))

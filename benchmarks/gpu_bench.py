@@ -1,0 +1,191 @@
+"""One command for a GPU holder: nlieval against lm-eval on random-weight Llama shapes.
+
+Builds random-weight Llama models of about 1B and 8B parameters (Llama 3.2 1B and
+Llama 3 8B layer shapes) with the packaged SmolLM2 tokenizer (speed only: the weights
+are random, the predictions meaningless but compared all the same), saves each to a
+temporary folder, runs ``benchmarks/lmeval_compare.py`` on it (lm-eval, nlieval without
+and with the prefix cache, same loaded weights, same batch size), then the host-side
+preparation benchmark, and prints a short table last.
+
+    pip install -e ".[bench]"
+    NLIEVAL_DATA_DIR=/path/to/data python benchmarks/gpu_bench.py            # on a GPU
+    NLIEVAL_DATA_DIR=/path/to/data python benchmarks/gpu_bench.py --smoke    # CPU check
+
+``--smoke`` runs a 2-layer model of width 64 on the CPU in float32 with a few items:
+only to see that everything starts and the table prints. Results go to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+#: name -> Llama config fields (vocabulary: the tokenizer's).
+SHAPES: dict[str, dict[str, Any]] = {
+    "llama-1b": {
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+    },
+    "llama-8b": {
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+    },
+    "tiny": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+    },
+}
+
+
+def build_model(shape: str, folder: Path, tokenizer_from: str, device: str, dtype: str) -> int:
+    """A random-weight Llama of ``shape`` with the tokenizer of ``tokenizer_from`` saved
+    to ``folder``; returns its parameter count."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_from)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        max_position_embeddings=8192,
+        tie_word_embeddings=False,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        **SHAPES[shape],
+    )
+    torch.manual_seed(0)
+    # Built on the device in the target dtype: an 8B model in float32 on the host would
+    # take 32 GB and minutes of initialisation.
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(getattr(torch, dtype))
+    try:
+        with torch.device(device):
+            model = LlamaForCausalLM(cfg)
+    finally:
+        torch.set_default_dtype(default)
+    n = sum(p.numel() for p in model.parameters())
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    del model
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    return n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--smoke", "--tiny", action="store_true", help="tiny model on the CPU")
+    ap.add_argument("--shapes", default=None, help="comma-separated [llama-1b,llama-8b]")
+    ap.add_argument("--tasks", default="snli,anli_r3")
+    ap.add_argument("--shots", default="10")
+    ap.add_argument("--limit", type=int, default=500)
+    ap.add_argument("--batch-size", default="64")
+    ap.add_argument("--systems", default="lm-eval,nlieval-nocache,nlieval-cache")
+    ap.add_argument("--out", default="runs/gpu-bench")
+    ap.add_argument("--data-dir", default=os.environ.get("NLIEVAL_DATA_DIR"))
+    args = ap.parse_args()
+    from nlieval.backends.weights import DEFAULT_MODEL, local_hf_folder, resolve_model
+
+    if args.smoke:
+        device, dtype, shapes = "cpu", "float32", args.shapes or "tiny"
+        limit, batch = min(args.limit, 12), "8"
+    else:
+        device, dtype, shapes = "cuda", "bfloat16", args.shapes or "llama-1b,llama-8b"
+        limit, batch = args.limit, args.batch_size
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer_from = local_hf_folder(resolve_model(DEFAULT_MODEL)).path
+    summary: list[dict[str, Any]] = []
+    env = dict(os.environ, NLIEVAL_DATA_DIR=args.data_dir or "")
+    for shape in shapes.split(","):
+        folder = out / f"model-{shape}"
+        if folder.exists():
+            shutil.rmtree(folder)
+        start = time.perf_counter()
+        n_params = build_model(shape, folder, tokenizer_from, device, dtype)
+        print(
+            f"{shape}: {n_params / 1e9:.2f} B parameters, built in "
+            f"{time.perf_counter() - start:.0f} s",
+            flush=True,
+        )
+        result_dir = out / f"compare-{shape}"
+        cmd = [
+            sys.executable,
+            str(HERE / "lmeval_compare.py"),
+            "--models", str(folder),
+            "--tasks", args.tasks,
+            "--limit", str(limit),
+            "--shots", args.shots,
+            "--batch-size", batch,
+            "--systems", args.systems,
+            "--device", device,
+            "--dtype", dtype,
+            "--out", str(result_dir),
+        ]  # fmt: skip
+        print("+", " ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True, env=env)
+        rows = json.loads((result_dir / "results.json").read_text())
+        for row in rows["rows"]:
+            summary.append(
+                {"shape": shape, "params": n_params, "flops": rows["matmul_flops"], **row}
+            )
+        shutil.rmtree(folder)  # 16 GB for the 8B shape
+    prep = out / "host_prep.json"
+    cmd = [
+        sys.executable, str(HERE / "host_prep.py"), "--tasks", args.tasks, "--shots", args.shots,
+        "--limit", str(limit), "--repeat", "1", "--json", str(prep),
+    ]  # fmt: skip
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True, env=env)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print()
+    print(table(summary, json.loads(prep.read_text())))
+
+
+def table(summary: list[dict[str, Any]], prep: list[dict[str, Any]]) -> str:
+    """The short table: seconds per system, speed-up of nlieval with the cache over
+    lm-eval, agreement, largest |dLL|, share of the matmul rate, host ms/item."""
+    host = {(r["task"], r["k"]): r["total_ms"] for r in prep}
+    lines = [
+        "| model | params | task, k | items | lm-eval s | nlieval no cache s | nlieval cache s "
+        "| speed-up | agree | max dLL | of matmul | host ms/item |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in summary:
+        s = r["systems"]
+
+        def wall(name: str, s: dict[str, Any] = s) -> str:
+            return f"{s[name]['wall_s']:.1f}" if name in s else "-"
+
+        cache = s.get("nlieval-cache", {})
+        ref = s[r["reference"]]["wall_s"]
+        lines.append(
+            f"| {r['shape']} | {r['params'] / 1e9:.2f}B | {r['task']}, {r['k']} | {r['items']} "
+            f"| {wall('lm-eval')} | {wall('nlieval-nocache')} | {wall('nlieval-cache')} "
+            f"| {ref / cache['wall_s']:.1f}x | {100 * cache.get('agree_with_ref', 0):.0f}% "
+            f"| {cache.get('max_abs_dll_vs_ref', 0):.1e} "
+            f"| {100 * cache.get('fraction_of_matmul', 0):.0f}% "
+            f"| {host.get((r['task'], r['k']), float('nan')):.2f} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
