@@ -260,15 +260,16 @@ def test_every_fault_kind_in_a_run(tmp_path: Path, server: FakeServer) -> None:
             TARGETS[0]: deque([("status", 500, "oops")]),
             TARGETS[1]: deque([("slow", 1.0, good_answer("late"))]),
             TARGETS[2]: deque([("drop",)]),
-            TARGETS[3]: deque([("raw", "not json"), ("ok", "{bad json")]),
+            TARGETS[3]: deque([("raw", '{"choices": []}'), ("ok", "{bad json")]),
             TARGETS[4]: deque([bad_request]),
         }
     )
     out = tmp_path / "gen"
     with _chat(server) as chat:
         summary = generate_items(chat, GenerateConfig(str(yaml)), out)
-    # 500, slow and dropped were retried by the client; a malformed body and a 400 fail
-    # their premise at once, and bad JSON is asked again.
+    # 500, slow and dropped were retried by the client (a body that is not JSON would be
+    # too); an answer of the wrong shape and a 400 fail their premise at once, and bad
+    # JSON is asked again.
     assert summary["parsed_first_try"] == 3 and summary["parsed_after_retries"] == 0
     assert summary["server_errors"] == 2 and summary["server_failures"] == 2
     assert summary["stopped"] is None
