@@ -18,7 +18,8 @@ from typing import Any
 from ..metrics import summarize
 from ..runs import RunFolder
 from ..types import Record
-from .chaosnli import HumanBaseline, score_records
+from .chaosnli import HumanBaseline, entropy_bins, score_records
+from .plots import plot_accuracy_by_entropy
 
 
 def checkpoint_order(folder: str | Path) -> list[str]:
@@ -205,3 +206,35 @@ def plot_dynamics(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
+
+
+def follow_run(
+    folder: str | Path,
+    *,
+    human: HumanBaseline | None = None,
+    plot: str | Path | None = None,
+    entropy_plot: str | Path | None = None,
+    bins: int = 5,
+    against: str = "original",
+) -> dict[str, Any]:
+    """What ``nlieval dynamics`` does with a checkpoint run folder: the :func:`dynamics`
+    rows, the curves written to ``plot`` and accuracy by human-label entropy bin (one
+    curve per checkpoint, against ``against``) to ``entropy_plot``. Returns ``rows``,
+    ``written`` (paths) and ``skipped`` (notes for a plot without data).
+
+    >>> follow_run("runs/smol-dyn-chaos", plot="dyn.png")["written"]  # doctest: +SKIP
+    [PosixPath('dyn.png')]
+    """
+    records = RunFolder(folder).records()
+    rows = dynamics(records, checkpoint_order(folder), human)
+    written: list[Path] = []
+    skipped: list[str] = []
+    if plot:
+        written.append(plot_dynamics(rows, plot))
+    if entropy_plot:
+        binned = entropy_bins(records, bins)
+        if binned:
+            written.append(plot_accuracy_by_entropy(binned, entropy_plot, against))
+        else:
+            skipped.append(f"skipped {entropy_plot}: no ChaosNLI records in {folder}")
+    return {"rows": rows, "written": written, "skipped": skipped}

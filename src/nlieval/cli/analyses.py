@@ -17,10 +17,10 @@ from typing import Any
 
 from ..analyses import chaosnli, imports, plots
 from ..analyses.chaosnli import HumanBaseline, format_all_correct, format_bins_table, format_table
-from ..analyses.dynamics import checkpoint_order, dynamics, format_dynamics, plot_dynamics
+from ..analyses.dynamics import follow_run, format_dynamics
 from ..analyses.predictions import FORMATS
 from ..metrics import summarize
-from ..runs import RunFolder, iter_run_records
+from ..runs import iter_run_records
 from .args import add_data_dir, positive_int
 
 CHAOSNLI_JSON = "chaosnli.json"
@@ -28,18 +28,21 @@ PLOTS = ("accuracy_vs_shots.png", "accuracy_by_entropy.png", "divergence.png")
 
 
 def cmd_dynamics(args: argparse.Namespace) -> int:
-    records = RunFolder(args.run).records()
-    rows = dynamics(records, checkpoint_order(args.run), _human(args))
-    print(format_dynamics(rows))
-    if args.plot:
-        print(f"\nplot: {plot_dynamics(rows, args.plot)}")
-    if args.entropy_plot:
-        bins = chaosnli.entropy_bins(records, args.bins)
-        if bins:
-            path = plots.plot_accuracy_by_entropy(bins, args.entropy_plot, args.against)
-            print(f"plot: {path}")
-        else:
-            print(f"skipped {args.entropy_plot}: no ChaosNLI records in {args.run}")
+    result = follow_run(
+        args.run,
+        human=_human(args),
+        plot=args.plot,
+        entropy_plot=args.entropy_plot,
+        bins=args.bins,
+        against=args.against,
+    )
+    print(format_dynamics(result["rows"]))
+    if result["written"]:
+        print()
+    for path in result["written"]:
+        print(f"plot: {path}")
+    for note in result["skipped"]:
+        print(note)
     return 0
 
 
