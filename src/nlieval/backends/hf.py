@@ -28,6 +28,10 @@ class _Row:
     n_prefix: int = 0  # leading ids that lie wholly inside the request's shared prefix
 
 
+# Context tokens as head + tail, continuation tokens, cached-prefix length.
+_Parts = tuple[list[int], list[int], list[int], int]
+
+
 class _Offsets(Sequence[tuple[int, int]]):
     """Character offsets of a token list glued from pieces, each a slice of another
     tokenization shifted by some characters. Read lazily: only the few tokens near a seam
@@ -169,6 +173,10 @@ class HFCausalLM:
     def _split(
         self, context: str, continuation: str, prefix_len: int
     ) -> tuple[list[int], list[int], int]:
+        head, tail, cont, n_prefix = self._split_whole(context, continuation, prefix_len)
+        return head + tail, cont, n_prefix
+
+    def _split_whole(self, context: str, continuation: str, prefix_len: int) -> _Parts:
         # Also counts the leading tokens that end inside context[:prefix_len]: exactly the
         # prefix tokens as the model sees them in this text, so a token merged across the
         # prefix boundary is never taken from a cache.
@@ -176,7 +184,7 @@ class HFCausalLM:
         if self._fast:
             enc = self.tok(whole, return_offsets_mapping=True)
             return self._cut(
-                list(enc["input_ids"]), enc["offset_mapping"], context, continuation, prefix_len
+                [], list(enc["input_ids"]), enc["offset_mapping"], context, continuation, prefix_len
             )
         n_prefix = 0
         ids = list(self.tok(whole)["input_ids"])
@@ -188,46 +196,49 @@ class HFCausalLM:
             # its last token (which could merge with what follows).
             if ids[: len(pre) - 1] == pre[:-1]:
                 n_prefix = len(pre) - 1
-        return self._checked(ctx, cont, n_prefix, continuation)
+        return self._checked([], ctx, cont, n_prefix, continuation)
 
     def _cut(
         self,
+        head: list[int],
         ids: list[int],
         offsets: Sequence[tuple[int, int]],
         context: str,
         continuation: str,
         prefix_len: int,
         known: tuple[int, int] = (0, 0),
-    ) -> tuple[list[int], list[int], int]:
-        """Context, continuation and cached-prefix length from the whole text's tokens.
+    ) -> _Parts:
+        """Context, continuation and cached-prefix length from the whole text's tokens
+        ``head + ids`` (``offsets`` index the whole).
 
         ``known``: how many leading tokens are already known to end within the context
-        and within the prefix (the scans start there)."""
+        (at least ``len(head)``) and within the prefix (the scans start there)."""
         n = len(context)
         special = self._special
+        h = len(head)
+        end = h + len(ids)
         cut = next(
             (
                 i
-                for i in range(known[0], len(ids))
-                if offsets[i][1] > n and not (offsets[i][0] == offsets[i][1] and ids[i] in special)
+                for i in range(max(known[0], h), end)
+                if offsets[i][1] > n
+                and not (offsets[i][0] == offsets[i][1] and ids[i - h] in special)
             ),
-            len(ids),
+            end,
         )
-        cont = ids[cut:]
+        cont = ids[cut - h :]
         # Some tokenizers append EOS; it is not part of the continuation.
         while cont and cont[-1] in special and offsets[cut + len(cont) - 1][1] <= n:
             cont.pop()
         n_prefix = 0
         if prefix_len > 0:
-            n_prefix = next(
-                (i for i in range(known[1], len(ids)) if offsets[i][1] > prefix_len), len(ids)
-            )
-        return self._checked(ids[:cut], cont, n_prefix, continuation)
+            n_prefix = next((i for i in range(known[1], end) if offsets[i][1] > prefix_len), end)
+        return self._checked(head, ids[: cut - h], cont, n_prefix, continuation)
 
     def _checked(
-        self, ctx: list[int], cont: list[int], n_prefix: int, continuation: str
-    ) -> tuple[list[int], list[int], int]:
-        if not ctx:
+        self, head: list[int], ctx: list[int], cont: list[int], n_prefix: int, continuation: str
+    ) -> _Parts:
+        if not head and not ctx:
             bos = (
                 self.tok.bos_token_id
                 if self.tok.bos_token_id is not None
@@ -240,7 +251,7 @@ class HFCausalLM:
             ctx = [bos]
         if not cont:
             raise ValueError(f"continuation {continuation!r} produced no tokens")
-        return ctx, cont, min(n_prefix, len(ctx) - 1)
+        return head, ctx, cont, min(n_prefix, len(head) + len(ctx) - 1)
 
     def _frame_tokens(self) -> tuple[list[int], list[tuple[int, int]], list[int]] | None:
         """The special tokens the tokenizer puts before and after a text's own tokens
@@ -305,7 +316,16 @@ class HFCausalLM:
     ) -> list[list[tuple[list[int], list[int], int]]]:
         """``[[self._split(r.context, c, plen) for c in r.continuations] for r in requests]``
         with the shared prefix tokenized once, each item once and each option as a few
-        tokens at the context's end.
+        tokens at the context's end (see :meth:`_split_parts`)."""
+        return [
+            [(head + ctx, cont, n) for head, ctx, cont, n in parts]
+            for parts in self._split_parts(requests)
+        ]
+
+    def _split_parts(self, requests: Sequence[ScoreRequest]) -> list[list[_Parts]]:
+        """Per request and option: the context's tokens as ``head + tail`` (``head`` one
+        list shared by the request's options), the continuation's, and the cached-prefix
+        length: ``_split``'s result, without building each option's full lists.
 
         Hand-written because no tokenizer call composes tokenizations. Each seam (the
         prefix/item one, the context/option one) is handled the same way: the later text
@@ -317,7 +337,7 @@ class HFCausalLM:
         plens = [r.prefix_len if self.prefix_cache else 0 for r in requests]
         if not self._fast or self._frame is None:
             return [
-                [self._split(r.context, c, p) for c in r.continuations]
+                [self._split_whole(r.context, c, p) for c in r.continuations]
                 for r, p in zip(requests, plens, strict=True)
             ]
         lead, lead_offs, trail = self._frame
@@ -351,11 +371,12 @@ class HFCausalLM:
             anchors.append((w, a, b))
             texts += [r.context[b:] + cont for cont in r.continuations]
         tails = iter(self._encode(texts))
-        out: list[list[tuple[list[int], list[int], int]]] = []
+        out: list[list[_Parts]] = []
         for r, c, anchor, plen, start in zip(
             requests, contexts, anchors, plens, starts, strict=True
         ):
             pre_cut = start[3] if start[3] <= (anchor[1] if anchor else 0) else 0
+            head = lead + c[0][: anchor[1]] if c is not None and anchor is not None else []
             parts = []
             for cont in r.continuations:
                 whole = None
@@ -363,7 +384,6 @@ class HFCausalLM:
                     w, a, b = anchor
                     u_ids, u_offs = next(tails)
                     if u_ids[: a - w] == c[0][w:a]:
-                        ids = lead + c[0][:a] + u_ids[a - w :] + trail
                         offs = _Offsets(
                             [
                                 (lead_offs, 0, len(lead), 0),
@@ -375,26 +395,28 @@ class HFCausalLM:
                         # Tokens before the cut end within the context, and the
                         # prefix's up to its own cut within the prefix.
                         known = (len(lead) + a, len(lead) + (pre_cut if plen else 0))
-                        whole = self._cut(ids, offs, r.context, cont, plen, known)
+                        tail = u_ids[a - w :] + trail
+                        whole = self._cut(head, tail, offs, r.context, cont, plen, known)
                 if whole is None:
                     self.counts["tokenizer_fallbacks"] += 1
-                    whole = self._split(r.context, cont, plen)
+                    whole = self._split_whole(r.context, cont, plen)
                 parts.append(whole)
             out.append(parts)
         return out
 
     def _rows(self, requests: Sequence[ScoreRequest]) -> list[_Row]:
         rows: list[_Row] = []
-        for r, parts in enumerate(self._split_many(requests)):
-            same_ctx = all(p[0] == parts[0][0] for p in parts)
-            if same_ctx and all(len(p[1]) == 1 for p in parts):
+        for r, parts in enumerate(self._split_parts(requests)):
+            head, ctx, _, npre = parts[0]
+            same_ctx = all((p[0] is head or p[0] == head) and p[1] == ctx for p in parts)
+            if same_ctx and all(len(p[2]) == 1 for p in parts):
                 # Every option is one token after the same context: one forward pass
                 # gives all of them from the last position.
-                targets = tuple((j, tuple(cont)) for j, (_, cont, _) in enumerate(parts))
-                rows.append(_Row(r, tuple(parts[0][0]), targets, parts[0][2]))
+                targets = tuple((j, tuple(p[2])) for j, p in enumerate(parts))
+                rows.append(_Row(r, tuple(head + ctx), targets, npre))
             else:
-                for j, (ctx, cont, npre) in enumerate(parts):
-                    rows.append(_Row(r, tuple(ctx + cont[:-1]), ((j, tuple(cont)),), npre))
+                for j, (head, ctx, cont, npre) in enumerate(parts):
+                    rows.append(_Row(r, tuple(head + ctx + cont[:-1]), ((j, tuple(cont)),), npre))
         return rows
 
     # -- scoring ------------------------------------------------------------------
