@@ -28,6 +28,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -980,6 +981,7 @@ def main() -> int:
     ap.add_argument("--only", default=None, help="comma-separated commands to try")
     ap.add_argument("--timeout", type=float, default=180, help="seconds per case [180]")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--keep", action="store_true", help="keep the folder of files made")
     ap.add_argument("--json", default=None, help="write the counts and every case here")
     ap.add_argument(
         "--subprocess",
@@ -1049,6 +1051,10 @@ def main() -> int:
         )
     if opts.json:
         Path(opts.json).write_text(json.dumps({"cases": detail, "kill_9": kills}, indent=2) + "\n")
+    if opts.keep:
+        print(f"files in {d}")
+    else:
+        shutil.rmtree(d, ignore_errors=True)
     return 0 if total["traceback"] == total["silent"] == 0 else 1
 
 
