@@ -109,3 +109,21 @@ def test_two_concurrent_runs_give_one_record_per_key(tmp_path: Path, tiny_llama:
     keys = [(r["k"], r["seed"], r["item_id"]) for r in rows]
     # 48 smoke items at k=0 (one draw) and at k=3 with 3 seeds.
     assert len(keys) == len(set(keys)) == 48 * 4
+
+
+def test_a_file_system_without_locks_is_warned_not_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import errno
+    import fcntl
+    import logging
+
+    def no_locks(fd: int, op: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    rf = RunFolder(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        rf.start(_config())  # type: ignore[arg-type]
+    assert "cannot lock .lock (No locks available)" in caplog.text
+    rf.close()

@@ -130,16 +130,26 @@ def _acquire(folder: Path) -> Path:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as err:
-            try:
-                pid = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
-            finally:
-                os.close(fd)
-            if err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise RunError(
-                    f"{folder} is being written by another nlieval process (PID {pid}); "
-                    "wait for it to finish, or choose another --out"
-                ) from None
-            raise RunError(f"{folder}: cannot lock {LOCK}: {err.strerror}") from None
+            if err.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP):
+                # Some network file systems have no locks: go on, but say what is lost.
+                log.warning(
+                    "%s: this file system cannot lock %s (%s): nothing stops a second "
+                    "process from writing the folder at the same time",
+                    folder,
+                    LOCK,
+                    err.strerror,
+                )
+            else:
+                try:
+                    pid = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+                finally:
+                    os.close(fd)
+                if err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise RunError(
+                        f"{folder} is being written by another nlieval process (PID {pid}); "
+                        "wait for it to finish, or choose another --out"
+                    ) from None
+                raise RunError(f"{folder}: cannot lock {LOCK}: {err.strerror}") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         held = _HELD[key] = _Lock(fd)
