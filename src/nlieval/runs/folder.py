@@ -199,7 +199,12 @@ class RunFolder(Generic[R]):
             self._lock = None
 
     def __del__(self) -> None:
-        self.close()
+        # At interpreter exit the module may be torn down first; the kernel drops the
+        # lock with the process anyway.
+        try:  # noqa: SIM105  (contextlib may be gone at exit too)
+            self.close()
+        except Exception:
+            pass
 
     def __enter__(self) -> RunFolder[R]:
         return self
