@@ -53,6 +53,17 @@ from nlieval.choice.scoring import SweepPoint  # noqa: E402
 from nlieval.types import LETTERS, Item  # noqa: E402
 
 
+def _version(package: str) -> str | None:
+    """The installed version of ``package``, None when it is not installed (lm-eval is
+    only needed when it is one of the systems compared)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def matmul_flops(
     dtype: torch.dtype, device: str = "cpu", size: int = 2048, seconds: float = 3.0
 ) -> float:
@@ -263,7 +274,7 @@ def main() -> None:
             "affinity": sorted(os.sched_getaffinity(0)),
             "torch": torch.__version__,
             "transformers": transformers.__version__,
-            "lm_eval": __import__("importlib.metadata").metadata.version("lm-eval"),
+            "lm_eval": _version("lm-eval"),
             "batch_size": args.batch_size,
             "lmeval_batch_size": args.lmeval_batch_size or args.batch_size,
         },

@@ -768,9 +768,10 @@ def row_bytes(config: Any, length: int, context: int, dtype_bytes: int) -> int:
     return act + scores + kv + logits
 
 
-#: On a CPU the matmuls are already large at 8 rows; larger batches gain little (see
-#: "Batch size on a CPU" in benchmarks/README.md) and only delay each durable write.
-CPU_MAX_BATCH = 8
+#: On a CPU the matmuls are already large at 4 rows: with no per-batch copy of the cached
+#: prefix, 4 rows were the fastest fixed size at k = 10 (SNLI and ANLI R3, SmolLM2; see
+#: "Batch size on a CPU" in benchmarks/README.md), and larger batches only add padding.
+CPU_MAX_BATCH = 4
 GPU_MAX_BATCH = 256
 
 
