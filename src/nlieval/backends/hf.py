@@ -615,39 +615,6 @@ class HFCausalLM:
             result.append(scores)
         return result
 
-    # -- generation -----------------------------------------------------------------
-    def generate(
-        self,
-        conversations: Sequence[Sequence[dict[str, str]]],
-        max_new_tokens: int = 32,
-        temperature: float = 0.0,
-        seed: int = 0,
-    ) -> list[str]:
-        """Answers of a chat model, through its chat template, one conversation at a time
-        (greedy unless ``temperature`` > 0)."""
-        import torch
-
-        answers = []
-        for conv in conversations:
-            text = self.tok.apply_chat_template(
-                list(conv), tokenize=False, add_generation_prompt=True
-            )
-            enc = self.tok(text, return_tensors="pt", add_special_tokens=False).to(self.device)
-            torch.manual_seed(seed)
-            with torch.inference_mode():
-                out = self.model.generate(
-                    **enc,
-                    max_new_tokens=max_new_tokens,
-                    do_sample=temperature > 0,
-                    temperature=temperature if temperature > 0 else None,
-                    top_p=None,
-                    top_k=None,
-                    pad_token_id=self.pad_id,
-                )
-            new_tokens = out[0, enc["input_ids"].shape[1] :]
-            answers.append(str(self.tok.decode(new_tokens, skip_special_tokens=True)))
-        return answers
-
 
 _SUFFIX_LAYER: Any = None
 
