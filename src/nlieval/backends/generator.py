@@ -29,43 +29,19 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .weights import ModelError, ModelSource, local_hf_folder, resolve_model
+from .weights import (
+    ModelSource,
+    load_causal_lm,
+    local_hf_folder,
+    pick_dtype,
+    resolve_model,
+)
 
 log = logging.getLogger(__name__)
 
 Messages = Sequence[dict[str, str]]
 StopRule = Callable[[str], bool]
 """True once an answer (the text generated so far) is complete."""
-
-
-def pick_dtype(dtype: str, device: str) -> Any:
-    """The torch dtype for a ``--dtype`` value: ``auto`` is bfloat16 on a GPU that has it,
-    else float32.
-
-    >>> str(pick_dtype("bf16", "cpu")), str(pick_dtype("auto", "cpu"))
-    ('torch.bfloat16', 'torch.float32')
-    """
-    import torch
-
-    if dtype == "auto":
-        if (
-            device.startswith("cuda")
-            and torch.cuda.is_available()
-            and torch.cuda.is_bf16_supported()
-        ):
-            return torch.bfloat16
-        return torch.float32
-    names = {
-        "float32": torch.float32,
-        "fp32": torch.float32,
-        "bfloat16": torch.bfloat16,
-        "bf16": torch.bfloat16,
-        "float16": torch.float16,
-        "fp16": torch.float16,
-    }
-    if dtype not in names:
-        raise ModelError(f"unknown dtype {dtype!r}: use auto, float32, bfloat16 or float16")
-    return names[dtype]
 
 
 def json_object_closed(text: str) -> bool:
@@ -137,7 +113,6 @@ class LocalChat:
         prefix_cache: bool = True,
     ) -> None:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         source = model if isinstance(model, ModelSource) else resolve_model(model, revision)
         self.name = source.name
@@ -146,18 +121,9 @@ class LocalChat:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
         self.dtype = pick_dtype(dtype, device)
-        kwargs: dict[str, Any] = {"dtype": self.dtype, "trust_remote_code": trust_remote_code}
-        if self.source.revision:
-            kwargs["revision"] = self.source.revision
-        try:
-            self.tok = AutoTokenizer.from_pretrained(
-                self.source.path, revision=self.source.revision, trust_remote_code=trust_remote_code
-            )
-            model_obj: Any = AutoModelForCausalLM.from_pretrained(self.source.path, **kwargs)
-        except OSError as err:
-            raise ModelError(
-                f"cannot load model {self.name!r} from {self.source.path}: {err}"
-            ) from err
+        self.tok, model_obj = load_causal_lm(
+            self.source, dtype=self.dtype, trust_remote_code=trust_remote_code
+        )
         self.model: Any = model_obj.to(self.device).eval()
         pad = self.tok.pad_token_id
         self.pad_id = pad if pad is not None else (self.tok.eos_token_id or 0)

@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import Progress, ScoreRequest
-from .weights import ModelError, ModelSource, local_hf_folder, resolve_model
+from .weights import (
+    ModelSource,
+    load_causal_lm,
+    local_hf_folder,
+    pick_dtype,
+    resolve_model,
+)
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +97,6 @@ class HFCausalLM:
         prefix_cache: bool = True,
     ) -> None:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         source = model if isinstance(model, ModelSource) else resolve_model(model, revision)
         self.name = source.name
@@ -99,10 +104,8 @@ class HFCausalLM:
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device if device_map is None else "cpu")
-        self.dtype = _pick_dtype(dtype, device)
-        kwargs: dict[str, Any] = {"dtype": self.dtype, "trust_remote_code": trust_remote_code}
-        if self.source.revision:
-            kwargs["revision"] = self.source.revision
+        self.dtype = pick_dtype(dtype, device)
+        kwargs: dict[str, Any] = {}
         if device_map is not None:
             kwargs["device_map"] = device_map
             if max_memory is not None:
@@ -111,17 +114,9 @@ class HFCausalLM:
                 # this folder (kept as long as the model) and loaded per forward pass.
                 self._offload = tempfile.TemporaryDirectory(prefix="nlieval-offload-")
                 kwargs["offload_folder"] = self._offload.name
-        try:
-            self.tok = AutoTokenizer.from_pretrained(
-                self.source.path,
-                revision=self.source.revision,
-                trust_remote_code=trust_remote_code,
-            )
-            model_obj: Any = AutoModelForCausalLM.from_pretrained(self.source.path, **kwargs)
-        except OSError as err:
-            raise ModelError(
-                f"cannot load model {self.name!r} from {self.source.path}: {err}"
-            ) from err
+        self.tok, model_obj = load_causal_lm(
+            self.source, dtype=self.dtype, trust_remote_code=trust_remote_code, **kwargs
+        )
         self.model: Any = model_obj
         if device_map is None:
             self.model.to(self.device)
@@ -660,32 +655,6 @@ def _suffix_layer(keys: Any, values: Any, n_prefix: int, counts: dict[str, int])
 
         _SUFFIX_LAYER = SuffixLayer
     return _SUFFIX_LAYER(keys, values, n_prefix, counts)
-
-
-def _pick_dtype(dtype: str, device: str) -> Any:
-    import torch
-
-    if dtype == "auto":
-        if (
-            device.startswith("cuda")
-            and torch.cuda.is_available()
-            and torch.cuda.is_bf16_supported()
-        ):
-            return torch.bfloat16
-        return torch.float32
-    try:
-        return {
-            "float32": torch.float32,
-            "fp32": torch.float32,
-            "bfloat16": torch.bfloat16,
-            "bf16": torch.bfloat16,
-            "float16": torch.float16,
-            "fp16": torch.float16,
-        }[dtype]
-    except KeyError:
-        raise ModelError(
-            f"unknown dtype {dtype!r}: use auto, float32, bfloat16 or float16"
-        ) from None
 
 
 def free_memory(device: Any) -> int:

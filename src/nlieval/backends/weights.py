@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -188,3 +189,59 @@ def _convert_gguf(source: ModelSource, target: Path) -> None:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def pick_dtype(dtype: str, device: str) -> Any:
+    """The torch dtype for a ``--dtype`` value: ``auto`` is bfloat16 on a GPU that has it,
+    else float32.
+
+    >>> str(pick_dtype("bf16", "cpu")), str(pick_dtype("auto", "cpu"))
+    ('torch.bfloat16', 'torch.float32')
+    """
+    import torch
+
+    if dtype == "auto":
+        if (
+            device.startswith("cuda")
+            and torch.cuda.is_available()
+            and torch.cuda.is_bf16_supported()
+        ):
+            return torch.bfloat16
+        return torch.float32
+    names = {
+        "float32": torch.float32,
+        "fp32": torch.float32,
+        "bfloat16": torch.bfloat16,
+        "bf16": torch.bfloat16,
+        "float16": torch.float16,
+        "fp16": torch.float16,
+    }
+    if dtype not in names:
+        raise ModelError(f"unknown dtype {dtype!r}: use auto, float32, bfloat16 or float16")
+    return names[dtype]
+
+
+def load_causal_lm(
+    source: ModelSource, *, dtype: Any, trust_remote_code: bool = False, **kwargs: Any
+) -> tuple[Any, Any]:
+    """(tokenizer, model) of a local causal LM folder (:func:`local_hf_folder`), in
+    ``dtype``; ``kwargs`` go to ``from_pretrained`` (``device_map``, ``max_memory``...).
+    A folder that cannot be read is a :class:`ModelError` naming it.
+
+    >>> tok, model = load_causal_lm(local_hf_folder(resolve_model("smollm2-135m")),
+    ...                             dtype=pick_dtype("auto", "cpu"))  # doctest: +SKIP
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if source.revision:
+        kwargs["revision"] = source.revision
+    try:
+        tok = AutoTokenizer.from_pretrained(
+            source.path, revision=source.revision, trust_remote_code=trust_remote_code
+        )
+        model = AutoModelForCausalLM.from_pretrained(
+            source.path, dtype=dtype, trust_remote_code=trust_remote_code, **kwargs
+        )
+    except OSError as err:
+        raise ModelError(f"cannot load model {source.name!r} from {source.path}: {err}") from err
+    return tok, model
