@@ -611,6 +611,8 @@ class HFCausalLM:
         return result
 
 
+# The class subclasses a transformers type, so it is made on first use: importing this
+# module must not import transformers (the CLI's start-up and `nlieval --help` stay fast).
 _SUFFIX_LAYER: Any = None
 
 
