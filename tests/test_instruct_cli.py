@@ -379,3 +379,54 @@ def test_openai_compatible_server(
     table = capsys.readouterr().out
     assert f"| fake/chat | mini | 0 | {N_ITEMS} | 1 |" in table
     assert f"| {UNPARSED_PER_RUN}.0 |" in table
+
+
+def test_kill_9_mid_run_then_resume_equals_uninterrupted(tmp_path: Path) -> None:
+    # `nlieval instruct` in a child process against the fake server, killed with SIGKILL
+    # once some records are on disk; the same command then finishes the run.
+    import signal
+    import time
+
+    from cli_process import start_cli
+    from fake_openai import running
+
+    yaml = _task(tmp_path)
+
+    def answer(body: dict[str, Any]) -> tuple[Any, ...]:
+        m = re.search(r"Premise (\d+)\.", body["messages"][-1]["content"])
+        assert m is not None
+        return ("ok", SHAPES[int(m.group(1)) % len(SHAPES)][0])
+
+    def argv(out: Path, url: str) -> list[str]:
+        args = _argv(yaml, out, "--api-base", url, "--concurrency", "1")
+        return args[1:] if args[0] == "instruct" else args
+
+    with running() as server:
+        server.default = answer
+        whole = tmp_path / "whole"
+        ref = start_cli("instruct", *argv(whole, server.url), cwd=tmp_path)
+        assert ref.wait(timeout=300) == 0, ref.communicate()[1]
+        server.hold = 0.05  # about 20 answers a second: time to kill it mid-run
+        out = tmp_path / "killed"
+        proc = start_cli("instruct", *argv(out, server.url), cwd=tmp_path)
+        records = out / "records.jsonl"
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            if records.is_file() and len(records.read_text().splitlines()) >= N_ITEMS:
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        n_before = len(records.read_text().splitlines())
+        assert N_ITEMS <= n_before < 4 * N_ITEMS, "not killed mid-run"
+        server.hold = 0.0
+        again = start_cli("instruct", *argv(out, server.url), cwd=tmp_path)
+        assert again.wait(timeout=300) == 0, again.communicate()[1]
+    got = _records(out)
+    keys = [(r["k"], r["seed"], r["item_id"]) for r in got]
+    assert len(keys) == len(set(keys)) == 4 * N_ITEMS
+    want = {(r["k"], r["seed"], r["item_id"]): r for r in _records(whole)}
+    assert {(r["k"], r["seed"], r["item_id"]): r for r in got} == want
+    res_a = json.loads((out / "results.json").read_text())["metrics"]
+    res_b = json.loads((whole / "results.json").read_text())["metrics"]
+    assert [r["per_seed"] for r in res_a] == [r["per_seed"] for r in res_b]
