@@ -7,6 +7,7 @@ from .base import (
     GenerationBackend,
     LogLikelihoodBackend,
     Progress,
+    PromptTooLongError,
     ScoreRequest,
 )
 
@@ -15,6 +16,7 @@ __all__ = [
     "GenerationBackend",
     "LogLikelihoodBackend",
     "Progress",
+    "PromptTooLongError",
     "ScoreRequest",
     "HFCausalLM",
     "CompletionsLM",

@@ -27,6 +27,28 @@ class ScoreRequest:
     prefix_len: int = 0
 
 
+class PromptTooLongError(ValueError):
+    """Some prompts (context + continuation, in tokens) do not fit the model's context
+    window: ``lengths`` maps their request index to their length. Raised before anything
+    of the call is computed, so that an over-long input costs no memory or time.
+
+    >>> str(PromptTooLongError({2: 5000}, 2048))
+    "request 2: 5000 tokens, more than the model's context window of 2048"
+    """
+
+    def __init__(self, lengths: dict[int, int], limit: int, *, at_least: bool = False) -> None:
+        self.lengths = lengths
+        self.limit = limit
+        #: True when ``lengths`` are lower bounds found without tokenizing (huge texts).
+        self.at_least = at_least
+        first, n = next(iter(lengths.items()))
+        super().__init__(
+            f"request {first}: {'at least ' if at_least else ''}{n} tokens, more than the "
+            f"model's context window of {limit}"
+            + (f" ({len(lengths) - 1} more requests too long)" if len(lengths) > 1 else "")
+        )
+
+
 @runtime_checkable
 class LogLikelihoodBackend(Protocol):
     """A language model that scores continuations (choice-based evaluation)."""

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .base import Progress, ScoreRequest
+from .base import Progress, PromptTooLongError, ScoreRequest
 from .weights import (
     ModelSource,
     load_causal_lm,
@@ -131,6 +131,11 @@ class HFCausalLM:
         self._keep_arg = "logits_to_keep" if "logits_to_keep" in params else None
         self.batch_size = batch_size
         self.prefix_cache = prefix_cache
+        #: Longest sequence the model was trained for (positions); longer prompts are
+        #: refused (:class:`PromptTooLongError`) instead of scored out of range.
+        window = getattr(self.model.config, "max_position_embeddings", None)
+        self.context_window: int | None = window if isinstance(window, int) else None
+        self._longest_token: int | None = None
         # The last prefix: its ids, its keys/values per layer, and (rows, width, cache) of
         # the buffers filled from it (see _group_cache).
         self._cached: tuple[tuple[int, ...], list[tuple[Any, Any]], Any] | None = None
@@ -415,12 +420,39 @@ class HFCausalLM:
         return rows
 
     # -- scoring ------------------------------------------------------------------
+    def _refuse_huge(self, requests: Sequence[ScoreRequest]) -> None:
+        # No token is longer than the vocabulary's longest entry, so a text of more than
+        # window x that many characters cannot fit: refused before tokenizing it (a 5 MB
+        # premise would otherwise cost seconds and gigabytes to tokenize only to be refused).
+        if self.context_window is None:
+            return
+        if self._longest_token is None:
+            self._longest_token = max((len(t) for t in self.tok.get_vocab()), default=1)
+        most = self.context_window * max(self._longest_token, 1)
+        huge = {
+            r: -(-n // self._longest_token)
+            for r, req in enumerate(requests)
+            if (n := len(req.context) + max(map(len, req.continuations), default=0)) > most
+        }
+        if huge:
+            raise PromptTooLongError(huge, self.context_window, at_least=True)
+
     def loglikelihood(
         self, requests: Sequence[ScoreRequest], progress: Progress | None = None
     ) -> list[list[float]]:
         """Summed log-probability of every continuation of every request."""
         out = [[float("nan")] * len(req.continuations) for req in requests]
+        self._refuse_huge(requests)
         rows = self._rows(requests)
+        if self.context_window is not None:
+            too_long: dict[int, int] = {}
+            for row in rows:
+                # A row's ids are the positions the model runs over (the context, then all
+                # but the last option token).
+                if len(row.ids) > self.context_window:
+                    too_long[row.request] = max(too_long.get(row.request, 0), len(row.ids))
+            if too_long:
+                raise PromptTooLongError(too_long, self.context_window)
         remaining = Counter(row.request for row in rows)
         # Rows that share a prefix of at least MIN_PREFIX tokens are scored on top of its
         # key/value cache; the rest in plain left-padded batches.

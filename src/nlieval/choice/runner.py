@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import data
-from ..backends.base import ClassifierBackend, LogLikelihoodBackend, Progress
+from ..backends.base import (
+    ClassifierBackend,
+    LogLikelihoodBackend,
+    Progress,
+    PromptTooLongError,
+)
 from ..backends.placement import parse_max_memory
 from ..backends.weights import resolve_model
 from ..runs import Draws, RunFolder, Step, finalize, run_steps
@@ -180,6 +185,8 @@ def run(
             sum(len(s.todo) for s in steps),
         )
 
+    sources = {ds.task: ds.source for ds, _, _ in planned}
+
     def make_backend(ckpt: Hashable) -> AnyBackend:
         return backend_factory(config, ckpt if isinstance(ckpt, str) else None)
 
@@ -187,7 +194,22 @@ def run(
         backend: AnyBackend, step: Step[Item], chunk: Sequence[Item], progress: Progress
     ) -> list[Record]:
         ckpt = step.group if isinstance(step.group, str) else None
-        return _score(backend, step.point, chunk, model, ckpt, config, progress)
+        try:
+            return _score(backend, step.point, chunk, model, ckpt, config, progress)
+        except PromptTooLongError as err:
+            # One line naming the file and the item; the chunks before are in the folder.
+            point: SweepPoint = step.point
+            (first, n), *more = err.lengths.items()
+            also = f" (also too long: {', '.join(chunk[r].id for r, _ in more[:5])})"
+            raise data.DataError(
+                sources[point.task],
+                None,
+                None,
+                f"item {chunk[first].id!r} of task {point.task} at k={point.k}: a prompt of "
+                f"{'at least ' if err.at_least else ''}{n} tokens, longer than the model's "
+                f"context window of {err.limit}{also if more else ''}; shorten or remove it, "
+                "or use fewer --shots"
+            ) from None
 
     elapsed = run_steps(folder, steps, make_backend, work, progress=progress)
     data_info, draws = _data_report(planned)
