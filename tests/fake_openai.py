@@ -21,7 +21,15 @@ by the transformers model of :class:`EchoLM` (:attr:`FakeServer.lm`). Its own ac
                                     (drop log-probs, shift offsets, ...; see the helpers)
 ``("slow", seconds)``               wait, then answer like ``echo``
 
-``status``, ``raw``, ``drop`` and ``die`` work as for chat. A ``max_tokens`` below
+``status``, ``raw``, ``drop`` and ``die`` work as for chat. A prompt of token ids (a list
+of ints, or a list of such lists) is answered as vLLM answers ``max_tokens: 1,
+logprobs: K``: the greedy next token and the K top log-probs of that position, named
+``token_id:N`` when the request asks for ``return_tokens_as_token_ids`` (and
+:attr:`FakeServer.token_ids` is True), else by their text. A ``logprobs`` above
+:attr:`FakeServer.max_logprobs` gets vLLM's HTTP 400. ``POST /tokenize`` answers like
+vLLM's (``{"count", "tokens", "max_model_len"}``) or acts as
+:attr:`FakeServer.tokenize_default` says (``("ok",)`` or any chat action; not scripted);
+those requests are kept apart in :attr:`FakeServer.tokenize_requests`. A ``max_tokens`` below
 :attr:`FakeServer.min_max_tokens` gets HTTP 400 (servers that refuse 0); otherwise that
 many greedy tokens follow the prompt, as a real server does.
 
@@ -116,15 +124,56 @@ class EchoLM:
             "finish_reason": "length",
         }
 
-    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+    def next_token(self, ids: list[int], index: int, k: int, as_ids: bool) -> dict[str, Any]:
+        """A choice for a prompt of token ids, ``max_tokens: 1``: the greedy next token and
+        the ``k`` top log-probs at that position (no echo)."""
+        import torch
+
+        with self.lock, torch.inference_mode():
+            self.prompts += 1
+            lp = torch.log_softmax(self.model(torch.tensor([ids])).logits[0, -1].float(), -1)
+        values, top = lp.topk(k)
+
+        def name(t: int) -> str:
+            return f"token_id:{t}" if as_ids else str(self.tok.decode([t]))
+
+        nxt = int(top[0])
+        return {
+            "index": index,
+            "text": str(self.tok.decode([nxt])),
+            "logprobs": {
+                "tokens": [name(nxt)],
+                "token_logprobs": [float(values[0])],
+                "text_offset": [0],
+                "top_logprobs": [
+                    {name(int(t)): float(v) for t, v in zip(top, values, strict=True)}
+                ],
+            },
+            "finish_reason": "length",
+        }
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.tok(text)["input_ids"])
+
+    def answer(self, body: dict[str, Any], token_ids: bool = True) -> dict[str, Any]:
         """The whole ``/v1/completions`` body for a request (a prompt or a list)."""
-        prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+        prompt = body["prompt"]
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
+            prompt = [prompt]  # one prompt of token ids
+        prompts = prompt if isinstance(prompt, list) else [prompt]
         n = int(body.get("max_tokens", 16))
+        as_ids = token_ids and bool(body.get("return_tokens_as_token_ids"))
+        choices = [
+            self.next_token(p, i, int(body.get("logprobs") or 1), as_ids)
+            if isinstance(p, list)
+            else self.choice(p, i, n)
+            for i, p in enumerate(prompts)
+        ]
         return {
             "id": "cmpl-fake",
             "object": "text_completion",
             "model": body.get("model"),
-            "choices": [self.choice(p, i, n) for i, p in enumerate(prompts)],
+            "choices": choices,
         }
 
 
@@ -164,8 +213,12 @@ class FakeServer:
         self.script: deque[Action] = deque()
         self.default: Callable[[dict[str, Any]], Action] = lambda body: ("ok", "hello")
         self.completions_default: Callable[[dict[str, Any]], Action] = lambda body: ("echo",)
+        self.tokenize_default: Callable[[dict[str, Any]], Action] = lambda body: ("ok",)
+        self.tokenize_requests: list[dict[str, Any]] = []
         self.lm = lm
         self.min_max_tokens = 0
+        self.max_logprobs = 20
+        self.token_ids = True
         self.paths: list[str] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -251,6 +304,19 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
         headers = {k.lower(): v for k, v in self.headers.items()}
+        if self.path.rstrip("/") == "/tokenize":
+            with fake.lock:
+                fake.tokenize_requests.append(body)
+            action = fake.tokenize_default(body)
+            if action[0] != "ok":
+                self._act(action)
+            elif fake.lm is None:
+                raise ValueError("/tokenize needs FakeServer(lm=EchoLM(folder))")
+            else:
+                tokens = fake.lm.tokenize(body["prompt"])
+                answer = {"count": len(tokens), "tokens": tokens, "max_model_len": 2048}
+                self._send(200, json.dumps(answer))
+            return
         action = fake.next_action(body, headers, self.path)
         with fake.lock:
             fake.in_flight += 1
@@ -306,9 +372,21 @@ class _Handler(BaseHTTPRequestHandler):
                 }
                 self._send(400, json.dumps(error))
                 return
+            if int(body.get("logprobs") or 0) > fake.max_logprobs:
+                error = {
+                    "error": {
+                        "message": f"Requested sample logprobs of {body['logprobs']}, which is "
+                        f"greater than max allowed: {fake.max_logprobs}",
+                        "type": "BadRequestError",
+                        "param": "logprobs",
+                        "code": 400,
+                    }
+                }
+                self._send(400, json.dumps(error))
+                return
             if fake.lm is None:
                 raise ValueError("/v1/completions needs FakeServer(lm=EchoLM(folder))")
-            answer = fake.lm.answer(body)
+            answer = fake.lm.answer(body, fake.token_ids)
             if kind == "echo" and len(action) > 1:
                 answer = action[1](answer)
             self._send(200, answer if isinstance(answer, str) else json.dumps(answer))

@@ -1,6 +1,9 @@
 """CompletionsLM (option scoring over the OpenAI completions API) against the fake server,
 whose ``/v1/completions`` computes echoed prompt log-probs with the tiny random Llama:
-equal to the in-process backend, every fault retried or reported, resume after kill -9."""
+equal to the in-process backend, every fault retried or reported, resume after kill -9.
+
+These tests score by echo requests (``top_logprobs=0``) unless they say otherwise; the
+one-request-per-item scoring has its own file (test_completions_next_token.py)."""
 
 from __future__ import annotations
 
@@ -60,7 +63,13 @@ def server(echo_lm: EchoLM) -> Iterator[FakeServer]:
 
 def _lm(server: FakeServer, **kw: Any) -> CompletionsLM:
     # Back-off is recorded by a no-op sleep: fast tests.
-    opts: dict[str, Any] = {"timeout": 5.0, "retries": 2, "backoff": 0.01, "sleep": lambda s: None}
+    opts: dict[str, Any] = {
+        "timeout": 5.0,
+        "retries": 2,
+        "backoff": 0.01,
+        "sleep": lambda s: None,
+        "top_logprobs": 0,
+    }
     opts.update(kw)
     return CompletionsLM("tiny", server.url, **opts)
 
@@ -89,7 +98,7 @@ def test_same_predictions_and_logliks_as_in_process_at_k0_and_k5(
     base = {"tasks": ("smoke",), "shots": (0, 5), "seeds": (0,)}
     ref = run(RunConfig(model=str(tiny_llama), **base), tmp_path / "hf", progress=False)
     # Through the runner's own backend choice, as `nlieval run --model openai-completions:`.
-    cfg = RunConfig(model="openai-completions:tiny", api_base=server.url, **base)
+    cfg = RunConfig(model="openai-completions:tiny", api_base=server.url, top_logprobs=0, **base)
     assert isinstance(default_backend(cfg, None), CompletionsLM)
     got = run(cfg, tmp_path / "server", progress=False)
     want = {_key(r): r for r in _records(tmp_path / "hf")}

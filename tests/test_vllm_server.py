@@ -43,21 +43,37 @@ def _records(folder: Path) -> dict[tuple[Any, ...], dict[str, Any]]:
     return {(r["k"], r["seed"], r["item_id"]): r for r in rows}
 
 
-def test_vllm_equals_transformers_on_20_snli_items(
-    tmp_path: Path, vllm_url: str, data_dir: Path
-) -> None:
-    base: dict[str, Any] = {
+@pytest.fixture(scope="module")
+def hf_run(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
+    out = tmp_path_factory.mktemp("hf")
+    run(RunConfig(model="smollm2-135m", **_base(data_dir)), out, progress=False)
+    return out
+
+
+def _base(data_dir: Path) -> dict[str, Any]:
+    return {
         "tasks": ("snli",),
         "shots": (0, 5),
         "limit": 20,
         "data_dir": str(data_dir),
         "dtype": "float32",
     }
-    run(RunConfig(model="smollm2-135m", **base), tmp_path / "hf", progress=False)
-    cfg = RunConfig(model=f"openai-completions:{SERVED}", api_base=vllm_url, **base)
-    assert isinstance(default_backend(cfg, None), CompletionsLM)
-    run(cfg, tmp_path / "vllm", progress=False)
-    want, got = _records(tmp_path / "hf"), _records(tmp_path / "vllm")
+
+
+@pytest.mark.parametrize("top_logprobs", [20, 0], ids=["one-request-per-item", "echo"])
+def test_vllm_equals_transformers_on_20_snli_items(
+    tmp_path: Path, vllm_url: str, data_dir: Path, hf_run: Path, top_logprobs: int
+) -> None:
+    cfg = RunConfig(
+        model=f"openai-completions:{SERVED}",
+        api_base=vllm_url,
+        top_logprobs=top_logprobs,
+        **_base(data_dir),
+    )
+    backend = default_backend(cfg, None)
+    assert isinstance(backend, CompletionsLM)
+    run(cfg, tmp_path / "vllm", backend_factory=lambda c, ck: backend, progress=False)
+    want, got = _records(hf_run), _records(tmp_path / "vllm")
     assert len(got) == len(want) == 40 and set(got) == set(want)
     worst = 0.0
     for key, r in got.items():
@@ -66,6 +82,15 @@ def test_vllm_equals_transformers_on_20_snli_items(
         assert r["prompt"] == w["prompt"], key
         worst = max(worst, *(abs(a - b) for a, b in zip(r["loglik"], w["loglik"], strict=True)))
     assert worst < 1e-4
+    if top_logprobs:
+        # vLLM has /tokenize and names top tokens by id: the letters after "Answer:" are
+        # one token more than the context, so most come from one request per item.
+        assert backend.next_token_off is None
+        counts = backend.counts
+        assert counts["next_token_options"] + counts["echo_options"] == 40 * 3
+        assert counts["next_token_options"] > counts["echo_options"]
+    else:
+        assert backend.counts["echo_options"] == 40 * 3
 
 
 def test_vllm_answers_an_echo_request_with_prompt_logprobs(vllm_url: str) -> None:

@@ -4,34 +4,46 @@
 model served by vLLM or SGLang (tensor or pipeline parallel, on as many GPUs as it
 takes): ``nlieval run --model openai-completions:NAME --api-base URL``.
 
-Each option is one prompt, ``context + continuation``, sent with ``echo: true``,
-``logprobs: 1``, ``max_tokens: 0`` and ``temperature: 0``; the server tokenizes the whole
-text (so merges across the boundary are the model's own) and answers with every prompt
-token, its text offset and its log-probability. The option's log-likelihood is the sum
-over the tokens that end after the start of the continuation: a token that straddles
-the boundary belongs to the continuation, the rule of
-:meth:`~nlieval.backends.hf.HFCausalLM.split`. Up to ``batch_size`` prompts go in one
-request (the API takes a list), ``concurrency`` requests at a time, with the retries,
-back-off, ``Retry-After`` and timeouts of :class:`~nlieval.backends.openai.ServerClient`.
+Two kinds of request, both checked before their numbers are used:
+
+**One request per item** (``top_logprobs`` > 0, the default; vLLM). The server's own
+tokenizer (``POST /tokenize`` at the server's root) splits the context and every
+``context + option``; an option whose tokens are exactly the context's tokens plus one
+more is scored from the top log-probs of the position after the context: one request
+per item sends the context's token ids with ``max_tokens: 1``, ``logprobs: K``,
+``return_tokens_as_token_ids: true`` (top tokens named ``token_id:N``, so no decoded
+string has to be matched) and ``temperature: 0``. Because the tokens are the ones the
+server would use for ``context + option`` and no token straddles the boundary, the value
+is the one the echo request gives; and since no prompt log-probs are asked for, the
+server may serve the few-shot prefix from its prefix cache (vLLM recomputes the whole
+prompt for requests with prompt log-probs). An option of several tokens, one that merges
+with the end of the context, or one outside the top K goes to an echo request. A server
+without ``/tokenize``, one that refuses K top log-probs (vLLM's ``--max-logprobs``, 20 by
+default) or one that ignores ``return_tokens_as_token_ids`` gets echo requests only
+(a warning says why).
+
+**One request per option** (echo; ``top_logprobs=0``, and every fallback). Each option
+is one prompt, ``context + continuation``, sent with ``echo: true``, ``logprobs: 1``,
+``max_tokens: 0`` and ``temperature: 0``; the server tokenizes the whole text (so merges
+across the boundary are the model's own) and answers with every prompt token, its text
+offset and its log-probability. The option's log-likelihood is the sum over the tokens
+that end after the start of the continuation: a token that straddles the boundary
+belongs to the continuation, the rule of :meth:`~nlieval.backends.hf.HFCausalLM.split`.
 A server that refuses ``max_tokens: 0`` is asked again with 1 and the generated token is
 dropped (found by aligning the answer's tokens on the prompt).
 
-Every answer is checked before it is used: one choice per prompt, ``tokens``,
-``token_logprobs`` and ``text_offset`` of equal length, offsets that never decrease, the
-tokens' text at their offsets equal to the prompt's (from the end of the prompt back to
-the start, or to a leading token outside the prompt such as a BOS, or to a token that
-holds only part of a character), and a log-probability for every continuation token. A
-server that returns no prompt log-probs (llama.cpp's ``llama-server`` returns those of
-generated tokens only) or misaligned ones stops the run with a
-:class:`PromptLogprobsError` instead of scoring nonsense.
-
-Not done: scoring every single-token option of an item from the top log-probs of one
-request at the end of the context. vLLM and SGLang return ``top_logprobs`` for the
-generated position (at most vLLM's ``--max-logprobs``, 20 by default; the OpenAI API
-itself 5), but using them needs the server's tokenization of each option known before
-the request (a client-side tokenizer) and a fallback when an option is not among the
-top k; the echo request above needs neither. The few-shot ``prefix_len`` hint is not
-used either: reusing a shared prefix is the server's prefix cache's job.
+Up to ``batch_size`` prompts go in one request (the API takes a list), ``concurrency``
+requests at a time, with the retries, back-off, ``Retry-After`` and timeouts of
+:class:`~nlieval.backends.openai.ServerClient`. Every echo answer is checked: one choice
+per prompt, ``tokens``, ``token_logprobs`` and ``text_offset`` of equal length, offsets
+that never decrease, the tokens' text at their offsets equal to the prompt's (from the
+end of the prompt back to the start, or to a leading token outside the prompt such as a
+BOS, or to a token that holds only part of a character), and a log-probability for every
+continuation token. A server that returns no prompt log-probs (llama.cpp's
+``llama-server`` returns those of generated tokens only) or misaligned ones stops the
+run with a :class:`PromptLogprobsError` instead of scoring nonsense. The few-shot
+``prefix_len`` hint is not used: reusing a shared prefix is the server's prefix cache's
+job. :attr:`CompletionsLM.counts` says how many options each kind of request scored.
 
 >>> lm = CompletionsLM("llama-3.1-70b", "http://localhost:8000/v1")
 >>> lm.name, lm.url
@@ -44,7 +56,9 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +75,13 @@ PREFIX = "openai-completions:"
 
 #: Prompts per request when ``batch_size`` is ``"auto"``.
 DEFAULT_BATCH = 16
+
+#: Top log-probs asked for at the position after the context (vLLM's default
+#: ``--max-logprobs``; OpenAI's own API allows 5).
+DEFAULT_TOP_LOGPROBS = 20
+
+#: How vLLM names a token when asked for ``return_tokens_as_token_ids``.
+_TOKEN_ID = re.compile(r"token_id:(\d+)")
 
 #: What to tell the user when a server returns no prompt log-probs.
 NO_PROMPT_LOGPROBS = (
@@ -88,6 +109,11 @@ class PromptLogprobsError(ServerError):
     prompt. Not retried: the server will answer the same way again."""
 
 
+class _NoNextToken(ServerError):
+    """The server cannot score options from the next token's top log-probs (no
+    ``/tokenize``, K refused, tokens not named by id): its options go to echo requests."""
+
+
 @dataclass(frozen=True)
 class _Prompt:
     """One option: the text sent and where its continuation starts (characters)."""
@@ -102,9 +128,10 @@ class CompletionsLM(ServerClient):
     """Option log-likelihoods from an OpenAI-compatible ``/completions`` endpoint.
 
     ``batch_size`` is the number of prompts per request (``"auto"``:
-    :data:`DEFAULT_BATCH`); the other settings are those of
+    :data:`DEFAULT_BATCH`); ``top_logprobs`` the K of the one-request-per-item scoring
+    (0: one echo request per option); the other settings are those of
     :class:`~nlieval.backends.openai.ServerClient`. Results do not depend on
-    ``batch_size`` or ``concurrency``.
+    ``batch_size``, ``concurrency`` or ``top_logprobs`` (within the server's precision).
     """
 
     def __init__(
@@ -118,6 +145,7 @@ class CompletionsLM(ServerClient):
         backoff: float = 1.0,
         concurrency: int = 8,
         batch_size: int | str = "auto",
+        top_logprobs: int = DEFAULT_TOP_LOGPROBS,
         max_backoff: float = 30.0,
         max_retry_after: float = 120.0,
         transport: httpx.BaseTransport | None = None,
@@ -143,8 +171,19 @@ class CompletionsLM(ServerClient):
             self.batch_size = batch_size
         else:
             raise ValueError(f"--batch-size takes a positive integer or 'auto', got {batch_size!r}")
+        if top_logprobs < 0:
+            raise ValueError(f"--top-logprobs must be 0 or more, got {top_logprobs}")
+        self.top_logprobs = top_logprobs
+        #: vLLM serves /tokenize at its root, beside /v1.
+        self.tokenize_url = re.sub(r"/v1$", "", self.api_base) + "/tokenize"
+        #: Why the one-request-per-item scoring is off (None: it is on).
+        self.next_token_off: str | None = None if top_logprobs else "--top-logprobs 0"
         #: 0 until the server refuses it, then 1 (the generated token is dropped).
         self.max_tokens = 0
+        #: Requests sent and options scored, by kind: ``tokenize_requests``,
+        #: ``next_token_requests``, ``next_token_options``, ``top_k_misses`` (options
+        #: not among the top K, scored by echo), ``echo_requests``, ``echo_options``.
+        self.counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 
     # -- LogLikelihoodBackend -----------------------------------------------------------
@@ -154,13 +193,25 @@ class CompletionsLM(ServerClient):
         """Summed log-probability of every continuation of every request; raises
         :class:`~nlieval.backends.openai.ServerError` when a request fails for good."""
         out = [[float("nan")] * len(req.continuations) for req in requests]
-        prompts = []
         for r, req in enumerate(requests):
             for j, cont in enumerate(req.continuations):
                 if not cont:
                     raise ValueError(f"continuation {j} of request {r} is empty")
-                prompts.append(_Prompt(r, j, req.context + cont, len(req.context)))
         left = [len(req.continuations) for req in requests]
+
+        def settle(r: int, j: int, value: float) -> None:
+            out[r][j] = value
+            left[r] -= 1
+            if left[r] == 0 and progress is not None:
+                progress(1)
+
+        todo = [(r, j) for r, req in enumerate(requests) for j in range(len(req.continuations))]
+        if self.next_token_off is None and requests:
+            todo = self._score_next_tokens(requests, settle)
+        prompts = []
+        for r, j in todo:
+            ctx = requests[r].context
+            prompts.append(_Prompt(r, j, ctx + requests[r].continuations[j], len(ctx)))
         batches = [
             prompts[i : i + self.batch_size] for i in range(0, len(prompts), self.batch_size)
         ]
@@ -169,14 +220,179 @@ class CompletionsLM(ServerClient):
             for b, scores in results:
                 if isinstance(scores, ServerError):
                     raise scores
+                self.counts["echo_requests"] += 1
+                self.counts["echo_options"] += len(scores)
                 for p, value in zip(batches[b], scores, strict=True):
-                    out[p.request][p.option] = value
-                    left[p.request] -= 1
-                    if left[p.request] == 0 and progress is not None:
-                        progress(1)
+                    settle(p.request, p.option, value)
         finally:
             results.close()  # a failure cancels the batches not yet sent
         return out
+
+    # -- one request per item -----------------------------------------------------------
+    def _score_next_tokens(
+        self, requests: Sequence[ScoreRequest], settle: Callable[[int, int, float], None]
+    ) -> list[tuple[int, int]]:
+        """Score the options that are one token after the context from one request per
+        item; returns the ``(request, option)`` pairs left for echo requests."""
+        plan = self._tokenize_all(requests)
+        if plan is None:
+            return [(r, j) for r, req in enumerate(requests) for j in range(len(req.continuations))]
+        rest = [(r, j) for r, (_, tok) in enumerate(plan)
+                for j in range(len(requests[r].continuations)) if j not in tok]  # fmt: skip
+        asks = [r for r, (_, tok) in enumerate(plan) if tok]
+        batches = [asks[i : i + self.batch_size] for i in range(0, len(asks), self.batch_size)]
+        results = self.iter_map(
+            self._next_token_batch, [[plan[r][0] for r in batch] for batch in batches]
+        )
+        try:
+            for b, tops in results:
+                if isinstance(tops, _NoNextToken):
+                    self._switch_off(str(tops))
+                    rest += [(r, j) for r in batches[b] for j in plan[r][1]]
+                    continue
+                if isinstance(tops, ServerError):
+                    raise tops
+                self.counts["next_token_requests"] += 1
+                for r, top in zip(batches[b], tops, strict=True):
+                    for j, token in plan[r][1].items():
+                        value = top.get(token)
+                        if value is None:  # not among the top K
+                            self.counts["top_k_misses"] += 1
+                            rest.append((r, j))
+                        else:
+                            self.counts["next_token_options"] += 1
+                            settle(r, j, value)
+        finally:
+            results.close()
+        return sorted(rest)
+
+    def _tokenize_all(
+        self, requests: Sequence[ScoreRequest]
+    ) -> list[tuple[list[int], dict[int, int]]] | None:
+        """Per request, the context's token ids and ``{option: token id}`` for each option
+        whose tokens are the context's plus exactly one; None when the server cannot
+        tokenize (then every option goes to echo)."""
+        texts = []
+        for req in requests:
+            texts.append(req.context)
+            texts.extend(req.context + cont for cont in req.continuations)
+        ids: list[list[int]] = [[] for _ in texts]
+        results = self.iter_map(self._tokenize, texts)
+        try:
+            for i, got in results:
+                if isinstance(got, _NoNextToken):
+                    self._switch_off(str(got))
+                    return None
+                if isinstance(got, ServerError):
+                    raise got
+                self.counts["tokenize_requests"] += 1
+                ids[i] = got
+        finally:
+            results.close()
+        plan = []
+        pos = 0
+        for req in requests:
+            ctx = ids[pos]
+            tok = {}
+            for j in range(len(req.continuations)):
+                full = ids[pos + 1 + j]
+                # Exactly one token more, and the context's tokens unchanged: no token
+                # straddles the boundary, so the echo rule and this one give one value.
+                if ctx and len(full) == len(ctx) + 1 and full[:-1] == ctx:
+                    tok[j] = full[-1]
+            plan.append((ctx, tok))
+            pos += 1 + len(req.continuations)
+        return plan
+
+    def _tokenize(self, text: str, stop: threading.Event) -> list[int]:
+        def parse(resp: httpx.Response, where: str) -> list[int]:
+            body = _json(resp, where)
+            tokens = body.get("tokens") if isinstance(body, dict) else None
+            if not isinstance(tokens, list) or not all(
+                isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in tokens
+            ):
+                raise _NoNextToken(f"{where} answered without token ids", status=resp.status_code)
+            return tokens
+
+        try:
+            return self.request(
+                {"model": self.name, "prompt": text}, parse, stop, url=self.tokenize_url
+            )
+        except ServerError as err:
+            if err.status in (400, 404, 405, 422, 501) and not isinstance(err, _NoNextToken):
+                raise _NoNextToken(str(err), status=err.status) from None
+            raise
+
+    def _next_token_batch(
+        self, batch: Sequence[list[int]], stop: threading.Event
+    ) -> list[dict[int, float]]:
+        payload: dict[str, Any] = {
+            "model": self.name,
+            "prompt": list(batch),
+            "max_tokens": 1,
+            "logprobs": self.top_logprobs,
+            "temperature": 0,
+            "return_tokens_as_token_ids": True,
+        }
+
+        def parse(resp: httpx.Response, where: str) -> list[dict[int, float]]:
+            return self._parse_top(resp, where, len(batch))
+
+        try:
+            return self.request(payload, parse, stop)
+        except ServerError as err:
+            if err.status in (400, 422) and not isinstance(err, _NoNextToken):
+                raise _NoNextToken(
+                    f"{err} (vLLM allows logprobs up to --max-logprobs, 20 by default; "
+                    "nlieval asks for --top-logprobs)",
+                    status=err.status,
+                ) from None
+            raise
+
+    def _parse_top(self, resp: httpx.Response, where: str, n: int) -> list[dict[int, float]]:
+        ordered = self._choices(resp, where, n)
+        tops = []
+        for choice in ordered:
+            lp = choice.get("logprobs")
+            top = lp.get("top_logprobs") if isinstance(lp, dict) else None
+            first = top[0] if isinstance(top, list) and top else None
+            if not isinstance(first, dict) or not first:
+                raise _NoNextToken(
+                    f"{where} answered without top log-probs for the next token",
+                    status=resp.status_code,
+                )
+            found: dict[int, float] = {}
+            for key, value in first.items():
+                m = _TOKEN_ID.fullmatch(key) if isinstance(key, str) else None
+                if m is None:
+                    raise _NoNextToken(
+                        f"{where} names its top tokens by text ({_clip(repr(key), 40)}), not "
+                        "by id: it ignores return_tokens_as_token_ids",
+                        status=resp.status_code,
+                    )
+                if (
+                    not isinstance(value, int | float)
+                    or isinstance(value, bool)
+                    or math.isnan(value)
+                    or value > 1e-3
+                ):
+                    raise PromptLogprobsError(
+                        f"the server at {self.api_base} returned a top log-prob that is not "
+                        f"a log-probability: {key} {value!r}",
+                        status=resp.status_code,
+                    )
+                found[int(m.group(1))] = float(value)
+            tops.append(found)
+        return tops
+
+    def _switch_off(self, why: str) -> None:
+        with self._lock:
+            if self.next_token_off is None:
+                self.next_token_off = why
+                log.warning(
+                    "one request per item is off, each option is scored by an echo request: %s",
+                    why,
+                )
 
     # -- one request --------------------------------------------------------------------
     def _score_batch(self, batch: Sequence[_Prompt], stop: threading.Event) -> list[float]:
@@ -211,27 +427,7 @@ class CompletionsLM(ServerClient):
     def _parse(
         self, resp: httpx.Response, where: str, batch: Sequence[_Prompt], max_tokens: int
     ) -> list[float]:
-        try:
-            body = resp.json()
-        except ValueError:
-            raise ServerError(
-                f"{where}: the answer is not JSON: {_clip(resp.text)!r}", status=resp.status_code
-            ) from None
-        choices = body.get("choices") if isinstance(body, dict) else None
-        if not isinstance(choices, list) or len(choices) != len(batch):
-            n = len(choices) if isinstance(choices, list) else "no"
-            raise PromptLogprobsError(
-                f"the server at {self.api_base} returned {n} choices for {len(batch)} "
-                f"prompts: {_clip(resp.text)!r}",
-                status=resp.status_code,
-            )
-        ordered = _by_index(choices)
-        if ordered is None:
-            raise PromptLogprobsError(
-                f"the server at {self.api_base} returned choices whose indices are not "
-                f"0..{len(batch) - 1}",
-                status=resp.status_code,
-            )
+        ordered = self._choices(resp, where, len(batch))
         scores = []
         for p, choice in zip(batch, ordered, strict=True):
             try:
@@ -242,11 +438,40 @@ class CompletionsLM(ServerClient):
                 ) from None
         return scores
 
+    def _choices(self, resp: httpx.Response, where: str, n: int) -> list[Any]:
+        """The answer's choices in prompt order, one per prompt (else an error)."""
+        body = _json(resp, where)
+        choices = body.get("choices") if isinstance(body, dict) else None
+        if not isinstance(choices, list) or len(choices) != n:
+            got = len(choices) if isinstance(choices, list) else "no"
+            raise PromptLogprobsError(
+                f"the server at {self.api_base} returned {got} choices for {n} "
+                f"prompts: {_clip(resp.text)!r}",
+                status=resp.status_code,
+            )
+        ordered = _by_index(choices)
+        if ordered is None:
+            raise PromptLogprobsError(
+                f"the server at {self.api_base} returned choices whose indices are not "
+                f"0..{n - 1}",
+                status=resp.status_code,
+            )
+        return ordered
+
     def __enter__(self) -> CompletionsLM:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _json(resp: httpx.Response, where: str) -> Any:
+    try:
+        return resp.json()
+    except ValueError:
+        raise ServerError(
+            f"{where}: the answer is not JSON: {_clip(resp.text)!r}", status=resp.status_code
+        ) from None
 
 
 def _by_index(choices: list[Any]) -> list[Any] | None:

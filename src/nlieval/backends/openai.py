@@ -189,9 +189,11 @@ class ServerClient:
         payload: dict[str, Any],
         parse: Callable[[httpx.Response, str], T],
         stop: threading.Event | None = None,
+        url: str | None = None,
     ) -> T:
-        """POST ``payload`` with retries and return ``parse(response, where)`` of the first
-        answer with a status below 400; raises :class:`ServerError`.
+        """POST ``payload`` to ``url`` (default: :attr:`url`) with retries and return
+        ``parse(response, where)`` of the first answer with a status below 400; raises
+        :class:`ServerError`.
 
         ``parse`` raises :class:`ServerError` for a body of the wrong shape (not
         retried). ``stop``, once set, ends the retries (the last failure is raised).
@@ -200,7 +202,7 @@ class ServerClient:
         while True:
             tries += 1
             try:
-                return self._post(payload, parse)
+                return self._post(payload, parse, url or self.url)
             except _Retry as failed:
                 err = failed.error
                 if tries > self.retries or (stop is not None and stop.is_set()):
@@ -239,10 +241,12 @@ class ServerClient:
         step = min(self.max_backoff, self.backoff * 2 ** (tries - 1))
         return step * (0.5 + 0.5 * self._random.random())
 
-    def _post(self, payload: dict[str, Any], parse: Callable[[httpx.Response, str], T]) -> T:
-        where = f"POST {self.url}"
+    def _post(
+        self, payload: dict[str, Any], parse: Callable[[httpx.Response, str], T], url: str
+    ) -> T:
+        where = f"POST {url}"
         try:
-            resp = self._client.post(self.url, json=payload)
+            resp = self._client.post(url, json=payload)
         except httpx.TimeoutException:
             raise _Retry(
                 ServerError(f"{where}: no answer within {self.timeout:g} s", retryable=True),

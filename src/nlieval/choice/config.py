@@ -22,8 +22,10 @@ class RunConfig:
     ``api_base`` (:class:`~nlieval.backends.completions.CompletionsLM`; ``batch_size`` is
     then prompts per request), with the API key read from the environment variable
     ``api_key_env``, ``timeout`` seconds per request, ``retries`` and at most
-    ``concurrency`` requests in flight. The server's address is not part of a run's
-    identity: a folder may be resumed against another server of the same model.
+    ``concurrency`` requests in flight; ``top_logprobs`` > 0 scores single-token options
+    from one request per item (the K top log-probs of the next token), 0 from one echo
+    request per option. The server's address is not part of a run's identity: a folder
+    may be resumed against another server of the same model.
 
     ``device_map`` (``auto``) spreads a local model over several devices through
     accelerate, ``max_memory`` (``0=70GiB,1=70GiB,cpu=200GiB``) caps each; neither changes
@@ -59,6 +61,7 @@ class RunConfig:
     timeout: float = 60.0
     retries: int = 4
     concurrency: int = 8
+    top_logprobs: int = 20
 
     KIND: ClassVar[str] = "run"
     IDENTITY: ClassVar[tuple[str, ...]] = (
@@ -81,6 +84,8 @@ class RunConfig:
             raise ValueError(
                 "--limit (the first N items) and --sample (a random N) cannot be combined"
             )
+        if self.top_logprobs < 0:
+            raise ValueError(f"--top-logprobs must be 0 or more, got {self.top_logprobs}")
         for name in ("limit", "sample"):
             value = getattr(self, name)
             if value is not None and value < 1:

@@ -47,6 +47,7 @@ def default_backend(config: RunConfig, checkpoint: str | None) -> AnyBackend:
             retries=config.retries,
             concurrency=config.concurrency,
             batch_size=config.batch_size,
+            top_logprobs=config.top_logprobs,
         )
     from ..backends.classifier import EncoderClassifier, is_classifier_folder
     from ..backends.hf import HFCausalLM

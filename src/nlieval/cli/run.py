@@ -127,6 +127,14 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     server.add_argument("--timeout", type=float, default=60.0, help="seconds per request [60]")
     server.add_argument("--retries", type=int, default=4, help="retries of a failed request [4]")
     server.add_argument("--concurrency", type=int, default=8, help="requests in flight [8]")
+    server.add_argument(
+        "--top-logprobs",
+        type=int,
+        default=20,
+        metavar="K",
+        help="score single-token options from the K top log-probs of one request per item "
+        "(vLLM; at most its --max-logprobs); 0: one echo request per option [20]",
+    )
     p.add_argument("--skip-bad", action="store_true", help="skip malformed data lines (counted)")
     p.add_argument("--no-prompts", action="store_true", help="do not store prompt texts in records")
     p.add_argument("--overwrite", action="store_true", help="discard what the run folder holds")
@@ -162,6 +170,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         retries=args.retries,
         concurrency=args.concurrency,
+        top_logprobs=args.top_logprobs,
     )
     from ..backends.openai import ServerError
 
