@@ -315,9 +315,10 @@ class CompletionsLM(ServerClient):
             return tokens
 
         try:
-            return self.request(
-                {"model": self.name, "prompt": text}, parse, stop, url=self.tokenize_url
-            )
+            # add_special_tokens as for a text prompt on /completions (vLLM's default
+            # there), so that the ids sent are the ones an echo request would score.
+            payload = {"model": self.name, "prompt": text, "add_special_tokens": True}
+            return self.request(payload, parse, stop, url=self.tokenize_url)
         except ServerError as err:
             if err.status in (400, 404, 405, 422, 501) and not isinstance(err, _NoNextToken):
                 raise _NoNextToken(str(err), status=err.status) from None
