@@ -23,7 +23,8 @@ from nlieval.runs import RECORDS
 
 REQUESTS = [
     ScoreRequest("Premise: A man plays.\nHypothesis: Music.\nAnswer:", (" A", " B", " C")),
-    ScoreRequest("Two dogs run through the snow. Answer:", (" Entailment", " Neutral", " A")),
+    ScoreRequest("Two dogs run through the snow. Answer:", (" A", " B")),
+    ScoreRequest("One dog. Answer:", (" Entailment", " Neutral")),
     # The context ends in a space that the tokenizer merges into the option.
     ScoreRequest("A cat sits on a mat. Answer: ", ("Contradiction", "A")),
 ]
@@ -74,50 +75,58 @@ def _close(got: list[list[float]], want: list[list[float]]) -> None:
         assert max(abs(a - b) for a, b in zip(g, w, strict=True)) < 1e-4
 
 
-def test_single_token_options_come_from_one_request_per_item(
+def _eligible(hf: HFCausalLM) -> list[int]:
+    """The requests whose every option is one token after the context."""
+    return [
+        r
+        for r, req in enumerate(REQUESTS)
+        if all(_one_token_more(hf, req.context, c) for c in req.continuations)
+    ]
+
+
+def test_single_token_items_come_from_one_request_per_item(
     hf: HFCausalLM, server: FakeServer
 ) -> None:
     want = hf.loglikelihood(REQUESTS)
-    fast = {(r, j) for r, req in enumerate(REQUESTS) for j, c in enumerate(req.continuations)
-            if _one_token_more(hf, req.context, c)}  # fmt: skip
+    fast = _eligible(hf)
     # The texts are built so that both kinds occur: letters after "Answer:" are one
     # token more; the option after a trailing space merges with it.
-    assert (0, 0) in fast and (2, 0) not in fast and (2, 1) not in fast
+    assert 0 in fast and 1 in fast and 3 not in fast
     with _lm(server, top_logprobs=VOCAB) as lm:
         got = lm.loglikelihood(REQUESTS)
         counts = lm.counts.copy()
     _close(got, want)
-    assert counts["next_token_options"] == len(fast)
-    assert counts["echo_options"] == 8 - len(fast) and counts["top_k_misses"] == 0
-    # One prompt per item that has such options, sent as the context's token ids.
+    n_fast = sum(len(REQUESTS[r].continuations) for r in fast)
+    assert counts["next_token_options"] == n_fast
+    assert counts["echo_options"] == 9 - n_fast and counts["top_k_misses"] == 0
+    # One prompt per such item, sent as the context's token ids.
     prompts = [p for b in _next_token_bodies(server) for p in b["prompt"]]
-    items = sorted({r for r, _ in fast})
-    assert prompts == [hf.tok(REQUESTS[r].context)["input_ids"] for r in items]
+    assert prompts == [hf.tok(REQUESTS[r].context)["input_ids"] for r in fast]
     body = _next_token_bodies(server)[0]
     assert (body["max_tokens"], body["logprobs"], body["temperature"]) == (1, VOCAB, 0)
+    # An item is scored one way only: every option of the others by echo.
     echoed = sorted(p for b in _echo_bodies(server) for p in b["prompt"])
     assert echoed == sorted(
         REQUESTS[r].context + c
         for r, req in enumerate(REQUESTS)
-        for j, c in enumerate(req.continuations)
-        if (r, j) not in fast
+        if r not in fast
+        for c in req.continuations
     )
     # The context and each context + option were tokenized by the server.
-    assert len(server.tokenize_requests) == 3 + 8
+    assert len(server.tokenize_requests) == 4 + 9
 
 
-def test_options_outside_the_top_k_are_scored_by_echo(hf: HFCausalLM, server: FakeServer) -> None:
+def test_items_with_an_option_outside_the_top_k_are_scored_by_echo(
+    hf: HFCausalLM, server: FakeServer
+) -> None:
     want = hf.loglikelihood(REQUESTS)
     with _lm(server, top_logprobs=1) as lm:
         got = lm.loglikelihood(REQUESTS)
         counts = lm.counts.copy()
     _close(got, want)
-    # K = 1 holds only the most likely token: at most one option per item is in it.
-    assert counts["top_k_misses"] >= 3
-    assert counts["next_token_options"] + counts["echo_options"] == 8
-    assert counts["next_token_options"] + counts["top_k_misses"] == sum(
-        _one_token_more(hf, req.context, c) for req in REQUESTS for c in req.continuations
-    )
+    # K = 1 holds one token: no item of two or more options has all of them in it.
+    assert counts["top_k_misses"] == len(_eligible(hf)) >= 1
+    assert counts["next_token_options"] == 0 and counts["echo_options"] == 9
 
 
 def test_equal_to_in_process_on_a_run_at_k0_and_k5(
@@ -173,7 +182,7 @@ def _fallback(
     _close(got, want)
     _close(again, want[:1])
     assert why is not None
-    assert counts["next_token_options"] == 0 and counts["echo_options"] == 8 + 3
+    assert counts["next_token_options"] == 0 and counts["echo_options"] == 9 + 3
     # Said once, not per call.
     assert sum("one request per item is off" in r.message for r in caplog.records) == 1
     return why
@@ -186,9 +195,9 @@ def test_a_server_without_tokenize_is_scored_by_echo(
     why = _fallback(server, hf, caplog, top_logprobs=VOCAB)
     assert "HTTP 404" in why and "/tokenize" in why
     assert not _next_token_bodies(server)
-    # At most the first call's 11 texts (some are cancelled once the first 404 is in);
+    # At most the first call's 13 texts (some are cancelled once the first 404 is in);
     # the second call asked for none.
-    assert len(server.tokenize_requests) <= 11
+    assert len(server.tokenize_requests) <= 13
 
 
 def test_a_server_refusing_k_top_logprobs_is_scored_by_echo(
@@ -218,6 +227,79 @@ def test_an_answer_without_top_logprobs_is_scored_by_echo(
     server.completions_default = lambda body: ("echo", strip)
     why = _fallback(server, hf, caplog, top_logprobs=VOCAB)
     assert "without top log-probs" in why
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (("status", 401, '{"error": "only /v1 is open"}'), "HTTP 401"),
+        (("status", 415, "unsupported"), "HTTP 415"),
+        (("raw", "<html>Welcome</html>"), "not JSON"),
+        (("raw", '{"tokens": []}'), "without token ids"),
+        (("raw", '{"count": 3}'), "without token ids"),
+    ],
+    ids=["401", "415", "html", "empty-tokens", "no-tokens"],
+)
+def test_any_tokenize_refusal_is_scored_by_echo(
+    server: FakeServer,
+    hf: HFCausalLM,
+    caplog: pytest.LogCaptureFixture,
+    answer: tuple[Any, ...],
+    message: str,
+) -> None:
+    server.tokenize_default = lambda body: answer
+    why = _fallback(server, hf, caplog, top_logprobs=VOCAB)
+    assert message in why and "/tokenize" in why
+
+
+def test_a_refusal_without_logprobs_in_it_does_not_blame_max_logprobs(
+    server: FakeServer, hf: HFCausalLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refuse(body: dict[str, Any]) -> tuple[Any, ...]:
+        if body.get("return_tokens_as_token_ids"):
+            return ("status", 400, '{"error": {"message": "unknown field"}}')
+        return ("echo",)
+
+    server.completions_default = refuse
+    why = _fallback(server, hf, caplog, top_logprobs=VOCAB)
+    assert "refused the next-token request" in why and "unknown field" in why
+    assert "--max-logprobs" not in why
+
+
+def test_an_answer_with_more_than_one_position_is_scored_by_echo(
+    server: FakeServer, hf: HFCausalLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    def twice(body: dict[str, Any]) -> dict[str, Any]:
+        for c in body["choices"]:
+            top = c["logprobs"]["top_logprobs"]
+            c["logprobs"]["top_logprobs"] = [top[-1], top[-1]]
+        return body
+
+    server.completions_default = lambda body: ("echo", twice)
+    why = _fallback(server, hf, caplog, top_logprobs=VOCAB)
+    assert "exactly one next token" in why
+
+
+def test_no_single_token_item_switches_the_path_off(server: FakeServer) -> None:
+    words = [ScoreRequest("A cat sits. Answer:", (" Entailment", " Contradiction"))]
+    with _lm(server, top_logprobs=VOCAB) as lm:
+        lm.loglikelihood(words)
+        assert lm.next_token_off is not None and "no item of 1" in lm.next_token_off
+        n = len(server.tokenize_requests)
+        lm.loglikelihood(REQUESTS)
+    assert len(server.tokenize_requests) == n  # not tokenized again: echo from now on
+
+
+def test_switching_off_cancels_the_next_token_requests_not_yet_sent(
+    server: FakeServer, hf: HFCausalLM
+) -> None:
+    server.token_ids = False
+    many = [REQUESTS[0]] * 6
+    with _lm(server, top_logprobs=VOCAB, batch_size=1, concurrency=1) as lm:
+        got = lm.loglikelihood(many)
+    _close(got, hf.loglikelihood(many))
+    # The first answer switched the path off: at most the one then running followed.
+    assert 1 <= len(_next_token_bodies(server)) <= 2
 
 
 # --------------------------------------------------------------------------- faults

@@ -8,19 +8,20 @@ Two kinds of request, both checked before their numbers are used:
 
 **One request per item** (``top_logprobs`` > 0, the default; vLLM). The server's own
 tokenizer (``POST /tokenize`` at the server's root) splits the context and every
-``context + option``; an option whose tokens are exactly the context's tokens plus one
-more is scored from the top log-probs of the position after the context: one request
-per item sends the context's token ids with ``max_tokens: 1``, ``logprobs: K``,
+``context + option``; an item whose every option's tokens are exactly the context's
+tokens plus one more is scored from the top log-probs of the position after the
+context: one request sends the context's token ids with ``max_tokens: 1``, ``logprobs: K``,
 ``return_tokens_as_token_ids: true`` (top tokens named ``token_id:N``, so no decoded
 string has to be matched) and ``temperature: 0``. Because the tokens are the ones the
 server would use for ``context + option`` and no token straddles the boundary, the value
 is the one the echo request gives; and since no prompt log-probs are asked for, the
 server may serve the few-shot prefix from its prefix cache (vLLM recomputes the whole
-prompt for requests with prompt log-probs). An option of several tokens, one that merges
-with the end of the context, or one outside the top K goes to an echo request. A server
-without ``/tokenize``, one that refuses K top log-probs (vLLM's ``--max-logprobs``, 20 by
-default) or one that ignores ``return_tokens_as_token_ids`` gets echo requests only
-(a warning says why).
+prompt for requests with prompt log-probs). An item with an option of several tokens,
+one that merges with the end of the context, or one outside the top K goes to echo
+requests, all its options (an item's options are compared on log-probs of one kind). A
+server whose ``/tokenize`` is missing or refused, one that refuses K top log-probs
+(vLLM's ``--max-logprobs``, 20 by default) or one that ignores
+``return_tokens_as_token_ids`` gets echo requests only (a warning says why).
 
 **One request per option** (echo; ``top_logprobs=0``, and every fallback). Each option
 is one prompt, ``context + continuation``, sent with ``echo: true``, ``logprobs: 1``,
@@ -181,8 +182,9 @@ class CompletionsLM(ServerClient):
         #: 0 until the server refuses it, then 1 (the generated token is dropped).
         self.max_tokens = 0
         #: Requests sent and options scored, by kind: ``tokenize_requests``,
-        #: ``next_token_requests``, ``next_token_options``, ``top_k_misses`` (options
-        #: not among the top K, scored by echo), ``echo_requests``, ``echo_options``.
+        #: ``next_token_requests``, ``next_token_options``, ``top_k_misses`` (items with
+        #: an option not among the top K, scored by echo), ``echo_requests``,
+        #: ``echo_options``.
         self.counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 
@@ -232,46 +234,62 @@ class CompletionsLM(ServerClient):
     def _score_next_tokens(
         self, requests: Sequence[ScoreRequest], settle: Callable[[int, int, float], None]
     ) -> list[tuple[int, int]]:
-        """Score the options that are one token after the context from one request per
-        item; returns the ``(request, option)`` pairs left for echo requests."""
+        """Score the items whose every option is one token after the context from one
+        request per item; returns the ``(request, option)`` pairs left for echo requests.
+
+        An item is scored one way or the other, never half and half: on a GPU a
+        next-token log-prob and a prompt log-prob of the same token may differ in the
+        last digits, and an item's options are compared with each other."""
+        every = [(r, j) for r, req in enumerate(requests) for j in range(len(req.continuations))]
         plan = self._tokenize_all(requests)
         if plan is None:
-            return [(r, j) for r, req in enumerate(requests) for j in range(len(req.continuations))]
-        rest = [(r, j) for r, (_, tok) in enumerate(plan)
-                for j in range(len(requests[r].continuations)) if j not in tok]  # fmt: skip
-        asks = [r for r, (_, tok) in enumerate(plan) if tok]
+            return every
+        asks = [r for r, ctx in enumerate(plan) if ctx is not None]
+        if not asks:
+            self._switch_off(
+                f"no item of {len(requests)} had every option one token after its context "
+                "(--top-logprobs 0 says so from the start)"
+            )
+            return every
+        rest = [(r, j) for r, j in every if plan[r] is None]
         batches = [asks[i : i + self.batch_size] for i in range(0, len(asks), self.batch_size)]
-        results = self.iter_map(
-            self._next_token_batch, [[plan[r][0] for r in batch] for batch in batches]
-        )
+        contexts = [[ctx[0] for r in batch if (ctx := plan[r]) is not None] for batch in batches]
+        results = self.iter_map(self._next_token_batch, contexts)
+        handled: set[int] = set()
         try:
             for b, tops in results:
                 if isinstance(tops, _NoNextToken):
                     self._switch_off(str(tops))
-                    rest += [(r, j) for r in batches[b] for j in plan[r][1]]
-                    continue
+                    break  # the batches not yet sent are cancelled; all go to echo
                 if isinstance(tops, ServerError):
                     raise tops
+                handled.add(b)
                 self.counts["next_token_requests"] += 1
                 for r, top in zip(batches[b], tops, strict=True):
-                    for j, token in plan[r][1].items():
-                        value = top.get(token)
-                        if value is None:  # not among the top K
-                            self.counts["top_k_misses"] += 1
-                            rest.append((r, j))
-                        else:
-                            self.counts["next_token_options"] += 1
-                            settle(r, j, value)
+                    ctx = plan[r]
+                    assert ctx is not None
+                    values = [top.get(token) for token in ctx[1]]
+                    if any(v is None for v in values):  # an option not among the top K
+                        self.counts["top_k_misses"] += 1
+                        rest += [(r, j) for j in range(len(values))]
+                        continue
+                    self.counts["next_token_options"] += len(values)
+                    for j, value in enumerate(values):
+                        assert value is not None
+                        settle(r, j, value)
         finally:
             results.close()
+        for b, batch in enumerate(batches):
+            if b not in handled:
+                rest += [(r, j) for r in batch for j in range(len(requests[r].continuations))]
         return sorted(rest)
 
     def _tokenize_all(
         self, requests: Sequence[ScoreRequest]
-    ) -> list[tuple[list[int], dict[int, int]]] | None:
-        """Per request, the context's token ids and ``{option: token id}`` for each option
-        whose tokens are the context's plus exactly one; None when the server cannot
-        tokenize (then every option goes to echo)."""
+    ) -> list[tuple[list[int], list[int]] | None] | None:
+        """Per request, the context's token ids and each option's one token when every
+        option's tokens are the context's plus exactly one (else None); None when the
+        server cannot tokenize (then every option goes to echo)."""
         texts = []
         for req in requests:
             texts.append(req.context)
@@ -289,27 +307,34 @@ class CompletionsLM(ServerClient):
                 ids[i] = got
         finally:
             results.close()
-        plan = []
+        plan: list[tuple[list[int], list[int]] | None] = []
         pos = 0
         for req in requests:
             ctx = ids[pos]
-            tok = {}
-            for j in range(len(req.continuations)):
-                full = ids[pos + 1 + j]
-                # Exactly one token more, and the context's tokens unchanged: no token
-                # straddles the boundary, so the echo rule and this one give one value.
-                if ctx and len(full) == len(ctx) + 1 and full[:-1] == ctx:
-                    tok[j] = full[-1]
-            plan.append((ctx, tok))
+            fulls = ids[pos + 1 : pos + 1 + len(req.continuations)]
+            # Exactly one token more, and the context's tokens unchanged: no token
+            # straddles the boundary, so the echo rule and this one give one value.
+            if ctx and all(len(f) == len(ctx) + 1 and f[:-1] == ctx for f in fulls):
+                plan.append((ctx, [f[-1] for f in fulls]))
+            else:
+                plan.append(None)
             pos += 1 + len(req.continuations)
         return plan
 
     def _tokenize(self, text: str, stop: threading.Event) -> list[int]:
         def parse(resp: httpx.Response, where: str) -> list[int]:
-            body = _json(resp, where)
+            try:
+                body = resp.json()
+            except ValueError:  # a proxy's page, a redirect: not a vLLM /tokenize
+                raise _NoNextToken(
+                    f"{where} answered HTTP {resp.status_code} with a body that is not JSON",
+                    status=resp.status_code,
+                ) from None
             tokens = body.get("tokens") if isinstance(body, dict) else None
-            if not isinstance(tokens, list) or not all(
-                isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in tokens
+            if (
+                not isinstance(tokens, list)
+                or not all(type(t) is int and t >= 0 for t in tokens)
+                or (text and not tokens)
             ):
                 raise _NoNextToken(f"{where} answered without token ids", status=resp.status_code)
             return tokens
@@ -320,7 +345,10 @@ class CompletionsLM(ServerClient):
             payload = {"model": self.name, "prompt": text, "add_special_tokens": True}
             return self.request(payload, parse, stop, url=self.tokenize_url)
         except ServerError as err:
-            if err.status in (400, 404, 405, 422, 501) and not isinstance(err, _NoNextToken):
+            # Any refusal (401/403 of a gateway that passes /v1 only, 404, 415, ...):
+            # the server may still answer echo requests. Server faults (5xx, timeouts)
+            # were retried and are reported as they are.
+            if err.status is not None and 300 <= err.status < 500 and not err.retryable:
                 raise _NoNextToken(str(err), status=err.status) from None
             raise
 
@@ -343,10 +371,14 @@ class CompletionsLM(ServerClient):
             return self.request(payload, parse, stop)
         except ServerError as err:
             if err.status in (400, 422) and not isinstance(err, _NoNextToken):
+                hint = (
+                    f" (nlieval asks for --top-logprobs {self.top_logprobs}; vLLM allows up "
+                    "to its --max-logprobs, 20 by default)"
+                    if "logprob" in str(err).lower()
+                    else ""
+                )
                 raise _NoNextToken(
-                    f"{err} (vLLM allows logprobs up to --max-logprobs, 20 by default; "
-                    "nlieval asks for --top-logprobs)",
-                    status=err.status,
+                    f"the server refused the next-token request: {err}{hint}", status=err.status
                 ) from None
             raise
 
@@ -356,10 +388,11 @@ class CompletionsLM(ServerClient):
         for choice in ordered:
             lp = choice.get("logprobs")
             top = lp.get("top_logprobs") if isinstance(lp, dict) else None
-            first = top[0] if isinstance(top, list) and top else None
+            # One generated position, and only that one (max_tokens 1, no echo).
+            first = top[0] if isinstance(top, list) and len(top) == 1 else None
             if not isinstance(first, dict) or not first:
                 raise _NoNextToken(
-                    f"{where} answered without top log-probs for the next token",
+                    f"{where} answered without top log-probs for exactly one next token",
                     status=resp.status_code,
                 )
             found: dict[int, float] = {}
