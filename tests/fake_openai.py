@@ -25,9 +25,11 @@ by the transformers model of :class:`EchoLM` (:attr:`FakeServer.lm`). Its own ac
 of ints, or a list of such lists) is answered as vLLM answers ``max_tokens: 1,
 logprobs: K``: the greedy next token and the K top log-probs of that position, named
 ``token_id:N`` when the request asks for ``return_tokens_as_token_ids`` (and
-:attr:`FakeServer.token_ids` is True), else by their text. A ``logprobs`` above
-:attr:`FakeServer.max_logprobs` gets vLLM's HTTP 400. ``POST /tokenize`` answers like
-vLLM's (``{"count", "tokens", "max_model_len"}``) or acts as
+:attr:`FakeServer.token_ids` is True), else by their text; with ``logprob_token_ids`` (and
+:attr:`FakeServer.logprob_token_ids` True) those tokens and the greedy one instead of the
+top K. A ``logprobs`` above :attr:`FakeServer.max_logprobs` gets vLLM's HTTP 400 (not
+checked when ``logprob_token_ids`` is honoured, as in vLLM 0.32). ``POST /tokenize``
+answers like vLLM's (``{"count", "tokens", "max_model_len"}``) or acts as
 :attr:`FakeServer.tokenize_default` says (``("ok",)`` or any chat action; not scripted);
 those requests are kept apart in :attr:`FakeServer.tokenize_requests`. A ``max_tokens`` below
 :attr:`FakeServer.min_max_tokens` gets HTTP 400 (servers that refuse 0); otherwise that
@@ -124,15 +126,21 @@ class EchoLM:
             "finish_reason": "length",
         }
 
-    def next_token(self, ids: list[int], index: int, k: int, as_ids: bool) -> dict[str, Any]:
+    def next_token(
+        self, ids: list[int], index: int, k: int, as_ids: bool, wanted: list[int] | None = None
+    ) -> dict[str, Any]:
         """A choice for a prompt of token ids, ``max_tokens: 1``: the greedy next token and
-        the ``k`` top log-probs at that position (no echo)."""
+        the ``k`` top log-probs at that position (no echo); with ``wanted``, the log-probs
+        of those tokens and of the greedy one instead (vLLM's ``logprob_token_ids``)."""
         import torch
 
         with self.lock, torch.inference_mode():
             self.prompts += 1
             lp = torch.log_softmax(self.model(torch.tensor([ids])).logits[0, -1].float(), -1)
         values, top = lp.topk(k)
+        if wanted is not None:
+            top = torch.tensor([int(top[0]), *(t for t in wanted if t != int(top[0]))])
+            values = lp[top]
 
         def name(t: int) -> str:
             return f"token_id:{t}" if as_ids else str(self.tok.decode([t]))
@@ -155,7 +163,9 @@ class EchoLM:
     def tokenize(self, text: str) -> list[int]:
         return list(self.tok(text)["input_ids"])
 
-    def answer(self, body: dict[str, Any], token_ids: bool = True) -> dict[str, Any]:
+    def answer(
+        self, body: dict[str, Any], token_ids: bool = True, named: bool = True
+    ) -> dict[str, Any]:
         """The whole ``/v1/completions`` body for a request (a prompt or a list)."""
         prompt = body["prompt"]
         if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
@@ -163,8 +173,9 @@ class EchoLM:
         prompts = prompt if isinstance(prompt, list) else [prompt]
         n = int(body.get("max_tokens", 16))
         as_ids = token_ids and bool(body.get("return_tokens_as_token_ids"))
+        wanted = body.get("logprob_token_ids") if named else None
         choices = [
-            self.next_token(p, i, int(body.get("logprobs") or 1), as_ids)
+            self.next_token(p, i, int(body.get("logprobs") or 1), as_ids, wanted)
             if isinstance(p, list)
             else self.choice(p, i, n)
             for i, p in enumerate(prompts)
@@ -219,6 +230,7 @@ class FakeServer:
         self.min_max_tokens = 0
         self.max_logprobs = 20
         self.token_ids = True
+        self.logprob_token_ids = True
         self.paths: list[str] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -372,7 +384,8 @@ class _Handler(BaseHTTPRequestHandler):
                 }
                 self._send(400, json.dumps(error))
                 return
-            if int(body.get("logprobs") or 0) > fake.max_logprobs:
+            by_id = fake.logprob_token_ids and body.get("logprob_token_ids")
+            if int(body.get("logprobs") or 0) > fake.max_logprobs and not by_id:
                 error = {
                     "error": {
                         "message": f"Requested sample logprobs of {body['logprobs']}, which is "
@@ -386,7 +399,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if fake.lm is None:
                 raise ValueError("/v1/completions needs FakeServer(lm=EchoLM(folder))")
-            answer = fake.lm.answer(body, fake.token_ids)
+            answer = fake.lm.answer(body, fake.token_ids, fake.logprob_token_ids)
             if kind == "echo" and len(action) > 1:
                 answer = action[1](answer)
             self._send(200, answer if isinstance(answer, str) else json.dumps(answer))

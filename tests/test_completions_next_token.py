@@ -116,9 +116,26 @@ def test_single_token_items_come_from_one_request_per_item(
     assert len(server.tokenize_requests) == 4 + 9
 
 
+def test_options_asked_for_by_id_never_miss(hf: HFCausalLM, server: FakeServer) -> None:
+    want = hf.loglikelihood(REQUESTS)
+    with _lm(server, top_logprobs=1) as lm:
+        got = lm.loglikelihood(REQUESTS)
+        counts = lm.counts.copy()
+    _close(got, want)
+    # K = 1, but the options' ids were asked for by name (vLLM's logprob_token_ids).
+    fast = _eligible(hf)
+    assert counts["top_k_misses"] == 0
+    assert counts["next_token_options"] == sum(len(REQUESTS[r].continuations) for r in fast)
+    body = _next_token_bodies(server)[0]
+    letters = {hf.tok(REQUESTS[r].context + c)["input_ids"][-1]
+               for r in fast for c in REQUESTS[r].continuations}  # fmt: skip
+    assert body["logprob_token_ids"] == sorted(letters)
+
+
 def test_items_with_an_option_outside_the_top_k_are_scored_by_echo(
     hf: HFCausalLM, server: FakeServer
 ) -> None:
+    server.logprob_token_ids = False  # a server that only knows the top K
     want = hf.loglikelihood(REQUESTS)
     with _lm(server, top_logprobs=1) as lm:
         got = lm.loglikelihood(REQUESTS)
@@ -204,6 +221,7 @@ def test_a_server_refusing_k_top_logprobs_is_scored_by_echo(
     server: FakeServer, hf: HFCausalLM, caplog: pytest.LogCaptureFixture
 ) -> None:
     server.max_logprobs = 20  # vLLM's default --max-logprobs
+    server.logprob_token_ids = False  # before vLLM 0.32 (which does not check K then)
     why = _fallback(server, hf, caplog, top_logprobs=50)
     assert "HTTP 400" in why and "--max-logprobs" in why and "greater than max allowed" in why
 

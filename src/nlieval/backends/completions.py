@@ -12,7 +12,8 @@ tokenizer (``POST /tokenize`` at the server's root) splits the context and every
 tokens plus one more is scored from the top log-probs of the position after the
 context: one request sends the context's token ids with ``max_tokens: 1``, ``logprobs: K``,
 ``return_tokens_as_token_ids: true`` (top tokens named ``token_id:N``, so no decoded
-string has to be matched) and ``temperature: 0``. Because the tokens are the ones the
+string has to be matched), ``logprob_token_ids`` (the options' ids: vLLM 0.32 then
+returns exactly those, so none misses the top K) and ``temperature: 0``. Because the tokens are the ones the
 server would use for ``context + option`` and no token straddles the boundary, the value
 is the one the echo request gives; and since no prompt log-probs are asked for, the
 server may serve the few-shot prefix from its prefix cache (vLLM recomputes the whole
@@ -80,6 +81,9 @@ DEFAULT_BATCH = 16
 #: Top log-probs asked for at the position after the context (vLLM's default
 #: ``--max-logprobs``; OpenAI's own API allows 5).
 DEFAULT_TOP_LOGPROBS = 20
+
+#: Most token ids asked for by name (vLLM's ``logprob_token_ids`` takes up to 128).
+MAX_LOGPROB_TOKEN_IDS = 128
 
 #: How vLLM names a token when asked for ``return_tokens_as_token_ids``.
 _TOKEN_ID = re.compile(r"token_id:(\d+)")
@@ -253,8 +257,8 @@ class CompletionsLM(ServerClient):
             return every
         rest = [(r, j) for r, j in every if plan[r] is None]
         batches = [asks[i : i + self.batch_size] for i in range(0, len(asks), self.batch_size)]
-        contexts = [[ctx[0] for r in batch if (ctx := plan[r]) is not None] for batch in batches]
-        results = self.iter_map(self._next_token_batch, contexts)
+        asked = [[ctx for r in batch if (ctx := plan[r]) is not None] for batch in batches]
+        results = self.iter_map(self._next_token_batch, asked)
         handled: set[int] = set()
         try:
             for b, tops in results:
@@ -353,16 +357,21 @@ class CompletionsLM(ServerClient):
             raise
 
     def _next_token_batch(
-        self, batch: Sequence[list[int]], stop: threading.Event
+        self, batch: Sequence[tuple[list[int], list[int]]], stop: threading.Event
     ) -> list[dict[int, float]]:
         payload: dict[str, Any] = {
             "model": self.name,
-            "prompt": list(batch),
+            "prompt": [ctx for ctx, _ in batch],
             "max_tokens": 1,
             "logprobs": self.top_logprobs,
             "temperature": 0,
             "return_tokens_as_token_ids": True,
         }
+        wanted = sorted({t for _, options in batch for t in options})
+        if len(wanted) <= MAX_LOGPROB_TOKEN_IDS:
+            # vLLM (0.32 on) then returns exactly these tokens' log-probs, so no option
+            # misses the top K; a server without it ignores the field (top K as usual).
+            payload["logprob_token_ids"] = wanted
 
         def parse(resp: httpx.Response, where: str) -> list[dict[int, float]]:
             return self._parse_top(resp, where, len(batch))
