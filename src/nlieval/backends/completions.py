@@ -9,19 +9,19 @@ Two kinds of request, both checked before their numbers are used:
 **One request per item** (``top_logprobs`` > 0, the default; vLLM). The server's own
 tokenizer (``POST /tokenize`` at the server's root) splits the context and every
 ``context + option``; an item whose every option's tokens are exactly the context's
-tokens plus one more is scored from the top log-probs of the position after the
-context: one request sends the context's token ids with ``max_tokens: 1``, ``logprobs: K``,
+tokens plus one more is scored from the top log-probs of the position after the context:
+one request sends the context's token ids with ``max_tokens: 1``, ``logprobs: K``,
 ``return_tokens_as_token_ids: true`` (top tokens named ``token_id:N``, so no decoded
 string has to be matched), ``logprob_token_ids`` (the options' ids: vLLM 0.32 then
-returns exactly those, so none misses the top K) and ``temperature: 0``. Because the tokens are the ones the
-server would use for ``context + option`` and no token straddles the boundary, the value
-is the one the echo request gives; and since no prompt log-probs are asked for, the
-server may serve the few-shot prefix from its prefix cache (vLLM recomputes the whole
-prompt for requests with prompt log-probs). An item with an option of several tokens,
-one that merges with the end of the context, or one outside the top K goes to echo
-requests, all its options (an item's options are compared on log-probs of one kind). A
-server whose ``/tokenize`` is missing or refused, one that refuses K top log-probs
-(vLLM's ``--max-logprobs``, 20 by default) or one that ignores
+returns exactly those, so none misses the top K) and ``temperature: 0``. Because the
+tokens are the ones the server would use for ``context + option`` and no token straddles
+the boundary, the value is the one the echo request gives; and since no prompt log-probs
+are asked for, the server may serve the few-shot prefix from its prefix cache (vLLM
+recomputes the whole prompt for requests with prompt log-probs). An item with an option
+of several tokens, one that merges with the end of the context, or one outside the top K
+goes to echo requests, all its options (an item's options are compared on log-probs of
+one kind). A server whose ``/tokenize`` is missing or refused, one that refuses K top
+log-probs (vLLM's ``--max-logprobs``, 20 by default) or one that ignores
 ``return_tokens_as_token_ids`` gets echo requests only (a warning says why).
 
 **One request per option** (echo; ``top_logprobs=0``, and every fallback). Each option
