@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from fake_openai import EchoLM
 
 CORPUS = [
     "Premise: A man is playing a guitar on stage.",
@@ -98,6 +99,13 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_gemma(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer random Gemma 3 (sliding-window attention) with the same tokenizer."""
     return _tiny_model(tmp_path_factory.mktemp("tiny-gemma"), "gemma")
+
+
+@pytest.fixture(scope="session")
+def echo_lm(tiny_llama: Path) -> EchoLM:
+    """The tiny Llama behind the fake server's ``/v1/completions`` and ``/tokenize``
+    (one per session: the two completions test files share it)."""
+    return EchoLM(tiny_llama)
 
 
 @pytest.fixture(scope="session")

@@ -164,7 +164,7 @@ class EchoLM:
         return list(self.tok(text)["input_ids"])
 
     def answer(
-        self, body: dict[str, Any], token_ids: bool = True, named: bool = True
+        self, body: dict[str, Any], token_ids: bool = True, logprob_token_ids: bool = True
     ) -> dict[str, Any]:
         """The whole ``/v1/completions`` body for a request (a prompt or a list)."""
         prompt = body["prompt"]
@@ -173,7 +173,7 @@ class EchoLM:
         prompts = prompt if isinstance(prompt, list) else [prompt]
         n = int(body.get("max_tokens", 16))
         as_ids = token_ids and bool(body.get("return_tokens_as_token_ids"))
-        wanted = body.get("logprob_token_ids") if named else None
+        wanted = body.get("logprob_token_ids") if logprob_token_ids else None
         choices = [
             self.next_token(p, i, int(body.get("logprobs") or 1), as_ids, wanted)
             if isinstance(p, list)

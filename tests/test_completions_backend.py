@@ -50,11 +50,6 @@ REQUESTS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def echo_lm(tiny_llama: Path) -> EchoLM:
-    return EchoLM(tiny_llama)
-
-
 @pytest.fixture
 def server(echo_lm: EchoLM) -> Iterator[FakeServer]:
     with running(echo_lm) as s:

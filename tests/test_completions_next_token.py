@@ -32,11 +32,6 @@ REQUESTS = [
 VOCAB = 400  # the tiny tokenizer's (tests/conftest.py): K = VOCAB finds every token
 
 
-@pytest.fixture(scope="session")
-def echo_lm(tiny_llama: Path) -> EchoLM:
-    return EchoLM(tiny_llama)
-
-
 @pytest.fixture(scope="module")
 def hf(tiny_llama: Path) -> HFCausalLM:
     return HFCausalLM(str(tiny_llama), device="cpu", batch_size=2)

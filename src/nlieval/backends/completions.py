@@ -213,7 +213,7 @@ class CompletionsLM(ServerClient):
 
         todo = [(r, j) for r, req in enumerate(requests) for j in range(len(req.continuations))]
         if self.next_token_off is None and requests:
-            todo = self._score_next_tokens(requests, settle)
+            todo = self._score_next_tokens(requests, todo, settle)
         prompts = []
         for r, j in todo:
             ctx = requests[r].context
@@ -236,15 +236,18 @@ class CompletionsLM(ServerClient):
 
     # -- one request per item -----------------------------------------------------------
     def _score_next_tokens(
-        self, requests: Sequence[ScoreRequest], settle: Callable[[int, int, float], None]
+        self,
+        requests: Sequence[ScoreRequest],
+        every: list[tuple[int, int]],
+        settle: Callable[[int, int, float], None],
     ) -> list[tuple[int, int]]:
         """Score the items whose every option is one token after the context from one
-        request per item; returns the ``(request, option)`` pairs left for echo requests.
+        request per item; returns the pairs of ``every`` (all ``(request, option)``) left
+        for echo requests.
 
         An item is scored one way or the other, never half and half: on a GPU a
         next-token log-prob and a prompt log-prob of the same token may differ in the
         last digits, and an item's options are compared with each other."""
-        every = [(r, j) for r, req in enumerate(requests) for j in range(len(req.continuations))]
         plan = self._tokenize_all(requests)
         if plan is None:
             return every
