@@ -34,10 +34,9 @@ from nlieval.backends.completions import (
     CompletionsLM,
     PromptLogprobsError,
     continuation_logprob,
-    served_model,
 )
 from nlieval.backends.hf import HFCausalLM
-from nlieval.backends.openai import ServerError
+from nlieval.backends.openai import ServerError, ServerOptions
 from nlieval.choice import RunConfig, run
 from nlieval.choice.runner import default_backend
 from nlieval.runs import RECORDS
@@ -93,7 +92,9 @@ def test_same_predictions_and_logliks_as_in_process_at_k0_and_k5(
     base = {"tasks": ("smoke",), "shots": (0, 5), "seeds": (0,)}
     ref = run(RunConfig(model=str(tiny_llama), **base), tmp_path / "hf", progress=False)
     # Through the runner's own backend choice, as `nlieval run --model openai-completions:`.
-    cfg = RunConfig(model="openai-completions:tiny", api_base=server.url, top_logprobs=0, **base)
+    cfg = RunConfig(
+        model="openai-completions:tiny", server=ServerOptions(server.url), top_logprobs=0, **base
+    )
     assert isinstance(default_backend(cfg, None), CompletionsLM)
     got = run(cfg, tmp_path / "server", progress=False)
     want = {_key(r): r for r in _records(tmp_path / "hf")}
@@ -361,15 +362,11 @@ def test_malformed_logprobs(choice: dict[str, Any], message: str) -> None:
 
 
 def test_model_spelling_and_settings(tmp_path: Path) -> None:
-    assert served_model("openai-completions:org/model-70b") == "org/model-70b"
-    assert served_model("smollm2-135m") is None
-    with pytest.raises(ValueError, match="model name"):
-        served_model("openai-completions:")
     with pytest.raises(ValueError, match="batch-size"):
         CompletionsLM("m", "http://127.0.0.1:9/v1", batch_size=0)
     with pytest.raises(ValueError, match="http"):
         CompletionsLM("m", "127.0.0.1:9/v1")
-    with pytest.raises(ValueError, match="needs --api-base"):
+    with pytest.raises(ValueError, match="--api-base"):
         run(RunConfig(model="openai-completions:m", tasks=("smoke",)), tmp_path / "r")
     assert not (tmp_path / "r").exists()
 
@@ -377,13 +374,15 @@ def test_model_spelling_and_settings(tmp_path: Path) -> None:
 def test_old_config_without_server_fields_loads() -> None:
     old = {"model": "m", "tasks": ["smoke"], "shots": [0]}
     cfg = RunConfig.from_dict(old)
-    assert (cfg.api_base, cfg.api_key_env, cfg.timeout, cfg.retries, cfg.concurrency) == (
-        None,
-        "OPENAI_API_KEY",
-        60.0,
-        4,
-        8,
+    assert cfg.server is None and cfg.engine == "hf"
+    # A folder of a server run, as saved before the settings were grouped, reads back whole.
+    old = {**old, "model": "openai-completions:m", "api_base": "http://h:1/v1", "retries": 2}
+    cfg = RunConfig.from_dict(old)
+    assert cfg.server is not None and (cfg.server.api_base, cfg.server.retries) == (
+        "http://h:1/v1",
+        2,
     )
+    assert cfg.to_dict()["retries"] == 2 and cfg.engine == "server"
     assert "api_base" not in RunConfig.IDENTITY
 
 
@@ -393,7 +392,9 @@ def test_old_config_without_server_fields_loads() -> None:
 def test_server_failure_mid_run_keeps_what_was_scored(
     tmp_path: Path, server: FakeServer, echo_lm: EchoLM
 ) -> None:
-    cfg = RunConfig(model="openai-completions:tiny", tasks=("smoke",), api_base=server.url)
+    cfg = RunConfig(
+        model="openai-completions:tiny", tasks=("smoke",), server=ServerOptions(server.url)
+    )
     full = run(cfg, tmp_path / "full", progress=False)
     # 48 items = chunks of 32 and 16; 96 prompts of the first chunk = 6 requests.
     calls = {"n": 0}

@@ -18,6 +18,7 @@ from fake_openai import EchoLM, FakeServer, running
 from nlieval.backends import ScoreRequest
 from nlieval.backends.completions import CompletionsLM, PromptLogprobsError
 from nlieval.backends.hf import HFCausalLM
+from nlieval.backends.openai import ServerOptions
 from nlieval.choice import RunConfig, run
 from nlieval.runs import RECORDS
 
@@ -147,7 +148,10 @@ def test_equal_to_in_process_on_a_run_at_k0_and_k5(
     base: dict[str, Any] = {"tasks": ("smoke",), "shots": (0, 5), "seeds": (0,)}
     ref = run(RunConfig(model=str(tiny_llama), **base), tmp_path / "hf", progress=False)
     cfg = RunConfig(
-        model="openai-completions:tiny", api_base=server.url, top_logprobs=VOCAB, **base
+        model="openai-completions:tiny",
+        server=ServerOptions(server.url),
+        top_logprobs=VOCAB,
+        **base,
     )
     got = run(cfg, tmp_path / "server", progress=False)
     recs = [json.loads(x) for x in (tmp_path / "server" / RECORDS).read_text().splitlines()]

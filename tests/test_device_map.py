@@ -14,6 +14,7 @@ import pytest
 from nlieval.backends.base import ScoreRequest
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.placement import parse_max_memory
+from nlieval.backends.registry import HFOptions
 from nlieval.backends.weights import ModelError
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
@@ -67,7 +68,9 @@ def test_run_with_device_map_equals_single_device_at_k0_and_k5(
         "prefix_cache": prefix_cache,
     }
     run(RunConfig(**base), tmp_path / "one", progress=False)
-    cfg = RunConfig(**base, device_map="auto", max_memory=_cap_between_the_layers(tiny_llama))
+    cfg = RunConfig(
+        **base, hf=HFOptions(device_map="auto", max_memory=_cap_between_the_layers(tiny_llama))
+    )
     run(cfg, tmp_path / "split", progress=False)
     want, got = _records(tmp_path / "one"), _records(tmp_path / "split")
     assert set(got) == set(want) and len(got) == 96
@@ -100,4 +103,4 @@ def test_bad_max_memory_is_named(text: str, message: str) -> None:
 
 def test_max_memory_without_device_map_is_refused_before_loading() -> None:
     with pytest.raises(ValueError, match="needs --device-map"):
-        RunConfig(model="x", tasks=("smoke",), max_memory="cpu=1GiB")
+        RunConfig(model="x", tasks=("smoke",), hf=HFOptions(max_memory="cpu=1GiB"))

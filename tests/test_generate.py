@@ -433,7 +433,7 @@ def test_examples_need_three_labels(tmp_path: Path, server: FakeServer) -> None:
 
 
 def test_local_chat_model(tmp_path: Path, tiny_llama: Path) -> None:
-    from nlieval.backends.chat import load_generator
+    from nlieval.backends.registry import load_generator
 
     yaml = _write_task(tmp_path)
     config = GenerateConfig(str(yaml), limit=2, attempts=2, max_new_tokens=4)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nlieval.cli import args as cli_args
+from nlieval.cli import instruct as cli_instruct
 from nlieval.cli import main
 from nlieval.runs import loop
 from nlieval.types import SCI4
@@ -106,12 +106,12 @@ def _task(tmp_path: Path) -> Path:
 
 
 def _use(monkeypatch: pytest.MonkeyPatch, chat: ShapeChat, models: list[str] | None = None) -> None:
-    def fake(args: Any) -> ShapeChat:
+    def fake(config: Any) -> ShapeChat:
         if models is not None:
-            models.append(args.model)
+            models.append(config.model)
         return chat
 
-    monkeypatch.setattr(cli_args, "generator_from_args", fake)
+    monkeypatch.setattr(cli_instruct, "instruct_backend", fake)
 
 
 def _argv(yaml: Path, out: Path, *extra: str) -> list[str]:
@@ -287,7 +287,7 @@ def test_real_scinli_pool_is_dev_and_balanced_limit(
 ) -> None:
     out = tmp_path / "sci"
     chat = ShapeChatAny()
-    monkeypatch.setattr(cli_args, "generator_from_args", lambda args: chat)
+    monkeypatch.setattr(cli_instruct, "instruct_backend", lambda config: chat)
     argv = ["instruct", "--task", "scinli", "--limit", "8", "--shots", "8", "--runs", "2"]
     argv += ["--balanced-limit", "--out", str(out), "--data-dir", str(data_dir)]
     assert main([*argv, "--no-progress"]) == 0

@@ -211,7 +211,8 @@ def test_data_file_not_utf8_names_the_line(tmp_path: Path) -> None:
 def test_batch_size_zero_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["run", "--task", "smoke", "--batch-size", "0", "--out", str(tmp_path / "o")])
-    assert "--batch-size takes 'auto' or a count of 1 or more, got '0'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--batch-size/--batch_size: expected 'auto' or a count of 1 or more, got '0'" in err
 
 
 def test_negative_shot_count_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,8 +12,8 @@ import pytest
 from fake_openai import FakeServer, running
 
 from nlieval.backends.base import GenerationBackend
-from nlieval.backends.chat import ServerOptions, load_generator
-from nlieval.backends.openai import OpenAIChat, ServerError, _retry_after
+from nlieval.backends.openai import OpenAIChat, ServerError, ServerOptions, _retry_after
+from nlieval.backends.registry import load_generator
 
 CONV = [{"role": "user", "content": "Say hi."}]
 

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from nlieval.backends.completions import CompletionsLM
+from nlieval.backends.openai import ServerOptions
 from nlieval.choice import RunConfig, run
 from nlieval.choice.runner import default_backend
 from nlieval.runs import RECORDS
@@ -66,7 +67,7 @@ def test_vllm_equals_transformers_on_20_snli_items(
 ) -> None:
     cfg = RunConfig(
         model=f"openai-completions:{SERVED}",
-        api_base=vllm_url,
+        server=ServerOptions(vllm_url),
         top_logprobs=top_logprobs,
         **_base(data_dir),
     )

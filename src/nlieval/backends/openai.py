@@ -15,24 +15,28 @@ method) returns them all in order, or raises the first failure. The HTTP side (p
 retries, back-off, concurrency) is :class:`ServerClient`, shared with the log-likelihood
 backend of :mod:`.completions`.
 
->>> chat = OpenAIChat("qwen2.5-7b-instruct", "http://localhost:8000/v1")  # doctest: +SKIP
->>> chat.generate([[{"role": "user", "content": "Say hi."}]])            # doctest: +SKIP
-['Hi!']
+Against a running vLLM: ``OpenAIChat("qwen2.5-7b-instruct", "http://localhost:8000/v1")
+.generate([[{"role": "user", "content": "Say hi."}]])`` returns ``['Hi!']`` or the like.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import logging
+import os
 import random
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
+
+from ..settings import setting
 
 log = logging.getLogger(__name__)
 
@@ -75,66 +79,120 @@ class _Retry(Exception):
         self.retry_after = retry_after
 
 
+def api_base_url(text: str) -> str:
+    """An OpenAI-compatible server's base URL, checked before anything is made.
+
+    >>> api_base_url("http://localhost:8000/v1")
+    'http://localhost:8000/v1'
+    """
+    if not text.startswith(("http://", "https://")):
+        raise ValueError(f"--api-base must start with http:// or https://, got {text!r}")
+    return text
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise ValueError(f"expected a number above 0, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """How to talk to an OpenAI-compatible server: the one carrier of server settings,
+    whatever the command or the endpoint.
+
+    ``api_key`` is read from the environment variable named by ``api_key_env`` (never
+    written into run folders). ``timeout`` is per request in seconds; a failed request
+    (timeout, dropped connection, HTTP 408/409/429/5xx) is retried ``retries`` times,
+    waiting ``backoff * 2**n`` seconds (n = 0, 1, ...; times a random factor in [0.5, 1],
+    at most ``max_backoff``) or what ``Retry-After`` says (at most ``max_retry_after``);
+    at most ``concurrency`` requests are in flight at once.
+
+    >>> ServerOptions("http://localhost:8000/v1").timeout
+    60.0
+    >>> ServerOptions("localhost:8000")
+    Traceback (most recent call last):
+    ValueError: --api-base must start with http:// or https://, got 'localhost:8000'
+    """
+
+    api_base: str = setting(
+        help="OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM, SGLang); "
+        "a --model without a prefix is then the server's model name",
+        parse=api_base_url,
+    )
+    api_key_env: str = setting("OPENAI_API_KEY", help="variable holding the API key")
+    timeout: float = setting(60.0, help="seconds per request", parse=_positive)
+    retries: int = setting(4, help="retries of a failed request")
+    concurrency: int = setting(8, help="requests in flight")
+    backoff: float = 1.0
+    max_backoff: float = 30.0
+    max_retry_after: float = 120.0
+
+    def __post_init__(self) -> None:
+        api_base_url(self.api_base)
+        if self.concurrency < 1 or self.retries < 0 or not self.timeout > 0:
+            raise ValueError("concurrency must be >= 1, retries >= 0 and timeout > 0")
+
+
 class ServerClient:
     """The HTTP side shared by every backend that talks to an OpenAI-compatible server:
     one connection pool, retries with back-off and jitter, ``Retry-After``, and at most
-    ``concurrency`` requests in flight.
+    ``concurrency`` requests in flight (the settings of :class:`ServerOptions`).
 
-    ``endpoint`` is appended to ``api_base`` (``/chat/completions``, ``/completions``).
-    ``api_key`` goes into an ``Authorization: Bearer`` header only when given (local
-    servers need none). ``timeout`` is per request, in seconds; ``retries`` more tries
-    follow a failed one, waiting ``backoff * 2**n`` seconds (n = 0, 1, ...; times a
-    random factor in [0.5, 1], at most ``max_backoff``) or what ``Retry-After`` says (at
-    most ``max_retry_after``). ``transport`` and ``sleep`` (called with each delay instead
-    of waiting) are for tests.
+    ``server`` is a :class:`ServerOptions` or just the base URL; keyword ``settings``
+    replace fields of it (``timeout=5``). ``endpoint`` is appended to ``api_base``
+    (``/chat/completions``, ``/completions``). ``api_key`` (default: the variable named
+    by ``api_key_env``) goes into an ``Authorization: Bearer`` header only when there is
+    one (local servers need none). ``transport`` and ``sleep`` (called with each delay
+    instead of waiting) are for tests.
     """
 
     def __init__(
         self,
         model: str,
-        api_base: str,
+        server: ServerOptions | str,
         endpoint: str,
         *,
         api_key: str | None = None,
-        timeout: float = 60.0,
-        retries: int = 4,
-        backoff: float = 1.0,
-        concurrency: int = 8,
-        max_backoff: float = 30.0,
-        max_retry_after: float = 120.0,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] | None = None,
+        **settings: Any,
     ) -> None:
-        if not api_base.startswith(("http://", "https://")):
-            raise ValueError(f"--api-base must start with http:// or https://, got {api_base!r}")
-        if concurrency < 1 or retries < 0 or timeout <= 0:
-            raise ValueError("concurrency must be >= 1, retries >= 0 and timeout > 0")
+        opts = server if isinstance(server, ServerOptions) else ServerOptions(server)
+        if settings:
+            opts = dataclasses.replace(opts, **settings)
+        self.options = opts
         self.name = model
-        self.api_base = api_base.rstrip("/")
+        self.api_base = opts.api_base.rstrip("/")
         self.url = self.api_base + endpoint
-        self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
-        self.concurrency = concurrency
-        self.max_backoff = max_backoff
-        self.max_retry_after = max_retry_after
+        self.timeout = opts.timeout
+        self.retries = opts.retries
+        self.backoff = opts.backoff
+        self.concurrency = opts.concurrency
+        self.max_backoff = opts.max_backoff
+        self.max_retry_after = opts.max_retry_after
         self._sleep = sleep
         self._random = random.Random()  # jitter only: spreads retries of parallel requests
         self._faults: Counter[str] = Counter()
         self._faults_lock = threading.Lock()
         headers = {"Content-Type": "application/json"}
+        if api_key is None:
+            api_key = os.environ.get(opts.api_key_env)
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         # One connection per request in flight; more would only sit idle.
-        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        limits = httpx.Limits(
+            max_connections=opts.concurrency, max_keepalive_connections=opts.concurrency
+        )
         self._client = httpx.Client(
             headers=headers,
-            timeout=httpx.Timeout(timeout),
+            timeout=httpx.Timeout(opts.timeout),
             limits=limits,
             transport=transport,
             # Plain http:// (local servers) never uses TLS (redirects are not followed), so
             # skip loading the CA bundle, which takes up to a second on a busy machine.
-            verify=api_base.startswith("https://"),
+            verify=opts.api_base.startswith("https://"),
         )
 
     @property
@@ -283,43 +341,34 @@ class ServerClient:
 
 class OpenAIChat(ServerClient):
     """A :class:`~nlieval.backends.base.GenerationBackend` over an OpenAI-compatible API
-    (``POST {api_base}/chat/completions``); the settings are :class:`ServerClient`'s.
+    (``POST {api_base}/chat/completions``); the settings are :class:`ServerOptions`.
 
     >>> chat = OpenAIChat("llama3.2", "http://localhost:11434/v1", concurrency=4)
-    >>> chat.name, chat.url
-    ('llama3.2', 'http://localhost:11434/v1/chat/completions')
-    >>> for i, answer in chat.iter_generate(conversations):     # doctest: +SKIP
-    ...     print(i, answer if isinstance(answer, str) else f"failed: {answer}")
+    >>> chat.name, chat.url, chat.concurrency
+    ('llama3.2', 'http://localhost:11434/v1/chat/completions', 4)
+    >>> with OpenAIChat("fake-model", fake_server) as chat:  # the tests' fake server
+    ...     chat.generate([[{"role": "user", "content": "Say hi."}]])
+    ['hello']
     """
 
     def __init__(
         self,
         model: str,
-        api_base: str,
+        server: ServerOptions | str,
         *,
         api_key: str | None = None,
-        timeout: float = 60.0,
-        retries: int = 4,
-        backoff: float = 1.0,
-        concurrency: int = 8,
-        max_backoff: float = 30.0,
-        max_retry_after: float = 120.0,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] | None = None,
+        **settings: Any,
     ) -> None:
         super().__init__(
             model,
-            api_base,
+            server,
             "/chat/completions",
             api_key=api_key,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            concurrency=concurrency,
-            max_backoff=max_backoff,
-            max_retry_after=max_retry_after,
             transport=transport,
             sleep=sleep,
+            **settings,
         )
 
     # -- GenerationBackend ------------------------------------------------------------

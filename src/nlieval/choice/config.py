@@ -1,12 +1,25 @@
-"""The configuration of an ``nlieval run`` folder."""
+"""The configuration of an ``nlieval run`` folder; its fields are also the command's flags."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..backends.placement import parse_max_memory
+from ..backends.openai import ServerOptions
+from ..backends.registry import HFOptions, ModelSpec, model_label, parse_model
+from ..backends.weights import DEFAULT_MODEL
+from ..settings import (
+    batch_size,
+    csv_list,
+    flat_dict,
+    from_flat_dict,
+    options,
+    positive_int,
+    seed_list,
+    setting,
+    shot_counts,
+)
 
 
 @dataclass(frozen=True)
@@ -18,54 +31,83 @@ class RunConfig:
     random n of them, stratified by gold label (:func:`nlieval.data.sample_items`,
     seed ``sample_seed``). The two cannot be combined.
 
-    A ``model`` of the form ``openai-completions:NAME`` is scored by the server at
-    ``api_base`` (:class:`~nlieval.backends.completions.CompletionsLM`; ``batch_size`` is
-    then prompts per request), with the API key read from the environment variable
-    ``api_key_env``, ``timeout`` seconds per request, ``retries`` and at most
-    ``concurrency`` requests in flight; ``top_logprobs`` > 0 scores single-token options
-    from one request per item (the K top log-probs of the next token), 0 from one echo
-    request per option. The server's address is not part of a run's identity: a folder
-    may be resumed against another server of the same model.
-
-    ``device_map`` (``auto``) spreads a local model over several devices through
-    accelerate, ``max_memory`` (``0=70GiB,1=70GiB,cpu=200GiB``) caps each; neither changes
-    results, so neither is part of the identity.
+    ``model`` follows the one rule of :func:`nlieval.backends.registry.parse_model`: with
+    ``server`` options (``--api-base``) it is the server's model, scored through
+    :class:`~nlieval.backends.completions.CompletionsLM` (``batch_size`` is then prompts
+    per request; ``top_logprobs`` > 0 scores single-token options from one request per
+    item, 0 from one echo request per option). Its identity is its engine and name, not
+    the server's address: a folder may be resumed against another server of the model.
+    ``hf`` holds the settings of a model run in process; ``device_map`` and ``max_memory``
+    change no result, so they are not part of the identity.
 
     >>> RunConfig("smollm2-135m", ("scinli",), sample=40).sample_seed
     0
+    >>> RunConfig("m", ("snli",), server=ServerOptions("http://h:8000/v1")).engine
+    'server'
     """
 
-    model: str
-    tasks: tuple[str, ...]
-    shots: tuple[int, ...] = (0,)
-    seeds: tuple[int, ...] = (0,)
-    limit: int | None = None
-    sample: int | None = None
-    sample_seed: int = 0
-    split: str | None = None
-    data_dir: str | None = None
-    template: str | None = None
-    balanced: bool = False
-    batch_size: int | str = "auto"
-    dtype: str = "auto"
-    device: str = "auto"
-    revision: str | None = None
-    checkpoints: tuple[str, ...] = ()
-    skip_bad: bool = False
-    save_prompts: bool = True
-    prefix_cache: bool = True
-    device_map: str | None = None
-    max_memory: str | None = None
-    api_base: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout: float = 60.0
-    retries: int = 4
-    concurrency: int = 8
-    top_logprobs: int = 20
+    model: str = setting(
+        help="alias (smollm2-135m, gemma3-270m), model folder, .gguf file, hub id or "
+        "classifier folder, run in process (hf:NAME says so explicitly); with --api-base "
+        "the server's model (server:NAME says so explicitly)",
+        cli_default=DEFAULT_MODEL,
+    )
+    tasks: tuple[str, ...] = setting(
+        help="comma-separated task names or task YAML files",
+        names=("--task", "--tasks"),
+        parse=csv_list,
+    )
+    shots: tuple[int, ...] = setting(
+        (0,),
+        help="comma-separated shot counts k",
+        names=("--shots", "--num_fewshot"),
+        parse=shot_counts,
+    )
+    seeds: tuple[int, ...] = setting(
+        (0,), help="number of few-shot draws (3 = seeds 0,1,2) or a list (1,5,7)", parse=seed_list
+    )
+    limit: int | None = setting(None, help="the first N items of each task", parse=positive_int)
+    sample: int | None = setting(
+        None,
+        help="a seeded random N items of each task, stratified by gold label, in file order",
+        parse=positive_int,
+        metavar="N",
+    )
+    sample_seed: int = setting(0, help="seed of --sample")
+    split: str | None = setting(None, help="split to evaluate (default: the task's)")
+    data_dir: str | None = setting(None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    template: str | None = setting(None, help="Jinja template string or file for the blocks")
+    balanced: bool = setting(False, help="label-balanced few-shot draws")
+    batch_size: int | str = setting(
+        "auto",
+        help="rows per forward pass, or prompts per request to a server (auto: 16)",
+        names=("--batch-size", "--batch_size"),
+        parse=batch_size,
+    )
+    checkpoints: tuple[str, ...] = setting(
+        (),
+        help="ordered checkpoints (folders or hub revisions) to evaluate in turn",
+        parse=csv_list,
+    )
+    skip_bad: bool = setting(False, help="skip malformed data lines (counted)")
+    save_prompts: bool = setting(
+        True, help="do not store prompt texts in records", names=("--no-prompts",)
+    )
+    top_logprobs: int = setting(
+        20,
+        help="with --api-base: score single-token options from the K top log-probs of one "
+        "request per item (vLLM; at most its --max-logprobs); 0: one echo request per option",
+        metavar="K",
+    )
+    hf: HFOptions = options(HFOptions)
+    server: ServerOptions | None = options(
+        ServerOptions, when="api_base", optional=True, title="server"
+    )
 
     KIND: ClassVar[str] = "run"
     IDENTITY: ClassVar[tuple[str, ...]] = (
         "model",
+        "engine",
         "split",
         "template",
         "balanced",
@@ -76,10 +118,10 @@ class RunConfig:
     )
 
     def __post_init__(self) -> None:
-        if self.max_memory is not None:
-            if self.device_map is None:
-                raise ValueError("--max-memory needs --device-map (e.g. auto)")
-            parse_max_memory(self.max_memory)  # a bad spelling fails before any model loads
+        spec = self.spec  # a model string that means nothing fails here
+        object.__setattr__(self, "model", model_label(self.model))
+        if spec.engine == "server" and self.checkpoints:
+            raise ValueError("--checkpoints needs a local model, not one on a server")
         if self.limit is not None and self.sample is not None:
             raise ValueError(
                 "--limit (the first N items) and --sample (a random N) cannot be combined"
@@ -91,13 +133,19 @@ class RunConfig:
             if value is not None and value < 1:
                 raise ValueError(f"--{name} must be positive, got {value}")
 
+    @property
+    def spec(self) -> ModelSpec:
+        """What ``model`` names, and which engine runs it."""
+        return parse_model(self.model, self.server.api_base if self.server else None)
+
+    @property
+    def engine(self) -> str:
+        return self.spec.engine
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The flat JSON form of ``config.json`` (the engine included)."""
+        return {**flat_dict(self), "engine": self.engine}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RunConfig:
-        known = {f.name for f in fields(cls)}
-        kw: dict[str, Any] = {
-            k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in known
-        }
-        return cls(**kw)
+        return from_flat_dict(cls, d)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,7 @@ from ..backends.base import (
     Progress,
     PromptTooLongError,
 )
-from ..backends.placement import parse_max_memory
-from ..backends.weights import resolve_model
+from ..backends.registry import check_model, load_scorer
 from ..runs import Draws, RunFolder, Step, finalize, run_steps
 from ..types import Item, Record
 from .config import RunConfig
@@ -31,49 +29,17 @@ Planned = list[tuple[data.Dataset, list[SweepPoint], dict[str, Any]]]
 
 
 def default_backend(config: RunConfig, checkpoint: str | None) -> AnyBackend:
-    """The backend for the config's model (or one of its checkpoints): a model on an
-    inference server (``openai-completions:NAME``), or through transformers a fine-tuned
-    classifier folder (``nlieval train``) or a causal language model."""
-    from ..backends.completions import CompletionsLM, served_model
-
-    served = served_model(config.model)
-    if served is not None:
-        _check_server(config)
-        return CompletionsLM(
-            served,
-            config.api_base or "",
-            api_key=os.environ.get(config.api_key_env),
-            timeout=config.timeout,
-            retries=config.retries,
-            concurrency=config.concurrency,
-            batch_size=config.batch_size,
-            top_logprobs=config.top_logprobs,
-        )
-    from ..backends.classifier import EncoderClassifier, is_classifier_folder
-    from ..backends.hf import HFCausalLM
-
-    model = checkpoint if checkpoint and Path(checkpoint).exists() else config.model
-    if is_classifier_folder(model):
-        bs = config.batch_size if isinstance(config.batch_size, int) else 32
-        return EncoderClassifier(model, device=config.device, batch_size=bs)
-    revision = checkpoint if checkpoint and not Path(checkpoint).exists() else config.revision
-    return HFCausalLM(
-        model,
-        revision=revision,
-        dtype=config.dtype,
-        device=config.device,
+    """The backend for the config's model (or one of its checkpoints), made by the model
+    registry (:func:`nlieval.backends.registry.load_scorer`): a model on a server, a
+    fine-tuned classifier folder (``nlieval train``) or a causal language model."""
+    return load_scorer(
+        config.spec,
+        hf=config.hf,
+        server=config.server,
         batch_size=config.batch_size,
-        prefix_cache=config.prefix_cache,
-        device_map=config.device_map,
-        max_memory=parse_max_memory(config.max_memory) if config.max_memory else None,
+        top_logprobs=config.top_logprobs,
+        checkpoint=checkpoint,
     )
-
-
-def _check_server(config: RunConfig) -> None:
-    if not config.api_base:
-        raise ValueError(f"--model {config.model} needs --api-base (e.g. http://localhost:8000/v1)")
-    if config.checkpoints:
-        raise ValueError("--checkpoints needs a local model, not one on a server")
 
 
 def plan(config: RunConfig) -> Planned:
@@ -143,18 +109,14 @@ def run(
 ) -> dict[str, Any]:
     """Run (or resume) an evaluation and write the run folder; returns ``results.json``.
 
-    >>> cfg = RunConfig(model="smollm2-135m", tasks=("smoke",), shots=(0, 5))  # doctest: +SKIP
-    >>> run(cfg, "runs/smoke")["metrics"][0]["accuracy"]                        # doctest: +SKIP
+    >>> cfg = RunConfig(tiny_lm, ("snli",), limit=4)  # SNLI from $NLIEVAL_DATA_DIR
+    >>> [m["n"] for m in run(cfg, run_dir, progress=False)["metrics"]]
+    [4]
     """
     config = _classifier_config(config)
-    if backend_factory is default_backend:
+    if backend_factory is default_backend and not config.checkpoints:
         # Fail on a wrong model name before the folder is made or any data is read.
-        from ..backends.completions import served_model
-
-        if served_model(config.model) is not None:
-            _check_server(config)
-        elif not config.checkpoints:
-            resolve_model(config.model, config.revision)
+        check_model(config.spec, config.hf.revision)
     # Data errors surface before anything is written.
     planned = plan(config)
     folder = RunFolder(out_dir)

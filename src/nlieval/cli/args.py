@@ -1,88 +1,45 @@
-"""Argument types shared by every ``nlieval`` subcommand."""
+"""Argument types shared by every ``nlieval`` subcommand, and the flags derived from the
+settings declared on configuration dataclasses (:mod:`nlieval.settings`)."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import functools
+from collections.abc import Callable, Collection
+from dataclasses import MISSING, Field, fields
+from typing import Any, TypeVar
 
-from ..backends.chat import ServerOptions, load_generator
+from .. import settings
+from ..settings import UNSET, flag_of, options_of
+
+T = TypeVar("T")
+C = TypeVar("C")
 
 
-def csv_list(text: str) -> tuple[str, ...]:
-    """``"a, b,c"`` -> ``("a", "b", "c")``.
+def arg_type(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """``parse`` as an argparse ``type``: its ValueError becomes argparse's one-line
+    usage error with the message kept (argparse would replace it by "invalid value").
 
-    >>> csv_list("snli, hans")
-    ('snli', 'hans')
+    >>> arg_type(settings.positive_int)("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected a positive integer, got '0'
     """
-    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+    @functools.wraps(parse)
+    def typed(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return typed
 
 
-def int_list(text: str) -> tuple[int, ...]:
-    """``"0,1,5"`` -> ``(0, 1, 5)``.
-
-    >>> int_list("0,5")
-    (0, 5)
-    """
-    try:
-        return tuple(int(x) for x in csv_list(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers, got {text!r}"
-        ) from None
-
-
-def shot_counts(text: str) -> tuple[int, ...]:
-    """``"0,5"`` -> ``(0, 5)``: shot counts, none negative.
-
-    >>> shot_counts("0,3")
-    (0, 3)
-    """
-    values = int_list(text)
-    if any(k < 0 for k in values):
-        raise argparse.ArgumentTypeError(f"shot counts are 0 or more, got {text!r}")
-    return values
-
-
-def api_base(text: str) -> str:
-    """An OpenAI-compatible server's base URL, checked before any folder is made.
-
-    >>> api_base("http://localhost:8000/v1")
-    'http://localhost:8000/v1'
-    """
-    if not text.startswith(("http://", "https://")):
-        raise argparse.ArgumentTypeError(f"must start with http:// or https://, got {text!r}")
-    return text
-
-
-def positive_int(text: str) -> int:
-    """An integer of at least 1 (counts, bins, token limits).
-
-    >>> positive_int("5")
-    5
-    """
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def seeds(text: str) -> tuple[int, ...]:
-    """A count (``"3"`` = seeds 0, 1, 2) or a list (``"1,5,7"``; ``"7,"`` is seed 7 alone).
-
-    >>> seeds("3"), seeds("7,")
-    ((0, 1, 2), (7,))
-    """
-    if "," in text:
-        return int_list(text)
-    try:
-        return tuple(range(positive_int(text)))
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"--seeds takes a positive count or a comma-separated list, got {text!r}"
-        ) from None
+csv_list = arg_type(settings.csv_list)
+int_list = arg_type(settings.int_list)
+shot_counts = arg_type(settings.shot_counts)
+positive_int = arg_type(settings.positive_int)
+seeds = arg_type(settings.seed_list)
 
 
 def add_data_dir(p: argparse.ArgumentParser) -> None:
@@ -90,39 +47,85 @@ def add_data_dir(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", default=None, help="folder of official files [$NLIEVAL_DATA_DIR]")
 
 
-def add_generator_args(p: argparse.ArgumentParser, default_model: str) -> None:
-    """The flags that pick a chat model: local transformers, or an OpenAI-compatible server."""
-    p.add_argument(
-        "--model",
-        default=default_model,
-        help=f"chat model: alias, folder, .gguf or hub id; with --api-base the server's "
-        f"model name [{default_model}]",
-    )
-    p.add_argument(
-        "--api-base",
-        default=None,
-        type=api_base,
-        help="OpenAI-compatible server, e.g. http://localhost:8000/v1 (vLLM, SGLang, Ollama)",
-    )
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the API key")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request [60]")
-    p.add_argument("--retries", type=int, default=4, help="retries of a failed request [4]")
-    p.add_argument("--concurrency", type=int, default=8, help="requests in flight [8]")
-    p.add_argument("--dtype", default="auto")
-    p.add_argument("--device", default="auto")
+def _shown(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
 
 
-def generator_from_args(args: argparse.Namespace) -> Any:
-    """The :class:`~nlieval.backends.base.GenerationBackend` the flags of
-    :func:`add_generator_args` ask for."""
+def _add_flag(p: Any, f: Field[Any], optional: bool = False) -> None:
+    flag = flag_of(f)
+    if flag is None:
+        return
+    names = flag.names or ("--" + f.name.replace("_", "-"),)
+    default = f.default if f.default is not MISSING else flag.cli_default
+    if default is UNSET:
+        # The flag that makes optional options exist is itself optional.
+        default = None if optional else MISSING
+    kw: dict[str, Any] = {"dest": f.name, "help": flag.help}
+    if isinstance(default, bool):
+        kw["action"] = "store_false" if default else "store_true"
+    else:
+        if default is MISSING:
+            kw["required"] = True
+        else:
+            kw["default"] = default
+            if default is not None:
+                kw["help"] = f"{flag.help} [{_shown(default)}]"
+        if flag.parse is not None:
+            kw["type"] = arg_type(flag.parse)
+        elif f.type in ("int", "int | None"):
+            kw["type"] = int
+        elif f.type in ("float", "float | None"):
+            kw["type"] = float
+        if flag.metavar:
+            kw["metavar"] = flag.metavar
+        if flag.choices:
+            kw["choices"] = flag.choices
+    p.add_argument(*names, **kw)
 
-    server = None
-    if args.api_base:
-        server = ServerOptions(
-            args.api_base,
-            api_key_env=args.api_key_env,
-            timeout=args.timeout,
-            retries=args.retries,
-            concurrency=args.concurrency,
-        )
-    return load_generator(args.model, server=server, dtype=args.dtype, device=args.device)
+
+def add_settings(
+    p: argparse.ArgumentParser, cls: type[Any], *, skip: Collection[str] = ()
+) -> None:
+    """Add a flag for every setting of ``cls`` (and of the options it holds, each in an
+    argument group of its own), except the fields named in ``skip``.
+
+    >>> from nlieval.choice import RunConfig
+    >>> p = argparse.ArgumentParser(); add_settings(p, RunConfig)
+    >>> cfg = settings_from_args(RunConfig, p.parse_args(["--task", "snli", "--shots", "0,5"]))
+    >>> cfg.tasks, cfg.shots, cfg.server
+    (('snli',), (0, 5), None)
+    """
+    for f in fields(cls):
+        if f.name in skip:
+            continue
+        opt = options_of(f)
+        if opt is None:
+            _add_flag(p, f)
+            continue
+        group = p.add_argument_group(opt.title) if opt.title else p
+        for sub in fields(opt.cls):
+            if sub.name not in skip:
+                _add_flag(group, sub, optional=sub.name == opt.when)
+
+
+def settings_from_args(cls: type[C], args: argparse.Namespace, **extra: Any) -> C:
+    """The instance of ``cls`` that the flags of :func:`add_settings` ask for; ``extra``
+    gives fields the command sets itself. Options that exist only with a flag (a server
+    without ``--api-base``) are None."""
+    kw: dict[str, Any] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        if f.name in extra:
+            continue
+        opt = options_of(f)
+        if opt is None:
+            if flag_of(f) is not None and hasattr(args, f.name):
+                kw[f.name] = getattr(args, f.name)
+            continue
+        if opt.when is not None and getattr(args, opt.when, None) is None:
+            kw[f.name] = None
+            continue
+        sub = {s.name: getattr(args, s.name) for s in fields(opt.cls) if hasattr(args, s.name)}
+        kw[f.name] = opt.cls(**sub)
+    return cls(**kw, **extra)

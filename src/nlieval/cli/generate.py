@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..backends.weights import DEFAULT_MODEL
+from ..backends.registry import ChatModel
 from ..metainference.generated import GenerateConfig, format_summary, generate_items
 from ..runs import RECORDS
-from .args import add_data_dir, add_generator_args, generator_from_args
+from .args import add_data_dir, add_settings, settings_from_args
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -67,7 +67,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=3,
         help="stop after this many requests in a row failed for good [3]",
     )
-    add_generator_args(p, DEFAULT_MODEL)
+    add_settings(p, ChatModel, skip=("device_map", "max_memory"))
     p.add_argument("--out", required=True, help="output folder (re-run the command to resume)")
     p.add_argument("--overwrite", action="store_true", help="discard what the folder holds")
     p.add_argument("--no-progress", action="store_true")
@@ -97,7 +97,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         skip_bad=args.skip_bad,
         max_server_errors=args.max_server_errors,
     )
-    backend = generator_from_args(args)
+    backend = settings_from_args(ChatModel, args).load()
     try:
         summary = generate_items(
             backend, config, args.out, overwrite=args.overwrite, progress=not args.no_progress

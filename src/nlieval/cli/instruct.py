@@ -13,59 +13,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..backends.weights import resolve_model
+from ..backends.registry import check_model
 from ..runs import RunError, instruct_table, run_timing
 from ..sci import report as sci
-from ..sci.instruct import SHOTS, InstructConfig, run_instruct
-from . import args as cli_args
-from .args import add_data_dir, csv_list, int_list, positive_int, seeds
-
-
-def _shots(text: str) -> tuple[int, ...]:
-    values = int_list(text)
-    bad = [k for k in values if k < 0 or k % 4]
-    if bad:
-        raise argparse.ArgumentTypeError(
-            f"--shots takes multiples of 4 (one exemplar per class per four), got {bad}"
-        )
-    return values
-
-
-def _runs(text: str) -> tuple[int, ...]:
-    try:
-        return seeds(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"--runs takes a positive count (3 = runs 0,1,2) or a list (0,4,7), got {text!r}"
-        ) from None
+from ..sci.instruct import InstructConfig, instruct_backend, run_instruct
+from .args import add_settings, settings_from_args
 
 
 def cmd_instruct(args: argparse.Namespace) -> int:
     """Run (or resume) a prompted instruct model; print the table, return 0."""
 
-    if args.api_base is None:
-        resolve_model(args.model)  # a wrong name fails before the folder is made
-    config = InstructConfig(
-        model=args.model,
-        tasks=args.tasks,
-        shots=args.shots,
-        runs=args.runs,
-        limit=args.limit,
-        balanced_limit=args.balanced_limit,
-        split=args.split,
-        pool_split=args.pool_split,
-        data_dir=args.data_dir,
-        max_new_tokens=args.max_new_tokens,
-        system_role=not args.no_system_role,
-        api_base=args.api_base,
-        dtype=args.dtype,
-        device=args.device,
-        save_prompts=not args.no_prompts,
-    )
+    config = settings_from_args(InstructConfig, args)
+    if config.engine == "hf":
+        check_model(config.spec, config.hf.revision)  # fails before the folder is made
     made: list[Any] = []
 
     def backend() -> Any:
-        made.append(cli_args.generator_from_args(args))
+        made.append(instruct_backend(config))
         return made[-1]
 
     try:
@@ -145,51 +109,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "with different exemplar sets (zero-shot is run once: the runs would repeat it). "
         "Answers that name no class are kept, counted and scored wrong.",
     )
-    cli_args.add_generator_args(p, "smollm2-135m")
-    p.add_argument(
-        "--task",
-        "--tasks",
-        dest="tasks",
-        type=csv_list,
-        default=("scinli",),
-        help="comma-separated four-class tasks (names or task YAML files) [scinli]",
-    )
-    p.add_argument("--split", default="test", help="split to evaluate [test]")
-    p.add_argument(
-        "--pool-split",
-        default=None,
-        help="split the exemplars come from, less every item of the evaluated split "
-        "[dev, or the task's few-shot pool when it has no dev split]",
-    )
-    p.add_argument(
-        "--shots",
-        type=_shots,
-        default=SHOTS,
-        help=f"comma-separated shot counts, multiples of 4 [{','.join(map(str, SHOTS))}]",
-    )
-    p.add_argument(
-        "--runs",
-        type=_runs,
-        default=(0, 1, 2),
-        help="runs with different exemplar sets: a count (3 = 0,1,2) or a list [3]",
-    )
-    p.add_argument("--limit", type=int, default=None, help="first N items of each task")
-    p.add_argument(
-        "--balanced-limit",
-        action="store_true",
-        help="with --limit, take the classes in turn (SciNLI's files are sorted by class)",
-    )
-    p.add_argument(
-        "--max-new-tokens", type=positive_int, default=16, help="answer length limit [16]"
-    )
-    p.add_argument(
-        "--no-system-role",
-        action="store_true",
-        help="put the instructions into the first user turn (templates without a system role)",
-    )
-    add_data_dir(p)
+    add_settings(p, InstructConfig, skip=("device_map", "max_memory"))
     p.add_argument("--out", "--output_path", dest="out", required=True, help="run folder")
-    p.add_argument("--no-prompts", action="store_true", help="do not store prompt texts in records")
     p.add_argument("--overwrite", action="store_true", help="discard what the run folder holds")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(handler=cmd_instruct)

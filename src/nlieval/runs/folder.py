@@ -84,9 +84,11 @@ def atomic_write(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` so that readers (and a crash) only ever see a
     complete file: write a temporary file beside it, fsync, rename.
 
-    >>> import tempfile; d = Path(tempfile.mkdtemp())
-    >>> atomic_write(d / "a.txt", "hi"); (d / "a.txt").read_text()
-    'hi'
+    >>> path = Path(run_dir) / "a.txt"
+    >>> atomic_write(path, "old"); atomic_write(path, "new"); path.read_text()
+    'new'
+    >>> sorted(p.name for p in Path(run_dir).iterdir())  # no temporary file left behind
+    ['a.txt']
     """
     # Write-then-rename: readers (and a crash) only ever see a complete file.
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
@@ -176,8 +178,11 @@ class RunFolder(Generic[R]):
     a second process that starts the same folder gets a :class:`RunError` naming the PID
     that holds it. Readers take no lock.
 
-    >>> rf = RunFolder("runs/demo")            # doctest: +SKIP
-    >>> done = rf.done_keys()                  # doctest: +SKIP
+    >>> rf = RunFolder(run_dir)
+    >>> rec = Record("t", "1", "m", 0, 0, ("a", "b"), (0.0, -1.0), (0.7, 0.3), "a", "a")
+    >>> rf.append([rec]); rf.append([rec])  # a key already written is not written again
+    >>> rf.records_path.read_text().count("\\n"), rf.records() == [rec]
+    (1, True)
     """
 
     @overload
@@ -234,8 +239,7 @@ class RunFolder(Generic[R]):
                     f"{self.path} holds a run of `nlieval {old_kind}`, not of "
                     f"`nlieval {config.KIND}`; choose another --out"
                 )
-            # A field that an older version did not save had its default value.
-            saved = {f: old.get(f, getattr(type(config), f, None)) for f in config.IDENTITY}
+            saved = _identity(type(config), old)
             now = config.to_dict()
             diff = [f for f in config.IDENTITY if saved[f] != now.get(f)]
             if diff:
@@ -385,6 +389,21 @@ class RunFolder(Generic[R]):
         if not p.is_file():
             return None
         return _read_json(p)
+
+
+def _identity(cls: type[Any], old: Mapping[str, Any]) -> dict[str, Any]:
+    """The identity fields of a saved ``config.json``, as the config class reads it back:
+    a field an older version did not save takes its default, and a value the class
+    derives (the engine of a model) is derived the same way for old and new folders."""
+    from_dict = getattr(cls, "from_dict", None)
+    if callable(from_dict):
+        try:
+            d = from_dict(old).to_dict()
+        except (TypeError, ValueError, KeyError):
+            d = None  # a config this version cannot build: compare what was saved
+        if isinstance(d, dict):
+            return {f: d.get(f) for f in cls.IDENTITY}
+    return {f: old.get(f, getattr(cls, f, None)) for f in cls.IDENTITY}
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -29,14 +29,27 @@ import hashlib
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from .. import data
 from ..backends.base import GenerationBackend
+from ..backends.openai import ServerOptions
+from ..backends.registry import HFOptions, ModelSpec, load_generator, model_label, parse_model
+from ..backends.weights import DEFAULT_MODEL
 from ..data import Dataset, seeded_rng
 from ..runs import RunError, RunFolder, Step, finalize, run_steps
+from ..settings import (
+    csv_list,
+    flat_dict,
+    from_flat_dict,
+    int_list,
+    options,
+    positive_int,
+    seed_list,
+    setting,
+)
 from ..types import LETTERS, SCI4, Item, Label, Record
 
 Message = dict[str, str]
@@ -336,6 +349,21 @@ PROMPT_VERSION = hashlib.sha256(
 ).hexdigest()[:12]
 
 
+def shot_counts_of_4(text: str) -> tuple[int, ...]:
+    """Shot counts of ``instruct``: multiples of 4 (one exemplar per class per four).
+
+    >>> shot_counts_of_4("0,4,8")
+    (0, 4, 8)
+    """
+    values = int_list(text)
+    bad = [k for k in values if k < 0 or k % len(SCI4)]
+    if bad:
+        raise ValueError(
+            f"--shots takes multiples of 4 (one exemplar per class per four), got {bad}"
+        )
+    return values
+
+
 @dataclass(frozen=True)
 class InstructConfig:
     """Everything that defines an ``nlieval instruct`` run folder.
@@ -349,29 +377,57 @@ class InstructConfig:
     its prompt has no exemplars and decoding is greedy, so other runs would repeat it.
     """
 
-    model: str
-    tasks: tuple[str, ...]
-    shots: tuple[int, ...] = SHOTS
-    runs: tuple[int, ...] = (0, 1, 2)
-    limit: int | None = None
-    balanced_limit: bool = False
-    split: str | None = None
-    pool_split: str | None = None
-    data_dir: str | None = None
-    max_new_tokens: int = 16
-    system_role: bool = True
+    model: str = setting(
+        help="chat model run in process (alias, folder, .gguf or hub id); with --api-base "
+        "the server's model name",
+        cli_default=DEFAULT_MODEL,
+    )
+    tasks: tuple[str, ...] = setting(
+        ("scinli",),
+        help="comma-separated four-class tasks (names or task YAML files)",
+        names=("--task", "--tasks"),
+        parse=csv_list,
+    )
+    shots: tuple[int, ...] = setting(
+        SHOTS, help="comma-separated shot counts, multiples of 4", parse=shot_counts_of_4
+    )
+    runs: tuple[int, ...] = setting(
+        (0, 1, 2),
+        help="runs with different exemplar sets: a count (3 = 0,1,2) or a list",
+        parse=seed_list,
+    )
+    limit: int | None = setting(None, help="the first N items of each task", parse=positive_int)
+    balanced_limit: bool = setting(
+        False, help="with --limit, take the classes in turn (SciNLI's files are sorted by class)"
+    )
+    split: str | None = setting("test", help="split to evaluate")
+    pool_split: str | None = setting(
+        None,
+        help="split the exemplars come from, less every item of the evaluated split "
+        "[dev, or the task's few-shot pool when it has no dev split]",
+    )
+    data_dir: str | None = setting(None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    max_new_tokens: int = setting(16, help="answer length limit", parse=positive_int)
+    system_role: bool = setting(
+        True,
+        help="put the instructions into the first user turn (templates without a system role)",
+        names=("--no-system-role",),
+    )
     exemplar_seed: int = 0
-    api_base: str | None = None
-    dtype: str = "auto"
-    device: str = "auto"
-    save_prompts: bool = True
+    save_prompts: bool = setting(
+        True, help="do not store prompt texts in records", names=("--no-prompts",)
+    )
     prompt_version: str = PROMPT_VERSION
+    hf: HFOptions = options(HFOptions)
+    server: ServerOptions | None = options(
+        ServerOptions, when="api_base", optional=True, title="server"
+    )
 
     KIND: ClassVar[str] = "instruct"
     IDENTITY: ClassVar[tuple[str, ...]] = (
         "kind",
         "model",
-        "api_base",
+        "engine",
         "balanced_limit",
         "split",
         "pool_split",
@@ -382,16 +438,25 @@ class InstructConfig:
         "prompt_version",
     )
 
+    def __post_init__(self) -> None:
+        self.spec  # noqa: B018  (a model string that means nothing fails here)
+        object.__setattr__(self, "model", model_label(self.model))
+
+    @property
+    def spec(self) -> ModelSpec:
+        """What ``model`` names, and which engine runs it."""
+        return parse_model(self.model, self.server.api_base if self.server else None)
+
+    @property
+    def engine(self) -> str:
+        return self.spec.engine
+
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.KIND, **asdict(self)}
+        return {"kind": self.KIND, **flat_dict(self), "engine": self.engine}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> InstructConfig:
-        known = {f.name for f in fields(cls)}
-        kw: dict[str, Any] = {
-            k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in known
-        }
-        return cls(**kw)
+        return from_flat_dict(cls, d)
 
 
 @dataclass(frozen=True)
@@ -486,10 +551,20 @@ def plan_instruct(
     return out
 
 
+def instruct_backend(config: InstructConfig) -> GenerationBackend:
+    """The chat model of a config, made by the model registry (in process or on the
+    server of ``config.server``).
+
+    >>> instruct_backend(InstructConfig("m", server=ServerOptions(fake_server))).name
+    'm'
+    """
+    return load_generator(config.spec, hf=config.hf, server=config.server)
+
+
 def run_instruct(
     config: InstructConfig,
     out_dir: str | Path,
-    backend_factory: Callable[[], GenerationBackend],
+    backend_factory: Callable[[], GenerationBackend] | None = None,
     *,
     overwrite: bool = False,
     progress: bool = True,
@@ -500,10 +575,13 @@ def run_instruct(
     results.json, summary.md). Items go to the model in chunks of
     :data:`nlieval.runs.CHUNK`, each chunk appended and fsync'ed: a killed run loses at
     most one chunk, and the same call resumes it without duplicates. The backend is made
-    by ``backend_factory`` only when there is work left. Returns ``results.json``.
+    by ``backend_factory`` (default: the config's model, through the model registry's
+    :func:`~nlieval.backends.registry.load_generator`) only when there is work left.
+    Returns ``results.json``.
 
-    >>> cfg = InstructConfig("smollm2-135m", ("scinli",), shots=(0, 4), limit=50)  # doctest: +SKIP
-    >>> run_instruct(cfg, "runs/sci", lambda: load_generator("smollm2-135m"))   # doctest: +SKIP
+    >>> cfg = InstructConfig(tiny_lm, ("scinli",), shots=(0,), limit=2)  # from $NLIEVAL_DATA_DIR
+    >>> [m["n"] for m in run_instruct(cfg, run_dir, progress=False)["metrics"]]
+    [2]
     """
     planned = plan_instruct(config)  # data errors surface before anything is written
     folder = RunFolder(out_dir)
@@ -573,7 +651,7 @@ def run_instruct(
             raise
 
     def make_backend(_: Any) -> GenerationBackend:
-        backend = backend_factory()
+        backend = backend_factory() if backend_factory else instruct_backend(config)
         # Answers of a server arrive one by one: keep each (see _Received).
         return _Received(backend) if callable(getattr(backend, "iter_map", None)) else backend
 

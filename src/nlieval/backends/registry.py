@@ -1,0 +1,292 @@
+"""One way to name a model, whatever runs it: the model registry of every command.
+
+A model is named by one string and at most one server address, with one rule for every
+command (``run``, ``instruct``, ``generate``, ``train``'s evaluation):
+
+- ``hf:NAME`` or a plain ``NAME``: a model loaded in process through transformers (an
+  alias such as ``smollm2-135m``, a model folder, a ``.gguf`` file or a hub id; for
+  ``run`` also a classifier folder written by ``nlieval train``);
+- ``server:NAME`` (``openai-completions:NAME`` is the same): the model ``NAME`` served by
+  an OpenAI-compatible server (vLLM, SGLang, ...) at ``--api-base``;
+- a plain ``NAME`` together with ``--api-base`` is the server's model ``NAME`` too;
+- ``hf:NAME`` with ``--api-base``, or ``server:NAME`` without one, is refused.
+
+The settings of each engine travel in one options object: :class:`HFOptions` for
+transformers in process, :class:`~nlieval.backends.openai.ServerOptions` for a server.
+:func:`load_scorer` (option log-likelihoods, or a fine-tuned classifier) and
+:func:`load_generator` (chat answers) make the backend; a new engine is one more branch
+here. What a run's identity holds of a model is its engine and name
+(:attr:`ModelSpec.engine`, :attr:`ModelSpec.name`), never the server's address: a folder
+may be resumed against another server of the same model.
+
+>>> parse_model("smollm2-135m")
+ModelSpec(engine='hf', name='smollm2-135m')
+>>> parse_model("llama-3.1-70b", "http://localhost:8000/v1")
+ModelSpec(engine='server', name='llama-3.1-70b')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..settings import options, setting
+from .base import ClassifierBackend, GenerationBackend, LogLikelihoodBackend
+from .openai import ServerOptions
+from .placement import parse_max_memory
+from .weights import DEFAULT_MODEL, resolve_model
+
+#: Prefixes that name a model on a server; the first is the one written in messages.
+SERVER_PREFIXES = ("server:", "openai-completions:")
+#: The prefix of a model loaded in process (the default, so it may be left out).
+HF_PREFIX = "hf:"
+ENGINES = ("hf", "server")
+
+#: Rows per forward pass of a local chat model when the batch size is ``auto``.
+CHAT_BATCH = 16
+#: Sentence pairs per forward pass of a fine-tuned classifier when the batch size is ``auto``.
+CLASSIFIER_BATCH = 32
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What a model string means: the ``engine`` that runs it (``hf`` or ``server``) and
+    the ``name`` that engine is given (for ``hf``: alias, folder, ``.gguf`` or hub id;
+    for ``server``: the server's model name).
+
+    >>> ModelSpec("server", "qwen2.5-7b").label
+    'server:qwen2.5-7b'
+    >>> ModelSpec("hf", "smollm2-135m").label
+    'smollm2-135m'
+    """
+
+    engine: str
+    name: str
+
+    @property
+    def label(self) -> str:
+        """The model string that means this model without an ``--api-base``."""
+        return self.name if self.engine == "hf" else SERVER_PREFIXES[0] + self.name
+
+
+def parse_model(model: str, api_base: str | None = None) -> ModelSpec:
+    """The one parsing rule of a ``--model`` string (see the module docstring).
+
+    >>> parse_model("openai-completions:org/m", "http://h:8000/v1")
+    ModelSpec(engine='server', name='org/m')
+    >>> parse_model("hf:gpt2")
+    ModelSpec(engine='hf', name='gpt2')
+    >>> parse_model("server:org/m")
+    Traceback (most recent call last):
+    ValueError: --model server:org/m is a model on a server: give its address with --api-base (e.g. http://localhost:8000/v1)
+    >>> parse_model("hf:gpt2", "http://h:8000/v1")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: --model hf:gpt2 is loaded in process, but --api-base names a server: ...
+    """
+    for prefix in SERVER_PREFIXES:
+        if model.startswith(prefix):
+            name = model[len(prefix) :]
+            if not name:
+                raise ValueError(f"--model {prefix}NAME needs the server's model name")
+            if not api_base:
+                raise ValueError(
+                    f"--model {model} is a model on a server: give its address with "
+                    "--api-base (e.g. http://localhost:8000/v1)"
+                )
+            return ModelSpec("server", name)
+    if model.startswith(HF_PREFIX):
+        name = model[len(HF_PREFIX) :]
+        if not name:
+            raise ValueError(f"--model {HF_PREFIX}NAME needs a model name")
+        if api_base:
+            raise ValueError(
+                f"--model {model} is loaded in process, but --api-base names a server: "
+                "drop one of them"
+            )
+        return ModelSpec("hf", name)
+    if not model:
+        raise ValueError("--model needs a model name")
+    return ModelSpec("server" if api_base else "hf", model)
+
+
+def model_label(model: str) -> str:
+    """The spelling of a model string that a run folder keeps: ``hf:NAME`` is ``NAME``
+    (loading in process is the default), any other string is kept as it is.
+
+    >>> model_label("hf:smollm2-135m"), model_label("server:m")
+    ('smollm2-135m', 'server:m')
+    """
+    return model[len(HF_PREFIX) :] if model.startswith(HF_PREFIX) else model
+
+
+@dataclass(frozen=True)
+class HFOptions:
+    """How to run a model in process through transformers (torch).
+
+    ``device_map`` (``auto``) spreads a model over several devices through accelerate and
+    ``max_memory`` (``0=70GiB,1=70GiB,cpu=200GiB``) caps each; neither changes results.
+
+    >>> HFOptions().dtype
+    'auto'
+    >>> HFOptions(max_memory="0=70GiB")
+    Traceback (most recent call last):
+    ValueError: --max-memory needs --device-map (e.g. auto)
+    """
+
+    dtype: str = setting(
+        "auto", help="weights' type: auto (fp32 on CPU, bf16 on GPU), float32, bfloat16"
+    )
+    device: str = setting("auto", help="cpu, cuda, cuda:1, mps (auto: a GPU when there is one)")
+    revision: str | None = setting(None, help="hub revision of the model")
+    prefix_cache: bool = setting(
+        True,
+        help="recompute the shared start of the prompts (the few-shot prefix) for every "
+        "item (same results, slower)",
+        names=("--no-prefix-cache",),
+    )
+    device_map: str | None = setting(
+        None, help="auto: spread a model too large for one device over all GPUs (then CPU, disk)"
+    )
+    max_memory: str | None = setting(
+        None,
+        help="with --device-map: memory per device, e.g. 0=70GiB,1=70GiB,cpu=200GiB",
+        metavar="DEV=SIZE,...",
+    )
+
+    def __post_init__(self) -> None:
+        if self.max_memory is not None:
+            if self.device_map is None:
+                raise ValueError("--max-memory needs --device-map (e.g. auto)")
+            parse_max_memory(self.max_memory)  # a bad spelling fails before any model loads
+
+
+def check_model(spec: ModelSpec, revision: str | None = None) -> None:
+    """Fail on a wrong local model name at once, before any folder is made or data read
+    (a server's model is checked by its first answer).
+
+    >>> check_model(ModelSpec("server", "anything"))
+    >>> check_model(ModelSpec("hf", "/no/such/model"))
+    Traceback (most recent call last):
+    nlieval.backends.weights.ModelError: model path /no/such/model does not exist
+    """
+    from .classifier import is_classifier_folder
+
+    if spec.engine == "hf" and not is_classifier_folder(spec.name):
+        resolve_model(spec.name, revision)
+
+
+def load_scorer(
+    spec: ModelSpec,
+    *,
+    hf: HFOptions | None = None,
+    server: ServerOptions | None = None,
+    batch_size: int | str = "auto",
+    top_logprobs: int | None = None,
+    checkpoint: str | None = None,
+) -> LogLikelihoodBackend | ClassifierBackend:
+    """The backend that scores options for ``spec``: a server's completions endpoint, a
+    fine-tuned classifier folder (``nlieval train``), or a causal LM in process.
+
+    ``checkpoint`` is one of a sweep's checkpoints: a folder (loaded instead of the
+    model) or a hub revision. ``batch_size`` is rows per forward pass, or prompts per
+    request to a server; ``top_logprobs`` the K of the server's one-request-per-item
+    scoring (None: the backend's default).
+
+    >>> lm = load_scorer(ModelSpec("hf", tiny_lm), batch_size=2)
+    >>> type(lm).__name__, lm.batch_size
+    ('HFCausalLM', 2)
+    """
+    if spec.engine == "server":
+        if server is None:
+            raise ValueError(f"--model {spec.label} needs --api-base")
+        if checkpoint is not None:
+            raise ValueError("--checkpoints needs a local model, not one on a server")
+        from .completions import DEFAULT_TOP_LOGPROBS, CompletionsLM
+
+        k = DEFAULT_TOP_LOGPROBS if top_logprobs is None else top_logprobs
+        return CompletionsLM(spec.name, server, batch_size=batch_size, top_logprobs=k)
+    from .classifier import EncoderClassifier, is_classifier_folder
+    from .hf import HFCausalLM
+
+    opts = hf or HFOptions()
+    local = checkpoint is not None and Path(checkpoint).exists()
+    model = checkpoint if local and checkpoint is not None else spec.name
+    if is_classifier_folder(model):
+        bs = batch_size if isinstance(batch_size, int) else CLASSIFIER_BATCH
+        return EncoderClassifier(model, device=opts.device, batch_size=bs)
+    revision = checkpoint if checkpoint is not None and not local else opts.revision
+    return HFCausalLM(
+        model,
+        revision=revision,
+        dtype=opts.dtype,
+        device=opts.device,
+        batch_size=batch_size,
+        prefix_cache=opts.prefix_cache,
+        device_map=opts.device_map,
+        max_memory=parse_max_memory(opts.max_memory) if opts.max_memory else None,
+    )
+
+
+def load_generator(
+    spec: ModelSpec | str,
+    *,
+    hf: HFOptions | None = None,
+    server: ServerOptions | None = None,
+    batch_size: int | str = "auto",
+) -> GenerationBackend:
+    """A chat backend for ``spec``: a server's chat endpoint, or a local transformers
+    chat model answering through its chat template. A string is parsed by
+    :func:`parse_model` with the address of ``server``.
+
+    >>> chat = load_generator("served-model", server=ServerOptions(fake_server))
+    >>> type(chat).__name__, chat.name
+    ('OpenAIChat', 'served-model')
+    """
+    if isinstance(spec, str):
+        spec = parse_model(spec, server.api_base if server else None)
+    if spec.engine == "server":
+        if server is None:
+            raise ValueError(f"--model {spec.label} needs --api-base")
+        from .openai import OpenAIChat
+
+        return OpenAIChat(spec.name, server)
+    from .generator import LocalChat
+
+    opts = hf or HFOptions()
+    return LocalChat(
+        spec.name,
+        revision=opts.revision,
+        dtype=opts.dtype,
+        device=opts.device,
+        batch_size=batch_size if isinstance(batch_size, int) else CHAT_BATCH,
+        prefix_cache=opts.prefix_cache,
+    )
+
+
+@dataclass(frozen=True)
+class ChatModel:
+    """The chat model of a command that only needs one (``generate``): the model string
+    and the options of its engines, as flags.
+
+    >>> ChatModel("m", server=ServerOptions("http://h:8000/v1")).spec
+    ModelSpec(engine='server', name='m')
+    """
+
+    model: str = setting(
+        help="chat model run in process (alias, folder, .gguf or hub id); with --api-base "
+        "the server's model name",
+        cli_default=DEFAULT_MODEL,
+    )
+    hf: HFOptions = options(HFOptions)
+    server: ServerOptions | None = options(
+        ServerOptions, when="api_base", optional=True, title="server"
+    )
+
+    @property
+    def spec(self) -> ModelSpec:
+        """What ``model`` names, and which engine runs it."""
+        return parse_model(self.model, self.server.api_base if self.server else None)
+
+    def load(self) -> GenerationBackend:
+        """The backend (see :func:`load_generator`)."""
+        return load_generator(self.spec, hf=self.hf, server=self.server)
