@@ -2,7 +2,9 @@
 (cli -> report -> families -> runs -> data/backends/metrics/plotting -> types), families
 do not import each other, no import cycle between files, no private name taken from
 another file, no dynamic imports. Every import counts, also one inside a function or
-under ``TYPE_CHECKING``.
+under ``TYPE_CHECKING``. And the public surface: every family package exports its entry
+points with ``__all__`` and a docstring saying where to start, importing one loads no
+model library, and the package facade (``nlieval``) is built from its one list.
 
 Run it alone to see the rules hold: ``python -m pytest tests/test_layers.py``.
 """
@@ -10,6 +12,10 @@ Run it alone to see the rules hold: ``python -m pytest tests/test_layers.py``.
 from __future__ import annotations
 
 import ast
+import importlib
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +27,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "nlieval"
 #: lower floors (and itself); rooms on one floor do not import each other.
 FLOORS: dict[str, int] = {
     "types": 0,
+    "settings": 0,
     "data": 1,
     "backends": 1,
     "metrics": 1,
@@ -161,3 +168,75 @@ def test_each_family_has_a_public_init(room: str) -> None:
     init = SRC / room / "__init__.py"
     text = init.read_text(encoding="utf-8")
     assert ast.get_docstring(ast.parse(text)), f"{init} has no docstring"
+
+
+#: The packages under the command line, each a public surface of its own (``cli`` is the
+#: command line itself: its entry point is ``main``).
+PACKAGES = sorted(r for r in FLOORS if (SRC / r).is_dir() and r != "cli")
+
+
+def test_packages_are_the_families() -> None:
+    families = ["choice", "analyses", "contamination", "sci", "metainference", "data", "runs"]
+    assert sorted([*families, "backends"]) == PACKAGES
+
+
+@pytest.mark.parametrize("room", PACKAGES)
+def test_each_family_exports_its_entry_points(room: str) -> None:
+    module = importlib.import_module(f"nlieval.{room}")
+    exported = getattr(module, "__all__", None)
+    assert isinstance(exported, list) and exported, f"nlieval.{room} has no __all__"
+    assert len(set(exported)) == len(exported), f"nlieval.{room}.__all__ repeats a name"
+    assert not [n for n in exported if n.startswith("_")], f"nlieval.{room} exports private names"
+    doc = (module.__doc__ or "").strip()
+    assert len(doc.splitlines()) > 1, f"nlieval.{room}: say in the docstring where to start"
+    missing = [n for n in exported if not hasattr(module, n)]
+    assert not missing, f"nlieval.{room}.__all__ names what it lacks: {missing}"
+
+
+def _python(code: str) -> object:
+    """What a fresh interpreter prints as JSON (nothing imported before)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_importing_a_family_loads_no_model_library() -> None:
+    imports = "; ".join(f"import nlieval.{room}" for room in PACKAGES)
+    loaded = _python(
+        f"import json, sys, nlieval; {imports}; "
+        "print(json.dumps(sorted({'torch', 'transformers'} & set(sys.modules))))"
+    )
+    assert loaded == [], f"importing the packages imports {loaded} (import it when it is used)"
+
+
+#: Run in a fresh interpreter: the facade names whose object is not their submodule's,
+#: and the model libraries loaded by resolving them all.
+RESOLVE_FACADE = """
+import importlib, json, sys, nlieval
+wrong = []
+for name, module in nlieval._EXPORTS.items():
+    if getattr(nlieval, name) is not getattr(importlib.import_module(f"nlieval.{module}"), name):
+        wrong.append(name)
+print(json.dumps([wrong, sorted({"torch", "transformers"} & set(sys.modules))]))
+"""
+
+
+def test_facade_is_built_from_one_list() -> None:
+    import nlieval
+
+    exports: dict[str, str] = nlieval._EXPORTS  # the one list: name -> defining submodule
+    assert nlieval.__all__ == list(exports)
+    assert set(exports) <= set(dir(nlieval))
+    # No name is imported statically: that would be a second list (and a slow import).
+    tree = ast.parse((SRC / "__init__.py").read_text(encoding="utf-8"))
+    static = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.level or node.module == "nlieval")
+    ]
+    assert not static, f"src/nlieval/__init__.py imports from the package, lines {static}"
+    for name, module in exports.items():
+        assert hasattr(importlib.import_module(f"nlieval.{module}"), name), (name, module)
+    # Each name resolves to its submodule's object, and loads no model library.
+    got = _python(RESOLVE_FACADE)
+    assert got == [[], []], f"[names resolved wrong, model libraries loaded]: {got}"

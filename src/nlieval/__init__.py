@@ -1,7 +1,13 @@
 """nlieval: evaluate and study language models through Natural Language Inference.
 
 The public API is importable from here; submodules load on first use, so that
-``import nlieval`` (and the command line) start quickly.
+``import nlieval`` (and the command line) start quickly. Where to start: :func:`run`
+with a :class:`RunConfig` (the ``nlieval run`` command) scores a base model on tasks,
+:func:`report` (``nlieval report``) reads the run folders back. Each family of studies
+has a package whose docstring says where to start in it: :mod:`nlieval.choice`,
+:mod:`nlieval.analyses`, :mod:`nlieval.contamination`, :mod:`nlieval.sci`,
+:mod:`nlieval.metainference`; below them :mod:`nlieval.runs`, :mod:`nlieval.data` and
+:mod:`nlieval.backends`.
 
 >>> import nlieval
 >>> nlieval.Label.parse("c").value
@@ -11,38 +17,14 @@ The public API is importable from here; submodules load on first use, so that
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
-# name -> submodule that defines it
-_EXPORTS = {
-    "ClassifierBackend": "backends.base",
-    "GenerationBackend": "backends.base",
-    "LogLikelihoodBackend": "backends.base",
-    "ScoreRequest": "backends.base",
-    "TASKS": "data",
-    "Dataset": "data",
-    "DataError": "data",
-    "TaskSpec": "data",
-    "get_task": "data",
-    "load_pool": "data",
-    "load_task": "data",
-    "point_metrics": "metrics",
-    "summarize": "metrics",
-    "ModelError": "backends.weights",
-    "resolve_model": "backends.weights",
-    "PromptBuilder": "choice.prompts",
-    "draw_shots": "choice.prompts",
-    "load_template": "choice.prompts",
-    "metrics_table": "runs",
-    "report": "report",
-    "run": "choice.runner",
-    "RunConfig": "choice.config",
-    "RunError": "runs",
-    "RunFolder": "runs",
-    "make_sweep_point": "choice.scoring",
-    "score_items": "choice.scoring",
+#: The public API, the one list of it: name -> the submodule that defines it.
+#: ``__all__``, ``dir(nlieval)`` and the lazy lookup below are all made from it.
+_EXPORTS: dict[str, str] = {
+    # types: labels, items and records
     "ALPHA": "types",
     "NLI2": "types",
     "NLI3": "types",
@@ -50,46 +32,45 @@ _EXPORTS = {
     "Item": "types",
     "Label": "types",
     "Record": "types",
+    # data: benchmarks and user tasks
+    "TASKS": "data",
+    "DataError": "data",
+    "Dataset": "data",
+    "TaskSpec": "data",
+    "get_task": "data",
+    "load_pool": "data",
+    "load_task": "data",
+    # backends: the model protocols, and model names
+    "ClassifierBackend": "backends.base",
+    "GenerationBackend": "backends.base",
+    "LogLikelihoodBackend": "backends.base",
+    "ScoreRequest": "backends.base",
+    "ModelError": "backends.weights",
+    "resolve_model": "backends.weights",
+    # metrics
+    "point_metrics": "metrics",
+    "summarize": "metrics",
+    # runs: the run folder
+    "RunError": "runs",
+    "RunFolder": "runs",
+    "metrics_table": "runs",
+    # choice: base models scored on lettered options (``nlieval run``)
+    "RunConfig": "choice.config",
+    "run": "choice.runner",
+    "PromptBuilder": "choice.prompts",
+    "draw_shots": "choice.prompts",
+    "load_template": "choice.prompts",
+    "make_sweep_point": "choice.scoring",
+    "score_items": "choice.scoring",
+    # report (``nlieval report``)
+    "report": "report",
 }
 
-__all__ = [
-    "ALPHA",
-    "ClassifierBackend",
-    "DataError",
-    "Dataset",
-    "GenerationBackend",
-    "Item",
-    "Label",
-    "LogLikelihoodBackend",
-    "ModelError",
-    "NLI2",
-    "NLI3",
-    "PromptBuilder",
-    "Record",
-    "RunConfig",
-    "RunError",
-    "RunFolder",
-    "SCI4",
-    "ScoreRequest",
-    "TASKS",
-    "TaskSpec",
-    "draw_shots",
-    "get_task",
-    "load_pool",
-    "load_task",
-    "load_template",
-    "make_sweep_point",
-    "metrics_table",
-    "point_metrics",
-    "report",
-    "resolve_model",
-    "run",
-    "score_items",
-    "summarize",
-]
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
+    """Import a public name's submodule on first use (PEP 562)."""
     if name in _EXPORTS:
         value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
         globals()[name] = value
@@ -97,20 +78,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'nlieval' has no attribute {name!r}")
 
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .backends.base import (
-        ClassifierBackend,
-        GenerationBackend,
-        LogLikelihoodBackend,
-        ScoreRequest,
-    )
-    from .backends.weights import ModelError, resolve_model
-    from .choice.config import RunConfig
-    from .choice.prompts import PromptBuilder, draw_shots, load_template
-    from .choice.runner import run
-    from .choice.scoring import make_sweep_point, score_items
-    from .data import TASKS, DataError, Dataset, TaskSpec, get_task, load_pool, load_task
-    from .metrics import point_metrics, summarize
-    from .report import metrics_table, report
-    from .runs import RunError, RunFolder
-    from .types import ALPHA, NLI2, NLI3, SCI4, Item, Label, Record
+def __dir__() -> list[str]:
+    """The public names with the module's own, as if all were imported."""
+    return sorted({*globals(), *_EXPORTS})

@@ -1,4 +1,17 @@
-"""Analyses recomputed from saved records (no model needed): ChaosNLI and plots.
+"""Analyses recomputed from saved run folders (no model needed): model predictions
+against ChaosNLI's 100 human labels per item, training dynamics over checkpoints, plots,
+and prediction files of classifiers made elsewhere. Where to start:
+
+* ``nlieval chaosnli``: ``chaosnli.report(records)`` (the scores of
+  :func:`score_records`, accuracy by human-label entropy, the items every system got
+  right), with the human-vs-human line set by a :class:`HumanBaseline`;
+  ``nlieval chaosnli-score`` is :func:`score_prediction_file` on an official-format file;
+* ``nlieval chaosnli-import``: :func:`import_predictions` with an :class:`ImportConfig`
+  turns prediction files into a run folder (formats in :mod:`.predictions`);
+* ``nlieval dynamics``: :func:`follow_run` on a run folder made with ``--checkpoints``
+  (rows by :func:`nlieval.analyses.dynamics.dynamics`);
+* ``nlieval plots``: :func:`plot_accuracy_vs_shots`, :func:`plot_accuracy_by_entropy`
+  and :func:`plot_divergence` (matplotlib, one PNG each).
 
 >>> from nlieval.analyses import chaosnli
 >>> round(chaosnli.divergences([[50, 50]], [[0.5, 0.5]])["kl"], 6)
@@ -8,5 +21,20 @@
 from __future__ import annotations
 
 from . import chaosnli
+from .chaosnli import HumanBaseline, score_prediction_file, score_records
+from .dynamics import follow_run
+from .imports import ImportConfig, import_predictions
+from .plots import plot_accuracy_by_entropy, plot_accuracy_vs_shots, plot_divergence
 
-__all__ = ["chaosnli"]
+__all__ = [
+    "HumanBaseline",
+    "ImportConfig",
+    "chaosnli",
+    "follow_run",
+    "import_predictions",
+    "plot_accuracy_by_entropy",
+    "plot_accuracy_vs_shots",
+    "plot_divergence",
+    "score_prediction_file",
+    "score_records",
+]

@@ -1,8 +1,19 @@
 """Test-set contamination by a pretraining corpus, and the estimated performance gain (EPG).
 
 METHODS.md section 3. An item's score is the share of the tokens of its text that lie
-inside one of its n-grams (default n = 8) that also occurs in the corpus. One module a
-concern, imported one way (ngrams <- scan <- scores; epg on its own):
+inside one of its n-grams (default n = 8) that also occurs in the corpus. The
+``nlieval contamination`` command is, in two steps:
+
+1. scores: :func:`score_tasks` (several tasks' items, one pass over the corpus; scan
+   settings in :class:`ScanOptions`, what the scan saw in :class:`ScanResult`) or
+   :func:`score_items` (one list of items), saved by :func:`write_scores` and read back
+   by :func:`read_scores`; :func:`score_summary` gives the share contaminated per task;
+2. EPG: :func:`epg` of a run's records and the scores, over score thresholds, as a table
+   (:func:`format_epg`) and a plot (:func:`plot_epg`).
+
+The building blocks of a scan are exported too (:class:`Tokenizer`, :func:`build_index`,
+:func:`scan_files`, :func:`scan_ray`, ...); the rest is in the modules, one a concern,
+imported one way (ngrams <- scan <- scores; epg on its own):
 
 * :mod:`~nlieval.contamination.ngrams`: tokenizers, the test items' n-grams, the index;
 * :mod:`~nlieval.contamination.scan`: reading corpus files and scanning them (shards,
@@ -21,63 +32,49 @@ from .epg import DEFAULT_THRESHOLDS, epg, format_epg, plot_epg
 from .ngrams import (
     BARRIER,
     DEFAULT_N,
-    TOKENIZERS,
     ItemGrams,
-    NgramIndex,
-    Token,
     Tokenizer,
     build_index,
     contaminated_tokens,
-    item_ngrams,
     item_text,
 )
 from .scan import (
     BLOCK_BYTES,
-    JSONL_SUFFIXES,
     SHARD_BYTES,
     ScanOptions,
     ScanResult,
-    Shard,
     corpus_files,
     local_cores,
-    plan_shards,
     scan_files,
     scan_ray,
-    scan_shard,
 )
 from .scores import read_scores, score_items, score_summary, score_tasks, write_scores
 
 __all__ = [
-    "BARRIER",
-    "BLOCK_BYTES",
+    # the entry points: scores, then EPG
     "DEFAULT_N",
     "DEFAULT_THRESHOLDS",
-    "JSONL_SUFFIXES",
-    "SHARD_BYTES",
-    "TOKENIZERS",
-    "ItemGrams",
-    "NgramIndex",
     "ScanOptions",
     "ScanResult",
-    "Shard",
-    "Token",
-    "Tokenizer",
-    "build_index",
-    "contaminated_tokens",
-    "corpus_files",
     "epg",
     "format_epg",
-    "item_ngrams",
-    "item_text",
-    "local_cores",
-    "plan_shards",
     "plot_epg",
     "read_scores",
-    "scan_files",
-    "scan_ray",
-    "scan_shard",
     "score_items",
     "score_summary",
     "score_tasks",
     "write_scores",
+    # the building blocks of a scan
+    "BARRIER",
+    "BLOCK_BYTES",
+    "SHARD_BYTES",
+    "ItemGrams",
+    "Tokenizer",
+    "build_index",
+    "contaminated_tokens",
+    "corpus_files",
+    "item_text",
+    "local_cores",
+    "scan_files",
+    "scan_ray",
 ]

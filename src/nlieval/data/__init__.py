@@ -1,5 +1,11 @@
 """Benchmark loading: every supported benchmark, and user data, read into :class:`Item`.
 
+Where to start: :func:`load_task` reads a task (a built-in name of :data:`TASKS`, as
+``nlieval tasks`` lists them, or a task YAML file) into a :class:`Dataset`, and
+:func:`load_pool` its few-shot pool; :func:`get_task` gives the :class:`TaskSpec`
+without reading anything. ``nlieval stats`` prints a task's items, labels, lengths
+and overlaps (:mod:`.stats`).
+
 Files are found by name anywhere under a data directory (``--data-dir`` or the
 ``NLIEVAL_DATA_DIR`` environment variable); each task lists, per split, the official
 distribution files and the known variants, and the first one found is read. ``.gz``
