@@ -9,13 +9,13 @@ from typing import Any, ClassVar
 from ..backends.openai import ServerOptions
 from ..backends.registry import HFOptions, ModelSpec, model_label, parse_model
 from ..backends.weights import DEFAULT_MODEL
+from ..data.selection import ItemSelection
 from ..settings import (
     batch_size,
     csv_list,
     flat_dict,
     from_flat_dict,
     options,
-    positive_int,
     seed_list,
     setting,
     shot_counts,
@@ -23,7 +23,7 @@ from ..settings import (
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class RunConfig(ItemSelection):
     """Everything that defines a run. ``IDENTITY`` fields must match to resume a folder;
     the others (tasks, shots, seeds, limit) may grow between invocations.
 
@@ -66,14 +66,6 @@ class RunConfig:
     seeds: tuple[int, ...] = setting(
         (0,), help="number of few-shot draws (3 = seeds 0,1,2) or a list (1,5,7)", parse=seed_list
     )
-    limit: int | None = setting(None, help="the first N items of each task", parse=positive_int)
-    sample: int | None = setting(
-        None,
-        help="a seeded random N items of each task, stratified by gold label, in file order",
-        parse=positive_int,
-        metavar="N",
-    )
-    sample_seed: int = setting(0, help="seed of --sample")
     split: str | None = setting(None, help="split to evaluate (default: the task's)")
     data_dir: str | None = setting(None, help="folder of official files [$NLIEVAL_DATA_DIR]")
     template: str | None = setting(None, help="Jinja template string or file for the blocks")
@@ -118,20 +110,13 @@ class RunConfig:
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         spec = self.spec  # a model string that means nothing fails here
         object.__setattr__(self, "model", model_label(self.model))
         if spec.engine == "server" and self.checkpoints:
             raise ValueError("--checkpoints needs a local model, not one on a server")
-        if self.limit is not None and self.sample is not None:
-            raise ValueError(
-                "--limit (the first N items) and --sample (a random N) cannot be combined"
-            )
         if self.top_logprobs < 0:
             raise ValueError(f"--top-logprobs must be 0 or more, got {self.top_logprobs}")
-        for name in ("limit", "sample"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"--{name} must be positive, got {value}")
 
     @property
     def spec(self) -> ModelSpec:

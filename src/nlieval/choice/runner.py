@@ -52,9 +52,7 @@ def plan(config: RunConfig) -> Planned:
     for task in config.tasks:
         spec = data.get_task(task)
         ds = data.load_task(task, config.data_dir, config.split, skip_bad=config.skip_bad)
-        items = ds.items[: config.limit] if config.limit else ds.items
-        if config.sample is not None:
-            items = data.sample_items(ds.items, config.sample, config.sample_seed)
+        items = config.select_items(ds.items)
         pool: Sequence[Item] = ()
         pool_is_test = False
         pool_source = None

@@ -33,6 +33,7 @@ The code is split by concern; this package re-exports the public names:
 - :mod:`.taskyaml`: user tasks (:func:`make_parser`, :func:`write_task_yaml`);
 - :mod:`.load`: :func:`get_task`, :func:`load_task`, :func:`load_pool`,
   :func:`same_data`, :func:`read_items`, :func:`resolve_data_dir`;
+- :mod:`.selection`: :class:`ItemSelection` (``--limit`` / ``--sample``, in every command);
 - :mod:`.stats`: dataset statistics.
 
 >>> ds = load_task("smoke")
@@ -54,10 +55,12 @@ from .load import (
 )
 from .parsers import FieldMap, parse_label
 from .rules import TaskSpec
+from .selection import ItemSelection
 from .tasks import TASKS
 from .taskyaml import make_parser, write_task_yaml
 
 __all__ = [
+    "ItemSelection",
     "ENV_DATA_DIR",
     "TASKS",
     "DataError",

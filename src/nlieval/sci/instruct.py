@@ -38,7 +38,7 @@ from ..backends.base import GenerationBackend
 from ..backends.openai import ServerOptions
 from ..backends.registry import HFOptions, ModelSpec, load_generator, model_label, parse_model
 from ..backends.weights import DEFAULT_MODEL
-from ..data import Dataset, seeded_rng
+from ..data import Dataset, ItemSelection, seeded_rng
 from ..runs import RunError, RunFolder, Step, finalize, run_steps
 from ..settings import (
     csv_list,
@@ -365,7 +365,7 @@ def shot_counts_of_4(text: str) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class InstructConfig:
+class InstructConfig(ItemSelection):
     """Everything that defines an ``nlieval instruct`` run folder.
 
     ``IDENTITY`` fields must match to resume a folder; tasks, shots, runs and limit may
@@ -396,7 +396,6 @@ class InstructConfig:
         help="runs with different exemplar sets: a count (3 = 0,1,2) or a list",
         parse=seed_list,
     )
-    limit: int | None = setting(None, help="the first N items of each task", parse=positive_int)
     balanced_limit: bool = setting(
         False, help="with --limit, take the classes in turn (SciNLI's files are sorted by class)"
     )
@@ -429,6 +428,8 @@ class InstructConfig:
         "model",
         "engine",
         "balanced_limit",
+        "sample",
+        "sample_seed",
         "split",
         "pool_split",
         "max_new_tokens",
@@ -439,6 +440,9 @@ class InstructConfig:
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.balanced_limit and self.limit is None:
+            raise ValueError("--balanced-limit goes with --limit")
         self.spec  # noqa: B018  (a model string that means nothing fails here)
         object.__setattr__(self, "model", model_label(self.model))
 
@@ -522,7 +526,7 @@ def plan_instruct(
         if config.limit and config.balanced_limit:
             items = take_balanced(ds.items, config.limit)
         else:
-            items = ds.items[: config.limit] if config.limit else ds.items
+            items = config.select_items(ds.items)
         points: list[InstructPoint] = []
         info: dict[str, Any] = {
             "source": ds.source,
