@@ -153,7 +153,20 @@ class Record:
     @property
     def key(self) -> tuple[str, str | None, str, int, int, str]:
         """Identity of the record within a run folder (used to resume without duplicates)."""
-        return (self.model, self.checkpoint, self.task, self.k, self.seed, self.item_id)
+        return self.key_of(self.model, self.checkpoint, self.task, self.k, self.seed, self.item_id)
+
+    @staticmethod
+    def key_of(
+        model: str, checkpoint: str | None, task: str, k: int, seed: int, item_id: str
+    ) -> tuple[str, str | None, str, int, int, str]:
+        """The :attr:`key` a record of these would have: the one definition of a record's
+        identity, also for an item not scored yet (resume skips the items whose key the
+        folder holds).
+
+        >>> Record.key_of("m", None, "snli", 5, 0, "17")
+        ('m', None, 'snli', 5, 0, '17')
+        """
+        return (model, checkpoint, task, k, seed, item_id)
 
     @property
     def correct(self) -> bool:
@@ -195,8 +208,10 @@ class Record:
 def softmax(values: Sequence[float]) -> tuple[float, ...]:
     """Numerically stable softmax of a short list (the options of one item).
 
-    >>> [round(p, 3) for p in softmax([0.0, 0.0])]
-    [0.5, 0.5]
+    >>> [round(p, 9) for p in softmax([0.0, math.log(3.0)])]  # e^0 : e^log 3 = 1 : 3
+    [0.25, 0.75]
+    >>> softmax([1000.0, 1000.0])  # exp(1000) alone would overflow
+    (0.5, 0.5)
     """
     m = max(values)
     exps = [math.exp(v - m) for v in values]
