@@ -37,7 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``nlieval`` command.
 
-    >>> main(["tasks"])  # doctest: +SKIP
+    >>> main(["tasks"])  # doctest: +ELLIPSIS
+    snli               dev             entailment/neutral/contradiction           SNLI 1.0 ...
+    smoke              test            entailment/neutral/contradiction           bundled 48-item ...
+    0
     """
     args = build_parser().parse_args(argv)
     logging.basicConfig(
