@@ -1,4 +1,8 @@
-"""Shared fixtures: tiny random-weight causal LMs with a real (trained) BPE tokenizer."""
+"""Shared fixtures: tiny random-weight causal LMs with a real (trained) BPE tokenizer.
+
+The models are built by ``tiny_models.py``; the root ``conftest.py`` keeps model
+conversions out of the user's cache (``NLIEVAL_CACHE``) for these tests and the doctests.
+"""
 
 from __future__ import annotations
 
@@ -8,85 +12,10 @@ from pathlib import Path
 import pytest
 from fake_openai import EchoLM
 
-CORPUS = [
-    "Premise: A man is playing a guitar on stage.",
-    "Hypothesis: A person makes music.",
-    "A. Entailment B. Neutral C. Contradiction D. Non-Entailment Answer: A B C",
-    "Observation 1: Observation 2: Hypothesis 1 Hypothesis 2",
-    "Two dogs run through the snow. A child reads a book in the park.",
-    "The woman is sleeping. Nobody is outside. A cat sits on a mat.",
-    "Contrasting Reasoning However, Therefore, Specifically, In contrast",
-]
-
-
-def _train_tokenizer(folder: Path) -> None:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=["<bos>", "<eos>", "<pad>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(CORPUS * 5, trainer)
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>"
-    )
-    fast.chat_template = (
-        "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
-        "{% if add_generation_prompt %}<assistant>{% endif %}"
-    )
-    fast.save_pretrained(folder)
-
-
-def _tiny_model(folder: Path, arch: str, seed: int = 0) -> Path:
-    import torch
-    from transformers import AutoTokenizer
-
-    folder.mkdir(parents=True, exist_ok=True)
-    _train_tokenizer(folder)
-    vocab = len(AutoTokenizer.from_pretrained(folder))
-    torch.manual_seed(seed)
-    if arch == "llama":
-        from transformers import LlamaConfig, LlamaForCausalLM
-
-        cfg = LlamaConfig(
-            vocab_size=vocab,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=2048,
-            bos_token_id=0,
-            eos_token_id=1,
-            pad_token_id=2,
-            tie_word_embeddings=False,
-        )
-        model = LlamaForCausalLM(cfg)
-    else:
-        from transformers import Gemma3ForCausalLM, Gemma3TextConfig
-
-        cfg = Gemma3TextConfig(
-            vocab_size=vocab,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=1,
-            head_dim=8,
-            sliding_window=16,
-            max_position_embeddings=2048,
-            bos_token_id=0,
-            eos_token_id=1,
-            pad_token_id=2,
-        )
-        model = Gemma3ForCausalLM(cfg)
-    model.save_pretrained(folder)
-    return folder
+# The builders live in tiny_models (the root conftest's doctest model uses them too);
+# CORPUS and _tiny_model stay importable from here (test_hf_seams, benchmarks/reliability).
+from tiny_models import CORPUS as CORPUS
+from tiny_models import tiny_model as _tiny_model
 
 
 @pytest.fixture(scope="session")
@@ -115,13 +44,3 @@ def data_dir() -> Path:
     if not value or not Path(value).is_dir():
         pytest.skip("NLIEVAL_DATA_DIR is not set")
     return Path(value)
-
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Keep model conversions made by tests out of the user's cache; setting NLIEVAL_CACHE
-    # yourself makes the tests (the real-model ones above all) reuse that cache instead.
-    if "NLIEVAL_CACHE" not in os.environ:
-        monkeypatch.setenv("NLIEVAL_CACHE", str(tmp_path_factory.getbasetemp() / "nlieval-cache"))

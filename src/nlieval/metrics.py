@@ -25,11 +25,13 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
     An unparseable answer (``pred`` None) counts as wrong; it is its own column in the
     confusion matrix only through ``n_unparsed``.
 
-    >>> from nlieval.types import Record
-    >>> r = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
+    >>> from dataclasses import replace
+    >>> a = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
     ...            (0.87, 0.13), "entailment", "entailment")
-    >>> point_metrics([r])["accuracy"]
-    1.0
+    >>> b = replace(a, item_id="2", loglik=(-0.5, -1.0), probs=(0.62, 0.38), gold="neutral")
+    >>> m = point_metrics([a, b])  # gold NLL: the mean of 0.1 and 1.0
+    >>> m["accuracy"], round(m["gold_nll"], 4), m["confusion"], m["majority_baseline"]
+    (0.5, 0.55, [[1, 0], [1, 0]], 0.5)
     """
     from sklearn.metrics import (  # heavy: loaded on first use
         accuracy_score,
@@ -133,6 +135,12 @@ def summarize(records: Iterable[Record]) -> list[dict[str, Any]]:
 
     Only items scored under every seed of a row enter it, so seeds compare like for like
     even while a run is still incomplete.
+
+    >>> from dataclasses import replace
+    >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (0.0, -1.0), (0.73, 0.27), "a", "a")
+    >>> rows = summarize([r, replace(r, seed=1), replace(r, item_id="2", seed=1)])
+    >>> rows[0]["n"], rows[0]["seeds"]  # item 2 has no seed-0 record: left out
+    (1, [0, 1])
     """
     rows = []
     for (model, ckpt, task, k), by_seed in sorted(

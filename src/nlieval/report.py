@@ -24,7 +24,13 @@ def report(folders: Iterable[str | Path], write: bool = True) -> str:
     With ``write``, each folder's ``results.json`` and ``summary.md`` are rewritten from its
     records. Returns a Markdown table over all folders.
 
-    >>> print(report(["runs/gemma"]))    # doctest: +SKIP
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
+    ...                            (-0.1, -2.0), (0.87, 0.13), "entailment", "neutral")])
+    >>> print(report([run_dir]).splitlines()[-1])  # wrong: accuracy 0, gold NLL 2
+    | m | t | 0 | 1 | 1 | 0.000 | 0.000 | 2.000 | 0.500 | E 100% N 0% |
+    >>> sorted(p.name for p in Path(run_dir).iterdir())  # with ``write``
+    ['records.jsonl', 'results.json', 'summary.md']
     """
     folders = list(folders)
     runs = [RunFolder(f) for f in folders]

@@ -476,7 +476,18 @@ def prediction_frame(
     against the human labels of ``task`` (``chaosnli_snli``, ``chaosnli_mnli`` or
     ``chaosnli_alphanli``). Every item of the task must have a prediction from every model.
 
-    >>> prediction_frame("snli_random_baseline.json", "chaosnli_snli")  # doctest: +SKIP
+    >>> import json, math
+    >>> row = {"uid": "u1", "label_count": [50, 50, 0], "majority_label": "e", "old_label": "n",
+    ...        "entropy": 1.0, "example": {"premise": "A man naps.", "hypothesis": "He sleeps."}}
+    >>> _ = (Path(run_dir) / "chaosNLI_snli.jsonl").write_text(json.dumps(row) + "\\n")
+    >>> path = Path(run_dir) / "preds.json"
+    >>> _ = path.write_text(json.dumps({"m": {"u1": {"predicted_probabilities": [0.25, 0.75, 0],
+    ...                                              "predicted_label": "neutral"}}}))
+    >>> frame = prediction_frame(path, "chaosnli_snli", data_dir=run_dir)
+    >>> frame.loc[0, ["acc_original", "acc_majority"]].tolist()  # original n, majority e
+    [1.0, 0.0]
+    >>> math.isclose(frame.loc[0, "kl"], 0.5 * math.log(0.5 / 0.25) + 0.5 * math.log(0.5 / 0.75))
+    True
     """
     raw = load_official(path)
     ds = load_task(task, data_dir)
@@ -507,7 +518,12 @@ def score_predictions(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Rows of :func:`score_records` for a :func:`prediction_frame`, in file order, with
     ``k`` None and no ``seeds`` (published predictions have no sweep point).
 
-    >>> score_predictions(prediction_frame("p.json", "chaosnli_snli"))  # doctest: +SKIP
+    >>> from dataclasses import replace
+    >>> r = Record("chaosnli_alphanli", "u1", "z", 0, 0, ("1", "2"), (0.0, 0.0), (0.5, 0.5),
+    ...            "1", "2", meta={"human_counts": [50, 50], "majority_label": "1"})
+    >>> rows = score_predictions(item_frame([r, replace(r, model="a")]))
+    >>> [(row["model"], row["k"], row["seeds"], row["kl"]) for row in rows]  # not sorted
+    [('z', None, [], 0.0), ('a', None, [], 0.0)]
     """
     first = {m: i for i, m in enumerate(dict.fromkeys(frame["model"]))}
     rows = sorted(_score_frame(frame), key=lambda r: first[r["model"]])
@@ -522,8 +538,8 @@ def score_prediction_file(
     """One row per model of an official-format prediction file (see
     :func:`prediction_frame`), in file order.
 
-    >>> rows = score_prediction_file("mnli_random_baseline.json", "chaosnli_mnli")  # doctest: +SKIP
-    >>> rows[0]["js_distance"], rows[0]["acc_majority"]  # doctest: +SKIP
+    That is ``score_predictions(prediction_frame(path, task, data_dir))`` (see their
+    examples) with each row's ``source`` set to ``str(path)``.
     """
     rows = score_predictions(prediction_frame(path, task, data_dir))
     for r in rows:

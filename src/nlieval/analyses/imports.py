@@ -58,8 +58,11 @@ def read_predictions(
 ) -> list[PredictionSet]:
     """The prediction sets of one file, with the config's overrides applied.
 
-    >>> f = "SNLI_dev_roberta-base_0.jsonl.gz"
-    >>> read_predictions(f, ImportConfig(()), labels)  # doctest: +SKIP
+    >>> path = Path(run_dir) / "MNLI_dev_roberta-base_2.jsonl"  # Baan et al.: named by its name
+    >>> _ = path.write_text('{"uid": "u1", "probs": [0.5, 0.3, 0.2], "pred": 0}\\n')
+    >>> [s] = read_predictions(path, ImportConfig((), seed=7), lambda task: ())
+    >>> s.task, s.model, s.seed  # the config's seed overrides the file name's
+    ('chaosnli_mnli', 'roberta-base (Baan 2022)', 7)
     """
     fmt = predictions.detect_format(path) if config.format == "auto" else config.format
     if fmt not in predictions.FORMATS:
@@ -154,9 +157,17 @@ def import_predictions(
     set: rows, items matched by id, unmatched, and the label check) and ``scores``
     (:func:`~nlieval.analyses.chaosnli.score_records` of the folder's records).
 
-    >>> cfg = ImportConfig(("SNLI_dev_roberta-base_0.jsonl.gz",))          # doctest: +SKIP
-    >>> import_predictions(cfg, "runs/baan")["files"][0]["matched"]          # doctest: +SKIP
-    729
+    >>> import json  # a ChaosNLI set of one item, and predictions for it and for another
+    >>> _ = (Path(run_dir) / "chaosNLI_snli.jsonl").write_text(json.dumps({"uid": "u1",
+    ...     "example": {"premise": "A man naps.", "hypothesis": "He sleeps."},
+    ...     "label_count": [50, 50, 0], "majority_label": "e", "old_label": "n", "entropy": 1.0}))
+    >>> _ = (Path(run_dir) / "p.jsonl").write_text('{"id": "u1", "probs": [0.2, 0.8, 0]}\\n'
+    ...                                            '{"id": "u9", "probs": [1, 0, 0]}\\n')
+    >>> cfg = ImportConfig((f"{run_dir}/p.jsonl",), task="chaosnli_snli", model="bert",
+    ...                    data_dir=run_dir)
+    >>> out = import_predictions(cfg, f"{run_dir}/run")
+    >>> out["files"][0]["matched"], out["files"][0]["unmatched"], out["scores"][0]["acc_original"]
+    (1, 1, 1.0)
     """
     datasets: dict[str, Dataset] = {}
 

@@ -195,9 +195,12 @@ def read_baan2022(
 ) -> PredictionSet:
     """A prediction file of Baan et al. (2022); probabilities put in ``labels`` order.
 
-    >>> s = read_baan2022("SNLI_dev_roberta-base_0.jsonl.gz")  # doctest: +SKIP
-    >>> s.task, s.model, s.seed  # doctest: +SKIP
-    ('chaosnli_snli', 'roberta-base', 0)
+    >>> path = Path(run_dir) / "SNLI_dev_roberta-base_0.jsonl.gz"  # probs in order e, c, n
+    >>> with gzip.open(path, "wt") as f:
+    ...     _ = f.write(json.dumps({"uid": "u1", "probs": [0.7, 0.1, 0.2], "pred": 2, "true": 1}))
+    >>> s = read_baan2022(path); p = s.predictions[0]
+    >>> s.task, s.model, s.seed, p.probs, p.pred, p.gold
+    ('chaosnli_snli', 'roberta-base', 0, (0.7, 0.2, 0.1), 'neutral', 'contradiction')
     """
     p = Path(path)
     m = BAAN_NAME.match(p.name)
@@ -226,8 +229,13 @@ def read_baan2022(
 def load_official(path: str | Path) -> Mapping[str, Mapping[str, Any]]:
     """The raw ``{model: {uid: prediction}}`` of an official ChaosNLI prediction file.
 
-    >>> load_official("snli_random_baseline.json").keys()  # doctest: +SKIP
-    dict_keys(['random_baseline'])
+    >>> path = Path(run_dir) / "p.json"
+    >>> _ = path.write_text('{"m": {"u1": {"logits": [0, 0, 0], "predicted_label": "neutral"}}}')
+    >>> load_official(path)["m"]["u1"]["predicted_label"]
+    'neutral'
+    >>> _ = path.write_text('{"m": [0.2, 0.8]}'); load_official(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: .../p.json: expected {model: {uid: prediction}}
     """
     try:
         with open(path, encoding="utf-8-sig") as f:
@@ -261,7 +269,12 @@ def read_official(path: str | Path, labels: Sequence[str], task: str | None) -> 
     """One :class:`PredictionSet` per model of an official ChaosNLI prediction file
     (seed 0), probabilities in ``labels`` order (the file's: ChaosNLI order).
 
-    >>> read_official("snli_random_baseline.json", NLI, "chaosnli_snli")  # doctest: +SKIP
+    >>> path = Path(run_dir) / "p.json"
+    >>> _ = path.write_text('{"m": {"u1": {"predicted_probabilities": [0.2, 0.5, 0.3],'
+    ...                     ' "predicted_label": "contradiction"}}}')
+    >>> [s] = read_official(path, ("entailment", "neutral", "contradiction"), "chaosnli_snli")
+    >>> s.model, s.seed, s.task, s.predictions[0].probs, s.predictions[0].pred
+    ('m', 0, 'chaosnli_snli', (0.2, 0.5, 0.3), 'contradiction')
     """
     out = []
     for model, entries in load_official(path).items():
@@ -286,7 +299,12 @@ def read_jsonl(
     """A plain jsonl of id and probabilities (see the module docstring); ``file_order``
     is the order of the file's probabilities (default: ``labels``).
 
-    >>> read_jsonl("preds.jsonl", NLI, model="my-bert")  # doctest: +SKIP
+    >>> path = Path(run_dir) / "preds.jsonl"
+    >>> _ = path.write_text('{"id": "u1", "probs": [0.1, 0.6, 0.3]}\\n')  # order c, e, n
+    >>> s = read_jsonl(path, ("entailment", "neutral", "contradiction"), model="my-bert",
+    ...                file_order=("contradiction", "entailment", "neutral"))
+    >>> s.model, s.predictions[0].probs, s.predictions[0].pred
+    ('my-bert', (0.6, 0.3, 0.1), None)
     """
     order = tuple(file_order or labels)
     if sorted(order) != sorted(labels):

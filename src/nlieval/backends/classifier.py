@@ -133,11 +133,12 @@ def classifier_checkpoints(path: str | Path) -> list[Path]:
 class PairClassifier(nn.Module):
     """An encoder plus dropout and a linear head on one token's final hidden state.
 
-    >>> from transformers import BertConfig, BertModel                 # doctest: +SKIP
-    >>> enc = BertModel(BertConfig(hidden_size=32, num_hidden_layers=2,
-    ...                            num_attention_heads=2, intermediate_size=64))  # doctest: +SKIP
-    >>> PairClassifier(enc, 3).head.out_features                        # doctest: +SKIP
-    3
+    >>> from transformers import BertConfig, BertModel
+    >>> enc = BertModel(BertConfig(vocab_size=10, hidden_size=32, num_hidden_layers=2,
+    ...                            num_attention_heads=2, intermediate_size=64))
+    >>> model = PairClassifier(enc, 3)
+    >>> model.pool, model(input_ids=torch.tensor([[2, 5, 3], [2, 6, 3]])).shape
+    ('first', torch.Size([2, 3]))
     """
 
     def __init__(self, encoder: Any, num_labels: int, *, pool: str | None = None) -> None:
@@ -190,8 +191,17 @@ def encode_pairs(
     """Padded tensors for a batch: the tokenizer's pair encoding, or the second sentence
     alone for a hypothesis-only model. Long pairs are cut, the longer sentence first.
 
-    >>> pairs = [("A man sleeps.", "A man rests.")]
-    >>> enc = encode_pairs(tok, pairs, max_length=64)         # doctest: +SKIP
+    >>> from transformers import AutoTokenizer
+    >>> tok = AutoTokenizer.from_pretrained(tiny_lm)
+    >>> premise, hypothesis = "A man is playing a guitar on stage. " * 3, "A person makes music."
+    >>> hyp = tok(hypothesis)["input_ids"]  # 7 tokens, the premise some 30
+    >>> enc = encode_pairs(tok, [(premise, hypothesis), ("A man sleeps.", "He rests.")],
+    ...                    max_length=16)
+    >>> enc["input_ids"].shape, enc["input_ids"][0, -len(hyp):].tolist() == hyp  # premise cut
+    (torch.Size([2, 16]), True)
+    >>> encode_pairs(tok, [("A man sleeps.", "A person makes music.")], max_length=16,
+    ...              hypothesis_only=True)["input_ids"][0].tolist() == hyp
+    True
     """
     hyps = [h for _, h in pairs]
     if hypothesis_only:
@@ -216,8 +226,13 @@ def save_classifier(
 ) -> Path:
     """Write a checkpoint folder (replacing any old one only once the new one is complete).
 
-    >>> save_classifier(model, tok, ClassifierMeta(("entailment", "neutral",
-    ...                 "contradiction")), "runs/train/seed0")    # doctest: +SKIP
+    >>> from transformers import AutoModel, AutoTokenizer
+    >>> model = PairClassifier(AutoModel.from_pretrained(tiny_lm), 3)  # a random head
+    >>> meta = ClassifierMeta(("entailment", "neutral", "contradiction"))
+    >>> folder = save_classifier(model, AutoTokenizer.from_pretrained(tiny_lm), meta,
+    ...                          Path(run_dir) / "seed0")
+    >>> is_classifier_folder(folder), [p.name for p in Path(run_dir).iterdir()]  # no temp left
+    (True, ['seed0'])
     """
     from safetensors.torch import save_file
 
@@ -271,7 +286,13 @@ def load_classifier(
 ) -> tuple[PairClassifier, Any, ClassifierMeta]:
     """Model (in eval mode, on ``device``), tokenizer and metadata of a checkpoint folder.
 
-    >>> model, tok, meta = load_classifier("runs/train/seed0")     # doctest: +SKIP
+    >>> from transformers import AutoModel, AutoTokenizer
+    >>> model = PairClassifier(AutoModel.from_pretrained(tiny_lm), 2)
+    >>> folder = save_classifier(model, AutoTokenizer.from_pretrained(tiny_lm),
+    ...                          ClassifierMeta(("entailment", "non-entailment")), run_dir)
+    >>> loaded, tok, meta = load_classifier(folder)
+    >>> torch.equal(loaded.head.weight, model.head.weight), meta.labels, loaded.training
+    (True, ('entailment', 'non-entailment'), False)
     """
     from transformers import AutoModel, AutoTokenizer
 
@@ -301,11 +322,16 @@ class EncoderClassifier:
     log-probabilities over them. Results do not depend on ``batch_size`` (beyond float
     rounding, well under 1e-5).
 
-    >>> clf = EncoderClassifier("runs/train/sick/seed0")               # doctest: +SKIP
-    >>> clf.labels                                                      # doctest: +SKIP
-    ('entailment', 'neutral', 'contradiction')
-    >>> clf.classify([("A man sleeps.", "Nobody sleeps.")])           # doctest: +SKIP
-    [[-4.1, -2.9, -0.08]]
+    >>> from transformers import AutoModel, AutoTokenizer
+    >>> meta = ClassifierMeta(("entailment", "neutral", "contradiction"))
+    >>> folder = save_classifier(PairClassifier(AutoModel.from_pretrained(tiny_lm), 3),
+    ...                          AutoTokenizer.from_pretrained(tiny_lm), meta, run_dir)
+    >>> pairs = [("A man sleeps.", "Nobody sleeps."), ("Two dogs run.", "Dogs move fast.")]
+    >>> one, two = (EncoderClassifier(folder, batch_size=b).classify(pairs) for b in (1, 2))
+    >>> [round(sum(map(math.exp, row)), 6) for row in one]  # log-probabilities
+    [1.0, 1.0]
+    >>> torch.allclose(torch.tensor(one), torch.tensor(two), atol=1e-5)  # batches of 1 and 2
+    True
     """
 
     name: str
@@ -438,8 +464,14 @@ def classify_records(
     task's labels (see :func:`label_mapping`), ``probs`` their softmax, ``pred`` the most
     probable label (the first one on a tie).
 
-    >>> recs = classify_records(clf, ds.items, ds.labels, task="hans",
-    ...                         model="runs/train/sick/seed0")    # doctest: +SKIP
+    >>> from transformers import AutoModel, AutoTokenizer
+    >>> clf = EncoderClassifier.from_model(PairClassifier(AutoModel.from_pretrained(tiny_lm), 3),
+    ...     AutoTokenizer.from_pretrained(tiny_lm), ClassifierMeta(tuple(x.value for x in NLI3)))
+    >>> [rec] = classify_records(clf, [Item("1", "A man sleeps.", "He rests.", None)], NLI2,
+    ...                          task="hans", model="m")
+    >>> e, n, c = clf.classify([("A man sleeps.", "He rests.")])[0]  # a 3-way model, 2-way task
+    >>> rec.labels, math.isclose(rec.probs[1], math.exp(n) + math.exp(c), rel_tol=1e-6)
+    (('entailment', 'non-entailment'), True)
     """
     mapping = label_mapping(backend.labels, task_labels)
     names = tuple(x.value if isinstance(x, Label) else str(x) for x in task_labels)

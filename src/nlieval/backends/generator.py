@@ -16,9 +16,14 @@
   ``seed``: a row gets exactly the tokens it got alone after ``torch.manual_seed(seed)``,
   whatever the batch.
 
->>> chat = LocalChat("smollm2-135m")                                  # doctest: +SKIP
->>> chat.generate([[{"role": "user", "content": "Say hi"}]], max_new_tokens=8)  # doctest: +SKIP
-['Hi! How can I help you today?']
+>>> chat = LocalChat(tiny_lm, batch_size=2)
+>>> system = {"role": "system", "content": "Premise: A man is playing a guitar on stage."}
+>>> convs = [[system, {"role": "user", "content": text}] for text in ("Say hi", "A cat naps.")]
+>>> both = chat.generate(convs, max_new_tokens=5, temperature=1.0, seed=3)
+>>> both == [chat.generate([c], max_new_tokens=5, temperature=1.0, seed=3)[0] for c in convs]
+True
+>>> chat.counts["prefix_runs"]  # the shared system turn went through the model once
+1
 """
 
 from __future__ import annotations
@@ -93,9 +98,18 @@ class LocalChat:
     With ``prefix_cache`` (default) the key/value cache of a shared conversation start
     is computed once.
 
-    >>> LocalChat("path/to/tiny-model").generate([[{"role": "user", "content": "Hi"}]])
-    ... # doctest: +SKIP
-    ['Hello']
+    Greedy answers are the model's argmax tokens, here checked by hand on a tiny model:
+
+    >>> import torch
+    >>> from transformers import AutoModelForCausalLM, AutoTokenizer
+    >>> tok = AutoTokenizer.from_pretrained(tiny_lm)
+    >>> lm = AutoModelForCausalLM.from_pretrained(tiny_lm)
+    >>> ids = tok("<user>Hi\\n<assistant>")["input_ids"]  # the tiny model's chat template
+    >>> for _ in range(6):  # one forward pass per token
+    ...     ids.append(int(lm(torch.tensor([ids])).logits[0, -1].argmax()))
+    >>> answers = LocalChat(tiny_lm).generate([[{"role": "user", "content": "Hi"}]], 6)
+    >>> answers == [tok.decode(ids[-6:])]
+    True
     """
 
     #: Shorter shared starts are not worth a cache.
@@ -229,9 +243,13 @@ class LocalChat:
         those of :meth:`generate`. (The type matches the server backends', which yield
         failed requests; a local failure is raised.)
 
-        >>> chat = LocalChat("path/to/tiny-model")                      # doctest: +SKIP
-        >>> list(chat.iter_generate([[{"role": "user", "content": "Hi"}]]))  # doctest: +SKIP
-        [(0, 'Hello')]
+        >>> chat = LocalChat(tiny_lm, batch_size=1)
+        >>> convs = [[{"role": "user", "content": text}] for text in ("Hi", "Two dogs run.")]
+        >>> answers = chat.iter_generate(convs, max_new_tokens=4)
+        >>> index, first = next(answers); index, chat.counts["batches"]  # one batch so far
+        (0, 1)
+        >>> [first, *(answer for _, answer in answers)] == chat.generate(convs, max_new_tokens=4)
+        True
         """
         for start in range(0, len(conversations), self.batch_size):
             chunk = conversations[start : start + self.batch_size]

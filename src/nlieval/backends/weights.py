@@ -228,8 +228,9 @@ def load_causal_lm(
     ``dtype``; ``kwargs`` go to ``from_pretrained`` (``device_map``, ``max_memory``...).
     A folder that cannot be read is a :class:`ModelError` naming it.
 
-    >>> tok, model = load_causal_lm(local_hf_folder(resolve_model("smollm2-135m")),
-    ...                             dtype=pick_dtype("auto", "cpu"))  # doctest: +SKIP
+    >>> tok, model = load_causal_lm(resolve_model(tiny_lm), dtype=pick_dtype("bf16", "cpu"))
+    >>> model.dtype, model.config.num_hidden_layers, len(tok)  # a 2-layer model, 400 tokens
+    (torch.bfloat16, 2, 400)
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

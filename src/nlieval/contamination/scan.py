@@ -243,12 +243,11 @@ def scan_shard(shard: Shard, index: NgramIndex, options: ScanOptions = ScanOptio
     """Scan one shard of one corpus file (serially).
 
     >>> from nlieval.contamination.ngrams import build_index
-    >>> index, _ = build_index(["a b c"], n=3)
-    >>> import pathlib, tempfile
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.txt"
-    >>> _ = p.write_text("x a b c\\n")
-    >>> scan_shard(Shard(str(p)), index).found
-    {0}
+    >>> index, _ = build_index(["a b c", "c d e"], n=3)  # n-grams 0 and 1
+    >>> p = Path(run_dir) / "c.txt"
+    >>> _ = p.write_text("x A b c\\nc d\\ne\\n")  # "c d e" spans two documents (lines)
+    >>> r = scan_shard(Shard(str(p)), index); r.found, r.docs
+    ({0}, 3)
     """
     try:
         return _scan_shard(shard, index, options)
@@ -330,8 +329,10 @@ def scan_files(
 
     >>> from nlieval.contamination.ngrams import build_index
     >>> index, _ = build_index(["a b c"], n=3)
-    >>> scan_files([], index).found
-    set()
+    >>> _ = (Path(run_dir) / "c.txt").write_text("x yz\\n" * 30 + "a b c\\n")  # 156 bytes
+    >>> r = scan_files([run_dir], index, workers=2, shard_bytes=32)  # 5 shards, 2 processes
+    >>> r.found, r.docs, r.shards  # shards cut mid-line: each line is read once
+    ({0}, 31, 5)
     """
     shards = plan_shards(files, shard_bytes)
     workers = max(1, min(workers or local_cores(), len(shards)))
@@ -381,9 +382,10 @@ def scan_ray(
     a local Ray, unless ``ray.init`` was already called. Every node must see the corpus
     files at the same paths (a shared file system). Needs ``pip install ray``.
 
-    >>> import ray                                          # doctest: +SKIP
-    >>> ray.init(num_cpus=2, include_dashboard=False)       # doctest: +SKIP
-    >>> scan_ray(["corpus/"], index).found                  # doctest: +SKIP
+    The result is that of :func:`scan_files` on the same files: after
+    ``ray.init(num_cpus=2)``, ``scan_ray(files, index, shard_bytes=60).found`` equals
+    ``scan_files(files, index, workers=1).found``, as ``tests/test_contamination.py``
+    checks (no example here: starting a local Ray takes many seconds).
     """
     try:
         import ray

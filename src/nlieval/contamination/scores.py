@@ -9,12 +9,12 @@ The scores file, written by :func:`write_scores` and read by :func:`read_scores`
 JSON object a line: ``task``, ``item_id``, ``score``, ``n_tokens``, ``n_contaminated_tokens``.
 
 >>> from nlieval.types import Item
->>> import pathlib, tempfile
->>> folder = pathlib.Path(tempfile.mkdtemp())
->>> _ = (folder / "c.txt").write_text("intro: a b c d e f g h, outro\\n")
->>> item = Item("1", "A b c d e f g h", "i", None)
->>> score_items([item], [folder / "c.txt"], workers=1)[0]["score"]
-0.8888888888888888
+>>> from pathlib import Path
+>>> corpus = Path(run_dir) / "c.txt"
+>>> _ = corpus.write_text("intro: a b c d e f g h, outro\\n")
+>>> item = Item("1", "A b c d e f g h", "i", None)  # 9 tokens: the first 8 are in the corpus
+>>> score_items([item], [corpus], workers=1)[0]["score"] == 8 / 9
+True
 """
 
 from __future__ import annotations

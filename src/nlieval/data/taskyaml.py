@@ -185,10 +185,9 @@ def write_task_yaml(path: str | Path, spec_dict: Mapping[str, Any]) -> Path:
     created when missing, and it is replaced atomically (written beside it, then
     renamed), so a reader never sees half a file.
 
-    >>> import tempfile
     >>> from nlieval.data import load_task
     >>> from nlieval.types import NLI3
-    >>> folder = Path(tempfile.mkdtemp())
+    >>> folder = Path(run_dir)
     >>> row = '{"premise": "A cat naps.", "hypothesis": "A cat rests.", "label": "e"}'
     >>> _ = (folder / "items.jsonl").write_text(row + "\\n", encoding="utf-8")
     >>> spec = {"name": "demo", "path": "items.jsonl", "labels": NLI3,

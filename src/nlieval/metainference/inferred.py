@@ -199,8 +199,12 @@ def write_task(
     each item's ``meta``. A folder that already holds them is refused unless
     ``overwrite``: runs on the old items would no longer match.
 
-    >>> write_task(build(src_items), "out/inferred")  # doctest: +SKIP
-    PosixPath('out/inferred/task.yaml')
+    >>> items = reversal([Item("1", "A man sleeps.", "A person rests.", Label.ENTAILMENT)])
+    >>> write_task(items, run_dir).name
+    'task.yaml'
+    >>> write_task(items, run_dir)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: ... already holds inferred items; choose another --out or pass --overwrite
     """
     if not items:
         raise ValueError("no inferred items to write (do the source items share sentences?)")
@@ -230,7 +234,10 @@ def write_task(
 def read_task(folder: str | Path) -> tuple[Item, ...]:
     """The inferred items written by :func:`write_task` (a folder or its task YAML).
 
-    >>> items = read_task("out/inferred")  # doctest: +SKIP
+    >>> items = reversal([Item("7", "A dog barks.", "An animal barks.", Label.ENTAILMENT)])
+    >>> it = read_task(write_task(items, run_dir))[0]  # unlabelled, provenance back in meta
+    >>> it.id, it.premise, it.label, it.meta["sources"], it.meta["input"], it.meta["target"]
+    ('inf:reversal:7', 'An animal barks.', None, ['7'], 'Eab', 'ba')
     """
     from .. import data
 
@@ -308,8 +315,11 @@ def source_coverage(
     source run, and how many they name (a filtered report on a wrong ``--source-run``
     is all zeros; the command warns with these counts).
 
-    >>> source_coverage(read_task("out/inferred"), source_run_records)  # doctest: +SKIP
-    (1000, 1000)
+    >>> items = shared_premise([Item("1", "A man sleeps.", "A man rests.", Label.ENTAILMENT),
+    ...                         Item("2", "A man sleeps.", "A man runs.", Label.CONTRADICTION)])
+    >>> rec = Record("snli", "1", "m", 0, 0, ("entailment",), (0.0,), (1.0,), None, None)
+    >>> source_coverage(items, [rec])  # the items name sources 1 and 2; the run has 1
+    (1, 2)
     """
     needed = {s for it in inferred_items for s in (it.meta.get("sources") or [])}
     have = {r.item_id for r in source_records}
@@ -337,7 +347,15 @@ def consistency_report(
     the allowed labels (None when the inputs are unsatisfiable under the reading, or there
     are no items). Records of items not in ``inferred_items`` are ignored.
 
-    >>> rows = consistency_report(run_records, read_task("out/inferred"))  # doctest: +SKIP
+    A model that answers C for the reversal (b, a) of an E item (a, b): under EI, Eab
+    implies ~Cba, so C is inconsistent there; SC allows every label; MC only rules out N.
+
+    >>> items = reversal([Item("1", "A man sleeps.", "A man rests.", Label.ENTAILMENT)])
+    >>> rec = Record("t", items[0].id, "m", 0, 0, ("entailment", "neutral", "contradiction"),
+    ...              (0.0, 0.0, 0.0), (1 / 3, 1 / 3, 1 / 3), "contradiction", None)
+    >>> row = consistency_report([rec], items)[0]
+    >>> row["input"], row["target"], row["pred_C"], row["inferred"], row["consistent"]
+    ('Eab', 'ba', 100.0, {'MC': '~N', 'SC': '-', 'EI': '~C'}, {'MC': 100.0, 'SC': 100.0, 'EI': 0.0})
     """
     rs = logic.reading_list(readings)
     by_id = {it.id: it for it in inferred_items}
@@ -436,7 +454,11 @@ def format_report(rows: Sequence[Mapping[str, Any]]) -> str:
     follows, ``vacuous``: the inputs cannot hold) and the % of predictions consistent
     with it.
 
-    >>> print(format_report(rows))  # doctest: +SKIP
+    >>> items = reversal([Item("1", "A man sleeps.", "A man rests.", Label.ENTAILMENT)])
+    >>> rec = Record("t", items[0].id, "m", 0, 0, ("entailment", "neutral", "contradiction"),
+    ...              (0.0, 0.0, 0.0), (1 / 3, 1 / 3, 1 / 3), "contradiction", None)
+    >>> print(format_report(consistency_report([rec], items)).splitlines()[-1])
+    | Eab | ba | - | 1 | 0.0 | 100.0 | 0.0 | ~N | 100.0 | - | 100.0 | ~C | 0.0 |
     """
     if not rows:
         return "No records of inferred items (was the run made on the inferred task?)."

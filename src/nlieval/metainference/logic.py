@@ -785,8 +785,11 @@ def load_reading(path: str | Path) -> Reading:
     A reading named like a built-in one replaces it wherever both are given to
     :func:`merge_readings`.
 
-    >>> load_reading("my_reading.yaml").name  # doctest: +SKIP
-    'EI-possibly-false'
+    >>> path = Path(run_dir) / "strict.yaml"
+    >>> _ = path.write_text("name: strict\\nE: box(a -> b)\\nC: box(a -> ~b)\\nN: dia(a & b)\\n")
+    >>> r = load_reading(path)  # C is symmetric: box(a -> ~b) is box(b -> ~a)
+    >>> r.name, str(r.formula("C")), classify("Cab -> Cba", r), list(merge_readings([path]))
+    ('strict', 'box(a -> ~b)', 'valid', ['MC', 'SC', 'EI', 'strict'])
     """
     import yaml
 

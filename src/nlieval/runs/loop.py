@@ -10,9 +10,8 @@ duplicate. With ``stream=True`` (``generate``, whose rows are answers of a serve
 may arrive one by one over minutes) each row is appended as the chunk function yields
 it, so a killed run loses nothing that was yielded.
 
->>> import tempfile
 >>> from nlieval.types import Record
->>> folder = RunFolder(tempfile.mkdtemp()); folder.done_keys()
+>>> folder = RunFolder(run_dir); folder.done_keys()
 set()
 >>> def work(backend, step, items, progress):
 ...     return [Record(task="t", item_id=i, model="m", k=0, seed=0, labels=("a", "b"),

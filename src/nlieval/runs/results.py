@@ -34,10 +34,15 @@ def finalize(
     seed) are merged into what ``results.json`` already holds, so a later call with none
     of them (``nlieval report``) keeps them.
 
-    >>> import tempfile
-    >>> folder = RunFolder(tempfile.mkdtemp())
-    >>> finalize(folder, {"model": "m", "tasks": []})["metrics"]
-    []
+    >>> from nlieval.types import Record
+    >>> folder = RunFolder(run_dir)
+    >>> folder.append([Record("t", i, "m", 0, 0, ("a", "b"), (0.0, -1.0), (0.7, 0.3), pred, "a")
+    ...                for i, pred in (("1", "a"), ("2", "b"))])
+    >>> m = finalize(folder, {"model": "m"})["metrics"][0]
+    >>> m["accuracy"], round(m["macro_f1"], 4)  # F1 of a: 2/3, of b: 0
+    (0.5, 0.3333)
+    >>> finalize(folder, None)["config"]  # a later call without one keeps the saved config
+    {'model': 'm'}
     """
     old = folder.read_results()
     results: dict[str, Any] = {

@@ -32,8 +32,12 @@ def metrics_table(
     ``timing`` maps a model name to its run folder's ``timing.json`` (seconds and items
     per sweep point); with it the table adds the scoring rate and wall time.
 
-    >>> print(metrics_table([]))
-    (no scored records yet)
+    >>> from nlieval.metrics import summarize
+    >>> from nlieval.types import Record
+    >>> r = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
+    ...            (0.87, 0.13), "entailment", "neutral")
+    >>> print(metrics_table(summarize([r])).splitlines()[-1])
+    | m | t | 0 | 1 | 1 | 0.000 | 0.000 | 2.000 | 0.500 | E 100% N 0% |
     """
 
     def cells(r: Mapping[str, Any]) -> list[str]:

@@ -1,0 +1,87 @@
+"""Names the docstring examples of ``src`` may use without defining them, and the cache
+isolation every test and doctest runs under.
+
+``python -m pytest --doctest-modules src tests`` runs the package's ``>>>`` examples.
+Besides its module's own names, an example may use:
+
+``tiny_lm``
+    str, the folder of a tiny random-weight causal LM (a 2-layer Llama of hidden size 32)
+    with a BPE tokenizer and a chat template (``tests/tiny_models.py``); built once per
+    session.
+``run_dir``
+    str, a fresh empty folder, one per docstring.
+``fake_server``
+    str, the base URL ``http://127.0.0.1:PORT/v1`` of the fake OpenAI-compatible server
+    of ``tests/fake_openai.py`` (it answers chat requests ``"hello"``), started once per
+    session and stopped at its end. Its ``/v1/completions`` and ``/tokenize`` answer with
+    the model of ``tiny_lm``.
+
+Each is made only for a docstring whose examples name it, so the doctests of modules that
+use none of them stay fast (no model is built, no server started).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# The tests' helper modules (fake_openai, tiny_models) are imported as top-level modules,
+# as the tests import them; the doctests of src need them before tests/ is collected.
+_TESTS = str(Path(__file__).resolve().parent / "tests")
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
+
+from fake_openai import EchoLM, running  # noqa: E402
+from tiny_models import tiny_model  # noqa: E402
+
+#: The names, each made by the fixture ``_doctest_<name>``.
+DOCTEST_NAMES = ("tiny_lm", "run_dir", "fake_server")
+_NAMED = {name: re.compile(rf"\b{name}\b") for name in DOCTEST_NAMES}
+
+
+@pytest.fixture(scope="session")
+def _doctest_tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tiny_model(tmp_path_factory.mktemp("doctest-tiny-lm"), "llama"))
+
+
+@pytest.fixture
+def _doctest_run_dir(tmp_path: Path) -> str:
+    return str(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def _doctest_fake_server(_doctest_tiny_lm: str) -> Iterator[str]:
+    # The model is loaded now, not on the first completions request: building it can take
+    # longer than a client's timeout.
+    with running(EchoLM(_doctest_tiny_lm)) as server:
+        yield server.url
+
+
+@pytest.fixture(autouse=True)
+def _doctest_names(request: pytest.FixtureRequest, doctest_namespace: dict[str, Any]) -> None:
+    """Put the names a doctest's examples use into its namespace (nothing for a test)."""
+    dtest = getattr(request.node, "dtest", None)  # a DoctestItem's doctest.DocTest
+    if dtest is None:
+        return
+    source = "".join(example.source for example in dtest.examples)
+    for name, pattern in _NAMED.items():
+        if pattern.search(source):
+            doctest_namespace[name] = request.getfixturevalue(f"_doctest_{name}")
+        else:
+            doctest_namespace.pop(name, None)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Keep model conversions made by tests and doctests out of the user's cache; setting
+    # NLIEVAL_CACHE yourself makes them (the real-model tests above all) reuse that cache.
+    if "NLIEVAL_CACHE" not in os.environ:
+        monkeypatch.setenv("NLIEVAL_CACHE", str(tmp_path_factory.getbasetemp() / "nlieval-cache"))
