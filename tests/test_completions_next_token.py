@@ -374,7 +374,8 @@ def test_settings() -> None:
     with pytest.raises(ValueError, match="top-logprobs"):
         CompletionsLM("m", "http://127.0.0.1:9/v1", top_logprobs=-1)
     with pytest.raises(ValueError, match="top-logprobs"):
-        RunConfig(model="openai-completions:m", tasks=("smoke",), top_logprobs=-1)
+        server = ServerOptions("http://127.0.0.1:9/v1")
+        RunConfig(model="openai-completions:m", tasks=("smoke",), top_logprobs=-1, server=server)
     lm = CompletionsLM("m", "http://127.0.0.1:9/v1")
     assert lm.tokenize_url == "http://127.0.0.1:9/tokenize" and lm.top_logprobs == 20
     assert CompletionsLM("m", "http://h:9/v1", top_logprobs=0).next_token_off == "--top-logprobs 0"

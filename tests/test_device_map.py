@@ -65,12 +65,12 @@ def test_run_with_device_map_equals_single_device_at_k0_and_k5(
         "model": str(tiny_llama),
         "tasks": ("smoke",),
         "shots": (0, 5),
-        "prefix_cache": prefix_cache,
     }
-    run(RunConfig(**base), tmp_path / "one", progress=False)
-    cfg = RunConfig(
-        **base, hf=HFOptions(device_map="auto", max_memory=_cap_between_the_layers(tiny_llama))
-    )
+    one = RunConfig(**base, hf=HFOptions(prefix_cache=prefix_cache))
+    run(one, tmp_path / "one", progress=False)
+    cap = _cap_between_the_layers(tiny_llama)
+    hf = HFOptions(prefix_cache=prefix_cache, device_map="auto", max_memory=cap)
+    cfg = RunConfig(**base, hf=hf)
     run(cfg, tmp_path / "split", progress=False)
     want, got = _records(tmp_path / "one"), _records(tmp_path / "split")
     assert set(got) == set(want) and len(got) == 96

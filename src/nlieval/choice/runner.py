@@ -107,7 +107,7 @@ def run(
 ) -> dict[str, Any]:
     """Run (or resume) an evaluation and write the run folder; returns ``results.json``.
 
-    >>> cfg = RunConfig(tiny_lm, ("snli",), limit=4)  # SNLI from $NLIEVAL_DATA_DIR
+    >>> cfg = RunConfig(tiny_lm, ("smoke",), limit=4)  # the bundled 48-item task
     >>> [m["n"] for m in run(cfg, run_dir, progress=False)["metrics"]]
     [4]
     """

@@ -583,9 +583,13 @@ def run_instruct(
     :func:`~nlieval.backends.registry.load_generator`) only when there is work left.
     Returns ``results.json``.
 
-    >>> cfg = InstructConfig(tiny_lm, ("scinli",), shots=(0,), limit=2)  # from $NLIEVAL_DATA_DIR
-    >>> [m["n"] for m in run_instruct(cfg, run_dir, progress=False)["metrics"]]
-    [2]
+    For instance ``run_instruct(InstructConfig("smollm2-135m", limit=40), "runs/sci")``
+    asks the packaged SmolLM2 about the first 40 SciNLI test items at k = 0, 4, 8, 12
+    and 16 (SciNLI from ``$NLIEVAL_DATA_DIR``).
+
+    >>> cfg = InstructConfig(tiny_lm, shots=(0, 4), limit=2)
+    >>> cfg.tasks, cfg.split, cfg.engine
+    (('scinli',), 'test', 'hf')
     """
     planned = plan_instruct(config)  # data errors surface before anything is written
     folder = RunFolder(out_dir)
