@@ -1,9 +1,16 @@
 """Plotting chores shared by every PNG the package writes: a figure grid on an Agg canvas
-(no display, no pyplot state), saving it, naming and colouring a series.
+(no display, no pyplot state), one legend for a figure, saving it, naming and colouring a
+series.
+
+Every plot goes through these helpers with matplotlib's object API: a
+:class:`~matplotlib.figure.Figure` from :func:`grid`, its axes from ``fig.subplots``,
+written by :func:`save`. Such a figure is never registered with pyplot, so nothing has
+to be closed after saving: it is freed with its last reference.
 
 matplotlib is imported inside the functions that need it, so importing this module is
 cheap; the plots themselves live with their families (:mod:`nlieval.analyses.plots`,
-:func:`nlieval.contamination.plot_epg`, :mod:`nlieval.sci.report`).
+:mod:`nlieval.analyses.dynamics`, :func:`nlieval.contamination.plot_epg`,
+:mod:`nlieval.sci.report`).
 
 >>> import pathlib, tempfile
 >>> fig = grid(2, size=(2.0, 1.5))
@@ -14,11 +21,13 @@ cheap; the plots themselves live with their families (:mod:`nlieval.analyses.plo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 Row = Mapping[str, Any]
@@ -59,6 +68,30 @@ def save(fig: Figure, path: str | Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120, format="png")
     return out
+
+
+def legend(fig: Figure, axes: Sequence[Axes], extra: Sequence[Artist] = ()) -> None:
+    """One legend for the whole figure, below the panels: each label of ``axes`` once
+    (series repeat across panels), then the ``extra`` handles (e.g. line-style proxies);
+    as many columns as the figure is wide in 3-inch steps. Nothing without labels.
+
+    >>> fig = grid(2)
+    >>> axes = fig.subplots(1, 2)
+    >>> for ax in axes:
+    ...     _ = ax.plot([0, 1], [0, 1], label="model-a")
+    >>> legend(fig, axes)
+    >>> [[t.get_text() for t in leg.get_texts()] for leg in fig.legends]
+    [['model-a']]
+    """
+    seen: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, handle)
+    for handle in extra:
+        seen.setdefault(str(handle.get_label()), handle)
+    if seen:
+        ncols = max(1, min(len(seen), int(fig.get_figwidth() // 3)))
+        fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=ncols)
 
 
 def colors(names: Iterable[str]) -> dict[str, str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics import summarize
+from ..plotting import grid, save
 from ..runs import RunFolder
 from ..types import Record
 from .chaosnli import HumanBaseline, entropy_bins, score_records
@@ -162,17 +163,22 @@ def plot_dynamics(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     row of panels with the JS distance from the human labels where the task is a ChaosNLI
     set, with the uniform baseline (dashed) and the human line (dotted).
 
-    >>> plot_dynamics(dynamics(records, order), "dyn.png")  # doctest: +SKIP
-    PosixPath('dyn.png')
+    >>> import tempfile
+    >>> from matplotlib.image import imread
+    >>> from nlieval.types import Record
+    >>> def rec(ck, ok):
+    ...     ll = (-0.1, -3.0) if ok else (-3.0, -0.1)
+    ...     return Record("t", "1", "m", 0, 0, ("entailment", "neutral"), ll, (0.5, 0.5),
+    ...                   "entailment" if ok else "neutral", "entailment", checkpoint=ck)
+    >>> rows = dynamics([rec("s1", False), rec("s2", True)], ["s1", "s2"])
+    >>> path = plot_dynamics(rows, Path(tempfile.mkdtemp()) / "dyn.png")
+    >>> path.name, imread(path).shape  # two 4 x 3 inch panels (no ChaosNLI row) at 120 dpi
+    ('dyn.png', (720, 480, 4))
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     n = max(1, len(rows))
     n_rows = 3 if any("js_distance" in r for r in rows) else 2
-    fig, axes = plt.subplots(n_rows, n, figsize=(4 * n, 3 * n_rows), squeeze=False)
+    fig = grid(n, n_rows, size=(4.0, 3.0))
+    axes = fig.subplots(n_rows, n, squeeze=False)
     for i, r in enumerate(rows):
         x = range(len(r["checkpoints"]))
         axes[0][i].plot(x, r["accuracy"], marker="o")
@@ -200,12 +206,7 @@ def plot_dynamics(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
         for ax in panels:
             ax.set_xticks(list(x))
             ax.set_xticklabels(_short(r["checkpoints"]), rotation=45, ha="right", fontsize=7)
-    fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save(fig, path)
 
 
 def follow_run(
@@ -222,8 +223,24 @@ def follow_run(
     curve per checkpoint, against ``against``) to ``entropy_plot``. Returns ``rows``,
     ``written`` (paths) and ``skipped`` (notes for a plot without data).
 
-    >>> follow_run("runs/smol-dyn-chaos", plot="dyn.png")["written"]  # doctest: +SKIP
-    [PosixPath('dyn.png')]
+    A checkpoint run folder of one item, wrong at ``s1`` and right at ``s2``; it has no
+    ChaosNLI records, so there is no entropy plot:
+
+    >>> import json, tempfile
+    >>> from nlieval.types import Record
+    >>> def rec(ck, ok):
+    ...     ll = (-0.1, -3.0) if ok else (-3.0, -0.1)
+    ...     return Record("t", "1", "m", 0, 0, ("entailment", "neutral"), ll, (0.5, 0.5),
+    ...                   "entailment" if ok else "neutral", "entailment", checkpoint=ck)
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "config.json").write_text(json.dumps({"checkpoints": ["s1", "s2"]}))
+    >>> lines = [rec("s1", False).to_json(), rec("s2", True).to_json()]
+    >>> _ = (folder / "records.jsonl").write_text("".join(line + "\\n" for line in lines))
+    >>> out = follow_run(folder, plot=folder / "dyn.png", entropy_plot=folder / "bins.png")
+    >>> out["rows"][0]["accuracy"], [p.name for p in out["written"]]
+    ([0.0, 1.0], ['dyn.png'])
+    >>> out["skipped"] == [f"skipped {folder / 'bins.png'}: no ChaosNLI records in {folder}"]
+    True
     """
     records = RunFolder(folder).records()
     rows = dynamics(records, checkpoint_order(folder), human)

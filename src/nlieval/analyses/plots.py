@@ -1,4 +1,5 @@
-"""PNG plots from saved results (matplotlib, Agg canvas: no display, no pyplot state).
+"""PNG plots from saved results, drawn with the helpers of :mod:`nlieval.plotting`
+(matplotlib's object API on an Agg canvas: no display, no pyplot state).
 
 Each function takes rows as returned by :func:`nlieval.metrics.summarize` or
 :mod:`nlieval.analyses.chaosnli`, writes one PNG and returns its path.
@@ -11,10 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
+from ..plotting import colors, grid, legend, save, series_name
 
 Row = Mapping[str, Any]
 ACC_STYLES = (
@@ -28,16 +26,6 @@ DIVERGENCE_PANELS = (
 )
 
 
-def _series_name(row: Row, with_k: bool = False) -> str:
-    # Model paths are long; the last component names them well enough on a legend.
-    name = Path(str(row["model"])).name or str(row["model"])
-    if row.get("checkpoint"):
-        name += f"@{Path(str(row['checkpoint'])).name}"
-    if with_k and row.get("k") is not None:
-        name += f" k={row['k']}"
-    return name
-
-
 def _by(rows: Iterable[Row], key: str) -> dict[Any, list[Row]]:
     out: dict[Any, list[Row]] = {}
     for r in rows:
@@ -45,41 +33,10 @@ def _by(rows: Iterable[Row], key: str) -> dict[Any, list[Row]]:
     return out
 
 
-def _grid(n_panels: int, n_rows: int = 1, size: tuple[float, float] = (4.5, 3.4)) -> Figure:
-    fig = Figure(figsize=(size[0] * n_panels, size[1] * n_rows), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _save(fig: Figure, path: str | Path) -> Path:
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120, format="png")
-    return out
-
-
-def _legend(fig: Figure, axes: Sequence[Axes], extra: Sequence[Line2D] = ()) -> None:
-    # One legend for the figure: series repeat across panels.
-    seen: dict[str, Any] = {}
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            seen.setdefault(label, handle)
-    for handle in extra:
-        seen.setdefault(str(handle.get_label()), handle)
-    if seen:
-        ncols = max(1, min(len(seen), int(fig.get_figwidth() // 3)))
-        fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=ncols)
-
-
-def _colors(names: Iterable[str]) -> dict[str, str]:
-    # A series keeps its colour in every panel (matplotlib restarts the cycle per axes).
-    return {name: f"C{i % 10}" for i, name in enumerate(sorted(set(names)))}
-
-
 def _series(rows: Iterable[Row], with_k: bool = False) -> list[tuple[str, list[Row]]]:
     out: dict[str, list[Row]] = {}
     for r in rows:
-        out.setdefault(_series_name(r, with_k), []).append(r)
+        out.setdefault(series_name(r, with_k), []).append(r)
     return sorted(out.items())
 
 
@@ -87,15 +44,22 @@ def plot_accuracy_vs_shots(metrics_rows: Sequence[Row], path: str | Path) -> Pat
     """Accuracy (mean ± std over seeds) against the number of shots, one panel per task,
     one line per model (and checkpoint), with the task's chance level dashed.
 
-    >>> from nlieval.metrics import summarize            # doctest: +SKIP
-    >>> plot_accuracy_vs_shots(summarize(records), "acc.png")  # doctest: +SKIP
-    PosixPath('acc.png')
+    >>> import tempfile
+    >>> from matplotlib.image import imread
+    >>> from nlieval.metrics import summarize
+    >>> from nlieval.types import Record
+    >>> NLI = ("entailment", "neutral", "contradiction")
+    >>> records = [Record("snli", str(i), "org/model-a", k, 0, NLI, (0.0,) * 3, (0.6, 0.3, 0.1),
+    ...                   "entailment", NLI[i % 2]) for i in range(10) for k in (0, 2)]
+    >>> path = plot_accuracy_vs_shots(summarize(records), Path(tempfile.mkdtemp()) / "acc.png")
+    >>> path.name, imread(path).shape  # one 4.5 x 3.4 inch panel at 120 dpi, RGBA
+    ('acc.png', (408, 540, 4))
     """
     if not metrics_rows:
         raise ValueError("no metrics rows to plot")
     tasks = _by(metrics_rows, "task")
-    colors = _colors(_series_name(r) for r in metrics_rows)
-    fig = _grid(len(tasks))
+    palette = colors(series_name(r) for r in metrics_rows)
+    fig = grid(len(tasks))
     axes = fig.subplots(1, len(tasks), squeeze=False)[0]
     for ax, (task, rows) in zip(axes, sorted(tasks.items()), strict=True):
         for name, series in _series(rows):
@@ -106,14 +70,14 @@ def plot_accuracy_vs_shots(metrics_rows: Sequence[Row], path: str | Path) -> Pat
                 yerr=[r.get("accuracy_std", 0.0) for r in series],
                 marker="o",
                 capsize=3,
-                color=colors[name],
+                color=palette[name],
                 label=name,
             )
         ax.axhline(rows[0]["chance"], ls="--", color="grey", label="chance", zorder=0)
         ax.set_xticks(sorted({int(r["k"]) for r in rows}))
         ax.set(title=str(task), xlabel="shots (k)", ylabel="accuracy", ylim=(0, 1))
-    _legend(fig, axes)
-    return _save(fig, path)
+    legend(fig, axes)
+    return save(fig, path)
 
 
 def plot_accuracy_by_entropy(
@@ -124,17 +88,30 @@ def plot_accuracy_by_entropy(
     majority label. ``against`` "original" or "majority" draws only that one: one curve
     per model and checkpoint, so that many fit on one figure.
 
-    >>> plot_accuracy_by_entropy(entropy_bins(records), "bins.png")  # doctest: +SKIP
-    PosixPath('bins.png')
+    >>> import tempfile
+    >>> from matplotlib.image import imread
+    >>> from nlieval.analyses.chaosnli import entropy_bins
+    >>> from nlieval.types import Record
+    >>> NLI = ("entailment", "neutral", "contradiction")
+    >>> def rec(i):  # item i: human votes from unanimous to split, the model says entailment
+    ...     meta = {"human_counts": [90 - 8 * i, 8 * i, 10], "majority_label": NLI[int(i > 5)]}
+    ...     return Record("chaosnli_snli", str(i), "m", 0, 0, NLI, (0.0,) * 3, (0.6, 0.3, 0.1),
+    ...                   "entailment", NLI[i % 2], meta=meta)
+    >>> bins = entropy_bins([rec(i) for i in range(10)], 3)
+    >>> path = plot_accuracy_by_entropy(bins, Path(tempfile.mkdtemp()) / "bins.png")
+    >>> path.name, imread(path).shape  # one 5 x 3.6 inch panel at 120 dpi, RGBA
+    ('bins.png', (432, 600, 4))
     """
     if not bin_rows:
         raise ValueError("no entropy-bin rows to plot")
     if against not in ("both", "original", "majority"):
         raise ValueError(f"against must be both, original or majority, not {against!r}")
+    from matplotlib.lines import Line2D
+
     styles_used = [s for s in ACC_STYLES if against == "both" or s[0] == f"acc_{against}"]
     tasks = _by(bin_rows, "task")
-    colors = _colors(_series_name(r, with_k=True) for r in bin_rows)
-    fig = _grid(len(tasks), size=(5.0, 3.6))
+    palette = colors(series_name(r, with_k=True) for r in bin_rows)
+    fig = grid(len(tasks), size=(5.0, 3.6))
     axes = fig.subplots(1, len(tasks), squeeze=False)[0]
     for ax, (task, rows) in zip(axes, sorted(tasks.items()), strict=True):
         for name, series in _series(rows, with_k=True):
@@ -145,7 +122,7 @@ def plot_accuracy_by_entropy(
                     [r[metric] for r in series],
                     ls=ls,
                     marker=marker,
-                    color=colors[name],
+                    color=palette[name],
                     # The colour names the series; the line style (proxy below) the label.
                     label=name if metric == styles_used[0][0] else "_nolegend_",
                 )
@@ -155,8 +132,8 @@ def plot_accuracy_by_entropy(
         ax.set_ylim(0, 1)
     styles = [Line2D([], [], color="black", ls=ls, marker=mk, label=lab)
               for _, ls, mk, lab in styles_used]  # fmt: skip
-    _legend(fig, axes, styles)
-    return _save(fig, path)
+    legend(fig, axes, styles)
+    return save(fig, path)
 
 
 def plot_divergence(rows: Sequence[Row], path: str | Path) -> Path:
@@ -165,22 +142,33 @@ def plot_divergence(rows: Sequence[Row], path: str | Path) -> Path:
     may cover different items): the uniform distribution (grey dash) and the human line
     (black diamond: the split-half estimate, or a published value; none for KL).
 
-    >>> plot_divergence(score_records(records), "div.png")  # doctest: +SKIP
-    PosixPath('div.png')
+    >>> import tempfile
+    >>> from matplotlib.image import imread
+    >>> from nlieval.analyses.chaosnli import score_records
+    >>> from nlieval.types import Record
+    >>> NLI = ("entailment", "neutral", "contradiction")
+    >>> def rec(i):  # item i: human votes from unanimous to split, the model says entailment
+    ...     meta = {"human_counts": [90 - 8 * i, 8 * i, 10], "majority_label": NLI[int(i > 5)]}
+    ...     return Record("chaosnli_snli", str(i), "m", 0, 0, NLI, (0.0,) * 3, (0.6, 0.3, 0.1),
+    ...                   "entailment", NLI[i % 2], meta=meta)
+    >>> scores = score_records([rec(i) for i in range(10)])
+    >>> path = plot_divergence(scores, Path(tempfile.mkdtemp()) / "div.png")
+    >>> path.name, imread(path).shape  # three 4.5 x 2.8 inch panels, one above the other
+    ('div.png', (1008, 540, 4))
     """
     if not rows:
         raise ValueError("no ChaosNLI rows to plot")
     tasks = sorted(_by(rows, "task").items())
     widest = max(len(task_rows) for _, task_rows in tasks)
-    colors = _colors(_series_name(r) for r in rows)
-    fig = _grid(len(tasks), len(DIVERGENCE_PANELS), size=(max(4.5, 0.6 * widest), 2.8))
-    grid = fig.subplots(len(DIVERGENCE_PANELS), len(tasks), squeeze=False)
+    palette = colors(series_name(r) for r in rows)
+    fig = grid(len(tasks), len(DIVERGENCE_PANELS), size=(max(4.5, 0.6 * widest), 2.8))
+    panels = fig.subplots(len(DIVERGENCE_PANELS), len(tasks), squeeze=False)
     for col, (task, task_rows) in enumerate(tasks):
-        names = [_series_name(r, with_k=True) for r in task_rows]
-        for (metric, title), ax in zip(DIVERGENCE_PANELS, grid[:, col], strict=True):
+        names = [series_name(r, with_k=True) for r in task_rows]
+        for (metric, title), ax in zip(DIVERGENCE_PANELS, panels[:, col], strict=True):
             values = [r[metric] for r in task_rows]
             errors = [r.get(metric + "_std", 0.0) for r in task_rows]
-            bar_colors = [colors[_series_name(r)] for r in task_rows]
+            bar_colors = [palette[series_name(r)] for r in task_rows]
             ax.bar(range(len(values)), values, yerr=errors, capsize=3, color=bar_colors)
             xs = range(len(values))
             uniform = [r["uniform"][metric] for r in task_rows]
@@ -200,5 +188,5 @@ def plot_divergence(rows: Sequence[Row], path: str | Path) -> Path:
             ax.set_ylim(0, top * 1.15 if math.isfinite(top) and top > 0 else 1)
             ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
             ax.set(ylabel=title, title=str(task) if metric == DIVERGENCE_PANELS[0][0] else "")
-    _legend(fig, list(grid.flat))
-    return _save(fig, path)
+    legend(fig, list(panels.flat))
+    return save(fig, path)

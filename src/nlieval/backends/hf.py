@@ -1,18 +1,23 @@
-"""Causal language models through Hugging Face transformers (the default engine)."""
+"""Causal language models through Hugging Face transformers (the default engine):
+:class:`HFCausalLM` and its forward passes. Its parts live beside it: the tokenization in
+:mod:`~nlieval.backends.hf_tokens`, the prefix key/value cache in
+:mod:`~nlieval.backends.hf_cache` and the batch size that fits in
+:mod:`~nlieval.backends.memory` (whose names are importable from here too).
+"""
 
 from __future__ import annotations
 
 import inspect
 import logging
-import os
 import tempfile
-from bisect import bisect_right
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .base import Progress, PromptTooLongError, ScoreRequest
+from .hf_cache import prefix_rows_cache
+from .hf_tokens import ScoreRow, TokenSplitter
+from .memory import CPU_MAX_BATCH, GPU_MAX_BATCH, free_memory, row_bytes, rows_in_memory
 from .weights import (
     ModelSource,
     load_causal_lm,
@@ -21,66 +26,57 @@ from .weights import (
     resolve_model,
 )
 
+__all__ = [
+    "CPU_MAX_BATCH",
+    "GPU_MAX_BATCH",
+    "HFCausalLM",
+    "auto_batch_size",
+    "free_memory",
+    "row_bytes",
+]
+
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class _Row:
-    """One forward pass input and the continuations read from its last positions."""
-
-    request: int
-    ids: tuple[int, ...]
-    targets: tuple[tuple[int, tuple[int, ...]], ...]  # (option index, continuation ids)
-    n_prefix: int = 0  # leading ids that lie wholly inside the request's shared prefix
-
-
-# Context tokens as head + tail, continuation tokens, cached-prefix length.
-_Parts = tuple[list[int], list[int], list[int], int]
-
-
-class _Offsets(Sequence[tuple[int, int]]):
-    """Character offsets of a token list glued from pieces, each a slice of another
-    tokenization shifted by some characters. Read lazily: only the few tokens near a seam
-    are ever looked at, and building the full lists cost more than the tokenizer did."""
-
-    __slots__ = ("_starts", "_pieces", "_n")
-
-    def __init__(self, pieces: Sequence[tuple[Sequence[tuple[int, int]], int, int, int]]) -> None:
-        # (source, first index, end index, shift in characters); empty pieces dropped.
-        self._pieces = [p for p in pieces if p[2] > p[1]]
-        self._starts: list[int] = []
-        n = 0
-        for _, lo, hi, _ in self._pieces:
-            self._starts.append(n)
-            n += hi - lo
-        self._n = n
-
-    def __len__(self) -> int:
-        return self._n
-
-    def __getitem__(self, i: int) -> tuple[int, int]:  # type: ignore[override]
-        if i < 0:
-            i += self._n
-        if not 0 <= i < self._n:
-            raise IndexError(i)
-        k = bisect_right(self._starts, i) - 1
-        source, lo, _, shift = self._pieces[k]
-        s, e = source[lo + i - self._starts[k]]
-        return s + shift, e + shift
-
-
-class HFCausalLM:
+class HFCausalLM(TokenSplitter):
     """A causal LM scored by option log-likelihood.
 
     With ``prefix_cache`` (default) the key/value cache of a few-shot prefix shared by
     many requests is computed once and every item is scored on top of it.
 
     ``model`` is an alias (``smollm2-135m``), a local folder, a ``.gguf`` file or a hub
-    id. Results do not depend on ``batch_size``.
+    id. Results do not depend on ``batch_size``. The tokenization (:meth:`split`, and
+    many requests split at once) is :class:`~nlieval.backends.hf_tokens.TokenSplitter`'s.
 
-    >>> lm = HFCausalLM("path/to/tiny-model")                       # doctest: +SKIP
-    >>> lm.loglikelihood([ScoreRequest("Answer:", (" A", " B"))])    # doctest: +SKIP
-    [[-2.31, -1.87]]
+    A tiny random Llama that reads bytes (a token per byte): the continuation's tokens
+    cover all of it, and two requests scored on top of their shared prefix (computed
+    once) score as their whole texts do:
+
+    >>> import tempfile
+    >>> from tokenizers import Tokenizer, models, pre_tokenizers
+    >>> from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    >>> folder = tempfile.mkdtemp()
+    >>> byte_ids = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    >>> tok = Tokenizer(models.BPE(byte_ids, []))
+    >>> tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    >>> fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>")
+    >>> _ = fast.save_pretrained(folder)
+    >>> cfg = LlamaConfig(vocab_size=257, hidden_size=16, intermediate_size=32,
+    ...                   num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1)
+    >>> LlamaForCausalLM(cfg).save_pretrained(folder)
+    >>> lm = HFCausalLM(folder, device="cpu")
+    >>> [len(ids) for ids in lm.split("Answer:", " A")]
+    [7, 2]
+    >>> shots = "Premise: a dog runs.\\nAnswer: A\\n\\n"
+    >>> reqs = [ScoreRequest(f"{shots}Premise: {p}\\nAnswer:", (" A", " B"), len(shots))
+    ...         for p in ("a cat naps.", "two men talk.")]
+    >>> cached = lm.loglikelihood(reqs)
+    >>> [len(scores) for scores in cached], lm.counts["kv_bytes_copied"] > 0
+    ([2, 2], True)
+    >>> lm.prefix_cache = False
+    >>> whole = lm.loglikelihood(reqs)
+    >>> max(abs(a - b) for c, w in zip(cached, whole) for a, b in zip(c, w)) < 1e-4
+    True
     """
 
     def __init__(
@@ -156,268 +152,6 @@ class HFCausalLM:
         self._frame = self._frame_tokens() if self._fast else None
 
     MIN_PREFIX = 8  # shorter shared prefixes are not worth a cache
-    #: Tokens re-tokenized on each side of a seam (see :meth:`_split_many`).
-    SEAM_TOKENS = 4
-
-    # -- tokenization -------------------------------------------------------------
-    def split(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
-        """Token ids of context and continuation, tokenized together then split.
-
-        Tokenizing the whole text keeps any merge across the boundary: a token that
-        straddles it belongs to the continuation, so the score covers every character of
-        the continuation and the context never ends in a token the model would not see.
-        """
-        ctx, cont, _ = self._split(context, continuation, 0)
-        return ctx, cont
-
-    def _split(
-        self, context: str, continuation: str, prefix_len: int
-    ) -> tuple[list[int], list[int], int]:
-        head, tail, cont, n_prefix = self._split_whole(context, continuation, prefix_len)
-        return head + tail, cont, n_prefix
-
-    def _split_whole(self, context: str, continuation: str, prefix_len: int) -> _Parts:
-        # Also counts the leading tokens that end inside context[:prefix_len]: exactly the
-        # prefix tokens as the model sees them in this text, so a token merged across the
-        # prefix boundary is never taken from a cache.
-        whole = context + continuation
-        if self._fast:
-            enc = self.tok(whole, return_offsets_mapping=True)
-            return self._cut(
-                [], list(enc["input_ids"]), enc["offset_mapping"], context, continuation, prefix_len
-            )
-        n_prefix = 0
-        ids = list(self.tok(whole)["input_ids"])
-        n_ctx = len(self.tok(context)["input_ids"])
-        ctx, cont = ids[:n_ctx], ids[n_ctx:]
-        if prefix_len > 0:
-            pre = list(self.tok(context[:prefix_len])["input_ids"])
-            # Without offsets, trust the prefix only if it tokenizes identically, minus
-            # its last token (which could merge with what follows).
-            if ids[: len(pre) - 1] == pre[:-1]:
-                n_prefix = len(pre) - 1
-        return self._checked([], ctx, cont, n_prefix, continuation)
-
-    def _cut(
-        self,
-        head: list[int],
-        ids: list[int],
-        offsets: Sequence[tuple[int, int]],
-        context: str,
-        continuation: str,
-        prefix_len: int,
-        known: tuple[int, int] = (0, 0),
-    ) -> _Parts:
-        """Context, continuation and cached-prefix length from the whole text's tokens
-        ``head + ids`` (``offsets`` index the whole).
-
-        ``known``: how many leading tokens are already known to end within the context
-        (at least ``len(head)``) and within the prefix (the scans start there)."""
-        n = len(context)
-        special = self._special
-        h = len(head)
-        end = h + len(ids)
-        cut = next(
-            (
-                i
-                for i in range(max(known[0], h), end)
-                if offsets[i][1] > n
-                and not (offsets[i][0] == offsets[i][1] and ids[i - h] in special)
-            ),
-            end,
-        )
-        cont = ids[cut - h :]
-        # Some tokenizers append EOS; it is not part of the continuation.
-        while cont and cont[-1] in special and offsets[cut + len(cont) - 1][1] <= n:
-            cont.pop()
-        n_prefix = 0
-        if prefix_len > 0:
-            n_prefix = next((i for i in range(known[1], end) if offsets[i][1] > prefix_len), end)
-        return self._checked(head, ids[: cut - h], cont, n_prefix, continuation)
-
-    def _checked(
-        self, head: list[int], ctx: list[int], cont: list[int], n_prefix: int, continuation: str
-    ) -> _Parts:
-        if not head and not ctx:
-            bos = (
-                self.tok.bos_token_id
-                if self.tok.bos_token_id is not None
-                else self.tok.eos_token_id
-            )
-            if bos is None:
-                raise ValueError(
-                    "empty context and the tokenizer has no BOS/EOS token to condition on"
-                )
-            ctx = [bos]
-        if not cont:
-            raise ValueError(f"continuation {continuation!r} produced no tokens")
-        return head, ctx, cont, min(n_prefix, len(head) + len(ctx) - 1)
-
-    def _frame_tokens(self) -> tuple[list[int], list[tuple[int, int]], list[int]] | None:
-        """The special tokens the tokenizer puts before and after a text's own tokens
-        (BOS, EOS), or None where a text's tokens are not simply framed by them."""
-        probe = "Premise: a cat.\n\nAnswer: B"
-        try:
-            full = self.tok(probe, return_offsets_mapping=True)
-            bare = self.tok(probe, add_special_tokens=False, return_offsets_mapping=True)
-        except (NotImplementedError, ValueError, TypeError):
-            return None
-        ids, offs = list(full["input_ids"]), list(full["offset_mapping"])
-        inner, inner_offs = list(bare["input_ids"]), list(bare["offset_mapping"])
-        for i in range(len(ids) - len(inner) + 1):
-            if ids[i : i + len(inner)] == inner and offs[i : i + len(inner)] == inner_offs:
-                return ids[:i], offs[:i], ids[i + len(inner) :]
-        return None
-
-    def _encode(self, texts: Sequence[str]) -> list[tuple[list[int], list[tuple[int, int]]]]:
-        """Each text's own tokens and character offsets, one batched tokenizer call."""
-        if not texts:
-            return []
-        backend = getattr(self.tok, "backend_tokenizer", None)
-        if backend is not None:
-            # The Rust tokenizer itself: the same encodings as the wrapper's __call__,
-            # without building its BatchEncoding (a quarter of the time on short texts).
-            encs = backend.encode_batch(list(texts), add_special_tokens=False)
-            return [(e.ids, e.offsets) for e in encs]
-        enc = self.tok(list(texts), add_special_tokens=False, return_offsets_mapping=True)
-        return [
-            (list(i), list(o)) for i, o in zip(enc["input_ids"], enc["offset_mapping"], strict=True)
-        ]
-
-    def _anchor(self, offsets: Sequence[tuple[int, int]], end: int) -> tuple[int, int]:
-        """Two token indices ``(w, a)``, ``w <= a <= end - SEAM_TOKENS``, where a token
-        starts exactly where the previous one ends (so a text may be cut there); ``a`` is
-        the cut, ``w`` the start of the overlap that checks it. ``(0, 0)`` where none:
-        then the text is tokenized from its start."""
-
-        def clean(i: int) -> bool:
-            return offsets[i - 1][0] < offsets[i - 1][1] == offsets[i][0] < offsets[i][1]
-
-        a = end - self.SEAM_TOKENS
-        while a > 0 and not clean(a):
-            a -= 1
-        if a <= 0:
-            return 0, 0
-        w = a - self.SEAM_TOKENS
-        while w > 0 and not clean(w):
-            w -= 1
-        return max(w, 0), a
-
-    def _prefix_tokens(self, prefix: str) -> tuple[list[int], list[tuple[int, int]]]:
-        hit = self._prefix_memo.get(prefix)
-        if hit is None:
-            if len(self._prefix_memo) >= 8:
-                self._prefix_memo.clear()
-            hit = self._prefix_memo[prefix] = self._encode([prefix])[0]
-        return hit
-
-    def _split_many(
-        self, requests: Sequence[ScoreRequest]
-    ) -> list[list[tuple[list[int], list[int], int]]]:
-        """``[[self._split(r.context, c, plen) for c in r.continuations] for r in requests]``
-        with the shared prefix tokenized once, each item once and each option as a few
-        tokens at the context's end (see :meth:`_split_parts`)."""
-        return [
-            [(head + ctx, cont, n) for head, ctx, cont, n in parts]
-            for parts in self._split_parts(requests)
-        ]
-
-    def _split_parts(self, requests: Sequence[ScoreRequest]) -> list[list[_Parts]]:
-        """Per request and option: the context's tokens as ``head + tail`` (``head`` one
-        list shared by the request's options), the continuation's, and the cached-prefix
-        length: ``_split``'s result, without building each option's full lists.
-
-        Hand-written because no tokenizer call composes tokenizations. Each seam (the
-        prefix/item one, the context/option one) is handled the same way: the later text
-        is tokenized from a cut a few tokens *before* the seam, so any merge across the
-        seam is tokenized afresh, and the cut is accepted only if the tokens of the
-        overlap just before it (tokenized again, from further back) are identical to the
-        earlier tokenization; otherwise that text is tokenized whole, as ``_split`` does.
-        """
-        plens = [r.prefix_len if self.prefix_cache else 0 for r in requests]
-        if not self._fast or self._frame is None:
-            return [
-                [self._split_whole(r.context, c, p) for c in r.continuations]
-                for r, p in zip(requests, plens, strict=True)
-            ]
-        lead, lead_offs, trail = self._frame
-        trail_offs = [(0, 0)] * len(trail)
-        # 1. The prefix once per distinct prefix; each item from a cut before its seam.
-        starts: list[tuple[list[int], list[tuple[int, int]], int, int, int]] = []
-        for r in requests:
-            if r.prefix_len > 0:
-                p_ids, p_offs = self._prefix_tokens(r.context[: r.prefix_len])
-                w, a = self._anchor(p_offs, len(p_ids))
-                starts.append((p_ids, p_offs, w, a, p_offs[w][0] if w else 0))
-            else:
-                starts.append(([], [], 0, 0, 0))
-        items = self._encode([r.context[s[4] :] for r, s in zip(requests, starts, strict=True)])
-        contexts: list[tuple[list[int], _Offsets] | None] = []
-        for (p_ids, p_offs, w, a, b), (t_ids, t_offs) in zip(starts, items, strict=True):
-            if t_ids[: a - w] != p_ids[w:a]:
-                contexts.append(None)
-                continue
-            offs = _Offsets([(p_offs, 0, a, 0), (t_offs, a - w, len(t_offs), b)])
-            contexts.append((p_ids[:a] + t_ids[a - w :], offs))
-        # 2. Each option: the context's last few tokens again, followed by the option.
-        anchors: list[tuple[int, int, int] | None] = []
-        texts: list[str] = []
-        for r, c in zip(requests, contexts, strict=True):
-            if c is None:
-                anchors.append(None)
-                continue
-            w, a = self._anchor(c[1], len(c[0]))
-            b = c[1][w][0] if w else 0
-            anchors.append((w, a, b))
-            texts += [r.context[b:] + cont for cont in r.continuations]
-        tails = iter(self._encode(texts))
-        out: list[list[_Parts]] = []
-        for r, c, anchor, plen, start in zip(
-            requests, contexts, anchors, plens, starts, strict=True
-        ):
-            pre_cut = start[3] if start[3] <= (anchor[1] if anchor else 0) else 0
-            head = lead + c[0][: anchor[1]] if c is not None and anchor is not None else []
-            parts = []
-            for cont in r.continuations:
-                whole = None
-                if c is not None and anchor is not None:
-                    w, a, b = anchor
-                    u_ids, u_offs = next(tails)
-                    if u_ids[: a - w] == c[0][w:a]:
-                        offs = _Offsets(
-                            [
-                                (lead_offs, 0, len(lead), 0),
-                                (c[1], 0, a, 0),
-                                (u_offs, a - w, len(u_offs), b),
-                                (trail_offs, 0, len(trail), 0),
-                            ]
-                        )
-                        # Tokens before the cut end within the context, and the
-                        # prefix's up to its own cut within the prefix.
-                        known = (len(lead) + a, len(lead) + (pre_cut if plen else 0))
-                        tail = u_ids[a - w :] + trail
-                        whole = self._cut(head, tail, offs, r.context, cont, plen, known)
-                if whole is None:
-                    self.counts["tokenizer_fallbacks"] += 1
-                    whole = self._split_whole(r.context, cont, plen)
-                parts.append(whole)
-            out.append(parts)
-        return out
-
-    def _rows(self, requests: Sequence[ScoreRequest]) -> list[_Row]:
-        rows: list[_Row] = []
-        for r, parts in enumerate(self._split_parts(requests)):
-            head, ctx, _, npre = parts[0]
-            same_ctx = all((p[0] is head or p[0] == head) and p[1] == ctx for p in parts)
-            if same_ctx and all(len(p[2]) == 1 for p in parts):
-                # Every option is one token after the same context: one forward pass
-                # gives all of them from the last position.
-                targets = tuple((j, tuple(p[2])) for j, p in enumerate(parts))
-                rows.append(_Row(r, tuple(head + ctx), targets, npre))
-            else:
-                for j, (head, ctx, cont, npre) in enumerate(parts):
-                    rows.append(_Row(r, tuple(head + ctx + cont[:-1]), ((j, tuple(cont)),), npre))
-        return rows
 
     # -- scoring ------------------------------------------------------------------
     def _refuse_huge(self, requests: Sequence[ScoreRequest]) -> None:
@@ -456,14 +190,14 @@ class HFCausalLM:
         remaining = Counter(row.request for row in rows)
         # Rows that share a prefix of at least MIN_PREFIX tokens are scored on top of its
         # key/value cache; the rest in plain left-padded batches.
-        groups: dict[tuple[int, ...], list[_Row]] = {}
-        plain: list[_Row] = []
+        groups: dict[tuple[int, ...], list[ScoreRow]] = {}
+        plain: list[ScoreRow] = []
         for row in rows:
             if row.n_prefix >= self.MIN_PREFIX:
                 groups.setdefault(row.ids[: row.n_prefix], []).append(row)
             else:
                 plain.append(row)
-        work: list[tuple[tuple[int, ...] | None, list[_Row]]] = [(None, plain)]
+        work: list[tuple[tuple[int, ...] | None, list[ScoreRow]]] = [(None, plain)]
         work += list(groups.items())
         for prefix, group in work:
             # Longest first: similar lengths share a batch (less padding), and a too-large
@@ -519,35 +253,21 @@ class HFCausalLM:
 
     def _group_cache(self, prefix: tuple[int, ...], rows: int, width: int) -> Any:
         """A cache of ``rows`` rows holding ``prefix`` followed by room for ``width``
-        suffix positions. The prefix is copied into the rows once, here; every batch
-        then writes only its own suffix positions (``_SuffixLayer``). Reused by the next
-        call while it is large enough."""
-        import torch
-        from transformers.cache_utils import Cache
-
+        suffix positions (:func:`~nlieval.backends.hf_cache.prefix_rows_cache`). Reused
+        by the next call while it is large enough."""
         state = self._prefix_state(prefix)
         assert self._cached is not None
         held = self._cached[2]
         if held is not None and held[0] >= rows and held[1] >= width:
             return held[2]
         self._cached = (prefix, state, None)  # the old buffers go before the new come
-        n_pre = len(prefix)
-        layers = []
-        for keys, values in state:
-            bufs = []
-            for t in (keys, values):
-                buf = torch.empty(
-                    (rows, t.shape[1], n_pre + width, t.shape[3]), dtype=t.dtype, device=t.device
-                )
-                buf[:, :, :n_pre].copy_(t.expand(rows, -1, -1, -1))
-                self.counts["kv_bytes_copied"] += rows * t[0].numel() * t.element_size()
-                bufs.append(buf)
-            layers.append(_suffix_layer(bufs[0], bufs[1], n_pre, self.counts))
-        cache = Cache(layers=layers)
+        cache = prefix_rows_cache(state, len(prefix), rows, width, self.counts)
         self._cached = (prefix, state, (rows, width, cache))
         return cache
 
-    def _forward_cached(self, n_pre: int, batch: Sequence[_Row], cache: Any) -> list[list[float]]:
+    def _forward_cached(
+        self, n_pre: int, batch: Sequence[ScoreRow], cache: Any
+    ) -> list[list[float]]:
         import torch
 
         width = max(len(r.ids) - n_pre for r in batch)
@@ -605,7 +325,7 @@ class HFCausalLM:
             return max(1, self.batch_size)
         return auto_batch_size(self.model, self.device, max_len, context)
 
-    def _forward(self, batch: Sequence[_Row]) -> list[list[float]]:
+    def _forward(self, batch: Sequence[ScoreRow]) -> list[list[float]]:
         import torch
 
         width = max(len(r.ids) for r in batch)
@@ -643,118 +363,8 @@ class HFCausalLM:
         return result
 
 
-# The class subclasses a transformers type, so it is made on first use: importing this
-# module must not import transformers (the CLI's start-up and `nlieval --help` stay fast).
-_SUFFIX_LAYER: Any = None
-
-
-def _suffix_layer(keys: Any, values: Any, n_prefix: int, counts: dict[str, int]) -> Any:
-    """A cache layer over preallocated ``[rows, heads, n_prefix + width, dim]`` buffers
-    whose first ``n_prefix`` positions hold a shared prefix: each forward pass writes its
-    keys/values at positions ``n_prefix...`` of its first rows (overwriting the previous
-    batch's) and attends to the buffers up to its own end. Nothing is concatenated or
-    copied, so the prefix is never copied again after the buffers were filled.
-
-    Hand-written because transformers' caches either grow by concatenation (DynamicCache,
-    a full copy per batch) or keep advancing their write position (StaticCache); none
-    rewinds to a fixed prefix for each new batch.
-    """
-    global _SUFFIX_LAYER
-    if _SUFFIX_LAYER is None:
-        from transformers.cache_utils import DynamicLayer
-
-        class SuffixLayer(DynamicLayer):
-            def __init__(self, keys: Any, values: Any, n_prefix: int, counts: dict[str, int]):
-                super().__init__()
-                self.keys, self.values = keys, values
-                self.dtype, self.device = keys.dtype, keys.device
-                self.n_prefix = n_prefix
-                self.counts = counts
-                self.is_initialized = True
-
-            def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> Any:
-                rows, end = key_states.shape[0], self.n_prefix + key_states.shape[-2]
-                held: Any = (self.keys, self.values)
-                keys, values = held[0][:rows, :, :end], held[1][:rows, :, :end]
-                keys[:, :, self.n_prefix :].copy_(key_states)
-                values[:, :, self.n_prefix :].copy_(value_states)
-                self.counts["kv_suffix_bytes"] += 2 * key_states.numel() * key_states.element_size()
-                return keys, values
-
-            def get_seq_length(self) -> int:
-                return self.n_prefix
-
-            def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-                return self.n_prefix + query_length, 0
-
-        _SUFFIX_LAYER = SuffixLayer
-    return _SUFFIX_LAYER(keys, values, n_prefix, counts)
-
-
-def free_memory(device: Any) -> int:
-    """Bytes free for new tensors: CUDA's own count on a GPU, else the system's
-    ``MemAvailable`` (what the kernel could hand out without swapping)."""
-    import torch
-
-    if getattr(device, "type", str(device)) == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        return int(free)
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-
-
-def row_bytes(config: Any, length: int, context: int, dtype_bytes: int) -> int:
-    """Peak activation bytes of one batch row of ``length`` new tokens attending to
-    ``context`` positions (cached prefix included), inference only.
-
-    Counted: the residual stream and attention output (a few hidden-size tensors), the
-    MLP's intermediate pair, the attention scores (materialised by the eager and the CPU
-    kernels), the row's copy of the key/value cache, and the float32 log-softmax over
-    the vocabulary at the few positions read (bounded by 8 here).
-
-    >>> from types import SimpleNamespace as C
-    >>> cfg = C(hidden_size=64, intermediate_size=256, num_attention_heads=4,
-    ...         num_key_value_heads=2, num_hidden_layers=2, vocab_size=1000)
-    >>> row_bytes(cfg, 10, 10, 4) > 0
-    True
-    """
-    hidden = getattr(config, "hidden_size", 4096)
-    inter = getattr(config, "intermediate_size", 4 * hidden)
-    heads = getattr(config, "num_attention_heads", 32)
-    kv_heads = getattr(config, "num_key_value_heads", None) or heads
-    head_dim = getattr(config, "head_dim", None) or hidden // heads
-    layers = getattr(config, "num_hidden_layers", 32)
-    vocab = getattr(config, "vocab_size", 32000)
-    act = length * (4 * hidden + 2 * inter) * dtype_bytes
-    scores = heads * length * context * 4
-    kv = layers * 2 * kv_heads * head_dim * context * dtype_bytes
-    logits = min(length, 8) * vocab * 4 * 2
-    return act + scores + kv + logits
-
-
-#: On a CPU the matmuls are already large at 4 rows: with no per-batch copy of the cached
-#: prefix, 4 rows were the fastest fixed size at k = 10 (SNLI and ANLI R3, SmolLM2; see
-#: "Batch size on a CPU" in benchmarks/README.md), and larger batches only add padding.
-CPU_MAX_BATCH = 4
-GPU_MAX_BATCH = 256
-
-
 def auto_batch_size(model: Any, device: Any, max_len: int, context: int | None = None) -> int:
-    """Rows per forward pass that fit in half of the free memory; results never depend on
-    it (padding and the cache are exact), only speed and peak memory do.
-
-    ``max_len`` is the longest row's new tokens, ``context`` the positions it attends to
-    (``max_len`` plus a cached prefix). Capped at :data:`CPU_MAX_BATCH` on a CPU and
-    :data:`GPU_MAX_BATCH` on a GPU.
-    """
-    dtype_bytes = next(model.parameters()).element_size()
-    per_row = row_bytes(model.config, max_len, context or max_len, dtype_bytes)
-    on_gpu = getattr(device, "type", str(device)) == "cuda"
-    cap = GPU_MAX_BATCH if on_gpu else CPU_MAX_BATCH
-    return int(max(1, min(cap, (free_memory(device) // 2) // max(per_row, 1))))
+    """Rows per forward pass that fit in half of the free memory of ``device``
+    (:func:`~nlieval.backends.memory.rows_in_memory`); results never depend on it."""
+    # free_memory is looked up in this module, so it can be replaced here (the tests do).
+    return rows_in_memory(model, device, max_len, context, free_memory(device))

@@ -1,0 +1,162 @@
+"""The data of a training run: the train, dev and test parts of a
+:class:`~nlieval.sci.train_config.TrainConfig`, loaded, sampled and checked to fit
+together (a stratified dev split when no dev split is named)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..data import load_task, same_data
+from ..types import Item
+from .train_config import TrainConfig, TrainError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One data part of a training run: the items of one split of one task (``source``,
+    ``items_in_split`` and ``dropped`` describe the split as loaded, before any sample)."""
+
+    task: str
+    split: str
+    labels: tuple[str, ...]
+    items: tuple[Item, ...]
+    source: str = ""
+    items_in_split: int = 0
+    dropped: Mapping[str, int] = field(default_factory=dict, compare=False)
+
+    def describe(self) -> dict[str, Any]:
+        return {"task": self.task, "split": self.split, "n": len(self.items)}
+
+    def data_info(self) -> dict[str, Any]:
+        """The part as a run folder's ``results.json`` describes a task's data."""
+        return {
+            "source": self.source,
+            "split": self.split,
+            "items": len(self.items),
+            "items_in_split": self.items_in_split,
+            "dropped": dict(self.dropped),
+            "pool": None,
+        }
+
+
+@dataclass(frozen=True)
+class TrainData:
+    """Train, dev and (optionally) test parts; ``labels`` is the model's label order."""
+
+    labels: tuple[str, ...]
+    train: Part
+    dev: Part
+    test: Part | None
+
+
+def stratified_split(
+    items: Sequence[Item], fraction: float, seed: int = 0
+) -> tuple[tuple[Item, ...], tuple[Item, ...]]:
+    """(kept, held out): about ``fraction`` of each label held out, drawn with ``seed``;
+    both parts keep the input order.
+
+    >>> from nlieval.types import Label
+    >>> items = [Item(str(i), "p", "h", Label.ENTAILMENT if i % 2 else Label.NEUTRAL)
+    ...          for i in range(20)]
+    >>> kept, held = stratified_split(items, 0.2)
+    >>> len(kept), len(held), sum(it.label == Label.NEUTRAL for it in held)
+    (16, 4, 2)
+    """
+    rng = np.random.default_rng(seed)
+    by_label: dict[str, list[int]] = {}
+    for i, it in enumerate(items):
+        by_label.setdefault(it.label.value if it.label else "", []).append(i)
+    held: set[int] = set()
+    for key in sorted(by_label):
+        idx = by_label[key]
+        n = int(round(len(idx) * fraction))
+        if len(idx) >= 2:
+            n = min(max(n, 1), len(idx) - 1)  # every label on both sides when possible
+        held.update(int(i) for i in rng.permutation(idx)[:n])
+    kept = tuple(it for i, it in enumerate(items) if i not in held)
+    return kept, tuple(it for i, it in enumerate(items) if i in held)
+
+
+def _sample(items: Sequence[Item], limit: int | None, seed: int) -> tuple[Item, ...]:
+    if limit is None or len(items) <= limit:
+        return tuple(items)
+    keep = set(np.random.default_rng(seed).permutation(len(items))[:limit].tolist())
+    return tuple(it for i, it in enumerate(items) if i in keep)
+
+
+def _labelled(part: Part) -> Part:
+    missing = sum(it.label is None for it in part.items)
+    if missing:
+        raise TrainError(f"{part.task} {part.split}: {missing} items have no gold label")
+    if not part.items:
+        raise TrainError(f"{part.task} {part.split}: no items")
+    return part
+
+
+def _load_part(name: str, split: str | None, data_dir: str | None) -> Part:
+    ds = load_task(name, data_dir, split)
+    labels = tuple(lab.value for lab in ds.labels)
+    return Part(name, ds.split, labels, ds.items, ds.source, len(ds.items), dict(ds.dropped))
+
+
+def load_data(config: TrainConfig) -> TrainData:
+    """The train, dev and test parts of ``config``, checked to fit together.
+
+    The packaged ``smoke`` task has a train split of 12 items (4 per label) and a test
+    split of 48; without ``dev_split`` a stratified tenth of train is held out, at least
+    one item per label:
+
+    >>> data = load_data(TrainConfig("minilm", "smoke"))
+    >>> len(data.train.items), len(data.dev.items), data.dev.split, len(data.test.items)
+    (9, 3, 'train[held-out 0.1]', 48)
+    """
+    from ..backends.classifier import label_mapping
+
+    train = _load_part(config.task, config.train_split, config.data_dir)
+    labels = train.labels
+    if config.dev_split is not None:
+        dev = _load_part(config.dev_task or config.task, config.dev_split, config.data_dir)
+        if set(dev.labels) != set(labels):
+            raise TrainError(
+                f"dev task {dev.task} is labelled ({', '.join(dev.labels)}), the training "
+                f"task ({', '.join(labels)}); they must match"
+            )
+    else:
+        kept, held = stratified_split(train.items, config.dev_fraction, config.split_seed)
+        dev = Part(train.task, f"{train.split}[held-out {config.dev_fraction:g}]", labels, held)
+        train = replace(train, items=kept)
+    test = None
+    if not config.skip_test:
+        test = _load_part(config.test_task or config.task, config.test_split, config.data_dir)
+        label_mapping(labels, test.labels)  # fail now, not after hours of training
+        same = (config.test_task or config.task) == config.task and same_data(
+            config.task, config.train_split, test.split, config.data_dir
+        )
+        if same:
+            raise TrainError(
+                f"the test split {test.task} {test.split} is the training data; give "
+                "another --test-task (e.g. scinli) or --no-test"
+            )
+    lim, s = config.limit, config.split_seed
+    train = _labelled(replace(train, items=_sample(train.items, lim, s)))
+    present = sorted({it.label.value for it in train.items if it.label is not None})
+    if len(present) < 2:
+        # A warning, not an error: a pipeline stage may yield one class on small data,
+        # and its encoder can still be the start of another stage (a fresh head).
+        log.warning(
+            "%s %s: every item is labelled %r; the classifier can only learn that one class",
+            train.task,
+            train.split,
+            present[0],
+        )
+    dev = _labelled(replace(dev, items=_sample(dev.items, lim, s)))
+    if test is not None:
+        test = _labelled(replace(test, items=_sample(test.items, lim, s)))
+    return TrainData(labels, train, dev, test)

@@ -1,0 +1,167 @@
+"""The model of a training run: an encoder with a fresh (or a checkpoint's) head, the
+layers frozen below ``top_layers``, and its optimizer. torch and transformers are
+imported inside the functions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .train_config import TrainConfig, TrainError, resolve_encoder
+
+
+def seed_checkpoint(init_from: str | Path, seed: int) -> Path:
+    """The checkpoint that seed ``seed`` of a second stage starts from: ``init_from`` itself
+    when it is a checkpoint folder, else its ``seed{seed}`` subfolder.
+
+    >>> import tempfile
+    >>> from nlieval.backends.classifier import META_FILE
+    >>> root = Path(tempfile.mkdtemp())  # a stage-one folder with one seed's checkpoint
+    >>> (root / "seed0").mkdir()
+    >>> (root / "seed0" / META_FILE).touch()
+    >>> seed_checkpoint(root, 0) == root / "seed0" == seed_checkpoint(root / "seed0", 5)
+    True
+    >>> seed_checkpoint(root, 1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.sci.train_config.TrainError: ... has no seed1 checkpoint (it has seed0)
+    """
+    from ..backends.classifier import classifier_checkpoints, is_classifier_folder
+
+    root = Path(init_from)
+    if is_classifier_folder(root):
+        return root
+    if is_classifier_folder(root / f"seed{seed}"):
+        return root / f"seed{seed}"
+    found = classifier_checkpoints(root)
+    if found:
+        names = ", ".join(p.name for p in found)
+        raise TrainError(f"{root} has no seed{seed} checkpoint (it has {names})")
+    raise TrainError(f"{root} is neither a classifier checkpoint nor a folder of them")
+
+
+def build_model(
+    config: TrainConfig,
+    labels: Sequence[str],
+    seed: int,
+    *,
+    init_from: str | Path | None = None,
+    fresh_head: bool = True,
+) -> tuple[Any, Any]:
+    """(model, tokenizer) for one seed: the encoder of ``config.model`` (or of the
+    checkpoint ``init_from``) with a head drawn from ``seed``, frozen below
+    ``config.top_layers``. ``fresh_head=False`` keeps the checkpoint's head instead (its
+    labels must be ``labels``, in that order).
+
+    >>> import tempfile
+    >>> from transformers import BertConfig, BertModel, BertTokenizer
+    >>> enc = Path(tempfile.mkdtemp())  # a tiny random BERT: every word is [UNK] to it
+    >>> _ = (enc / "vocab.txt").write_text("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n")
+    >>> _ = BertTokenizer(vocab=str(enc / "vocab.txt")).save_pretrained(enc)
+    >>> BertModel(BertConfig(vocab_size=4, hidden_size=8, num_hidden_layers=2,
+    ...           num_attention_heads=2, intermediate_size=16)).save_pretrained(enc)
+    >>> labels = ("entailment", "neutral", "contradiction")
+    >>> model, tok = build_model(TrainConfig(str(enc), "smoke", top_layers=1), labels, 0)
+    >>> model.head.out_features
+    3
+    >>> layers = encoder_layers(model.encoder)  # top_layers=1: only the last one trains
+    >>> [any(p.requires_grad for p in layer.parameters()) for layer in layers]
+    [False, True]
+    """
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from ..backends.classifier import PairClassifier, load_head, read_meta
+
+    source = str(init_from) if init_from is not None else resolve_encoder(config.model)
+    torch.manual_seed(seed)
+    encoder = AutoModel.from_pretrained(source)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    pool = read_meta(source).pool if init_from is not None else None
+    model = PairClassifier(encoder, len(labels), pool=pool)
+    if init_from is not None and not fresh_head:
+        old = read_meta(source).labels
+        if tuple(old) != tuple(labels):
+            raise TrainError(
+                f"{source} has a head for ({', '.join(old)}), this task needs "
+                f"({', '.join(labels)}); use a fresh head"
+            )
+        load_head(model, source)
+    if config.top_layers is not None:
+        freeze_below_top(model, config.top_layers)
+    return model, tokenizer
+
+
+def encoder_layers(encoder: Any) -> Any:
+    """The encoder's stack of layers: the first ``nn.ModuleList`` as long as
+    ``config.num_hidden_layers`` (``encoder.layer`` in BERT, RoBERTa, ELECTRA, DeBERTa)."""
+    from torch import nn
+
+    n = int(getattr(encoder.config, "num_hidden_layers", 0) or 0)
+    for module in encoder.modules():
+        if isinstance(module, nn.ModuleList) and n and len(module) == n:
+            return module
+    raise TrainError(
+        f"cannot find the {n} layers of {type(encoder).__name__} to freeze; "
+        "train all layers (no top_layers)"
+    )
+
+
+def freeze_below_top(model: Any, n: int) -> None:
+    """Train only the top ``n`` encoder layers and the head: embeddings, lower layers and
+    anything else in the encoder (e.g. an unused pooler) get ``requires_grad = False``."""
+    layers = encoder_layers(model.encoder)
+    if n > len(layers):
+        raise TrainError(f"top_layers={n}, but the encoder has {len(layers)} layers")
+    for p in model.encoder.parameters():
+        p.requires_grad_(False)
+    for layer in list(layers)[len(layers) - n :]:
+        for p in layer.parameters():
+            p.requires_grad_(True)
+
+
+def no_decay_names(model: Any) -> set[str]:
+    """Names of the parameters exempt from weight decay: biases and LayerNorm weights
+    (any module whose class name ends in ``LayerNorm``/``RMSNorm``, or is named so).
+
+    >>> import torch
+    >>> sorted(no_decay_names(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))))
+    ['0.bias', '1.bias', '1.weight']
+    """
+    names: set[str] = set()
+    for mod_name, module in model.named_modules():
+        cls = type(module).__name__.lower()
+        is_norm = cls.endswith(("layernorm", "rmsnorm")) or "layernorm" in mod_name.lower()
+        for p_name, _ in module.named_parameters(recurse=False):
+            full = f"{mod_name}.{p_name}" if mod_name else p_name
+            if is_norm or p_name == "bias":
+                names.add(full)
+    return names
+
+
+def make_optimizer(model: Any, config: TrainConfig) -> Any:
+    """Adam (no weight decay) or AdamW over the trainable parameters. AdamW gets two
+    groups, each with a ``names`` list: decayed, and biases/LayerNorm without decay.
+
+    >>> import torch
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
+    >>> opt = make_optimizer(model, TrainConfig("m", "t", optimizer="adamw"))
+    >>> [(g["names"], g["weight_decay"]) for g in opt.param_groups]
+    [(['0.weight'], 0.01), (['0.bias', '1.weight', '1.bias'], 0.0)]
+    """
+    import torch
+
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if config.optimizer == "adam":
+        group = {"params": [p for _, p in named], "names": [n for n, _ in named]}
+        return torch.optim.Adam([group], lr=config.lr, weight_decay=0.0)
+    exempt = no_decay_names(model)
+    groups = [
+        {
+            "params": [p for n, p in named if (n in exempt) == skip],
+            "names": [n for n, _ in named if (n in exempt) == skip],
+            "weight_decay": 0.0 if skip else config.weight_decay,
+        }
+        for skip in (False, True)
+    ]
+    return torch.optim.AdamW([g for g in groups if g["params"]], lr=config.lr)
