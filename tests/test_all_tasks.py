@@ -30,5 +30,5 @@ def test_every_task_runs_with_shots(tiny_llama: Path, data_dir: Path, tmp_path: 
     assert "B. Non-Entailment" in by_task["hans"]["prompt"]
     assert "D. Neutral" in by_task["scinli"]["prompt"]
     assert by_task["chaosnli_snli"]["meta"]["human_counts"]
-    assert {m["task"] for m in res["metrics"]} == set(REAL)
-    assert res["data"]["hans"]["pool"].endswith("(train)")
+    assert {m["task"] for m in res.metrics} == set(REAL)
+    assert res.data["hans"]["pool"].endswith("(train)")

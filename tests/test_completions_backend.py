@@ -106,8 +106,8 @@ def test_same_predictions_and_logliks_as_in_process_at_k0_and_k5(
         assert r["pred"] == w["pred"], _key(r)
         worst = max(worst, *(abs(a - b) for a, b in zip(r["loglik"], w["loglik"], strict=True)))
     assert worst < 1e-4
-    assert [(m["k"], m["accuracy"], m["macro_f1"]) for m in got["metrics"]] == [
-        (m["k"], m["accuracy"], m["macro_f1"]) for m in ref["metrics"]
+    assert [(m["k"], m["accuracy"], m["macro_f1"]) for m in got.metrics] == [
+        (m["k"], m["accuracy"], m["macro_f1"]) for m in ref.metrics
     ]
     body = server.requests[0]
     assert body["echo"] is True and body["logprobs"] == 1
@@ -417,7 +417,7 @@ def test_server_failure_mid_run_keeps_what_was_scored(
     assert echo_lm.prompts - before == 16 * 3  # only what was missing
     recs = _records(tmp_path / "cut")
     assert len(recs) == len({_key(r) for r in recs}) == 48
-    assert again["metrics"][0]["accuracy"] == full["metrics"][0]["accuracy"]
+    assert again.metrics[0]["accuracy"] == full.metrics[0]["accuracy"]
 
 
 def test_cli_stops_with_one_line_when_the_server_has_no_prompt_logprobs(

@@ -166,7 +166,7 @@ def test_equal_to_in_process_on_a_run_at_k0_and_k5(
         assert r["pred"] == w["pred"]
         worst = max(worst, *(abs(a - b) for a, b in zip(r["loglik"], w["loglik"], strict=True)))
     assert worst < 1e-4
-    assert [m["accuracy"] for m in got["metrics"]] == [m["accuracy"] for m in ref["metrics"]]
+    assert [m["accuracy"] for m in got.metrics] == [m["accuracy"] for m in ref.metrics]
     # The smoke options are letters after "Answer:": every one from a next-token request,
     # one prompt per item, no echo request at all.
     assert sum(len(b["prompt"]) for b in _next_token_bodies(server)) == 96

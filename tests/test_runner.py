@@ -70,9 +70,9 @@ def test_run_writes_records_results_and_summary(tmp_path: Path) -> None:
     # 48 items at k=0 (one seed: no draw to vary) + 48 x 2 seeds at k=2.
     assert len(recs) == 48 * 3
     assert {(r["k"], r["seed"]) for r in recs} == {(0, 0), (2, 0), (2, 1)}
-    rows = {(m["task"], m["k"]): m for m in res["metrics"]}
+    rows = {(m["task"], m["k"]): m for m in res.metrics}
     assert rows[("smoke", 2)]["seeds"] == [0, 1]
-    for m in res["metrics"]:
+    for m in res.metrics:
         assert 0 <= m["accuracy"] <= 1 and 0 <= m["macro_f1"] <= 1
         assert len(m["per_seed"][0]["confusion"]) == 3
     saved = json.loads((tmp_path / "r" / "results.json").read_text())
@@ -84,7 +84,9 @@ def test_run_writes_records_results_and_summary(tmp_path: Path) -> None:
     for r in recs:
         if r["k"] == 2:
             assert r["shots"] == draws[str(r["seed"])]
-    assert "torch" in saved["environment"]["versions"]
+    assert saved["version"] == 2
+    (made,) = saved["provenance"]
+    assert made["command"] == "run" and "torch" in made["versions"]
     assert "| smoke | 2 |" in (tmp_path / "r" / "summary.md").read_text()
 
 
@@ -116,8 +118,8 @@ def test_interrupted_run_resumes_without_duplicates(tmp_path: Path) -> None:
     assert second.scored == 48 * 3 - partial  # finished items are not recomputed
     keys = [(r["k"], r["seed"], r["item_id"]) for r in _records(tmp_path / "cut")]
     assert len(keys) == len(set(keys)) == 48 * 3
-    assert [m["accuracy"] for m in resumed["metrics"]] == [m["accuracy"] for m in full["metrics"]]
-    assert [m["macro_f1"] for m in resumed["metrics"]] == [m["macro_f1"] for m in full["metrics"]]
+    assert [m["accuracy"] for m in resumed.metrics] == [m["accuracy"] for m in full.metrics]
+    assert [m["macro_f1"] for m in resumed.metrics] == [m["macro_f1"] for m in full.metrics]
 
 
 def test_partial_last_line_is_cut_on_resume(tmp_path: Path) -> None:
@@ -155,7 +157,7 @@ def test_report_recomputes_from_records(tmp_path: Path) -> None:
     (tmp_path / "r" / "results.json").unlink()
     table = report([tmp_path / "r"])
     again = RunFolder(tmp_path / "r").read_results()
-    assert [m["accuracy"] for m in again["metrics"]] == [m["accuracy"] for m in res["metrics"]]
+    assert [m["accuracy"] for m in again["metrics"]] == [m["accuracy"] for m in res.metrics]
     assert "| hash | smoke | 0 | 48 | 1 |" in table
 
 

@@ -521,7 +521,7 @@ def test_nlieval_run_uses_a_trained_classifier(
     assert {r.checkpoint for r in records} == {str(Path(out_folder) / "seed0")}
     assert len(records) == 48
     want = trained["seeds"][0]["test"]["accuracy"]
-    assert res["metrics"][0]["accuracy"] == pytest.approx(want)
+    assert res.metrics[0]["accuracy"] == pytest.approx(want)
 
 
 def _train_cli(tiny_bert: Path, syn: dict[str, str], out: Path) -> subprocess.Popen[str]:
@@ -610,3 +610,43 @@ def test_a_trained_seed_cut_short_in_its_test_is_not_trained_again(
         assert r.pred == w.pred
         assert max(abs(a - b) for a, b in zip(r.loglik, w.loglik, strict=True)) < 1e-5
     assert [s["test"] for s in again["seeds"]] == [s["test"] for s in first["seeds"]]
+
+
+def test_folder_from_python_resumes_from_the_cli(
+    tiny_bert: Path, syn: dict[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from nlieval.cli import main
+
+    out = tmp_path / "py"
+    first = train(_config(tiny_bert, syn, out, epochs=1, sample=32), progress=False)
+    records = (out / "records.jsonl").read_text().splitlines()
+    argv = [
+        "train", "--model", str(tiny_bert), "--task", syn["task"], "--dev-task", syn["dev"],
+        "--dev-split", "test", "--epochs", "1", "--lr", "3e-3", "--max-length", "16",
+        "--sample", "32", "--device", "cpu", "--seeds", "0,1", "--out", str(out),
+        "--no-progress",
+    ]  # fmt: skip
+    with caplog.at_level("INFO", logger="nlieval.sci.train"):
+        assert main(argv) == 0
+    assert "seed 0 already trained" in caplog.text  # reused, not trained again
+    after = (out / "records.jsonl").read_text().splitlines()
+    assert after[: len(records)] == records and len(after) == 2 * len(records)
+    again = json.loads((out / "results.json").read_text())
+    assert [p["command"] for p in again["provenance"]] == ["train", "train"]
+    assert first["seeds"][0]["best_epoch"] == json.loads(
+        (out / "seed0" / "train.json").read_text()
+    )["best_epoch"]
+
+
+def test_folder_whose_limit_was_a_sample_is_not_resumed(
+    tiny_bert: Path, syn: dict[str, str], tmp_path: Path
+) -> None:
+    # Before --limit meant the first N in every command, train's --limit was a seeded
+    # sample: such a folder's records are of other items than --limit now takes.
+    out = tmp_path / "old"
+    train(_config(tiny_bert, syn, out, epochs=1, limit=32), progress=False)
+    saved = json.loads((out / "config.json").read_text())
+    del saved["items_rule"], saved["sample"], saved["sample_seed"]
+    (out / "config.json").write_text(json.dumps(saved))
+    with pytest.raises(RunError, match="items_rule: 1 -> 2"):
+        train(_config(tiny_bert, syn, out, epochs=1, limit=32, seeds=(0, 1)), progress=False)

@@ -11,13 +11,14 @@ with the ChaosNLI original label, which checks the file's label order.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ..data import Dataset, load_task
-from ..runs import RunFolder, Step, finalize, markdown_table, run_steps
+from ..runs import RunFolder, Step, execute, finalize, markdown_table
 from ..types import Item, Label, Record
 from . import chaosnli, predictions
 from .predictions import Prediction, PredictionSet
@@ -186,18 +187,13 @@ def import_predictions(
         dataset(str(s.task))
     planned = _plan(sets, datasets)
     folder = RunFolder(out_dir)
-    folder.start(config, overwrite=overwrite)
-    done = folder.done_keys()
     steps = [
         Step(
             f"{pl.pset.path}|{pl.pset.model}|{pl.pset.seed}",
             f"{Path(pl.pset.path).name} {pl.pset.model}",
-            [
-                (p, it)
-                for p, it in pl.matched
-                if (pl.pset.model, None, pl.pset.task, 0, pl.pset.seed, it.id) not in done
-            ],
+            list(pl.matched),
             point=pl.pset,
+            done_key=functools.partial(_record_key, pl.pset),
         )
         for pl in planned
     ]
@@ -209,7 +205,16 @@ def import_predictions(
         labels = labels_of(str(s.task))
         return [_record(p, it, s, labels) for p, it in chunk]
 
-    elapsed = run_steps(folder, steps, lambda _: None, work, progress=progress, chunk_size=1024)
+    elapsed = execute(
+        folder,
+        config,
+        steps,
+        lambda _: None,
+        work,
+        overwrite=overwrite,
+        progress=progress,
+        chunk_size=1024,
+    )
     summary = {
         **config.to_dict(),
         "model": ", ".join(dict.fromkeys(s.model for s in sets)),
@@ -236,6 +241,9 @@ def import_predictions(
     ]
     return {"files": files, "scores": chaosnli.score_records(folder.iter_records())}
 
+
+def _record_key(s: PredictionSet, pair: tuple[Prediction, Item]) -> Any:
+    return Record.key_of(s.model, None, str(s.task), 0, s.seed, pair[1].id)
 
 def format_import(result: Mapping[str, Any]) -> str:
     """The per-file table of :func:`import_predictions`, then the ChaosNLI scores.

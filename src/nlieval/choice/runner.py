@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from ..backends.base import (
     PromptTooLongError,
 )
 from ..backends.registry import check_model, load_scorer
-from ..runs import Draws, RunFolder, Step, finalize, run_steps
+from ..runs import Draws, Results, RunFolder, Step, execute, finalize
 from ..types import Item, Record
 from .config import RunConfig
 from .scoring import SweepPoint, make_sweep_point, score_items
@@ -104,11 +105,11 @@ def run(
     backend_factory: BackendFactory = default_backend,
     overwrite: bool = False,
     progress: bool = True,
-) -> dict[str, Any]:
+) -> Results:
     """Run (or resume) an evaluation and write the run folder; returns ``results.json``.
 
     >>> cfg = RunConfig(tiny_lm, ("smoke",), limit=4)  # the bundled 48-item task
-    >>> [m["n"] for m in run(cfg, run_dir, progress=False)["metrics"]]
+    >>> [m["n"] for m in run(cfg, run_dir, progress=False).metrics]
     [4]
     """
     config = _classifier_config(config)
@@ -117,9 +118,6 @@ def run(
         check_model(config.spec, config.hf.revision)
     # Data errors surface before anything is written.
     planned = plan(config)
-    folder = RunFolder(out_dir)
-    folder.start(config, overwrite=overwrite)
-    done = folder.done_keys()
     model = config.model
     steps: list[Step[Item]] = []
     for ckpt in config.checkpoints or (None,):
@@ -127,24 +125,11 @@ def run(
             for p in points:
                 # By length, so that each chunk (and each batch in it) holds items
                 # of similar length: less padding. Results do not depend on order.
-                todo = sorted(
-                    (
-                        it
-                        for it in ds.items
-                        if (model, ckpt, p.task, p.k, p.seed, it.id) not in done
-                    ),
-                    key=_length,
-                )
+                items = sorted(ds.items, key=_length)
                 key = "|".join(str(x) for x in (ckpt or "", p.task, p.k, p.seed))
                 label = f"{p.task} k={p.k} seed={p.seed}" + (f" {ckpt}" if ckpt else "")
-                steps.append(Step(key, label, todo, group=ckpt, point=p))
-    if done:
-        log.info(
-            "resuming %s: %d records already there, %d items to go",
-            out_dir,
-            len(done),
-            sum(len(s.todo) for s in steps),
-        )
+                done_key = functools.partial(_record_key, model, ckpt, p)
+                steps.append(Step(key, label, items, group=ckpt, point=p, done_key=done_key))
 
     sources = {ds.task: ds.source for ds, _, _ in planned}
 
@@ -172,7 +157,10 @@ def run(
                 "or use fewer --shots"
             ) from None
 
-    elapsed = run_steps(folder, steps, make_backend, work, progress=progress)
+    folder = RunFolder(out_dir)
+    elapsed = execute(
+        folder, config, steps, make_backend, work, overwrite=overwrite, progress=progress
+    )
     data_info, draws = _data_report(planned)
     return finalize(folder, config.to_dict(), elapsed, data_info=data_info, draws=draws)
 
@@ -186,6 +174,10 @@ def _data_report(planned: Planned) -> tuple[dict[str, dict[str, Any]], Draws]:
         for p in points:
             draws.setdefault(ds.task, {}).setdefault(p.k, {})[p.seed] = p.shot_ids
     return info, draws
+
+
+def _record_key(model: str, ckpt: str | None, p: SweepPoint, item: Item) -> Hashable:
+    return Record.key_of(model, ckpt, p.task, p.k, p.seed, item.id)
 
 
 def _length(item: Item) -> int:

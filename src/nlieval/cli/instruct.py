@@ -49,7 +49,7 @@ def cmd_instruct(args: argparse.Namespace) -> int:
             "run the same command again to resume"
         ) from err
     _print_faults(made)
-    print(instruct_table(results["metrics"], run_timing(results)))
+    print(instruct_table(results.metrics, run_timing(results)))
     print(f"\nrecords, results.json and summary.md in {args.out}")
     return 0
 

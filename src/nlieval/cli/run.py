@@ -37,7 +37,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         again = "; run the same command again to resume" if err.retryable else ""
         print(f"nlieval: error: {err}{again}", file=sys.stderr)
         return 2
-    print(metrics_table(results["metrics"], run_timing(results)))
+    print(metrics_table(results.metrics, run_timing(results)))
     print(f"\nrecords, results.json and summary.md in {args.out}")
     return 0
 

@@ -56,7 +56,7 @@ from .. import data
 from ..backends.base import GenerationBackend
 from ..backends.generator import LocalChat
 from ..data import Dataset
-from ..runs import RECORDS, RunError, RunFolder, Step, atomic_write, run_steps
+from ..runs import RECORDS, RunError, RunFolder, Step, atomic_write, execute
 from ..types import NLI3
 from .generated_config import GenerateConfig, GenerateFolderConfig
 from .generated_folder import (
@@ -217,8 +217,8 @@ def generate_items(
     >>> summary = generate_items(Echo(), GenerateConfig("smoke", limit=2, examples=0), out)
     >>> summary["premises"], summary["parsed_first_try"], summary["items"], summary["stopped"]
     (2, 2, 6, None)
-    >>> sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
-    ['config.json', 'items.jsonl', 'records.jsonl', 'summary.json', 'task.yaml', 'timing.json']
+    >>> print(*sorted(p.name for p in out.iterdir() if not p.name.startswith(".")))
+    config.json items.jsonl provenance.jsonl records.jsonl summary.json task.yaml timing.json
     >>> data.load_task(str(out / TASK)).items[0].label.value
     'entailment'
     """
@@ -233,22 +233,30 @@ def generate_items(
             "to discard it and start again"
         )
     folder = RunFolder(path, Answer)
-    folder.start(GenerateFolderConfig.of(backend.name, config, ds, examples), overwrite=overwrite)
-    if overwrite:
-        for name in (LEGACY_ANSWERS, ITEMS, SUMMARY, TASK):
-            (path / name).unlink(missing_ok=True)
-    folder.done_keys()  # cuts a line left half-written by a crash; appends skip saved keys
-    rows = folder.records()
-    states = answer_states(rows)
-    valid = first_valid(rows)
     # Items in data order whatever order answers arrived in (concurrent requests).
     order = {t.source_id: n for n, t in enumerate(targets)}
-    write_items(path, valid, order)
     name = f"generated-{ds.task}"
-    write_task(
-        path, name, f"hypotheses written by {backend.name} for {config.sentences}s of {ds.task}"
-    )
-    todo = [t for t in targets if states[t.source_id].valid_attempt is None]
+    states: dict[str, AnswerState] = defaultdict(AnswerState)
+    valid: dict[str, Answer] = {}
+
+    began: list[bool] = []
+
+    def plan_steps(folder: RunFolder[Answer]) -> list[Step[Sentence]]:
+        # What is still to ask depends on the answers the folder holds (valid or not).
+        began.append(True)
+        if overwrite:
+            for stale in (LEGACY_ANSWERS, ITEMS, SUMMARY, TASK):
+                (path / stale).unlink(missing_ok=True)
+        rows = folder.records()
+        states.update(answer_states(rows))
+        valid.update(first_valid(rows))
+        write_items(path, valid, order)
+        write_task(
+            path, name, f"hypotheses written by {backend.name} for {config.sentences}s of {ds.task}"
+        )
+        todo = [t for t in targets if states[t.source_id].valid_attempt is None]
+        return [Step(f"|{ds.task}|{config.sentences}", f"{config.sentences}s", todo)]
+
     in_a_row = 0
 
     def work(
@@ -307,13 +315,14 @@ def generate_items(
         write_items(path, valid, order)  # the chunk's rows are saved by now
 
     stopped: str | None = None
-    step = Step(f"|{ds.task}|{config.sentences}", f"{config.sentences}s", todo)
     try:
-        run_steps(
+        execute(
             folder,
-            [step],
+            GenerateFolderConfig.of(backend.name, config, ds, examples),
+            plan_steps,
             lambda _: backend,
             work,
+            overwrite=overwrite,
             progress=progress,
             chunk_size=PREMISES_PER_CHUNK,
             stream=True,
@@ -321,18 +330,21 @@ def generate_items(
     except _Stopped as err:
         stopped = str(err)
     finally:
-        rows = folder.records()
-        n_items = write_items(path, first_valid(rows), order)
-        summary = {
-            "generator": backend.name,
-            "task": ds.task,
-            "split": ds.split,
-            "examples": len(examples),
-            **summarize(targets, answer_states(rows), n_items),
-            "seconds": round(time.perf_counter() - started, 1),
-            "stopped": stopped,
-        }
-        atomic_write(path / SUMMARY, json.dumps(summary, indent=2) + "\n")
+        # A folder refused at its start (another command's, other settings) is not ours:
+        # nothing is written into it.
+        if began:
+            rows = folder.records()
+            n_items = write_items(path, first_valid(rows), order)
+            summary = {
+                "generator": backend.name,
+                "task": ds.task,
+                "split": ds.split,
+                "examples": len(examples),
+                **summarize(targets, answer_states(rows), n_items),
+                "seconds": round(time.perf_counter() - started, 1),
+                "stopped": stopped,
+            }
+            atomic_write(path / SUMMARY, json.dumps(summary, indent=2) + "\n")
     write_task(
         path,
         name,

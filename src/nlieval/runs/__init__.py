@@ -6,6 +6,7 @@ that writes results (``run``, ``instruct``, ``generate``, ``train``'s test recor
 
 from __future__ import annotations
 
+from .execute import execute
 from .folder import (
     CONFIG,
     RECORDS,
@@ -20,7 +21,8 @@ from .folder import (
     iter_run_records,
 )
 from .loop import CHUNK, Step, run_steps
-from .results import Draws, environment, finalize
+from .results import Draws, finalize, read_results
+from .schema import RESULTS_VERSION, Provenance, Results
 from .tables import (
     instruct_table,
     markdown_summary,
@@ -44,7 +46,10 @@ __all__ = [
     "RunFolder",
     "Step",
     "atomic_write",
-    "environment",
+    "RESULTS_VERSION",
+    "Provenance",
+    "Results",
+    "execute",
     "finalize",
     "instruct_table",
     "iter_run_records",
@@ -52,6 +57,7 @@ __all__ = [
     "markdown_table",
     "metrics_table",
     "plus_minus",
+    "read_results",
     "run_steps",
     "run_timing",
 ]

@@ -7,7 +7,10 @@ Layout of a run folder::
     records.jsonl   one row per line (a :class:`~nlieval.types.Record` unless the command
                     has a row type of its own), appended and fsync'ed while the run goes
     timing.json     scoring wall time and items per sweep point, kept while the run goes
-    results.json    configuration, versions, git commit, few-shot draws and metrics
+    provenance.jsonl  one line per invocation (and per re-report): command, time, package
+                    versions, git commit; appended, never rewritten
+    results.json    configuration, provenance, few-shot draws and metrics (versioned:
+                    :mod:`nlieval.runs.schema`)
     summary.md      the metrics as a Markdown table
     .lock           held (``flock``) by the one process writing the folder; holds its PID
 
@@ -36,6 +39,7 @@ CONFIG = "config.json"
 RESULTS = "results.json"
 SUMMARY = "summary.md"
 TIMING = "timing.json"
+PROVENANCE = "provenance.jsonl"
 #: The lock file of a folder being written (see :meth:`RunFolder.start`).
 LOCK = ".lock"
 #: Fields a row type must have on every line (a missing one would silently count as
@@ -249,7 +253,7 @@ class RunFolder(Generic[R]):
                     "choose another --out, or pass --overwrite to start it again"
                 )
         if overwrite:
-            for name in (RECORDS, RESULTS, SUMMARY, TIMING):
+            for name in (RECORDS, RESULTS, SUMMARY, TIMING, PROVENANCE):
                 (self.path / name).unlink(missing_ok=True)
         atomic_write(cfg_path, json.dumps(config.to_dict(), indent=2) + "\n")
 
@@ -367,6 +371,46 @@ class RunFolder(Generic[R]):
     def write_results(self, results: Mapping[str, Any], summary: str) -> None:
         atomic_write(self.path / RESULTS, json.dumps(results, indent=2, allow_nan=True) + "\n")
         atomic_write(self.path / SUMMARY, summary)
+
+    def append_provenance(self, entry: Mapping[str, Any]) -> None:
+        """Append one invocation's provenance (one JSON line, fsync'ed); lines already
+        there are never rewritten. A folder of an older version, whose ``results.json``
+        kept one ``environment`` instead, gets that environment as its first line."""
+        path = self.path / PROVENANCE
+        lines = []
+        if not path.is_file():
+            old = (self.path / RESULTS).is_file()
+            env = self.read_results().get("environment") if old else None
+            if isinstance(env, Mapping):
+                lines.append({**env, "command": "unknown (results version 1)"})
+        lines.append(dict(entry))
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("".join(json.dumps(x, sort_keys=True) + "\n" for x in lines))
+            f.flush()
+            os.fsync(f.fileno())
+
+    def read_provenance(self) -> list[dict[str, Any]]:
+        """Every provenance line, oldest first (a torn last line from a crash is left out).
+
+        >>> folder = RunFolder(run_dir); folder.append_provenance({"command": "run"})
+        >>> folder.read_provenance()
+        [{'command': 'run'}]
+        """
+        path = self.path / PROVENANCE
+        if not path.is_file():
+            return []
+        out = []
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(True), 1):
+            if not line.endswith("\n") or not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise RunError(f"{path}:{lineno}: unreadable provenance: {err.msg}") from None
+            if not isinstance(entry, dict):
+                raise RunError(f"{path}:{lineno}: expected a JSON object")
+            out.append(entry)
+        return out
 
     def read_timing(self) -> dict[str, dict[str, Any]]:
         """Scoring wall time per sweep point, summed over invocations."""

@@ -51,7 +51,9 @@ class Step(Generic[W]):
     ``key`` names it in ``timing.json`` (``checkpoint|task|k|seed``), ``label`` in the
     progress bar; ``todo`` holds the work not yet in the folder, in the order to do it;
     consecutive steps of one ``group`` (a checkpoint) share one backend; ``point`` is the
-    command's own description of the step, handed back to its chunk function.
+    command's own description of the step, handed back to its chunk function;
+    ``done_key(item)`` is the key the item's row will have (:func:`~nlieval.runs.execute`
+    leaves out the items whose key the folder already holds).
     """
 
     key: str
@@ -59,6 +61,7 @@ class Step(Generic[W]):
     todo: Sequence[W]
     group: Hashable = None
     point: Any = None
+    done_key: Callable[[W], Hashable] | None = None
 
 
 def run_steps(

@@ -11,6 +11,8 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from .schema import Results
+
 
 def plus_minus(mean: float, std: float, n_seeds: int, digits: int = 3) -> str:
     if math.isnan(mean):
@@ -149,11 +151,13 @@ def _seq(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def markdown_summary(results: Mapping[str, Any]) -> str:
-    """The ``summary.md`` of a run folder."""
-    cfg = results.get("config") or {}
-    env = results.get("environment") or {}
-    ver = env.get("versions", {})
+def markdown_summary(results: Results) -> str:
+    """The ``summary.md`` of a run folder: its versions are those of the latest
+    invocation that wrote records (a re-report changes no number's origin)."""
+    cfg = results.config or {}
+    made = results.made_by
+    ver = made.versions if made else {}
+    commit = made.git_commit if made else None
     kind = cfg.get("kind", "run")
     if kind == "instruct":
         setup = (
@@ -161,23 +165,23 @@ def markdown_summary(results: Mapping[str, Any]) -> str:
             f"exemplars from {cfg.get('pool_split') or 'the default pool'}; greedy, at most "
             f"{cfg.get('max_new_tokens')} new tokens"
         )
-        table = instruct_table(results.get("metrics", []), run_timing(results))
+        table = instruct_table(results.metrics, run_timing(results))
     else:
         setup = f"seeds {_seq(cfg.get('seeds'))}; limit {cfg.get('limit')}"
         if cfg.get("sample") is not None:
             setup += f"; sample {cfg['sample']} by label (seed {cfg.get('sample_seed', 0)})"
-        table = metrics_table(results.get("metrics", []), run_timing(results))
+        table = metrics_table(results.metrics, run_timing(results))
     lines = [
         f"# nlieval {kind}: {cfg.get('model', '?')}",
         "",
         f"tasks {', '.join(cfg.get('tasks', []))}; shots {_seq(cfg.get('shots'))}; {setup}",
         f"nlieval {ver.get('nlieval')}, torch {ver.get('torch')}, "
-        f"transformers {ver.get('transformers')}, commit {env.get('git_commit')}",
+        f"transformers {ver.get('transformers')}, commit {commit}",
         "",
         table,
         "",
     ]
-    for task, info in (results.get("data") or {}).items():
+    for task, info in results.data.items():
         dropped = ", ".join(f"{v} {k}" for k, v in (info.get("dropped") or {}).items()) or "none"
         lines.append(
             f"- {task}: {info['items']} of {info['items_in_split']} items of {info['split']} "
@@ -186,8 +190,8 @@ def markdown_summary(results: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_timing(results: Mapping[str, Any]) -> dict[str, Any]:
+def run_timing(results: Results) -> dict[str, Any]:
     """``{model: sweep-point timing}`` of one run's results (empty when untimed)."""
-    points = (results.get("timing") or {}).get("sweep_points")
-    model = (results.get("config") or {}).get("model")
+    points = results.timing.get("sweep_points")
+    model = (results.config or {}).get("model")
     return {model: points} if points and model else {}

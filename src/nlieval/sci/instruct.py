@@ -25,6 +25,7 @@ with no exemplars and greedy decoding the runs would repeat one another exactly.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import math
 import re
@@ -39,7 +40,7 @@ from ..backends.openai import ServerOptions
 from ..backends.registry import HFOptions, ModelSpec, load_generator, model_label, parse_model
 from ..backends.weights import DEFAULT_MODEL
 from ..data import Dataset, ItemSelection, seeded_rng
-from ..runs import RunError, RunFolder, Step, finalize, run_steps
+from ..runs import Results, RunError, RunFolder, Step, execute, finalize
 from ..settings import (
     csv_list,
     flat_dict,
@@ -572,7 +573,7 @@ def run_instruct(
     *,
     overwrite: bool = False,
     progress: bool = True,
-) -> dict[str, Any]:
+) -> Results:
     """Run (or resume) a prompted instruct-model evaluation into a run folder.
 
     The folder has the files of ``nlieval run`` (config.json, records.jsonl, timing.json,
@@ -593,23 +594,27 @@ def run_instruct(
     """
     planned = plan_instruct(config)  # data errors surface before anything is written
     folder = RunFolder(out_dir)
-    folder.start(config, overwrite=overwrite)
-    done = folder.done_keys()
-    saved_shots = {(r.task, r.k, r.seed): r.shots for r in folder.iter_records()}
-    for _, points, _ in planned:
-        for p in points:
-            old = saved_shots.get((p.task, p.k, p.run))
-            if old is not None and old != p.shot_ids:
-                raise RunError(
-                    f"{out_dir}: the records of {p.task} k={p.k} run {p.run} used other "
-                    "exemplars (the data changed?); choose another --out or --overwrite"
-                )
+
+    def plan_steps(folder: RunFolder[Record]) -> list[Step[Item]]:
+        # Records of a sweep point made with other exemplars must not be resumed.
+        saved_shots = {(r.task, r.k, r.seed): r.shots for r in folder.iter_records()}
+        for _, points, _ in planned:
+            for p in points:
+                old = saved_shots.get((p.task, p.k, p.run))
+                if old is not None and old != p.shot_ids:
+                    raise RunError(
+                        f"{out_dir}: the records of {p.task} k={p.k} run {p.run} used other "
+                        "exemplars (the data changed?); choose another --out or --overwrite"
+                    )
+        return steps
+
     steps = [
         Step(
             f"|{p.task}|{p.k}|{p.run}",
             f"{p.task} k={p.k} run={p.run}",
-            [it for it in ds.items if (config.model, None, p.task, p.k, p.run, it.id) not in done],
+            ds.items,
             point=p,
+            done_key=functools.partial(_record_key, config.model, p),
         )
         for ds, points, _ in planned
         for p in points
@@ -663,7 +668,15 @@ def run_instruct(
         # Answers of a server arrive one by one: keep each (see _Received).
         return _Received(backend) if callable(getattr(backend, "iter_map", None)) else backend
 
-    elapsed = run_steps(folder, steps, make_backend, work, progress=progress)
+    elapsed = execute(
+        folder,
+        config,
+        plan_steps,
+        make_backend,
+        work,
+        overwrite=overwrite,
+        progress=progress,
+    )
     draws = {
         ds.task: {k: {p.run: p.shot_ids for p in points if p.k == k} for k in config.shots}
         for ds, points, _ in planned
@@ -675,6 +688,10 @@ def run_instruct(
         data_info={ds.task: info for ds, _, info in planned},
         draws=draws,
     )
+
+
+def _record_key(model: str, p: InstructPoint, item: Item) -> Any:
+    return Record.key_of(model, None, p.task, p.k, p.run, item.id)
 
 
 class _Received:

@@ -41,6 +41,7 @@ and :mod:`~nlieval.sci.train_loop` (the epochs of one seed).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import shutil
@@ -51,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics import mean_std, point_metrics
-from ..runs import RunError, RunFolder, Step, atomic_write, finalize, run_steps
+from ..runs import RunError, RunFolder, Step, atomic_write, execute, finalize
 from ..types import Item, Record
 from .train_config import (
     ENCODER_ALIASES,
@@ -202,6 +203,10 @@ def _clear_seed(run: RunFolder, seed: int) -> None:
         run.done_keys()
 
 
+def _record_key(name: str, task: str, seed: int, item: Item) -> Hashable:
+    return Record.key_of(name, None, task, 0, seed, item.id)
+
+
 def _records_name(run: RunFolder) -> str:
     # The model name of the records: the one the folder's records already carry (so a
     # renamed folder keeps one name), else the folder's name.
@@ -289,8 +294,8 @@ def train(
     >>> results = train(cfg, progress=False)
     >>> [r["seed"] for r in results["seeds"]], sorted(results["summary"])
     ([0, 1], ['dev_macro_f1', 'test_accuracy', 'test_macro_f1', 'test_per_class_f1'])
-    >>> sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
-    ['config.json', 'records.jsonl', 'results.json', 'seed0', 'seed1', 'summary.md', 'timing.json']
+    >>> print(*sorted(p.name for p in out.iterdir() if not p.name.startswith(".")))
+    config.json provenance.jsonl records.jsonl results.json seed0 seed1 summary.md timing.json
     >>> train(cfg, progress=False)["seeds"] == results["seeds"]
     True
     """
@@ -306,46 +311,37 @@ def train(
     run = RunFolder(config.out)
     if resume and is_legacy_folder(run.path):
         raise RunError(legacy_message(run.path))
-    run.start(config, overwrite=not resume)
-    if not resume:
-        for name in LEGACY_SEED_FILES:
-            for old in run.path.glob(f"seed*/{name}"):
-                old.unlink()
-    run.done_keys()  # also cuts a record line left half-written by a kill
     key = _run_key(config)
     trained: dict[int, dict[str, Any]] = {}
-    for seed in config.seeds:
-        done = _seed_trained(run.path, seed, key) if resume else None
-        if done is not None:
-            log.info("seed %d already trained with these settings; reusing it", seed)
-            trained[seed] = done
-        else:
-            _clear_seed(run, seed)  # its old records must not count as done below
     test = data.test
-    if test is None:
-        elapsed: float | None = None
-        for seed in config.seeds:
-            if seed not in trained:
-                started = time.time()
-                trained[seed] = train_seed(
-                    config, data, seed, run, on_epoch=on_epoch, progress=progress
-                )[0]
-                elapsed = (elapsed or 0.0) + time.time() - started
-        results = finalize(run, config.to_dict(), elapsed, data_info={})
-        per_seed = [trained[seed] for seed in config.seeds]
-        return {**results, "seeds": per_seed, "summary": summarize_seeds(per_seed)}
+    name = ""
 
-    name = _records_name(run)
-    done_keys = run.done_keys()
-    steps = [
-        Step(
-            f"|{test.task}|0|{seed}",
-            f"{test.task} seed {seed}",
-            [it for it in test.items if (name, None, test.task, 0, seed, it.id) not in done_keys],
-            group=seed,
-        )
-        for seed in config.seeds
-    ]
+    def plan_steps(run: RunFolder[Record]) -> list[Step[Item]]:
+        nonlocal name
+        if not resume:
+            for legacy in LEGACY_SEED_FILES:
+                for old in run.path.glob(f"seed*/{legacy}"):
+                    old.unlink()
+        for seed in config.seeds:
+            done = _seed_trained(run.path, seed, key) if resume else None
+            if done is not None:
+                log.info("seed %d already trained with these settings; reusing it", seed)
+                trained[seed] = done
+            else:
+                _clear_seed(run, seed)  # its old records must not count as done below
+        if test is None:
+            return []
+        name = _records_name(run)
+        return [
+            Step(
+                f"|{test.task}|0|{seed}",
+                f"{test.task} seed {seed}",
+                test.items,
+                group=seed,
+                done_key=functools.partial(_record_key, name, test.task, seed),
+            )
+            for seed in config.seeds
+        ]
 
     def make_backend(seed: Hashable) -> EncoderClassifier:
         assert isinstance(seed, int)
@@ -366,14 +362,27 @@ def train(
         advance: Callable[[int], Any],
     ) -> list[Record]:
         seed = step.group
-        assert isinstance(seed, int)
+        assert isinstance(seed, int) and test is not None
         records = classify_records(
             backend, chunk, test.labels, task=test.task, model=name, seed=seed
         )
         advance(len(chunk))
         return records
 
-    elapsed = run_steps(run, steps, make_backend, work, progress=progress)
+    elapsed = execute(
+        run, config, plan_steps, make_backend, work, overwrite=not resume, progress=progress
+    )
+    if test is None:
+        for seed in config.seeds:
+            if seed not in trained:
+                started = time.time()
+                trained[seed] = train_seed(
+                    config, data, seed, run, on_epoch=on_epoch, progress=progress
+                )[0]
+                elapsed = (elapsed or 0.0) + time.time() - started
+        results = finalize(run, config.to_dict(), elapsed, data_info={})
+        per_seed = [trained[seed] for seed in config.seeds]
+        return {**results.to_dict(), "seeds": per_seed, "summary": summarize_seeds(per_seed)}
     # A seed's test scores are those of all its records in the folder, whichever
     # invocation scored them; they complete its train.json.
     by_seed: dict[int, list[Record]] = {}
@@ -383,9 +392,14 @@ def train(
         result = trained[seed]
         result["test"] = {"task": test.task, "split": test.split, **point_metrics(by_seed[seed])}
         _write_json(run.path / f"seed{seed}" / SEED_RESULTS, result)
-    results = finalize(run, config.to_dict(), elapsed, data_info={test.task: test.data_info()})
+    results = finalize(
+        run,
+        config.to_dict(),
+        elapsed,
+        data_info={test.task: test.data_info()},
+    )
     per_seed = [trained[seed] for seed in config.seeds]
-    return {**results, "seeds": per_seed, "summary": summarize_seeds(per_seed)}
+    return {**results.to_dict(), "seeds": per_seed, "summary": summarize_seeds(per_seed)}
 
 
 def format_results(results: Mapping[str, Any]) -> str:

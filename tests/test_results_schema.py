@@ -1,0 +1,108 @@
+"""results.json is typed and versioned, and a folder's provenance is appended per
+invocation, never rewritten by a later report."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nlieval.choice import RunConfig, run
+from nlieval.cli import main
+from nlieval.report import report
+from nlieval.runs import RESULTS_VERSION, RunError, RunFolder, read_results
+
+
+class HashLM:
+    """Log-likelihoods from a hash of the text: deterministic, no model."""
+
+    name = "hash"
+
+    def loglikelihood(self, requests: Any, progress: Any = None) -> list[list[float]]:
+        out = [
+            [-(zlib.crc32((r.context + c).encode()) % 97) / 10 - 0.1 for c in r.continuations]
+            for r in requests
+        ]
+        if progress:
+            progress(len(requests))
+        return out
+
+
+def _run(out: Path, limit: int) -> Any:
+    cfg = RunConfig("hash", ("smoke",), limit=limit)
+    return run(cfg, out, backend_factory=lambda c, ck: HashLM(), progress=False)
+
+
+def _json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def test_provenance_is_appended_per_invocation_and_kept_by_report(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    _run(out, 4)
+    _run(out, 8)  # resumed: a second invocation
+    saved = _json(out / "results.json")
+    assert saved["version"] == RESULTS_VERSION == 2
+    assert [p["command"] for p in saved["provenance"]] == ["run", "run"]
+    first = saved["provenance"][0]
+    report([out])
+    again = _json(out / "results.json")
+    assert [p["command"] for p in again["provenance"]] == ["run", "run", "report"]
+    assert again["provenance"][0] == first  # never rewritten
+    assert again["metrics"] == saved["metrics"]
+    # The summary names what made the records, not the report.
+    summary = (out / "summary.md").read_text()
+    assert f"commit {first['git_commit']}" in summary
+
+
+def test_a_results_file_of_a_newer_version_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r"
+    _run(out, 2)
+    saved = _json(out / "results.json")
+    (out / "results.json").write_text(json.dumps({**saved, "version": RESULTS_VERSION + 1}))
+    with pytest.raises(RunError, match="newer nlieval"):
+        read_results(RunFolder(out))
+    assert main(["report", str(out), "--no-write"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "results.json" in err and "upgrade" in err
+
+
+def test_a_folder_of_version_1_keeps_its_environment_as_provenance(tmp_path: Path) -> None:
+    # As written before the schema: one "environment", no version, no provenance.jsonl.
+    out = tmp_path / "r"
+    _run(out, 3)
+    table = report([out], write=False)
+    saved = _json(out / "results.json")
+    env = {
+        "versions": {"nlieval": "0.0.9", "torch": "2.0"},
+        "python": "3.10.1",
+        "platform": "old",
+        "git_commit": "abc123",
+        "time": "2025-01-01T00:00:00+00:00",
+    }
+    old = {k: v for k, v in saved.items() if k not in ("version", "provenance")}
+    (out / "results.json").write_text(json.dumps({**old, "environment": env}))
+    (out / "provenance.jsonl").unlink()
+    assert report([out]) == table  # the same table
+    prov = _json(out / "results.json")["provenance"]
+    assert prov[0]["command"] == "unknown (results version 1)"
+    assert prov[0]["versions"] == env["versions"] and prov[0]["git_commit"] == "abc123"
+    assert prov[-1]["command"] == "report"
+    assert "commit abc123" in (out / "summary.md").read_text()
+
+
+BAD = ['{"version": "2"}', '{"version": 2, "provenance": [{"versions": 3}]}']
+
+
+@pytest.mark.parametrize("bad", BAD)
+def test_a_malformed_results_file_is_one_line(tmp_path: Path, bad: str) -> None:
+    out = tmp_path / "r"
+    _run(out, 2)
+    (out / "results.json").write_text(bad)
+    with pytest.raises(RunError, match="results.json"):
+        read_results(RunFolder(out))
