@@ -123,6 +123,8 @@ class CompletionsLM(ServerClient):
     ``batch_size``, ``concurrency`` or ``top_logprobs`` (within the server's precision).
     """
 
+    ENDPOINT = "/completions"
+
     def __init__(
         self,
         model: str,
@@ -130,20 +132,10 @@ class CompletionsLM(ServerClient):
         *,
         batch_size: int | str = "auto",
         top_logprobs: int = DEFAULT_TOP_LOGPROBS,
-        api_key: str | None = None,
-        transport: httpx.BaseTransport | None = None,
-        sleep: Callable[[float], None] | None = None,
-        **settings: Any,
+        **client: Any,
     ) -> None:
-        super().__init__(
-            model,
-            server,
-            "/completions",
-            api_key=api_key,
-            transport=transport,
-            sleep=sleep,
-            **settings,
-        )
+        # ``client``: the keywords of ServerClient (api_key, transport, sleep, settings).
+        super().__init__(model, server, **client)
         if batch_size == "auto":
             self.batch_size = DEFAULT_BATCH
         elif isinstance(batch_size, int) and batch_size >= 1:

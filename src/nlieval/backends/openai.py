@@ -148,11 +148,15 @@ class ServerClient:
     instead of waiting) are for tests.
     """
 
+    #: The path appended to ``api_base`` when no ``endpoint`` is given (each subclass has
+    #: its own).
+    ENDPOINT = ""
+
     def __init__(
         self,
         model: str,
         server: ServerOptions | str,
-        endpoint: str,
+        endpoint: str | None = None,
         *,
         api_key: str | None = None,
         transport: httpx.BaseTransport | None = None,
@@ -165,7 +169,7 @@ class ServerClient:
         self.options = opts
         self.name = model
         self.api_base = opts.api_base.rstrip("/")
-        self.url = self.api_base + endpoint
+        self.url = self.api_base + (self.ENDPOINT if endpoint is None else endpoint)
         self.timeout = opts.timeout
         self.retries = opts.retries
         self.backoff = opts.backoff
@@ -351,25 +355,7 @@ class OpenAIChat(ServerClient):
     ['hello']
     """
 
-    def __init__(
-        self,
-        model: str,
-        server: ServerOptions | str,
-        *,
-        api_key: str | None = None,
-        transport: httpx.BaseTransport | None = None,
-        sleep: Callable[[float], None] | None = None,
-        **settings: Any,
-    ) -> None:
-        super().__init__(
-            model,
-            server,
-            "/chat/completions",
-            api_key=api_key,
-            transport=transport,
-            sleep=sleep,
-            **settings,
-        )
+    ENDPOINT = "/chat/completions"
 
     # -- GenerationBackend ------------------------------------------------------------
     def generate(
