@@ -106,3 +106,44 @@ def test_a_malformed_results_file_is_one_line(tmp_path: Path, bad: str) -> None:
     (out / "results.json").write_text(bad)
     with pytest.raises(RunError, match="results.json"):
         read_results(RunFolder(out))
+
+
+def test_a_folder_without_its_config_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Re-creating config.json from the current arguments would claim the records for them.
+    out = tmp_path / "r"
+    _run(out, 3)
+    records = (out / "records.jsonl").read_bytes()
+    (out / "config.json").unlink()
+    with pytest.raises(RunError, match="no config.json"):
+        _run(out, 5)
+    assert (out / "records.jsonl").read_bytes() == records
+    assert not (out / "config.json").exists()
+    argv = ["run", "--task", "smoke", "--limit", "5", "--out", str(out), "--no-progress"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no config.json" in err
+    # An unrelated folder is refused the same way; an empty one is fine.
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    with pytest.raises(RunError, match="notes.txt"):
+        _run(tmp_path / "mine", 2)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "mine"
+    (tmp_path / "empty").mkdir()
+    _run(tmp_path / "empty", 2)
+
+
+def test_a_folder_of_a_newer_format_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    _run(out, 2)
+    saved = _json(out / "config.json")
+    assert saved["folder_format"] == 2 and saved["kind"] == "run"
+    (out / "config.json").write_text(json.dumps({**saved, "folder_format": 3}))
+    with pytest.raises(RunError, match="newer nlieval"):
+        _run(out, 2)
+    # A folder of format 1 (no "folder_format", no "kind": made by `nlieval run`) resumes.
+    old = {k: v for k, v in saved.items() if k not in ("folder_format", "kind")}
+    (out / "config.json").write_text(json.dumps(old))
+    _run(out, 4)
+    assert len((out / "records.jsonl").read_text().splitlines()) == 4

@@ -213,7 +213,8 @@ def softmax(values: Sequence[float]) -> tuple[float, ...]:
     >>> softmax([1000.0, 1000.0])  # exp(1000) alone would overflow
     (0.5, 0.5)
     """
-    m = max(values)
-    exps = [math.exp(v - m) for v in values]
-    total = sum(exps)
-    return tuple(e / total for e in exps)
+    # scipy's softmax subtracts the maximum first (stable); imported here, not at the top,
+    # so that the core types load without scipy.
+    from scipy.special import softmax as scipy_softmax
+
+    return tuple(float(p) for p in scipy_softmax([float(v) for v in values]))

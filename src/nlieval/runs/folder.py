@@ -45,8 +45,11 @@ LOCK = ".lock"
 #: Fields a row type must have on every line (a missing one would silently count as
 #: "no gold label" or "no prediction" and shrink n).
 _REQUIRED: dict[type[Any], tuple[str, ...]] = {Record: ("gold", "pred")}
-#: The command of a folder whose config.json names none (folders of older versions).
-DEFAULT_KIND = "run"
+#: The version of the folder layout this code writes into ``config.json`` as
+#: ``"folder_format"``.
+#: 1 (none written): before it was; a config.json of version 1 without a
+#: ``"kind"`` was made by ``nlieval run``.
+FOLDER_FORMAT = 2
 
 
 class RunError(RuntimeError):
@@ -235,9 +238,26 @@ class RunFolder(Generic[R]):
         if self._lock is None:
             self._lock = _acquire(self.path)
         cfg_path = self.path / CONFIG
+        if not cfg_path.is_file() and not overwrite:
+            held = sorted(p.name for p in self.path.iterdir() if not p.name.startswith("."))
+            if held:
+                # Without its config.json nothing says what made these files: re-creating
+                # it from this command's settings could claim them for another setup.
+                raise RunError(
+                    f"{self.path} holds files ({', '.join(held[:3])}"
+                    f"{', ...' if len(held) > 3 else ''}) but no {CONFIG}: not a run folder "
+                    "of nlieval, or its config.json was removed; choose another --out, or "
+                    "pass --overwrite to start it again"
+                )
         if cfg_path.is_file() and not overwrite:
             old = _read_json(cfg_path)
-            old_kind = old.get("kind", DEFAULT_KIND)
+            version = old.get("folder_format", 1)
+            if not isinstance(version, int) or version > FOLDER_FORMAT:
+                raise RunError(
+                    f"{cfg_path}: a run folder of format {version!r}, written by a newer "
+                    f"nlieval (this one reads up to {FOLDER_FORMAT}): upgrade nlieval"
+                )
+            old_kind = old.get("kind", "run" if version == 1 else None)
             if old_kind != config.KIND:
                 raise RunError(
                     f"{self.path} holds a run of `nlieval {old_kind}`, not of "
@@ -255,7 +275,8 @@ class RunFolder(Generic[R]):
         if overwrite:
             for name in (RECORDS, RESULTS, SUMMARY, TIMING, PROVENANCE):
                 (self.path / name).unlink(missing_ok=True)
-        atomic_write(cfg_path, json.dumps(config.to_dict(), indent=2) + "\n")
+        saved = {"folder_format": FOLDER_FORMAT, "kind": config.KIND, **config.to_dict()}
+        atomic_write(cfg_path, json.dumps(saved, indent=2) + "\n")
 
     def repair(self) -> int:
         """Cut a partial last line left by a crash mid-write; return bytes removed."""
