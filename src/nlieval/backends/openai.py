@@ -35,6 +35,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
+from tenacity import (
+    RetryCallState,
+    RetryError,
+    Retrying,
+    stop_after_attempt,
+    stop_any,
+    stop_when_event_set,
+)
 
 from ..settings import setting
 
@@ -260,40 +268,70 @@ class ServerClient:
         ``parse`` raises :class:`ServerError` for a body of the wrong shape (not
         retried). ``stop``, once set, ends the retries (the last failure is raised).
         """
+        # tenacity runs the loop; what is ours: which failures are retried (_Retry), the
+        # delay (Retry-After or jittered back-off), the fault counts, and a caller's stop.
         tries = 0
-        while True:
+        last: list[_Retry] = []
+
+        def attempt() -> T:
+            nonlocal tries
             tries += 1
-            try:
-                return self._post(payload, parse, url or self.url)
-            except _Retry as failed:
-                err = failed.error
-                if tries > self.retries or (stop is not None and stop.is_set()):
-                    raise ServerError(
-                        f"{err} (gave up after {tries} tries)",
-                        status=err.status,
-                        retryable=True,
-                        tries=tries,
-                    ) from None
-                with self._faults_lock:
-                    self._faults[failed.kind] += 1
-                delay = self._delay(tries, failed.retry_after)
-                log.info("%s; retry %d/%d in %.2f s", err, tries, self.retries, delay)
-                if self._sleep is not None:
-                    self._sleep(delay)
-                elif stop is not None:
-                    stop.wait(delay)  # wakes at once when the caller stops (Ctrl-C, break)
-                else:
-                    time.sleep(delay)
-                if stop is not None and stop.is_set():
-                    raise ServerError(
-                        f"{err} (stopped after {tries} tries)",
-                        status=err.status,
-                        retryable=True,
-                        tries=tries,
-                    ) from None
-            except ServerError as err:
-                err.tries = tries
-                raise
+            return self._post(payload, parse, url or self.url)
+
+        def wait(state: RetryCallState) -> float:
+            return self._delay(state.attempt_number, last[-1].retry_after)
+
+        def before_sleep(state: RetryCallState) -> None:
+            failed = last[-1]
+            with self._faults_lock:
+                self._faults[failed.kind] += 1
+            delay = state.next_action.sleep if state.next_action else 0.0
+            log.info("%s; retry %d/%d in %.2f s", failed.error, tries, self.retries, delay)
+
+        def pause(seconds: float) -> None:
+            if self._sleep is not None:
+                self._sleep(seconds)
+            elif stop is not None:
+                stop.wait(seconds)  # wakes at once when the caller stops (Ctrl-C, break)
+            else:
+                time.sleep(seconds)
+            if stop is not None and stop.is_set():
+                err = last[-1].error
+                raise ServerError(
+                    f"{err} (stopped after {tries} tries)",
+                    status=err.status,
+                    retryable=True,
+                    tries=tries,
+                )
+
+        def retried(state: RetryCallState) -> bool:
+            error = state.outcome.exception() if state.outcome else None
+            if isinstance(error, _Retry):
+                last.append(error)
+                return True
+            return False
+
+        halt = stop_after_attempt(self.retries + 1)
+        retrying = Retrying(
+            retry=retried,
+            stop=halt if stop is None else stop_any(halt, stop_when_event_set(stop)),
+            wait=wait,
+            sleep=pause,
+            before_sleep=before_sleep,
+        )
+        try:
+            return retrying(attempt)
+        except RetryError:
+            err = last[-1].error
+            raise ServerError(
+                f"{err} (gave up after {tries} tries)",
+                status=err.status,
+                retryable=True,
+                tries=tries,
+            ) from None
+        except ServerError as err:
+            err.tries = tries
+            raise
 
     def _delay(self, tries: int, retry_after: float | None) -> float:
         if retry_after is not None:

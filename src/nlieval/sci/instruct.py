@@ -18,6 +18,10 @@ uniform probabilities (``log(1/4)`` each).
 into a run folder like ``nlieval run``'s, resumable after a crash. Zero-shot is run once:
 with no exemplars and greedy decoding the runs would repeat one another exactly.
 
+This module holds the settings and the run; its parts live beside it, their public names
+importable from here too: :mod:`~nlieval.sci.instruct_prompt` (messages, exemplars) and
+:mod:`~nlieval.sci.instruct_answers` (parsing answers, :func:`evaluate_instruct`).
+
 >>> parse_answer("The relation is: Reasoning.").value
 'reasoning'
 """
@@ -26,9 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,7 @@ from ..backends.base import GenerationBackend
 from ..backends.openai import ServerOptions
 from ..backends.registry import HFOptions, ModelSpec, load_generator, model_label, parse_model
 from ..backends.weights import DEFAULT_MODEL
-from ..data import Dataset, ItemSelection, seeded_rng
+from ..data import Dataset, ItemSelection
 from ..runs import Results, RunError, RunFolder, Step, execute, finalize
 from ..settings import (
     csv_list,
@@ -51,303 +52,50 @@ from ..settings import (
     seed_list,
     setting,
 )
-from ..types import LETTERS, SCI4, Item, Label, Record
-
-Message = dict[str, str]
-
-#: One line per class, in option (letter) order.
-CLASS_DEFINITIONS: dict[Label, str] = {
-    Label.CONTRASTING: (
-        "Sentence 2 contrasts with Sentence 1: it states something opposed to, or a "
-        "limitation of, what Sentence 1 says (as if it began with 'However,')."
-    ),
-    Label.REASONING: (
-        "Sentence 2 is a conclusion or consequence drawn from Sentence 1 "
-        "(as if it began with 'Therefore,')."
-    ),
-    Label.ENTAILMENT: (
-        "Sentence 2 restates Sentence 1 more specifically or in other words "
-        "(as if it began with 'Specifically,')."
-    ),
-    Label.NEUTRAL: (
-        "None of the above: the sentences may share a topic, but Sentence 2 neither "
-        "contrasts with, follows from, nor restates Sentence 1."
-    ),
-}
-
-SYSTEM_PROMPT = (
-    "You classify the relation between two sentences from scientific papers. "
-    "The classes are:\n"
-    + "\n".join(
-        f"{LETTERS[n]}. {lab.display}: {CLASS_DEFINITIONS[lab]}" for n, lab in enumerate(SCI4)
-    )
-    + "\nAnswer with the class name only: "
-    + ", ".join(lab.display for lab in SCI4[:-1])
-    + f" or {SCI4[-1].display}."
+from ..types import SCI4, Item, Label, Record
+from .instruct_answers import (
+    ReceivedAnswers,
+    ReplayAnswers,
+    answer_scores,
+    evaluate_instruct,
+    parse_answer,
+)
+from .instruct_prompt import (
+    CLASS_DEFINITIONS,
+    PROMPT_VERSION,
+    SHOTS,
+    SYSTEM_PROMPT,
+    Message,
+    build_messages,
+    exclude_items,
+    render_conversation,
+    select_exemplars,
+    user_message,
 )
 
-#: Shot counts the methods use (any multiple of 4 is accepted).
-SHOTS: tuple[int, ...] = (0, 4, 8, 12, 16)
+__all__ = [
+    "CLASS_DEFINITIONS",
+    "PROMPT_VERSION",
+    "SHOTS",
+    "SYSTEM_PROMPT",
+    "InstructConfig",
+    "InstructPoint",
+    "Message",
+    "build_messages",
+    "evaluate_instruct",
+    "exclude_items",
+    "instruct_backend",
+    "parse_answer",
+    "plan_instruct",
+    "render_conversation",
+    "run_instruct",
+    "select_exemplars",
+    "shot_counts_of_4",
+    "take_balanced",
+    "user_message",
+]
 
-
-def user_message(item: Item) -> str:
-    """The user turn for one sentence pair.
-
-    >>> print(user_message(Item("1", "A holds.", "B holds.", None)))
-    Sentence 1: A holds.
-    Sentence 2: B holds.
-    Relation:
-    """
-    return f"Sentence 1: {item.premise}\nSentence 2: {item.hypothesis}\nRelation:"
-
-
-def build_messages(
-    item: Item, exemplars: Sequence[Item] = (), system_role: bool = True
-) -> list[Message]:
-    """The conversation for one test item: system, exemplar turns, the item.
-
-    ``system_role=False`` puts the instructions at the top of the first user turn, for
-    chat templates without a system role.
-
-    >>> ex = Item("e1", "X grows.", "Thus Y grows.", Label.REASONING)
-    >>> [m["role"] for m in build_messages(Item("1", "A.", "B.", None), [ex])]
-    ['system', 'user', 'assistant', 'user']
-    """
-    turns: list[Message] = []
-    for ex in exemplars:
-        if ex.label is None:
-            raise ValueError(f"exemplar {ex.id} has no label")
-        turns.append({"role": "user", "content": user_message(ex)})
-        turns.append({"role": "assistant", "content": ex.label.display})
-    turns.append({"role": "user", "content": user_message(item)})
-    if system_role:
-        return [{"role": "system", "content": SYSTEM_PROMPT}, *turns]
-    first = turns[0]
-    turns[0] = {"role": "user", "content": f"{SYSTEM_PROMPT}\n\n{first['content']}"}
-    return turns
-
-
-def render_conversation(messages: Sequence[Message]) -> str:
-    """Plain text of a conversation, as saved in ``Record.prompt``.
-
-    >>> render_conversation([{"role": "user", "content": "Hi"}])
-    '[user]\\nHi'
-    """
-    return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)
-
-
-def select_exemplars(pool: Sequence[Item], k: int, run: int, seed: int = 0) -> list[Item]:
-    """``k / 4`` exemplars per class, shuffled; the same for every item of a run.
-
-    Each class's pool items are put in one seeded order; run ``r`` takes ``k / 4`` of
-    them from position ``4 r`` on (``r k / 4`` beyond k = 16), wrapping around. So a
-    run's k = 4 set is part of its k = 8 set, and so on, and runs 0, 1, 2 use disjoint
-    sets whenever every class has 12 items (``3 k / 4`` beyond k = 16). The order of the
-    k turns is shuffled per run and k.
-
-    >>> pool = [Item(str(n), "a", "b", lab) for n, lab in enumerate(SCI4 * 3)]
-    >>> [len(select_exemplars(pool, k, 0)) for k in (0, 4, 8)]
-    [0, 4, 8]
-    """
-    if k < 0 or k % len(SCI4):
-        raise ValueError(f"k must be a multiple of {len(SCI4)} (one exemplar per class), got {k}")
-    per_class = k // len(SCI4)
-    chosen: list[Item] = []
-    for lab in SCI4 if per_class else ():
-        members = sorted((it for it in pool if it.label is lab), key=lambda it: it.id)
-        if len(members) < per_class:
-            raise ValueError(
-                f"{per_class} exemplars of class {lab.value} needed, the pool has {len(members)}"
-            )
-        seeded_rng(seed, "exemplars", lab.value).shuffle(members)
-        # Blocks as wide as the largest usual k: nested over k, disjoint over runs.
-        start = run * max(per_class, max(SHOTS) // len(SCI4))
-        chosen += [members[(start + n) % len(members)] for n in range(per_class)]
-    seeded_rng(seed, "order", run, k).shuffle(chosen)
-    return chosen
-
-
-def exclude_items(pool: Sequence[Item], items: Sequence[Item], by_id: bool = True) -> list[Item]:
-    """``pool`` less every item that is one of ``items``: the same pair of sentences
-    (a test item never serves as an exemplar, whatever its id there) or, with ``by_id``,
-    the same id (use it when both come from one file: ids of different files may be
-    line numbers).
-
-    >>> a, b = Item("1", "A.", "B.", None), Item("2", "C.", "D.", None)
-    >>> [it.id for it in exclude_items([a, b, Item("9", "C.", "D.", None)], [b])]
-    ['1']
-    """
-    ids = {it.id for it in items} if by_id else set()
-    pairs = {(it.premise, it.hypothesis) for it in items}
-    return [p for p in pool if p.id not in ids and (p.premise, p.hypothesis) not in pairs]
-
-
-# --------------------------------------------------------------------------- answers
-
-# Class words and the inflections taken as safe. Deliberately absent: "contradiction"
-# (a different relation, and a sign the model answered another label set), "reason"
-# ("the reason is ..."), "cause", "unrelated", "none".
-_WORDS: dict[str, Label] = {
-    "contrasting": Label.CONTRASTING,
-    "contrast": Label.CONTRASTING,
-    "contrasts": Label.CONTRASTING,
-    "contrastive": Label.CONTRASTING,
-    "reasoning": Label.REASONING,
-    "entailment": Label.ENTAILMENT,
-    "entail": Label.ENTAILMENT,
-    "entails": Label.ENTAILMENT,
-    "entailed": Label.ENTAILMENT,
-    "neutral": Label.NEUTRAL,
-}
-# A class word with one of these among the three words before it (same clause) is negated
-# ("not entailment", "non-entailment", "isn't contrasting") and names no class.
-_NEGATORS = frozenset({"not", "no", "non", "never", "neither", "nor", "without"})
-_LEAD_IN = re.compile(
-    r"^(?:(?:the\s+)?(?:final\s+)?(?:answer|relation|class|label|option|choice)"
-    r"(?:\s+is)?\s*[:=\-]?\s*)?(?:option\s+|class\s+)?",
-    re.I,
-)
-# A bare letter: "B", "(B)", "B.", "B)", "B: Reasoning", "b - reasoning"; not the
-# article in "A reasoning relation".
-_LETTER = re.compile(r"^(?:\(([A-D])\)|([A-D])(?=\s*[.):,\-]|\s*$))", re.I)
-
-
-def _word_classes(text: str) -> set[Label]:
-    found = set()
-    # A negation reaches only to the end of its clause: "doesn't entail; neutral".
-    for clause in re.split(r"[.;:,!?()\n]+", text.lower()):
-        words = re.findall(r"[a-z]+", clause)
-        for n, word in enumerate(words):
-            label = _WORDS.get(word)
-            if label is not None and not _NEGATORS.intersection(words[max(0, n - 3) : n]):
-                found.add(label)
-    return found
-
-
-def _letter_class(text: str) -> Label | None:
-    m = _LETTER.match(_LEAD_IN.sub("", text, count=1))
-    if m is None:
-        return None
-    return SCI4[LETTERS.index((m.group(1) or m.group(2)).upper())]
-
-
-def parse_answer(text: str | None) -> Label | None:
-    """The class an answer names, or None when it names none or more than one.
-
-    Case, punctuation, markdown and surrounding words do not matter; option letters
-    A-D count when they stand alone or are followed by punctuation; negated class words
-    ("not neutral") are ignored. A letter and a word must agree.
-
-    >>> [parse_answer(a) for a in ("**B**", "contrast.", "Neutral or entailment")]
-    [<Label.REASONING: 'reasoning'>, <Label.CONTRASTING: 'contrasting'>, None]
-    """
-    if not text:
-        return None
-    clean = re.sub(r"n['’]t\b", " not", text)  # "isn't" is a negation, not "isn" + "t"
-    clean = re.sub(r"[*_`\"'“”‘’#>]", " ", clean).strip()
-    found = _word_classes(clean)
-    letter = _letter_class(clean)
-    if letter is not None:
-        found.add(letter)
-    return found.pop() if len(found) == 1 else None
-
-
-# --------------------------------------------------------------------------- evaluation
-
-_EPS = 1e-12  # floor of one-hot probabilities before the log, so NLLs stay finite
-
-
-def _scores(pred: Label | None) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    if pred is None:
-        probs = tuple(1.0 / len(SCI4) for _ in SCI4)
-    else:
-        probs = tuple(1.0 if lab is pred else 0.0 for lab in SCI4)
-    return tuple(math.log(max(p, _EPS)) for p in probs), probs
-
-
-def evaluate_instruct(
-    backend: GenerationBackend,
-    items: Sequence[Item],
-    pool: Sequence[Item],
-    k: int,
-    run: int,
-    max_new_tokens: int = 16,
-    *,
-    task: str = "scinli",
-    seed: int = 0,
-    system_role: bool = True,
-    batch_size: int = 32,
-    progress: Callable[[int], Any] | None = None,
-    exemplars: Sequence[Item] | None = None,
-    model: str | None = None,
-    save_prompt: bool = True,
-) -> list[Record]:
-    """Ask a chat model for the class of every item (greedy) and record its answers.
-
-    Exemplars come from ``pool`` less any item with a test item's id, so the pool may be
-    the test split itself; or they are given as ``exemplars`` (chosen once for a whole
-    run, as :func:`run_instruct` does; ``pool`` is then ignored). ``Record.seed`` is the
-    run index; ``shots`` the exemplar ids; ``answer`` the raw text; ``pred`` None when
-    :func:`parse_answer` finds no class; ``model`` defaults to the backend's name.
-
-    >>> class Echo:
-    ...     name = "echo"
-    ...     def generate(self, convs, max_new_tokens=32, temperature=0.0, seed=0):
-    ...         return ["Neutral." for _ in convs]
-    >>> it = Item("1", "A.", "B.", Label.NEUTRAL)
-    >>> evaluate_instruct(Echo(), [it], [], k=0, run=0)[0].pred
-    'neutral'
-    """
-    if exemplars is None:
-        exemplars = select_exemplars(exclude_items(pool, items), k, run, seed)
-    elif len(exemplars) != k:
-        raise ValueError(f"{len(exemplars)} exemplars given for k = {k}")
-    elif len(exclude_items(exemplars, items, by_id=False)) != k:
-        raise ValueError("an exemplar is also a test item")
-    shots = tuple(ex.id for ex in exemplars)
-    convs = [build_messages(it, exemplars, system_role) for it in items]
-    answers: list[str] = []
-    for start in range(0, len(convs), batch_size):
-        batch = convs[start : start + batch_size]
-        out = backend.generate(batch, max_new_tokens=max_new_tokens, temperature=0.0, seed=run)
-        if len(out) != len(batch):
-            raise ValueError(f"{backend.name} gave {len(out)} answers for {len(batch)} prompts")
-        answers += out
-        if progress is not None:
-            progress(len(batch))
-    records = []
-    for item, conv, answer in zip(items, convs, answers, strict=True):
-        pred = parse_answer(answer)
-        loglik, probs = _scores(pred)
-        domain = item.meta.get("domain")
-        records.append(
-            Record(
-                task=task,
-                item_id=item.id,
-                model=model or backend.name,
-                k=k,
-                seed=run,
-                labels=tuple(lab.value for lab in SCI4),
-                loglik=loglik,
-                probs=probs,
-                pred=None if pred is None else pred.value,
-                gold=None if item.label is None else item.label.value,
-                prompt=render_conversation(conv) if save_prompt else "",
-                shots=shots,
-                answer=answer,
-                meta={} if domain is None else {"domain": domain},
-            )
-        )
-    return records
-
-
-# --------------------------------------------------------------------------- whole runs
-
-#: Changes whenever the prompt text does: part of a run folder's identity, so a folder
-#: made with another prompt is never resumed with this one.
-PROMPT_VERSION = hashlib.sha256(
-    (SYSTEM_PROMPT + "\x00" + user_message(Item("", "{1}", "{2}", None))).encode()
-).hexdigest()[:12]
+_scores = answer_scores  # its name from before the split (tests import it from here)
 
 
 def shot_counts_of_4(text: str) -> tuple[int, ...]:
@@ -650,7 +398,7 @@ def run_instruct(
         progress: Callable[[int], Any],
     ) -> list[Record]:
         p: InstructPoint = step.point
-        if not isinstance(backend, _Received):
+        if not isinstance(backend, ReceivedAnswers):
             return ask(backend, p, chunk, progress)
         try:
             return ask(backend, p, chunk, progress)
@@ -659,14 +407,14 @@ def run_instruct(
             # arrive before the run stops, so that a resume asks only for the others.
             got = sorted(backend.answers)
             if got:
-                replay = _Replay(backend.name, [backend.answers[i] for i in got])
+                replay = ReplayAnswers(backend.name, [backend.answers[i] for i in got])
                 folder.append(ask(replay, p, [chunk[i] for i in got], None))
             raise
 
     def make_backend(_: Any) -> GenerationBackend:
         backend = backend_factory() if backend_factory else instruct_backend(config)
-        # Answers of a server arrive one by one: keep each (see _Received).
-        return _Received(backend) if callable(getattr(backend, "iter_map", None)) else backend
+        # Answers of a server arrive one by one: keep each (see ReceivedAnswers).
+        return ReceivedAnswers(backend) if callable(getattr(backend, "iter_map", None)) else backend
 
     elapsed = execute(
         folder,
@@ -692,53 +440,3 @@ def run_instruct(
 
 def _record_key(model: str, p: InstructPoint, item: Item) -> Any:
     return Record.key_of(model, None, p.task, p.k, p.run, item.id)
-
-
-class _Received:
-    """A server backend (one with ``iter_generate``) whose :meth:`generate` keeps the
-    answers that arrived in :attr:`answers` (by index) when a request fails for good, so
-    that :func:`run_instruct` saves them before it stops."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name: str = inner.name
-        self.answers: dict[int, str] = {}
-
-    def generate(
-        self,
-        conversations: Sequence[Sequence[Message]],
-        max_new_tokens: int = 32,
-        temperature: float = 0.0,
-        seed: int = 0,
-    ) -> list[str]:
-        self.answers = {}
-        failed: BaseException | None = None
-        for i, answer in self.inner.iter_generate(conversations, max_new_tokens, temperature, seed):
-            if isinstance(answer, BaseException):
-                failed = failed or answer
-            else:
-                self.answers[i] = answer
-        if failed is not None:
-            raise failed
-        return [self.answers[i] for i in range(len(conversations))]
-
-
-class _Replay:
-    """Answers already received, given back in order (to record them)."""
-
-    def __init__(self, name: str, answers: Sequence[str]) -> None:
-        self.name = name
-        self._answers = list(answers)
-
-    def generate(
-        self,
-        conversations: Sequence[Sequence[Message]],
-        max_new_tokens: int = 32,
-        temperature: float = 0.0,
-        seed: int = 0,
-    ) -> list[str]:
-        out, self._answers = (
-            self._answers[: len(conversations)],
-            self._answers[len(conversations) :],
-        )
-        return out

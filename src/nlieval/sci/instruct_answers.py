@@ -1,0 +1,241 @@
+"""The answers of ``nlieval instruct`` (:mod:`nlieval.sci.instruct`): the class an answer
+text names (:func:`parse_answer`), the one-hot scores recorded for it
+(:func:`answer_scores`), :func:`evaluate_instruct`, which asks a chat model about items
+and turns its answers into records, and the backend wrappers with which a run keeps the
+answers that arrived before a request failed (:class:`ReceivedAnswers`,
+:class:`ReplayAnswers`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..backends.base import GenerationBackend
+from ..types import LETTERS, SCI4, Item, Label, Record
+from .instruct_prompt import (
+    Message,
+    build_messages,
+    exclude_items,
+    render_conversation,
+    select_exemplars,
+)
+
+# Class words and the inflections taken as safe. Deliberately absent: "contradiction"
+# (a different relation, and a sign the model answered another label set), "reason"
+# ("the reason is ..."), "cause", "unrelated", "none".
+_WORDS: dict[str, Label] = {
+    "contrasting": Label.CONTRASTING,
+    "contrast": Label.CONTRASTING,
+    "contrasts": Label.CONTRASTING,
+    "contrastive": Label.CONTRASTING,
+    "reasoning": Label.REASONING,
+    "entailment": Label.ENTAILMENT,
+    "entail": Label.ENTAILMENT,
+    "entails": Label.ENTAILMENT,
+    "entailed": Label.ENTAILMENT,
+    "neutral": Label.NEUTRAL,
+}
+# A class word with one of these among the three words before it (same clause) is negated
+# ("not entailment", "non-entailment", "isn't contrasting") and names no class.
+_NEGATORS = frozenset({"not", "no", "non", "never", "neither", "nor", "without"})
+_LEAD_IN = re.compile(
+    r"^(?:(?:the\s+)?(?:final\s+)?(?:answer|relation|class|label|option|choice)"
+    r"(?:\s+is)?\s*[:=\-]?\s*)?(?:option\s+|class\s+)?",
+    re.I,
+)
+# A bare letter: "B", "(B)", "B.", "B)", "B: Reasoning", "b - reasoning"; not the
+# article in "A reasoning relation".
+_LETTER = re.compile(r"^(?:\(([A-D])\)|([A-D])(?=\s*[.):,\-]|\s*$))", re.I)
+
+
+def _word_classes(text: str) -> set[Label]:
+    found = set()
+    # A negation reaches only to the end of its clause: "doesn't entail; neutral".
+    for clause in re.split(r"[.;:,!?()\n]+", text.lower()):
+        words = re.findall(r"[a-z]+", clause)
+        for n, word in enumerate(words):
+            label = _WORDS.get(word)
+            if label is not None and not _NEGATORS.intersection(words[max(0, n - 3) : n]):
+                found.add(label)
+    return found
+
+
+def _letter_class(text: str) -> Label | None:
+    m = _LETTER.match(_LEAD_IN.sub("", text, count=1))
+    if m is None:
+        return None
+    return SCI4[LETTERS.index((m.group(1) or m.group(2)).upper())]
+
+
+def parse_answer(text: str | None) -> Label | None:
+    """The class an answer names, or None when it names none or more than one.
+
+    Case, punctuation, markdown and surrounding words do not matter; option letters
+    A-D count when they stand alone or are followed by punctuation; negated class words
+    ("not neutral") are ignored. A letter and a word must agree.
+
+    >>> [parse_answer(a) for a in ("**B**", "contrast.", "Neutral or entailment")]
+    [<Label.REASONING: 'reasoning'>, <Label.CONTRASTING: 'contrasting'>, None]
+    """
+    if not text:
+        return None
+    clean = re.sub(r"n['’]t\b", " not", text)  # "isn't" is a negation, not "isn" + "t"
+    clean = re.sub(r"[*_`\"'“”‘’#>]", " ", clean).strip()
+    found = _word_classes(clean)
+    letter = _letter_class(clean)
+    if letter is not None:
+        found.add(letter)
+    return found.pop() if len(found) == 1 else None
+
+
+# --------------------------------------------------------------------------- evaluation
+
+_EPS = 1e-12  # floor of one-hot probabilities before the log, so NLLs stay finite
+
+
+def answer_scores(pred: Label | None) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``(loglik, probs)`` of a record of a generated answer, in :data:`SCI4` order:
+    one-hot on the parsed class (log-probabilities floored at 1e-12), uniform when the
+    answer names no class.
+
+    >>> [round(x, 1) for x in answer_scores(Label.REASONING)[0]]
+    [-27.6, 0.0, -27.6, -27.6]
+    """
+    if pred is None:
+        probs = tuple(1.0 / len(SCI4) for _ in SCI4)
+    else:
+        probs = tuple(1.0 if lab is pred else 0.0 for lab in SCI4)
+    return tuple(math.log(max(p, _EPS)) for p in probs), probs
+
+
+def evaluate_instruct(
+    backend: GenerationBackend,
+    items: Sequence[Item],
+    pool: Sequence[Item],
+    k: int,
+    run: int,
+    max_new_tokens: int = 16,
+    *,
+    task: str = "scinli",
+    seed: int = 0,
+    system_role: bool = True,
+    batch_size: int = 32,
+    progress: Callable[[int], Any] | None = None,
+    exemplars: Sequence[Item] | None = None,
+    model: str | None = None,
+    save_prompt: bool = True,
+) -> list[Record]:
+    """Ask a chat model for the class of every item (greedy) and record its answers.
+
+    Exemplars come from ``pool`` less any item with a test item's id, so the pool may be
+    the test split itself; or they are given as ``exemplars`` (chosen once for a whole
+    run, as :func:`~nlieval.sci.instruct.run_instruct` does; ``pool`` is then ignored).
+    ``Record.seed`` is the run index; ``shots`` the exemplar ids; ``answer`` the raw text;
+    ``pred`` None when :func:`parse_answer` finds no class; ``model`` defaults to the
+    backend's name.
+
+    >>> class Echo:
+    ...     name = "echo"
+    ...     def generate(self, convs, max_new_tokens=32, temperature=0.0, seed=0):
+    ...         return ["Neutral." for _ in convs]
+    >>> it = Item("1", "A.", "B.", Label.NEUTRAL)
+    >>> evaluate_instruct(Echo(), [it], [], k=0, run=0)[0].pred
+    'neutral'
+    """
+    if exemplars is None:
+        exemplars = select_exemplars(exclude_items(pool, items), k, run, seed)
+    elif len(exemplars) != k:
+        raise ValueError(f"{len(exemplars)} exemplars given for k = {k}")
+    elif len(exclude_items(exemplars, items, by_id=False)) != k:
+        raise ValueError("an exemplar is also a test item")
+    shots = tuple(ex.id for ex in exemplars)
+    convs = [build_messages(it, exemplars, system_role) for it in items]
+    answers: list[str] = []
+    for start in range(0, len(convs), batch_size):
+        batch = convs[start : start + batch_size]
+        out = backend.generate(batch, max_new_tokens=max_new_tokens, temperature=0.0, seed=run)
+        if len(out) != len(batch):
+            raise ValueError(f"{backend.name} gave {len(out)} answers for {len(batch)} prompts")
+        answers += out
+        if progress is not None:
+            progress(len(batch))
+    records = []
+    for item, conv, answer in zip(items, convs, answers, strict=True):
+        pred = parse_answer(answer)
+        loglik, probs = answer_scores(pred)
+        domain = item.meta.get("domain")
+        records.append(
+            Record(
+                task=task,
+                item_id=item.id,
+                model=model or backend.name,
+                k=k,
+                seed=run,
+                labels=tuple(lab.value for lab in SCI4),
+                loglik=loglik,
+                probs=probs,
+                pred=None if pred is None else pred.value,
+                gold=None if item.label is None else item.label.value,
+                prompt=render_conversation(conv) if save_prompt else "",
+                shots=shots,
+                answer=answer,
+                meta={} if domain is None else {"domain": domain},
+            )
+        )
+    return records
+
+
+# --------------------------------------------------------------------------- received answers
+
+
+class ReceivedAnswers:
+    """A server backend (one with ``iter_generate``) whose :meth:`generate` keeps the
+    answers that arrived in :attr:`answers` (by index) when a request fails for good, so
+    that :func:`~nlieval.sci.instruct.run_instruct` saves them before it stops."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name: str = inner.name
+        self.answers: dict[int, str] = {}
+
+    def generate(
+        self,
+        conversations: Sequence[Sequence[Message]],
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> list[str]:
+        self.answers = {}
+        failed: BaseException | None = None
+        for i, answer in self.inner.iter_generate(conversations, max_new_tokens, temperature, seed):
+            if isinstance(answer, BaseException):
+                failed = failed or answer
+            else:
+                self.answers[i] = answer
+        if failed is not None:
+            raise failed
+        return [self.answers[i] for i in range(len(conversations))]
+
+
+class ReplayAnswers:
+    """Answers already received, given back in order (to record them)."""
+
+    def __init__(self, name: str, answers: Sequence[str]) -> None:
+        self.name = name
+        self._answers = list(answers)
+
+    def generate(
+        self,
+        conversations: Sequence[Sequence[Message]],
+        max_new_tokens: int = 32,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> list[str]:
+        out, self._answers = (
+            self._answers[: len(conversations)],
+            self._answers[len(conversations) :],
+        )
+        return out
