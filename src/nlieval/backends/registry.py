@@ -119,6 +119,33 @@ def model_label(model: str) -> str:
     return model[len(HF_PREFIX) :] if model.startswith(HF_PREFIX) else model
 
 
+class NamesAModel:
+    """What a settings class that holds ``model`` and ``server`` (its options, None
+    without ``--api-base``) says of its model: one rule, in every command's config.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Cfg(NamesAModel):
+    ...     model: str
+    ...     server: ServerOptions | None = None
+    >>> Cfg("m").engine, Cfg("m", ServerOptions("http://h:1/v1")).engine
+    ('hf', 'server')
+    """
+
+    model: str
+    server: ServerOptions | None
+
+    @property
+    def spec(self) -> ModelSpec:
+        """What ``model`` names, and which engine runs it."""
+        return parse_model(self.model, self.server.api_base if self.server else None)
+
+    @property
+    def engine(self) -> str:
+        """``hf`` or ``server`` (part of a run's identity; the address is not)."""
+        return self.spec.engine
+
+
 @dataclass(frozen=True)
 class HFOptions:
     """How to run a model in process through transformers (torch).
@@ -264,7 +291,7 @@ def load_generator(
 
 
 @dataclass(frozen=True)
-class ChatModel:
+class ChatModel(NamesAModel):
     """The chat model of a command that only needs one (``generate``): the model string
     and the options of its engines, as flags.
 
@@ -281,11 +308,6 @@ class ChatModel:
     server: ServerOptions | None = options(
         ServerOptions, when="api_base", optional=True, title="server"
     )
-
-    @property
-    def spec(self) -> ModelSpec:
-        """What ``model`` names, and which engine runs it."""
-        return parse_model(self.model, self.server.api_base if self.server else None)
 
     def load(self) -> GenerationBackend:
         """The backend (see :func:`load_generator`)."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..backends.openai import ServerOptions
-from ..backends.registry import HFOptions, ModelSpec, model_label, parse_model
+from ..backends.registry import HFOptions, NamesAModel, model_label
 from ..backends.weights import DEFAULT_MODEL
 from ..data.selection import ItemSelection
 from ..settings import (
@@ -23,7 +23,7 @@ from ..settings import (
 
 
 @dataclass(frozen=True)
-class RunConfig(ItemSelection):
+class RunConfig(ItemSelection, NamesAModel):
     """Everything that defines a run. ``IDENTITY`` fields must match to resume a folder;
     the others (tasks, shots, seeds, limit) may grow between invocations.
 
@@ -117,15 +117,6 @@ class RunConfig(ItemSelection):
             raise ValueError("--checkpoints needs a local model, not one on a server")
         if self.top_logprobs < 0:
             raise ValueError(f"--top-logprobs must be 0 or more, got {self.top_logprobs}")
-
-    @property
-    def spec(self) -> ModelSpec:
-        """What ``model`` names, and which engine runs it."""
-        return parse_model(self.model, self.server.api_base if self.server else None)
-
-    @property
-    def engine(self) -> str:
-        return self.spec.engine
 
     def to_dict(self) -> dict[str, Any]:
         """The flat JSON form of ``config.json`` (the engine included)."""

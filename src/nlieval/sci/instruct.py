@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 from .. import data
 from ..backends.base import GenerationBackend
 from ..backends.openai import ServerOptions
-from ..backends.registry import HFOptions, ModelSpec, load_generator, model_label, parse_model
+from ..backends.registry import HFOptions, NamesAModel, load_generator, model_label
 from ..backends.weights import DEFAULT_MODEL
 from ..data import Dataset, ItemSelection
 from ..runs import Results, RunError, RunFolder, Step, execute, finalize
@@ -114,7 +114,7 @@ def shot_counts_of_4(text: str) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class InstructConfig(ItemSelection):
+class InstructConfig(ItemSelection, NamesAModel):
     """Everything that defines an ``nlieval instruct`` run folder.
 
     ``IDENTITY`` fields must match to resume a folder; tasks, shots, runs and limit may
@@ -194,15 +194,6 @@ class InstructConfig(ItemSelection):
             raise ValueError("--balanced-limit goes with --limit")
         self.spec  # noqa: B018  (a model string that means nothing fails here)
         object.__setattr__(self, "model", model_label(self.model))
-
-    @property
-    def spec(self) -> ModelSpec:
-        """What ``model`` names, and which engine runs it."""
-        return parse_model(self.model, self.server.api_base if self.server else None)
-
-    @property
-    def engine(self) -> str:
-        return self.spec.engine
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.KIND, **flat_dict(self), "engine": self.engine}
