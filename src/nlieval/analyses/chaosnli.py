@@ -1,254 +1,84 @@
 """ChaosNLI: model predictions against the distribution of 100 human labels per item.
 
-The divergences follow the ChaosNLI reference evaluation (easonnie/ChaosNLI,
-``src/evaluation/tools.py``) so that numbers compare with the published table:
-
-- label order [e, n, c] for NLI and [1, 2] for alpha-NLI;
-- the model distribution is clipped below at 1e-15 and renormalised (from logits via
-  softmax first when only logits are given);
-- the column the reference calls "JSD" is ``scipy.spatial.distance.jensenshannon`` with the
-  natural log, i.e. the Jensen-Shannon *distance*; it is reported here as ``js_distance``,
-  and the divergence (its square, per item, then averaged) as ``js_divergence``;
-- ``kl`` is KL(human || model) (``scipy.stats.entropy(human, model)``), natural log;
-- "old" accuracy is against the dataset's original label (``acc_original``), "new" accuracy
-  against the ChaosNLI majority label (``acc_majority``).
-
-Human vs human: no second independent set of 100 labels exists, so the human line is an
-*estimate*: each item's labels are split at random into two halves (counts drawn without
-replacement, seeded per item) and the JS distance between the halves is averaged over
-several splits and then over items (:func:`split_half_js`). It compares two sets of 50
-labels, which differ more than two sets of 100 would; a published value can replace it
-(:class:`HumanBaseline`).
-
-Every metric is an average over items. Records of one (model, checkpoint, task, k) are
-scored per seed on the items every seed has, then averaged (mean and sample std), as in
-:func:`nlieval.metrics.summarize`.
+Records of one (model, checkpoint, task, k) are scored per seed on the items every seed
+has, then averaged (mean and sample std), as in :func:`nlieval.metrics.summarize`; every
+metric is an average over items: "old" accuracy against the original label
+(``acc_original``), "new" against the ChaosNLI majority (``acc_majority``) and the
+divergences of :mod:`~nlieval.analyses.chaosnli_measures` (as the ChaosNLI reference
+computes them; that module's public names are importable from here too).
 """
 
 from __future__ import annotations
 
-import logging
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike, NDArray
-from scipy.spatial.distance import jensenshannon
-from scipy.stats import entropy
+from numpy.typing import NDArray
 
 from ..data import load_task
 from ..runs import markdown_table
-from ..types import ALPHA, NLI3, Record
+from ..types import Record
+from .chaosnli_measures import (
+    ALPHA_ORDER,
+    DIVERGENCES,
+    EPS,
+    NLI_ORDER,
+    HumanBaseline,
+    assign_bins,
+    bin_edges,
+    canonical_order,
+    divergences,
+    entropy_bits,
+    human_distribution,
+    human_line,
+    item_divergences,
+    model_distribution,
+    split_half_js,
+)
 from .predictions import load_official, official_prediction
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "ALPHA_ORDER",
+    "Against",
+    "DIVERGENCES",
+    "EPS",
+    "GROUP",
+    "HumanBaseline",
+    "KEY",
+    "METRICS",
+    "NLI_ORDER",
+    "UNIFORM",
+    "all_correct_subset",
+    "assign_bins",
+    "bin_edges",
+    "canonical_order",
+    "common_items",
+    "divergences",
+    "entropy_bins",
+    "entropy_bits",
+    "format_all_correct",
+    "format_bins_table",
+    "format_table",
+    "human_distribution",
+    "human_line",
+    "item_divergences",
+    "item_frame",
+    "model_distribution",
+    "prediction_frame",
+    "report",
+    "score_prediction_file",
+    "score_predictions",
+    "score_records",
+    "split_half_js",
+]
 
-#: The reference's floor for model probabilities (keeps KL finite).
-EPS = 1e-15
-NLI_ORDER: tuple[str, ...] = tuple(lab.value for lab in NLI3)
-ALPHA_ORDER: tuple[str, ...] = tuple(lab.value for lab in ALPHA)
-DIVERGENCES = ("js_distance", "js_divergence", "kl")
 METRICS = (*DIVERGENCES, "acc_original", "acc_majority")
 UNIFORM = tuple(f"uniform_{m}" for m in DIVERGENCES)
 GROUP = ["model", "checkpoint", "task", "k"]
 Against = Literal["original", "majority"]
-
-
-def canonical_order(labels: Iterable[str]) -> tuple[str, ...]:
-    """The ChaosNLI order of a label set: [e, n, c] for NLI, [1, 2] for alpha-NLI.
-
-    >>> canonical_order(["contradiction", "entailment", "neutral"])
-    ('entailment', 'neutral', 'contradiction')
-    """
-    found = set(labels)
-    for order in (NLI_ORDER, ALPHA_ORDER):
-        if found == set(order):
-            return order
-    raise ValueError(f"labels {sorted(found)} are not a ChaosNLI label set (e/n/c or 1/2)")
-
-
-def human_distribution(counts_or_dists: ArrayLike) -> NDArray[np.float64]:
-    """Rows of label counts (or distributions) normalised to sum to 1.
-
-    >>> human_distribution([[30, 70, 0]]).tolist()
-    [[0.3, 0.7, 0.0]]
-    """
-    h = np.atleast_2d(np.asarray(counts_or_dists, dtype=float))
-    # Negative, NaN or all-zero rows would turn every divergence into inf or NaN.
-    if not np.isfinite(h).all() or (h < 0).any():
-        raise ValueError("human label counts must be finite and not negative")
-    if (h.sum(axis=1) <= 0).any():
-        raise ValueError("an item has no human labels (its counts sum to 0)")
-    return h / h.sum(axis=1, keepdims=True)
-
-
-def model_distribution(probs: ArrayLike) -> NDArray[np.float64]:
-    """Rows of model probabilities with entries below 1e-15 raised to it, renormalised
-    (the reference's ``normalize_dist``).
-
-    >>> float(model_distribution([[1.0, 0.0]])[0, 1]) > 0
-    True
-    """
-    p = np.atleast_2d(np.asarray(probs, dtype=float))
-    # abs() as in the reference: only values of magnitude below EPS are replaced.
-    p = np.where(np.abs(p) < EPS, EPS, p)
-    return p / p.sum(axis=1, keepdims=True)
-
-
-def item_divergences(
-    human_counts_or_dists: ArrayLike, model_probs: ArrayLike
-) -> dict[str, NDArray[np.float64]]:
-    """Per-item JS distance, JS divergence and KL(human || model), natural log.
-
-    >>> d = item_divergences([[50, 50]], [[0.5, 0.5]])
-    >>> float(d["js_distance"][0]), float(d["kl"][0])
-    (0.0, 0.0)
-    """
-    h = human_distribution(human_counts_or_dists)
-    m = model_distribution(model_probs)
-    if h.shape != m.shape:
-        raise ValueError(f"human {h.shape} and model {m.shape} distributions differ in shape")
-    with np.errstate(invalid="ignore"):
-        js = np.asarray(jensenshannon(h, m, axis=1), dtype=float)
-    # Near-identical distributions can round to a tiny negative under the root: the
-    # reference then sets the item's JS to 0. Non-finite input still gives nan.
-    rounded = np.isnan(js) & np.isfinite(h).all(axis=1) & np.isfinite(m).all(axis=1)
-    if rounded.any():
-        log.debug("JS distance rounded to nan for %d items; set to 0", rounded.sum())
-        js = np.where(rounded, 0.0, js)
-    kl = np.asarray(entropy(h, m, axis=1), dtype=float)
-    return {"js_distance": js, "js_divergence": js**2, "kl": kl}
-
-
-def divergences(human_counts_or_dists: ArrayLike, model_probs: ArrayLike) -> dict[str, float]:
-    """Mean JS distance, JS divergence and KL(human || model) over items, and ``n``.
-
-    >>> d = divergences([[100, 0, 0]], [[1 / 3, 1 / 3, 1 / 3]])
-    >>> round(d["kl"], 4), round(d["js_divergence"], 4), d["n"]
-    (1.0986, 0.3183, 1)
-    """
-    per = item_divergences(human_counts_or_dists, model_probs)
-    out = {name: float(np.mean(v)) for name, v in per.items()}
-    out["n"] = len(per["kl"])
-    return out
-
-
-def entropy_bits(counts: ArrayLike) -> NDArray[np.float64]:
-    """Entropy in bits of rows of label counts.
-
-    >>> entropy_bits([[50, 50], [100, 0]]).tolist()
-    [1.0, 0.0]
-    """
-    return np.asarray(entropy(np.atleast_2d(np.asarray(counts, float)), base=2, axis=1))
-
-
-def bin_edges(values: ArrayLike, n_bins: int = 5) -> NDArray[np.float64]:
-    """Quantile bin edges as in the reference: the minimum, then the i/n quantiles.
-
-    Bins are [lo, hi) except the last, which is closed. Entropies of 100 labels take few
-    values, so ties can make bins unequal in size (or empty).
-
-    >>> bin_edges([0, 1, 2, 3], 2).tolist()
-    [0.0, 1.5, 3.0]
-    """
-    if n_bins < 1:
-        raise ValueError("n_bins must be at least 1")
-    v = np.asarray(values, dtype=float)
-    return np.concatenate([[v.min()], np.quantile(v, np.linspace(0, 1, n_bins + 1)[1:])])
-
-
-@dataclass(frozen=True)
-class HumanBaseline:
-    """How the human-vs-human line is got: the split-half estimate (``splits`` random
-    halves per item, ``seed``), or for a task in ``published`` that JS distance instead.
-
-    >>> HumanBaseline(published={"chaosnli_snli": 0.1}).label("chaosnli_snli")
-    'human (published)'
-    """
-
-    splits: int = 10
-    seed: int = 0
-    published: Mapping[str, float] = field(default_factory=dict)
-
-    def label(self, task: str) -> str:
-        if task in self.published:
-            return "human (published)"
-        return f"human split-half (estimate, {self.splits} splits)"
-
-
-@lru_cache(maxsize=1 << 16)
-def _split_half(
-    counts: tuple[int, ...], splits: int, seed: int, item_id: str
-) -> tuple[float, float]:
-    c = np.asarray(counts, dtype=np.int64)
-    # Seeded per item (not per call order) so an item gets the same halves whatever
-    # other items or systems are scored beside it.
-    rng = np.random.default_rng([seed, zlib.crc32(item_id.encode("utf-8"))])
-    half_a = rng.multivariate_hypergeometric(c, int(c.sum()) // 2, size=splits)
-    # Both halves are human label distributions: no 1e-15 floor (that is for models).
-    a, b = human_distribution(half_a), human_distribution(c - half_a)
-    with np.errstate(invalid="ignore"):
-        js = np.asarray(jensenshannon(a, b, axis=1), dtype=float)
-    js = np.nan_to_num(js, nan=0.0)  # equal halves can round below 0 under the root
-    return float(js.mean()), float((js**2).mean())
-
-
-def split_half_js(
-    counts: Sequence[int], splits: int = 10, seed: int = 0, item_id: str = ""
-) -> tuple[float, float]:
-    """Mean JS distance and mean JS divergence (natural log) between two random halves
-    of one item's human labels, over ``splits`` splits. A half takes ``sum // 2`` labels
-    drawn without replacement (numpy's multivariate hypergeometric), the other half the
-    rest; the random stream is seeded by ``seed`` and the item id.
-
-    >>> split_half_js([100, 0, 0])
-    (0.0, 0.0)
-    >>> 0 < split_half_js([50, 50, 0], splits=20, item_id="x")[0] < 0.2
-    True
-    """
-    if splits < 1:
-        raise ValueError("splits must be at least 1")
-    c = np.asarray(counts, dtype=float)
-    if (c < 0).any() or not np.isfinite(c).all() or (c != np.round(c)).any() or c.sum() < 2:
-        raise ValueError(f"item {item_id!r}: split-half needs integer label counts, got {counts}")
-    return _split_half(tuple(int(x) for x in c), splits, seed, item_id)
-
-
-def human_line(items: pd.DataFrame, task: str, human: HumanBaseline) -> dict[str, Any]:
-    """The human-vs-human row of a task on the distinct items of ``items`` (a frame of
-    :func:`item_frame` with ``item_id`` and ``human_counts``): the split-half estimate,
-    or the published JS distance of ``task``. ``js_divergence`` is None for a published
-    value (the mean of squares is not the square of the mean).
-    """
-    if task in human.published:
-        value = float(human.published[task])
-        return {"label": human.label(task), "js_distance": value, "js_divergence": None}
-    pairs = [
-        split_half_js(c, human.splits, human.seed, str(i))
-        for i, c in zip(items["item_id"], items["human_counts"], strict=True)
-    ]
-    arr = np.asarray(pairs, dtype=float).reshape(-1, 2)
-    return {
-        "label": human.label(task),
-        "js_distance": float(arr[:, 0].mean()) if len(arr) else float("nan"),
-        "js_divergence": float(arr[:, 1].mean()) if len(arr) else float("nan"),
-        "splits": human.splits,
-        "seed": human.seed,
-    }
-
-
-def assign_bins(values: ArrayLike, edges: ArrayLike) -> NDArray[np.intp]:
-    """Bin index of each value for :func:`bin_edges` (left-closed, last bin closed).
-
-    >>> assign_bins([0, 1.5, 3], [0, 1.5, 3]).tolist()
-    [0, 1, 1]
-    """
-    return np.searchsorted(np.asarray(edges, float)[1:-1], np.asarray(values, float), "right")
 
 
 # --------------------------------------------------------------------------- item tables
