@@ -147,3 +147,13 @@ def test_a_folder_of_a_newer_format_is_refused(tmp_path: Path) -> None:
     (out / "config.json").write_text(json.dumps(old))
     _run(out, 4)
     assert len((out / "records.jsonl").read_text().splitlines()) == 4
+
+
+def test_a_provenance_line_cut_by_a_kill_does_not_break_the_folder(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    _run(out, 2)
+    with open(out / "provenance.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"command": "run", "ti')  # killed mid-write
+    _run(out, 4)
+    prov = _json(out / "results.json")["provenance"]
+    assert [p["command"] for p in prov] == ["run", "run"]

@@ -280,31 +280,7 @@ class RunFolder(Generic[R]):
 
     def repair(self) -> int:
         """Cut a partial last line left by a crash mid-write; return bytes removed."""
-        p = self.records_path
-        if not p.is_file():
-            return 0
-        size = p.stat().st_size
-        if size == 0:
-            return 0
-        with open(p, "rb+") as f:
-            # Scan back for the last newline in blocks: the file may be large.
-            pos, block = size, 1 << 16
-            while pos > 0:
-                start = max(0, pos - block)
-                f.seek(start)
-                chunk = f.read(pos - start)
-                nl = chunk.rfind(b"\n")
-                if nl >= 0:
-                    end = start + nl + 1
-                    break
-                pos = start
-            else:
-                end = 0
-            if end < size:
-                f.truncate(end)
-                f.flush()
-                os.fsync(f.fileno())
-            return size - end
+        return cut_torn_tail(self.records_path)
 
     def iter_records(self) -> Iterator[R]:
         """Every row, first occurrence of each key only.
@@ -398,6 +374,7 @@ class RunFolder(Generic[R]):
         there are never rewritten. A folder of an older version, whose ``results.json``
         kept one ``environment`` instead, gets that environment as its first line."""
         path = self.path / PROVENANCE
+        cut_torn_tail(path)  # a line cut short by a kill would merge with the next
         lines = []
         if not path.is_file():
             old = (self.path / RESULTS).is_file()
@@ -454,6 +431,40 @@ class RunFolder(Generic[R]):
         if not p.is_file():
             return None
         return _read_json(p)
+
+
+def cut_torn_tail(p: Path) -> int:
+    """Cut a partial last line (a write cut short by a crash) off an append-only JSONL
+    file; return the bytes removed.
+
+    >>> p = Path(run_dir) / "a.jsonl"; _ = p.write_bytes(b'{"a": 1}\\n{"b"')
+    >>> cut_torn_tail(p), p.read_bytes()
+    (4, b'{"a": 1}\\n')
+    """
+    if not p.is_file():
+        return 0
+    size = p.stat().st_size
+    if size == 0:
+        return 0
+    with open(p, "rb+") as f:
+        # Scan back for the last newline in blocks: the file may be large.
+        pos, block = size, 1 << 16
+        while pos > 0:
+            start = max(0, pos - block)
+            f.seek(start)
+            chunk = f.read(pos - start)
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                end = start + nl + 1
+                break
+            pos = start
+        else:
+            end = 0
+        if end < size:
+            f.truncate(end)
+            f.flush()
+            os.fsync(f.fileno())
+        return size - end
 
 
 def _identity(cls: type[Any], old: Mapping[str, Any]) -> dict[str, Any]:
