@@ -17,7 +17,7 @@ from nlieval.contamination.ngrams import build_index
 from nlieval.contamination.scan import scan_files
 from nlieval.data import DataError, get_task, read_items
 from nlieval.data.stats import dataset_stats
-from nlieval.report import report
+from nlieval.reports import report
 from nlieval.runs import RECORDS, RunError, RunFolder
 from nlieval.sci import distant
 

@@ -12,7 +12,7 @@ import pytest
 
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
-from nlieval.report import report
+from nlieval.reports import report
 from nlieval.runs import RESULTS_VERSION, RunError, RunFolder, read_results
 
 

@@ -14,7 +14,7 @@ from cli_process import start_cli
 
 from nlieval.backends.base import Progress, ScoreRequest
 from nlieval.choice import RunConfig, run
-from nlieval.report import report
+from nlieval.reports import report
 from nlieval.runs import RECORDS, RunError, RunFolder
 
 

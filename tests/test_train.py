@@ -185,7 +185,7 @@ def test_results_mean_and_std_over_seeds(
     assert math.isclose(std, abs(f1[0] - f1[1]) / math.sqrt(2))
     assert is_classifier_folder(tmp_path / "seed0") and is_classifier_folder(tmp_path / "seed1")
     # `nlieval report` and `nlieval sci-report`: one row, mean ± std over the two seeds.
-    from nlieval.report import report
+    from nlieval.reports import report
     from nlieval.sci.report import iter_report_records, sci_rows
 
     task = results["metrics"][0]["task"]

@@ -63,7 +63,7 @@ _EXPORTS: dict[str, str] = {
     "make_sweep_point": "choice.scoring",
     "score_items": "choice.scoring",
     # report (``nlieval report``)
-    "report": "report",
+    "report": "reports",
 }
 
 __all__ = list(_EXPORTS)

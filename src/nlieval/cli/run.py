@@ -10,7 +10,7 @@ from .. import data
 from ..backends.openai import ServerError
 from ..choice import RunConfig, run
 from ..data.stats import dataset_stats, format_stats
-from ..report import report
+from ..reports import report
 from ..runs import metrics_table, run_timing
 from .args import add_data_dir, add_settings, csv_list, settings_from_args
 
