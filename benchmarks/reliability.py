@@ -990,11 +990,11 @@ def main() -> int:
         "process, an escaping exception counted as a traceback)",
     )
     opts = ap.parse_args()
-    from conftest import _tiny_model  # the tests' tiny random Llama
     from tiny_bert import make_tiny_bert
+    from tiny_models import tiny_model  # the tests' tiny random Llama
 
     d = Path(tempfile.mkdtemp(prefix="nlieval-reliability-"))
-    model = str(_tiny_model(d / "tiny-llama", "llama"))
+    model = str(tiny_model(d / "tiny-llama", "llama"))
     words = ["a", "man", "walks", "moves", "in", "the", "park"] + [str(i) for i in range(10)]
     bert = str(make_tiny_bert(d / "tiny-bert", words))
     rc, _, err = _cli(

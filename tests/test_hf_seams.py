@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS
+from tiny_models import CORPUS
 
 from nlieval.backends.base import ScoreRequest
 from nlieval.backends.hf import HFCausalLM

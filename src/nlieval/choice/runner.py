@@ -93,6 +93,15 @@ def plan(config: RunConfig) -> Planned:
             "skipped_bad": ds.skipped_bad,
             "pool": pool_source,
             "pool_is_test_split": pool_is_test,
+            # Of the whole split and pool as read, and of the prompt of the split's first
+            # item per sweep point: none changes when --limit or --sample grows.
+            "fingerprint": data.items_fingerprint(ds.items),
+            "pool_fingerprint": data.items_fingerprint(pool) if pool else None,
+            "prompt_fingerprints": {
+                f"k={p.k} seed={p.seed}": data.text_fingerprint(p.prompt(ds.items[0]).text)
+                for p in points
+                if ds.items
+            },
         }
         out.append((dataclasses.replace(ds, items=tuple(items)), points, info))
     return out
@@ -159,7 +168,14 @@ def run(
 
     folder = RunFolder(out_dir)
     elapsed = execute(
-        folder, config, steps, make_backend, work, overwrite=overwrite, progress=progress
+        folder,
+        config,
+        steps,
+        make_backend,
+        work,
+        overwrite=overwrite,
+        progress=progress,
+        fingerprints=_fingerprints(planned),
     )
     data_info, draws = _data_report(planned)
     return finalize(folder, config.to_dict(), elapsed, data_info=data_info, draws=draws)
@@ -174,6 +190,19 @@ def _data_report(planned: Planned) -> tuple[dict[str, dict[str, Any]], Draws]:
         for p in points:
             draws.setdefault(ds.task, {}).setdefault(p.k, {})[p.seed] = p.shot_ids
     return info, draws
+
+
+def _fingerprints(planned: Planned) -> dict[str, str]:
+    """What the numbers depend on besides the settings: each task's data and pool as read
+    and the prompt of every sweep point (see :meth:`nlieval.runs.RunFolder.start`)."""
+    out: dict[str, str] = {}
+    for ds, _, info in planned:
+        out[f"data {ds.task}"] = info["fingerprint"]
+        if info["pool_fingerprint"]:
+            out[f"pool {ds.task}"] = info["pool_fingerprint"]
+        for point, value in info["prompt_fingerprints"].items():
+            out[f"prompt {ds.task} {point}"] = value
+    return out
 
 
 def _record_key(model: str, ckpt: str | None, p: SweepPoint, item: Item) -> Hashable:

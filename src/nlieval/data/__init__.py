@@ -44,6 +44,7 @@ The code is split by concern; this package re-exports the public names:
 from __future__ import annotations
 
 from .dataset import DataError, Dataset, sample_items, seeded_rng
+from .fingerprint import items_fingerprint, text_fingerprint
 from .load import (
     ENV_DATA_DIR,
     get_task,
@@ -60,6 +61,8 @@ from .tasks import TASKS
 from .taskyaml import make_parser, write_task_yaml
 
 __all__ = [
+    "items_fingerprint",
+    "text_fingerprint",
     "ItemSelection",
     "ENV_DATA_DIR",
     "TASKS",

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from .folder import FolderConfig, Row, RunFolder
@@ -51,6 +51,7 @@ def execute(
     progress: bool = True,
     chunk_size: int | None = None,
     stream: bool = False,
+    fingerprints: Mapping[str, str] | None = None,
 ) -> float | None:
     """Start (or resume) ``folder`` for ``config`` and do what its steps still lack.
 
@@ -60,9 +61,10 @@ def execute(
     already cut), for a command whose plan depends on what the folder holds: it may check
     the saved records against the plan, or remove those of unfinished work. The rest is
     :func:`~nlieval.runs.loop.run_steps`; returns the seconds spent, or None when there
-    was nothing to do.
+    was nothing to do. ``fingerprints`` (of the data and prompts the numbers depend on)
+    are checked against those the folder was made with (:meth:`RunFolder.start`).
     """
-    folder.start(config, overwrite=overwrite)
+    folder.start(config, overwrite=overwrite, fingerprints=fingerprints)
     folder.append_provenance(Provenance.now(config.KIND).to_dict())
     folder.repair()
     planned = steps(folder) if callable(steps) else steps

@@ -231,9 +231,19 @@ class RunFolder(Generic[R]):
     def exists(self) -> bool:
         return (self.path / CONFIG).is_file() or self.records_path.is_file()
 
-    def start(self, config: FolderConfig, overwrite: bool = False) -> None:
+    def start(
+        self,
+        config: FolderConfig,
+        overwrite: bool = False,
+        fingerprints: Mapping[str, str] | None = None,
+    ) -> None:
         """Create the folder, or check that an existing one was made by a compatible config;
-        either way lock it for this process first (see the class docstring)."""
+        either way lock it for this process first (see the class docstring).
+
+        ``fingerprints`` (name -> fingerprint of what the numbers depend on: the data as
+        read, the prompt template) are kept in ``config.json``; a name saved with another
+        fingerprint is a :class:`RunError` saying what changed. Names new to the folder
+        (a task added) are kept beside the saved ones."""
         self.path.mkdir(parents=True, exist_ok=True)
         if self._lock is None:
             self._lock = _acquire(self.path)
@@ -272,10 +282,25 @@ class RunFolder(Generic[R]):
                     f"{self.path} holds a run made with other settings ({detail}); "
                     "choose another --out, or pass --overwrite to start it again"
                 )
+        known: dict[str, str] = {}
+        if cfg_path.is_file() and not overwrite:
+            old_prints = _read_json(cfg_path).get("fingerprints") or {}
+            known = {str(k): str(v) for k, v in old_prints.items()}
+            now = dict(fingerprints or {})
+            changed = [k for k, v in now.items() if k in known and known[k] != v]
+            if changed:
+                detail = ", ".join(f"{k}: {known[k]} -> {now[k]}" for k in changed)
+                raise RunError(
+                    f"{self.path} holds records made from other contents ({detail}): a data "
+                    "file or template was edited, or --data-dir/--template names other "
+                    "files; choose another --out, or pass --overwrite to start it again"
+                )
         if overwrite:
             for name in (RECORDS, RESULTS, SUMMARY, TIMING, PROVENANCE):
                 (self.path / name).unlink(missing_ok=True)
         saved = {"folder_format": FOLDER_FORMAT, "kind": config.KIND, **config.to_dict()}
+        if known or fingerprints:
+            saved["fingerprints"] = {**known, **(fingerprints or {})}
         atomic_write(cfg_path, json.dumps(saved, indent=2) + "\n")
 
     def repair(self) -> int:
