@@ -108,3 +108,42 @@ def test_fingerprints_are_kept_and_a_new_task_adds_its_own(tmp_path: Path) -> No
     grown = json.loads((out / "config.json").read_text())["fingerprints"]
     assert {k: grown[k] for k in saved} == saved
     assert {"pool mini", "prompt mini k=2 seed=0"} <= set(grown)
+
+
+class Neutral:
+    """A chat model that always answers Neutral."""
+
+    name = "neutral-bot"
+
+    def generate(self, conversations: Any, max_new_tokens: int = 32, **kw: Any) -> list[str]:
+        return ["Neutral"] * len(conversations)
+
+
+def _sci_task(folder: Path, edit: int | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    classes = ("contrasting", "reasoning", "entailment", "neutral")
+    rows = [
+        {"id": f"s{i}", "s1": f"Sentence {i}." if i != edit else "Edited.", "s2": f"Then {i}.",
+         "label": classes[i % 4]}
+        for i in range(8)
+    ]  # fmt: skip
+    (folder / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    yaml = folder / "t.yaml"
+    yaml.write_text(
+        "name: sci\npath: d.jsonl\nlabels: [contrasting, reasoning, entailment, neutral]\n"
+        "fields: {id: id, premise: s1, hypothesis: s2, label: label}\n"
+    )
+    return yaml
+
+
+def test_instruct_refuses_edited_data(tmp_path: Path) -> None:
+    from nlieval.sci.instruct import InstructConfig, run_instruct
+
+    task, out = _sci_task(tmp_path / "d"), tmp_path / "i"
+    cfg = InstructConfig("org/bot", (str(task),), shots=(0,), limit=2, split=None)
+    run_instruct(cfg, out, Neutral, progress=False)
+    _sci_task(tmp_path / "d", edit=7)
+    more = InstructConfig("org/bot", (str(task),), shots=(0,), limit=4, split=None)
+    with pytest.raises(RunError, match="data sci"):
+        run_instruct(more, out, Neutral, progress=False)
+    assert len(_lines(out)) == 2

@@ -17,7 +17,7 @@ from ..backends.base import (
     PromptTooLongError,
 )
 from ..backends.registry import check_model, load_scorer
-from ..runs import Draws, Results, RunFolder, Step, execute, finalize
+from ..runs import Draws, Results, RunFolder, Step, execute, finalize, fingerprints_of
 from ..types import Item, Record
 from .config import RunConfig
 from .scoring import SweepPoint, make_sweep_point, score_items
@@ -175,7 +175,7 @@ def run(
         work,
         overwrite=overwrite,
         progress=progress,
-        fingerprints=_fingerprints(planned),
+        fingerprints=fingerprints_of({ds.task: info for ds, _, info in planned}),
     )
     data_info, draws = _data_report(planned)
     return finalize(folder, config.to_dict(), elapsed, data_info=data_info, draws=draws)
@@ -190,19 +190,6 @@ def _data_report(planned: Planned) -> tuple[dict[str, dict[str, Any]], Draws]:
         for p in points:
             draws.setdefault(ds.task, {}).setdefault(p.k, {})[p.seed] = p.shot_ids
     return info, draws
-
-
-def _fingerprints(planned: Planned) -> dict[str, str]:
-    """What the numbers depend on besides the settings: each task's data and pool as read
-    and the prompt of every sweep point (see :meth:`nlieval.runs.RunFolder.start`)."""
-    out: dict[str, str] = {}
-    for ds, _, info in planned:
-        out[f"data {ds.task}"] = info["fingerprint"]
-        if info["pool_fingerprint"]:
-            out[f"pool {ds.task}"] = info["pool_fingerprint"]
-        for point, value in info["prompt_fingerprints"].items():
-            out[f"prompt {ds.task} {point}"] = value
-    return out
 
 
 def _record_key(model: str, ckpt: str | None, p: SweepPoint, item: Item) -> Hashable:

@@ -6,7 +6,7 @@ that writes results (``run``, ``instruct``, ``generate``, ``train``'s test recor
 
 from __future__ import annotations
 
-from .execute import execute
+from .execute import execute, fingerprints_of
 from .folder import (
     CONFIG,
     RECORDS,
@@ -50,6 +50,7 @@ __all__ = [
     "Provenance",
     "Results",
     "execute",
+    "fingerprints_of",
     "finalize",
     "instruct_table",
     "iter_run_records",

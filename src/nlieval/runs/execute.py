@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .folder import FolderConfig, Row, RunFolder
 from .loop import Progress, Step, run_steps
@@ -91,3 +91,23 @@ def execute(
         chunk_size=chunk_size,
         stream=stream,
     )
+
+
+def fingerprints_of(data_info: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """The fingerprints a command's data report holds per task (``fingerprint`` of the
+    split as read, ``pool_fingerprint``, ``prompt_fingerprints`` per sweep point), named
+    for :meth:`~nlieval.runs.folder.RunFolder.start` and its refusals.
+
+    >>> fingerprints_of({"snli": {"fingerprint": "ab12", "pool_fingerprint": None,
+    ...                           "prompt_fingerprints": {"k=0 seed=0": "cd34"}}})
+    {'data snli': 'ab12', 'prompt snli k=0 seed=0': 'cd34'}
+    """
+    out: dict[str, str] = {}
+    for task, info in data_info.items():
+        if info.get("fingerprint"):
+            out[f"data {task}"] = str(info["fingerprint"])
+        if info.get("pool_fingerprint"):
+            out[f"pool {task}"] = str(info["pool_fingerprint"])
+        for point, value in (info.get("prompt_fingerprints") or {}).items():
+            out[f"prompt {task} {point}"] = str(value)
+    return out

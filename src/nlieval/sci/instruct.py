@@ -41,7 +41,7 @@ from ..backends.openai import ServerOptions
 from ..backends.registry import HFOptions, NamesAModel, load_generator, model_label
 from ..backends.weights import DEFAULT_MODEL
 from ..data import Dataset, ItemSelection
-from ..runs import Results, RunError, RunFolder, Step, execute, finalize
+from ..runs import Results, RunError, RunFolder, Step, execute, finalize, fingerprints_of
 from ..settings import (
     csv_list,
     flat_dict,
@@ -275,6 +275,9 @@ def plan_instruct(
             "items_in_split": len(ds.items),
             "dropped": dict(ds.dropped),
             "pool": None,
+            # Of the whole split as read (see nlieval.runs.fingerprints_of); the prompt
+            # text is in the identity as PROMPT_VERSION.
+            "fingerprint": data.items_fingerprint(ds.items),
         }
         pool: list[Item] = []
         if any(k > 0 for k in config.shots):
@@ -287,6 +290,7 @@ def plan_instruct(
             info["pool"] = f"{pool_ds.source} ({pool_ds.split})"
             info["pool_items"] = len(pool)
             info["pool_items_removed_as_test_items"] = len(labelled) - len(pool)
+            info["pool_fingerprint"] = data.items_fingerprint(pool_ds.items)
         for k in config.shots:
             for run in config.runs if k > 0 else config.runs[:1]:
                 exemplars = tuple(select_exemplars(pool, k, run, config.exemplar_seed))
@@ -415,6 +419,7 @@ def run_instruct(
         work,
         overwrite=overwrite,
         progress=progress,
+        fingerprints=fingerprints_of({ds.task: info for ds, _, info in planned}),
     )
     draws = {
         ds.task: {k: {p.run: p.shot_ids for p in points if p.k == k} for k in config.shots}
