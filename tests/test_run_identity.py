@@ -147,3 +147,16 @@ def test_instruct_refuses_edited_data(tmp_path: Path) -> None:
     with pytest.raises(RunError, match="data sci"):
         run_instruct(more, out, Neutral, progress=False)
     assert len(_lines(out)) == 2
+
+
+def test_a_smaller_limit_later_keeps_the_folder_config_true(tmp_path: Path) -> None:
+    # The metrics are over every record of the folder: its config says so.
+    task, out = _task(tmp_path / "data"), tmp_path / "r"
+    _run(task, out, limit=5, shots=(0,))
+    res = _run(task, out, limit=2, shots=(0,))
+    assert [m["n"] for m in res.metrics] == [5]
+    assert res.config["limit"] == 5
+    assert json.loads((out / "config.json").read_text())["limit"] == 5
+    assert "limit 5" in (out / "summary.md").read_text()
+    res = _run(task, out, shots=(0,))  # no limit: every item, and the config says so
+    assert [m["n"] for m in res.metrics] == [8] and res.config["limit"] is None

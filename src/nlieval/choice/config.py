@@ -97,6 +97,8 @@ class RunConfig(ItemSelection, NamesAModel):
     )
 
     KIND: ClassVar[str] = "run"
+    #: Settings that may grow between invocations; the folder keeps their union.
+    GROWS: ClassVar[tuple[str, ...]] = ("tasks", "shots", "seeds", "limit", "checkpoints")
     IDENTITY: ClassVar[tuple[str, ...]] = (
         "model",
         "engine",

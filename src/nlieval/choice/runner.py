@@ -178,7 +178,8 @@ def run(
         fingerprints=fingerprints_of({ds.task: info for ds, _, info in planned}),
     )
     data_info, draws = _data_report(planned)
-    return finalize(folder, config.to_dict(), elapsed, data_info=data_info, draws=draws)
+    # The folder's config (grown over invocations) describes all its records.
+    return finalize(folder, folder.read_config(), elapsed, data_info=data_info, draws=draws)
 
 
 def _data_report(planned: Planned) -> tuple[dict[str, dict[str, Any]], Draws]:

@@ -299,6 +299,12 @@ class RunFolder(Generic[R]):
             for name in (RECORDS, RESULTS, SUMMARY, TIMING, PROVENANCE):
                 (self.path / name).unlink(missing_ok=True)
         saved = {"folder_format": FOLDER_FORMAT, "kind": config.KIND, **config.to_dict()}
+        if cfg_path.is_file() and not overwrite:
+            # The folder's config describes all its records: what may grow between
+            # invocations is kept grown (a later, smaller --limit does not hide items).
+            old = _read_json(cfg_path)
+            for name in getattr(type(config), "GROWS", ()):
+                saved[name] = grown(old.get(name), saved.get(name))
         if known or fingerprints:
             saved["fingerprints"] = {**known, **(fingerprints or {})}
         atomic_write(cfg_path, json.dumps(saved, indent=2) + "\n")
@@ -456,6 +462,20 @@ class RunFolder(Generic[R]):
         if not p.is_file():
             return None
         return _read_json(p)
+
+
+def grown(old: Any, new: Any) -> Any:
+    """What a folder holds after two invocations of a setting that may grow: the ordered
+    union of two lists, the larger of two counts, and None (no limit) over any count.
+
+    >>> grown(["snli"], ["hans", "snli"]), grown(5, 2), grown(None, 3), grown(None, None)
+    (['snli', 'hans'], 5, None, None)
+    """
+    if isinstance(old, (list, tuple)) and isinstance(new, (list, tuple)):
+        return list(old) + [x for x in new if x not in old]
+    if isinstance(old, int) and isinstance(new, int):
+        return max(old, new)
+    return None if old is None or new is None else new
 
 
 def cut_torn_tail(p: Path) -> int:

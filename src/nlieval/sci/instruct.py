@@ -172,6 +172,8 @@ class InstructConfig(ItemSelection, NamesAModel):
     )
 
     KIND: ClassVar[str] = "instruct"
+    #: Settings that may grow between invocations; the folder keeps their union.
+    GROWS: ClassVar[tuple[str, ...]] = ("tasks", "shots", "runs", "limit")
     IDENTITY: ClassVar[tuple[str, ...]] = (
         "kind",
         "model",
@@ -427,7 +429,7 @@ def run_instruct(
     }
     return finalize(
         folder,
-        config.to_dict(),
+        folder.read_config(),
         elapsed,
         data_info={ds.task: info for ds, _, info in planned},
         draws=draws,
