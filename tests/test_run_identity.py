@@ -47,9 +47,9 @@ def _task(folder: Path, n: int = 8, edit: int | None = None) -> Path:
     return yaml
 
 
-def _run(task: Path, out: Path, **kw: Any) -> Any:
+def _run(task: Path, out: Path, extra: tuple[Path, ...] = (), **kw: Any) -> Any:
     # A hub-id spelling: the CLI's model check passes it without loading anything.
-    cfg = RunConfig("org/hash", (str(task),), **kw)
+    cfg = RunConfig("org/hash", (str(task), *map(str, extra)), **kw)
     return run(cfg, out, backend_factory=lambda c, ck: HashLM(), progress=False)
 
 
@@ -160,3 +160,11 @@ def test_a_smaller_limit_later_keeps_the_folder_config_true(tmp_path: Path) -> N
     assert "limit 5" in (out / "summary.md").read_text()
     res = _run(task, out, shots=(0,))  # no limit: every item, and the config says so
     assert [m["n"] for m in res.metrics] == [8] and res.config["limit"] is None
+
+
+def test_two_tasks_of_one_name_are_refused(tmp_path: Path) -> None:
+    # Their records would share keys: the second's items would be taken as done.
+    a, b = _task(tmp_path / "a"), _task(tmp_path / "b", edit=1)
+    with pytest.raises(ValueError, match="both named 'mini'"):
+        _run(a, tmp_path / "r", extra=(b,))
+    assert not (tmp_path / "r").exists()

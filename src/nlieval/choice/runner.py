@@ -50,8 +50,16 @@ def plan(config: RunConfig) -> Planned:
     sweep points, and a report of the data (source, items, dropped counts, pool).
     """
     out = []
+    named: dict[str, str] = {}
     for task in config.tasks:
         spec = data.get_task(task)
+        if spec.name in named:
+            # Their records would share keys: the second task's items taken as done.
+            raise ValueError(
+                f"--task {named[spec.name]} and {task} are both named {spec.name!r}: give "
+                "one of them another name: in its task YAML"
+            )
+        named[spec.name] = task
         ds = data.load_task(task, config.data_dir, config.split, skip_bad=config.skip_bad)
         items = config.select_items(ds.items)
         pool: Sequence[Item] = ()
