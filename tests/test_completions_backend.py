@@ -353,7 +353,10 @@ def test_generated_token_is_dropped_with_max_tokens_one() -> None:
         (_choice(["a", "b"], [None, -1], [0, 2]), "too few prompt log-probs"),
         (_choice(["ab", "b"], [None, -1], [0, 1]), "skip or overlap"),
         (_choice(["a", "c"], [None, -1], [0, 1]), "do not match the prompt"),
-        (_choice(["a", "b"], [None, float("nan")], [0, 1]), "not a number"),
+        (_choice(["a", "b"], [None, float("nan")], [0, 1]), "impossible log-prob: nan"),
+        (_choice(["a", "b"], [None, float("inf")], [0, 1]), "impossible log-prob: inf"),
+        (_choice(["a", "b"], [None, 0.5], [0, 1]), "impossible log-prob: 0.5"),
+        (_choice(["a", "b"], [None, "x"], [0, 1]), "not a number"),
     ],
 )
 def test_malformed_logprobs(choice: dict[str, Any], message: str) -> None:

@@ -69,7 +69,7 @@ from typing import Any
 import httpx
 
 from .base import Progress, ScoreRequest
-from .openai import ServerClient, ServerError, ServerOptions
+from .openai import ServerClient, ServerError, ServerOptions, TryAgain
 
 log = logging.getLogger(__name__)
 
@@ -287,6 +287,13 @@ class CompletionsLM(ServerClient):
             fulls = ids[pos + 1 : pos + 1 + len(req.continuations)]
             # Exactly one token more, and the context's tokens unchanged: no token
             # straddles the boundary, so the echo rule and this one give one value.
+            if len({tuple(f) for f in fulls}) < len(fulls):
+                # Different option texts, one token sequence: the server's tokenizer cannot
+                # be trusted to say which option a log-prob belongs to.
+                raise PromptLogprobsError(
+                    f"the server at {self.api_base} tokenizes different options of one item "
+                    f"({', '.join(map(repr, req.continuations))}) into the same tokens"
+                )
             if ctx and all(len(f) == len(ctx) + 1 and f[:-1] == ctx for f in fulls):
                 plan.append((ctx, [f[-1] for f in fulls]))
             else:
@@ -382,18 +389,14 @@ class CompletionsLM(ServerClient):
                         "by id: it ignores return_tokens_as_token_ids",
                         status=resp.status_code,
                     )
-                if (
-                    not isinstance(value, int | float)
-                    or isinstance(value, bool)
-                    or math.isnan(value)
-                    or value > 1e-3
-                ):
-                    raise PromptLogprobsError(
-                        f"the server at {self.api_base} returned a top log-prob that is not "
-                        f"a log-probability: {key} {value!r}",
+                try:
+                    found[int(m.group(1))] = checked_logprob(value)
+                except ImpossibleLogprob as err:
+                    bad = PromptLogprobsError(
+                        f"the server at {self.api_base} {err} for {key}",
                         status=resp.status_code,
                     )
-                found[int(m.group(1))] = float(value)
+                    raise TryAgain(bad, "impossible log-prob") from None
             tops.append(found)
         return tops
 
@@ -444,6 +447,13 @@ class CompletionsLM(ServerClient):
         for p, choice in zip(batch, ordered, strict=True):
             try:
                 scores.append(continuation_logprob(choice, p.text, p.boundary, max_tokens))
+            except ImpossibleLogprob as err:
+                # Retried: a second answer may be sound; a server that keeps lying stops
+                # the run after the retries, with what was scored before kept.
+                bad = PromptLogprobsError(
+                    f"the server at {self.api_base} {err}", status=resp.status_code
+                )
+                raise TryAgain(bad, "impossible log-prob") from None
             except ValueError as err:
                 raise PromptLogprobsError(
                     f"the server at {self.api_base} {err}", status=resp.status_code
@@ -496,6 +506,34 @@ def _by_index(choices: list[Any]) -> list[Any] | None:
     if sorted(i if isinstance(i, int) else -1 for i in idx) != list(range(len(choices))):
         return None
     return sorted(choices, key=lambda c: int(c["index"]))
+
+
+#: A log-probability above this is impossible (a probability above 1), beyond rounding.
+LOGPROB_TOLERANCE = 1e-6
+
+
+class ImpossibleLogprob(ValueError):
+    """A value a server gave as a log-probability that cannot be one: not a number,
+    infinite, or above 0 (beyond :data:`LOGPROB_TOLERANCE`)."""
+
+
+def checked_logprob(value: Any) -> float:
+    """``value`` as a log-probability, or :class:`ImpossibleLogprob`: a server's number
+    is never scored unchecked (a planted +inf or +2.5 would win any comparison).
+
+    >>> checked_logprob(-0.25)
+    -0.25
+    >>> checked_logprob(2.5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.backends.completions.ImpossibleLogprob: returned an impossible log-prob: 2.5 (...)
+    """
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise ImpossibleLogprob(f"returned a log-prob that is not a number: {value!r}")
+    if not math.isfinite(value) or value > LOGPROB_TOLERANCE:
+        raise ImpossibleLogprob(
+            f"returned an impossible log-prob: {value!r} (one must be finite and at most 0)"
+        )
+    return float(value)
 
 
 def continuation_logprob(choice: Any, prompt: str, boundary: int, max_tokens: int = 0) -> float:
@@ -558,9 +596,7 @@ def continuation_logprob(choice: Any, prompt: str, boundary: int, max_tokens: in
                     f"gave no log-prob to continuation token {tokens[i]!r} (token {i} of "
                     f"the prompt; the first token of a prompt has none)"
                 )
-            if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
-                raise ValueError(f"returned a log-prob that is not a number: {value!r}")
-            total += float(value)
+            total += checked_logprob(value)
         return total
     raise ValueError(first_error)
 

@@ -77,8 +77,10 @@ class ServerError(RuntimeError):
         self.tries = tries
 
 
-class _Retry(Exception):
-    """One failed try that may be tried again (internal)."""
+class TryAgain(Exception):
+    """One failed try that may be tried again: a parse function raises it for an answer
+    that a second request may get right (a body cut short, an impossible log-prob);
+    ``kind`` names the fault in :attr:`ServerClient.faults`."""
 
     def __init__(self, error: ServerError, kind: str, retry_after: float | None = None) -> None:
         super().__init__(str(error))
@@ -268,10 +270,10 @@ class ServerClient:
         ``parse`` raises :class:`ServerError` for a body of the wrong shape (not
         retried). ``stop``, once set, ends the retries (the last failure is raised).
         """
-        # tenacity runs the loop; what is ours: which failures are retried (_Retry), the
+        # tenacity runs the loop; what is ours: which failures are retried (TryAgain), the
         # delay (Retry-After or jittered back-off), the fault counts, and a caller's stop.
         tries = 0
-        last: list[_Retry] = []
+        last: list[TryAgain] = []
 
         def attempt() -> T:
             nonlocal tries
@@ -306,7 +308,7 @@ class ServerClient:
 
         def retried(state: RetryCallState) -> bool:
             error = state.outcome.exception() if state.outcome else None
-            if isinstance(error, _Retry):
+            if isinstance(error, TryAgain):
                 last.append(error)
                 return True
             return False
@@ -348,18 +350,18 @@ class ServerClient:
         try:
             resp = self._client.post(url, json=payload)
         except httpx.TimeoutException:
-            raise _Retry(
+            raise TryAgain(
                 ServerError(f"{where}: no answer within {self.timeout:g} s", retryable=True),
                 "timeout",
             ) from None
         except httpx.RemoteProtocolError as err:
             # A dropped connection: the server closed it without (a whole) answer.
-            raise _Retry(
+            raise TryAgain(
                 ServerError(f"{where}: connection dropped ({err})", retryable=True),
                 "connection dropped",
             ) from None
         except httpx.NetworkError as err:
-            raise _Retry(
+            raise TryAgain(
                 ServerError(f"{where}: connection failed ({err})", retryable=True),
                 "connection failed",
             ) from None
@@ -371,7 +373,8 @@ class ServerClient:
                 retryable=status in RETRY_STATUSES or status >= 500,
             )
             if error.retryable:
-                raise _Retry(error, f"HTTP {status}", _retry_after(resp.headers.get("retry-after")))
+                after = _retry_after(resp.headers.get("retry-after"))
+                raise TryAgain(error, f"HTTP {status}", after)
             raise error
         return parse(resp, where)
 
@@ -472,7 +475,7 @@ def _answer_text(resp: httpx.Response, where: str) -> str:
             status=resp.status_code,
             retryable=True,
         )
-        raise _Retry(error, "not JSON") from None
+        raise TryAgain(error, "not JSON") from None
     choices = body.get("choices") if isinstance(body, dict) else None
     if not isinstance(choices, list) or not choices:
         raise ServerError(
