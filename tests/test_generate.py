@@ -545,8 +545,12 @@ def test_cli_stops_when_the_server_is_down(
 
 def test_cli_rejects_bad_numbers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["generate", "--task", "smoke", "--api-base", "http://127.0.0.1:9/v1"]
-    assert main([*argv, "--attempts", "0", "--out", str(tmp_path)]) == 2
-    assert "--attempts must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:  # argparse: the flag's own check
+        main([*argv, "--attempts", "0", "--out", str(tmp_path)])
+    assert info.value.code == 2
+    assert "--attempts: expected a positive integer, got '0'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="--attempts must be at least 1"):
+        GenerateConfig("smoke", attempts=0)  # the same check from Python
 
 
 @pytest.mark.data

@@ -230,6 +230,21 @@ def positive_int(text: str) -> int:
     return value
 
 
+def count(text: str) -> int:
+    """An integer of 0 or more.
+
+    >>> count("0")
+    0
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"expected 0 or more, got {text!r}")
+    return value
+
+
 def seed_list(text: str) -> tuple[int, ...]:
     """A count (``"3"`` = seeds 0, 1, 2) or a list (``"1,5,7"``; ``"7,"`` is seed 7 alone).
 

@@ -15,7 +15,7 @@ import sys
 from ..backends.registry import ChatModel
 from ..metainference.generated import GenerateConfig, format_summary, generate_items
 from ..runs import RECORDS
-from .args import add_data_dir, add_settings, settings_from_args
+from .args import add_settings, settings_from_args
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -32,41 +32,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="hypotheses (entailment / neutral / contradiction) written by a chat model, "
         "as an NLI task",
     )
-    p.add_argument("--task", required=True, help="task name or task YAML whose premises to use")
-    p.add_argument("--split", default=None, help="split of the task (default: the task's)")
-    p.add_argument("--limit", type=int, default=None, help="the first N distinct premises")
-    add_data_dir(p)
-    p.add_argument("--skip-bad", action="store_true", help="skip malformed data lines (counted)")
-    p.add_argument(
-        "--sentences",
-        choices=("premise", "hypothesis"),
-        default="premise",
-        help="write hypotheses for the task's premises, or for its hypotheses (for the "
-        "chain patterns of `infer build --generated`) [premise]",
-    )
-    p.add_argument(
-        "--examples", type=int, default=10, help="solved examples from the task's pool [10]"
-    )
-    p.add_argument("--seed", type=int, default=0, help="draws the examples; seed of answer 1 [0]")
-    p.add_argument(
-        "--attempts", type=int, default=3, help="answers at most per premise and run [3]"
-    )
-    p.add_argument(
-        "--temperature", type=float, default=0.0, help="of the first answer (0: greedy) [0]"
-    )
-    p.add_argument(
-        "--retry-temperature",
-        type=float,
-        default=0.7,
-        help="at least this temperature when asking again after an invalid answer [0.7]",
-    )
-    p.add_argument("--max-new-tokens", type=int, default=160, help="per answer [160]")
-    p.add_argument(
-        "--max-server-errors",
-        type=int,
-        default=3,
-        help="stop after this many requests in a row failed for good [3]",
-    )
+    add_settings(p, GenerateConfig)
     add_settings(p, ChatModel, skip=("device_map", "max_memory"))
     p.add_argument("--out", required=True, help="output folder (re-run the command to resume)")
     p.add_argument("--overwrite", action="store_true", help="discard what the folder holds")
@@ -77,26 +43,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def cmd_generate(args: argparse.Namespace) -> int:
     """Run the command; 0 when every premise got an answer, 1 when some must be re-run."""
 
-    for name in ("attempts", "max_server_errors", "max_new_tokens"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
-    if args.examples < 0:
-        raise ValueError("--examples must be 0 or more")
-    config = GenerateConfig(
-        task=args.task,
-        split=args.split,
-        limit=args.limit,
-        sentences=args.sentences,
-        examples=args.examples,
-        seed=args.seed,
-        attempts=args.attempts,
-        temperature=args.temperature,
-        retry_temperature=args.retry_temperature,
-        max_new_tokens=args.max_new_tokens,
-        data_dir=args.data_dir,
-        skip_bad=args.skip_bad,
-        max_server_errors=args.max_server_errors,
-    )
+    config = settings_from_args(GenerateConfig, args)
     backend = settings_from_args(ChatModel, args).load()
     try:
         summary = generate_items(

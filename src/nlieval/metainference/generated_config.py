@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from ..data import Dataset
+from ..settings import count, positive_int, setting
 from .generated_prompt import PROMPT_VERSION, Example
 
 
@@ -23,19 +24,37 @@ class GenerateConfig:
     The run stops after ``max_server_errors`` requests in a row failed for good.
     """
 
-    task: str
-    split: str | None = None
-    limit: int | None = None
-    sentences: str = "premise"
-    examples: int = 10
-    seed: int = 0
-    attempts: int = 3
-    temperature: float = 0.0
-    retry_temperature: float = 0.7
-    max_new_tokens: int = 160
-    data_dir: str | None = None
-    skip_bad: bool = False
-    max_server_errors: int = 3
+    task: str = setting(help="task name or task YAML whose premises to use")
+    split: str | None = setting(None, help="split of the task (default: the task's)")
+    limit: int | None = setting(None, help="the first N distinct sentences", parse=positive_int)
+    sentences: str = setting(
+        "premise",
+        help="write hypotheses for the task's premises, or for its hypotheses (for the "
+        "chain patterns of `infer build --generated`)",
+        choices=("premise", "hypothesis"),
+    )
+    examples: int = setting(10, help="solved examples from the task's pool", parse=count)
+    seed: int = setting(0, help="draws the examples; seed of answer 1")
+    attempts: int = setting(3, help="answers at most per sentence and run", parse=positive_int)
+    temperature: float = setting(0.0, help="of the first answer (0: greedy)")
+    retry_temperature: float = setting(
+        0.7, help="at least this temperature when asking again after an invalid answer"
+    )
+    max_new_tokens: int = setting(160, help="per answer", parse=positive_int)
+    data_dir: str | None = setting(None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    skip_bad: bool = setting(False, help="skip malformed data lines (counted)")
+    max_server_errors: int = setting(
+        3, help="stop after this many requests in a row failed for good", parse=positive_int
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("attempts", "max_server_errors", "max_new_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.examples < 0:
+            raise ValueError("--examples must be 0 or more")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit must be positive, got {self.limit}")
 
     def sampling(self, attempt: int) -> tuple[float, int]:
         """Temperature and seed of the ``attempt``-th answer (1-based).
