@@ -4,31 +4,16 @@ invocation, never rewritten by a later report."""
 from __future__ import annotations
 
 import json
-import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hash_lm import HashLM
 
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
 from nlieval.reports import report
 from nlieval.runs import RESULTS_VERSION, RunError, RunFolder, read_results
-
-
-class HashLM:
-    """Log-likelihoods from a hash of the text: deterministic, no model."""
-
-    name = "hash"
-
-    def loglikelihood(self, requests: Any, progress: Any = None) -> list[list[float]]:
-        out = [
-            [-(zlib.crc32((r.context + c).encode()) % 97) / 10 - 0.1 for c in r.continuations]
-            for r in requests
-        ]
-        if progress:
-            progress(len(requests))
-        return out
 
 
 def _run(out: Path, limit: int) -> Any:

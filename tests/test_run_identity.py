@@ -6,32 +6,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hash_lm import HashLM
 
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
 from nlieval.runs import RunError
 
 LABELS = ("entailment", "neutral", "contradiction")
-
-
-class HashLM:
-    """Log-likelihoods from a checksum of the text: deterministic, no model."""
-
-    name = "hash"
-
-    def loglikelihood(self, requests: Any, progress: Any = None) -> list[list[float]]:
-        out = [
-            [-(zlib.crc32((r.context + c).encode()) % 97) / 10 - 0.1 for c in r.continuations]
-            for r in requests
-        ]
-        if progress:
-            progress(len(requests))
-        return out
 
 
 def _task(folder: Path, n: int = 8, edit: int | None = None) -> Path:
