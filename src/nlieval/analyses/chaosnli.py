@@ -4,7 +4,7 @@ Records of one (model, checkpoint, task, k) are scored per seed on the items eve
 has, then averaged (mean and sample std), as in :func:`nlieval.metrics.summarize`; every
 metric is an average over items: "old" accuracy against the original label
 (``acc_original``), "new" against the ChaosNLI majority (``acc_majority``) and the
-divergences of :mod:`~nlieval.analyses.chaosnli_measures` (as the ChaosNLI reference
+divergences of :mod:`~nlieval.analyses.label_distributions` (as the ChaosNLI reference
 computes them; that module's public names are importable from here too).
 """
 
@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from ..data import load_task
 from ..runs import markdown_table
 from ..types import Record
-from .chaosnli_measures import (
+from .label_distributions import (
     ALPHA_ORDER,
     DIVERGENCES,
     EPS,
