@@ -142,3 +142,32 @@ def test_a_provenance_line_cut_by_a_kill_does_not_break_the_folder(tmp_path: Pat
     _run(out, 4)
     prov = _json(out / "results.json")["provenance"]
     assert [p["command"] for p in prov] == ["run", "run"]
+
+
+def test_report_refuses_a_folder_of_a_newer_format(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    _run(out, 2)
+    saved = _json(out / "config.json")
+    (out / "config.json").write_text(json.dumps({**saved, "folder_format": 3}))
+    before = (out / "results.json").read_bytes()
+    with pytest.raises(RunError, match="newer nlieval"):
+        report([out])
+    assert (out / "results.json").read_bytes() == before  # not rewritten
+
+
+def test_an_invocation_with_nothing_to_do_is_no_provenance(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    _run(out, 2)
+    _run(out, 2)  # nothing left: it made no record
+    assert [p["command"] for p in _json(out / "results.json")["provenance"]] == ["run"]
+
+
+def test_an_old_run_folder_with_an_ignored_api_base_stays_local(tmp_path: Path) -> None:
+    # Before one naming rule `run --model m --api-base URL` scored m in process.
+    out = tmp_path / "r"
+    _run(out, 2)
+    saved = _json(out / "config.json")
+    old = {k: v for k, v in saved.items() if k not in ("folder_format", "kind", "engine")}
+    (out / "config.json").write_text(json.dumps({**old, "api_base": "http://h:1/v1"}))
+    _run(out, 4)  # resumed in process, as it was made
+    assert len((out / "records.jsonl").read_text().splitlines()) == 4

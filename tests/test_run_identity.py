@@ -153,3 +153,15 @@ def test_two_tasks_of_one_name_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="both named 'mini'"):
         _run(a, tmp_path / "r", extra=(b,))
     assert not (tmp_path / "r").exists()
+
+
+def test_fingerprints_bind_only_once_records_exist(tmp_path: Path) -> None:
+    # A first attempt stopped before scoring (wrong files, Ctrl-C) leaves no record:
+    # the corrected data is taken, not refused.
+    from nlieval.runs import RunFolder
+
+    task, out = _task(tmp_path / "data"), tmp_path / "r"
+    RunFolder(out).start(RunConfig("org/hash", (str(task),)), fingerprints={"data mini": "0" * 16})
+    _run(task, out, limit=2)
+    saved = json.loads((out / "config.json").read_text())["fingerprints"]
+    assert saved["data mini"] != "0" * 16 and len(_lines(out)) == 2

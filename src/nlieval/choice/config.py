@@ -126,4 +126,10 @@ class RunConfig(ItemSelection, NamesAModel):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RunConfig:
+        if "folder_format" not in d and not str(d.get("model", "")).startswith(
+            "openai-completions:"
+        ):
+            # Before one naming rule, `run` scored a plain model in process whatever
+            # --api-base said: such a folder's model is the local one.
+            d = {**d, "api_base": None}
         return from_flat_dict(cls, d)

@@ -3,9 +3,10 @@
 A command keeps only its plan (the :class:`~nlieval.runs.loop.Step` s, each with every
 item it covers and how an item's record key is made) and its chunk function;
 :func:`execute` does the rest in one order for all of them: lock and start the folder
-(refusing another configuration), append this invocation's provenance, read the done
-keys, leave out of each step the items whose key the folder holds, and run the steps.
-The command then writes its results from the records (:func:`~nlieval.runs.finalize`).
+(refusing another configuration), read the done keys, leave out of each step the items
+whose key the folder holds, append this invocation's provenance when it has work, and
+run the steps. The command then writes its results from the records
+(:func:`~nlieval.runs.finalize`).
 
 >>> from nlieval.types import Record
 >>> from nlieval.choice import RunConfig
@@ -59,13 +60,13 @@ def execute(
     the folder's record keys are left out (a step without ``done_key`` is taken as it
     is). ``steps`` may instead be a function of the started folder (its torn last line
     already cut), for a command whose plan depends on what the folder holds: it may check
-    the saved records against the plan, or remove those of unfinished work. The rest is
+    the saved records against the plan, or remove those of unfinished work. This invocation's
+    provenance is appended when it has work. The rest is
     :func:`~nlieval.runs.loop.run_steps`; returns the seconds spent, or None when there
     was nothing to do. ``fingerprints`` (of the data and prompts the numbers depend on)
     are checked against those the folder was made with (:meth:`RunFolder.start`).
     """
     folder.start(config, overwrite=overwrite, fingerprints=fingerprints)
-    folder.append_provenance(Provenance.now(config.KIND).to_dict())
     folder.repair()
     planned = steps(folder) if callable(steps) else steps
     done = folder.done_keys()
@@ -75,6 +76,9 @@ def execute(
         else s
         for s in planned
     ]
+    if any(s.todo for s in todo):
+        # Only an invocation that writes records is part of their provenance.
+        folder.append_provenance(Provenance.now(config.KIND).to_dict())
     if done:
         log.info(
             "resuming %s: %d records already there, %d items to go",

@@ -249,7 +249,12 @@ class RunFolder(Generic[R]):
             self._lock = _acquire(self.path)
         cfg_path = self.path / CONFIG
         if not cfg_path.is_file() and not overwrite:
-            held = sorted(p.name for p in self.path.iterdir() if not p.name.startswith("."))
+            # A kill inside the first write of config.json leaves its temporary file.
+            held = sorted(
+                p.name
+                for p in self.path.iterdir()
+                if not p.name.startswith((".", CONFIG + "."))
+            )
             if held:
                 # Without its config.json nothing says what made these files: re-creating
                 # it from this command's settings could claim them for another setup.
@@ -261,12 +266,7 @@ class RunFolder(Generic[R]):
                 )
         if cfg_path.is_file() and not overwrite:
             old = _read_json(cfg_path)
-            version = old.get("folder_format", 1)
-            if not isinstance(version, int) or version > FOLDER_FORMAT:
-                raise RunError(
-                    f"{cfg_path}: a run folder of format {version!r}, written by a newer "
-                    f"nlieval (this one reads up to {FOLDER_FORMAT}): upgrade nlieval"
-                )
+            version = _check_format(cfg_path, old)
             old_kind = old.get("kind", "run" if version == 1 else None)
             if old_kind != config.KIND:
                 raise RunError(
@@ -287,7 +287,10 @@ class RunFolder(Generic[R]):
             old_prints = _read_json(cfg_path).get("fingerprints") or {}
             known = {str(k): str(v) for k, v in old_prints.items()}
             now = dict(fingerprints or {})
-            changed = [k for k, v in now.items() if k in known and known[k] != v]
+            # Before any record exists (a crash or Ctrl-C before scoring, a wrong
+            # --data-dir corrected) nothing depends on the saved fingerprints yet.
+            has_records = self.records_path.is_file() and self.records_path.stat().st_size > 0
+            changed = [k for k, v in now.items() if has_records and k in known and known[k] != v]
             if changed:
                 detail = ", ".join(f"{k}: {known[k]} -> {now[k]}" for k in changed)
                 raise RunError(
@@ -461,7 +464,21 @@ class RunFolder(Generic[R]):
         p = self.path / CONFIG
         if not p.is_file():
             return None
-        return _read_json(p)
+        saved = _read_json(p)
+        _check_format(p, saved)
+        return saved
+
+
+def _check_format(path: Path, saved: Mapping[str, Any]) -> int:
+    """The folder format of a saved ``config.json``; a newer one is a :class:`RunError`
+    (for readers too: a report must not rewrite what it cannot read)."""
+    version = saved.get("folder_format", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version > FOLDER_FORMAT:
+        raise RunError(
+            f"{path}: a run folder of format {version!r}, written by a newer nlieval (this "
+            f"one reads up to {FOLDER_FORMAT}): upgrade nlieval"
+        )
+    return version
 
 
 def grown(old: Any, new: Any) -> Any:
@@ -524,7 +541,10 @@ def _identity(cls: type[Any], old: Mapping[str, Any]) -> dict[str, Any]:
             d = None  # a config this version cannot build: compare what was saved
         if isinstance(d, dict):
             return {f: d.get(f) for f in cls.IDENTITY}
-    return {f: old.get(f, getattr(cls, f, None)) for f in cls.IDENTITY}
+    # A derived value (a property) has no default to stand in for it.
+    defaults = {f: getattr(cls, f, None) for f in cls.IDENTITY}
+    defaults = {f: None if isinstance(v, property) else v for f, v in defaults.items()}
+    return {f: old.get(f, defaults[f]) for f in cls.IDENTITY}
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -187,6 +187,7 @@ class InstructConfig(ItemSelection, NamesAModel):
         "system_role",
         "exemplar_seed",
         "dtype",
+        "revision",
         "prompt_version",
     )
 

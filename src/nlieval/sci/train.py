@@ -380,7 +380,9 @@ def train(
                     config, data, seed, run, on_epoch=on_epoch, progress=progress
                 )[0]
                 elapsed = (elapsed or 0.0) + time.time() - started
-        results = finalize(run, config.to_dict(), elapsed, data_info={})
+        # Seeds trained now (no test records): this invocation made part of the folder.
+        made = "train" if elapsed is not None else None
+        results = finalize(run, config.to_dict(), elapsed, data_info={}, invocation=made)
         per_seed = [trained[seed] for seed in config.seeds]
         return {**results.to_dict(), "seeds": per_seed, "summary": summarize_seeds(per_seed)}
     # A seed's test scores are those of all its records in the folder, whichever
