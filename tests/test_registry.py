@@ -183,3 +183,17 @@ def test_instruct_folder_from_python_resumes_from_the_cli(
         assert main([*argv, "--no-progress"]) == 0, capsys.readouterr().err
         assert len(server.requests) == 4  # 2 from Python, 2 more from the CLI
     assert len(_records(out)) == 4
+
+
+def test_spellings_of_one_served_model_resume_one_folder(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    # openai-completions:tiny, server:tiny and tiny with --api-base are one model: the
+    # folder keeps its first spelling, and records keep one model name.
+    out = tmp_path / "r"
+    common = ["--task", "smoke", "--no-progress", "--out", str(out), "--api-base", server.url]
+    assert main(["run", "--model", "openai-completions:tiny", "--limit", "2", *common]) == 0
+    assert main(["run", "--model", "tiny", "--limit", "3", *common]) == 0
+    assert main(["run", "--model", "server:tiny", "--limit", "4", *common]) == 0
+    records = _records(out)
+    assert len(records) == 4 and {r["model"] for r in records} == {"openai-completions:tiny"}

@@ -17,7 +17,16 @@ from ..backends.base import (
     PromptTooLongError,
 )
 from ..backends.registry import check_model, load_scorer
-from ..runs import Draws, Results, RunFolder, Step, execute, finalize, fingerprints_of
+from ..runs import (
+    Draws,
+    Results,
+    RunFolder,
+    Step,
+    execute,
+    finalize,
+    fingerprints_of,
+    saved_spelling,
+)
 from ..types import Item, Record
 from .config import RunConfig
 from .scoring import SweepPoint, make_sweep_point, score_items
@@ -129,7 +138,7 @@ def run(
     >>> [m["n"] for m in run(cfg, run_dir, progress=False).metrics]
     [4]
     """
-    config = _classifier_config(config)
+    config = saved_spelling(RunFolder(out_dir), _classifier_config(config), overwrite=overwrite)
     if backend_factory is default_backend and not config.checkpoints:
         # Fail on a wrong model name before the folder is made or any data is read.
         check_model(config.spec, config.hf.revision)

@@ -41,7 +41,16 @@ from ..backends.openai import ServerOptions
 from ..backends.registry import HFOptions, NamesAModel, load_generator, model_label
 from ..backends.weights import DEFAULT_MODEL
 from ..data import Dataset, ItemSelection
-from ..runs import Results, RunError, RunFolder, Step, execute, finalize, fingerprints_of
+from ..runs import (
+    Results,
+    RunError,
+    RunFolder,
+    Step,
+    execute,
+    finalize,
+    fingerprints_of,
+    saved_spelling,
+)
 from ..settings import (
     csv_list,
     flat_dict,
@@ -346,6 +355,7 @@ def run_instruct(
     >>> cfg.tasks, cfg.split, cfg.engine
     (('scinli',), 'test', 'hf')
     """
+    config = saved_spelling(RunFolder(out_dir), config, overwrite=overwrite)
     planned = plan_instruct(config)  # data errors surface before anything is written
     folder = RunFolder(out_dir)
 
