@@ -650,3 +650,24 @@ def test_folder_whose_limit_was_a_sample_is_not_resumed(
     (out / "config.json").write_text(json.dumps(saved))
     with pytest.raises(RunError, match="items_rule: 1 -> 2"):
         train(_config(tiny_bert, syn, out, epochs=1, limit=32, seeds=(0, 1)), progress=False)
+
+
+def test_edited_test_data_is_refused(
+    tiny_bert: Path, syn: dict[str, str], tmp_path: Path
+) -> None:
+    import shutil
+
+    data = tmp_path / "syn"
+    shutil.copytree(syn["folder"], data)
+    task = str(data / Path(syn["task"]).name)
+    dev = str(data / Path(syn["dev"]).name)
+    out = tmp_path / "t"
+    train(_config(tiny_bert, {"task": task, "dev": dev}, out, epochs=1), progress=False)
+    before = (out / "records.jsonl").read_bytes()
+    rows = (data / "test.jsonl").read_text().splitlines()
+    rows[0] = rows[0].replace('"hypothesis": "', '"hypothesis": "edited ')
+    (data / "test.jsonl").write_text("\n".join(rows) + "\n")
+    more = _config(tiny_bert, {"task": task, "dev": dev}, out, epochs=1, seeds=(0, 1))
+    with pytest.raises(RunError, match="data test"):
+        train(more, progress=False)
+    assert (out / "records.jsonl").read_bytes() == before

@@ -51,6 +51,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..data import items_fingerprint
 from ..metrics import mean_std, point_metrics
 from ..runs import RunError, RunFolder, Step, atomic_write, execute, finalize
 from ..types import Item, Record
@@ -369,8 +370,18 @@ def train(
         advance(len(chunk))
         return records
 
+    # The items each part was made of: an edited data file is refused, not resumed.
+    parts = {"train": data.train, "dev": data.dev, "test": data.test}
+    prints = {f"data {k}": items_fingerprint(p.items) for k, p in parts.items() if p is not None}
     elapsed = execute(
-        run, config, plan_steps, make_backend, work, overwrite=not resume, progress=progress
+        run,
+        config,
+        plan_steps,
+        make_backend,
+        work,
+        overwrite=not resume,
+        progress=progress,
+        fingerprints=prints,
     )
     if test is None:
         for seed in config.seeds:
