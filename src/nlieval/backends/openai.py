@@ -471,7 +471,7 @@ def _answer_text(resp: httpx.Response, where: str) -> str:
         body = resp.json()
     except ValueError:
         error = ServerError(
-            f"{where}: the answer is not JSON: {_clip(resp.text)!r}",
+            f"{where}: the answer is not JSON: {clip(resp.text)!r}",
             status=resp.status_code,
             retryable=True,
         )
@@ -479,13 +479,13 @@ def _answer_text(resp: httpx.Response, where: str) -> str:
     choices = body.get("choices") if isinstance(body, dict) else None
     if not isinstance(choices, list) or not choices:
         raise ServerError(
-            f"{where}: the answer has no choices: {_clip(resp.text)!r}", status=resp.status_code
+            f"{where}: the answer has no choices: {clip(resp.text)!r}", status=resp.status_code
         )
     first = choices[0]
     message = first.get("message") if isinstance(first, dict) else None
     if not isinstance(message, dict):
         raise ServerError(
-            f"{where}: the first choice has no message: {_clip(resp.text)!r}",
+            f"{where}: the first choice has no message: {clip(resp.text)!r}",
             status=resp.status_code,
         )
     content = message.get("content")
@@ -499,14 +499,14 @@ def _server_message(resp: httpx.Response) -> str:
     try:
         body = resp.json()
     except ValueError:
-        return _clip(resp.text) or resp.reason_phrase
+        return clip(resp.text) or resp.reason_phrase
     if isinstance(body, dict):
         err = body.get("error", body.get("detail", body.get("message")))
         if isinstance(err, dict) and "message" in err:
-            return _clip(str(err["message"]))
+            return clip(str(err["message"]))
         if err is not None:
-            return _clip(str(err))
-    return _clip(resp.text)
+            return clip(str(err))
+    return clip(resp.text)
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -528,6 +528,11 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _clip(text: str, n: int = 300) -> str:
+def clip(text: str, n: int = 300) -> str:
+    """``text`` on one line, cut to ``n`` characters (for messages quoting a server).
+
+    >>> clip("a\\n b  c", 3)
+    'a b...'
+    """
     text = " ".join(text.split())
     return text if len(text) <= n else text[:n] + "..."
