@@ -20,6 +20,7 @@ import pytest
 
 from nlieval.backends.completions import CompletionsLM
 from nlieval.backends.openai import ServerOptions
+from nlieval.backends.registry import HFOptions
 from nlieval.choice import RunConfig, run
 from nlieval.choice.runner import default_backend
 from nlieval.runs import RECORDS
@@ -47,7 +48,8 @@ def _records(folder: Path) -> dict[tuple[Any, ...], dict[str, Any]]:
 @pytest.fixture(scope="module")
 def hf_run(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
     out = tmp_path_factory.mktemp("hf")
-    run(RunConfig(model="smollm2-135m", **_base(data_dir)), out, progress=False)
+    cfg = RunConfig(model="smollm2-135m", hf=HFOptions(dtype="float32"), **_base(data_dir))
+    run(cfg, out, progress=False)
     return out
 
 
@@ -57,7 +59,6 @@ def _base(data_dir: Path) -> dict[str, Any]:
         "shots": (0, 5),
         "limit": 20,
         "data_dir": str(data_dir),
-        "dtype": "float32",
     }
 
 
