@@ -215,19 +215,31 @@ def shot_counts(text: str) -> tuple[int, ...]:
     return values
 
 
+def int_at_least(text: str, low: int, what: str) -> int:
+    """``text`` as an integer of at least ``low``; ``what`` names it in the error.
+
+    >>> int_at_least("3", 1, "a positive integer")
+    3
+    >>> int_at_least("x", 0, "0 or more")
+    Traceback (most recent call last):
+    ValueError: expected 0 or more, got 'x'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = low - 1
+    if value < low:
+        raise ValueError(f"expected {what}, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """An integer of at least 1 (counts, bins, token limits).
 
     >>> positive_int("5")
     5
     """
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"expected a positive integer, got {text!r}")
-    return value
+    return int_at_least(text, 1, "a positive integer")
 
 
 def count(text: str) -> int:
@@ -236,13 +248,7 @@ def count(text: str) -> int:
     >>> count("0")
     0
     """
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise ValueError(f"expected 0 or more, got {text!r}")
-    return value
+    return int_at_least(text, 0, "0 or more")
 
 
 def seed_list(text: str) -> tuple[int, ...]:
@@ -269,10 +275,4 @@ def batch_size(text: str) -> int | str:
     """
     if text == "auto":
         return text
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"expected 'auto' or a count of 1 or more, got {text!r}")
-    return value
+    return int_at_least(text, 1, "'auto' or a count of 1 or more")

@@ -59,16 +59,7 @@ def plan(config: RunConfig) -> Planned:
     sweep points, and a report of the data (source, items, dropped counts, pool).
     """
     out = []
-    named: dict[str, str] = {}
-    for task in config.tasks:
-        spec = data.get_task(task)
-        if spec.name in named:
-            # Their records would share keys: the second task's items taken as done.
-            raise ValueError(
-                f"--task {named[spec.name]} and {task} are both named {spec.name!r}: give "
-                "one of them another name: in its task YAML"
-            )
-        named[spec.name] = task
+    for task, spec in zip(config.tasks, data.get_tasks(config.tasks), strict=True):
         ds = data.load_task(task, config.data_dir, config.split, skip_bad=config.skip_bad)
         items = config.select_items(ds.items)
         pool: Sequence[Item] = ()
@@ -96,11 +87,14 @@ def plan(config: RunConfig) -> Planned:
                         config.template or spec.template,
                     )
                 )
-        if items:
-            # A template that fails (or is refused by the sandbox) fails here, before
-            # any model is loaded or anything is written.
-            for p in points:
-                p.prompt(items[0])
+        # The prompt of the split's first item per sweep point: rendering it here makes a
+        # template that fails (or is refused by the sandbox) fail before any model is
+        # loaded or anything is written, and its fingerprint is part of the identity.
+        first = {
+            f"k={p.k} seed={p.seed}": data.text_fingerprint(p.prompt(ds.items[0]).text)
+            for p in points
+            if ds.items
+        }
         info = {
             "source": ds.source,
             "split": ds.split,
@@ -110,15 +104,11 @@ def plan(config: RunConfig) -> Planned:
             "skipped_bad": ds.skipped_bad,
             "pool": pool_source,
             "pool_is_test_split": pool_is_test,
-            # Of the whole split and pool as read, and of the prompt of the split's first
-            # item per sweep point: none changes when --limit or --sample grows.
+            # Of the whole split and pool as read (none changes when --limit or --sample
+            # grows), and the prompts above.
             "fingerprint": data.items_fingerprint(ds.items),
             "pool_fingerprint": data.items_fingerprint(pool) if pool else None,
-            "prompt_fingerprints": {
-                f"k={p.k} seed={p.seed}": data.text_fingerprint(p.prompt(ds.items[0]).text)
-                for p in points
-                if ds.items
-            },
+            "prompt_fingerprints": first,
         }
         out.append((dataclasses.replace(ds, items=tuple(items)), points, info))
     return out

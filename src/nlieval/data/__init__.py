@@ -48,6 +48,7 @@ from .fingerprint import items_fingerprint, text_fingerprint
 from .load import (
     ENV_DATA_DIR,
     get_task,
+    get_tasks,
     load_pool,
     load_task,
     read_items,
@@ -61,6 +62,7 @@ from .tasks import TASKS
 from .taskyaml import make_parser, write_task_yaml
 
 __all__ = [
+    "get_tasks",
     "items_fingerprint",
     "text_fingerprint",
     "ItemSelection",

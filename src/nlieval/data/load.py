@@ -50,6 +50,30 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path | None:
     return path
 
 
+def get_tasks(names_or_paths: Sequence[str]) -> list[TaskSpec]:
+    """:func:`get_task` of each, refusing two tasks of one name: in one run their records
+    would share keys, and the second task's items would be taken as done.
+
+    >>> [t.name for t in get_tasks(["smoke", "snli"])]
+    ['smoke', 'snli']
+    >>> get_tasks(["smoke", "smoke"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: --task smoke and smoke are both named 'smoke': give one of them another ...
+    """
+    named: dict[str, str] = {}
+    specs = []
+    for task in names_or_paths:
+        spec = get_task(task)
+        if spec.name in named:
+            raise ValueError(
+                f"--task {named[spec.name]} and {task} are both named {spec.name!r}: give "
+                "one of them another name: in its task YAML"
+            )
+        named[spec.name] = task
+        specs.append(spec)
+    return specs
+
+
 def get_task(name_or_path: str) -> TaskSpec:
     """A built-in task by name, or a user task from a YAML file.
 

@@ -266,16 +266,7 @@ def plan_instruct(
     if not config.runs:
         raise ValueError("at least one run is needed")
     out = []
-    named: dict[str, str] = {}
-    for task in config.tasks:
-        spec = data.get_task(task)
-        if spec.name in named:
-            # Their records would share keys: the second task's items taken as done.
-            raise ValueError(
-                f"--task {named[spec.name]} and {task} are both named {spec.name!r}: give "
-                "one of them another name: in its task YAML"
-            )
-        named[spec.name] = task
+    for task, spec in zip(config.tasks, data.get_tasks(config.tasks), strict=True):
         if tuple(spec.labels) != SCI4:
             raise ValueError(
                 f"task {spec.name} has the labels {'/'.join(lab.value for lab in spec.labels)}; "
