@@ -10,6 +10,10 @@ Besides its module's own names, an example may use:
     session.
 ``run_dir``
     str, a fresh empty folder, one per docstring.
+``tiny_encoder``
+    str, the folder of a tiny random BERT (2 layers, hidden size 8) whose vocabulary
+    holds only its special tokens, so every word is ``[UNK]`` to it; built once per
+    session. Examples must not write into it.
 ``fake_server``
     str, the base URL ``http://127.0.0.1:PORT/v1`` of the fake OpenAI-compatible server
     of ``tests/fake_openai.py`` (it answers chat requests ``"hello"``), started once per
@@ -41,13 +45,31 @@ from fake_openai import EchoLM, running  # noqa: E402
 from tiny_models import tiny_model  # noqa: E402
 
 #: The names, each made by the fixture ``_doctest_<name>``.
-DOCTEST_NAMES = ("tiny_lm", "run_dir", "fake_server")
+DOCTEST_NAMES = ("tiny_lm", "tiny_encoder", "run_dir", "fake_server")
 _NAMED = {name: re.compile(rf"\b{name}\b") for name in DOCTEST_NAMES}
 
 
 @pytest.fixture(scope="session")
 def _doctest_tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(tiny_model(tmp_path_factory.mktemp("doctest-tiny-lm"), "llama"))
+
+
+@pytest.fixture(scope="session")
+def _doctest_tiny_encoder(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    enc = tmp_path_factory.mktemp("doctest-tiny-encoder")
+    (enc / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n")
+    BertTokenizer(vocab=str(enc / "vocab.txt")).save_pretrained(enc)
+    config = BertConfig(
+        vocab_size=4,
+        hidden_size=8,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=16,
+    )
+    BertModel(config).save_pretrained(enc)
+    return str(enc)
 
 
 @pytest.fixture

@@ -283,14 +283,8 @@ def train(
     Two seeds of a tiny random encoder on the packaged ``smoke`` task, then the same
     command again, which finds both seeds trained and scored:
 
-    >>> import tempfile
-    >>> from transformers import BertConfig, BertModel, BertTokenizer
-    >>> enc = Path(tempfile.mkdtemp())  # a tiny random BERT: every word is [UNK] to it
-    >>> _ = (enc / "vocab.txt").write_text("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n")
-    >>> _ = BertTokenizer(vocab=str(enc / "vocab.txt")).save_pretrained(enc)
-    >>> BertModel(BertConfig(vocab_size=4, hidden_size=8, num_hidden_layers=2,
-    ...           num_attention_heads=2, intermediate_size=16)).save_pretrained(enc)
-    >>> out = Path(tempfile.mkdtemp()) / "train"
+    >>> enc = Path(tiny_encoder)  # a tiny random BERT: every word is [UNK] to it
+    >>> out = Path(run_dir) / "train"
     >>> cfg = TrainConfig(str(enc), "smoke", epochs=1, seeds=(0, 1), device="cpu", out=str(out))
     >>> results = train(cfg, progress=False)
     >>> [r["seed"] for r in results["seeds"]], sorted(results["summary"])

@@ -5,23 +5,17 @@ each, early stopping on the dev macro F1, the best epoch saved as a classifier f
 Two epochs of a tiny random encoder on the packaged ``smoke`` task; the saved best epoch
 scores the dev part as it did during training:
 
->>> import tempfile
->>> from transformers import BertConfig, BertModel, BertTokenizer
->>> enc = Path(tempfile.mkdtemp())  # a tiny random BERT: every word is [UNK] to it
->>> _ = (enc / "vocab.txt").write_text("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n")
->>> _ = BertTokenizer(vocab=str(enc / "vocab.txt")).save_pretrained(enc)
->>> BertModel(BertConfig(vocab_size=4, hidden_size=8, num_hidden_layers=2,
-...           num_attention_heads=2, intermediate_size=16)).save_pretrained(enc)
+>>> enc = Path(tiny_encoder)  # a tiny random BERT: every word is [UNK] to it
 >>> from nlieval.backends.classifier import read_meta
 >>> from nlieval.sci.train_data import load_data
 >>> from nlieval.sci.train_model import build_model
 >>> cfg = TrainConfig(str(enc), "smoke", epochs=2, seeds=(0,), device="cpu")
 >>> data = load_data(cfg)
 >>> model, tok = build_model(cfg, data.labels, 0)
->>> result = fit(model, tok, data, cfg, 0, enc / "seed0", progress=False)
+>>> result = fit(model, tok, data, cfg, 0, Path(run_dir) / "seed0", progress=False)
 >>> result["epochs_run"], [row["epoch"] for row in result["history"]]
 (2, [1, 2])
->>> metrics, records = evaluate(model, tok, read_meta(enc / "seed0"), data.dev)
+>>> metrics, records = evaluate(model, tok, read_meta(Path(run_dir) / "seed0"), data.dev)
 >>> metrics["macro_f1"] == result["best_dev_macro_f1"], len(records)
 (True, 3)
 """

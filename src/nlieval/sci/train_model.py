@@ -53,13 +53,7 @@ def build_model(
     ``config.top_layers``. ``fresh_head=False`` keeps the checkpoint's head instead (its
     labels must be ``labels``, in that order).
 
-    >>> import tempfile
-    >>> from transformers import BertConfig, BertModel, BertTokenizer
-    >>> enc = Path(tempfile.mkdtemp())  # a tiny random BERT: every word is [UNK] to it
-    >>> _ = (enc / "vocab.txt").write_text("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n")
-    >>> _ = BertTokenizer(vocab=str(enc / "vocab.txt")).save_pretrained(enc)
-    >>> BertModel(BertConfig(vocab_size=4, hidden_size=8, num_hidden_layers=2,
-    ...           num_attention_heads=2, intermediate_size=16)).save_pretrained(enc)
+    >>> enc = Path(tiny_encoder)  # a tiny random BERT: every word is [UNK] to it
     >>> labels = ("entailment", "neutral", "contradiction")
     >>> model, tok = build_model(TrainConfig(str(enc), "smoke", top_layers=1), labels, 0)
     >>> model.head.out_features
