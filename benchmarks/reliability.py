@@ -36,22 +36,16 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the tiny-model builders of the test suite
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from reliability_kit import Case  # noqa: E402
 
 LABELS3 = "[entailment, neutral, contradiction]"
 SCI4 = "[contrasting, reasoning, entailment, neutral]"
-
-
-@dataclass(frozen=True)
-class Case:
-    command: str
-    name: str
-    argv: Callable[[Path], list[str]]
-    expect: str = "error"  # or "warning": going on with a warning is the right answer
 
 
 def _w(path: Path, text: str | bytes) -> Path:
@@ -850,6 +844,31 @@ def cases(model: str, bert: str) -> list[Case]:
     ]
 
 
+#: The case files beside this script, one per class of hostile input (see reliability_kit).
+CASE_FILES = (
+    "reliability_identity",
+    "reliability_server",
+    "reliability_templates",
+    "reliability_folders",
+)
+
+
+def all_cases(model: str, bert: str) -> list[Case]:
+    """This file's cases, then each case file's (a missing case file is skipped)."""
+    import importlib
+
+    out = list(cases(model, bert))
+    for name in CASE_FILES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        out.extend(module.cases(model, bert))
+    return out
+
+
 def classify(case: Case, rc: int | None, err: str) -> str:
     if rc is None:
         return "silent"  # a hang
@@ -867,9 +886,18 @@ def classify(case: Case, rc: int | None, err: str) -> str:
     return "silent"
 
 
-def _in_process(argv: list[str], cwd: Path) -> tuple[int | None, str, str]:
+class _Hang(BaseException):
+    """Raised by the alarm when a case runs past its time: counted as a hang."""
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise _Hang
+
+
+def _in_process(argv: list[str], cwd: Path, timeout: float) -> tuple[int | None, str, str]:
     """``nlieval.cli.main(argv)`` here (no interpreter start per case): an exception that
-    escapes it is what the user would see as a traceback."""
+    escapes it is what the user would see as a traceback; past ``timeout`` s, a hang
+    (rc None), stopped by SIGALRM in the main thread."""
     import contextlib
     import io
     import logging
@@ -885,16 +913,22 @@ def _in_process(argv: list[str], cwd: Path) -> tuple[int | None, str, str]:
     root.setLevel(logging.WARNING)
     old = Path.cwd()
     os.chdir(cwd)
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 rc: int | None = cli_main(argv)
             except SystemExit as exc:  # argparse
                 rc = exc.code if isinstance(exc.code, int) else 1
+            except _Hang:
+                rc = None
             except BaseException:
                 err.write(traceback.format_exc())
                 rc = 1
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
         os.chdir(old)
     return rc, out.getvalue(), err.getvalue()
 
@@ -1017,11 +1051,14 @@ def main() -> int:
     only = set(opts.only.split(",")) if opts.only else None
     table: dict[str, Counter[str]] = {}
     detail = []
-    for case in cases(model, bert):
+    for case in all_cases(model, bert):
         if only and not any(case.command.startswith(o) for o in only):
             continue
         argv = case.argv(d)
-        rc, out, err = _cli(argv, d, opts.timeout) if opts.subprocess else _in_process(argv, d)
+        if opts.subprocess:
+            rc, out, err = _cli(argv, d, opts.timeout)
+        else:
+            rc, out, err = _in_process(argv, d, opts.timeout)
         outcome = classify(case, rc, err)
         table.setdefault(case.command, Counter())[outcome] += 1
         last = (err.strip().splitlines() or [""])[-1][:160]
