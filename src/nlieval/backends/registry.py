@@ -226,7 +226,7 @@ def model_fingerprints(
     if spec.engine == "server":
         return {}
     if checkpoints:
-        out = {}
+        out: dict[str, str] = {}
         for ckpt in checkpoints:
             local = Path(ckpt).exists()
             source = resolve_model(ckpt if local else spec.name, None if local else ckpt)
