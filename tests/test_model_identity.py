@@ -159,3 +159,86 @@ def test_a_planted_conversion_of_the_packaged_model_is_converted_again(
         again = Path(local_hf_folder(source).path)
     assert "converting again" in caplog.text
     assert json.loads((again / "config.json").read_text())["rms_norm_eps"] != 0.5
+
+
+def _replace_weights(model: Path, seed: int) -> None:
+    shutil.rmtree(model)
+    tiny_model(model, "llama", seed=seed)
+
+
+@pytest.mark.parametrize("command", ["instruct", "generate"])
+def test_chat_commands_refuse_other_weights_under_one_path(
+    tmp_path: Path, tiny_llama: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = tmp_path / "chat"
+    shutil.copytree(tiny_llama, model)
+    out = tmp_path / "out"
+    labels = ["contrasting", "reasoning", "entailment", "neutral"]
+    rows = [
+        {"id": f"s{i}", "premise": f"We train {i}.", "hypothesis": "It works.", "label": lab}
+        for i, lab in enumerate(labels * 2)
+    ]
+    (tmp_path / "sci.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    task = tmp_path / "sci.yaml"
+    task.write_text(f"name: sci\npath: sci.jsonl\nlabels: [{', '.join(labels)}]\n")
+    argv = [command, "--model", str(model), "--task", str(task), "--max-new-tokens", "4"]
+    argv += ["--device", "cpu", "--no-progress", "--out", str(out)]
+    argv += ["--shots", "0", "--runs", "1"] if command == "instruct" else ["--examples", "0"]
+    main([*argv, "--limit", "2"])  # generate exits 1: a random model's answers do not parse
+    before = _records(out)
+    assert before
+    _replace_weights(model, seed=1)
+    capsys.readouterr()
+    assert main([*argv, "--limit", "3"]) == 2
+    # (generate loads its chat model first: transformers' loading bar may come before)
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("nlieval: error: ") and "model:" in err
+    assert _records(out) == before
+
+
+def test_generate_refuses_an_edited_data_file(
+    tmp_path: Path, tiny_llama: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        {"id": f"g{i}", "premise": f"A man walks {i}.", "hypothesis": "He moves.", "label": lab}
+        for i, lab in enumerate(["entailment", "neutral", "contradiction"] * 2)
+    ]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    task = tmp_path / "t.yaml"
+    task.write_text("name: g\npath: d.jsonl\nlabels: [entailment, neutral, contradiction]\n")
+    out = tmp_path / "out"
+    argv = ["generate", "--model", str(tiny_llama), "--task", str(task), "--examples", "0"]
+    argv += ["--max-new-tokens", "4", "--device", "cpu", "--no-progress", "--out", str(out)]
+    main([*argv, "--limit", "2"])
+    before = _records(out)
+    rows[4]["premise"] = "An edited premise."
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    capsys.readouterr()
+    assert main([*argv, "--limit", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("nlieval: error: ") and "data g" in err
+    assert _records(out) == before
+
+
+def test_train_refuses_another_encoder_under_one_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tiny_bert import make_tiny_bert
+
+    words = ["a", "man", "walks", "moves", "the", "dog"]
+    enc = make_tiny_bert(tmp_path / "enc", words)
+    out = tmp_path / "out"
+    argv = ["train", "--model", str(enc), "--task", "smoke", "--epochs", "1", "--seeds", "0,"]
+    argv += ["--max-length", "16", "--device", "cpu", "--no-progress", "--out", str(out)]
+    assert main(argv) == 0
+    before = _records(out)
+    assert before
+    cfg = json.loads((Path(enc) / "config.json").read_text())
+    cfg["layer_norm_eps"] = 1e-3  # another encoder under the same path
+    (Path(enc) / "config.json").write_text(json.dumps(cfg))
+    capsys.readouterr()
+    assert main([*argv[:8], "0,1", *argv[9:]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "model:" in err
+    assert _records(out) == before

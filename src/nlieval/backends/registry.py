@@ -363,3 +363,12 @@ class ChatModel(NamesAModel):
     def load(self) -> GenerationBackend:
         """The backend (see :func:`load_generator`)."""
         return load_generator(self.spec, hf=self.hf, server=self.server)
+
+    def fingerprints(self) -> dict[str, str]:
+        """The weights' fingerprints for a run folder's identity (see
+        :func:`model_fingerprints`; none for a server's model).
+
+        >>> list(ChatModel(tiny_lm).fingerprints())
+        ['model']
+        """
+        return model_fingerprints(self.spec, self.hf.revision)

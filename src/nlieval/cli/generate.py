@@ -44,10 +44,17 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """Run the command; 0 when every premise got an answer, 1 when some must be re-run."""
 
     config = settings_from_args(GenerateConfig, args)
-    backend = settings_from_args(ChatModel, args).load()
+    chat = settings_from_args(ChatModel, args)
+    prints = chat.fingerprints()
+    backend = chat.load()
     try:
         summary = generate_items(
-            backend, config, args.out, overwrite=args.overwrite, progress=not args.no_progress
+            backend,
+            config,
+            args.out,
+            overwrite=args.overwrite,
+            progress=not args.no_progress,
+            model_fingerprints=prints,
         )
     finally:
         close = getattr(backend, "close", None)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..backends.registry import check_model
+from ..backends.registry import check_model, model_fingerprints
 from ..runs import RunError, instruct_table, run_timing
 from ..sci import report as sci
 from ..sci.instruct import InstructConfig, instruct_backend, run_instruct
@@ -39,6 +39,7 @@ def cmd_instruct(args: argparse.Namespace) -> int:
             backend,
             overwrite=args.overwrite,
             progress=not args.no_progress,
+            model_fingerprints=model_fingerprints(config.spec, config.hf.revision),
         )
     except RunError:
         raise

@@ -48,7 +48,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -194,9 +194,14 @@ def generate_items(
     *,
     overwrite: bool = False,
     progress: bool = False,
+    model_fingerprints: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Generate (or resume generating) items into ``out``; returns the summary, which is
     also saved as ``summary.json``.
+
+    The folder's identity holds the split as read and the solved examples' text (an
+    edited data file is refused on resume), and ``model_fingerprints`` (the chat model's
+    weights, from :meth:`nlieval.backends.registry.ChatModel.fingerprints`).
 
     The sentences still without a valid answer go through :func:`nlieval.runs.run_steps`
     in chunks of :data:`PREMISES_PER_CHUNK` (asked together, invalid answers asked again
@@ -314,6 +319,15 @@ def generate_items(
             pending = sorted(retry, key=lambda t: order[t.source_id])
         write_items(path, valid, order)  # the chunk's rows are saved by now
 
+    shown = [
+        [ex.source_id, ex.premise, sorted((k.value, v) for k, v in ex.hypotheses.items())]
+        for ex in examples
+    ]
+    prints = {
+        f"data {ds.task}": data.items_fingerprint(ds.items),
+        "examples": data.text_fingerprint(json.dumps(shown)),
+        **(model_fingerprints or {}),
+    }
     stopped: str | None = None
     try:
         execute(
@@ -326,6 +340,7 @@ def generate_items(
             progress=progress,
             chunk_size=PREMISES_PER_CHUNK,
             stream=True,
+            fingerprints=prints,
         )
     except _Stopped as err:
         stopped = str(err)

@@ -38,7 +38,13 @@ from typing import Any, ClassVar
 from .. import data
 from ..backends.base import GenerationBackend
 from ..backends.openai import ServerOptions
-from ..backends.registry import HFOptions, NamesAModel, load_generator, model_label
+from ..backends.registry import (
+    HFOptions,
+    NamesAModel,
+    load_generator,
+    model_label,
+)
+from ..backends.registry import model_fingerprints as weights_fingerprints
 from ..backends.weights import DEFAULT_MODEL
 from ..data import Dataset, ItemSelection
 from ..runs import (
@@ -327,6 +333,7 @@ def run_instruct(
     *,
     overwrite: bool = False,
     progress: bool = True,
+    model_fingerprints: Mapping[str, str] | None = None,
 ) -> Results:
     """Run (or resume) a prompted instruct-model evaluation into a run folder.
 
@@ -336,7 +343,9 @@ def run_instruct(
     most one chunk, and the same call resumes it without duplicates. The backend is made
     by ``backend_factory`` (default: the config's model, through the model registry's
     :func:`~nlieval.backends.registry.load_generator`) only when there is work left.
-    Returns ``results.json``.
+    Returns ``results.json``. The folder's identity holds the data, pool and prompts by
+    content, and ``model_fingerprints`` (None: the config's model's, when the registry
+    makes the backend; see :func:`~nlieval.backends.registry.model_fingerprints`).
 
     For instance ``run_instruct(InstructConfig("smollm2-135m", limit=40), "runs/sci")``
     asks the packaged SmolLM2 about the first 40 SciNLI test items at k = 0, 4, 8, 12
@@ -423,6 +432,11 @@ def run_instruct(
         # Answers of a server arrive one by one: keep each (see ReceivedAnswers).
         return ReceivedAnswers(backend) if callable(getattr(backend, "iter_map", None)) else backend
 
+    prints = fingerprints_of({ds.task: info for ds, _, info in planned})
+    if model_fingerprints is None and backend_factory is None:
+        # The chat model's weights (none for a server's model: its answers name it).
+        model_fingerprints = weights_fingerprints(config.spec, config.hf.revision)
+    prints |= model_fingerprints or {}
     elapsed = execute(
         folder,
         config,
@@ -431,7 +445,7 @@ def run_instruct(
         work,
         overwrite=overwrite,
         progress=progress,
-        fingerprints=fingerprints_of({ds.task: info for ds, _, info in planned}),
+        fingerprints=prints,
     )
     draws = {
         ds.task: {k: {p.run: p.shot_ids for p in points if p.k == k} for k in config.shots}

@@ -51,6 +51,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..backends.registry import ModelSpec, model_fingerprints
+from ..backends.weights import ModelError
 from ..data import items_fingerprint
 from ..metrics import mean_std, point_metrics
 from ..runs import RunError, RunFolder, Step, atomic_write, execute, finalize
@@ -75,6 +77,7 @@ from .train_model import (
 )
 
 __all__ = [
+    "encoder_fingerprints",
     "ENCODER_ALIASES",
     "LEGACY_SEED_FILES",
     "OPTIMIZERS",
@@ -367,6 +370,7 @@ def train(
     # The items each part was made of: an edited data file is refused, not resumed.
     parts = {"train": data.train, "dev": data.dev, "test": data.test}
     prints = {f"data {k}": items_fingerprint(p.items) for k, p in parts.items() if p is not None}
+    prints |= encoder_fingerprints(config)
     elapsed = execute(
         run,
         config,
@@ -433,3 +437,28 @@ def format_results(results: Mapping[str, Any]) -> str:
             parts.append(f"{label} {s[name]['mean']:.4f} +- {s[name]['std']:.4f}")
     lines.append("mean over seeds: " + "; ".join(parts))
     return "\n".join(lines)
+
+
+def encoder_fingerprints(config: TrainConfig) -> dict[str, str]:
+    """The fingerprints of the encoder a run starts from (``model``) and of ``init_from``,
+    for the run folder's identity: other weights under the same name are refused on resume
+    (see :func:`nlieval.backends.registry.model_fingerprints`). A hub id whose commit cannot
+    be found yet is left out: its load fails with its own message.
+
+    >>> list(encoder_fingerprints(TrainConfig(tiny_encoder, "smoke")))
+    ['model']
+    """
+    out: dict[str, str] = {}
+    for field, name in (("model", config.model), ("init_from", config.init_from)):
+        if name is None:
+            continue
+        resolved = resolve_encoder(name)
+        try:
+            prints = model_fingerprints(ModelSpec("hf", resolved))
+        except ModelError:
+            if Path(resolved).exists():
+                raise
+            continue  # a hub name such as bert-base-uncased: no local files to hash
+        for key, value in prints.items():
+            out[key.replace("model", field, 1)] = value
+    return out
