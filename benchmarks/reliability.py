@@ -853,12 +853,15 @@ CASE_FILES = (
 )
 
 
-def all_cases(model: str, bert: str) -> list[Case]:
-    """This file's cases, then each case file's (a missing case file is skipped)."""
+def all_cases(model: str, bert: str, files: set[str] | None = None) -> list[Case]:
+    """This file's cases, then each case file's (a missing case file is skipped);
+    ``files`` keeps only those named (``main`` for this file's own)."""
     import importlib
 
-    out = list(cases(model, bert))
+    out = list(cases(model, bert)) if files is None or "main" in files else []
     for name in CASE_FILES:
+        if files is not None and name.removeprefix("reliability_") not in files:
+            continue
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -1013,6 +1016,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kills", type=int, default=5, help="kill -9 trials on `run` [5]")
     ap.add_argument("--only", default=None, help="comma-separated commands to try")
+    ap.add_argument(
+        "--files",
+        default=None,
+        help="comma-separated case files to run (main: this script's own; identity, "
+        "server, templates, folders: reliability_<name>.py) [all]",
+    )
     ap.add_argument("--timeout", type=float, default=180, help="seconds per case [180]")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", action="store_true", help="keep the folder of files made")
@@ -1051,7 +1060,8 @@ def main() -> int:
     only = set(opts.only.split(",")) if opts.only else None
     table: dict[str, Counter[str]] = {}
     detail = []
-    for case in all_cases(model, bert):
+    files = set(opts.files.split(",")) if opts.files else None
+    for case in all_cases(model, bert, files):
         if only and not any(case.command.startswith(o) for o in only):
             continue
         argv = case.argv(d)

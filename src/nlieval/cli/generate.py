@@ -44,22 +44,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """Run the command; 0 when every premise got an answer, 1 when some must be re-run."""
 
     config = settings_from_args(GenerateConfig, args)
-    chat = settings_from_args(ChatModel, args)
-    prints = chat.fingerprints()
-    backend = chat.load()
-    try:
-        summary = generate_items(
-            backend,
-            config,
-            args.out,
-            overwrite=args.overwrite,
-            progress=not args.no_progress,
-            model_fingerprints=prints,
-        )
-    finally:
-        close = getattr(backend, "close", None)
-        if callable(close):
-            close()
+    chat = settings_from_args(ChatModel, args)  # loaded once the folder is checked
+    summary = generate_items(
+        chat, config, args.out, overwrite=args.overwrite, progress=not args.no_progress
+    )
     print(format_summary(summary))
     print(f"\n{summary['seconds']} s; items, {RECORDS} and summary.json in {args.out}")
     print(f"use them with: nlieval run --task {args.out}/task.yaml --out RUN_FOLDER")

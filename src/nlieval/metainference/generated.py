@@ -55,6 +55,7 @@ from typing import Any
 from .. import data
 from ..backends.base import GenerationBackend
 from ..backends.generator import LocalChat
+from ..backends.registry import ChatModel
 from ..data import Dataset
 from ..runs import RECORDS, RunError, RunFolder, Step, atomic_write, execute
 from ..types import NLI3
@@ -188,7 +189,7 @@ class _Stopped(Exception):
 
 
 def generate_items(
-    backend: GenerationBackend,
+    chat: GenerationBackend | ChatModel,
     config: GenerateConfig,
     out: str | Path,
     *,
@@ -199,9 +200,11 @@ def generate_items(
     """Generate (or resume generating) items into ``out``; returns the summary, which is
     also saved as ``summary.json``.
 
-    The folder's identity holds the split as read and the solved examples' text (an
-    edited data file is refused on resume), and ``model_fingerprints`` (the chat model's
-    weights, from :meth:`nlieval.backends.registry.ChatModel.fingerprints`).
+    ``chat`` is a loaded chat backend, or a :class:`~nlieval.backends.registry.ChatModel`
+    loaded only once the folder is known to be resumable (and closed at the end). The
+    folder's identity holds the split as read and the solved examples' text (an edited
+    data file is refused on resume), and ``model_fingerprints`` (the chat model's weights;
+    None with a ChatModel: :meth:`~nlieval.backends.registry.ChatModel.fingerprints`).
 
     The sentences still without a valid answer go through :func:`nlieval.runs.run_steps`
     in chunks of :data:`PREMISES_PER_CHUNK` (asked together, invalid answers asked again
@@ -229,6 +232,57 @@ def generate_items(
     """
     started = time.perf_counter()
     ds, targets, examples = _targets_and_examples(config)
+    loaded: list[GenerationBackend] = []
+    if isinstance(chat, ChatModel):
+        generator = chat.spec.name
+        if model_fingerprints is None:
+            model_fingerprints = chat.fingerprints()
+    else:
+        generator = chat.name
+        loaded.append(chat)
+
+    def backend() -> GenerationBackend:
+        if not loaded:
+            assert isinstance(chat, ChatModel)
+            loaded.append(chat.load())
+        return loaded[0]
+
+    try:
+        return _generate(
+            backend,
+            generator,
+            config,
+            ds,
+            targets,
+            examples,
+            out,
+            started,
+            overwrite=overwrite,
+            progress=progress,
+            model_fingerprints=model_fingerprints,
+        )
+    finally:
+        close = (
+            getattr(loaded[0], "close", None) if loaded and isinstance(chat, ChatModel) else None
+        )
+        if callable(close):
+            close()
+
+
+def _generate(
+    backend: Callable[[], GenerationBackend],
+    generator: str,
+    config: GenerateConfig,
+    ds: Dataset,
+    targets: list[Sentence],
+    examples: list[Example],
+    out: str | Path,
+    started: float,
+    *,
+    overwrite: bool,
+    progress: bool,
+    model_fingerprints: Mapping[str, str] | None,
+) -> dict[str, Any]:
     path = Path(out)
     legacy = path / LEGACY_ANSWERS
     if legacy.is_file() and not overwrite:
@@ -257,7 +311,7 @@ def generate_items(
         valid.update(first_valid(rows))
         write_items(path, valid, order)
         write_task(
-            path, name, f"hypotheses written by {backend.name} for {config.sentences}s of {ds.task}"
+            path, name, f"hypotheses written by {generator} for {config.sentences}s of {ds.task}"
         )
         todo = [t for t in targets if states[t.source_id].valid_attempt is None]
         return [Step(f"|{ds.task}|{config.sentences}", f"{config.sentences}s", todo)]
@@ -332,9 +386,9 @@ def generate_items(
     try:
         execute(
             folder,
-            GenerateFolderConfig.of(backend.name, config, ds, examples),
+            GenerateFolderConfig.of(generator, config, ds, examples),
             plan_steps,
-            lambda _: backend,
+            lambda _: backend(),
             work,
             overwrite=overwrite,
             progress=progress,
@@ -351,7 +405,7 @@ def generate_items(
             rows = folder.records()
             n_items = write_items(path, first_valid(rows), order)
             summary = {
-                "generator": backend.name,
+                "generator": generator,
                 "task": ds.task,
                 "split": ds.split,
                 "examples": len(examples),
@@ -363,7 +417,7 @@ def generate_items(
     write_task(
         path,
         name,
-        f"{n_items // len(KEYS)} premises x 3 hypotheses written by {backend.name} "
+        f"{n_items // len(KEYS)} premises x 3 hypotheses written by {generator} "
         f"for {config.sentences}s of {ds.task} {ds.split} (label = intended label)",
     )
     return summary
