@@ -7,7 +7,8 @@ version is refused instead of being half understood. A file without a version is
 invocation.
 
 :class:`Provenance` says what produced or re-reported a folder: the command, the time,
-the package versions, Python, the platform and the git commit of nlieval. One is appended
+the package versions, Python, the platform, the git commit of nlieval and the fingerprints
+of what the records depend on (data, pool, prompts, model weights). One is appended
 per invocation (``provenance.jsonl``, owned by :class:`~nlieval.runs.folder.RunFolder`)
 and none is ever rewritten, so re-reporting after an upgrade keeps what made the records.
 
@@ -65,10 +66,11 @@ class Provenance:
     python: str | None = None
     platform: str | None = None
     git_commit: str | None = None
+    fingerprints: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def now(cls, command: str) -> Provenance:
-        """This process, now."""
+    def now(cls, command: str, fingerprints: Mapping[str, str] | None = None) -> Provenance:
+        """This process, now; ``fingerprints`` of what this invocation's records depend on."""
         versions: dict[str, str | None] = {}
         for pkg in PACKAGES:
             try:
@@ -82,6 +84,7 @@ class Provenance:
             python=platform.python_version(),
             platform=platform.platform(),
             git_commit=git_commit(),
+            fingerprints=dict(fingerprints or {}),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,6 +95,7 @@ class Provenance:
             "python": self.python,
             "platform": self.platform,
             "git_commit": self.git_commit,
+            "fingerprints": dict(self.fingerprints),
         }
 
     @classmethod
@@ -100,6 +104,9 @@ class Provenance:
         versions = d.get("versions") or {}
         if not isinstance(versions, Mapping):
             raise ValueError("provenance: 'versions' is not an object")
+        prints = d.get("fingerprints") or {}
+        if not isinstance(prints, Mapping):
+            raise ValueError("provenance: 'fingerprints' is not an object")
         return cls(
             command=str(d.get("command", "unknown")),
             time=str(d.get("time", "")),
@@ -107,6 +114,7 @@ class Provenance:
             python=d.get("python"),
             platform=d.get("platform"),
             git_commit=d.get("git_commit"),
+            fingerprints={str(k): str(v) for k, v in prints.items()},
         )
 
 
