@@ -1,0 +1,215 @@
+"""Paired significance tests between two systems scored on the same items.
+
+* :func:`mcnemar`: McNemar's test on the items exactly one of the two got right (exact
+  binomial by default; the chi-square form with continuity correction on request);
+* :func:`paired_bootstrap`: a seeded percentile bootstrap confidence interval of the
+  difference ``B - A`` in accuracy, macro F1 or a per-item score (such as the JS distance to
+  human labels) over items resampled in pairs, and a paired permutation p-value (each
+  item's two outputs swapped at random), both from :mod:`scipy.stats`.
+
+Inputs are per-item arrays in one item order; pairing the records of two run folders by
+item is the caller's part (:func:`nlieval.analyses.compare.compare_runs`).
+
+>>> r = mcnemar([1, 1, 1, 0, 1], [0, 0, 1, 0, 1])
+>>> (r.a_only, r.b_only, round(r.p_value, 3))
+(2, 0, 0.5)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+#: The metrics :func:`paired_bootstrap` knows by name; ``mean`` averages a per-item score.
+METRICS = ("accuracy", "macro_f1", "mean")
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """McNemar's test: ``a_only`` items only A got right, ``b_only`` only B; the
+    statistic is min(a_only, b_only) for the exact test, else the corrected chi-square."""
+
+    a_only: int
+    b_only: int
+    statistic: float
+    p_value: float
+    exact: bool
+
+
+def mcnemar(
+    a_correct: Sequence[bool] | np.ndarray,
+    b_correct: Sequence[bool] | np.ndarray,
+    *,
+    exact: bool = True,
+) -> McNemar:
+    """McNemar's test of two systems' correctness on the same items (two-sided).
+
+    The exact test is a binomial test of ``b_only`` successes in ``a_only + b_only``
+    trials at p = 1/2; ``exact=False`` gives the chi-square statistic with continuity
+    correction, (|a_only - b_only| - 1)^2 / (a_only + b_only), on 1 degree of freedom.
+
+    >>> r = mcnemar([True] * 30 + [False] * 10, [True] * 20 + [False] * 20, exact=False)
+    >>> r.a_only, r.b_only, round(r.statistic, 3), round(r.p_value, 4)
+    (10, 0, 8.1, 0.0044)
+    """
+    a = np.asarray(a_correct, dtype=bool)
+    b = np.asarray(b_correct, dtype=bool)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"mcnemar needs two equal-length lists, got {a.shape} and {b.shape}")
+    a_only = int(np.sum(a & ~b))
+    b_only = int(np.sum(~a & b))
+    n = a_only + b_only
+    if n == 0:
+        return McNemar(0, 0, 0.0, 1.0, exact)
+    if exact:
+        p = stats.binomtest(b_only, n, 0.5, alternative="two-sided").pvalue
+        return McNemar(a_only, b_only, float(min(a_only, b_only)), float(min(1.0, p)), True)
+    chi2 = (abs(a_only - b_only) - 1) ** 2 / n
+    return McNemar(a_only, b_only, float(chi2), float(stats.chi2.sf(chi2, 1)), False)
+
+
+@dataclass(frozen=True)
+class PairedBootstrap:
+    """A metric of A and of B, their difference ``b - a``, its ``confidence`` interval
+    [``low``, ``high``] over ``resamples`` paired resamples, and the permutation p-value."""
+
+    metric: str
+    a: float
+    b: float
+    diff: float
+    low: float
+    high: float
+    p_value: float
+    confidence: float
+    resamples: int
+    seed: int
+
+
+def macro_f1(gold: np.ndarray, pred: np.ndarray) -> float:
+    """The unweighted mean F1 over the classes present in ``gold`` or ``pred`` (an F1 of
+    0 where a class has no true positives), as scikit-learn's ``f1_score(average="macro")``;
+    vectorised by hand because the bootstrap calls it thousands of times.
+
+    >>> round(macro_f1(np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1])), 4)
+    0.7333
+    """
+    classes = np.union1d(gold, pred)
+    scores = []
+    for c in classes:
+        tp = np.sum((gold == c) & (pred == c))
+        denom = np.sum(gold == c) + np.sum(pred == c)
+        scores.append(0.0 if denom == 0 else 2.0 * tp / denom)
+    return float(np.mean(scores)) if scores else float("nan")
+
+
+def _metric(name: str) -> Callable[..., float]:
+    if name == "accuracy":
+        return lambda gold, pred: float(np.mean(gold == pred))
+    if name == "macro_f1":
+        return macro_f1
+    if name == "mean":
+        return lambda values: float(np.mean(values))
+    raise ValueError(f"unknown metric {name!r}; one of {', '.join(METRICS)}")
+
+
+def paired_bootstrap(
+    a: Sequence[object] | np.ndarray,
+    b: Sequence[object] | np.ndarray,
+    gold: Sequence[object] | np.ndarray | None = None,
+    *,
+    metric: str = "accuracy",
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> PairedBootstrap:
+    """Compare A and B on the same items: predictions ``a`` and ``b`` against ``gold``
+    (``accuracy``, ``macro_f1``), or per-item scores ``a`` and ``b`` (``mean``; no gold).
+
+    The interval is the percentile bootstrap of ``metric(B) - metric(A)`` over items drawn
+    with replacement in pairs (``scipy.stats.bootstrap``, ``paired=True``); the p-value is
+    that of a paired permutation test of the same difference (``scipy.stats.permutation_test``,
+    ``permutation_type="samples"``: each item's two outputs swapped at random). Both are
+    seeded by ``seed``: the same call gives the same numbers.
+
+    When B is right exactly where A is wrong on every item, every resample has the same
+    difference, so the interval is that one point:
+
+    >>> r = paired_bootstrap([0, 0, 0, 0], [1, 1, 1, 1], [1, 1, 1, 1], resamples=200)
+    >>> r.a, r.b, r.diff, r.low, r.high
+    (0.0, 1.0, 1.0, 1.0, 1.0)
+    """
+    fn = _metric(metric)
+    av, bv = np.asarray(a), np.asarray(b)
+    if av.shape != bv.shape or av.ndim != 1 or len(av) == 0:
+        raise ValueError(f"need two equal, non-empty lists of items, got {av.shape}, {bv.shape}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if metric == "mean":
+        if gold is not None:
+            raise ValueError("metric 'mean' averages per-item scores: pass no gold")
+        av, bv = av.astype(float), bv.astype(float)
+        if not (np.isfinite(av).all() and np.isfinite(bv).all()):
+            raise ValueError("per-item scores must be finite numbers")
+
+        def diff(x: np.ndarray, y: np.ndarray) -> float:
+            return float(fn(y) - fn(x))
+
+        data: tuple[np.ndarray, ...] = (av, bv)
+        value_a, value_b = fn(av), fn(bv)
+    else:
+        if gold is None:
+            raise ValueError(f"metric {metric!r} needs the gold labels")
+        # Labels to integer codes, one code per distinct label across all three lists.
+        codes = {
+            v: i for i, v in enumerate(sorted({*map(str, av), *map(str, bv), *map(str, gold)}))
+        }
+        g = np.array([codes[str(v)] for v in gold])
+        if g.shape != av.shape:
+            raise ValueError(f"gold has {len(g)} items, the predictions {len(av)}")
+        av = np.array([codes[str(v)] for v in av])
+        bv = np.array([codes[str(v)] for v in bv])
+
+        def diff(x: np.ndarray, y: np.ndarray, gg: np.ndarray) -> float:  # type: ignore[misc]
+            return float(fn(gg, y) - fn(gg, x))
+
+        data = (av, bv, g)
+        value_a, value_b = fn(g, av), fn(g, bv)
+    observed = value_b - value_a
+    rng = np.random.default_rng(seed)
+    if np.array_equal(av, bv):
+        low = high = 0.0
+        p = 1.0
+    else:
+        boot = stats.bootstrap(
+            data,
+            diff,
+            paired=True,
+            vectorized=False,
+            n_resamples=resamples,
+            confidence_level=confidence,
+            method="percentile",
+            random_state=rng,
+        )
+        low, high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
+
+        def perm_stat(x: np.ndarray, y: np.ndarray) -> float:
+            return float(fn(y) - fn(x)) if metric == "mean" else float(fn(g, y) - fn(g, x))
+
+        perm = stats.permutation_test(
+            (av, bv),
+            perm_stat,
+            permutation_type="samples",
+            vectorized=False,
+            n_resamples=resamples,
+            alternative="two-sided",
+            random_state=rng,
+        )
+        p = float(perm.pvalue)
+        if np.isnan(low):  # every resample had the same difference
+            low = high = observed
+    return PairedBootstrap(
+        metric, value_a, value_b, observed, low, high, p, confidence, resamples, seed
+    )
