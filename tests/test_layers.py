@@ -31,6 +31,7 @@ FLOORS: dict[str, int] = {
     "data": 1,
     "backends": 1,
     "metrics": 1,
+    "significance": 1,
     "plotting": 1,
     "runs": 2,
     "choice": 3,

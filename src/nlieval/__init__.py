@@ -50,6 +50,8 @@ _EXPORTS: dict[str, str] = {
     # metrics
     "point_metrics": "metrics",
     "summarize": "metrics",
+    "mcnemar": "significance",
+    "paired_bootstrap": "significance",
     # runs: the run folder
     "RunError": "runs",
     "RunFolder": "runs",
