@@ -10,6 +10,8 @@ and prediction files of classifiers made elsewhere. Where to start:
   turns prediction files into a run folder (formats in :mod:`.predictions`);
 * ``nlieval dynamics``: :func:`follow_run` on a run folder made with ``--checkpoints``
   (rows by :func:`nlieval.analyses.dynamics.dynamics`);
+* ``nlieval compare``: :func:`compare_runs` on two run folders (McNemar and a paired
+  bootstrap per sweep point, on the items both scored), :func:`comparison_table`;
 * ``nlieval plots``: :func:`plot_accuracy_vs_shots`, :func:`plot_accuracy_by_entropy`
   and :func:`plot_divergence` (matplotlib, one PNG each).
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from . import chaosnli
 from .chaosnli import HumanBaseline, score_prediction_file, score_records
+from .compare import compare_runs, comparison_table
 from .dynamics import follow_run
 from .imports import ImportConfig, import_predictions
 from .plots import plot_accuracy_by_entropy, plot_accuracy_vs_shots, plot_divergence
@@ -30,6 +33,8 @@ __all__ = [
     "HumanBaseline",
     "ImportConfig",
     "chaosnli",
+    "compare_runs",
+    "comparison_table",
     "follow_run",
     "import_predictions",
     "plot_accuracy_by_entropy",
