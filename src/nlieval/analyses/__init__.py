@@ -12,6 +12,8 @@ and prediction files of classifiers made elsewhere. Where to start:
   (rows by :func:`nlieval.analyses.dynamics.dynamics`);
 * ``nlieval compare``: :func:`compare_runs` on two run folders (McNemar and a paired
   bootstrap per sweep point, on the items both scored), :func:`comparison_table`;
+* ``nlieval breakdown``: :func:`breakdown` of records by any item field (HANS heuristic,
+  genre, round, domain, gold label), :func:`breakdown_table`;
 * ``nlieval plots``: :func:`plot_accuracy_vs_shots`, :func:`plot_accuracy_by_entropy`
   and :func:`plot_divergence` (matplotlib, one PNG each).
 
@@ -23,6 +25,7 @@ and prediction files of classifiers made elsewhere. Where to start:
 from __future__ import annotations
 
 from . import chaosnli
+from .breakdown import breakdown, breakdown_table
 from .chaosnli import HumanBaseline, score_prediction_file, score_records
 from .compare import compare_runs, comparison_table
 from .dynamics import follow_run
@@ -32,6 +35,8 @@ from .plots import plot_accuracy_by_entropy, plot_accuracy_vs_shots, plot_diverg
 __all__ = [
     "HumanBaseline",
     "ImportConfig",
+    "breakdown",
+    "breakdown_table",
     "chaosnli",
     "compare_runs",
     "comparison_table",

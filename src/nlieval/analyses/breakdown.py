@@ -1,0 +1,121 @@
+"""Metrics broken down by any field of the records or their items: HANS heuristic and
+subcase, MNLI genre, ANLI round, SciNLI domain, the gold label, ...
+
+A field is a record attribute (``gold``, ``pred``, ``task``, ``k``, ``model``, ...) or a key
+of the item's extra fields that the task keeps in each record (``meta``: ``heuristic``,
+``subcase``, ``genre``, ``round``, ``domain``), never a list written here. Each group's
+metrics are computed per seed and then averaged (mean and sample std over seeds), as the
+tables of a whole run are (:func:`nlieval.metrics.summarize`).
+
+>>> from nlieval.types import Record
+>>> def rec(i, h, gold, pred):
+...     return Record("hans", str(i), "m", 0, 0, ("entailment", "non-entailment"), (-1.0, -2.0),
+...                   (0.7, 0.3), pred, gold, meta={"heuristic": h})
+>>> rows = breakdown([rec(1, "lexical_overlap", "entailment", "entailment"),
+...                   rec(2, "lexical_overlap", "non-entailment", "entailment"),
+...                   rec(3, "subsequence", "entailment", "entailment")], ["heuristic"])
+>>> [(r["heuristic"], r["n"], r["accuracy"]) for r in rows]
+[('lexical_overlap', 2, 0.5), ('subsequence', 1, 1.0)]
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..metrics import mean_std, point_metrics
+from ..runs import markdown_table
+from ..types import Record
+
+#: Record attributes a breakdown may group by (anything else is read from ``meta``).
+RECORD_FIELDS = ("task", "model", "checkpoint", "k", "seed", "gold", "pred")
+
+
+def field_value(record: Record, name: str) -> Any:
+    """The value of ``name`` for a record: an attribute, else its item's extra field
+    (None where the item has none).
+
+    >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (0.7, 0.3), "a", "b",
+    ...            meta={"genre": "fiction"})
+    >>> field_value(r, "gold"), field_value(r, "genre"), field_value(r, "domain")
+    ('b', 'fiction', None)
+    """
+    if name in RECORD_FIELDS:
+        return getattr(record, name)
+    return record.meta.get(name)
+
+
+def breakdown(records: Iterable[Record], by: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per model, checkpoint, task, k and value of each field in ``by``: the
+    number of items (per seed), accuracy and macro F1 (mean over seeds, with ``*_std``),
+    the per-class F1 (mean over seeds) and ``seeds``. Rows are sorted by their keys;
+    records whose field is missing are grouped under None.
+    """
+    if not by:
+        raise ValueError("name at least one field to break down by")
+    groups: dict[tuple[Any, ...], dict[int, list[Record]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        key = (r.model, r.checkpoint, r.task, r.k, *(field_value(r, f) for f in by))
+        groups[key][r.seed].append(r)
+    rows = []
+    for key in sorted(groups, key=lambda k: tuple("" if v is None else str(v) for v in k)):
+        per_seed = {s: point_metrics(recs) for s, recs in sorted(groups[key].items())}
+        model, ckpt, task, k, *values = key
+        row: dict[str, Any] = {"model": model, "checkpoint": ckpt, "task": task, "k": k}
+        row.update(dict(zip(by, values, strict=True)))
+        ns = {len(groups[key][s]) for s in per_seed}
+        row["n"] = ns.pop() if len(ns) == 1 else sorted(ns)
+        for name in ("accuracy", "macro_f1"):
+            vals = [m[name] for m in per_seed.values() if m.get(name) is not None]
+            mean, std = mean_std(vals, skip_nan=True) if vals else (float("nan"), float("nan"))
+            row[name], row[f"{name}_std"] = mean, std
+        classes = sorted({c for m in per_seed.values() for c in (m.get("per_class_f1") or {})})
+        row["per_class_f1"] = {
+            c: mean_std(
+                [
+                    m["per_class_f1"][c]
+                    for m in per_seed.values()
+                    if c in (m.get("per_class_f1") or {})
+                ],
+                skip_nan=True,
+            )[0]
+            for c in classes
+        }
+        row["seeds"] = len(per_seed)
+        rows.append(row)
+    return rows
+
+
+def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str]) -> str:
+    """The rows of :func:`breakdown` as a Markdown table (per-class F1 in one column).
+
+    >>> rows = [{"model": "m", "checkpoint": None, "task": "t", "k": 0, "genre": "fiction",
+    ...          "n": 3, "accuracy": 0.5, "accuracy_std": 0.0, "macro_f1": 0.4,
+    ...          "macro_f1_std": 0.0, "per_class_f1": {"entailment": 0.4}, "seeds": 1}]
+    >>> print(breakdown_table(rows, ["genre"]).splitlines()[2])
+    | m | t | 0 | fiction | 3 | 0.500 | 0.400 | entailment 0.40 |
+    """
+    head = ["model", "task", "k", *by, "n", "accuracy", "macro F1", "per-class F1"]
+    body = []
+    for r in rows:
+        model = r["model"] + (f" @ {r['checkpoint']}" if r.get("checkpoint") else "")
+
+        def cell(name: str, row: dict[str, Any] = r) -> str:
+            mean, std = row[name], row[f"{name}_std"]
+            return f"{mean:.3f}" + (f" ± {std:.3f}" if row["seeds"] > 1 else "")
+
+        f1 = ", ".join(f"{c} {v:.2f}" for c, v in r["per_class_f1"].items())
+        body.append(
+            [
+                model,
+                r["task"],
+                str(r["k"]),
+                *(str(r[f]) for f in by),
+                str(r["n"]),
+                cell("accuracy"),
+                cell("macro_f1"),
+                f1,
+            ]
+        )
+    return "\n".join(markdown_table(head, body))
