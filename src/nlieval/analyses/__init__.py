@@ -14,6 +14,8 @@ and prediction files of classifiers made elsewhere. Where to start:
   bootstrap per sweep point, on the items both scored), :func:`comparison_table`;
 * ``nlieval breakdown``: :func:`breakdown` of records by any item field (HANS heuristic,
   genre, round, domain, gold label), :func:`breakdown_table`;
+* ``nlieval grid``: :func:`grid` pivots metric rows of many folders into the papers'
+  model x benchmark tables (Average row, gaps to a reference), :func:`render` them;
 * ``nlieval plots``: :func:`plot_accuracy_vs_shots`, :func:`plot_accuracy_by_entropy`
   and :func:`plot_divergence` (matplotlib, one PNG each).
 
@@ -29,10 +31,12 @@ from .breakdown import breakdown, breakdown_table
 from .chaosnli import HumanBaseline, score_prediction_file, score_records
 from .compare import compare_runs, comparison_table
 from .dynamics import follow_run
+from .grid import Grid, grid, render
 from .imports import ImportConfig, import_predictions
 from .plots import plot_accuracy_by_entropy, plot_accuracy_vs_shots, plot_divergence
 
 __all__ = [
+    "Grid",
     "HumanBaseline",
     "ImportConfig",
     "breakdown",
@@ -41,10 +45,12 @@ __all__ = [
     "compare_runs",
     "comparison_table",
     "follow_run",
+    "grid",
     "import_predictions",
     "plot_accuracy_by_entropy",
     "plot_accuracy_vs_shots",
     "plot_divergence",
+    "render",
     "score_prediction_file",
     "score_records",
 ]

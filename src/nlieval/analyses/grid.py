@@ -1,0 +1,215 @@
+"""Grid tables across run folders: the papers' model x benchmark tables.
+
+Metric rows (one per model, checkpoint, task and k: :func:`nlieval.metrics.summarize`, or
+the ChaosNLI rows of :func:`nlieval.analyses.chaosnli.score_records` with
+``acc_original``/``acc_majority``) are pivoted by the researcher's choice of row keys
+(``model``, ``model`` and ``k``, ...) and column keys (``task``, and the metric when there
+are several: the ChaosNLI table's task x {original, majority}), each cell a mean over
+seeds with its std, an ``Average`` row over the table's rows, and optionally the gap of
+every row to a reference row (e.g. points over a hypothesis-only baseline).
+
+>>> rows = [{"model": "a", "task": "snli", "k": 0, "accuracy": 0.5, "accuracy_std": 0.1},
+...         {"model": "b", "task": "snli", "k": 0, "accuracy": 0.7, "accuracy_std": 0.0},
+...         {"model": "a", "task": "mnli", "k": 0, "accuracy": 0.4, "accuracy_std": 0.0}]
+>>> g = grid(rows, index=("model",), columns=("task",), values=("accuracy",))
+>>> [(c.row, c.column, c.mean) for c in g.cells if c.row == ("Average",)]
+[(('Average',), ('mnli',), 0.4), (('Average',), ('snli',), 0.6)]
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..runs import markdown_table
+
+#: Keys a grid may put in rows or columns (besides ``metric``).
+KEYS = ("model", "checkpoint", "task", "k")
+AVERAGE = "Average"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell: its row and column keys, the mean over seeds (NaN: no such run) and the
+    std over seeds (None: one seed, or a derived cell such as the Average)."""
+
+    row: tuple[Any, ...]
+    column: tuple[Any, ...]
+    mean: float
+    std: float | None = None
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A pivoted table: row keys named ``index``, column keys named ``columns``; ``rows``
+    and ``cols`` in display order (the Average and gap rows last)."""
+
+    index: tuple[str, ...]
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    cols: tuple[tuple[Any, ...], ...]
+    cells: tuple[Cell, ...]
+
+    def value(self, row: tuple[Any, ...], col: tuple[Any, ...]) -> Cell | None:
+        """The cell at ``row`` and ``col``, if the table has one."""
+        for c in self.cells:
+            if c.row == row and c.column == col:
+                return c
+        return None
+
+
+def _key(row: Mapping[str, Any], names: Sequence[str], metric: str) -> tuple[Any, ...]:
+    return tuple(metric if n == "metric" else row.get(n) for n in names)
+
+
+def _sort_key(
+    key: tuple[Any, ...], names: Sequence[str], values: Sequence[str]
+) -> tuple[str, ...]:
+    # Numbers in numeric order, metrics in the order asked for, the rest by name.
+    out = []
+    for name, v in zip(names, key, strict=True):
+        if name == "metric":
+            out.append(f"{values.index(v):06d}")
+        elif isinstance(v, int):
+            out.append(f"{v:012d}")
+        else:
+            out.append("" if v is None else str(v))
+    return tuple(out)
+
+
+def grid(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    index: Sequence[str] = ("model",),
+    columns: Sequence[str] = ("task",),
+    values: Sequence[str] = ("accuracy",),
+    average: bool = True,
+    reference: Mapping[str, Any] | None = None,
+) -> Grid:
+    """Pivot metric rows into a :class:`Grid`.
+
+    ``index`` and ``columns`` name keys of the rows (:data:`KEYS`) or ``metric`` (one of
+    ``values``; when there are several values and neither names ``metric``, it is added
+    to the columns). Two rows with one cell are an error (pick keys that tell them apart,
+    e.g. add ``k``). ``average`` adds a row of the mean over rows of each column (over the
+    rows that have it). ``reference`` names a row by its keys (``{"model": "hyp-only"}``):
+    every other row then gets a gap row ``<row> - <reference>`` of the differences.
+    """
+    index, columns = tuple(index), tuple(columns)
+    if len(values) > 1 and "metric" not in index + columns:
+        columns = (*columns, "metric")
+    for name in index + columns:
+        if name not in KEYS and name != "metric":
+            raise ValueError(f"unknown grid key {name!r}; use {', '.join(KEYS)} or metric")
+    cells: dict[tuple[tuple[Any, ...], tuple[Any, ...]], Cell] = {}
+    for r in rows:
+        for metric in values:
+            if metric not in r:
+                continue
+            rk, ck = _key(r, index, metric), _key(r, columns, metric)
+            if (rk, ck) in cells:
+                raise ValueError(
+                    f"two runs fill the cell {rk} x {ck}: add a key that tells them apart "
+                    "(k, checkpoint, ...) to the rows or columns"
+                )
+            std = r.get(f"{metric}_std")
+            seeds = r.get("seeds")
+            one_seed = isinstance(seeds, Sequence) and len(seeds) < 2
+            cells[(rk, ck)] = Cell(
+                rk, ck, float(r[metric]), None if std is None or one_seed else float(std)
+            )
+    if not cells:
+        raise ValueError(f"no rows hold {', '.join(values)}")
+    row_keys = sorted({k[0] for k in cells}, key=lambda k: _sort_key(k, index, values))
+    col_keys = sorted({k[1] for k in cells}, key=lambda k: _sort_key(k, columns, values))
+    out = list(cells.values())
+    extra_rows: list[tuple[Any, ...]] = []
+    if reference is not None:
+        ref = tuple(reference.get(n) for n in index)
+        if ref not in row_keys:
+            raise ValueError(f"no row {dict(zip(index, ref, strict=True))} to take gaps to")
+        for rk in row_keys:
+            if rk == ref:
+                continue
+            gap = (f"{_label(rk)} - {_label(ref)}",) + ("",) * (len(index) - 1)
+            for ck in col_keys:
+                a, b = cells.get((rk, ck)), cells.get((ref, ck))
+                if a is not None and b is not None:
+                    out.append(Cell(gap, ck, a.mean - b.mean))
+            extra_rows.append(gap)
+    if average:
+        avg = (AVERAGE,) + ("",) * (len(index) - 1)
+        for ck in col_keys:
+            vals = [cells[(rk, ck)].mean for rk in row_keys if (rk, ck) in cells]
+            vals = [v for v in vals if not math.isnan(v)]
+            if vals:
+                out.append(Cell(avg, ck, sum(vals) / len(vals)))
+        extra_rows.insert(0, avg)
+    return Grid(index, columns, tuple(row_keys) + tuple(extra_rows), tuple(col_keys), tuple(out))
+
+
+def _label(key: tuple[Any, ...]) -> str:
+    return " ".join(str(v) for v in key if v not in (None, ""))
+
+
+def _fmt(cell: Cell | None, scale: float, digits: int) -> str:
+    if cell is None or math.isnan(cell.mean):
+        return "–"
+    text = f"{cell.mean * scale:.{digits}f}"
+    if cell.std is not None:
+        text += f" ± {cell.std * scale:.{digits}f}"
+    return text
+
+
+def render(g: Grid, fmt: str = "md", *, percent: bool = False, digits: int = 3) -> str:
+    """A grid as Markdown (``md``), CSV (``csv``: mean and std columns) or JSON (``json``:
+    the cells). ``percent`` prints values x 100 (the papers' tables).
+
+    >>> g = grid([{"model": "a", "task": "t", "accuracy": 0.5}], average=False)
+    >>> print(render(g, percent=True, digits=1))
+    | model | t |
+    |---|---|
+    | a | 50.0 |
+    """
+    scale = 100.0 if percent else 1.0
+    if fmt == "json":
+        return json.dumps(
+            {
+                "index": list(g.index),
+                "columns": list(g.columns),
+                "cells": [
+                    {"row": list(c.row), "column": list(c.column), "mean": c.mean, "std": c.std}
+                    for c in g.cells
+                ],
+            },
+            indent=2,
+        )
+    head = [*g.index, *(" / ".join(str(v) for v in col) for col in g.cols)]
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(
+            [*g.index, *(f"{h} {part}" for h in head[len(g.index) :] for part in ("mean", "std"))]
+        )
+        for rk in g.rows:
+            line: list[Any] = list(rk)
+            for ck in g.cols:
+                c = g.value(rk, ck)
+                line += [
+                    "" if c is None else c.mean * scale,
+                    "" if c is None or c.std is None else c.std * scale,
+                ]
+            w.writerow(line)
+        return buf.getvalue()
+    if fmt != "md":
+        raise ValueError(f"unknown format {fmt!r}: md, csv or json")
+    body = [
+        [*(str(v) for v in rk), *(_fmt(g.value(rk, ck), scale, digits) for ck in g.cols)]
+        for rk in g.rows
+    ]
+    return "\n".join(markdown_table(head, body))
