@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from nlieval.analyses.grid import grid, render
+from nlieval.analyses.grid import grid, render_grid
 
 
 def _chaos_rows() -> list[dict[str, object]]:
@@ -47,7 +47,7 @@ def test_the_chaosnli_layout_with_an_average_row() -> None:
     assert cell is not None and cell.mean == pytest.approx((0.70 + 0.76) / 2) and cell.std is None
     m1 = g.value(("m1",), ("chaosnli_mnli", "acc_original"))
     assert m1 is not None and (m1.mean, m1.std) == (0.50, 0.01)
-    md = render(g, percent=True, digits=1)
+    md = render_grid(g, percent=True, digits=1)
     assert "| m2 | 62.0 ± 1.0 | 64.0 ± 2.0 |" in md  # alpha-NLI first: sorted by name
     assert md.splitlines()[-1].startswith("| Average | 57.0 | 61.0 |")
 
@@ -62,7 +62,7 @@ def test_gaps_to_a_reference_row_and_missing_cells() -> None:
     gap = g.value(("full - hyp-only",), ("scinli",))
     assert gap is not None and gap.mean == pytest.approx(0.18)
     assert g.value(("full - hyp-only",), ("mismatched",)) is None  # no reference cell
-    assert "–" in render(g)  # hyp-only has no mismatched run
+    assert "–" in render_grid(g)  # hyp-only has no mismatched run
     with pytest.raises(ValueError, match="no row"):
         grid(rows, values=("macro_f1",), reference={"model": "nobody"})
 
@@ -82,9 +82,9 @@ def test_two_runs_in_one_cell_are_refused_and_k_can_split_them() -> None:
 
 def test_csv_and_json_hold_the_same_numbers() -> None:
     g = grid(_chaos_rows(), values=("acc_original",))
-    table = list(csv.reader(io.StringIO(render(g, "csv"))))
+    table = list(csv.reader(io.StringIO(render_grid(g, "csv"))))
     assert table[0][:3] == ["model", "chaosnli_alphanli mean", "chaosnli_alphanli std"]
     assert [float(x) for x in table[1][1:3]] == [0.52, 0.01]
-    cells = json.loads(render(g, "json"))["cells"]
+    cells = json.loads(render_grid(g, "json"))["cells"]
     avg = [c for c in cells if c["row"] == ["Average"] and c["column"] == ["chaosnli_mnli"]]
     assert math.isclose(avg[0]["mean"], 0.6) and avg[0]["std"] is None

@@ -15,7 +15,7 @@ and prediction files of classifiers made elsewhere. Where to start:
 * ``nlieval breakdown``: :func:`breakdown` of records by any item field (HANS heuristic,
   genre, round, domain, gold label), :func:`breakdown_table`;
 * ``nlieval grid``: :func:`grid` pivots metric rows of many folders into the papers'
-  model x benchmark tables (Average row, gaps to a reference), :func:`render` them;
+  model x benchmark tables (Average row, gaps to a reference), :func:`render_grid`;
 * ``nlieval plots``: :func:`plot_accuracy_vs_shots`, :func:`plot_accuracy_by_entropy`
   and :func:`plot_divergence` (matplotlib, one PNG each).
 
@@ -31,7 +31,7 @@ from .breakdown import breakdown, breakdown_table
 from .chaosnli import HumanBaseline, score_prediction_file, score_records
 from .compare import compare_runs, comparison_table
 from .dynamics import follow_run
-from .grid import Grid, grid, render
+from .grid import Grid, grid, render_grid
 from .imports import ImportConfig, import_predictions
 from .plots import plot_accuracy_by_entropy, plot_accuracy_vs_shots, plot_divergence
 
@@ -50,7 +50,7 @@ __all__ = [
     "plot_accuracy_by_entropy",
     "plot_accuracy_vs_shots",
     "plot_divergence",
-    "render",
+    "render_grid",
     "score_prediction_file",
     "score_records",
 ]

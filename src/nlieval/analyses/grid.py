@@ -166,12 +166,12 @@ def _fmt(cell: Cell | None, scale: float, digits: int) -> str:
     return text
 
 
-def render(g: Grid, fmt: str = "md", *, percent: bool = False, digits: int = 3) -> str:
+def render_grid(g: Grid, fmt: str = "md", *, percent: bool = False, digits: int = 3) -> str:
     """A grid as Markdown (``md``), CSV (``csv``: mean and std columns) or JSON (``json``:
     the cells). ``percent`` prints values x 100 (the papers' tables).
 
     >>> g = grid([{"model": "a", "task": "t", "accuracy": 0.5}], average=False)
-    >>> print(render(g, percent=True, digits=1))
+    >>> print(render_grid(g, percent=True, digits=1))
     | model | t |
     |---|---|
     | a | 50.0 |

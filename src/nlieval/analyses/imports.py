@@ -12,6 +12,7 @@ with the ChaosNLI original label, which checks the file's label order.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -182,11 +183,25 @@ def import_predictions(
     def labels_of(task: str) -> list[str]:
         return [lab.value for lab in dataset(task).labels]
 
+    given: dict[str, str] = {}
+    for f in config.files:
+        other = given.setdefault(os.path.realpath(f), str(f))
+        if other != str(f) or list(config.files).count(f) > 1:
+            raise ValueError(f"{f}: given twice (as {other} too); give each file once")
     sets = [s for f in config.files for s in read_predictions(f, config, labels_of)]
     for s in sets:
         dataset(str(s.task))
     planned = _plan(sets, datasets)
+    _refuse_clashes(planned)
     folder = RunFolder(out_dir)
+    if not overwrite and (folder.read_config() or {}).get("kind") == config.KIND:
+        # Only a saved record equal to the one a file gives counts as done: another
+        # prediction already there for the item would hide this one without a word.
+        # Checked before the folder is started, which rewrites its config.json (a
+        # folder of another command is refused there).
+        saved = {r.key: r for r in folder.iter_records()}
+        for pl in planned:
+            _refuse_saved(pl, saved, labels_of(str(pl.pset.task)))
     steps = [
         Step(
             f"{pl.pset.path}|{pl.pset.model}|{pl.pset.seed}",
@@ -244,6 +259,58 @@ def import_predictions(
 
 def _record_key(s: PredictionSet, pair: tuple[Prediction, Item]) -> Any:
     return Record.key_of(s.model, None, str(s.task), 0, s.seed, pair[1].id)
+
+
+def _refuse_clashes(planned: Sequence[_Planned]) -> None:
+    """Refuse (``ValueError`` naming both files) two prediction sets that give the same
+    item under one model, task and seed: one record per item and sweep point is kept, so
+    all but the first would be dropped without a word.
+
+    >>> p = Prediction("u1", (1.0, 0.0, 0.0), None, "a.jsonl:1")
+    >>> it = Item("u1", "P.", "H.", Label.ENTAILMENT)
+    >>> def planned(path):
+    ...     return _Planned(PredictionSet(path, "jsonl", "m", 0, "chaosnli_snli", (p,)),
+    ...                     ((p, it),), 0, 0, 0)
+    >>> _refuse_clashes([planned("a.jsonl"), planned("b.jsonl")])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: b.jsonl: 1 prediction(s) for items a.jsonl also gives, ... first: id 'u1'): ...
+    """
+    first: dict[Any, str] = {}
+    for pl in planned:
+        s = pl.pset
+        keys = [(_record_key(s, pair), pair[1].id) for pair in pl.matched]
+        clash = [(first[key], item_id) for key, item_id in keys if key in first]
+        if clash:
+            other, item_id = clash[0]
+            whose = "another model of this file" if other == s.path else other
+            raise ValueError(
+                f"{s.path}: {len(clash)} prediction(s) for items {whose} also gives, under "
+                f"the same model, task and seed ({s.model!r}, {s.task}, seed {s.seed}; first: "
+                f"id {item_id!r}): only one could be kept; give each file its own --model "
+                "or --seed, or import them into separate folders"
+            )
+        first.update((key, s.path) for key, _ in keys)
+
+
+def _refuse_saved(pl: _Planned, saved: Mapping[Any, Record], labels: Sequence[str]) -> None:
+    """Refuse a prediction set whose items the folder already holds under its model, task
+    and seed with other predictions (imported earlier from another file, or from this
+    file before it was changed)."""
+    s = pl.pset
+    for pair in pl.matched:
+        old = saved.get(_record_key(s, pair))
+        if old is None:
+            continue
+        new = _record(*pair, s, labels)
+        if (old.probs, old.pred) != (new.probs, new.pred):
+            source = old.meta.get("imported_from", "an earlier import")
+            raise ValueError(
+                f"{s.path}: the run folder already holds another prediction for item "
+                f"{pair[1].id!r} under the same model, task and seed ({s.model!r}, {s.task}, "
+                f"seed {s.seed}), imported from {source}; give this file its own --model "
+                "or --seed, import it into another folder, or pass --overwrite"
+            )
+
 
 def format_import(result: Mapping[str, Any]) -> str:
     """The per-file table of :func:`import_predictions`, then the ChaosNLI scores.
