@@ -1,4 +1,6 @@
-"""Tables from results: Markdown summaries, recomputed from saved records."""
+"""Tables from results, recomputed from saved records: one run's summary (:func:`report`),
+the papers' grids across runs (:func:`grid_report`), breakdowns by item field
+(:func:`breakdown_report`)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .analyses import Grid, breakdown, breakdown_table, chaosnli, grid
 from .metrics import summarize
 from .runs import (
     RunError,
@@ -54,3 +57,74 @@ def report(folders: Iterable[str | Path], write: bool = True) -> str:
     if all((res.config or {}).get("kind") == "instruct" for res in results):
         return instruct_table(rows, timing)
     return metrics_table(rows, timing)
+
+
+#: The metrics a grid of ChaosNLI runs shows by default: the papers' original/majority table.
+CHAOSNLI_VALUES = ("acc_original", "acc_majority")
+
+
+def grid_report(
+    folders: Sequence[str | Path],
+    *,
+    index: Sequence[str] = ("model",),
+    columns: Sequence[str] = ("task",),
+    values: Sequence[str] = ("accuracy",),
+    reference: str | Path | None = None,
+    average: bool = True,
+) -> Grid:
+    """The grid table (:func:`nlieval.analyses.grid`) of the metric rows of ``folders``,
+    recomputed from their records: :func:`nlieval.metrics.summarize` rows, or for the
+    ChaosNLI values (``acc_original``, ``acc_majority``, ``js_distance``, ``kl``, ...) the
+    rows of :func:`nlieval.analyses.chaosnli.score_records` over the ChaosNLI records.
+    ``reference`` is a run folder (also one of ``folders`` or not) of one model whose row
+    the others' gaps are taken to.
+
+    >>> from nlieval.types import Record
+    >>> def rec(model, pred):
+    ...     return Record("t", "1", model, 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
+    ...                   (0.87, 0.13), pred, "neutral")
+    >>> a, b = Path(run_dir) / "a", Path(run_dir) / "b"; a.mkdir(); b.mkdir()
+    >>> RunFolder(a).append([rec("m1", "neutral")]); RunFolder(b).append([rec("m2", "entailment")])
+    >>> g = grid_report([a, b], reference=b)
+    >>> [(c.row[0], c.mean) for c in g.cells]
+    [('m1', 1.0), ('m2', 0.0), ('m1 - m2', 1.0), ('Average', 0.5)]
+    """
+    paths = list(folders)
+    ref_rows: list[dict[str, Any]] = []
+    if reference is not None and Path(reference) not in map(Path, paths):
+        paths.append(reference)
+    records = list(iter_run_records(paths))
+    chaos = [v for v in values if v in chaosnli.METRICS]
+    if chaos and len(chaos) != len(values):
+        raise ValueError(f"ChaosNLI values ({', '.join(chaos)}) cannot share a grid with others")
+    if chaos:
+        rows = chaosnli.score_records([r for r in records if "human_counts" in r.meta])
+    else:
+        rows = summarize(records)
+    ref_key: dict[str, Any] | None = None
+    if reference is not None:
+        ref_rows = (
+            chaosnli.score_records([r for r in RunFolder(reference).records()])
+            if chaos
+            else summarize(RunFolder(reference).records())
+        )
+        models = {(r["model"], r.get("checkpoint")) for r in ref_rows}
+        if len(models) != 1:
+            raise RunError(f"{reference}: a reference run holds one model, not {len(models)}")
+        model, ckpt = models.pop()
+        ref_key = {"model": model, "checkpoint": ckpt}
+    return grid(
+        rows, index=index, columns=columns, values=values, average=average, reference=ref_key
+    )
+
+
+def breakdown_report(folders: Sequence[str | Path], by: Sequence[str]) -> str:
+    """:func:`nlieval.analyses.breakdown` of the records of ``folders`` as a Markdown table.
+
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
+    ...     (-0.1, -2.0), (0.87, 0.13), "entailment", "entailment", meta={"genre": "fiction"})])
+    >>> print(breakdown_report([run_dir], ["genre"]).splitlines()[2])
+    | m | t | 0 | fiction | 1 | 1.000 | 0.500 | entailment 1.00, neutral 0.00 |
+    """
+    return breakdown_table(breakdown(iter_run_records(folders), by), by)
