@@ -242,3 +242,45 @@ def assign_bins(values: ArrayLike, edges: ArrayLike) -> NDArray[np.intp]:
     [0, 1, 1]
     """
     return np.searchsorted(np.asarray(edges, float)[1:-1], np.asarray(values, float), "right")
+
+
+def fleiss_kappa(counts: ArrayLike) -> float:
+    """Fleiss' kappa of items x categories annotation counts (every item rated by the same
+    number of annotators, as ChaosNLI's 100 per item): (P_bar - P_e) / (1 - P_e), with
+    P_bar the mean per-item agreement and P_e the chance agreement from the overall
+    category shares (Fleiss 1971). Written out here: the formula is five lines and the
+    library that has it (statsmodels) is not a dependency.
+
+    >>> fleiss_kappa([[10, 0], [0, 10]])  # perfect agreement
+    1.0
+    >>> round(fleiss_kappa([[5, 5], [5, 5]]), 4)  # agreement at chance level or below
+    -0.1111
+    """
+    x = np.asarray(counts, dtype=float)
+    if x.ndim != 2 or x.shape[0] == 0:
+        raise ValueError("fleiss_kappa needs a non-empty items x categories table")
+    raters = x.sum(axis=1)
+    if not np.allclose(raters, raters[0]) or raters[0] < 2:
+        raise ValueError("every item needs the same number (>= 2) of annotations")
+    n = raters[0]
+    p_item = ((x * x).sum(axis=1) - n) / (n * (n - 1))
+    shares = x.sum(axis=0) / x.sum()
+    p_bar, p_e = float(p_item.mean()), float((shares * shares).sum())
+    return 1.0 if p_e == 1.0 else (p_bar - p_e) / (1.0 - p_e)
+
+
+def label_change_share(items: Iterable[Any]) -> float:
+    """The share of ChaosNLI items whose majority of the 100 new labels differs from the
+    dataset's original label (``meta["majority_label"]`` vs the item's label).
+
+    >>> from nlieval.types import Item
+    >>> items = [Item("1", "p", "h", "e", meta={"majority_label": "n"}),
+    ...          Item("2", "p", "h", "e", meta={"majority_label": "e"})]
+    >>> label_change_share(items)
+    0.5
+    """
+    pairs = [(it.label, it.meta.get("majority_label")) for it in items]
+    pairs = [(old, new) for old, new in pairs if old is not None and new is not None]
+    if not pairs:
+        raise ValueError("no items with both an original label and a ChaosNLI majority")
+    return sum(old != new for old, new in pairs) / len(pairs)
