@@ -33,15 +33,25 @@ from .compare import compare_runs, comparison_table
 from .dynamics import follow_run
 from .grid import Grid, grid, render_grid
 from .imports import ImportConfig, import_predictions
-from .plots import plot_accuracy_by_entropy, plot_accuracy_vs_shots, plot_divergence
+from .plots import (
+    baseline_levels,
+    checkpoint_positions,
+    plot_accuracy_by_entropy,
+    plot_accuracy_vs_shots,
+    plot_accuracy_vs_size,
+    plot_divergence,
+    plot_dynamics,
+)
 
 __all__ = [
     "Grid",
     "HumanBaseline",
     "ImportConfig",
+    "baseline_levels",
     "breakdown",
     "breakdown_table",
     "chaosnli",
+    "checkpoint_positions",
     "compare_runs",
     "comparison_table",
     "follow_run",
@@ -49,7 +59,9 @@ __all__ = [
     "import_predictions",
     "plot_accuracy_by_entropy",
     "plot_accuracy_vs_shots",
+    "plot_accuracy_vs_size",
     "plot_divergence",
+    "plot_dynamics",
     "render_grid",
     "score_prediction_file",
     "score_records",

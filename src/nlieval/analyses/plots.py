@@ -26,6 +26,25 @@ DIVERGENCE_PANELS = (
 )
 
 
+#: Colours of reference lines (darker than the series' cycle, so they read as references).
+BASELINE_COLORS = ("black", "dimgrey", "saddlebrown", "darkslateblue")
+
+
+def baseline_levels(metrics_rows: Sequence[Row], metric: str = "accuracy") -> dict[str, float]:
+    """A reference run's level per task (its rows' ``metric``; the best k where a task has
+    several), for the ``baselines`` of the plots.
+
+    >>> baseline_levels([{"task": "snli", "k": 0, "accuracy": 0.9},
+    ...                  {"task": "snli", "k": 4, "accuracy": 0.8}])
+    {'snli': 0.9}
+    """
+    out: dict[str, float] = {}
+    for r in metrics_rows:
+        value = float(r[metric])
+        out[str(r["task"])] = max(out.get(str(r["task"]), -math.inf), value)
+    return out
+
+
 def _by(rows: Iterable[Row], key: str) -> dict[Any, list[Row]]:
     out: dict[Any, list[Row]] = {}
     for r in rows:
@@ -40,9 +59,15 @@ def _series(rows: Iterable[Row], with_k: bool = False) -> list[tuple[str, list[R
     return sorted(out.items())
 
 
-def plot_accuracy_vs_shots(metrics_rows: Sequence[Row], path: str | Path) -> Path:
+def plot_accuracy_vs_shots(
+    metrics_rows: Sequence[Row],
+    path: str | Path,
+    baselines: Mapping[str, Mapping[str, float]] | None = None,
+) -> Path:
     """Accuracy (mean ± std over seeds) against the number of shots, one panel per task,
-    one line per model (and checkpoint), with the task's chance level dashed.
+    one line per model (and checkpoint), with the task's chance level dashed and each of
+    ``baselines`` (name -> task -> accuracy, e.g. a fine-tuned classifier's run: see
+    :func:`baseline_levels`) as a dotted line in the panels of its tasks.
 
     >>> import tempfile
     >>> from matplotlib.image import imread
@@ -74,6 +99,10 @@ def plot_accuracy_vs_shots(metrics_rows: Sequence[Row], path: str | Path) -> Pat
                 label=name,
             )
         ax.axhline(rows[0]["chance"], ls="--", color="grey", label="chance", zorder=0)
+        for i, (name, levels) in enumerate(sorted((baselines or {}).items())):
+            if task in levels:
+                ax.axhline(levels[task], ls=":", lw=1.5, color=BASELINE_COLORS[i % 4],
+                           label=name, zorder=0)  # fmt: skip
         ax.set_xticks(sorted({int(r["k"]) for r in rows}))
         ax.set(title=str(task), xlabel="shots (k)", ylabel="accuracy", ylim=(0, 1))
     legend(fig, axes)
@@ -190,3 +219,146 @@ def plot_divergence(rows: Sequence[Row], path: str | Path) -> Path:
             ax.set(ylabel=title, title=str(task) if metric == DIVERGENCE_PANELS[0][0] else "")
     legend(fig, list(panels.flat))
     return save(fig, path)
+
+
+def plot_accuracy_vs_size(
+    metrics_rows: Sequence[Row],
+    sizes: Mapping[str, float],
+    path: str | Path,
+    baselines: Mapping[str, Mapping[str, float]] | None = None,
+) -> Path:
+    """Accuracy (± std over seeds) against model size in parameters (log axis), one panel
+    per task, one line per number of shots, each point a model (``sizes``: model -> its
+    parameters, e.g. from :func:`nlieval.backends.weights.parameter_count`); chance dashed
+    and ``baselines`` dotted as in :func:`plot_accuracy_vs_shots`. Models without a size
+    are left out with the other rows of their model.
+
+    >>> import tempfile
+    >>> rows = [{"model": m, "task": "snli", "k": k, "accuracy": a, "chance": 1 / 3}
+    ...         for m, k, a in (("s", 0, 0.4), ("b", 0, 0.6), ("s", 5, 0.5), ("b", 5, 0.7))]
+    >>> out = Path(tempfile.mkdtemp()) / "s.png"
+    >>> plot_accuracy_vs_size(rows, {"s": 1.35e8, "b": 8e9}, out).name
+    's.png'
+    """
+    rows = [r for r in metrics_rows if str(r["model"]) in sizes]
+    if not rows:
+        raise ValueError("no metrics rows of a model with a known size")
+    tasks = _by(rows, "task")
+    fig = grid(len(tasks))
+    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    ks = sorted({int(r["k"]) for r in rows})
+    palette = colors(f"k={k}" for k in ks)
+    for ax, (task, task_rows) in zip(axes, sorted(tasks.items()), strict=True):
+        for k in ks:
+            pts = sorted((sizes[str(r["model"])], r) for r in task_rows if int(r["k"]) == k)
+            if not pts:
+                continue
+            ax.errorbar([x for x, _ in pts], [r["accuracy"] for _, r in pts],
+                        yerr=[r.get("accuracy_std", 0.0) for _, r in pts], marker="o",
+                        capsize=3, color=palette[f"k={k}"], label=f"k={k}")  # fmt: skip
+            if k == ks[0]:
+                for x, r in pts:
+                    ax.annotate(series_name(r), (x, r["accuracy"]), fontsize=7,
+                                textcoords="offset points", xytext=(3, -10))  # fmt: skip
+        if task_rows[0].get("chance") is not None:
+            ax.axhline(task_rows[0]["chance"], ls="--", color="grey", label="chance", zorder=0)
+        for i, (name, levels) in enumerate(sorted((baselines or {}).items())):
+            if task in levels:
+                ax.axhline(levels[task], ls=":", lw=1.5, color=BASELINE_COLORS[i % 4],
+                           label=name, zorder=0)  # fmt: skip
+        ax.set_xscale("log")
+        ax.set(title=str(task), xlabel="parameters", ylabel="accuracy", ylim=(0, 1))
+    legend(fig, axes)
+    return save(fig, path)
+
+
+#: Metrics :func:`plot_dynamics` can follow, with their axis titles.
+DYNAMICS_METRICS = {
+    "accuracy": "accuracy",
+    "gold_nll": "NLL of the gold option",
+    "js_distance": "JS distance to humans",
+}
+
+
+def plot_dynamics(
+    rows: Sequence[Row],
+    position: Mapping[str, float],
+    path: str | Path,
+    *,
+    metric: str = "accuracy",
+    axis: str = "training tokens",
+    lines: Mapping[str, Mapping[str, float]] | None = None,
+) -> Path:
+    r"""Training dynamics of several models in one panel per task: ``metric`` (±std over
+    seeds) of each model's checkpoints at their ``position`` on the x axis (checkpoint ->
+    training tokens or steps: :func:`checkpoint_positions`), one line per model (and k);
+    chance dashed where the rows give it, and ``lines`` (name -> task -> level: a human
+    estimate, a reference model) dotted. Checkpoints without a position are left out.
+
+    >>> import tempfile
+    >>> rows = [{"model": m, "checkpoint": f"step{s}", "task": "t", "k": 0, "accuracy": a,
+    ...          "chance": 0.5} for m, s, a in (("a", 1, .5), ("a", 2, .6), ("b", 1, .55))]
+    >>> pos = checkpoint_positions(["step1", "step2"], r"step(\d+)", scale=2e6)
+    >>> plot_dynamics(rows, pos, Path(tempfile.mkdtemp()) / "d.png").name
+    'd.png'
+    """
+    if metric not in DYNAMICS_METRICS:
+        raise ValueError(f"unknown metric {metric!r}: {', '.join(DYNAMICS_METRICS)}")
+    rows = [r for r in rows if r.get("checkpoint") in position and metric in r]
+    if not rows:
+        raise ValueError(f"no checkpoint rows with {metric} and a position on the x axis")
+    tasks = _by(rows, "task")
+    names = {f"{Path(str(r['model'])).name} k={r['k']}" for r in rows}
+    palette = colors(names)
+    fig = grid(len(tasks))
+    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    for ax, (task, task_rows) in zip(axes, sorted(tasks.items()), strict=True):
+        series: dict[str, list[Row]] = {}
+        for r in task_rows:
+            series.setdefault(f"{Path(str(r['model'])).name} k={r['k']}", []).append(r)
+        for name, pts in sorted(series.items()):
+            pts = sorted(pts, key=lambda r: position[str(r["checkpoint"])])
+            ax.errorbar([position[str(r["checkpoint"])] for r in pts], [r[metric] for r in pts],
+                        yerr=[r.get(f"{metric}_std", 0.0) or 0.0 for r in pts], marker="o",
+                        ms=3, capsize=2, color=palette[name], label=name)  # fmt: skip
+        chance = task_rows[0].get("chance")
+        if metric == "accuracy" and chance is not None:
+            ax.axhline(chance, ls="--", color="grey", label="chance", zorder=0)
+        for i, (name, levels) in enumerate(sorted((lines or {}).items())):
+            if task in levels:
+                ax.axhline(levels[task], ls=":", lw=1.5, color=BASELINE_COLORS[i % 4],
+                           label=name, zorder=0)  # fmt: skip
+        if min(position[str(r["checkpoint"])] for r in task_rows) > 0:
+            ax.set_xscale("log")
+        ax.set(title=str(task), xlabel=axis, ylabel=DYNAMICS_METRICS[metric])
+    legend(fig, axes)
+    return save(fig, path)
+
+
+def checkpoint_positions(
+    checkpoints: Iterable[str], pattern: str, scale: float = 1.0
+) -> dict[str, float]:
+    r"""Each checkpoint's position on a training axis from its name: the number the regular
+    expression ``pattern`` captures (its first group), times ``scale`` (e.g. tokens per
+    step: Pythia's ``step1000`` at 2,097,152 tokens per step is 2.1e9 tokens). A name the
+    pattern does not match is a ValueError naming it; a table of positions can be given
+    to :func:`plot_dynamics` directly instead.
+
+    >>> checkpoint_positions(["step1000", "out/step2000"], r"step(\d+)", scale=2097152)
+    {'step1000': 2097152000.0, 'out/step2000': 4194304000.0}
+    """
+    import re
+
+    rx = re.compile(pattern)
+    if rx.groups < 1:
+        raise ValueError(f"the pattern {pattern!r} needs a group around the number")
+    out = {}
+    for ck in checkpoints:
+        m = rx.search(str(ck))
+        if m is None:
+            raise ValueError(f"checkpoint {ck!r} does not match the pattern {pattern!r}")
+        try:
+            out[str(ck)] = float(m.group(1)) * scale
+        except ValueError:
+            raise ValueError(f"checkpoint {ck!r}: {m.group(1)!r} is not a number") from None
+    return out

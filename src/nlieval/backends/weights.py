@@ -273,6 +273,44 @@ def _convert_gguf(source: ModelSource, target: Path, source_sha256: str) -> None
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def parameter_count(source: ModelSource) -> int:
+    """The number of parameters of a model, from its weight files' headers (no weights are
+    loaded): the tensors of a folder's ``*.safetensors`` files or of a GGUF file; for a hub
+    id, the hub's safetensors metadata. For the size axis of plots across models.
+
+    >>> parameter_count(resolve_model(tiny_lm)) > 0
+    True
+    """
+    if source.gguf_file is not None:
+        from gguf import GGUFReader
+
+        reader = GGUFReader(str(Path(source.path) / source.gguf_file))
+        return int(sum(int(t.n_elements) for t in reader.tensors))
+    if source.is_local:
+        from safetensors import safe_open
+
+        files = sorted(Path(source.path).glob("*.safetensors"))
+        if not files:
+            raise ModelError(f"{source.path}: no .safetensors files to count parameters in")
+        total = 0
+        for f in files:
+            with safe_open(str(f), "np") as fh:
+                for name in fh.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
+                    shape = fh.get_slice(name).get_shape()
+                    n = 1
+                    for d in shape:
+                        n *= int(d)
+                    total += n
+        return total
+    from huggingface_hub import get_safetensors_metadata
+
+    try:
+        meta = get_safetensors_metadata(source.path, revision=source.revision)
+    except Exception as err:  # noqa: BLE001 (offline, gated, no safetensors: one message)
+        raise ModelError(f"cannot count the parameters of {source.path}: {err}") from err
+    return int(sum(meta.parameter_count.values()))
+
+
 def pick_dtype(dtype: str, device: str) -> Any:
     """The torch dtype for a ``--dtype`` value: ``auto`` is bfloat16 on a GPU that has it,
     else float32.
