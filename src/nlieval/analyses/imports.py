@@ -34,7 +34,10 @@ class ImportConfig:
     ``task``, ``model`` and ``seed`` override what a file name says (Baan et al.) and are
     needed for files that say nothing; ``label_order`` is the order of a jsonl file's
     probabilities (default: the task's, [e, n, c] or [1, 2]). A folder may take more
-    files later (same kind); records already there are not written again.
+    files later (same kind); records already there are not written again. Two files that
+    give one item under one model, task and seed, or a file that gives an item another
+    prediction than the folder holds, are refused before anything is written: only one
+    record could be kept.
 
     >>> ImportConfig(("a.jsonl",), task="chaosnli_snli", model="m").to_dict()["kind"]
     'import'

@@ -20,7 +20,8 @@ from ..analyses.chaosnli import HumanBaseline, format_all_correct, format_bins_t
 from ..analyses.dynamics import follow_run, format_dynamics
 from ..analyses.predictions import FORMATS
 from ..metrics import summarize
-from ..runs import iter_run_records
+from ..runs import atomic_write, iter_run_records
+from ..runs.folder import make_folder
 from .args import add_data_dir, positive_int
 
 CHAOSNLI_JSON = "chaosnli.json"
@@ -62,8 +63,10 @@ def _task_value(text: str) -> tuple[str, float]:
 
 
 def _write_json(path: Path, payload: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n", encoding="utf-8")
+    # Through the run folder's writers: a link is refused, not written through, and a
+    # failed write (a file in the way, a full disk) is one line naming the path.
+    make_folder(path.parent)
+    atomic_write(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")
 
 
 def _print_scores(rows: Sequence[Any], bins: Sequence[Any], subsets: Sequence[Any]) -> None:

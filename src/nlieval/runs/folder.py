@@ -15,16 +15,29 @@ Layout of a run folder::
     .lock           held (``flock``) by the one process writing the folder; holds its PID
 
 A run killed at any moment (even mid-write) is resumed by the same command: a partial last
-line is cut off, finished items are skipped, and no record is ever duplicated.
+line is cut off, finished items are skipped, and no record is ever duplicated. A write
+that fails (a full disk, a read-only folder) is a :class:`RunError` naming the file and
+the reason; the records written before it are kept, and a line it cut short is removed
+at once, so the same command resumes exactly once the cause is gone.
+
+The files of a folder are its own: each is opened without following a symbolic link
+(``O_NOFOLLOW``), and one that is a link, not a regular file, or (for a file written in
+place: ``records.jsonl``, ``provenance.jsonl``, ``.lock``) has a second hard link is a
+:class:`RunError` naming it, before anything is written: a write through it would change
+a file elsewhere (a truncated ``.lock`` target, a records file of another run cut by the
+repair of a torn line). The folder itself may be a link (a run kept on a bigger disk):
+it holds no file of anyone else's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
 import logging
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -42,6 +55,8 @@ TIMING = "timing.json"
 PROVENANCE = "provenance.jsonl"
 #: The lock file of a folder being written (see :meth:`RunFolder.start`).
 LOCK = ".lock"
+#: The files written in place (appended to, truncated), not replaced by a rename.
+IN_PLACE = (RECORDS, PROVENANCE, LOCK)
 #: Fields a row type must have on every line (a missing one would silently count as
 #: "no gold label" or "no prediction" and shrink n).
 _REQUIRED: dict[type[Any], tuple[str, ...]] = {Record: ("gold", "pred")}
@@ -87,27 +102,189 @@ class FolderConfig(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
 
-def atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: str | Path, text: str) -> None:
     """Replace ``path`` with ``text`` so that readers (and a crash) only ever see a
-    complete file: write a temporary file beside it, fsync, rename.
+    complete file: write a temporary file beside it, fsync, rename. A ``path`` that is a
+    symbolic link or not a regular file is refused, and a write that fails (a full disk,
+    a read-only folder) is a :class:`RunError` naming ``path``; either way the old file
+    is left as it was.
 
     >>> path = Path(run_dir) / "a.txt"
     >>> atomic_write(path, "old"); atomic_write(path, "new"); path.read_text()
     'new'
     >>> sorted(p.name for p in Path(run_dir).iterdir())  # no temporary file left behind
     ['a.txt']
+    >>> (Path(run_dir) / "b.txt").symlink_to(path); atomic_write(Path(run_dir) / "b.txt", "x")
+    Traceback (most recent call last):
+    nlieval.runs.folder.RunError: .../b.txt is a symbolic link (to .../a.txt): ...
     """
-    # Write-then-rename: readers (and a crash) only ever see a complete file.
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
+    path = Path(path)
+    _lstat(path)  # a link is refused, not silently replaced by a file of its own
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
+    except OSError as err:
+        raise _write_error(path, err) from None
+    try:
+        try:
+            _write_all(fd, text.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        # The rename replaces a link put there since the check, never its target.
         os.replace(tmp, path)
+    except OSError as err:
+        raise _write_error(path, err) from None
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        if os.path.lexists(tmp):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                log.warning("%s: cannot remove the temporary file %s", path, tmp)
+
+
+def make_folder(path: str | Path) -> Path:
+    """Make the folder ``path`` (and its parents) unless it exists; a path that is a
+    file, lies below a file, or cannot be made (a read-only file system, no permission)
+    is a :class:`RunError` naming it and why.
+
+    >>> make_folder(Path(run_dir) / "a" / "b").is_dir()
+    True
+    >>> _ = (Path(run_dir) / "f").write_text("x"); make_folder(Path(run_dir) / "f" / "out")
+    Traceback (most recent call last):
+    nlieval.runs.folder.RunError: .../f/out: cannot make this folder: .../f is a file
+    """
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        if path.is_symlink() and not path.exists():
+            why = f"it is a symbolic link to {os.readlink(path)}, which does not exist"
+            raise RunError(f"{path}: cannot make this folder: {why}") from None
+        if os.path.lexists(path) and not path.is_dir():
+            raise RunError(f"{path} is a file, not a folder; choose another --out") from None
+        above = next((p for p in path.parents if os.path.lexists(p)), None)
+        if above is not None and not above.is_dir():
+            raise RunError(f"{path}: cannot make this folder: {above} is a file") from None
+        raise _write_error(path, err, "make this folder") from None
+    return path
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    # os.write may write less than asked (a signal, a nearly full disk).
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _write_error(path: Path, err: OSError, action: str = "write") -> RunError:
+    """One line for a failed write of ``path``: the OS's reason and what to do."""
+    hint = ""
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = (
+            "; what was written before is kept: free some space, then run the same "
+            "command again to resume"
+        )
+    elif err.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        hint = "; choose another --out"
+    return RunError(f"{path}: cannot {action}: {err.strerror or err}{hint}")
+
+
+def _lstat(path: Path, *, in_place: bool = False) -> os.stat_result | None:
+    """What ``path`` is, without following a link: None when it does not exist; a
+    symbolic link, or anything but a regular file, is a :class:`RunError` naming it, and
+    so is (``in_place``: a file appended to or truncated) one with a second hard link."""
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as err:
+        raise RunError(f"{path}: cannot read: {err.strerror or err}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise _link_error(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise RunError(
+            f"{path} is not a regular file (a folder, a pipe or a device); move it away, "
+            "or choose another --out"
+        )
+    if in_place:
+        _single(path, st)
+    return st
+
+
+def _link_error(path: Path) -> RunError:
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    return RunError(
+        f"{path} is a symbolic link (to {target}): nlieval reads and writes its own files "
+        "only, never through a link (a write would change the file it points to); replace "
+        "the link with a copy of that file, or choose another --out"
+    )
+
+
+def _single(path: Path, st: os.stat_result) -> None:
+    if st.st_nlink > 1:
+        raise RunError(
+            f"{path} has {st.st_nlink} hard links: a write here would change the file under "
+            "its other names too (a copy made with `cp -l`?); give it a copy of its own "
+            "(cp FILE FILE.new && mv FILE.new FILE), or choose another --out"
+        )
+
+
+def _open(path: Path, flags: int, *, in_place: bool = False) -> int:
+    """A descriptor of the regular file ``path``, opened without following a link
+    (``O_NOFOLLOW`` closes the window between the check and the open). ``in_place``
+    (a file appended to or truncated) also refuses a file with a second hard link, whose
+    other name a write would change too. Every failure is a :class:`RunError`."""
+    _lstat(path, in_place=in_place)
+    writing = bool(flags & (os.O_WRONLY | os.O_RDWR))
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
+    except OSError as err:
+        if err.errno == errno.ELOOP and path.is_symlink():
+            raise _link_error(path) from None  # made a link since the check
+        if writing:
+            raise _write_error(path, err) from None
+        raise RunError(f"{path}: cannot read: {err.strerror or err}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RunError(f"{path} is not a regular file; move it away, or choose another --out")
+        if in_place:
+            _single(path, st)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The whole of a file of the folder (see :func:`_open`)."""
+    with os.fdopen(_open(path, os.O_RDONLY), "rb") as f:
+        try:
+            return f.read()
+        except OSError as err:
+            raise RunError(f"{path}: cannot read: {err.strerror or err}") from None
+
+
+def _append(path: Path, data: bytes) -> None:
+    """Append ``data`` durably (write, fsync). A failed write (a full disk) is cut off
+    again at once, so that no partial line is left behind it."""
+    fd = _open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, in_place=True)
+    try:
+        before = os.fstat(fd).st_size
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        except OSError as err:
+            # Freeing blocks needs no space; should it fail all the same, the next
+            # start cuts the torn line (cut_torn_tail).
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, before)
+            raise _write_error(path, err) from None
+    finally:
+        os.close(fd)
 
 
 class _Lock:
@@ -132,10 +309,8 @@ def _acquire(folder: Path) -> Path:
     key = folder.resolve()
     held = _HELD.get(key)
     if held is None:
-        try:
-            fd = os.open(key / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as err:
-            raise RunError(f"{folder}: cannot write {LOCK}: {err.strerror}") from None
+        # Never through a link: the PID written below would truncate its target.
+        fd = _open(key / LOCK, os.O_RDWR | os.O_CREAT, in_place=True)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as err:
@@ -159,8 +334,12 @@ def _acquire(folder: Path) -> Path:
                         "wait for it to finish, or choose another --out"
                     ) from None
                 raise RunError(f"{folder}: cannot lock {LOCK}: {err.strerror}") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as err:
+            os.close(fd)
+            raise _write_error(key / LOCK, err) from None
         held = _HELD[key] = _Lock(fd)
     held.users += 1
     return key
@@ -228,8 +407,26 @@ class RunFolder(Generic[R]):
     def records_path(self) -> Path:
         return self.path / RECORDS
 
+    def has(self, name: str) -> bool:
+        """Whether the folder holds the file ``name`` (a link, or anything but a regular
+        file, there is a :class:`RunError`: see the module docstring).
+
+        >>> folder = RunFolder(run_dir); folder.has(RECORDS)
+        False
+        """
+        return _lstat(self.path / name) is not None
+
     def exists(self) -> bool:
-        return (self.path / CONFIG).is_file() or self.records_path.is_file()
+        return self.has(CONFIG) or self.has(RECORDS)
+
+    def check_files(self) -> None:
+        """Refuse (:class:`RunError` naming the file) a folder whose own files include a
+        symbolic link or something other than a regular file, before anything is
+        written (see the module docstring)."""
+        for name in (CONFIG, RESULTS, SUMMARY, TIMING):
+            _lstat(self.path / name)
+        for name in IN_PLACE:
+            _lstat(self.path / name, in_place=True)
 
     def start(
         self,
@@ -244,16 +441,16 @@ class RunFolder(Generic[R]):
         read, the prompt template) are kept in ``config.json``; a name saved with another
         fingerprint is a :class:`RunError` saying what changed. Names new to the folder
         (a task added) are kept beside the saved ones."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        make_folder(self.path)
+        self.check_files()
         if self._lock is None:
             self._lock = _acquire(self.path)
         cfg_path = self.path / CONFIG
-        if not cfg_path.is_file() and not overwrite:
+        has_config = self.has(CONFIG)
+        if not has_config and not overwrite:
             # A kill inside the first write of config.json leaves its temporary file.
             held = sorted(
-                p.name
-                for p in self.path.iterdir()
-                if not p.name.startswith((".", CONFIG + "."))
+                p.name for p in self.path.iterdir() if not p.name.startswith((".", CONFIG + "."))
             )
             if held:
                 # Without its config.json nothing says what made these files: re-creating
@@ -264,7 +461,7 @@ class RunFolder(Generic[R]):
                     "of nlieval, or its config.json was removed; choose another --out, or "
                     "pass --overwrite to start it again"
                 )
-        if cfg_path.is_file() and not overwrite:
+        if has_config and not overwrite:
             old = _read_json(cfg_path)
             version = _check_format(cfg_path, old)
             old_kind = old.get("kind", "run" if version == 1 else None)
@@ -283,13 +480,14 @@ class RunFolder(Generic[R]):
                     "choose another --out, or pass --overwrite to start it again"
                 )
         known: dict[str, str] = {}
-        if cfg_path.is_file() and not overwrite:
+        if has_config and not overwrite:
             old_prints = _read_json(cfg_path).get("fingerprints") or {}
             known = {str(k): str(v) for k, v in old_prints.items()}
             now = dict(fingerprints or {})
             # Before any record exists (a crash or Ctrl-C before scoring, a wrong
             # --data-dir corrected) nothing depends on the saved fingerprints yet.
-            has_records = self.records_path.is_file() and self.records_path.stat().st_size > 0
+            records = _lstat(self.records_path)
+            has_records = records is not None and records.st_size > 0
             changed = [k for k, v in now.items() if has_records and k in known and known[k] != v]
             if changed:
                 detail = ", ".join(f"{k}: {known[k]} -> {now[k]}" for k in changed)
@@ -300,9 +498,12 @@ class RunFolder(Generic[R]):
                 )
         if overwrite:
             for name in (RECORDS, RESULTS, SUMMARY, TIMING, PROVENANCE):
-                (self.path / name).unlink(missing_ok=True)
+                try:
+                    (self.path / name).unlink(missing_ok=True)
+                except OSError as err:
+                    raise _write_error(self.path / name, err, "remove") from None
         saved = {"folder_format": FOLDER_FORMAT, "kind": config.KIND, **config.to_dict()}
-        if cfg_path.is_file() and not overwrite:
+        if has_config and not overwrite:
             # The folder's config describes all its records: what may grow between
             # invocations is kept grown (a later, smaller --limit does not hide items).
             old = _read_json(cfg_path)
@@ -325,7 +526,7 @@ class RunFolder(Generic[R]):
         with a warning naming the line.
         """
         p = self.records_path
-        if not p.is_file():
+        if not self.has(RECORDS):
             return
         # key -> (line, hash of the row) of its first occurrence: a row seen twice is
         # compared by hash, so that a large folder is not held in memory twice.
@@ -333,7 +534,7 @@ class RunFolder(Generic[R]):
         blank: list[int] = []
         copies: list[int] = []
         required = _REQUIRED.get(self.row, ())
-        with open(p, "rb") as f:
+        with os.fdopen(_open(p, os.O_RDONLY), "rb") as f:
             for lineno, raw in enumerate(f, 1):
                 if not raw.endswith(b"\n"):
                     break  # a partial tail from a crash: not a record yet
@@ -392,11 +593,7 @@ class RunFolder(Generic[R]):
         new = [r for r in records if r.key not in self._keys]
         if not new:
             return
-        data = "".join(r.to_json() + "\n" for r in new)
-        with open(self.records_path, "a", encoding="utf-8") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        _append(self.records_path, "".join(r.to_json() + "\n" for r in new).encode("utf-8"))
         self._keys.update(r.key for r in new)
 
     def write_results(self, results: Mapping[str, Any], summary: str) -> None:
@@ -410,16 +607,12 @@ class RunFolder(Generic[R]):
         path = self.path / PROVENANCE
         cut_torn_tail(path)  # a line cut short by a kill would merge with the next
         lines = []
-        if not path.is_file():
-            old = (self.path / RESULTS).is_file()
-            env = self.read_results().get("environment") if old else None
+        if not self.has(PROVENANCE):
+            env = self.read_results().get("environment")
             if isinstance(env, Mapping):
                 lines.append({**env, "command": "unknown (results version 1)"})
         lines.append(dict(entry))
-        with open(path, "a", encoding="utf-8") as f:
-            f.write("".join(json.dumps(x, sort_keys=True) + "\n" for x in lines))
-            f.flush()
-            os.fsync(f.fileno())
+        _append(path, "".join(json.dumps(x, sort_keys=True) + "\n" for x in lines).encode())
 
     def read_provenance(self) -> list[dict[str, Any]]:
         """Every provenance line, oldest first (a torn last line from a crash is left out).
@@ -429,10 +622,14 @@ class RunFolder(Generic[R]):
         [{'command': 'run'}]
         """
         path = self.path / PROVENANCE
-        if not path.is_file():
+        if not self.has(PROVENANCE):
             return []
+        try:
+            text = _read_bytes(path).decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise RunError(f"{path}: not UTF-8 text ({err.reason})") from None
         out = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(True), 1):
+        for lineno, line in enumerate(text.splitlines(True), 1):
             if not line.endswith("\n") or not line.strip():
                 continue
             try:
@@ -446,23 +643,19 @@ class RunFolder(Generic[R]):
 
     def read_timing(self) -> dict[str, dict[str, Any]]:
         """Scoring wall time per sweep point, summed over invocations."""
-        p = self.path / TIMING
-        return _read_json(p) if p.is_file() else {}
+        return _read_json(self.path / TIMING) if self.has(TIMING) else {}
 
     def write_timing(self, timing: Mapping[str, Any]) -> None:
         atomic_write(self.path / TIMING, json.dumps(timing, indent=1) + "\n")
 
     def read_results(self) -> dict[str, Any]:
-        p = self.path / RESULTS
-        if not p.is_file():
-            return {}
-        return _read_json(p)
+        return _read_json(self.path / RESULTS) if self.has(RESULTS) else {}
 
     def read_config(self) -> dict[str, Any] | None:
         """The saved ``config.json`` as a dict (None when there is none); the command
         that made the folder turns it back into its config class."""
         p = self.path / CONFIG
-        if not p.is_file():
+        if not self.has(CONFIG):
             return None
         saved = _read_json(p)
         _check_format(p, saved)
@@ -497,18 +690,19 @@ def grown(old: Any, new: Any) -> Any:
 
 def cut_torn_tail(p: Path) -> int:
     """Cut a partial last line (a write cut short by a crash) off an append-only JSONL
-    file; return the bytes removed.
+    file; return the bytes removed. The file is opened for writing only when there is a
+    line to cut (a folder on a read-only disk can still be read), and never through a
+    link (:class:`RunError`: the cut would shorten the file it points to).
 
     >>> p = Path(run_dir) / "a.jsonl"; _ = p.write_bytes(b'{"a": 1}\\n{"b"')
     >>> cut_torn_tail(p), p.read_bytes()
     (4, b'{"a": 1}\\n')
     """
-    if not p.is_file():
+    st = _lstat(p)
+    if st is None or st.st_size == 0:
         return 0
-    size = p.stat().st_size
-    if size == 0:
-        return 0
-    with open(p, "rb+") as f:
+    with os.fdopen(_open(p, os.O_RDONLY), "rb") as f:
+        size = os.fstat(f.fileno()).st_size
         # Scan back for the last newline in blocks: the file may be large.
         pos, block = size, 1 << 16
         while pos > 0:
@@ -522,11 +716,16 @@ def cut_torn_tail(p: Path) -> int:
             pos = start
         else:
             end = 0
-        if end < size:
-            f.truncate(end)
-            f.flush()
-            os.fsync(f.fileno())
-        return size - end
+    if end < size:
+        fd = _open(p, os.O_WRONLY, in_place=True)
+        try:
+            os.ftruncate(fd, end)
+            os.fsync(fd)
+        except OSError as err:
+            raise _write_error(p, err, "cut its torn last line") from None
+        finally:
+            os.close(fd)
+    return size - end
 
 
 def _identity(cls: type[Any], old: Mapping[str, Any]) -> dict[str, Any]:
@@ -550,7 +749,7 @@ def _identity(cls: type[Any], old: Mapping[str, Any]) -> dict[str, Any]:
 def _read_json(path: Path) -> dict[str, Any]:
     """A JSON object file of the folder; anything else is a one-line :class:`RunError`."""
     try:
-        d = json.loads(path.read_text(encoding="utf-8-sig"))
+        d = json.loads(_read_bytes(path).decode("utf-8-sig"))
     except UnicodeDecodeError as err:
         raise RunError(f"{path}: not UTF-8 text ({err.reason})") from None
     except json.JSONDecodeError as err:

@@ -79,6 +79,6 @@ def finalize(
 def read_results(folder: RunFolder[Any]) -> Results:
     """The folder's ``results.json`` (an empty :class:`Results` when it has none yet);
     a file of a newer version, or not of this shape, is a :class:`RunError`."""
-    if not (folder.path / RESULTS).is_file():
+    if not folder.has(RESULTS):
         return Results()
     return Results.from_dict(folder.read_results(), folder.path / RESULTS)
