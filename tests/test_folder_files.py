@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -324,3 +325,13 @@ def test_a_report_does_not_append_to_a_hard_linked_provenance(tmp_path: Path) ->
     with pytest.raises(RunError, match=f"{run / PROVENANCE} has 2 hard links"):
         finalize(RunFolder(run), None, invocation="report")  # what `nlieval report` does
     assert backup.read_bytes() == before
+
+
+def test_written_files_follow_the_umask_not_mkstemps_0600(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        atomic_write(tmp_path / "r.json", "{}")
+    finally:
+        os.umask(old)
+    # mkstemp alone would leave 0600: group-readable as the umask allows, others not.
+    assert stat.S_IMODE(os.stat(tmp_path / "r.json").st_mode) == 0o640

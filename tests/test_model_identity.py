@@ -60,6 +60,9 @@ def test_weights_replaced_under_one_path_are_refused(
     assert len(err.splitlines()) == 1 and "model:" in err and "other contents" in err
     assert _records(out) == before  # nothing scored by the new weights, nothing lost
 
+    # Each invocation that wrote records says which weights made them.
+    entries = [json.loads(x) for x in (out / "provenance.jsonl").read_text().splitlines()]
+    assert [e["fingerprints"]["model"] for e in entries] == [saved]
     # Back to the first weights: the resume goes on.
     shutil.rmtree(model)
     shutil.copytree(tiny_llama, model)

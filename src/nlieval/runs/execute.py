@@ -78,7 +78,7 @@ def execute(
     ]
     if any(s.todo for s in todo):
         # Only an invocation that writes records is part of their provenance.
-        folder.append_provenance(Provenance.now(config.KIND).to_dict())
+        folder.append_provenance(Provenance.now(config.KIND, fingerprints).to_dict())
     if done:
         log.info(
             "resuming %s: %d records already there, %d items to go",

@@ -102,6 +102,20 @@ class FolderConfig(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
 
+def _umask() -> int:
+    # Linux shows the umask in /proc; elsewhere it can only be read by setting it (set
+    # and restored at once: racy only against a thread creating a file in that instant).
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | Path, text: str) -> None:
     """Replace ``path`` with ``text`` so that readers (and a crash) only ever see a
     complete file: write a temporary file beside it, fsync, rename. A ``path`` that is a
@@ -127,6 +141,9 @@ def atomic_write(path: str | Path, text: str) -> None:
     try:
         try:
             _write_all(fd, text.encode("utf-8"))
+            # mkstemp makes the file private (0600); a result file is as readable as
+            # any other file the user writes (the umask decides).
+            os.fchmod(fd, 0o666 & ~_umask())
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -493,8 +510,9 @@ class RunFolder(Generic[R]):
                 detail = ", ".join(f"{k}: {known[k]} -> {now[k]}" for k in changed)
                 raise RunError(
                     f"{self.path} holds records made from other contents ({detail}): a data "
-                    "file or template was edited, or --data-dir/--template names other "
-                    "files; choose another --out, or pass --overwrite to start it again"
+                    "file, template or the model's weights changed, or --data-dir/--template "
+                    "names other files; choose another --out, or pass --overwrite to start "
+                    "it again"
                 )
         if overwrite:
             for name in (RECORDS, RESULTS, SUMMARY, TIMING, PROVENANCE):
