@@ -335,3 +335,40 @@ def test_written_files_follow_the_umask_not_mkstemps_0600(tmp_path: Path) -> Non
         os.umask(old)
     # mkstemp alone would leave 0600: group-readable as the umask allows, others not.
     assert stat.S_IMODE(os.stat(tmp_path / "r.json").st_mode) == 0o640
+
+
+def test_train_refuses_a_linked_seed_folder(tmp_path: Path, capsys: Any) -> None:
+    from tiny_bert import make_tiny_bert
+
+    from nlieval.cli import main
+
+    enc = make_tiny_bert(tmp_path / "enc", ["a", "man", "walks"])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    out = tmp_path / "out"
+    argv = ["train", "--model", str(enc), "--task", "smoke", "--epochs", "1", "--no-progress"]
+    argv += ["--max-length", "16", "--device", "cpu", "--out", str(out), "--seeds"]
+    assert main([*argv, "0,"]) == 0
+    (out / "seed1").symlink_to(outside)  # the leftover of a seed cut short, as a link
+    capsys.readouterr()
+    assert main([*argv, "0,1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "symbolic link" in err
+    assert (outside / "keep.txt").read_text() == "mine"  # the link's target is not removed
+
+
+def test_inferred_items_are_not_written_through_a_link(tmp_path: Path) -> None:
+    from nlieval.metainference.inferred import ITEMS_FILE, write_task
+    from nlieval.types import Item
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious\n")
+    root = tmp_path / "inferred"
+    root.mkdir()
+    (root / ITEMS_FILE).symlink_to(outside)
+    meta = {"pattern": "p", "sources": ["1"], "source_labels": ["e"], "input": "x", "target": "y"}
+    items = [Item("1", "A.", "B.", None, meta=meta)]
+    with pytest.raises(RunError, match="symbolic link"):
+        write_task(items, root, overwrite=True)
+    assert outside.read_text() == "precious\n"

@@ -62,11 +62,24 @@ def grid(n_panels: int, n_rows: int = 1, size: tuple[float, float] = (4.5, 3.4))
     return fig
 
 
+class PlotWriteError(ValueError):
+    """A plot that cannot be written (a full disk, a path below a file, no permission):
+    one line naming the path, as every bad input is."""
+
+
 def save(fig: Figure, path: str | Path) -> Path:
-    """Write ``fig`` as a PNG (120 dpi) at ``path``, creating its folder; returns the path."""
+    """Write ``fig`` as a PNG (120 dpi) at ``path``, creating its folder; returns the path.
+
+    >>> save(grid(1), "/proc/no/such/plot.png")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.plotting.PlotWriteError: cannot write the plot /proc/no/such/plot.png: ...
+    """
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120, format="png")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=120, format="png")
+    except OSError as err:
+        raise PlotWriteError(f"cannot write the plot {out}: {err.strerror or err}") from None
     return out
 
 

@@ -20,8 +20,7 @@ from ..analyses.chaosnli import HumanBaseline, format_all_correct, format_bins_t
 from ..analyses.dynamics import follow_run, format_dynamics
 from ..analyses.predictions import FORMATS
 from ..metrics import summarize
-from ..runs import atomic_write, iter_run_records
-from ..runs.folder import make_folder
+from ..runs import atomic_write, iter_run_records, make_folder
 from .args import add_data_dir, positive_int
 
 CHAOSNLI_JSON = "chaosnli.json"

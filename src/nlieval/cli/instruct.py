@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.registry import check_model, model_fingerprints
-from ..runs import RunError, instruct_table, run_timing
+from ..runs import RunError, atomic_write, instruct_table, make_folder, run_timing
 from ..sci import report as sci
 from ..sci.instruct import InstructConfig, instruct_backend, run_instruct
 from .args import add_settings, settings_from_args
@@ -85,9 +85,9 @@ def cmd_sci_report(args: argparse.Namespace) -> int:
             print(f"plot: {path}")
     if args.json:
         out = Path(args.json)
-        out.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(out.parent)
         payload = {"rows": rows, "in_vs_out_of_domain": pairs}
-        out.write_text(json.dumps(payload, indent=2, allow_nan=True) + "\n", encoding="utf-8")
+        atomic_write(out, json.dumps(payload, indent=2, allow_nan=True) + "\n")
         print(f"written: {out}")
     return 0
 

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import write_task_yaml
+from ..runs import atomic_write, make_folder
 from ..types import NLI3, Item, Label, Record
 from . import logic
 
@@ -213,12 +214,14 @@ def write_task(
         raise ValueError(
             f"{root} already holds inferred items; choose another --out or pass --overwrite"
         )
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ITEMS_FILE, "w", encoding="utf-8") as f:
-        for it in items:
-            row = {"id": it.id, "premise": it.premise, "hypothesis": it.hypothesis}
-            row.update({k: it.meta[k] for k in _META_KEYS})
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    make_folder(root)
+    lines = []
+    for it in items:
+        row = {"id": it.id, "premise": it.premise, "hypothesis": it.hypothesis}
+        row.update({k: it.meta[k] for k in _META_KEYS})
+        lines.append(json.dumps(row, ensure_ascii=False) + "\n")
+    # Never through a link planted at the file's name; a full disk is one line.
+    atomic_write(root / ITEMS_FILE, "".join(lines))
     counts = Counter(it.meta["pattern"] for it in items)
     spec = {
         "name": name,

@@ -19,6 +19,7 @@ from .folder import (
     RunFolder,
     atomic_write,
     iter_run_records,
+    make_folder,
 )
 from .loop import CHUNK, Step, run_steps
 from .results import Draws, finalize, read_results
@@ -46,6 +47,7 @@ __all__ = [
     "RunFolder",
     "Step",
     "atomic_write",
+    "make_folder",
     "RESULTS_VERSION",
     "Provenance",
     "Results",

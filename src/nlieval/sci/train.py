@@ -44,6 +44,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import shutil
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -189,6 +190,13 @@ def _clear_seed(run: RunFolder, seed: int) -> None:
     """Remove what an earlier, unfinished attempt at ``seed`` left: its checkpoint folder,
     the temporary folders of a save cut short, and its records."""
     leftovers = [run.path / f"seed{seed}", *run.path.glob(f".seed{seed}.*")]
+    for leftover in leftovers:
+        if leftover.is_symlink():
+            # Removing it would delete the link's target tree, which is not the run's.
+            raise RunError(
+                f"{leftover} is a symbolic link (to {os.readlink(leftover)}): a seed folder "
+                "of a run is its own; remove the link or choose another --out"
+            )
     records = run.records()
     if any(p.is_dir() for p in leftovers) or any(r.seed == seed for r in records):
         # A kill (or a crash) cut this seed short: say that it starts again, not resumes.
