@@ -1,6 +1,6 @@
 """Tables from results, recomputed from saved records: one run's summary (:func:`report`),
 the papers' grids across runs (:func:`grid_report`), breakdowns by item field
-(:func:`breakdown_report`)."""
+(:func:`breakdown_report`), figures across models (:func:`figure_report`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .analyses import Grid, breakdown, breakdown_table, chaosnli, grid
+from .analyses import (
+    Grid,
+    baseline_levels,
+    breakdown,
+    breakdown_table,
+    chaosnli,
+    checkpoint_positions,
+    grid,
+    plot_accuracy_vs_shots,
+    plot_accuracy_vs_size,
+    plot_dynamics,
+)
+from .backends.weights import parameter_count, resolve_model
 from .metrics import summarize
 from .runs import (
     RunError,
@@ -128,3 +140,63 @@ def breakdown_report(folders: Sequence[str | Path], by: Sequence[str]) -> str:
     | m | t | 0 | fiction | 1 | 1.000 | 0.500 | entailment 1.00, neutral 0.00 |
     """
     return breakdown_table(breakdown(iter_run_records(folders), by), by)
+
+
+def _levels(folder: str | Path, metric: str = "accuracy") -> tuple[str, dict[str, float]]:
+    rows = summarize(RunFolder(folder).records())
+    if not rows:
+        raise RunError(f"{folder}: no records for a reference line")
+    models = {Path(str(r["model"])).name for r in rows}
+    return " + ".join(sorted(models)), baseline_levels(rows, metric)
+
+
+def figure_report(
+    kind: str,
+    folders: Sequence[str | Path],
+    path: str | Path,
+    *,
+    baselines: Sequence[str | Path] = (),
+    sizes: Mapping[str, float] | None = None,
+    pattern: str | None = None,
+    scale: float = 1.0,
+    positions: Mapping[str, float] | None = None,
+    metric: str = "accuracy",
+    axis: str = "training tokens",
+) -> Path:
+    """One figure across the models of ``folders`` (recomputed from their records):
+
+    * ``shots``: accuracy vs shots, a line per model, one panel per task
+      (:func:`nlieval.analyses.plot_accuracy_vs_shots`);
+    * ``size``: accuracy vs parameters (``sizes``: model -> parameters; None: counted from
+      each model's weight files, :func:`nlieval.backends.weights.parameter_count`);
+    * ``dynamics``: ``metric`` over checkpoints on a token or step axis, several models in
+      one panel (positions from the checkpoint names by ``pattern`` times ``scale``, or
+      the ``positions`` table; ``js_distance`` needs ChaosNLI records).
+
+    Each of ``baselines`` is a run folder drawn as a dotted line per task (its best
+    accuracy: a fine-tuned classifier, a hypothesis-only model).
+    """
+    records = list(iter_run_records(folders))
+    lines = dict(_levels(f) for f in baselines)
+    if kind == "shots":
+        return plot_accuracy_vs_shots(summarize(records), path, lines)
+    if kind == "size":
+        rows = summarize(records)
+        if sizes is None:
+            sizes = {
+                str(m): float(parameter_count(resolve_model(str(m))))
+                for m in {r["model"] for r in rows}
+            }
+        return plot_accuracy_vs_size(rows, sizes, path, lines)
+    if kind == "dynamics":
+        if metric == "js_distance":
+            rows = chaosnli.score_records([r for r in records if "human_counts" in r.meta])
+        else:
+            rows = summarize(records)
+        ckpts = sorted({str(r["checkpoint"]) for r in rows if r.get("checkpoint")})
+        if positions is None:
+            if pattern is None:
+                raise ValueError("a dynamics figure needs --pattern (or a positions table)")
+            positions = checkpoint_positions(ckpts, pattern, scale)
+        return plot_dynamics(rows, positions, path, metric=metric, axis=axis, lines=lines)
+    raise ValueError(f"unknown figure {kind!r}: shots, size or dynamics")

@@ -67,9 +67,7 @@ def _key(row: Mapping[str, Any], names: Sequence[str], metric: str) -> tuple[Any
     return tuple(metric if n == "metric" else row.get(n) for n in names)
 
 
-def _sort_key(
-    key: tuple[Any, ...], names: Sequence[str], values: Sequence[str]
-) -> tuple[str, ...]:
+def _sort_key(key: tuple[Any, ...], names: Sequence[str], values: Sequence[str]) -> tuple[str, ...]:
     # Numbers in numeric order, metrics in the order asked for, the rest by name.
     out = []
     for name, v in zip(names, key, strict=True):
@@ -97,8 +95,9 @@ def grid(
     ``values``; when there are several values and neither names ``metric``, it is added
     to the columns). Two rows with one cell are an error (pick keys that tell them apart,
     e.g. add ``k``). ``average`` adds a row of the mean over rows of each column (over the
-    rows that have it). ``reference`` names a row by its keys (``{"model": "hyp-only"}``):
-    every other row then gets a gap row ``<row> - <reference>`` of the differences.
+    rows that have it). ``reference`` names rows by some of their keys (``{"model":
+    "hyp-only"}``): every other row gets a gap row ``<row> - <reference>`` of its
+    differences to the reference row that shares its other keys (the same k, ...).
     """
     index, columns = tuple(index), tuple(columns)
     if len(values) > 1 and "metric" not in index + columns:
@@ -130,13 +129,27 @@ def grid(
     out = list(cells.values())
     extra_rows: list[tuple[Any, ...]] = []
     if reference is not None:
-        ref = tuple(reference.get(n) for n in index)
-        if ref not in row_keys:
-            raise ValueError(f"no row {dict(zip(index, ref, strict=True))} to take gaps to")
+        named = [n for n in index if n in reference]
+        if not named:
+            raise ValueError(f"the reference {dict(reference)} names none of the row keys")
+        pos = [index.index(n) for n in named]
+
+        def is_ref(rk: tuple[Any, ...]) -> bool:
+            return all(rk[i] == reference[index[i]] for i in pos)
+
+        if not any(is_ref(rk) for rk in row_keys):
+            raise ValueError(f"no row { ({n: reference[n] for n in named}) } to take gaps to")
         for rk in row_keys:
-            if rk == ref:
+            if is_ref(rk):
                 continue
-            gap = (f"{_label(rk)} - {_label(ref)}",) + ("",) * (len(index) - 1)
+            # The reference row at the row's other keys (the same k, ...).
+            ref = tuple(reference[n] if n in named else v for n, v in zip(index, rk, strict=True))
+            if ref not in row_keys:
+                continue
+            gap = tuple(
+                f"{_label((v,))} - {_label((r,))}" if n in named else v
+                for n, v, r in zip(index, rk, ref, strict=True)
+            )
             for ck in col_keys:
                 a, b = cells.get((rk, ck)), cells.get((ref, ck))
                 if a is not None and b is not None:

@@ -1,0 +1,85 @@
+"""The commands across run folders, end to end on folders made by stand-in models."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hash_lm import HashLM
+from matplotlib.image import imread
+
+from nlieval.choice import RunConfig, run
+from nlieval.cli import main
+
+
+class SaltedLM(HashLM):
+    def __init__(self, salt: str) -> None:
+        self.salt = salt
+
+    def loglikelihood(self, requests: Any, progress: Any = None) -> list[list[float]]:
+        out = [
+            [-(zlib.crc32((self.salt + r.context + c).encode()) % 97) / 10 - 0.1
+             for c in r.continuations]
+            for r in requests
+        ]  # fmt: skip
+        if progress:
+            progress(len(requests))
+        return out
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("across")
+    out = {}
+    for name in ("org/small", "org/big", "org/hyp-only"):
+        folder = root / name.split("/")[1]
+        cfg = RunConfig(name, ("smoke",), shots=(0, 2), seeds=(0, 1), limit=12)
+        run(cfg, folder, backend_factory=lambda c, ck, s=name: SaltedLM(s), progress=False)
+        out[name.split("/")[1]] = folder
+    ckpt = root / "ckpts"
+    cfg = RunConfig("org/pythia", ("smoke",), limit=12, checkpoints=("step1000", "step2000"))
+    run(cfg, ckpt, backend_factory=lambda c, ck: SaltedLM(str(ck)), progress=False)
+    out["ckpts"] = ckpt
+    return out
+
+
+def test_grid_with_reference_gap_in_three_formats(
+    folders: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = [str(folders["small"]), str(folders["big"])]
+    argv = ["grid", *runs, "--rows", "model,k", "--reference", str(folders["hyp-only"])]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert "| org/small | 0 |" in table and "| Average |" in table
+    assert "org/small - org/hyp-only" in table
+    assert main([*argv, "--format", "json", "--out", str(tmp_path / "g.json")]) == 0
+    cells = json.loads((tmp_path / "g.json").read_text())["cells"]
+    by = {(tuple(c["row"]), tuple(c["column"])): c["mean"] for c in cells}
+    for k in (0, 2):  # each row's gap is to the reference at the same k
+        gap = by[(("org/small - org/hyp-only", k), ("smoke",))]
+        small, hyp = by[(("org/small", k), ("smoke",))], by[(("org/hyp-only", k), ("smoke",))]
+        assert gap == pytest.approx(small - hyp)
+
+
+def test_compare_breakdown_and_figures(
+    folders: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["compare", str(folders["small"]), str(folders["big"]), "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("| smoke |") == 3  # k=0 seed 0, k=2 seeds 0 and 1
+    assert main(["breakdown", str(folders["small"]), "--by", "gold"]) == 0
+    assert capsys.readouterr().out.count("| org/small |") == 2 * 3  # two k x three labels
+    png = tmp_path / "shots.png"
+    argv = ["figure", "shots", str(folders["small"]), str(folders["big"]), "--out", str(png)]
+    assert main([*argv, "--baseline", str(folders["hyp-only"])]) == 0
+    assert imread(png).shape[0] > 0
+    dyn = tmp_path / "dyn.png"
+    argv = ["figure", "dynamics", str(folders["ckpts"]), "--out", str(dyn)]
+    assert main([*argv, "--pattern", r"step(\d+)", "--scale", "2097152"]) == 0
+    assert dyn.is_file()
+    capsys.readouterr()
+    assert main(["figure", "dynamics", str(folders["ckpts"]), "--out", str(dyn)]) == 2
+    assert "--pattern" in capsys.readouterr().err
