@@ -7,9 +7,18 @@ body. Actions (tuples):
 ``("ok", content)``                 200 with one choice whose message content is ``content``
 ``("status", code, body, headers)`` that HTTP status, body text and extra headers
 ``("raw", text)``                   200 with ``text`` as the body (not JSON, no choices, ...)
-``("slow", seconds, content)``      wait, then answer like ``ok`` (the client has left)
+``("slow", seconds, content)``      wait, then answer like ``ok``; a client that leaves
+                                    meanwhile is seen at once (counted in
+                                    :attr:`FakeServer.abandoned`, nothing computed)
 ``("drop",)``                       close the connection without answering
 ``("die",)``                        close every connection and stop listening for good
+``("trickle", seconds)``            send an answer's bytes one at a time, ``seconds`` apart
+``("huge", n)``                     200 with a JSON body of ``n`` bytes (a long string),
+                                    without a Content-Length
+``("deep", depth)``                 200 with JSON nested ``depth`` arrays deep
+
+Answers name the model asked for, or :attr:`FakeServer.model_name` when it is set (a
+proxy that routes to another model).
 
 ``/v1/completions`` (log-likelihood scoring) takes the same script, with
 :attr:`FakeServer.completions_default` when it is empty, and answers like vLLM with
@@ -19,7 +28,14 @@ by the transformers model of :class:`EchoLM` (:attr:`FakeServer.lm`). Its own ac
 ``("echo",)``                       200 with the prompt log-probs of every prompt
 ``("echo", change)``                the same body passed through ``change(body)`` first
                                     (drop log-probs, shift offsets, ...; see the helpers)
-``("slow", seconds)``               wait, then answer like ``echo``
+``("slow", seconds)``               wait, then answer like ``echo`` (a client that
+                                    leaves meanwhile is counted in ``abandoned``)
+
+Echo answers hold vLLM's ``top_logprobs`` (the prompt token and the top ``logprobs``
+tokens of each position) and, when the request asks for ``return_token_ids``, each
+prompt's ``prompt_token_ids``. With :attr:`FakeServer.raw_logits` set to a number, every
+value is the model's logit plus that number instead of its log-prob (vLLM's
+``--logprobs-mode raw_logits``).
 
 ``status``, ``raw``, ``drop`` and ``die`` work as for chat. A prompt of token ids (a list
 of ints, or a list of such lists) is answered as vLLM answers ``max_tokens: 1,
@@ -48,6 +64,7 @@ from __future__ import annotations
 
 import json
 import random
+import select
 import socket
 import threading
 import time
@@ -61,11 +78,12 @@ from typing import Any
 Action = tuple[Any, ...]
 
 
-def completion(content: str) -> dict[str, Any]:
-    """An OpenAI chat completion body with one answer."""
+def completion(content: str, model: str | None = None) -> dict[str, Any]:
+    """An OpenAI chat completion body with one answer (naming ``model`` when given)."""
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
+        **({"model": model} if model is not None else {}),
         "choices": [
             {
                 "index": 0,
@@ -90,19 +108,37 @@ class EchoLM:
         self.lock = threading.Lock()  # one forward pass at a time (the CPU is shared)
         self.prompts = 0
 
-    def choice(self, prompt: str, index: int, max_tokens: int = 0) -> dict[str, Any]:
+    def _scores(self, ids: list[int], raw: float | None) -> Any:
+        """Log-probs of every position, or (``raw`` not None) logits plus ``raw``."""
+        import torch
+
+        logits = self.model(torch.tensor([ids])).logits[0].float()
+        return torch.log_softmax(logits, -1) if raw is None else logits + raw
+
+    def choice(
+        self, prompt: str, index: int, max_tokens: int = 0, k: int = 1, raw: float | None = None
+    ) -> dict[str, Any]:
         import torch
 
         enc = self.tok(prompt, return_offsets_mapping=True)
         ids = list(enc["input_ids"])
+        prompt_ids = list(ids)
         spans = [tuple(x) for x in enc["offset_mapping"]]
         tokens = [prompt[s:e] for s, e in spans]
         offsets = [s for s, _ in spans]
         with self.lock, torch.inference_mode():
             self.prompts += 1
-            lp = torch.log_softmax(self.model(torch.tensor([ids])).logits[0].float(), -1)
+            lp = self._scores(ids, raw)
             values: list[float | None] = [None]
             values += [float(lp[i - 1, ids[i]]) for i in range(1, len(ids))]
+            # vLLM's top log-probs of a prompt position: its own token and the top k.
+            top: list[dict[str, float] | None] = [None]
+            best_v, best_t = lp[:-1].topk(k, dim=-1)
+            for i in range(1, len(ids)):
+                pairs = zip(best_t[i - 1].tolist(), best_v[i - 1].tolist(), strict=True)
+                entry = {str(self.tok.decode([t])): v for t, v in pairs}
+                entry[tokens[i]] = float(lp[i - 1, ids[i]])
+                top.append(entry)
             text = prompt
             for _ in range(max_tokens):  # greedy tokens after the prompt (max_tokens > 0)
                 nxt = int(lp[-1].argmax())
@@ -110,13 +146,14 @@ class EchoLM:
                 tokens.append(piece)
                 offsets.append(len(text))
                 values.append(float(lp[-1, nxt]))
+                top.append({piece: float(lp[-1, nxt])})
                 text += piece
                 ids.append(nxt)
-                lp = torch.log_softmax(self.model(torch.tensor([ids])).logits[0].float(), -1)
-        top = [None if v is None else {t: v} for t, v in zip(tokens, values, strict=True)]
+                lp = self._scores(ids, raw)
         return {
             "index": index,
             "text": text,
+            "prompt_token_ids": prompt_ids,
             "logprobs": {
                 "tokens": tokens,
                 "token_logprobs": values,
@@ -164,9 +201,14 @@ class EchoLM:
         return list(self.tok(text)["input_ids"])
 
     def answer(
-        self, body: dict[str, Any], token_ids: bool = True, logprob_token_ids: bool = True
+        self,
+        body: dict[str, Any],
+        token_ids: bool = True,
+        logprob_token_ids: bool = True,
+        raw: float | None = None,
     ) -> dict[str, Any]:
-        """The whole ``/v1/completions`` body for a request (a prompt or a list)."""
+        """The whole ``/v1/completions`` body for a request (a prompt or a list); ``raw``:
+        logits plus ``raw`` in place of the echoed log-probs."""
         prompt = body["prompt"]
         if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
             prompt = [prompt]  # one prompt of token ids
@@ -174,12 +216,16 @@ class EchoLM:
         n = int(body.get("max_tokens", 16))
         as_ids = token_ids and bool(body.get("return_tokens_as_token_ids"))
         wanted = body.get("logprob_token_ids") if logprob_token_ids else None
+        k = int(body.get("logprobs") or 1)
         choices = [
-            self.next_token(p, i, int(body.get("logprobs") or 1), as_ids, wanted)
+            self.next_token(p, i, k, as_ids, wanted)
             if isinstance(p, list)
-            else self.choice(p, i, n)
+            else self.choice(p, i, n, k, raw)
             for i, p in enumerate(prompts)
         ]
+        if not body.get("return_token_ids"):
+            for c in choices:
+                c.pop("prompt_token_ids", None)
         return {
             "id": "cmpl-fake",
             "object": "text_completion",
@@ -211,6 +257,17 @@ def generated_only(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def same_token_ids(body: dict[str, Any]) -> dict[str, Any]:
+    """A tokenizer that maps every option to one unknown token (the same id for each),
+    while the tokens' texts are read off the prompt by offsets (as a server answering
+    from a fast tokenizer's offset mapping does)."""
+    for c in body["choices"]:
+        ids = c.get("prompt_token_ids")
+        if ids:
+            c["prompt_token_ids"] = ids[:-1] + [0]
+    return body
+
+
 def drop_last_choice(body: dict[str, Any]) -> dict[str, Any]:
     """One choice fewer than prompts."""
     body["choices"] = body["choices"][:-1]
@@ -231,6 +288,9 @@ class FakeServer:
         self.max_logprobs = 20
         self.token_ids = True
         self.logprob_token_ids = True
+        self.model_name: str | None = None
+        self.raw_logits: float | None = None
+        self.abandoned = 0
         self.paths: list[str] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -339,25 +399,79 @@ class _Handler(BaseHTTPRequestHandler):
             if _is_completions(self.path):
                 self._act_completions(action, body)
             else:
-                self._act(action)
+                self._act(action, body)
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True  # the client left (slow answers)
         finally:
             with fake.lock:
                 fake.in_flight -= 1
 
-    def _act(self, action: Action) -> None:
+    def _model(self, body: dict[str, Any]) -> Any:
+        return self.fake.model_name if self.fake.model_name is not None else body.get("model")
+
+    def _wait(self, seconds: float) -> bool:
+        """Wait ``seconds``, or until the client closes the connection (then False, the
+        request counted in ``abandoned``): a server aborts what nobody waits for."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            ready, _, _ = select.select([self.connection], [], [], min(left, 0.02))
+            if ready:
+                try:
+                    gone = not self.connection.recv(1, socket.MSG_PEEK)
+                except OSError:
+                    gone = True
+                if gone:
+                    with self.fake.lock:
+                        self.fake.abandoned += 1
+                    self.close_connection = True
+                    return False
+        return True
+
+    def _act(self, action: Action, body: dict[str, Any] | None = None) -> None:
         kind = action[0]
+        model = self._model(body or {})
         if kind == "drop":
             self._drop()
         elif kind == "die":
             threading.Thread(target=self.fake.kill, daemon=True).start()
             self._drop()
         elif kind == "ok":
-            self._send(200, json.dumps(completion(action[1])))
+            self._send(200, json.dumps(completion(action[1], model)))
         elif kind == "slow":
-            time.sleep(action[1])
-            self._send(200, json.dumps(completion(action[2])))
+            if self._wait(action[1]):
+                self._send(200, json.dumps(completion(action[2], model)))
+        elif kind == "trickle":
+            raw = json.dumps(completion("hello", model)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            for i in range(len(raw)):
+                self.wfile.write(raw[i : i + 1])
+                self.wfile.flush()
+                if not self._wait(action[1]):
+                    return
+        elif kind == "huge":
+            # Sent in pieces, as a real body: a client that stops reading ends it.
+            n = int(action[1])
+            head, tail = b'{"choices": [], "padding": "', b'"}'
+            # No Content-Length: the body runs until the connection closes, so only the
+            # bytes read can tell its size.
+            self.close_connection = True
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(head)
+            left = n - len(head) - len(tail)
+            piece = b"x" * 65536
+            while left > 0:
+                self.wfile.write(piece[: min(left, len(piece))])
+                left -= len(piece)
+            self.wfile.write(tail)
+            self.wfile.flush()
+        elif kind == "deep":
+            self._send(200, "[" * int(action[1]) + "]" * int(action[1]))
         elif kind == "raw":
             self._send(200, action[1])
         elif kind == "status":
@@ -370,7 +484,8 @@ class _Handler(BaseHTTPRequestHandler):
         if kind in ("echo", "slow"):
             fake = self.fake
             if kind == "slow":
-                time.sleep(action[1])
+                if not self._wait(action[1]):
+                    return  # the client left: nothing to compute
                 if fake._dead:  # no model run in a thread left behind by a finished test
                     self._drop()
                     return
@@ -399,12 +514,14 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if fake.lm is None:
                 raise ValueError("/v1/completions needs FakeServer(lm=EchoLM(folder))")
-            answer = fake.lm.answer(body, fake.token_ids, fake.logprob_token_ids)
+            answer = fake.lm.answer(body, fake.token_ids, fake.logprob_token_ids, fake.raw_logits)
+            if fake.model_name is not None:
+                answer["model"] = fake.model_name
             if kind == "echo" and len(action) > 1:
                 answer = action[1](answer)
             self._send(200, answer if isinstance(answer, str) else json.dumps(answer))
         else:
-            self._act(action)
+            self._act(action, body)
 
     def _drop(self) -> None:
         self.close_connection = True

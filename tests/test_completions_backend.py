@@ -30,11 +30,8 @@ from fake_openai import (
 )
 
 from nlieval.backends import LogLikelihoodBackend, ScoreRequest
-from nlieval.backends.completions import (
-    CompletionsLM,
-    PromptLogprobsError,
-    continuation_logprob,
-)
+from nlieval.backends.completions import CompletionsLM, PromptLogprobsError
+from nlieval.backends.echo_logprobs import continuation_logprob
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.openai import ServerError, ServerOptions
 from nlieval.choice import RunConfig, run
@@ -134,7 +131,10 @@ def test_batches_of_prompts_and_progress_per_request(server: FakeServer) -> None
     ticks: list[int] = []
     with _lm(server, batch_size=3, concurrency=2) as lm:
         lm.loglikelihood(REQUESTS, ticks.append)
-    assert [len(b["prompt"]) for b in server.requests] == [3, 3, 1]
+    sizes = [len(b["prompt"]) for b in server.requests]
+    # One prompt a request until one has been timed, then up to batch_size.
+    assert sizes[0] == 1 and max(sizes) == 3
+    assert sum(sizes) == sum(len(r.continuations) for r in REQUESTS)
     assert sorted(p for b in server.requests for p in b["prompt"]) == sorted(
         r.context + c for r in REQUESTS for c in r.continuations
     )
@@ -177,7 +177,9 @@ def test_transient_faults_are_retried(
     delays: list[float] = []
     with _lm(server, batch_size=16, sleep=delays.append, **kw) as lm:
         assert lm.loglikelihood(REQUESTS) == want
-    assert len(server.requests) == 3 and len(delays) == 2
+    # The first request (one prompt, alone until it is timed) was tried three times.
+    first = server.requests[0]["prompt"]
+    assert [b["prompt"] for b in server.requests[:3]] == [first] * 3 and len(delays) == 2
 
 
 def test_retry_after_is_honoured(server: FakeServer) -> None:
@@ -211,10 +213,10 @@ def _mutate(key: str, value: Any) -> Any:
         (("echo", no_logprobs), "returned no prompt log-probs"),
         (("echo", generated_only), "too few prompt log-probs"),
         (("echo", shift_offsets), "do not match the prompt"),
-        (("echo", drop_last_choice), "returned 2 choices for 3 prompts"),
+        (("echo", drop_last_choice), "returned 1 choices for 2 prompts"),
         (("echo", _mutate("null-last", None)), "gave no log-prob to continuation token"),
         (("echo", _mutate("short-offsets", None)), "misaligned prompt log-probs"),
-        (("echo", _mutate("index", 0)), "indices are not 0..2"),
+        (("echo", _mutate("index", 0)), "indices are not 0..1"),
         (("status", 400, '{"error": {"message": "bad model"}}'), "HTTP 400: bad model"),
     ],
     ids=[
@@ -233,13 +235,15 @@ def _mutate(key: str, value: Any) -> Any:
 def test_bad_answers_are_reported_by_name_without_retry(
     server: FakeServer, fault: tuple[Any, ...], message: str
 ) -> None:
-    server.completions_default = lambda body: fault
+    # The first request (one prompt) is answered well; the next (the item's two other
+    # options) badly.
+    server.completions_default = lambda body: fault if len(body["prompt"]) > 1 else ("echo",)
     with _lm(server, batch_size=3) as lm, pytest.raises(ServerError, match=message) as info:
         lm.loglikelihood(REQUESTS[:1])
     assert "\n" not in str(info.value) and server.url in str(info.value)
     # Not retried: the server would answer the same again. (A 400 at max_tokens 0 is
     # asked once more with max_tokens 1: servers that refuse 0.)
-    assert len(server.requests) == (2 if fault[0] == "status" else 1)
+    assert len(server.requests) == 1 + (2 if fault[0] == "status" else 1)
 
 
 def test_no_prompt_logprobs_error_names_the_servers(server: FakeServer) -> None:
@@ -266,9 +270,16 @@ def test_persistent_faults_give_up_by_name(
     server.completions_default = lambda body: fault
     with _lm(server, timeout=0.3, retries=1) as lm, pytest.raises(ServerError) as info:
         lm.loglikelihood(REQUESTS[:1])
-    assert info.value.retryable and info.value.tries == 2
+    assert info.value.tries == 2
     assert "gave up after 2 tries" in str(info.value)
     assert re.search(message, str(info.value))
+    if fault[0] == "slow":
+        # One prompt that takes longer than the timeout: running the same command again
+        # would fail the same way, so the message says which settings to change.
+        assert not info.value.retryable
+        assert all(f in str(info.value) for f in ("--timeout", "--concurrency", "--batch-size"))
+    else:
+        assert info.value.retryable
 
 
 def test_dead_server_is_reported(server: FakeServer) -> None:
@@ -399,12 +410,12 @@ def test_server_failure_mid_run_keeps_what_was_scored(
         model="openai-completions:tiny", tasks=("smoke",), server=ServerOptions(server.url)
     )
     full = run(cfg, tmp_path / "full", progress=False)
-    # 48 items = chunks of 32 and 16; 96 prompts of the first chunk = 6 requests.
-    calls = {"n": 0}
+    # 48 items = chunks of 32 and 16: 96 prompts in the first chunk.
+    calls = {"prompts": 0}
 
     def flaky(body: dict[str, Any]) -> tuple[Any, ...]:
-        calls["n"] += 1
-        return ("echo",) if calls["n"] <= 6 else ("status", 500, "GPU lost")
+        calls["prompts"] += len(body["prompt"])
+        return ("echo",) if calls["prompts"] <= 96 else ("status", 500, "GPU lost")
 
     server.completions_default = flaky
 

@@ -49,13 +49,13 @@ def _records(out: Path) -> list[dict[str, Any]]:
 def test_an_impossible_logprob_stops_the_run_and_keeps_what_was_scored(
     tmp_path: Path, server: FakeServer, value: float, top: int
 ) -> None:
-    calls = {"n": 0}
+    calls = {"prompts": 0}
     # 48 items = chunks of 32 and 16: the first chunk's answers are sound.
-    good = 6 if top == 0 else 2  # echo: 96 prompts / 16 a request; per item: 32 / 16
+    good = 96 if top == 0 else 32  # echo: 3 prompts an item; per item: one
 
     def answer(body: dict[str, Any]) -> tuple[Any, ...]:
-        calls["n"] += 1
-        return ("echo",) if calls["n"] <= good else ("echo", _plant(value))
+        calls["prompts"] += len(body["prompt"])
+        return ("echo",) if calls["prompts"] <= good else ("echo", _plant(value))
 
     server.completions_default = answer
     cfg = RunConfig(

@@ -11,6 +11,7 @@ within its precision (1e-4; 200 items gave at most 5.3e-5, see docs/scale.md), n
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -93,8 +94,10 @@ def test_vllm_equals_transformers_on_20_snli_items(
         assert counts["next_token_options"] > counts["echo_options"]
         # vLLM 0.32 honours logprob_token_ids, so no option misses: none needs echo.
         assert counts["echo_options"] == 0 and counts["top_k_misses"] == 0
+        assert {r["scored_by"] for r in got.values()} == {"next-token"}
     else:
         assert backend.counts["echo_options"] == 40 * 3
+        assert {r["scored_by"] for r in got.values()} == {"echo"}
 
 
 def test_vllm_answers_an_echo_request_with_prompt_logprobs(vllm_url: str) -> None:
@@ -107,10 +110,16 @@ def test_vllm_answers_an_echo_request_with_prompt_logprobs(vllm_url: str) -> Non
         "logprobs": 1,
         "max_tokens": 0,
         "temperature": 0,
+        "return_token_ids": True,
     }
     answer = httpx.post(f"{vllm_url.rstrip('/')}/completions", json=body, timeout=60).json()
+    assert answer["model"] == SERVED  # the name asked for (nlieval refuses any other)
     lp = answer["choices"][0]["logprobs"]
     assert "".join(lp["tokens"]) == body["prompt"]
     assert lp["token_logprobs"][0] is None
     assert all(isinstance(x, float) and x <= 0 for x in lp["token_logprobs"][1:])
     assert lp["text_offset"] == sorted(lp["text_offset"])
+    # Each position's top log-probs are part of a distribution (raw logits would not be).
+    assert all(sum(math.exp(v) for v in top.values()) <= 1.001 for top in lp["top_logprobs"][1:])
+    # The prompt's token ids, one per prompt token: options are compared on them.
+    assert len(answer["choices"][0]["prompt_token_ids"]) == len(lp["tokens"])

@@ -131,7 +131,9 @@ class Record:
     ``labels`` is the option order; ``loglik[i]`` the log-likelihood of option i
     (its letter as continuation, or a classifier's log-probability); ``probs`` the
     softmax over ``loglik``. ``pred`` is None only for generated answers that map to no
-    label (counted and scored wrong, never dropped).
+    label (counted and scored wrong, never dropped). ``scored_by`` says how a server
+    scored the options (``"next-token"``, ``"echo"`` or ``"echo (fallback: WHY)"``; None
+    when the backend does not say, and in records written before it existed).
     """
 
     task: str
@@ -149,6 +151,7 @@ class Record:
     shots: tuple[str, ...] = ()
     answer: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    scored_by: str | None = None
 
     @property
     def key(self) -> tuple[str, str | None, str, int, int, str]:
@@ -202,6 +205,7 @@ class Record:
             shots=tuple(d.get("shots", ())),
             answer=d.get("answer"),
             meta=dict(d.get("meta") or {}),
+            scored_by=d.get("scored_by"),
         )
 
 

@@ -57,19 +57,21 @@ job. :attr:`CompletionsLM.counts` says how many options each kind of request sco
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from .base import Progress, ScoreRequest
-from .echo_logprobs import ImpossibleLogprob, checked_logprob, continuation_logprob
-from .openai import ServerClient, ServerError, ServerOptions, TryAgain, clip
+from .echo_logprobs import EchoScore, EchoSizer, ImpossibleLogprob, checked_logprob, echo_score
+from .openai import RequestTimeout, ServerClient, ServerError, ServerOptions, TryAgain, clip
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +85,27 @@ DEFAULT_TOP_LOGPROBS = 20
 #: Most token ids asked for by name (vLLM's ``logprob_token_ids`` takes up to 128).
 MAX_LOGPROB_TOKEN_IDS = 128
 
+#: How an item was scored (the ``scored_by`` of its record): one request per item, or
+#: echo requests from the start (``--top-logprobs 0``), or echo requests as a fallback.
+NEXT_TOKEN = "next-token"
+ECHO = "echo"
+NOT_ONE_TOKEN = "an option is not one token after the context"
+TOP_K_MISS = "an option is outside the top K"
+NEXT_TOKEN_OFF = "the server cannot score one request per item"
+
+
+def fallback(why: str) -> str:
+    """The ``scored_by`` of an item scored by echo requests for the reason ``why``.
+
+    >>> fallback(TOP_K_MISS)
+    'echo (fallback: an option is outside the top K)'
+    """
+    return f"{ECHO} (fallback: {why})"
+
+
 #: How vLLM names a token when asked for ``return_tokens_as_token_ids``.
 _TOKEN_ID = re.compile(r"token_id:(\d+)")
+
 
 class PromptLogprobsError(ServerError):
     """An answer without usable prompt log-probs: missing, too few, or misaligned with the
@@ -150,6 +171,8 @@ class CompletionsLM(ServerClient):
         #: ``echo_options``.
         self.counts: Counter[str] = Counter()
         self._lock = threading.Lock()
+        #: Sizes echo requests by the time they took (kept from call to call).
+        self._sizer = EchoSizer(self.batch_size, self.timeout)
 
     # -- LogLikelihoodBackend -----------------------------------------------------------
     def loglikelihood(
@@ -157,12 +180,20 @@ class CompletionsLM(ServerClient):
     ) -> list[list[float]]:
         """Summed log-probability of every continuation of every request; raises
         :class:`~nlieval.backends.openai.ServerError` when a request fails for good."""
+        return self.loglikelihood_scored_by(requests, progress)[0]
+
+    def loglikelihood_scored_by(
+        self, requests: Sequence[ScoreRequest], progress: Progress | None = None
+    ) -> tuple[list[list[float]], list[str]]:
+        """:meth:`loglikelihood` and, per request, how it was scored: ``"next-token"``,
+        ``"echo"`` (``--top-logprobs 0``) or ``"echo (fallback: WHY)"``."""
         out = [[float("nan")] * len(req.continuations) for req in requests]
         for r, req in enumerate(requests):
             for j, cont in enumerate(req.continuations):
                 if not cont:
                     raise ValueError(f"continuation {j} of request {r} is empty")
         left = [len(req.continuations) for req in requests]
+        how = [ECHO if not self.top_logprobs else fallback(NEXT_TOKEN_OFF)] * len(requests)
 
         def settle(r: int, j: int, value: float) -> None:
             out[r][j] = value
@@ -172,26 +203,86 @@ class CompletionsLM(ServerClient):
 
         todo = [(r, j) for r, req in enumerate(requests) for j in range(len(req.continuations))]
         if self.next_token_off is None and requests:
-            todo = self._score_next_tokens(requests, todo, settle)
+            todo = self._score_next_tokens(requests, todo, settle, how)
         prompts = []
         for r, j in todo:
             ctx = requests[r].context
             prompts.append(_Prompt(r, j, ctx + requests[r].continuations[j], len(ctx)))
-        batches = [
-            prompts[i : i + self.batch_size] for i in range(0, len(prompts), self.batch_size)
-        ]
-        results = self.iter_map(self._score_batch, batches)
+        keys: dict[int, dict[tuple[Any, ...], int]] = {}
+
+        def settle_echo(p: _Prompt, score: EchoScore) -> None:
+            # Two options the server turned into one token sequence: which is which?
+            seen = keys.setdefault(p.request, {})
+            other = seen.setdefault(score.key, p.option)
+            if other != p.option:
+                conts = requests[p.request].continuations
+                raise PromptLogprobsError(
+                    f"the server at {self.api_base} tokenizes different options of one item "
+                    f"({conts[other]!r}, {conts[p.option]!r}) into the same tokens"
+                )
+            settle(p.request, p.option, score.logprob)
+
+        self._score_echo(prompts, settle_echo)
+        return out, how
+
+    # -- echo requests, sized by the time they take -------------------------------------
+    def _score_echo(
+        self, prompts: Sequence[_Prompt], settle: Callable[[_Prompt, EchoScore], None]
+    ) -> None:
+        """Score ``prompts`` by echo requests, at most ``concurrency`` at a time, each
+        holding as many prompts as :class:`EchoSizer` says keeps it well under the
+        timeout; a request of several prompts that times out is split and sent again. A
+        failure cancels the requests in flight (their connections are closed)."""
+        if not prompts:
+            return
+        sizer = self._sizer
+        queue = deque(prompts)
+        stop = threading.Event()
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="echo")
+        running: dict[Future[tuple[float, list[EchoScore]]], list[_Prompt]] = {}
         try:
-            for b, scores in results:
-                if isinstance(scores, ServerError):
-                    raise scores
-                self.counts["echo_requests"] += 1
-                self.counts["echo_options"] += len(scores)
-                for p, value in zip(batches[b], scores, strict=True):
-                    settle(p.request, p.option, value)
+            while queue or running:
+                # Until one request has been timed, one alone: small, and a server that
+                # answers badly is asked once, not `concurrency` times.
+                room = self.concurrency if sizer.rates else 1
+                while queue and len(running) < room:
+                    ahead = [len(p.text) for p in itertools.islice(queue, sizer.most)]
+                    batch = [queue.popleft() for _ in range(min(sizer.size(ahead), len(queue)))]
+                    running[pool.submit(self._score_batch, batch, stop)] = batch
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in sorted(
+                    done, key=lambda f: (running[f][0].request, running[f][0].option)
+                ):
+                    batch = running.pop(fut)
+                    err = fut.exception()
+                    chars = sum(len(p.text) for p in batch)
+                    if isinstance(err, RequestTimeout) and len(batch) > 1:
+                        # Smaller requests instead of the same one again.
+                        sizer.timed_out(len(batch), chars)
+                        self.counts["echo_splits"] += 1
+                        queue.extendleft(reversed(batch))
+                        continue
+                    if isinstance(err, RequestTimeout):
+                        raise RequestTimeout(
+                            f"{err}: one prompt of {chars} characters takes the server more "
+                            f"than --timeout {self.timeout:g} s with --concurrency "
+                            f"{self.concurrency} requests in flight (--batch-size: requests "
+                            "were already split down to one prompt); raise --timeout or "
+                            "lower --concurrency",
+                            status=err.status,
+                            tries=err.tries,
+                        ) from None
+                    if err is not None:
+                        raise err
+                    seconds, scores = fut.result()
+                    sizer.done(seconds, sum(sc.tokens for sc in scores), chars)
+                    self.counts["echo_requests"] += 1
+                    self.counts["echo_options"] += len(scores)
+                    for p, score in zip(batch, scores, strict=True):
+                        settle(p, score)
         finally:
-            results.close()  # a failure cancels the batches not yet sent
-        return out
+            stop.set()  # requests in flight are cancelled, retries not yet made are not
+            pool.shutdown(wait=True, cancel_futures=True)
 
     # -- one request per item -----------------------------------------------------------
     def _score_next_tokens(
@@ -199,6 +290,7 @@ class CompletionsLM(ServerClient):
         requests: Sequence[ScoreRequest],
         every: list[tuple[int, int]],
         settle: Callable[[int, int, float], None],
+        how: list[str],
     ) -> list[tuple[int, int]]:
         """Score the items whose every option is one token after the context from one
         request per item; returns the pairs of ``every`` (all ``(request, option)``) left
@@ -206,10 +298,13 @@ class CompletionsLM(ServerClient):
 
         An item is scored one way or the other, never half and half: on a GPU a
         next-token log-prob and a prompt log-prob of the same token may differ in the
-        last digits, and an item's options are compared with each other."""
+        last digits, and an item's options are compared with each other. ``how[r]`` is
+        set to the way request ``r`` is scored."""
         plan = self._tokenize_all(requests)
         if plan is None:
             return every
+        for r, ctx in enumerate(plan):
+            how[r] = fallback(NOT_ONE_TOKEN) if ctx is None else fallback(NEXT_TOKEN_OFF)
         asks = [r for r, ctx in enumerate(plan) if ctx is not None]
         if not asks:
             self._switch_off(
@@ -237,8 +332,10 @@ class CompletionsLM(ServerClient):
                     values = [top.get(token) for token in ctx[1]]
                     if any(v is None for v in values):  # an option not among the top K
                         self.counts["top_k_misses"] += 1
+                        how[r] = fallback(TOP_K_MISS)
                         rest += [(r, j) for j in range(len(values))]
                         continue
+                    how[r] = NEXT_TOKEN
                     self.counts["next_token_options"] += len(values)
                     for j, value in enumerate(values):
                         assert value is not None
@@ -403,7 +500,10 @@ class CompletionsLM(ServerClient):
                 )
 
     # -- one request --------------------------------------------------------------------
-    def _score_batch(self, batch: Sequence[_Prompt], stop: threading.Event) -> list[float]:
+    def _score_batch(
+        self, batch: Sequence[_Prompt], stop: threading.Event
+    ) -> tuple[float, list[EchoScore]]:
+        """The seconds the answer took (its try alone) and the batch's scores."""
         while True:
             max_tokens = self.max_tokens
             payload: dict[str, Any] = {
@@ -413,13 +513,20 @@ class CompletionsLM(ServerClient):
                 "logprobs": 1,
                 "max_tokens": max_tokens,
                 "temperature": 0,
+                # vLLM then gives each prompt's token ids: two options of one item must
+                # not be the same tokens (a server without it ignores the field).
+                "return_token_ids": True,
             }
 
-            def parse(resp: httpx.Response, where: str, n: int = max_tokens) -> list[float]:
-                return self._parse(resp, where, batch, n)
+            def parse(
+                resp: httpx.Response, where: str, n: int = max_tokens
+            ) -> tuple[float, list[EchoScore]]:
+                seconds = float(resp.extensions.get("seconds", 0.0))
+                return seconds, self._parse(resp, where, batch, n)
 
             try:
-                return self.request(payload, parse, stop)
+                # Several prompts that time out are split by the caller, not sent again.
+                return self.request(payload, parse, stop, retry_timeouts=len(batch) == 1)
             except ServerError as err:
                 if max_tokens > 0 or err.status not in (400, 422):
                     raise
@@ -434,12 +541,12 @@ class CompletionsLM(ServerClient):
 
     def _parse(
         self, resp: httpx.Response, where: str, batch: Sequence[_Prompt], max_tokens: int
-    ) -> list[float]:
+    ) -> list[EchoScore]:
         ordered = self._choices(resp, where, len(batch))
         scores = []
         for p, choice in zip(batch, ordered, strict=True):
             try:
-                scores.append(continuation_logprob(choice, p.text, p.boundary, max_tokens))
+                scores.append(echo_score(choice, p.text, p.boundary, max_tokens))
             except ImpossibleLogprob as err:
                 # Retried: a second answer may be sound; a server that keeps lying stops
                 # the run after the retries, with what was scored before kept.
@@ -447,15 +554,17 @@ class CompletionsLM(ServerClient):
                     f"the server at {self.api_base} {err}", status=resp.status_code
                 )
                 raise TryAgain(bad, "impossible log-prob") from None
-            except ValueError as err:
+            except ValueError as err:  # RawLogits too: a setting of the server
                 raise PromptLogprobsError(
                     f"the server at {self.api_base} {err}", status=resp.status_code
                 ) from None
         return scores
 
     def _choices(self, resp: httpx.Response, where: str, n: int) -> list[Any]:
-        """The answer's choices in prompt order, one per prompt (else an error)."""
+        """The answer's choices in prompt order, one per prompt (else an error), from
+        the model asked for."""
         body = _json(resp, where)
+        self.check_model(body, where)
         choices = body.get("choices") if isinstance(body, dict) else None
         if not isinstance(choices, list) or len(choices) != n:
             got = len(choices) if isinstance(choices, list) else "no"
@@ -467,8 +576,7 @@ class CompletionsLM(ServerClient):
         ordered = _by_index(choices)
         if ordered is None:
             raise PromptLogprobsError(
-                f"the server at {self.api_base} returned choices whose indices are not "
-                f"0..{n - 1}",
+                f"the server at {self.api_base} returned choices whose indices are not 0..{n - 1}",
                 status=resp.status_code,
             )
         return ordered

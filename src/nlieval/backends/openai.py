@@ -8,6 +8,14 @@ server's ``Retry-After`` wins when it sends one); each such fault is counted in
 :attr:`ServerClient.faults`. Other 4xx answers and JSON of the wrong shape fail at once.
 A request that fails for good becomes a :class:`ServerError`.
 
+What a server can send is bounded: a request ends ``timeout`` seconds after it was sent,
+however the answer trickles in (httpx's own timeout is per read, so the requests run as
+asyncio tasks on one event loop under :func:`asyncio.timeout`; a request abandoned by its
+caller is cancelled, which closes its connection); a body is read in pieces and refused
+once it is larger than :func:`body_limit` allows for the request; a body nested too deep
+to parse, or an answer naming another model than the one asked for
+(:class:`ModelMismatchError`), is refused with one line.
+
 :meth:`OpenAIChat.iter_generate` yields ``(index, answer or ServerError)`` as answers
 arrive, so a caller keeps every answer that did arrive when the server goes down;
 :meth:`OpenAIChat.generate` (the :class:`~nlieval.backends.base.GenerationBackend`
@@ -21,11 +29,17 @@ Against a running vLLM: ``OpenAIChat("qwen2.5-7b-instruct", "http://localhost:80
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import dataclasses
 import email.utils
+import json
 import logging
+import math
 import os
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -56,6 +70,22 @@ X = TypeVar("X")
 #: slot), rate limit, and every server-side error.
 RETRY_STATUSES = frozenset({408, 409, 429})
 
+#: The largest ``--timeout``: a socket cannot wait longer than the platform's time_t
+#: allows (``inf`` or 1e300 overflow it), and a request that needs more than a day is a
+#: hung server, not a slow one.
+MAX_TIMEOUT = 86400.0
+
+#: The smallest bound on an answer's size, whatever the request (room for an error page
+#: or a proxy's HTML).
+BODY_FLOOR = 1 << 20
+
+#: Bytes of answer allowed per token a request may make a server write about: every
+#: character sent (each may be a prompt token that an echo request answers with its text,
+#: offset, log-prob and top log-probs, about 100 bytes in vLLM's JSON) and every token
+#: it may generate, times its top log-probs. Ten times what vLLM sends, so only a broken
+#: or hostile server reaches it.
+BODY_BYTES_PER_TOKEN = 1024
+
 
 class ServerError(RuntimeError):
     """A request to a server that failed for good.
@@ -75,6 +105,24 @@ class ServerError(RuntimeError):
         self.status = status
         self.retryable = retryable
         self.tries = tries
+
+
+class ModelMismatchError(ValueError):
+    """An answer that names another model than the one asked for: its numbers or text are
+    not the asked model's (a proxy routing to another model, a wrong port). A ValueError:
+    the same for every request, so the run stops with one line at once.
+
+    >>> str(ModelMismatchError("POST u", "llama-3-8b", "llama-3-70b"))  # doctest: +ELLIPSIS
+    "POST u: the server answered as model 'llama-3-70b', not the 'llama-3-8b' asked for..."
+    """
+
+    def __init__(self, where: str, asked: str, answered: str) -> None:
+        super().__init__(
+            f"{where}: the server answered as model {answered!r}, not the {asked!r} asked "
+            "for; check --api-base and --model (the server's /v1/models lists its names)"
+        )
+        self.asked = asked
+        self.answered = answered
 
 
 class TryAgain(Exception):
@@ -100,11 +148,42 @@ def api_base_url(text: str) -> str:
     return text
 
 
-def _positive(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise ValueError(f"expected a number above 0, got {text!r}")
+def timeout_seconds(text: str) -> float:
+    """A ``--timeout``: a finite number of seconds above 0, at most :data:`MAX_TIMEOUT`.
+
+    >>> timeout_seconds("2.5")
+    2.5
+    >>> timeout_seconds("inf")
+    Traceback (most recent call last):
+    ValueError: expected a finite number of seconds above 0 and at most 86400, got 'inf'
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_TIMEOUT:  # nan and inf fail too
+        raise ValueError(
+            f"expected a finite number of seconds above 0 and at most {MAX_TIMEOUT:g}, got {text!r}"
+        )
     return value
+
+
+def body_limit(payload: dict[str, Any]) -> int:
+    """The most bytes an answer to ``payload`` may have: :data:`BODY_FLOOR` plus
+    :data:`BODY_BYTES_PER_TOKEN` per character sent and per token the request may
+    generate (``max_tokens`` per prompt, times 1 + its top ``logprobs``).
+
+    >>> body_limit({"prompt": "hi", "max_tokens": 16}) - BODY_FLOOR  # (34 characters + 16) KiB
+    51200
+    """
+    sent = len(json.dumps(payload))
+    prompt = payload.get("prompt")
+    many = isinstance(prompt, list) and bool(prompt) and not isinstance(prompt[0], int)
+    prompts = len(prompt) if isinstance(prompt, list) and many else 1
+    generated = int(payload.get("max_tokens") or 0) * prompts
+    top = payload.get("logprobs")
+    per_token = 1 + (top if isinstance(top, int) and not isinstance(top, bool) else 0)
+    return BODY_FLOOR + BODY_BYTES_PER_TOKEN * (sent + generated * per_token)
 
 
 @dataclass(frozen=True)
@@ -113,7 +192,8 @@ class ServerOptions:
     whatever the command or the endpoint.
 
     ``api_key`` is read from the environment variable named by ``api_key_env`` (never
-    written into run folders). ``timeout`` is per request in seconds; a failed request
+    written into run folders). ``timeout`` is per request in seconds (the whole answer,
+    not each read: at most :data:`MAX_TIMEOUT`); a failed request
     (timeout, dropped connection, HTTP 408/409/429/5xx) is retried ``retries`` times,
     waiting ``backoff * 2**n`` seconds (n = 0, 1, ...; times a random factor in [0.5, 1],
     at most ``max_backoff``) or what ``Retry-After`` says (at most ``max_retry_after``);
@@ -132,7 +212,11 @@ class ServerOptions:
         parse=api_base_url,
     )
     api_key_env: str = setting("OPENAI_API_KEY", help="variable holding the API key")
-    timeout: float = setting(60.0, help="seconds per request", parse=_positive)
+    timeout: float = setting(
+        60.0,
+        help="seconds per request, from sending it to the answer's last byte",
+        parse=timeout_seconds,
+    )
     retries: int = setting(4, help="retries of a failed request")
     concurrency: int = setting(8, help="requests in flight")
     backoff: float = 1.0
@@ -141,8 +225,9 @@ class ServerOptions:
 
     def __post_init__(self) -> None:
         api_base_url(self.api_base)
-        if self.concurrency < 1 or self.retries < 0 or not self.timeout > 0:
-            raise ValueError("concurrency must be >= 1, retries >= 0 and timeout > 0")
+        if self.concurrency < 1 or self.retries < 0:
+            raise ValueError("concurrency must be >= 1 and retries >= 0")
+        timeout_seconds(str(self.timeout))
 
 
 class ServerClient:
@@ -156,6 +241,10 @@ class ServerClient:
     by ``api_key_env``) goes into an ``Authorization: Bearer`` header only when there is
     one (local servers need none). ``transport`` and ``sleep`` (called with each delay
     instead of waiting) are for tests.
+
+    Requests run on an event loop of their own (a thread started by the first request),
+    so that :func:`asyncio.timeout` bounds each one as a whole and a request abandoned by
+    its caller (``stop``) is cancelled: its connection is closed, and vLLM then aborts it.
     """
 
     #: The path appended to ``api_base`` when no ``endpoint`` is given (each subclass has
@@ -169,7 +258,7 @@ class ServerClient:
         endpoint: str | None = None,
         *,
         api_key: str | None = None,
-        transport: httpx.BaseTransport | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], None] | None = None,
         **settings: Any,
     ) -> None:
@@ -199,7 +288,7 @@ class ServerClient:
         limits = httpx.Limits(
             max_connections=opts.concurrency, max_keepalive_connections=opts.concurrency
         )
-        self._client = httpx.Client(
+        self._client = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(opts.timeout),
             limits=limits,
@@ -208,6 +297,9 @@ class ServerClient:
             # skip loading the CA bundle, which takes up to a second on a busy machine.
             verify=opts.api_base.startswith("https://"),
         )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._loop_lock = threading.Lock()
 
     @property
     def faults(self) -> dict[str, int]:
@@ -262,13 +354,18 @@ class ServerClient:
         parse: Callable[[httpx.Response, str], T],
         stop: threading.Event | None = None,
         url: str | None = None,
+        *,
+        retry_timeouts: bool = True,
     ) -> T:
         """POST ``payload`` to ``url`` (default: :attr:`url`) with retries and return
         ``parse(response, where)`` of the first answer with a status below 400; raises
         :class:`ServerError`.
 
         ``parse`` raises :class:`ServerError` for a body of the wrong shape (not
-        retried). ``stop``, once set, ends the retries (the last failure is raised).
+        retried). ``stop``, once set, ends the retries (the last failure is raised) and
+        cancels the request in flight. ``retry_timeouts=False``: a request that runs
+        past the timeout raises :class:`RequestTimeout` at once (a caller that can make
+        the request smaller does that instead of sending it again).
         """
         # tenacity runs the loop; what is ours: which failures are retried (TryAgain), the
         # delay (Retry-After or jittered back-off), the fault counts, and a caller's stop.
@@ -278,7 +375,14 @@ class ServerClient:
         def attempt() -> T:
             nonlocal tries
             tries += 1
-            return self._post(payload, parse, url or self.url)
+            try:
+                return self._post(payload, parse, url or self.url, stop)
+            except TryAgain as again:
+                if again.kind == "timeout" and not retry_timeouts:
+                    with self._faults_lock:
+                        self._faults["timeout"] += 1
+                    raise RequestTimeout(str(again.error), retryable=True) from None
+                raise
 
         def wait(state: RetryCallState) -> float:
             return self._delay(state.attempt_number, last[-1].retry_after)
@@ -325,7 +429,9 @@ class ServerClient:
             return retrying(attempt)
         except RetryError:
             err = last[-1].error
-            raise ServerError(
+            # A timeout stays one by its type: a caller may then make its request smaller.
+            kind = RequestTimeout if last[-1].kind == "timeout" else ServerError
+            raise kind(
                 f"{err} (gave up after {tries} tries)",
                 status=err.status,
                 retryable=True,
@@ -344,14 +450,82 @@ class ServerClient:
         return step * (0.5 + 0.5 * self._random.random())
 
     def _post(
-        self, payload: dict[str, Any], parse: Callable[[httpx.Response, str], T], url: str
+        self,
+        payload: dict[str, Any],
+        parse: Callable[[httpx.Response, str], T],
+        url: str,
+        stop: threading.Event | None = None,
     ) -> T:
         where = f"POST {url}"
+        fetch = self._fetch(url, payload, body_limit(payload), where)
+        future = asyncio.run_coroutine_threadsafe(fetch, self._running_loop())
+        while True:
+            try:
+                # Short waits only when a caller may stop us: then it is noticed at once.
+                resp = future.result(timeout=None if stop is None else 0.05)
+                break
+            except concurrent.futures.TimeoutError:
+                # Our own deadline is raised inside _fetch as TryAgain: this is the wait.
+                if stop is not None and stop.is_set():
+                    future.cancel()  # closes the connection: the server may abort it
+                    raise ServerError(f"{where}: stopped", retryable=True) from None
         try:
-            resp = self._client.post(url, json=payload)
-        except httpx.TimeoutException:
+            status = resp.status_code
+            if status >= 400:
+                error = ServerError(
+                    f"{where}: HTTP {status}: {_server_message(resp)}",
+                    status=status,
+                    retryable=status in RETRY_STATUSES or status >= 500,
+                )
+                if error.retryable:
+                    after = _retry_after(resp.headers.get("retry-after"))
+                    raise TryAgain(error, f"HTTP {status}", after)
+                raise error
+            return parse(resp, where)
+        except RecursionError:
+            # json's parser counts its depth against the recursion limit: a body of 10^5
+            # nested brackets is a server's fault, not a traceback.
+            raise ServerError(
+                f"{where}: the answer is JSON nested too deep to read: {clip(resp.text, 60)!r}",
+                status=resp.status_code,
+            ) from None
+
+    async def _fetch(self, url: str, payload: dict[str, Any], limit: int, where: str) -> Any:
+        """The answer to one POST as an :class:`httpx.Response` whose body is read: within
+        :attr:`timeout` seconds in all, and at most ``limit`` bytes (after decoding)."""
+        began = time.monotonic()
+        try:
+            async with asyncio.timeout(self.timeout):
+                async with self._client.stream("POST", url, json=payload) as resp:
+                    declared = resp.headers.get("content-length", "")
+                    if declared.isdigit() and int(declared) > limit:
+                        raise _too_large(where, limit, f"its Content-Length is {declared}")
+                    body = bytearray()
+                    async for piece in resp.aiter_bytes():
+                        body += piece
+                        if len(body) > limit:
+                            raise _too_large(where, limit, "reading stopped there")
+                    # The body as read (decoded): no encoding or length left to apply.
+                    headers = [
+                        (k, v)
+                        for k, v in resp.headers.multi_items()
+                        if k.lower()
+                        not in ("content-encoding", "content-length", "transfer-encoding")
+                    ]
+                    return httpx.Response(
+                        resp.status_code,
+                        headers=headers,
+                        content=bytes(body),
+                        request=resp.request,
+                        # The time this try took (retries and back-off not counted).
+                        extensions={"seconds": time.monotonic() - began},
+                    )
+        except (TimeoutError, httpx.TimeoutException):
             raise TryAgain(
-                ServerError(f"{where}: no answer within {self.timeout:g} s", retryable=True),
+                ServerError(
+                    f"{where}: no answer within {self.timeout:g} s (--timeout)",
+                    retryable=True,
+                ),
                 "timeout",
             ) from None
         except httpx.RemoteProtocolError as err:
@@ -365,23 +539,51 @@ class ServerClient:
                 ServerError(f"{where}: connection failed ({err})", retryable=True),
                 "connection failed",
             ) from None
-        status = resp.status_code
-        if status >= 400:
-            error = ServerError(
-                f"{where}: HTTP {status}: {_server_message(resp)}",
-                status=status,
-                retryable=status in RETRY_STATUSES or status >= 500,
-            )
-            if error.retryable:
-                after = _retry_after(resp.headers.get("retry-after"))
-                raise TryAgain(error, f"HTTP {status}", after)
-            raise error
-        return parse(resp, where)
+        except httpx.DecodingError as err:
+            raise ServerError(f"{where}: the answer cannot be decoded ({err})") from None
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the requests run on, started by the first request."""
+        with self._loop_lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="openai-io", daemon=True)
+                thread.start()
+                self._loop, self._loop_thread = loop, thread
+            return self._loop
+
+    def check_model(self, body: Any, where: str) -> None:
+        """Raise :class:`ModelMismatchError` when an answer's ``model`` names another
+        model than :attr:`name`. An answer without the field passes (some servers leave
+        it out), and so does a dated snapshot of the name asked for (OpenAI answers
+        ``gpt-4o`` as ``gpt-4o-2024-08-06``; vLLM and SGLang answer with the name asked).
+
+        >>> ServerClient("gpt-4o", "http://h:1/v1").check_model(
+        ...     {"model": "gpt-4o-2024-08-06"}, "POST u")
+        """
+        answered = body.get("model") if isinstance(body, dict) else None
+        if answered is None or answered == self.name:
+            return
+        if isinstance(answered, str) and re.fullmatch(
+            re.escape(self.name) + r"-\d[\d-]*", answered
+        ):
+            return
+        raise ModelMismatchError(where, self.name, clip(str(answered), 120))
 
     # -- lifetime ---------------------------------------------------------------------
     def close(self) -> None:
-        """Close the connections."""
-        self._client.close()
+        """Close the connections and stop the event loop of the requests."""
+        with self._loop_lock:
+            loop, thread = self._loop, self._loop_thread
+            self._loop = self._loop_thread = None
+        if loop is None or thread is None:
+            return
+        with contextlib.suppress(Exception):  # closing: a failure here changes nothing
+            asyncio.run_coroutine_threadsafe(self._client.aclose(), loop).result(timeout=5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        if not thread.is_alive():
+            loop.close()
 
 
 class OpenAIChat(ServerClient):
@@ -454,7 +656,10 @@ class OpenAIChat(ServerClient):
             "temperature": temperature,
             "seed": seed,
         }
-        return self.request(payload, _answer_text, stop)
+        return self.request(payload, self._answer_text, stop)
+
+    def _answer_text(self, resp: httpx.Response, where: str) -> str:
+        return _answer_text(resp, where, self.check_model)
 
     def __enter__(self) -> OpenAIChat:
         return self
@@ -463,10 +668,10 @@ class OpenAIChat(ServerClient):
         self.close()
 
 
-def _answer_text(resp: httpx.Response, where: str) -> str:
+def _answer_text(resp: httpx.Response, where: str, check_model: Callable[[Any, str], None]) -> str:
     """The first choice's message content; a body that is not JSON is tried again (a
     proxy's error page or a body cut short: the next try may be fine), JSON of another
-    shape is a ServerError."""
+    shape is a ServerError, and ``check_model(body, where)`` checks the model named."""
     try:
         body = resp.json()
     except ValueError:
@@ -476,6 +681,7 @@ def _answer_text(resp: httpx.Response, where: str) -> str:
             retryable=True,
         )
         raise TryAgain(error, "not JSON") from None
+    check_model(body, where)
     choices = body.get("choices") if isinstance(body, dict) else None
     if not isinstance(choices, list) or not choices:
         raise ServerError(
@@ -491,6 +697,18 @@ def _answer_text(resp: httpx.Response, where: str) -> str:
     content = message.get("content")
     # null content (e.g. all tokens spent on reasoning) is an empty answer, not a fault.
     return "" if content is None else str(content)
+
+
+class RequestTimeout(ServerError):
+    """A request that ran past the timeout, raised at once when the caller asked for no
+    retries of timeouts (it sends smaller requests instead)."""
+
+
+def _too_large(where: str, limit: int, how: str) -> ServerError:
+    return ServerError(
+        f"{where}: the answer is too large: more than the {limit} bytes this request can "
+        f"need ({how}; the bound is nlieval.backends.openai.body_limit)"
+    )
 
 
 def _server_message(resp: httpx.Response) -> str:

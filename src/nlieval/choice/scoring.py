@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from ..backends.base import LogLikelihoodBackend, Progress, ScoreRequest
 from ..types import Item, Label, Record, softmax
@@ -62,6 +63,16 @@ def make_sweep_point(
     return SweepPoint(task, k, seed, tuple(labels), builder, tuple(pool), pool_is_test, balanced)
 
 
+@runtime_checkable
+class SaysHowScored(Protocol):
+    """A backend that also says how it scored each request (a model on a server:
+    :meth:`~nlieval.backends.completions.CompletionsLM.loglikelihood_scored_by`)."""
+
+    def loglikelihood_scored_by(
+        self, requests: Sequence[ScoreRequest], progress: Progress | None = None
+    ) -> tuple[list[list[float]], list[str]]: ...
+
+
 def score_items(
     backend: LogLikelihoodBackend,
     point: SweepPoint,
@@ -72,13 +83,18 @@ def score_items(
     save_prompt: bool = True,
     progress: Progress | None = None,
 ) -> list[Record]:
-    """Score ``items`` at one sweep point; one :class:`Record` per item, in order."""
+    """Score ``items`` at one sweep point; one :class:`Record` per item, in order (with
+    its ``scored_by`` when the backend says how it scored it)."""
     prompts = [point.prompt(it) for it in items]
     requests = [ScoreRequest(p.text, p.continuations, prefix_len=len(p.prefix)) for p in prompts]
-    scores = backend.loglikelihood(requests, progress)
+    how: Sequence[str | None]
+    if isinstance(backend, SaysHowScored):
+        scores, how = backend.loglikelihood_scored_by(requests, progress)
+    else:
+        scores, how = backend.loglikelihood(requests, progress), [None] * len(requests)
     labels = tuple(lab.value for lab in point.labels)
     records = []
-    for it, p, ll in zip(items, prompts, scores, strict=True):
+    for it, p, ll, by in zip(items, prompts, scores, how, strict=True):
         best = max(range(len(ll)), key=lambda i: (ll[i], -i))  # ties go to the first option
         records.append(
             Record(
@@ -96,6 +112,7 @@ def score_items(
                 prompt=p.text if save_prompt else "",
                 shots=p.shots,
                 meta=dict(it.meta),
+                scored_by=by,
             )
         )
     return records
