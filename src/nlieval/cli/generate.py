@@ -53,9 +53,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print(f"use them with: nlieval run --task {args.out}/task.yaml --out RUN_FOLDER")
     if summary["stopped"]:
         print(
-            f"nlieval: stopped: {summary['stopped']}\n"
-            f"everything that arrived is saved in {args.out}; "
-            "run the same command again to resume",
+            f"nlieval: error: stopped: {summary['stopped']}; everything that arrived is "
+            f"saved in {args.out}; run the same command again to resume",
             file=sys.stderr,
         )
         return 1

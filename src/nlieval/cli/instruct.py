@@ -44,27 +44,31 @@ def cmd_instruct(args: argparse.Namespace) -> int:
     except RunError:
         raise
     except RuntimeError as err:  # a backend that failed for good (server down, ...)
-        _print_faults(made)
+        faults = _faults(made)
         raise RunError(
             f"{err}; the answers received so far are saved in {args.out}: "
             "run the same command again to resume"
+            + (f" (before it, server faults tried again: {faults})" if faults else "")
         ) from err
-    _print_faults(made)
+    faults = _faults(made)
+    if faults:
+        # The run went on, but the user should know that the server misbehaved.
+        print(f"WARNING server faults tried again: {faults}", file=sys.stderr)
     print(instruct_table(results.metrics, run_timing(results)))
     print(f"\nrecords, results.json and summary.md in {args.out}")
     return 0
 
 
-def _print_faults(backends: list[Any]) -> None:
-    # Server faults that were tried again (not JSON, HTTP 5xx, timeouts): the run went on,
-    # but the user should know that the server misbehaved.
+def _faults(backends: list[Any]) -> str | None:
+    # Server faults that were tried again (not JSON, HTTP 5xx, timeouts), in one phrase.
     faults: dict[str, int] = {}
     for b in backends:
         for kind, n in (getattr(b, "faults", None) or {}).items():
             faults[kind] = faults.get(kind, 0) + n
-    if faults:
-        detail = ", ".join(f"{n} {kind}" for kind, n in sorted(faults.items()))
-        print(f"server faults tried again: {sum(faults.values())} ({detail})", file=sys.stderr)
+    if not faults:
+        return None
+    detail = ", ".join(f"{n} {kind}" for kind, n in sorted(faults.items()))
+    return f"{sum(faults.values())} ({detail})"
 
 
 def cmd_sci_report(args: argparse.Namespace) -> int:
