@@ -728,7 +728,7 @@ fields: {premise: o1, hypothesis: o2, label: ans, choices: [h1, h2]}
             r"field 'label_map': unknown label 'contradiction'",
         ),
         (
-            "path: d.jsonl\nlabels: [entailment]\nfields: {premis: a}\n",
+            "path: d.jsonl\nlabels: [entailment, neutral]\nfields: {premis: a}\n",
             r"field 'fields.premis': unknown key",
         ),
         ("path: d.jsonl\nfamily: nli9\n", r"field 'family': unknown family"),

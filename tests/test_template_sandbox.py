@@ -32,7 +32,8 @@ ESCAPES = {
         "{% for i in range(99999) %}{% for j in range(99999) %}x{% endfor %}{% endfor %}"
     ),
     "string bomb": "{{ 'x' * 10**9 }}",
-    "power bomb": "{{ 9 ** 9 ** 9 }}",
+    # Jinja reads 9 ** 9 ** 9 as (9 ** 9) ** 9, a 78-digit number: the bomb is this one.
+    "power bomb": "{{ 9 ** (9 ** 9) }}",
     "list mutation": "{% set l = [] %}{{ l.append(1) }}",
     "dict builtin": "{{ dict(a=1).__class__ }}",
 }

@@ -32,8 +32,10 @@ import copy
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from .sandbox import ChatTemplate
 from .weights import (
     ModelSource,
     load_causal_lm,
@@ -135,6 +137,8 @@ class LocalChat:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
         self.dtype = pick_dtype(dtype, device)
+        self._chat: ChatTemplate | None = None
+        self._check_chat_template(trust_remote_code)
         self.tok, model_obj = load_causal_lm(
             self.source, dtype=self.dtype, trust_remote_code=trust_remote_code
         )
@@ -156,10 +160,46 @@ class LocalChat:
         self.counts = {"prompt": 0, "prefix": 0, "padded": 0, "prefix_runs": 0, "batches": 0}
 
     # -- prompts ------------------------------------------------------------------
+    #: A conversation every chat template must render: rendered before the weights
+    #: load, so that a template that cannot (a bound reached, an error) stops at once.
+    PROBE: tuple[dict[str, str], ...] = (
+        {"role": "user", "content": "A man sleeps. Is he awake?"},
+        {"role": "assistant", "content": "No."},
+        {"role": "user", "content": "A cat naps. Is it resting?"},
+    )
+
+    def _check_chat_template(self, trust_remote_code: bool) -> None:
+        from transformers import AutoTokenizer
+
+        try:
+            self.tok = AutoTokenizer.from_pretrained(
+                self.source.path,
+                revision=self.source.revision,
+                trust_remote_code=trust_remote_code,
+            )
+        except (OSError, ValueError):
+            return  # load_causal_lm says what is wrong with the folder
+        self._chat_template().render(self.PROBE, add_generation_prompt=True)
+
+    def _chat_template(self) -> ChatTemplate:
+        """The model's chat template, compiled in nlieval's bounded sandbox: it is code
+        from the model folder, and transformers' own sandbox has no time or memory
+        bound (one ``{% for %}`` too many hangs ``instruct``)."""
+        folder = Path(self.source.path)
+        file = folder / "chat_template.jinja"
+        origin = f"chat template {file if file.is_file() else folder / 'tokenizer_config.json'}"
+        try:
+            source = self.tok.get_chat_template()
+        except ValueError:
+            raise ValueError(f"{origin}: the model has no chat template") from None
+        if not isinstance(source, str):
+            raise ValueError(f"{origin}: expected the template text")
+        if self._chat is None or self._chat.source != source:
+            self._chat = ChatTemplate(source, origin, dict(self.tok.special_tokens_map))
+        return self._chat
+
     def _ids(self, messages: Messages) -> list[int]:
-        text = self.tok.apply_chat_template(
-            list(messages), tokenize=False, add_generation_prompt=True
-        )
+        text = self._chat_template().render(list(messages), add_generation_prompt=True)
         return list(self.tok(text, add_special_tokens=False)["input_ids"])
 
     def _row(self, index: int, conv: Messages) -> _Row:

@@ -9,17 +9,15 @@ continuations whose log-likelihood is scored.
 from __future__ import annotations
 
 import hashlib
-import operator
+import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import jinja2
-import jinja2.meta
-import jinja2.sandbox
 
+from ..backends.sandbox import BadTemplate, BoundedSandbox, BoundedTemplate
+from ..data.templates import TemplateSource, read_template_file
 from ..types import LETTERS, Item, Label
 
 NLI3_TEMPLATE = """Premise: {{ premise }}
@@ -73,90 +71,69 @@ FILTERS = (
     "upper",
 )
 
-#: Longest template source accepted, in characters.
-MAX_TEMPLATE_CHARS = 20_000
-#: Longest string or list that ``*`` may build in a template.
-MAX_PRODUCT = 10_000
 
-
-class TemplateSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
-    """Jinja's immutable sandbox (no attribute starting with ``_``, no mutation of
-    lists or dicts, no unsafe callables), less every global (``range``, ``cycler``,
-    ``joiner``, ``namespace``, ``lipsum``, ``dict``), with a short list of filters and
-    bounded ``*`` and ``**``: a task YAML or ``--template`` from someone else renders
-    text and can neither run code nor hang or exhaust memory.
-
-    Jinja has no time or memory limit of its own; with no ``range`` a loop can only walk
-    the item's own fields, whose length nlieval bounds, so ``*`` and ``**`` are the only
-    ways left to grow a value fast: they are checked here.
-    """
-
-    intercepted_binops = frozenset({"*", "**"})
-
-    def call_binop(self, context: jinja2.runtime.Context, op: str, left: Any, right: Any) -> Any:
-        if op == "**":
-            if not (isinstance(left, int | float) and isinstance(right, int | float)):
-                raise jinja2.sandbox.SecurityError("** takes two numbers")
-            if abs(right) > 64 or abs(left) > 1e6:
-                raise jinja2.sandbox.SecurityError("** with an exponent above 64 refused")
-            return operator.pow(left, right)
-        for seq, times in ((left, right), (right, left)):
-            if (
-                isinstance(seq, str | list | tuple)
-                and isinstance(times, int)
-                and len(seq) * times > MAX_PRODUCT
-            ):
-                raise jinja2.sandbox.SecurityError(
-                    f"* would build {len(seq) * times:,} elements (limit {MAX_PRODUCT:,})"
-                )
-        return operator.mul(left, right)
-
-
-def _sandbox() -> TemplateSandbox:
-    env = TemplateSandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
+def _sandbox() -> BoundedSandbox:
+    # No globals at all (no range, cycler, joiner, namespace, lipsum, dict): a block
+    # template walks the item's own fields and nothing else. The render bounds (time,
+    # sizes, depth) are BoundedSandbox's; see docs/choice.md#templates.
+    env = BoundedSandbox(
+        filters=FILTERS,
+        extra_filters={"strip_period": _strip_period},
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+    )
     env.globals.clear()
-    env.filters = {name: env.filters[name] for name in FILTERS}
-    env.filters["strip_period"] = _strip_period
     return env
 
 
 _ENV = _sandbox()
 
 
-def load_template(family: str, template: str | None = None) -> jinja2.Template:
-    """The Jinja template for a family, or the user's: a template string or a file path.
+def load_template(family: str, template: str | None = None) -> BoundedTemplate:
+    """The Jinja template for a family, or the user's: template text, or the path of a
+    template file (a regular file of at most 64 KiB, UTF-8).
 
     Variables: ``premise``, ``hypothesis``, ``choices``, ``options`` (list of
     ``(letter, text)``), ``item`` (the :class:`~nlieval.types.Item`). The block must end
-    where the answer letter follows (conventionally ``Answer:``).
+    where the answer letter follows (conventionally ``Answer:``). It renders in
+    :class:`~nlieval.backends.sandbox.BoundedSandbox`: bounded in time, size and depth,
+    and every failure is one ``ValueError`` line naming the template and its line.
 
     >>> load_template("nli3").render(premise="P", hypothesis="H",
     ...     options=[("A", "Yes")]).splitlines()[-1]
     'Answer:'
+    >>> load_template("nli3", "{{ premise.ljust(10**9) }} Answer:").render(premise="P")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.backends.sandbox.BadTemplate: template line 1: refused: ljust would build 1,000,...
     """
     if template is None:
         if family not in TEMPLATES:
             raise ValueError(f"unknown template family {family!r}; known: {sorted(TEMPLATES)}")
-        source = TEMPLATES[family]
-    elif "{{" not in template and "{%" not in template and Path(template).is_file():
-        where = f"template {template}"
-        if Path(template).stat().st_size > MAX_TEMPLATE_CHARS:
-            raise ValueError(f"{where}: longer than {MAX_TEMPLATE_CHARS:,} characters")
-        source = Path(template).read_text(encoding="utf-8")
+        origin, source = f"{family} template", TEMPLATES[family]
+    elif isinstance(template, TemplateSource):
+        origin, source = template.origin, str(template)
+    elif "{{" not in template and "{%" not in template and os.path.lexists(template):
+        # Template text always has {{ or {%; anything else that names a file is one.
+        file = read_template_file(template)
+        origin, source = file.origin, str(file)
     else:
-        source = template
-    where = f"template {template}" if template and source is not template else "template"
-    if len(source) > MAX_TEMPLATE_CHARS:
-        raise ValueError(f"{where}: longer than {MAX_TEMPLATE_CHARS:,} characters")
-    try:
-        unknown = jinja2.meta.find_undeclared_variables(_ENV.parse(source)) - VARIABLES
-        tpl = _ENV.from_string(source)
-    except jinja2.TemplateSyntaxError as err:
-        raise ValueError(f"{where} line {err.lineno}: {err.message}") from err
+        origin, source = "template", template
+    tpl = _ENV.load(source, origin)
+    unknown = tpl.undeclared - VARIABLES
     if unknown:
-        raise ValueError(
-            f"{where}: unknown variable(s) {', '.join(sorted(unknown))}; "
-            f"a block knows {', '.join(sorted(VARIABLES))}"
+        raise BadTemplate(
+            origin,
+            None,
+            f"unknown variable(s) {', '.join(sorted(unknown))}; "
+            f"a block knows {', '.join(sorted(VARIABLES))}",
+        )
+    if not tpl.undeclared & VARIABLES:
+        raise BadTemplate(
+            origin,
+            None,
+            f"uses none of {', '.join(sorted(VARIABLES))}: every prompt would be the same"
+            + ("" if "{" in source else " (no such template file either)"),
         )
     return tpl
 
@@ -169,20 +146,19 @@ def options_for(item: Item, labels: Sequence[Label]) -> list[tuple[str, str]]:
     return [(LETTERS[i], t) for i, t in enumerate(texts)]
 
 
-def render_block(tpl: jinja2.Template, item: Item, labels: Sequence[Label]) -> str:
+def render_block(tpl: BoundedTemplate, item: Item, labels: Sequence[Label]) -> str:
     """The block for one item, ending where its answer letter goes."""
+    options = options_for(item, labels)
     try:
         text = tpl.render(
             premise=item.premise,
             hypothesis=item.hypothesis,
             choices=list(item.choices),
-            options=options_for(item, labels),
+            options=options,
             item=item,
         )
-    except jinja2.sandbox.SecurityError as err:
-        raise ValueError(f"template refused (item {item.id}): {err}") from err
-    except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as err:
-        raise ValueError(f"template failed on item {item.id}: {err}") from err
+    except BadTemplate as err:
+        raise err.at(f"item {item.id}") from None
     return text.rstrip()
 
 

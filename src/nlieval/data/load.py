@@ -81,9 +81,13 @@ def get_task(name_or_path: str) -> TaskSpec:
     ``labels`` (the ordered label set), and optionally ``name``, ``pool`` (few-shot
     pool file), ``fields`` (``id``, ``premise``, ``hypothesis``, ``label`` (null: no
     labels), ``choices``, ``meta``: field names in the file; without ``id`` the line
-    number is the id), ``label_map`` (raw value -> label), ``family`` (derived from the
-    label set when absent), ``template`` (a Jinja template string), ``description``.
-    The data is the task's ``test`` split and the pool its ``train`` split.
+    number is the id), ``label_map`` (raw value -> label; keys are compared as text, so
+    ``1`` and ``"1"`` may not both be there), ``family`` (derived from the label set
+    when absent), ``template`` (the Jinja template text itself) or ``template_file``
+    (a template file, relative to the YAML file), ``description``. The data is the
+    task's ``test`` split and the pool its ``train`` split. A task needs two labels at
+    least; data and template files must be regular files (not FIFOs, devices, /proc),
+    a template file at most 64 KiB, the YAML file at most 1 MiB and without aliases.
 
     >>> get_task("snli").family
     'nli3'
@@ -251,7 +255,7 @@ def _plan(spec: TaskSpec, split: str, root: Path | None) -> tuple[FileRule, Path
 def _available(spec: TaskSpec, split: str, root: Path | None) -> bool:
     plan = _plan(spec, split, root)
     if plan is not None:
-        return plan[1].is_file()
+        return plan[1].exists()  # a FIFO is there, and refused when read
     return root is None and spec.hub is not None and split in spec.hub.splits
 
 
@@ -365,14 +369,26 @@ def _collect(
 def _unique_ids(items: list[Item], where: str) -> tuple[Item, ...]:
     # Shots are kept apart from the test item by id, so ids must be unique; some official
     # files reuse one id for several items (alpha-NLI story_id), which then get "#2", "#3".
+    # A suffix is never an id the file already has (x, x, x#2 gives x, x#3, x#2): a
+    # collision would stop a run midway, at the second record of one key.
     counts = Counter(it.id for it in items)
     if len(counts) == len(items):
         return tuple(items)
-    seen: Counter[str] = Counter()
+    taken = set(counts)
+    kept: set[str] = set()
+    suffix: Counter[str] = Counter()
     out = []
     for it in items:
-        seen[it.id] += 1
-        out.append(it if seen[it.id] == 1 else dataclasses.replace(it, id=f"{it.id}#{seen[it.id]}"))
+        if it.id not in kept:
+            kept.add(it.id)
+            out.append(it)
+            continue
+        n = max(suffix[it.id], 1) + 1
+        while f"{it.id}#{n}" in taken:
+            n += 1
+        suffix[it.id] = n
+        taken.add(f"{it.id}#{n}")
+        out.append(dataclasses.replace(it, id=f"{it.id}#{n}"))
     dup = sum(c - 1 for c in counts.values() if c > 1)
     log.warning("%s: %d repeated id(s) made unique with a #n suffix", where, dup)
     return tuple(out)

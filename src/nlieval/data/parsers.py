@@ -7,6 +7,7 @@ and the line.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -197,6 +198,9 @@ class ChaosParser:
 def _number(row: Row, name: str) -> float:
     value = _req(row, name)
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         raise FieldError(name, f"not a number: {value!r}") from None
+    if not math.isfinite(number):
+        raise FieldError(name, f"not a finite number: {value!r}")
+    return number

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..types import ALPHA, NLI2, NLI3, SCI4, Label
+from .dataset import DataError
 from .parsers import RowParser
-from .readers import RowOrError, arrow_rows, format_of, text_rows, with_label_file
+from .readers import RowOrError, arrow_rows, format_of, open_regular, text_rows, with_label_file
 
 log = logging.getLogger("nlieval.data")  # one logger for the whole package, as before
 
@@ -79,7 +80,7 @@ class FileRule:
                 log.info("%s: skipped, reading it needs pyarrow", p)
                 return False
             try:
-                with zipfile.ZipFile(p) as zf:
+                with open_regular(p) as raw, zipfile.ZipFile(raw) as zf:
                     return set(self.members) <= set(zf.namelist())
             except (OSError, zipfile.BadZipFile):
                 return False
@@ -103,7 +104,11 @@ class FileRule:
             lst = self._companion_of(p)
             assert lst is not None
             return with_label_file(text_rows(p, "jsonl"), lst, "__label__"), f"{p} + {lst}"
-        return text_rows(p, format_of(p.name)), str(p)
+        try:
+            fmt = format_of(p.name)
+        except DataError as err:
+            raise DataError(p, None, None, err.message) from None
+        return text_rows(p, fmt), str(p)
 
 
 def _has_pyarrow() -> bool:
@@ -129,7 +134,8 @@ class TaskSpec:
     """A benchmark (or user task): its label set, template family and where its data is.
 
     ``splits`` maps a split name to the :class:`FileRule` alternatives, in order of
-    preference; ``template`` is a user task's own Jinja template (None: the family's).
+    preference; ``template`` is a user task's own Jinja template text (None: the
+    family's), a :class:`~nlieval.data.templates.TemplateSource` naming where it came from.
 
     >>> from nlieval.data import get_task
     >>> get_task("hans").labels == NLI2, get_task("hans").default_split

@@ -5,6 +5,7 @@ distribution files and known variants of each split, and the Hugging Face hub co
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any
 
 from ..types import ALPHA, NLI2, NLI3, SCI4, Label
@@ -41,10 +42,15 @@ def _bert_correct(row: Row) -> dict[str, Any]:
 
 def _sick_meta(row: Row) -> dict[str, Any]:
     raw = row.get("relatedness_score")
+    if raw in (None, ""):
+        return {}
     try:
-        return {"relatedness": float(raw)} if raw not in (None, "") else {}
+        value = float(raw)
     except ValueError:
         raise FieldError("relatedness_score", f"not a number: {raw!r}") from None
+    if not math.isfinite(value):
+        raise FieldError("relatedness_score", f"not a finite number: {raw!r}")
+    return {"relatedness": value}
 
 
 def _snli_parser(extra_meta: tuple[str, ...] = ()) -> MappedParser:

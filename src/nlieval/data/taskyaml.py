@@ -14,7 +14,12 @@ from typing import Any
 from ..types import ALPHA, Label
 from .dataset import DataError
 from .parsers import FieldError, FieldMap, MappedParser, norm_key, parse_label
+from .readers import read_small_text
 from .rules import FAMILIES, FileRule, TaskSpec
+from .templates import TemplateSource, read_template_file
+
+#: Largest task YAML file, in bytes.
+MAX_YAML_BYTES = 1_048_576
 
 _YAML_KEYS = (
     "name",
@@ -25,6 +30,7 @@ _YAML_KEYS = (
     "label_map",
     "family",
     "template",
+    "template_file",
     "description",
 )
 _FIELD_KEYS = ("id", "premise", "hypothesis", "label", "choices", "meta")
@@ -68,7 +74,16 @@ def _label_set(raw: Any, where: str | Path) -> tuple[Label, ...]:
         raise DataError(where, None, "labels", str(err)) from None
     if len(set(labels)) != len(labels):
         raise DataError(where, None, "labels", "a label is listed twice")
+    _two_labels(labels, where)
     return labels
+
+
+def _two_labels(labels: Sequence[Label], where: str | Path) -> None:
+    # With one option every prediction is right: accuracy 1.0 that means nothing.
+    if len(labels) < 2:
+        raise DataError(
+            where, None, "labels", f"{len(labels)} label(s): a task needs at least two options"
+        )
 
 
 def _label_map(raw: Any, labels: tuple[Label, ...], where: str | Path) -> dict[str, Label]:
@@ -76,10 +91,26 @@ def _label_map(raw: Any, labels: tuple[Label, ...], where: str | Path) -> dict[s
         return {}
     if not isinstance(raw, Mapping):
         raise DataError(where, None, "label_map", "expected a mapping raw value -> label")
-    try:
-        return {norm_key(k): parse_label(v, labels) for k, v in raw.items()}
-    except FieldError as err:
-        raise DataError(where, None, "label_map", err.message) from None
+    out: dict[str, Label] = {}
+    first: dict[str, Any] = {}
+    for k, v in raw.items():
+        key = norm_key(k)
+        # Raw labels are matched as text, stripped and lower-cased: 1 and "1", or "E"
+        # and "e", are one key, and which of their labels wins would be chance.
+        if key in first:
+            raise DataError(
+                where,
+                None,
+                "label_map",
+                f"keys {first[key]!r} and {k!r} are the same raw label {key!r} once "
+                "compared as text (stripped, lower-cased): keep one",
+            )
+        first[key] = k
+        try:
+            out[key] = parse_label(v, labels)
+        except FieldError as err:
+            raise DataError(where, None, "label_map", err.message) from None
+    return out
 
 
 def make_parser(
@@ -96,6 +127,7 @@ def make_parser(
     'entailment'
     """
     labels = tuple(labels)
+    _two_labels(labels, where)
     fmap = _field_map(fields, where)
     if fmap.choices and len(fmap.choices) != len(labels):
         raise DataError(
@@ -137,15 +169,42 @@ def task_from_yaml(path: Path) -> TaskSpec:
     if doc.get("pool"):
         pool = _rel(path, doc["pool"], "pool")
         # A missing pool is an error, not a silent fall-back to shots from the test split.
-        if not pool.is_file():
+        if not pool.exists():
             raise DataError(path, None, "pool", f"no such file: {pool}")
         splits["train"] = (FileRule(parser, path=pool),)
-    template = doc.get("template")
-    if template is not None and not isinstance(template, str):
-        raise DataError(path, None, "template", "expected a Jinja template string")
+    template = _template(doc, path)
     name = str(doc.get("name") or path.stem)
     desc = str(doc.get("description") or f"user task from {path}")
     return TaskSpec(name, labels, family, "test", desc, splits, None, template, str(path))
+
+
+def _template(doc: Mapping[str, Any], path: Path) -> TemplateSource | None:
+    """The task's own template: ``template:`` is the text itself, ``template_file:``
+    names a file (relative to the YAML's folder) under the file rules of
+    :mod:`.templates`."""
+    text, file = doc.get("template"), doc.get("template_file")
+    if text is not None and file is not None:
+        raise DataError(path, None, "template_file", "give template: or template_file:, not both")
+    if file is not None:
+        where = _rel(path, file, "template_file")
+        try:
+            return read_template_file(where, f"template_file {where} of {path}")
+        except DataError as err:
+            raise DataError(path, None, "template_file", str(err)) from None
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise DataError(path, None, "template", "expected a Jinja template string")
+    if "{{" not in text and "{%" not in text:
+        # Once, template: took a file name too, read relative to wherever nlieval ran.
+        raise DataError(
+            path,
+            None,
+            "template",
+            f"{text[:60]!r} prints nothing of the item: template: is the template text "
+            "itself; to read a file, name it with template_file: (relative to this file)",
+        )
+    return TemplateSource(text, f"template of {path}")
 
 
 def _rel(yaml_path: Path, value: Any, key: str) -> Path:
@@ -158,15 +217,29 @@ def _rel(yaml_path: Path, value: Any, key: str) -> Path:
 def _read_yaml(path: Path) -> dict[str, Any]:
     import yaml
 
-    if not path.is_file():
-        raise DataError(path, None, None, "no such file")
+    class NoAliasLoader(yaml.SafeLoader):
+        """YAML without aliases: ``*name`` repeats a node, and nine nested levels of
+        ten repeats (a "billion laughs") are a billion strings from a 1 KB file. A
+        task file never needs one."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(
+                    None, None, "aliases (*name) are not allowed in a task file", mark
+                )
+            return super().compose_node(parent, index)
+
+    text = read_small_text(path, MAX_YAML_BYTES)
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader
     except yaml.MarkedYAMLError as err:
         line = err.problem_mark.line + 1 if err.problem_mark is not None else None
         raise DataError(path, line, None, f"invalid YAML: {err.problem}") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
+    except yaml.YAMLError as err:
         raise DataError(path, None, None, f"invalid YAML: {err}") from None
+    except RecursionError:
+        raise DataError(path, None, None, "invalid YAML: nested too deeply") from None
     if not isinstance(doc, dict):
         raise DataError(path, None, None, "expected a mapping of task settings")
     return doc
