@@ -52,6 +52,12 @@ def _add_logic(sub: argparse._SubParsersAction) -> None:
     t = lsub.add_parser("table", help="every built-in relation under every reading")
     _readings_arg(t)
     t.add_argument("--format", choices=("text", "json"), default="text")
+    t.add_argument(
+        "--no-formulas",
+        action="store_true",
+        help="leave out the short equivalent formula of each contingent cell (found by "
+        "search, about 10 s)",
+    )
     t.set_defaults(handler=_cmd_table)
     c = lsub.add_parser("check", help="one meta-inference, e.g. 'Eab & Ebc -> Eac'")
     c.add_argument("relation", help="premises -> conclusion over label atoms (Eab, ~Cba, ...)")
@@ -121,7 +127,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_table(args: argparse.Namespace) -> int:
     readings = logic.merge_readings(args.readings)
-    rows = logic.table(readings)
+    rows = logic.table(readings, formulas=not args.no_formulas)
     if args.format == "json":
         print(json.dumps(rows, indent=2))
     else:

@@ -43,7 +43,8 @@ conclusions (:func:`conclude`); its parts live beside it and their public names 
 importable from here too: :mod:`~nlieval.metainference.logic_formulas` (the formula
 types, the walks over them, the parser and the errors) and
 :mod:`~nlieval.metainference.logic_k` (Kripke models, the decision procedure and the
-readings).
+readings) and :mod:`~nlieval.metainference.logic_short` (the short equivalent of a
+contingent cell).
 
 >>> classify("Cab -> Cba", "SC")
 'valid'
@@ -96,14 +97,17 @@ from .logic_k import (
     load_reading,
     merge_readings,
     satisfiable,
+    truth_set,
     valid,
 )
+from .logic_short import MAX_SIZE, short_formula
 
 __all__ = [
     "BUILTIN_READINGS",
     "LABELS",
     "MAX_ATOMS",
     "MAX_FORMULA_CHARS",
+    "MAX_SIZE",
     "READINGS",
     "RELATIONS",
     "And",
@@ -145,12 +149,16 @@ __all__ = [
     "parse_relation",
     "reading_list",
     "readings_summary",
+    "relation_formula",
     "satisfiable",
+    "short_equivalent",
+    "short_formula",
     "show",
     "subformulas",
     "substitute",
     "table",
     "translate",
+    "truth_set",
     "valid",
 ]
 
@@ -300,21 +308,55 @@ def counter_model(relation: str | MetaInference, reading: Reading | str) -> Krip
     return find_model(And(p, Not(translate(m.conclusion, r))))
 
 
+def relation_formula(relation: str | MetaInference, reading: Reading | str) -> Formula:
+    """The meta-inference as one formula under a reading: premises -> conclusion.
+
+    >>> show(relation_formula("Caa", "MC"))
+    'a -> ~a'
+    """
+    m = parse_relation(relation) if isinstance(relation, str) else relation
+    q = translate(m.conclusion, reading)
+    return q if m.premises is None else Imp(translate(m.premises, reading), q)
+
+
+def short_equivalent(
+    relation: str | MetaInference, reading: Reading | str, max_size: int = MAX_SIZE
+) -> Formula:
+    """A shortest formula over the sentence atoms that is K-equivalent to the
+    meta-inference under the reading (:func:`~nlieval.metainference.logic_short.
+    short_formula`: found by search and checked by the decision procedure), or, when none
+    has at most ``max_size`` symbols, the translated formula itself.
+
+    >>> show(short_equivalent("Eaa", "EI")), show(short_equivalent("Caa", "SC"))
+    ('dia a', 'box ~a')
+    """
+    full = relation_formula(relation, reading)
+    return short_formula(full, max_size) or full
+
+
 def table(
     readings: Mapping[str, Reading] | Sequence[Reading] | None = None,
     relations: Sequence[str] = RELATIONS,
+    formulas: bool = False,
 ) -> list[dict[str, str]]:
-    """Every relation under every reading, decided now: ``relation``, ``reading``, ``status``.
+    """Every relation under every reading, decided now: ``relation``, ``reading``,
+    ``status``; with ``formulas``, a contingent cell's ``formula``: the short equivalent
+    the paper prints (:func:`short_equivalent`).
 
     >>> table([READINGS["MC"]], ["Naa"])
     [{'relation': 'Naa', 'reading': 'MC', 'status': 'contradictory'}]
+    >>> table([READINGS["EI"]], ["Eaa"], formulas=True)[0]["formula"]
+    'dia a'
     """
     rs = reading_list(readings)
-    return [
-        {"relation": rel, "reading": r.name, "status": classify(rel, r)}
-        for rel in relations
-        for r in rs
-    ]
+    rows = []
+    for rel in relations:
+        for r in rs:
+            row = {"relation": rel, "reading": r.name, "status": classify(rel, r)}
+            if formulas and row["status"] == "contingent":
+                row["formula"] = show(short_equivalent(rel, r))
+            rows.append(row)
+    return rows
 
 
 def reading_list(readings: Mapping[str, Reading] | Sequence[Reading] | None) -> list[Reading]:
@@ -333,14 +375,23 @@ def reading_list(readings: Mapping[str, Reading] | Sequence[Reading] | None) -> 
 def format_table(rows: Sequence[Mapping[str, str]]) -> str:
     """The rows of :func:`table` as a text table, one line per relation.
 
+    A contingent cell with a ``formula`` (``table(..., formulas=True)``) shows it: the
+    condition under which the meta-inference holds, as the paper prints it.
+
     >>> print(format_table(table([READINGS["SC"]], ["Cab -> Cba"])))
     relation    SC
     ----------  -----
     Cab -> Cba  valid
+    >>> print(format_table(table([READINGS["EI"]], ["Eaa"], formulas=True)).splitlines()[-1])
+    Eaa       contingent: dia a
     """
     names = list(dict.fromkeys(r["reading"] for r in rows))
     rels = list(dict.fromkeys(r["relation"] for r in rows))
-    status = {(r["relation"], r["reading"]): r["status"] for r in rows}
+    status = {
+        (r["relation"], r["reading"]): r["status"]
+        + (f": {r['formula']}" if r.get("formula") else "")
+        for r in rows
+    }
     lines = [["relation", *names]] + [[rel, *(status[rel, n] for n in names)] for rel in rels]
     widths = [max(len(line[i]) for line in lines) for i in range(len(names) + 1)]
     lines.insert(1, ["-" * w for w in widths])

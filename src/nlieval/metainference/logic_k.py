@@ -230,6 +230,29 @@ def _check_decidable(f: Formula) -> _Space:
     return _Space(names)
 
 
+def truth_set(formula: Formula | str, over: Sequence[str] | None = None) -> int:
+    """Where a formula of modal depth one is true, as one integer bit set over every
+    (root valuation, set of successor valuations) of the atoms ``over`` (default: its
+    own, sorted): two formulas over the same atoms are K-equivalent exactly when their
+    truth sets are equal (see the comment above :data:`MAX_ATOMS`).
+
+    >>> truth_set("~~a", ["a", "b"]) == truth_set("a", ["a", "b"])
+    True
+    >>> truth_set("dia a", ["a"]) == truth_set("~box ~a", ["a"]) != truth_set("box a", ["a"])
+    True
+    """
+    f = parse(formula) if isinstance(formula, str) else formula
+    sp = _check_decidable(f)
+    if over is not None:
+        missing = set(sp.atoms) - set(over)
+        if missing:
+            raise LogicError(f"{show(f)!r} has atoms outside {list(over)}: {sorted(missing)}")
+        if len(over) > MAX_ATOMS:
+            raise LogicError(f"at most {MAX_ATOMS} atoms, not {len(over)}")
+        sp = _Space(tuple(over))
+    return _root_truth(f, sp)
+
+
 def find_model(formula: Formula | str) -> KripkeModel | None:
     """A Kripke model whose world 0 makes the formula true, or None if there is none.
 
