@@ -364,6 +364,16 @@ class ChatModel(NamesAModel):
         """The backend (see :func:`load_generator`)."""
         return load_generator(self.spec, hf=self.hf, server=self.server)
 
+    def check(self) -> None:
+        """Fail on a wrong model string or a missing address at once, before any data is
+        read or weights load (what :meth:`load` would say later).
+
+        >>> ChatModel("server:m").check()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: --model server:m is a model on a server: give its address with --api-base ...
+        """
+        check_model(self.spec, self.hf.revision)
+
     def fingerprints(self) -> dict[str, str]:
         """The weights' fingerprints for a run folder's identity (see
         :func:`model_fingerprints`; none for a server's model).

@@ -231,6 +231,8 @@ def generate_items(
     'entailment'
     """
     started = time.perf_counter()
+    if isinstance(chat, ChatModel):
+        chat.check()  # a wrong model string fails before the data is read
     ds, targets, examples = _targets_and_examples(config)
     loaded: list[GenerationBackend] = []
     if isinstance(chat, ChatModel):
