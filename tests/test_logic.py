@@ -483,7 +483,7 @@ def test_every_contingent_cell_prints_an_equivalent_formula() -> None:
         # Equivalent by the decision procedure, and on every small Kripke model by the
         # semantics of K directly (an independent check of the procedure itself).
         assert logic.valid(logic.Iff(full, printed)), r
-        for model in _small_models(sorted(logic.atoms(full))):
+        for model in _models_over(sorted(logic.atoms(full))):
             assert logic.holds(full, model) == logic.holds(printed, model), (r, str(model))
         short += len(r["formula"]) < len(logic.show(full))
     # The paper's short forms where they exist: E(a,a) under EI holds iff a is possible.
@@ -493,7 +493,7 @@ def test_every_contingent_cell_prints_an_equivalent_formula() -> None:
     assert short == len(contingent) - 1
 
 
-def _small_models(names: list[str]) -> list[logic.KripkeModel]:
+def _models_over(names: list[str]) -> list[logic.KripkeModel]:
     # Every model with a root and up to two successors, each world valued over names.
     vals = [frozenset(n for i, n in enumerate(names) if v >> i & 1) for v in range(1 << len(names))]
     models = []
