@@ -46,9 +46,7 @@ def compare(a: Path, b: Path) -> list[dict[str, Any]]:
     for task, k in sorted({(key[0], key[1]) for key in shared}):
         keys = [key for key in shared if key[0] == task and key[1] == k]
         deltas = [
-            abs(x - y)
-            for key in keys
-            for x, y in zip(ra[key].loglik, rb[key].loglik, strict=True)
+            abs(x - y) for key in keys for x, y in zip(ra[key].loglik, rb[key].loglik, strict=True)
         ]
         same = sum(ra[key].pred == rb[key].pred for key in keys)
         acc_a = sum(ra[key].correct for key in keys) / len(keys)

@@ -83,8 +83,22 @@ def test_cli_flags_reach_the_config(tmp_path: Path, tiny_llama: Path) -> None:
     out = tmp_path / "cli"
     cap = _cap_between_the_layers(tiny_llama)
     rc = main(
-        ["run", "--model", str(tiny_llama), "--task", "smoke", "--limit", "4", "--out", str(out),
-         "--device-map", "auto", "--max-memory", cap, "--no-progress"]
+        [
+            "run",
+            "--model",
+            str(tiny_llama),
+            "--task",
+            "smoke",
+            "--limit",
+            "4",
+            "--out",
+            str(out),
+            "--device-map",
+            "auto",
+            "--max-memory",
+            cap,
+            "--no-progress",
+        ]
     )
     assert rc == 0
     config = json.loads((out / "config.json").read_text())
@@ -93,8 +107,12 @@ def test_cli_flags_reach_the_config(tmp_path: Path, tiny_llama: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("0:70GiB", "expected DEVICE=SIZE"), ("0=lots", "expected DEVICE=SIZE"),
-     ("gpu0=1GiB", "bad device"), (" , ", "empty")],
+    [
+        ("0:70GiB", "expected DEVICE=SIZE"),
+        ("0=lots", "expected DEVICE=SIZE"),
+        ("gpu0=1GiB", "bad device"),
+        (" , ", "empty"),
+    ],
 )
 def test_bad_max_memory_is_named(text: str, message: str) -> None:
     with pytest.raises(ModelError, match=message):

@@ -633,9 +633,10 @@ def test_folder_from_python_resumes_from_the_cli(
     assert after[: len(records)] == records and len(after) == 2 * len(records)
     again = json.loads((out / "results.json").read_text())
     assert [p["command"] for p in again["provenance"]] == ["train", "train"]
-    assert first["seeds"][0]["best_epoch"] == json.loads(
-        (out / "seed0" / "train.json").read_text()
-    )["best_epoch"]
+    assert (
+        first["seeds"][0]["best_epoch"]
+        == json.loads((out / "seed0" / "train.json").read_text())["best_epoch"]
+    )
 
 
 def test_folder_whose_limit_was_a_sample_is_not_resumed(
@@ -652,9 +653,7 @@ def test_folder_whose_limit_was_a_sample_is_not_resumed(
         train(_config(tiny_bert, syn, out, epochs=1, limit=32, seeds=(0, 1)), progress=False)
 
 
-def test_edited_test_data_is_refused(
-    tiny_bert: Path, syn: dict[str, str], tmp_path: Path
-) -> None:
+def test_edited_test_data_is_refused(tiny_bert: Path, syn: dict[str, str], tmp_path: Path) -> None:
     import shutil
 
     data = tmp_path / "syn"

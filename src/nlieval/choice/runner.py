@@ -170,7 +170,7 @@ def run(
                 f"item {chunk[first].id!r} of task {point.task} at k={point.k}: a prompt of "
                 f"{'at least ' if err.at_least else ''}{n} tokens, longer than the model's "
                 f"context window of {err.limit}{also if more else ''}; shorten or remove it, "
-                "or use fewer --shots"
+                "or use fewer --shots",
             ) from None
 
     prints = fingerprints_of({ds.task: info for ds, _, info in planned})

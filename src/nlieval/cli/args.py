@@ -85,9 +85,7 @@ def _add_flag(p: Any, f: Field[Any], optional: bool = False) -> None:
     p.add_argument(*names, **kw)
 
 
-def add_settings(
-    p: argparse.ArgumentParser, cls: type[Any], *, skip: Collection[str] = ()
-) -> None:
+def add_settings(p: argparse.ArgumentParser, cls: type[Any], *, skip: Collection[str] = ()) -> None:
     """Add a flag for every setting of ``cls`` (and of the options it holds, each in an
     argument group of its own), except the fields named in ``skip``.
 

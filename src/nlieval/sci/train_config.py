@@ -74,9 +74,7 @@ class TrainConfig(ItemSelection):
     )
     test_task: str | None = setting(None, help="task to test on [the training task]")
     test_split: str | None = setting(None, help="test split [the test task's default]")
-    skip_test: bool = setting(
-        False, help="train only; no test evaluation", names=("--no-test",)
-    )
+    skip_test: bool = setting(False, help="train only; no test evaluation", names=("--no-test",))
     data_dir: str | None = setting(None, help="folder of official files [$NLIEVAL_DATA_DIR]")
     epochs: int = setting(5, help="most epochs per seed")
     lr: float = setting(2e-5, help="learning rate")
