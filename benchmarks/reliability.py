@@ -993,7 +993,7 @@ def kill_trials(model: str, n: int, d: Path, seed: int) -> dict[str, int]:
             if rec.is_file() and rec.stat().st_size:
                 break
             time.sleep(0.05)
-        time.sleep(rng.uniform(0, 1.5))
+        time.sleep(rng.uniform(0, 0.4))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         rec = folder / "records.jsonl"
@@ -1079,6 +1079,8 @@ def main() -> int:
                 "rc": rc,
                 "outcome": outcome,
                 "stderr": last,
+                # All of it where the outcome is wrong: what to look at first.
+                **({"stderr_all": err[-4000:]} if outcome in ("traceback", "silent") else {}),
             }
         )
         print(f"{outcome:<12} {case.command:<15} {case.name:<36} {last}", flush=True)
