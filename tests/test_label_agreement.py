@@ -37,3 +37,13 @@ def test_chaosnli_label_change_shares_match_the_paper() -> None:
     assert got == {"chaosnli_mnli": 31.77, "chaosnli_snli": 24.97, "chaosnli_alphanli": 10.64}
     counts = np.array([it.meta["human_counts"] for it in load_task("chaosnli_snli", DATA).items])
     assert fleiss_kappa(counts) == pytest.approx(sm_fleiss_kappa(counts, method="fleiss"))
+
+
+@pytest.mark.data
+@pytest.mark.skipif(not DATA, reason="needs NLIEVAL_DATA_DIR")
+def test_stats_prints_the_label_change_share(capsys: pytest.CaptureFixture[str]) -> None:
+    from nlieval.cli import main
+
+    assert main(["stats", "--task", "chaosnli_mnli", "--data-dir", str(DATA)]) == 0
+    out = capsys.readouterr().out
+    assert "differs from the original label on 31.77% of items; Fleiss' kappa" in out

@@ -19,6 +19,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ..data import load_task
+from ..data.stats import fleiss_kappa, label_change_share
 from ..runs import markdown_table
 from ..types import Record
 from .label_distributions import (
@@ -32,11 +33,9 @@ from .label_distributions import (
     canonical_order,
     divergences,
     entropy_bits,
-    fleiss_kappa,
     human_distribution,
     human_line,
     item_divergences,
-    label_change_share,
     model_distribution,
     split_half_js,
 )

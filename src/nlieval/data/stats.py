@@ -10,11 +10,14 @@ For alpha-NLI the premise and hypothesis are the two observations (obs1, obs2).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from statistics import fmean
 from typing import Any
+
+import numpy as np
 
 from ..types import Item
 from .dataset import Dataset
@@ -96,7 +99,27 @@ def dataset_stats(ds: Dataset) -> dict[str, Any]:
         "hypothesis_words": fmean(len(words(it.hypothesis)) for it in items) if items else 0.0,
         "overlap_pct": fmean(overlaps) if overlaps else 0.0,
         "long_items": len(long_ids),
+        **human_label_stats(items),
     }
+
+
+def human_label_stats(items: Sequence[Item]) -> dict[str, float]:
+    """For items with ChaosNLI's human labels: ``label_change_pct``, the % of items whose
+    majority of new labels differs from the original label, and ``fleiss_kappa`` of the
+    annotations; empty for other data.
+
+    >>> human_label_stats([Item("1", "p", "h", None)])
+    {}
+    """
+    if not items or not all("majority_label" in it.meta for it in items):
+        return {}
+    out = {"label_change_pct": 100.0 * label_change_share(items)}
+    counts = [it.meta.get("human_counts") for it in items]
+    if all(isinstance(c, list) for c in counts):
+        # Items rated by different numbers of annotators have no kappa.
+        with contextlib.suppress(ValueError):
+            out["fleiss_kappa"] = fleiss_kappa(counts)
+    return out
 
 
 def _chars(item: Item) -> int:
@@ -143,4 +166,52 @@ def format_stats(rows: Sequence[dict[str, Any]]) -> str:
         return "  ".join(out).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(table[0]), rule] + [line(r) for r in table[1:]])
+    notes = [
+        f"{r['task']}: the majority of the new human labels differs from the original label "
+        f"on {r['label_change_pct']:.2f}% of items"
+        + (f"; Fleiss' kappa {r['fleiss_kappa']:.3f}" if "fleiss_kappa" in r else "")
+        for r in rows
+        if "label_change_pct" in r
+    ]
+    return "\n".join([line(table[0]), rule] + [line(r) for r in table[1:]] + notes)
+
+
+def fleiss_kappa(counts: Sequence[Sequence[float]] | Any) -> float:
+    """Fleiss' kappa of items x categories annotation counts (every item rated by the same
+    number of annotators, as ChaosNLI's 100 per item): (P_bar - P_e) / (1 - P_e), with
+    P_bar the mean per-item agreement and P_e the chance agreement from the overall
+    category shares (Fleiss 1971). Written out here: the formula is five lines and the
+    library that has it (statsmodels) is not a dependency.
+
+    >>> fleiss_kappa([[10, 0], [0, 10]])  # perfect agreement
+    1.0
+    >>> round(fleiss_kappa([[5, 5], [5, 5]]), 4)  # agreement at chance level or below
+    -0.1111
+    """
+    x = np.asarray(counts, dtype=float)
+    if x.ndim != 2 or x.shape[0] == 0:
+        raise ValueError("fleiss_kappa needs a non-empty items x categories table")
+    raters = x.sum(axis=1)
+    if not np.allclose(raters, raters[0]) or raters[0] < 2:
+        raise ValueError("every item needs the same number (>= 2) of annotations")
+    n = raters[0]
+    p_item = ((x * x).sum(axis=1) - n) / (n * (n - 1))
+    shares = x.sum(axis=0) / x.sum()
+    p_bar, p_e = float(p_item.mean()), float((shares * shares).sum())
+    return 1.0 if p_e == 1.0 else (p_bar - p_e) / (1.0 - p_e)
+
+
+def label_change_share(items: Iterable[Item]) -> float:
+    """The share of ChaosNLI items whose majority of the 100 new labels differs from the
+    dataset's original label (``meta["majority_label"]`` vs the item's label).
+
+    >>> items = [Item("1", "p", "h", "e", meta={"majority_label": "n"}),
+    ...          Item("2", "p", "h", "e", meta={"majority_label": "e"})]
+    >>> label_change_share(items)
+    0.5
+    """
+    pairs = [(it.label, it.meta.get("majority_label")) for it in items]
+    pairs = [(old, new) for old, new in pairs if old is not None and new is not None]
+    if not pairs:
+        raise ValueError("no items with both an original label and a ChaosNLI majority")
+    return sum(old != new for old, new in pairs) / len(pairs)
