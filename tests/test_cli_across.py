@@ -83,3 +83,18 @@ def test_compare_breakdown_and_figures(
     capsys.readouterr()
     assert main(["figure", "dynamics", str(folders["ckpts"]), "--out", str(dyn)]) == 2
     assert "--pattern" in capsys.readouterr().err
+
+
+def test_items_side_by_side_filtered(
+    folders: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["items", str(folders["small"]), str(folders["big"]), "--filter", "disagree"]
+    assert main([*argv, "--limit", "100"]) == 0
+    lines = capsys.readouterr().out.splitlines()[2:]
+    assert lines
+    for line in lines:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[-1] != cells[-2]  # the two models' predictions differ on every row
+        assert cells[3]  # the premise text came from the task's data
+    capsys.readouterr()
+    assert main([*argv, "--filter", "colour"]) == 2

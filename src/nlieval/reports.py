@@ -20,7 +20,9 @@ from .analyses import (
     plot_accuracy_vs_size,
     plot_dynamics,
 )
+from .analyses.listing import item_listing, listing_table
 from .backends.weights import parameter_count, resolve_model
+from .data import load_task
 from .metrics import summarize
 from .runs import (
     RunError,
@@ -200,3 +202,33 @@ def figure_report(
             positions = checkpoint_positions(ckpts, pattern, scale)
         return plot_dynamics(rows, positions, path, metric=metric, axis=axis, lines=lines)
     raise ValueError(f"unknown figure {kind!r}: shots, size or dynamics")
+
+
+def listing_report(
+    folders: Sequence[str | Path],
+    *,
+    filters: Sequence[str] = (),
+    sort: str = "id",
+    limit: int | None = 20,
+    data_dir: str | Path | None = None,
+) -> str:
+    """The items of ``folders`` side by side (:func:`nlieval.analyses.listing.item_listing`)
+    as a Markdown table, their texts read from each folder's tasks (its ``config.json``:
+    tasks, split and data folder; ``data_dir`` replaces the saved one).
+
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("smoke", "smoke-01", "m", 0, 0, ("entailment",
+    ...     "neutral", "contradiction"), (-1.0, -2.0, -3.0), (0.6, 0.3, 0.1), "entailment",
+    ...     "entailment")])
+    >>> _ = (Path(run_dir) / "config.json").write_text('{"tasks": ["smoke"]}')
+    >>> print(listing_report([run_dir]).splitlines()[2][:33])
+    | smoke | 0 | smoke-01 | A man in
+    """
+    items: dict[str, dict[str, Any]] = {}
+    for folder in folders:
+        cfg = RunFolder(folder).read_config() or {}
+        for spec in cfg.get("tasks") or []:
+            ds = load_task(str(spec), data_dir or cfg.get("data_dir"), cfg.get("split"))
+            items.setdefault(ds.task, {}).update({it.id: it for it in ds.items})
+    rows = item_listing(iter_run_records(folders), items, filters, sort, limit)
+    return listing_table(rows)

@@ -16,6 +16,8 @@ and prediction files of classifiers made elsewhere. Where to start:
   genre, round, domain, gold label), :func:`breakdown_table`;
 * ``nlieval grid``: :func:`grid` pivots metric rows of many folders into the papers'
   model x benchmark tables (Average row, gaps to a reference), :func:`render_grid`;
+* ``nlieval items``: :func:`item_listing` of several folders' predictions side by side,
+  filtered for error analysis;
 * ``nlieval plots``: :func:`plot_accuracy_vs_shots`, :func:`plot_accuracy_by_entropy`
   and :func:`plot_divergence` (matplotlib, one PNG each).
 
@@ -33,6 +35,7 @@ from .compare import compare_runs, comparison_table
 from .dynamics import follow_run
 from .grid import Grid, grid, render_grid
 from .imports import ImportConfig, import_predictions
+from .listing import item_listing, listing_table
 from .plots import (
     baseline_levels,
     checkpoint_positions,
@@ -57,6 +60,8 @@ __all__ = [
     "follow_run",
     "grid",
     "import_predictions",
+    "item_listing",
+    "listing_table",
     "plot_accuracy_by_entropy",
     "plot_accuracy_vs_shots",
     "plot_accuracy_vs_size",

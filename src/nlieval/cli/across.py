@@ -1,7 +1,7 @@
 """Commands across run folders (no model loaded): ``grid`` (the papers' model x benchmark
 tables), ``compare`` (significance of two runs on the same items), ``breakdown`` (metrics by
-an item field) and ``figure`` (accuracy vs shots, vs size, training dynamics of several
-models)."""
+an item field), ``items`` (items with several models' predictions side by side) and
+``figure`` (accuracy vs shots, vs size, training dynamics of several models)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 
 from ..analyses import compare_runs, comparison_table, render_grid
-from ..reports import breakdown_report, figure_report, grid_report
+from ..analyses.listing import FILTERS, SORTS
+from ..reports import breakdown_report, figure_report, grid_report, listing_report
 from ..runs import atomic_write, make_folder
 from ..settings import csv_list
 
@@ -56,6 +57,20 @@ def cmd_breakdown(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_items(args: argparse.Namespace) -> int:
+    """Print the items of the folders side by side."""
+    print(
+        listing_report(
+            args.runs,
+            filters=args.filter or (),
+            sort=args.sort,
+            limit=args.limit,
+            data_dir=args.data_dir,
+        )
+    )
+    return 0
+
+
 def cmd_figure(args: argparse.Namespace) -> int:
     """Write one figure across the folders' models."""
     sizes = None
@@ -90,7 +105,7 @@ def cmd_figure(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    """Add ``grid``, ``compare``, ``breakdown`` and ``figure``.
+    """Add ``grid``, ``compare``, ``breakdown``, ``items`` and ``figure``.
 
     >>> parser = argparse.ArgumentParser()
     >>> add_commands(parser.add_subparsers(dest="command"))
@@ -130,6 +145,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", help="run folders")
     p.add_argument("--by", type=csv_list, required=True, help="fields, e.g. heuristic,gold")
     p.set_defaults(handler=cmd_breakdown)
+
+    p = sub.add_parser("items", help="items with several models' predictions side by side")
+    p.add_argument("runs", nargs="+", help="run folders")
+    p.add_argument("--filter", type=csv_list, default=None, help=f"any of {', '.join(FILTERS)}")
+    p.add_argument("--sort", choices=SORTS, default="id")
+    p.add_argument("--limit", type=int, default=20, help="rows at most [20]")
+    p.add_argument("--data-dir", default=None, help="where the tasks' data is [as saved]")
+    p.set_defaults(handler=cmd_items)
 
     p = sub.add_parser("figure", help="accuracy vs shots / size, dynamics across models")
     p.add_argument("kind", choices=("shots", "size", "dynamics"))

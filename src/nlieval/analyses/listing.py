@@ -1,0 +1,134 @@
+"""Item listings for error analysis: each item with its text, gold label, the human label
+distribution where there is one, and several models' predictions side by side.
+
+Records of several run folders are joined by (task, k, seed, item id); the texts come from
+the task's data (records keep the prompt, not the fields). Filters keep the items worth
+reading (where the models disagree, where all are wrong, where the ChaosNLI majority
+differs from the original label), sorted by human-label entropy or by how many models
+got the item wrong.
+
+>>> from nlieval.types import Item, Record
+>>> def rec(model, pred):
+...     return Record("t", "1", model, 0, 0, ("entailment", "neutral"), (-1.0, -2.0),
+...                   (0.7, 0.3), pred, "neutral")
+>>> items = {"t": {"1": Item("1", "A dog runs.", "An animal moves.", "neutral")}}
+>>> rows = item_listing([rec("a", "neutral"), rec("b", "entailment")], items, ["disagree"])
+>>> rows[0]["predictions"], rows[0]["premise"]
+({'a': 'neutral', 'b': 'entailment'}, 'A dog runs.')
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..runs import markdown_table
+from ..types import Item, Record
+
+#: What :func:`item_listing` can keep: items where the models' predictions differ, where
+#: every model is wrong, where any is wrong, where the ChaosNLI majority differs from the
+#: original label.
+FILTERS = ("disagree", "all-wrong", "any-wrong", "majority-changed")
+SORTS = ("id", "entropy", "wrong")
+
+
+def _entropy(counts: Sequence[float]) -> float:
+    total = float(sum(counts))
+    ps = [c / total for c in counts if c > 0] if total > 0 else []
+    return -sum(p * math.log2(p) for p in ps)
+
+
+def item_listing(
+    records: Iterable[Record],
+    items: Mapping[str, Mapping[str, Item]],
+    filters: Sequence[str] = (),
+    sort: str = "id",
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """One row per (task, k, seed, item) of ``records``: ``premise``, ``hypothesis``,
+    ``gold``, ``human`` (label -> count, ChaosNLI), ``majority`` (ChaosNLI), ``entropy``
+    (bits of the human labels), ``predictions`` (model, or model@checkpoint -> label) and
+    ``wrong`` (how many models missed the gold label); kept by every filter in
+    ``filters`` (:data:`FILTERS`), sorted by ``sort`` (:data:`SORTS`; entropy and wrong
+    descending), at most ``limit`` rows. ``items`` maps task -> item id -> item for the
+    texts (an item missing there keeps empty texts).
+    """
+    for f in filters:
+        if f not in FILTERS:
+            raise ValueError(f"unknown filter {f!r}: {', '.join(FILTERS)}")
+    if sort not in SORTS:
+        raise ValueError(f"unknown sort {sort!r}: {', '.join(SORTS)}")
+    joined: dict[tuple[str, int, int, str], dict[str, Record]] = defaultdict(dict)
+    for r in records:
+        name = r.model + (f"@{r.checkpoint}" if r.checkpoint else "")
+        joined[(r.task, r.k, r.seed, r.item_id)][name] = r
+    rows = []
+    for (task, k, seed, item_id), by_model in joined.items():
+        first = next(iter(by_model.values()))
+        item = items.get(task, {}).get(item_id)
+        counts = first.meta.get("human_counts")
+        human = dict(zip(first.labels, counts, strict=False)) if counts else None
+        preds = {m: r.pred for m, r in sorted(by_model.items())}
+        wrong = sum(r.gold is not None and r.pred != r.gold for r in by_model.values())
+        row: dict[str, Any] = {
+            "task": task,
+            "k": k,
+            "seed": seed,
+            "id": item_id,
+            "premise": item.premise if item else "",
+            "hypothesis": item.hypothesis if item else "",
+            "gold": first.gold,
+            "human": human,
+            "majority": first.meta.get("majority_label"),
+            "entropy": _entropy(counts) if counts else None,
+            "predictions": preds,
+            "wrong": wrong,
+        }
+        keep = {
+            "disagree": len(set(preds.values())) > 1,
+            "all-wrong": first.gold is not None and wrong == len(by_model),
+            "any-wrong": wrong > 0,
+            "majority-changed": row["majority"] is not None and row["majority"] != first.gold,
+        }
+        if all(keep[f] for f in filters):
+            rows.append(row)
+    if sort == "entropy":
+        rows.sort(key=lambda r: (-(r["entropy"] or 0.0), r["task"], r["k"], r["id"]))
+    elif sort == "wrong":
+        rows.sort(key=lambda r: (-r["wrong"], r["task"], r["k"], r["id"]))
+    else:
+        rows.sort(key=lambda r: (r["task"], r["k"], r["seed"], r["id"]))
+    return rows[:limit] if limit is not None else rows
+
+
+def listing_table(rows: Sequence[Mapping[str, Any]], width: int = 60) -> str:
+    """The rows of :func:`item_listing` as a Markdown table (texts cut to ``width``).
+
+    >>> print(listing_table([{"task": "t", "k": 0, "id": "1", "premise": "P.",
+    ...     "hypothesis": "H.", "gold": "neutral", "human": None, "majority": None,
+    ...     "predictions": {"a": "neutral"}}]).splitlines()[2])
+    | t | 0 | 1 | P. | H. | neutral |  | neutral |
+    """
+    if not rows:
+        return "(no items)"
+    models = sorted({m for r in rows for m in r["predictions"]})
+
+    def cut(text: str) -> str:
+        text = " ".join(str(text).split()).replace("|", "/")
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+    head = ["task", "k", "id", "premise", "hypothesis", "gold", "humans (majority)", *models]
+    body = []
+    for r in rows:
+        human = ""
+        if r.get("human"):
+            human = " ".join(f"{lab[:1].upper()}{n}" for lab, n in r["human"].items())
+            human += f" ({r['majority']})"
+        preds = [str(r["predictions"].get(m, "–")) for m in models]
+        body.append(
+            [r["task"], str(r["k"]), r["id"], cut(r["premise"]), cut(r["hypothesis"]),
+             str(r["gold"]), human, *preds]
+        )  # fmt: skip
+    return "\n".join(markdown_table(head, body))
