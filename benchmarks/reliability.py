@@ -42,35 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the tiny-model builders of the test suite
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from reliability_kit import Case  # noqa: E402
-
-LABELS3 = "[entailment, neutral, contradiction]"
-SCI4 = "[contrasting, reasoning, entailment, neutral]"
-
-
-def _w(path: Path, text: str | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
-
-
-def _nli_rows(n: int = 8) -> str:
-    labs = ["entailment", "neutral", "contradiction"]
-    return "".join(
-        json.dumps(
-            {
-                "id": f"i{i}",
-                "premise": f"A man walks {i}.",
-                "hypothesis": "A man moves.",
-                "label": labs[i % 3],
-            }
-        )
-        + "\n"
-        for i in range(n)
-    )
+from reliability_kit import LABELS3, Case, nli_rows, sci_task, task, write  # noqa: E402
 
 
 def POOL(name: str) -> str:  # noqa: N802
@@ -78,37 +50,14 @@ def POOL(name: str) -> str:  # noqa: N802
     return f"pool: {name}.jsonl\n"
 
 
-def _task(d: Path, data: str | bytes, extra: str = "", name: str = "t") -> str:
-    _w(d / f"{name}.jsonl", data)
-    return str(_w(d / f"{name}.yaml", f"path: {name}.jsonl\nlabels: {LABELS3}\n{extra}"))
-
-
-def _sci_task(d: Path) -> str:
-    labs = ["contrasting", "reasoning", "entailment", "neutral"]
-    rows = "".join(
-        json.dumps(
-            {
-                "id": f"s{i}",
-                "premise": f"We train model {i}.",
-                "hypothesis": "It works.",
-                "label": labs[i % 4],
-            }
-        )
-        + "\n"
-        for i in range(16)
-    )
-    _w(d / "sci.jsonl", rows)
-    return str(_w(d / "sci.yaml", f"path: sci.jsonl\nlabels: {SCI4}\n"))
-
-
 def _csv_task(d: Path) -> str:
-    _w(d / "c.csv", "premise,hypothesis,label\na,b,entailment\na,b,neutral,extra\n")
-    return str(_w(d / "c.yaml", f"path: c.csv\nlabels: {LABELS3}\n"))
+    write(d / "c.csv", "premise,hypothesis,label\na,b,entailment\na,b,neutral,extra\n")
+    return str(write(d / "c.yaml", f"path: c.csv\nlabels: {LABELS3}\n"))
 
 
 def _gz_cut(d: Path, name: str, line: str) -> str:
     whole = gzip.compress((line * 3000).encode())
-    return str(_w(d / name, whole[: len(whole) // 2]))
+    return str(write(d / name, whole[: len(whole) // 2]))
 
 
 def _records_case(change: Callable[[list[str]], list[str]]) -> Callable[[Path], list[str]]:
@@ -163,7 +112,7 @@ def cases(model: str, bert: str) -> list[Case]:
         Case(
             "run",
             "task YAML not YAML",
-            lambda d: [*run, "--task", str(_w(d / "b.yaml", "a: [")), "--out", str(d / "o2")],
+            lambda d: [*run, "--task", str(write(d / "b.yaml", "a: [")), "--out", str(d / "o2")],
         ),
         Case(
             "run",
@@ -171,7 +120,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *run,
                 "--task",
-                _task(d, _nli_rows(), "colour: red\n"),
+                task(d, nli_rows(), "colour: red\n"),
                 "--out",
                 str(d / "o3"),
             ],
@@ -182,7 +131,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *run,
                 "--task",
-                _task(d, _nli_rows(), "pool: missing.jsonl\n"),
+                task(d, nli_rows(), "pool: missing.jsonl\n"),
                 "--shots",
                 "1",
                 "--out",
@@ -195,7 +144,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *run,
                 "--task",
-                _task(d, _nli_rows(3) + "{oops\n" + _nli_rows(2), name="nj"),
+                task(d, nli_rows(3) + "{oops\n" + nli_rows(2), name="nj"),
                 "--out",
                 str(d / "o5"),
             ],
@@ -206,7 +155,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *run,
                 "--task",
-                _task(d, _nli_rows(2).encode() + b'{"premise": "\xff"}\n', name="nu"),
+                task(d, nli_rows(2).encode() + b'{"premise": "\xff"}\n', name="nu"),
                 "--out",
                 str(d / "o6"),
             ],
@@ -217,7 +166,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *run,
                 "--task",
-                _task(d, _nli_rows(2).replace("neutral", "maybe"), name="ul"),
+                task(d, nli_rows(2).replace("neutral", "maybe"), name="ul"),
                 "--out",
                 str(d / "o7"),
             ],
@@ -225,7 +174,7 @@ def cases(model: str, bert: str) -> list[Case]:
         Case(
             "run",
             "empty data file",
-            lambda d: [*run, "--task", _task(d, "", name="em"), "--out", str(d / "o8")],
+            lambda d: [*run, "--task", task(d, "", name="em"), "--out", str(d / "o8")],
         ),
         Case(
             "run",
@@ -285,7 +234,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "--limit",
                 "1",
                 "--out",
-                str(_w(d / "o13" / "config.json", '{"kind": "instruct"}').parent),
+                str(write(d / "o13" / "config.json", '{"kind": "instruct"}').parent),
             ],
         ),
         # ---------------------------------------------------------------- stats
@@ -293,12 +242,12 @@ def cases(model: str, bert: str) -> list[Case]:
         Case(
             "stats",
             "data line not JSON",
-            lambda d: ["stats", "--task", _task(d, "{oops\n", name="snj")],
+            lambda d: ["stats", "--task", task(d, "{oops\n", name="snj")],
         ),
         Case(
             "stats",
             "data not UTF-8",
-            lambda d: ["stats", "--task", _task(d, b'{"premise": "\xff"}\n', name="snu")],
+            lambda d: ["stats", "--task", task(d, b'{"premise": "\xff"}\n', name="snu")],
         ),
         # ---------------------------------------------------------------- report
         Case("report", "not a run folder", lambda d: ["report", str(d / "nothing")]),
@@ -330,7 +279,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "build",
                 "distant",
                 "--corpus",
-                str(_w(d / "empty.jsonl", "")),
+                str(write(d / "empty.jsonl", "")),
                 "--out",
                 str(d / "b1"),
             ],
@@ -359,7 +308,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "build",
                 "distant",
                 "--corpus",
-                str(_w(d / "nu.txt", b"A b. However, \xff c.")),
+                str(write(d / "nu.txt", b"A b. However, \xff c.")),
                 "--out",
                 str(d / "b4"),
             ],
@@ -371,7 +320,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "build",
                 "distant",
                 "--corpus",
-                str(_w(d / "nj.jsonl", doc + "{x\n")),
+                str(write(d / "nj.jsonl", doc + "{x\n")),
                 "--out",
                 str(d / "b5"),
             ],
@@ -383,7 +332,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "build",
                 "distant",
                 "--corpus",
-                str(_w(d / "nf.jsonl", '{"id": 1}\n')),
+                str(write(d / "nf.jsonl", '{"id": 1}\n')),
                 "--out",
                 str(d / "b6"),
             ],
@@ -395,7 +344,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "build",
                 "distant",
                 "--corpus",
-                str(_w(d / "nn.jsonl", '{"text": 3}\n')),
+                str(write(d / "nn.jsonl", '{"text": 3}\n')),
                 "--out",
                 str(d / "b7"),
             ],
@@ -407,7 +356,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "build",
                 "implicit",
                 "--corpus",
-                str(_w(d / "c.jsonl", doc)),
+                str(write(d / "c.jsonl", doc)),
                 "--out",
                 str(d / "b8"),
                 "--scores",
@@ -421,11 +370,11 @@ def cases(model: str, bert: str) -> list[Case]:
                 "build",
                 "implicit",
                 "--corpus",
-                str(_w(d / "c.jsonl", doc)),
+                str(write(d / "c.jsonl", doc)),
                 "--out",
                 str(d / "b9"),
                 "--scores",
-                str(_w(d / "s.jsonl", "{x\n")),
+                str(write(d / "s.jsonl", "{x\n")),
             ],
         ),
         Case(
@@ -435,12 +384,12 @@ def cases(model: str, bert: str) -> list[Case]:
                 "build",
                 "implicit",
                 "--corpus",
-                str(_w(d / "c.jsonl", doc)),
+                str(write(d / "c.jsonl", doc)),
                 "--out",
                 str(d / "b10"),
                 "--scores",
                 str(
-                    _w(
+                    write(
                         d / "sn.jsonl",
                         "".join(
                             json.dumps({"id": f"d:{i}-{j}", "probs": [float("nan"), 0, 0, 1]})
@@ -459,7 +408,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "build",
                 "implicit",
                 "--corpus",
-                str(_w(d / "c.jsonl", doc)),
+                str(write(d / "c.jsonl", doc)),
                 "--out",
                 str(d / "b11"),
                 "--classifier",
@@ -477,7 +426,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "--out",
                 str(d / "b12"),
                 "--scores",
-                str(_w(d / "s2.jsonl", "")),
+                str(write(d / "s2.jsonl", "")),
             ],
         ),
         # ---------------------------------------------------------------- contamination
@@ -521,9 +470,9 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *train,
                 "--task",
-                _task(
+                task(
                     d,
-                    _nli_rows(9)
+                    nli_rows(9)
                     .replace("neutral", "entailment")
                     .replace("contradiction", "entailment"),
                     name="one",
@@ -540,7 +489,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *train,
                 "--task",
-                _task(d, _nli_rows(), name="tf", extra=POOL("tf")),
+                task(d, nli_rows(), name="tf", extra=POOL("tf")),
                 "--dev-fraction",
                 "1.5",
                 "--out",
@@ -553,7 +502,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *train,
                 "--task",
-                _task(d, _nli_rows(), name="te", extra=POOL("te")),
+                task(d, nli_rows(), name="te", extra=POOL("te")),
                 "--epochs",
                 "0",
                 "--out",
@@ -566,7 +515,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *train,
                 "--task",
-                _task(d, _nli_rows(), name="tl", extra=POOL("tl")),
+                task(d, nli_rows(), name="tl", extra=POOL("tl")),
                 "--lr",
                 "-1",
                 "--out",
@@ -581,7 +530,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "--model",
                 model,
                 "--task",
-                _task(d, _nli_rows(), name="tm", extra=POOL("tm")),
+                task(d, nli_rows(), name="tm", extra=POOL("tm")),
                 "--epochs",
                 "1",
                 "--no-progress",
@@ -596,7 +545,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *train,
                 "--task",
-                _task(d, _nli_rows(4).encode() + b"\xff\n", name="tu", extra=POOL("tu")),
+                task(d, nli_rows(4).encode() + b"\xff\n", name="tu", extra=POOL("tu")),
                 "--out",
                 str(d / "t7"),
             ],
@@ -605,7 +554,7 @@ def cases(model: str, bert: str) -> list[Case]:
         Case(
             "instruct",
             "shots not a multiple of 4",
-            lambda d: ["instruct", "--task", _sci_task(d), "--shots", "3", "--out", str(d / "i1")],
+            lambda d: ["instruct", "--task", sci_task(d), "--shots", "3", "--out", str(d / "i1")],
         ),
         Case(
             "instruct",
@@ -613,7 +562,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 "instruct",
                 "--task",
-                _sci_task(d),
+                sci_task(d),
                 "--api-base",
                 "localhost:8000",
                 "--model",
@@ -632,7 +581,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "--model",
                 model,
                 "--task",
-                _task(d, _nli_rows(), name="i3"),
+                task(d, nli_rows(), name="i3"),
                 "--out",
                 str(d / "i3o"),
                 "--no-progress",
@@ -644,7 +593,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 "instruct",
                 "--task",
-                _sci_task(d),
+                sci_task(d),
                 "--api-base",
                 "http://127.0.0.1:9/v1",
                 "--model",
@@ -675,7 +624,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *run,
                 "--task",
-                str(_w(d / "le.yaml", "path: t.jsonl\nlabels: []\n")),
+                str(write(d / "le.yaml", "path: t.jsonl\nlabels: []\n")),
                 "--out",
                 str(d / "o16"),
             ],
@@ -686,7 +635,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *run,
                 "--task",
-                _task(d, _nli_rows(), "fields: {premise: sentence1}\n", name="fm"),
+                task(d, nli_rows(), "fields: {premise: sentence1}\n", name="fm"),
                 "--out",
                 str(d / "o17"),
             ],
@@ -711,7 +660,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 lambda ls: ls[:2] + [ls[2].replace('"loglik": [', '"loglik": ["x", ')] + ls[3:]
             ),
         ),
-        Case("stats", "empty data file", lambda d: ["stats", "--task", _task(d, "", name="se")]),
+        Case("stats", "empty data file", lambda d: ["stats", "--task", task(d, "", name="se")]),
         Case("stats", "unknown task name", lambda d: ["stats", "--task", "no-such-task"]),
         Case(
             "build distant",
@@ -720,7 +669,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "build",
                 "distant",
                 "--corpus",
-                str(_w(d / "dup.jsonl", doc + doc)),
+                str(write(d / "dup.jsonl", doc + doc)),
                 "--out",
                 str(d / "b13"),
             ],
@@ -738,7 +687,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "--task",
                 "smoke",
                 "--corpus",
-                str(_w(d / "ok.txt", "a b c\n")),
+                str(write(d / "ok.txt", "a b c\n")),
                 "--n",
                 "0",
                 "--out",
@@ -753,7 +702,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "--task",
                 "smoke",
                 "--corpus",
-                str(_w(d / "ok.txt", "a b c\n")),
+                str(write(d / "ok.txt", "a b c\n")),
                 "--tokenizer",
                 str(d / "no-tokenizer"),
                 "--out",
@@ -768,7 +717,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "--task",
                 "chaosnli_snli",
                 str(
-                    _w(
+                    write(
                         d / "neg.json",
                         json.dumps(
                             {"m": {"x": {"uid": "x", "predicted_probabilities": [-0.5, 1.0, 0.5]}}}
@@ -784,7 +733,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "chaosnli-score",
                 "--task",
                 "chaosnli_snli",
-                str(_w(d / "lst.json", json.dumps({"m": {"x": [0.2, 0.3, 0.5]}}))),
+                str(write(d / "lst.json", json.dumps({"m": {"x": [0.2, 0.3, 0.5]}}))),
             ],
         ),
         Case(
@@ -794,7 +743,7 @@ def cases(model: str, bert: str) -> list[Case]:
                 "chaosnli-score",
                 "--task",
                 "chaosnli_snli",
-                str(_w(d / "nu.json", b'{"m": "\xff"}')),
+                str(write(d / "nu.json", b'{"m": "\xff"}')),
             ],
         ),
         Case(
@@ -803,7 +752,7 @@ def cases(model: str, bert: str) -> list[Case]:
             lambda d: [
                 *train,
                 "--task",
-                _task(d, _nli_rows().replace('"label"', '"gold"'), name="nl", extra=POOL("nl")),
+                task(d, nli_rows().replace('"label"', '"gold"'), name="nl", extra=POOL("nl")),
                 "--out",
                 str(d / "t8"),
             ],

@@ -15,9 +15,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from reliability_kit import Case, invoke, nli_rows, task, write
+from reliability_kit import Case, invoke, nli_rows, sci_task, task, write
 
-SCI4 = ["contrasting", "reasoning", "entailment", "neutral"]
 _n = itertools.count()
 
 
@@ -39,18 +38,6 @@ def _edit_line(path: Path, n: int, field: str, value: str) -> None:
     row[field] = value
     lines[n] = json.dumps(row) + "\n"
     path.write_text("".join(lines), encoding="utf-8")
-
-
-def _sci(f: Path, n: int = 8) -> str:
-    rows = "".join(
-        json.dumps(
-            {"id": f"s{i}", "premise": f"We train {i}.", "hypothesis": "It works.", "label": lab}
-        )
-        + "\n"
-        for i, lab in enumerate(SCI4 * (n // 4))
-    )
-    write(f / "sci.jsonl", rows)
-    return str(write(f / "sci.yaml", f"name: sci\npath: sci.jsonl\nlabels: [{', '.join(SCI4)}]\n"))
 
 
 def _replace_weights(path: Path) -> None:
@@ -181,7 +168,7 @@ def cases(model: str, bert: str) -> list[Case]:  # noqa: C901 (one closure per c
 
     def other_kind(d: Path) -> list[str]:
         f = _fresh(d, "kind")
-        t = _sci(f)
+        t = sci_task(f, n=8, extra="name: sci\n")
         _first(
             [
                 "instruct",
@@ -225,21 +212,21 @@ def cases(model: str, bert: str) -> list[Case]:  # noqa: C901 (one closure per c
 
     def instruct_data(d: Path) -> list[str]:
         f = _fresh(d, "idata")
-        t = _sci(f)
+        t = sci_task(f, n=8, extra="name: sci\n")
         _first([*instruct_argv(f, t), "--limit", "2"], d)
         _edit_line(f / "sci.jsonl", 3, "hypothesis", "It fails.")
         return [*instruct_argv(f, t), "--limit", "4"]
 
     def instruct_weights(d: Path) -> list[str]:
         f = _fresh(d, "iweights")
-        t, m = _sci(f), _copy_model(model, f)
+        t, m = sci_task(f, n=8, extra="name: sci\n"), _copy_model(model, f)
         _first([*instruct_argv(f, t, str(m)), "--limit", "2"], d)
         _replace_weights(m)
         return [*instruct_argv(f, t, str(m)), "--limit", "4"]
 
     def instruct_no_config(d: Path) -> list[str]:
         f = _fresh(d, "inoconfig")
-        t = _sci(f)
+        t = sci_task(f, n=8, extra="name: sci\n")
         _first([*instruct_argv(f, t), "--limit", "2"], d)
         (f / "o" / "config.json").unlink()
         return [*instruct_argv(f, t), "--limit", "4"]

@@ -91,3 +91,25 @@ def invoke(argv: list[str], cwd: Path | None = None) -> tuple[int, str]:
         root.handlers = handlers
         os.chdir(old)
     return int(rc or 0), err.getvalue()
+
+
+SCI4 = "[contrasting, reasoning, entailment, neutral]"
+
+
+def sci_task(d: Path, name: str = "sci", n: int = 16, extra: str = "") -> str:
+    """A four-label SciNLI-like task ``d/name.yaml`` of ``n`` rows (labels in turn)."""
+    labs = ["contrasting", "reasoning", "entailment", "neutral"]
+    rows = "".join(
+        json.dumps(
+            {
+                "id": f"s{i}",
+                "premise": f"We train model {i}.",
+                "hypothesis": "It works.",
+                "label": labs[i % 4],
+            }
+        )
+        + "\n"
+        for i in range(n)
+    )
+    write(d / f"{name}.jsonl", rows)
+    return str(write(d / f"{name}.yaml", f"path: {name}.jsonl\nlabels: {SCI4}\n{extra}"))

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reliability_kit import Case, write
+from reliability_kit import Case, sci_task
 
 _SERVER: list[Any] = []
 
@@ -52,24 +52,6 @@ def _plant(value: float) -> Callable[[dict[str, Any]], dict[str, Any]]:
     return change
 
 
-def _sci_task(d: Path) -> str:
-    labs = ["contrasting", "reasoning", "entailment", "neutral"]
-    rows = "".join(
-        json.dumps(
-            {"id": f"s{i}", "premise": f"We fit {i}.", "hypothesis": "It fits.", "label": lab}
-        )
-        + "\n"
-        for i, lab in enumerate(labs * 2)
-    )
-    write(d / "srv_sci.jsonl", rows)
-    return str(
-        write(
-            d / "srv_sci.yaml",
-            "path: srv_sci.jsonl\nlabels: [contrasting, reasoning, entailment, neutral]\n",
-        )
-    )
-
-
 def cases(model: str, bert: str) -> list[Case]:
     """The hostile-server cases (``bert`` is not used)."""
 
@@ -104,7 +86,7 @@ def cases(model: str, bert: str) -> list[Case]:
             return [
                 "instruct",
                 "--task",
-                _sci_task(d),
+                sci_task(d, "srv_sci", 8),
                 "--api-base",
                 url,
                 "--model",

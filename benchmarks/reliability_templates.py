@@ -15,30 +15,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from reliability_kit import Case, nli_rows, task, write
-
-SCI4 = "[contrasting, reasoning, entailment, neutral]"
-
-
-def _sci_rows(n: int = 8) -> str:
-    labs = ["contrasting", "reasoning", "entailment", "neutral"]
-    return "".join(
-        json.dumps(
-            {
-                "id": f"s{i}",
-                "premise": f"We train model {i}.",
-                "hypothesis": "It works.",
-                "label": labs[i % 4],
-            }
-        )
-        + "\n"
-        for i in range(n)
-    )
-
-
-def _sci_task(d: Path, name: str) -> str:
-    write(d / f"{name}.jsonl", _sci_rows())
-    return str(write(d / f"{name}.yaml", f"path: {name}.jsonl\nlabels: {SCI4}\n"))
+from reliability_kit import Case, nli_rows, sci_task, task, write
 
 
 def _chat_model(model: str, d: Path, name: str, chat_template: str) -> str:
@@ -131,7 +108,7 @@ def cases(model: str, bert: str) -> list[Case]:
             folder = _chat_model(model, d, f"{command}_{_slug(name)}", chat_template)
             out = str(d / f"o_{command}_{_slug(name)}")
             if command == "instruct":
-                sci = _sci_task(d, f"sci_{_slug(name)}")
+                sci = sci_task(d, f"sci_{_slug(name)}")
                 return [
                     "instruct", "--model", folder, "--task", sci, "--shots", "0",
                     "--limit", "2", "--max-new-tokens", "2", "--out", out, "--no-progress",

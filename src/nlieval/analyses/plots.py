@@ -45,6 +45,14 @@ def baseline_levels(metrics_rows: Sequence[Row], metric: str = "accuracy") -> di
     return out
 
 
+def _reference_lines(ax: Any, task: str, lines: Mapping[str, Mapping[str, float]] | None) -> None:
+    # Each reference (a baseline run, a human estimate) dotted at its level for the task.
+    for i, (name, levels) in enumerate(sorted((lines or {}).items())):
+        if task in levels:
+            ax.axhline(levels[task], ls=":", lw=1.5, color=BASELINE_COLORS[i % 4],
+                       label=name, zorder=0)  # fmt: skip
+
+
 def _by(rows: Iterable[Row], key: str) -> dict[Any, list[Row]]:
     out: dict[Any, list[Row]] = {}
     for r in rows:
@@ -99,10 +107,7 @@ def plot_accuracy_vs_shots(
                 label=name,
             )
         ax.axhline(rows[0]["chance"], ls="--", color="grey", label="chance", zorder=0)
-        for i, (name, levels) in enumerate(sorted((baselines or {}).items())):
-            if task in levels:
-                ax.axhline(levels[task], ls=":", lw=1.5, color=BASELINE_COLORS[i % 4],
-                           label=name, zorder=0)  # fmt: skip
+        _reference_lines(ax, str(task), baselines)
         ax.set_xticks(sorted({int(r["k"]) for r in rows}))
         ax.set(title=str(task), xlabel="shots (k)", ylabel="accuracy", ylim=(0, 1))
     legend(fig, axes)
@@ -262,10 +267,7 @@ def plot_accuracy_vs_size(
                                 textcoords="offset points", xytext=(3, -10))  # fmt: skip
         if task_rows[0].get("chance") is not None:
             ax.axhline(task_rows[0]["chance"], ls="--", color="grey", label="chance", zorder=0)
-        for i, (name, levels) in enumerate(sorted((baselines or {}).items())):
-            if task in levels:
-                ax.axhline(levels[task], ls=":", lw=1.5, color=BASELINE_COLORS[i % 4],
-                           label=name, zorder=0)  # fmt: skip
+        _reference_lines(ax, str(task), baselines)
         ax.set_xscale("log")
         ax.set(title=str(task), xlabel="parameters", ylabel="accuracy", ylim=(0, 1))
     legend(fig, axes)
@@ -324,10 +326,7 @@ def plot_dynamics(
         chance = task_rows[0].get("chance")
         if metric == "accuracy" and chance is not None:
             ax.axhline(chance, ls="--", color="grey", label="chance", zorder=0)
-        for i, (name, levels) in enumerate(sorted((lines or {}).items())):
-            if task in levels:
-                ax.axhline(levels[task], ls=":", lw=1.5, color=BASELINE_COLORS[i % 4],
-                           label=name, zorder=0)  # fmt: skip
+        _reference_lines(ax, str(task), lines)
         if min(position[str(r["checkpoint"])] for r in task_rows) > 0:
             ax.set_xscale("log")
         ax.set(title=str(task), xlabel=axis, ylabel=DYNAMICS_METRICS[metric])
