@@ -44,20 +44,26 @@ def write(path: Path, text: str | bytes) -> Path:
     return path
 
 
-def nli_rows(n: int = 8, prefix: str = "i") -> str:
-    """``n`` JSONL rows of a three-label NLI task, labels in turn."""
-    labs = ["entailment", "neutral", "contradiction"]
+def rows(labels: list[str], n: int, prefix: str, premise: str, hypothesis: str) -> str:
+    """``n`` JSONL rows with ``labels`` in turn; ``premise`` may hold ``{i}``."""
     return "".join(
         json.dumps(
             {
                 "id": f"{prefix}{i}",
-                "premise": f"A man walks {i}.",
-                "hypothesis": "A man moves.",
-                "label": labs[i % 3],
+                "premise": premise.format(i=i),
+                "hypothesis": hypothesis,
+                "label": labels[i % len(labels)],
             }
         )
         + "\n"
         for i in range(n)
+    )
+
+
+def nli_rows(n: int = 8, prefix: str = "i") -> str:
+    """``n`` JSONL rows of a three-label NLI task, labels in turn."""
+    return rows(
+        ["entailment", "neutral", "contradiction"], n, prefix, "A man walks {i}.", "A man moves."
     )
 
 
@@ -99,17 +105,6 @@ SCI4 = "[contrasting, reasoning, entailment, neutral]"
 def sci_task(d: Path, name: str = "sci", n: int = 16, extra: str = "") -> str:
     """A four-label SciNLI-like task ``d/name.yaml`` of ``n`` rows (labels in turn)."""
     labs = ["contrasting", "reasoning", "entailment", "neutral"]
-    rows = "".join(
-        json.dumps(
-            {
-                "id": f"s{i}",
-                "premise": f"We train model {i}.",
-                "hypothesis": "It works.",
-                "label": labs[i % 4],
-            }
-        )
-        + "\n"
-        for i in range(n)
-    )
-    write(d / f"{name}.jsonl", rows)
+    data = rows(labs, n, "s", "We train model {i}.", "It works.")
+    write(d / f"{name}.jsonl", data)
     return str(write(d / f"{name}.yaml", f"path: {name}.jsonl\nlabels: {SCI4}\n{extra}"))

@@ -39,108 +39,45 @@ def _server(model: str, **how: Any) -> str:
     return str(server.url)
 
 
-def _plant(value: float) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    def change(body: dict[str, Any]) -> dict[str, Any]:
-        for choice in body["choices"]:
-            lp = choice["logprobs"]
-            lp["token_logprobs"] = [None if v is None else value for v in lp["token_logprobs"]]
-            lp["top_logprobs"] = [
-                None if t is None else dict.fromkeys(t, value) for t in lp["top_logprobs"]
-            ]
-        return body
-
-    return change
-
-
 def cases(model: str, bert: str) -> list[Case]:
     """The hostile-server cases (``bert`` is not used)."""
 
-    def run(name: str, *extra: str, **how: Any) -> Case:
-        def argv(d: Path) -> list[str]:
-            url = _server(model, **how)
-            out = d / f"srv_run_{name.replace(' ', '_')}"
-            return [
-                "run",
-                "--model",
-                "tiny",
-                "--api-base",
-                url,
-                "--task",
-                "smoke",
-                "--limit",
-                "6",
-                "--retries",
-                "0",
-                "--out",
-                str(out),
-                "--no-progress",
-                *extra,
-            ]
+    def case(command: str, args: Callable[[Path], list[str]]) -> Callable[..., Case]:
+        # One builder per command: its own arguments, then the server's address, no
+        # retries (a bad answer is final), a folder of its own and the case's flags.
+        def make(name: str, *extra: str, **how: Any) -> Case:
+            def argv(d: Path) -> list[str]:
+                out = d / f"srv_{command}_{name.replace(' ', '_')}"
+                return [command, *args(d), "--api-base", _server(model, **how),
+                        "--retries", "0", "--out", str(out), "--no-progress", *extra]  # fmt: skip
 
-        return Case("run", f"server: {name}", argv)
+            return Case(command, f"server: {name}", argv)
 
-    def instruct(name: str, *extra: str, **how: Any) -> Case:
-        def argv(d: Path) -> list[str]:
-            url = _server(model, **how)
-            out = d / f"srv_instruct_{name.replace(' ', '_')}"
-            return [
-                "instruct",
-                "--task",
-                sci_task(d, "srv_sci", 8),
-                "--api-base",
-                url,
-                "--model",
-                "chat-model",
-                "--shots",
-                "0",
-                "--retries",
-                "0",
-                "--out",
-                str(out),
-                "--no-progress",
-                *extra,
-            ]
+        return make
 
-        return Case("instruct", f"server: {name}", argv)
-
-    def generate(name: str, *extra: str, **how: Any) -> Case:
-        def argv(d: Path) -> list[str]:
-            url = _server(model, **how)
-            out = d / f"srv_generate_{name.replace(' ', '_')}"
-            return [
-                "generate",
-                "--task",
-                "smoke",
-                "--model",
-                "chat-model",
-                "--api-base",
-                url,
-                "--examples",
-                "0",
-                "--retries",
-                "0",
-                "--out",
-                str(out),
-                "--no-progress",
-                *extra,
-            ]
-
-        return Case("generate", f"server: {name}", argv)
+    run = case("run", lambda d: ["--model", "tiny", "--task", "smoke", "--limit", "6"])
+    instruct = case(
+        "instruct",
+        lambda d: ["--task", sci_task(d, "srv_sci", 8), "--model", "chat-model", "--shots", "0"],
+    )
+    generate = case(
+        "generate", lambda d: ["--task", "smoke", "--model", "chat-model", "--examples", "0"]
+    )
 
     def always(action: tuple[Any, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
         return lambda body: action
 
     same_tokens = json.dumps({"count": 3, "tokens": [5, 6, 7], "max_model_len": 2048})
-    from fake_openai import same_token_ids
+    from fake_openai import planted_logprobs, same_token_ids
 
     return [
         # ------------------------------------------------------------------- run
         run("+Infinity log-prob (echo)", "--top-logprobs", "0",
-            completions_default=always(("echo", _plant(float("inf"))))),
+            completions_default=always(("echo", planted_logprobs(float("inf"))))),
         run("log-prob +2.5 (one request per item)",
-            completions_default=always(("echo", _plant(2.5)))),
+            completions_default=always(("echo", planted_logprobs(2.5)))),
         run("-Infinity for every option", "--top-logprobs", "0",
-            completions_default=always(("echo", _plant(float("-inf"))))),
+            completions_default=always(("echo", planted_logprobs(float("-inf"))))),
         run("same token ids on the echo path", "--top-logprobs", "0",
             completions_default=always(("echo", same_token_ids))),
         run("/tokenize gives every option the same tokens",

@@ -268,6 +268,21 @@ def same_token_ids(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def planted_logprobs(value: float) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A body change: every log-prob the answer holds (echoed or top) becomes ``value``."""
+
+    def change(body: dict[str, Any]) -> dict[str, Any]:
+        for choice in body["choices"]:
+            lp = choice["logprobs"]
+            lp["token_logprobs"] = [None if v is None else value for v in lp["token_logprobs"]]
+            lp["top_logprobs"] = [
+                None if t is None else dict.fromkeys(t, value) for t in lp["top_logprobs"]
+            ]
+        return body
+
+    return change
+
+
 def drop_last_choice(body: dict[str, Any]) -> dict[str, Any]:
     """One choice fewer than prompts."""
     body["choices"] = body["choices"][:-1]

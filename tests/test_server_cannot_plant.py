@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import EchoLM, FakeServer, running
+from fake_openai import EchoLM, FakeServer, planted_logprobs, running
 
 from nlieval.backends.completions import CompletionsLM, checked_logprob
 from nlieval.backends.openai import ServerError, ServerOptions
@@ -23,21 +23,6 @@ from nlieval.runs import RECORDS
 def server(echo_lm: EchoLM) -> Iterator[FakeServer]:
     with running(echo_lm) as s:
         yield s
-
-
-def _plant(value: float) -> Any:
-    """A body change: every log-prob the answer holds (echoed or top) becomes ``value``."""
-
-    def change(body: dict[str, Any]) -> dict[str, Any]:
-        for choice in body["choices"]:
-            lp = choice["logprobs"]
-            lp["token_logprobs"] = [None if v is None else value for v in lp["token_logprobs"]]
-            lp["top_logprobs"] = [
-                None if t is None else dict.fromkeys(t, value) for t in lp["top_logprobs"]
-            ]
-        return body
-
-    return change
 
 
 def _records(out: Path) -> list[dict[str, Any]]:
@@ -55,7 +40,7 @@ def test_an_impossible_logprob_stops_the_run_and_keeps_what_was_scored(
 
     def answer(body: dict[str, Any]) -> tuple[Any, ...]:
         calls["prompts"] += len(body["prompt"])
-        return ("echo",) if calls["prompts"] <= good else ("echo", _plant(value))
+        return ("echo",) if calls["prompts"] <= good else ("echo", planted_logprobs(value))
 
     server.completions_default = answer
     cfg = RunConfig(
@@ -78,7 +63,7 @@ def test_an_impossible_logprob_stops_the_run_and_keeps_what_was_scored(
 def test_the_cli_says_it_in_one_line(
     tmp_path: Path, server: FakeServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    server.completions_default = lambda body: ("echo", _plant(2.5))
+    server.completions_default = lambda body: ("echo", planted_logprobs(2.5))
     out = tmp_path / "r"
     argv = ["run", "--model", "tiny", "--api-base", server.url, "--task", "smoke"]
     argv += ["--top-logprobs", "0", "--retries", "0", "--out", str(out), "--no-progress"]

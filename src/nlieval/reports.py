@@ -104,10 +104,16 @@ def grid_report(
     [('m1', 1.0), ('m2', 0.0), ('m1 - m2', 1.0), ('Average', 0.5)]
     """
     paths = list(folders)
-    ref_rows: list[dict[str, Any]] = []
     if reference is not None and Path(reference) not in map(Path, paths):
         paths.append(reference)
-    records = list(iter_run_records(paths))
+    records = []
+    ref_models: set[tuple[str, str | None]] = set()
+    for path in paths:
+        # Each folder read once; the reference's own records say which model it is.
+        held = list(iter_run_records([path]))
+        if reference is not None and Path(path) == Path(reference):
+            ref_models = {(r.model, r.checkpoint) for r in held}
+        records += held
     chaos = [v for v in values if v in chaosnli.METRICS]
     if chaos and len(chaos) != len(values):
         raise ValueError(f"ChaosNLI values ({', '.join(chaos)}) cannot share a grid with others")
@@ -117,15 +123,9 @@ def grid_report(
         rows = summarize(records)
     ref_key: dict[str, Any] | None = None
     if reference is not None:
-        ref_rows = (
-            chaosnli.score_records([r for r in RunFolder(reference).records()])
-            if chaos
-            else summarize(RunFolder(reference).records())
-        )
-        models = {(r["model"], r.get("checkpoint")) for r in ref_rows}
-        if len(models) != 1:
-            raise RunError(f"{reference}: a reference run holds one model, not {len(models)}")
-        model, ckpt = models.pop()
+        if len(ref_models) != 1:
+            raise RunError(f"{reference}: a reference run holds one model, not {len(ref_models)}")
+        model, ckpt = ref_models.pop()
         ref_key = {"model": model, "checkpoint": ckpt}
     return grid(
         rows, index=index, columns=columns, values=values, average=average, reference=ref_key
