@@ -46,7 +46,10 @@ def server(echo_lm: EchoLM) -> Iterator[FakeServer]:
 
 
 def _lm(server: FakeServer, **kw: Any) -> CompletionsLM:
-    opts: dict[str, Any] = {"timeout": 5.0, "retries": 2, "backoff": 0.01, "sleep": lambda s: None}
+    # --timeout bounds a whole request, queueing included: on a loaded 2-core CI machine
+    # the fake server's forward passes alone have taken over 5 s. No test here is about
+    # timeouts (tests/test_server_bounds.py is), so the bound is generous.
+    opts: dict[str, Any] = {"timeout": 60.0, "retries": 2, "backoff": 0.01, "sleep": lambda s: None}
     opts.update(kw)
     return CompletionsLM("tiny", server.url, **opts)
 
