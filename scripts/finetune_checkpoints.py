@@ -15,6 +15,11 @@ output layer is applied only at the answer position, for the same reason.
     nlieval run --model runs/smol-ft/step-0000 --task snli --limit 300 \\
         --checkpoints runs/smol-ft/step-0000,runs/smol-ft/step-0010,... --out runs/smol-dyn
     nlieval dynamics runs/smol-dyn --plot docs/img/dynamics.png
+    nlieval figure dynamics runs/smol-dyn runs/gemma-dyn --positions runs/positions.json \\
+        --out docs/img/dynamics_tokens.png   # the two series' positions.json merged
+
+``positions.json`` holds the training tokens (prompt tokens, padding left out) each saved
+checkpoint had seen, keyed by its folder: a token axis for models whose tokenizers differ.
 
 Training items come from ``--split`` (SNLI test here: the evaluation uses SNLI dev, so
 the two never share an item).
@@ -72,11 +77,15 @@ def main() -> None:
     letters = {c: tok(c, add_special_tokens=False)["input_ids"][-1] for c in builder.continuations}
     out = Path(args.out)
     log = []
+    # Training tokens seen (prompt tokens without padding) at each saved checkpoint: the x
+    # axis of `nlieval figure dynamics --positions`, keyed by the folder as written here.
+    tokens, positions = 0, {}
 
     def save(step: int) -> None:
         target = out / f"step-{step:04d}"
         model.save_pretrained(target)
         tok.save_pretrained(target)
+        positions[str(target)] = tokens
         print(f"saved {target}", flush=True)
 
     step, start = 0, time.time()
@@ -93,6 +102,7 @@ def main() -> None:
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
         enc = tok(texts, return_tensors="pt", padding=True)
+        tokens += int(enc["attention_mask"].sum())
         pos = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)
         hidden = body(**enc, position_ids=pos).last_hidden_state[:, -1]
         loss = torch.nn.functional.cross_entropy(head(hidden).float(), gold)
@@ -100,11 +110,19 @@ def main() -> None:
         loss.backward()
         opt.step()
         step += 1
-        log.append({"step": step, "loss": loss.item(), "elapsed_s": round(time.time() - start, 1)})
+        log.append(
+            {
+                "step": step,
+                "tokens": tokens,
+                "loss": loss.item(),
+                "elapsed_s": round(time.time() - start, 1),
+            }
+        )
         print(json.dumps(log[-1]), flush=True)
         if step in save_at:
             save(step)
     (out / "train_log.json").write_text(json.dumps(log, indent=1))
+    (out / "positions.json").write_text(json.dumps(positions, indent=1))
 
 
 if __name__ == "__main__":

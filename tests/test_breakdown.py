@@ -77,3 +77,33 @@ def test_seeds_are_averaged_and_missing_fields_grouped() -> None:
     assert Counter(r["seeds"] for r in rows) == {2: 2}
     with pytest.raises(ValueError, match="at least one field"):
         breakdown(recs, [])
+
+
+def test_per_class_f1_per_domain_in_columns() -> None:
+    import csv
+    import io
+    import json
+
+    import numpy as np
+    from sklearn.metrics import f1_score
+
+    labels = ("contrasting", "reasoning", "entailment", "neutral")
+    rng = np.random.default_rng(0)
+    recs = []
+    for i in range(120):
+        gold, pred = labels[rng.integers(4)], labels[rng.integers(4)]
+        dom = ("acl", "bio")[i % 2]
+        recs.append(Record("sci", str(i), "m", 0, 0, labels, (-1.0,) * 4, (0.25,) * 4,
+                           pred, gold, meta={"domain": dom}))  # fmt: skip
+    rows = breakdown(recs, ["domain"])
+    table = list(csv.DictReader(io.StringIO(breakdown_table(rows, ["domain"], "csv"))))
+    assert [r["domain"] for r in table] == ["acl", "bio"]
+    for row in table:
+        mine = [r for r in recs if r.meta["domain"] == row["domain"]]
+        want = f1_score([r.gold for r in mine], [r.pred for r in mine], labels=list(labels),
+                        average=None, zero_division=0)  # fmt: skip
+        for c, w in zip(labels, want, strict=True):
+            assert float(row[f"f1_{c}"]) == pytest.approx(w)
+    md = breakdown_table(rows, ["domain"]).splitlines()
+    assert md[0].endswith("| F1 contrasting | F1 reasoning | F1 entailment | F1 neutral |")
+    assert json.loads(breakdown_table(rows, ["domain"], "json"))[1]["domain"] == "bio"

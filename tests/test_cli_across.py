@@ -98,3 +98,48 @@ def test_items_side_by_side_filtered(
         assert cells[3]  # the premise text came from the task's data
     capsys.readouterr()
     assert main([*argv, "--filter", "colour"]) == 2
+
+
+def _accuracy(folder: Path, **where: Any) -> dict[int, float]:
+    # Per seed, straight from the saved lines: an independent reading of records.jsonl.
+    right: dict[int, list[bool]] = {}
+    for line in (folder / "records.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if all(r.get(k) == v for k, v in where.items()):
+            right.setdefault(r["seed"], []).append(r["pred"] == r["gold"])
+    return {s: sum(v) / len(v) for s, v in right.items()}
+
+
+def test_grid_intervals_and_checkpoints_as_seeds(
+    folders: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "ci.json"
+    argv = ["grid", str(folders["small"]), "--rows", "model,k", "--ci", "0.9", "--format", "json"]
+    assert main([*argv, "--resamples", "400", "--out", str(out)]) == 0
+    cells = json.loads(out.read_text())["cells"]
+    bounded = [c for c in cells if c["row"][0] == "org/small"]
+    assert len(bounded) == 2
+    for c in bounded:
+        seeds = _accuracy(folders["small"], k=c["row"][1])
+        assert c["mean"] == pytest.approx(sum(seeds.values()) / len(seeds))
+        assert c["low"] <= c["mean"] <= c["high"] and c["high"] - c["low"] > 0
+    assert all(c["low"] is None for c in cells if c["row"][0] == "Average")
+    assert main([*argv, "--resamples", "400", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["cells"] == cells  # seeded: the same intervals
+    md = tmp_path / "ci.md"
+    assert (
+        main(["grid", str(folders["small"]), "--cols", "task,k", "--ci", "0.9", "--out", str(md)])
+        == 0
+    )
+    assert " [" in md.read_text()
+    # Two checkpoints of one model as its two seeds: one row, mean and sample std of the
+    # two checkpoints' accuracies.
+    argv = ["grid", str(folders["ckpts"]), "--over-checkpoints", "--format", "json"]
+    assert main([*argv, "--out", str(out)]) == 0
+    (cell,) = [c for c in json.loads(out.read_text())["cells"] if c["row"] == ["org/pythia"]]
+    accs = [_accuracy(folders["ckpts"], checkpoint=c)[0] for c in ("step1000", "step2000")]
+    assert cell["mean"] == pytest.approx(sum(accs) / 2)
+    assert cell["std"] == pytest.approx(abs(accs[0] - accs[1]) / 2**0.5)
+    capsys.readouterr()
+    assert main(["grid", str(folders["ckpts"])]) == 2  # two checkpoints in one cell
+    assert main(["grid", str(folders["small"]), "--metrics", "acc_majority", "--ci", "0.9"]) == 2

@@ -9,7 +9,7 @@ import pytest
 from sklearn.metrics import f1_score
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
-from nlieval.significance import macro_f1, mcnemar, paired_bootstrap
+from nlieval.significance import bootstrap_interval, macro_f1, mcnemar, paired_bootstrap
 
 
 def _pairs(both: int, a_only: int, b_only: int, neither: int) -> tuple[list[bool], list[bool]]:
@@ -96,3 +96,50 @@ def test_bad_inputs_are_refused() -> None:
         paired_bootstrap([float("nan")], [0.1], metric="mean")
     with pytest.raises(ValueError, match="unknown metric"):
         paired_bootstrap([1], [1], [1], metric="bleu")
+
+
+def test_macro_f1_over_given_classes_agrees_with_scikit_learn() -> None:
+    # A table's macro F1 is over the task's labels, absent ones included (F1 0).
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        gold = rng.integers(0, 2, 25)
+        pred = rng.integers(0, 3, 25)
+        classes = np.array([0, 1, 2, 3])
+        want = f1_score(gold, pred, labels=classes, average="macro", zero_division=0)
+        assert macro_f1(gold, pred, classes) == pytest.approx(want)
+
+
+def test_one_system_interval_of_a_hand_derived_case() -> None:
+    # Two items, one right: a resample holds the right item 0, 1 or 2 times (1/4, 1/2,
+    # 1/4), so accuracy is 0, 1/2 or 1 and the 95% percentile interval is [0, 1].
+    r = bootstrap_interval([[1, 0]], [1, 1], resamples=4000, seed=1)
+    assert (r.value, r.low, r.high) == (0.5, 0.0, 1.0)
+
+
+def test_one_system_interval_matches_the_normal_approximation() -> None:
+    # 300 of 400 right: the binomial standard error is sqrt(.75 * .25 / 400) = 0.02165, so
+    # a 95% interval is about 0.75 -+ 1.96 * 0.02165 = [0.7076, 0.7924].
+    preds = [1] * 300 + [0] * 100
+    r = bootstrap_interval([preds], [1] * 400, resamples=6000, seed=2)
+    assert r.value == 0.75
+    assert r.low == pytest.approx(0.7076, abs=0.008)
+    assert r.high == pytest.approx(0.7924, abs=0.008)
+    assert r == bootstrap_interval([preds], [1] * 400, resamples=6000, seed=2)
+    # A second seed with the same predictions changes nothing; per-item scores (a mean)
+    # get the mean -+ 1.96 s / sqrt(n) interval the same way.
+    two = bootstrap_interval([preds, preds], [1] * 400, resamples=6000, seed=2)
+    assert (two.low, two.high) == (r.low, r.high)
+    scores = np.random.default_rng(5).normal(2.0, 1.0, 900)
+    se = scores.std(ddof=1) / np.sqrt(900)
+    m = bootstrap_interval([scores], metric="mean", resamples=6000, seed=0)
+    assert m.low == pytest.approx(scores.mean() - 1.96 * se, abs=0.25 * se)
+    assert m.high == pytest.approx(scores.mean() + 1.96 * se, abs=0.25 * se)
+
+
+def test_one_system_interval_refuses_bad_input() -> None:
+    with pytest.raises(ValueError, match="gold"):
+        bootstrap_interval([[1, 0]])
+    with pytest.raises(ValueError, match="equal"):
+        bootstrap_interval([[1, 0], [1]], [1, 1])
+    with pytest.raises(ValueError, match="confidence"):
+        bootstrap_interval([[1]], [1], confidence=1.5)

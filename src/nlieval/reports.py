@@ -5,6 +5,7 @@ the papers' grids across runs (:func:`grid_report`), breakdowns by item field
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from .analyses import (
     chaosnli,
     checkpoint_positions,
     grid,
+    intervals,
     plot_accuracy_vs_shots,
     plot_accuracy_vs_size,
     plot_dynamics,
@@ -34,6 +36,7 @@ from .runs import (
     read_results,
     run_timing,
 )
+from .types import Record
 
 
 def report(folders: Iterable[str | Path], write: bool = True) -> str:
@@ -85,6 +88,10 @@ def grid_report(
     values: Sequence[str] = ("accuracy",),
     reference: str | Path | None = None,
     average: bool = True,
+    ci: float | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+    over_checkpoints: bool = False,
 ) -> Grid:
     """The grid table (:func:`nlieval.analyses.grid`) of the metric rows of ``folders``,
     recomputed from their records: :func:`nlieval.metrics.summarize` rows, or for the
@@ -92,6 +99,11 @@ def grid_report(
     rows of :func:`nlieval.analyses.chaosnli.score_records` over the ChaosNLI records.
     ``reference`` is a run folder (also one of ``folders`` or not) of one model whose row
     the others' gaps are taken to.
+
+    ``ci`` (a confidence level such as 0.95) adds each cell's bootstrap interval over items
+    (:func:`nlieval.analyses.grid.intervals`, ``resamples`` draws seeded by ``seed``).
+    ``over_checkpoints`` counts a model's checkpoints as its seeds: the seed folders of a
+    ``nlieval train`` output become one row with mean ± std over training seeds.
 
     >>> from nlieval.types import Record
     >>> def rec(model, pred):
@@ -111,6 +123,8 @@ def grid_report(
     for path in paths:
         # Each folder read once; the reference's own records say which model it is.
         held = list(iter_run_records([path]))
+        if over_checkpoints:
+            held = over_replicates(held)
         if reference is not None and Path(path) == Path(reference):
             ref_models = {(r.model, r.checkpoint) for r in held}
         records += held
@@ -118,9 +132,25 @@ def grid_report(
     if chaos and len(chaos) != len(values):
         raise ValueError(f"ChaosNLI values ({', '.join(chaos)}) cannot share a grid with others")
     if chaos:
+        if ci is not None:
+            raise ValueError("intervals (--ci) are for accuracy, macro_f1 and gold_nll")
         rows = chaosnli.score_records([r for r in records if "human_counts" in r.meta])
     else:
         rows = summarize(records)
+        if ci is not None:
+            bounds = intervals(records, values, confidence=ci, resamples=resamples, seed=seed)
+            rows = [
+                {
+                    **r,
+                    **{
+                        f"{m}_ci": lh
+                        for m, lh in bounds.get(
+                            (r["model"], r["checkpoint"], r["task"], r["k"]), {}
+                        ).items()
+                    },
+                }
+                for r in rows
+            ]
     ref_key: dict[str, Any] | None = None
     if reference is not None:
         if len(ref_models) != 1:
@@ -132,16 +162,33 @@ def grid_report(
     )
 
 
-def breakdown_report(folders: Sequence[str | Path], by: Sequence[str]) -> str:
-    """:func:`nlieval.analyses.breakdown` of the records of ``folders`` as a Markdown table.
+def over_replicates(records: Sequence[Record]) -> list[Record]:
+    """The records of one folder with each (checkpoint, seed) pair as a seed of its own
+    and no checkpoint: a ``nlieval train`` folder's seed checkpoints (or a run over them)
+    as replicates of one model.
+
+    >>> from nlieval.types import Record
+    >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), "a", "a")
+    >>> [(x.checkpoint, x.seed) for x in over_replicates([replace(r, checkpoint="seed0"),
+    ...     replace(r, checkpoint="seed1"), replace(r, checkpoint="seed1", seed=3)])]
+    [(None, 0), (None, 1), (None, 2)]
+    """
+    pairs = sorted({(r.checkpoint or "", r.seed) for r in records})
+    index = {p: i for i, p in enumerate(pairs)}
+    return [replace(r, checkpoint=None, seed=index[(r.checkpoint or "", r.seed)]) for r in records]
+
+
+def breakdown_report(folders: Sequence[str | Path], by: Sequence[str], fmt: str = "md") -> str:
+    """:func:`nlieval.analyses.breakdown` of the records of ``folders`` as a table
+    (``fmt``: ``md``, ``csv`` or ``json``; :func:`nlieval.analyses.breakdown_table`).
 
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
     ...     (-0.1, -2.0), (0.87, 0.13), "entailment", "entailment", meta={"genre": "fiction"})])
     >>> print(breakdown_report([run_dir], ["genre"]).splitlines()[2])
-    | m | t | 0 | fiction | 1 | 1.000 | 0.500 | entailment 1.00, neutral 0.00 |
+    | m | t | 0 | fiction | 1 | 1.000 | 0.500 | 1.000 | 0.000 |
     """
-    return breakdown_table(breakdown(iter_run_records(folders), by), by)
+    return breakdown_table(breakdown(iter_run_records(folders), by), by, fmt)
 
 
 def _levels(folder: str | Path, metric: str = "accuracy") -> tuple[str, dict[str, float]]:

@@ -15,7 +15,8 @@ and prediction files of classifiers made elsewhere. Where to start:
 * ``nlieval breakdown``: :func:`breakdown` of records by any item field (HANS heuristic,
   genre, round, domain, gold label), :func:`breakdown_table`;
 * ``nlieval grid``: :func:`grid` pivots metric rows of many folders into the papers'
-  model x benchmark tables (Average row, gaps to a reference), :func:`render_grid`;
+  model x benchmark tables (Average row, gaps to a reference, bootstrap intervals on
+  request: :func:`intervals`), :func:`render_grid`;
 * ``nlieval items``: :func:`item_listing` of several folders' predictions side by side,
   filtered for error analysis;
 * ``nlieval plots``: :func:`plot_accuracy_vs_shots`, :func:`plot_accuracy_by_entropy`
@@ -33,7 +34,7 @@ from .breakdown import breakdown, breakdown_table
 from .chaosnli import HumanBaseline, score_prediction_file, score_records
 from .compare import compare_runs, comparison_table
 from .dynamics import follow_run
-from .grid import Grid, grid, render_grid
+from .grid import Grid, grid, intervals, render_grid
 from .imports import ImportConfig, import_predictions
 from .listing import item_listing, listing_table
 from .plots import (
@@ -59,6 +60,7 @@ __all__ = [
     "comparison_table",
     "follow_run",
     "grid",
+    "intervals",
     "import_predictions",
     "item_listing",
     "listing_table",

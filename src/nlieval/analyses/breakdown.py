@@ -20,6 +20,9 @@ tables of a whole run are (:func:`nlieval.metrics.summarize`).
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -70,7 +73,10 @@ def breakdown(records: Iterable[Record], by: Sequence[str]) -> list[dict[str, An
             vals = [m[name] for m in per_seed.values() if m.get(name) is not None]
             mean, std = mean_std(vals, skip_nan=True) if vals else (float("nan"), float("nan"))
             row[name], row[f"{name}_std"] = mean, std
-        classes = sorted({c for m in per_seed.values() for c in (m.get("per_class_f1") or {})})
+        seen = {c for m in per_seed.values() for c in (m.get("per_class_f1") or {})}
+        # The task's label order (the papers' column order), then anything else by name.
+        order = list(next(iter(groups[key].values()))[0].labels)
+        classes = [c for c in order if c in seen] + sorted(seen - set(order))
         row["per_class_f1"] = {
             c: mean_std(
                 [
@@ -87,16 +93,48 @@ def breakdown(records: Iterable[Record], by: Sequence[str]) -> list[dict[str, An
     return rows
 
 
-def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str]) -> str:
-    """The rows of :func:`breakdown` as a Markdown table (per-class F1 in one column).
+def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str], fmt: str = "md") -> str:
+    """The rows of :func:`breakdown` as a table: Markdown (``md``), CSV (``csv``) or JSON
+    (``json``: the rows as they are). Per-class F1 gets a column per class (the papers'
+    per-class F1 per domain layout); a row whose group lacks a class shows ``–``.
 
     >>> rows = [{"model": "m", "checkpoint": None, "task": "t", "k": 0, "genre": "fiction",
     ...          "n": 3, "accuracy": 0.5, "accuracy_std": 0.0, "macro_f1": 0.4,
     ...          "macro_f1_std": 0.0, "per_class_f1": {"entailment": 0.4}, "seeds": 1}]
     >>> print(breakdown_table(rows, ["genre"]).splitlines()[2])
-    | m | t | 0 | fiction | 3 | 0.500 | 0.400 | entailment 0.40 |
+    | m | t | 0 | fiction | 3 | 0.500 | 0.400 | 0.400 |
     """
-    head = ["model", "task", "k", *by, "n", "accuracy", "macro F1", "per-class F1"]
+    if fmt == "json":
+        return json.dumps(list(rows), indent=2)
+    classes: list[str] = []
+    for r in rows:
+        classes += [c for c in r["per_class_f1"] if c not in classes]
+    head = ["model", "task", "k", *by, "n", "accuracy", "macro F1", *(f"F1 {c}" for c in classes)]
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        fixed = ["n", "accuracy", "accuracy_std", "macro_f1", "macro_f1_std"]
+        w.writerow(
+            [
+                "model",
+                "checkpoint",
+                "task",
+                "k",
+                *by,
+                *fixed,
+                *(f"f1_{c}" for c in classes),
+                "seeds",
+            ]
+        )
+        for r in rows:
+            f1 = r["per_class_f1"]
+            w.writerow([r["model"], r.get("checkpoint") or "", r["task"], r["k"],
+                        *(r[f] for f in by), r["n"], r["accuracy"], r["accuracy_std"],
+                        r["macro_f1"], r["macro_f1_std"], *(f1.get(c, "") for c in classes),
+                        r["seeds"]])  # fmt: skip
+        return buf.getvalue()
+    if fmt != "md":
+        raise ValueError(f"unknown format {fmt!r}: md, csv or json")
     body = []
     for r in rows:
         model = r["model"] + (f" @ {r['checkpoint']}" if r.get("checkpoint") else "")
@@ -105,7 +143,7 @@ def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str]) -> str:
             mean, std = row[name], row[f"{name}_std"]
             return f"{mean:.3f}" + (f" ± {std:.3f}" if row["seeds"] > 1 else "")
 
-        f1 = ", ".join(f"{c} {v:.2f}" for c, v in r["per_class_f1"].items())
+        f1 = r["per_class_f1"]
         body.append(
             [
                 model,
@@ -115,7 +153,7 @@ def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str]) -> str:
                 str(r["n"]),
                 cell("accuracy"),
                 cell("macro_f1"),
-                f1,
+                *(f"{f1[c]:.3f}" if c in f1 else "–" for c in classes),
             ]
         )
     return "\n".join(markdown_table(head, body))

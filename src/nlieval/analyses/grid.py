@@ -26,7 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..metrics import group_records
 from ..runs import markdown_table
+from ..significance import bootstrap_interval
+from ..types import Record
 
 #: Keys a grid may put in rows or columns (besides ``metric``).
 KEYS = ("model", "checkpoint", "task", "k")
@@ -35,13 +38,17 @@ AVERAGE = "Average"
 
 @dataclass(frozen=True)
 class Cell:
-    """One cell: its row and column keys, the mean over seeds (NaN: no such run) and the
-    std over seeds (None: one seed, or a derived cell such as the Average)."""
+    """One cell: its row and column keys, the mean over seeds (NaN: no such run), the
+    std over seeds (None: one seed, or a derived cell such as the Average) and, on
+    request, the bootstrap interval over items [``low``, ``high``] (None: not asked for,
+    or a derived cell)."""
 
     row: tuple[Any, ...]
     column: tuple[Any, ...]
     mean: float
     std: float | None = None
+    low: float | None = None
+    high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -119,8 +126,14 @@ def grid(
             std = r.get(f"{metric}_std")
             seeds = r.get("seeds")
             one_seed = isinstance(seeds, Sequence) and len(seeds) < 2
+            ci = r.get(f"{metric}_ci")
             cells[(rk, ck)] = Cell(
-                rk, ck, float(r[metric]), None if std is None or one_seed else float(std)
+                rk,
+                ck,
+                float(r[metric]),
+                None if std is None or one_seed else float(std),
+                None if ci is None else float(ci[0]),
+                None if ci is None else float(ci[1]),
             )
     if not cells:
         raise ValueError(f"no rows hold {', '.join(values)}")
@@ -166,6 +179,67 @@ def grid(
     return Grid(index, columns, tuple(row_keys) + tuple(extra_rows), tuple(col_keys), tuple(out))
 
 
+#: The metrics :func:`intervals` can bound (ChaosNLI values are not among them).
+INTERVAL_METRICS = ("accuracy", "macro_f1", "gold_nll")
+
+
+def intervals(
+    records: Sequence[Record],
+    values: Sequence[str],
+    *,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> dict[tuple[Any, ...], dict[str, list[float]]]:
+    """The bootstrap interval over items of each of ``values`` at each (model,
+    checkpoint, task, k) of ``records`` (:func:`nlieval.significance.bootstrap_interval`;
+    several seeds: the mean over seeds of each resample), on the items every seed scored,
+    as :func:`nlieval.metrics.summarize` takes them. Keyed like summarize's rows; each
+    value ``[low, high]``. Items without a gold label are left out.
+
+    >>> r = [Record("t", str(i), "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), "a", g)
+    ...      for i, g in enumerate("aaaa")]
+    >>> intervals(r, ["accuracy"], resamples=100)
+    {('m', None, 't', 0): {'accuracy': [1.0, 1.0]}}
+    """
+    unknown = [v for v in values if v not in INTERVAL_METRICS]
+    if unknown:
+        raise ValueError(
+            f"no intervals for {', '.join(unknown)}: only {', '.join(INTERVAL_METRICS)}"
+        )
+    out: dict[tuple[Any, ...], dict[str, list[float]]] = {}
+    for key, by_seed in group_records(records).items():
+        common = set.intersection(
+            *({r.item_id for r in recs if r.gold is not None} for recs in by_seed.values())
+        )
+        ids = sorted(common)
+        if not ids:
+            continue
+        per_seed = [{r.item_id: r for r in by_seed[s]} for s in sorted(by_seed)]
+        gold = [per_seed[0][i].gold for i in ids]
+        labels = list(per_seed[0][ids[0]].labels)
+        out[key] = {}
+        for metric in values:
+            if metric == "gold_nll":
+                nll = [[recs[i].gold_nll for i in ids] for recs in per_seed]
+                res = bootstrap_interval(
+                    nll, metric="mean", resamples=resamples, confidence=confidence, seed=seed
+                )
+            else:
+                preds = [[str(recs[i].pred) for i in ids] for recs in per_seed]
+                res = bootstrap_interval(
+                    preds,
+                    gold,
+                    metric=metric,
+                    labels=labels,
+                    resamples=resamples,
+                    confidence=confidence,
+                    seed=seed,
+                )
+            out[key][metric] = [res.low, res.high]
+    return out
+
+
 def _label(key: tuple[Any, ...]) -> str:
     return " ".join(str(v) for v in key if v not in (None, ""))
 
@@ -176,6 +250,8 @@ def _fmt(cell: Cell | None, scale: float, digits: int) -> str:
     text = f"{cell.mean * scale:.{digits}f}"
     if cell.std is not None:
         text += f" ± {cell.std * scale:.{digits}f}"
+    if cell.low is not None and cell.high is not None:
+        text += f" [{cell.low * scale:.{digits}f}, {cell.high * scale:.{digits}f}]"
     return text
 
 
@@ -196,7 +272,14 @@ def render_grid(g: Grid, fmt: str = "md", *, percent: bool = False, digits: int 
                 "index": list(g.index),
                 "columns": list(g.columns),
                 "cells": [
-                    {"row": list(c.row), "column": list(c.column), "mean": c.mean, "std": c.std}
+                    {
+                        "row": list(c.row),
+                        "column": list(c.column),
+                        "mean": c.mean,
+                        "std": c.std,
+                        "low": c.low,
+                        "high": c.high,
+                    }
                     for c in g.cells
                 ],
             },
@@ -206,16 +289,15 @@ def render_grid(g: Grid, fmt: str = "md", *, percent: bool = False, digits: int 
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(
-            [*g.index, *(f"{h} {part}" for h in head[len(g.index) :] for part in ("mean", "std"))]
-        )
+        parts = ("mean", "std", "low", "high")
+        w.writerow([*g.index, *(f"{h} {part}" for h in head[len(g.index) :] for part in parts)])
         for rk in g.rows:
             line: list[Any] = list(rk)
             for ck in g.cols:
                 c = g.value(rk, ck)
                 line += [
-                    "" if c is None else c.mean * scale,
-                    "" if c is None or c.std is None else c.std * scale,
+                    "" if c is None or getattr(c, part) is None else getattr(c, part) * scale
+                    for part in parts
                 ]
             w.writerow(line)
         return buf.getvalue()

@@ -35,6 +35,10 @@ def cmd_grid(args: argparse.Namespace) -> int:
         values=args.metrics,
         reference=args.reference,
         average=not args.no_average,
+        ci=args.ci,
+        resamples=args.resamples,
+        seed=args.seed,
+        over_checkpoints=args.over_checkpoints,
     )
     _write_or_print(render_grid(g, args.format, percent=args.percent, digits=args.digits), args.out)
     return 0
@@ -53,7 +57,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_breakdown(args: argparse.Namespace) -> int:
     """Print metrics by the named fields."""
-    print(breakdown_report(args.runs, args.by))
+    _write_or_print(breakdown_report(args.runs, args.by, args.format), args.out)
     return 0
 
 
@@ -126,6 +130,20 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--reference", default=None, help="run folder to take each row's gap to")
     p.add_argument("--no-average", action="store_true", help="no Average row")
+    p.add_argument(
+        "--ci",
+        type=float,
+        default=None,
+        metavar="LEVEL",
+        help="add each cell's bootstrap interval over items at this level, e.g. 0.95",
+    )
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap draws [2000]")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap [0]")
+    p.add_argument(
+        "--over-checkpoints",
+        action="store_true",
+        help="a model's checkpoints are its seeds (a train folder's seed models)",
+    )
     p.add_argument("--format", choices=("md", "csv", "json"), default="md")
     p.add_argument("--percent", action="store_true", help="values x 100")
     p.add_argument("--digits", type=int, default=3)
@@ -144,6 +162,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("breakdown", help="metrics by item field (heuristic, genre, domain, ...)")
     p.add_argument("runs", nargs="+", help="run folders")
     p.add_argument("--by", type=csv_list, required=True, help="fields, e.g. heuristic,gold")
+    p.add_argument("--format", choices=("md", "csv", "json"), default="md")
+    p.add_argument("--out", default=None, help="write the table here instead of printing it")
     p.set_defaults(handler=cmd_breakdown)
 
     p = sub.add_parser("items", help="items with several models' predictions side by side")
