@@ -143,3 +143,17 @@ def test_grid_intervals_and_checkpoints_as_seeds(
     capsys.readouterr()
     assert main(["grid", str(folders["ckpts"])]) == 2  # two checkpoints in one cell
     assert main(["grid", str(folders["small"]), "--metrics", "acc_majority", "--ci", "0.9"]) == 2
+
+
+def test_dynamics_positions_from_a_table(
+    folders: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = tmp_path / "positions.json"
+    table.write_text(json.dumps({"step1000": 2.1e9, "step2000": 4.2e9}))
+    dyn = tmp_path / "dyn.png"
+    argv = ["figure", "dynamics", str(folders["ckpts"]), "--out", str(dyn)]
+    assert main([*argv, "--positions", str(table)]) == 0 and dyn.is_file()
+    table.write_text(json.dumps({"step1000": 2.1e9}))
+    capsys.readouterr()
+    assert main([*argv, "--positions", str(table)]) == 2
+    assert "step2000" in capsys.readouterr().err

@@ -247,8 +247,26 @@ def figure_report(
             if pattern is None:
                 raise ValueError("a dynamics figure needs --pattern (or a positions table)")
             positions = checkpoint_positions(ckpts, pattern, scale)
+        else:
+            positions = _match_positions(ckpts, positions)
         return plot_dynamics(rows, positions, path, metric=metric, axis=axis, lines=lines)
     raise ValueError(f"unknown figure {kind!r}: shots, size or dynamics")
+
+
+def _match_positions(ckpts: Sequence[str], table: Mapping[str, float]) -> dict[str, float]:
+    # A table written by one tool may name a checkpoint folder by another spelling of
+    # the same path (relative, absolute, trailing slash): match those as well.
+    out: dict[str, float] = {}
+    resolved = {str(Path(k).resolve()): v for k, v in table.items()}
+    for ck in ckpts:
+        if ck in table:
+            out[ck] = float(table[ck])
+        elif str(Path(ck).resolve()) in resolved:
+            out[ck] = float(resolved[str(Path(ck).resolve())])
+    missing = [ck for ck in ckpts if ck not in out]
+    if missing:
+        raise ValueError(f"the positions table has no entry for {', '.join(missing[:3])}")
+    return out
 
 
 def listing_report(
