@@ -707,3 +707,58 @@ class ChatTemplate:
                 "documents": None,
             }
         )
+
+
+def _json_text(x: Any) -> str:
+    # A JSON string or number as a prompt shows it: no HTML escaping, non-ASCII kept.
+    return json.dumps(x, ensure_ascii=False)
+
+
+def prompt_sandbox(limits: TemplateLimits | None = None) -> BoundedSandbox:
+    """The environment of a prompt file's templates (``nlieval instruct --prompt``,
+    ``nlieval generate --prompt``): the safe filters and ``json`` (a value as JSON text,
+    non-ASCII kept), no globals, and an undefined name is an error, under
+    :class:`TemplateLimits`.
+
+    >>> prompt_sandbox().load('{"a": {{ x | json }}}', "answer").render(x='say "hi"')
+    '{"a": "say \\\\"hi\\\\""}'
+    """
+    env = BoundedSandbox(
+        limits,
+        filters=SAFE_FILTERS,
+        extra_filters={"json": _json_text},
+        undefined=jinja2.StrictUndefined,
+    )
+    env.globals.clear()
+    return env
+
+
+def load_prompt_templates(
+    parts: Mapping[str, str], origin: str, variables: Mapping[str, Collection[str]]
+) -> dict[str, BoundedTemplate]:
+    """Each of ``parts`` (name -> template text) compiled in :func:`prompt_sandbox`, its
+    variables checked against ``variables[name]``: an unknown one is a
+    :class:`BadTemplate` line naming ``origin``, the part and the names it knows.
+
+    >>> t = load_prompt_templates({"user": "Q: {{ premise }}"}, "p.yaml", {"user": ["premise"]})
+    >>> t["user"].render(premise="A cat naps.")
+    'Q: A cat naps.'
+    >>> load_prompt_templates({"user": "{{ secret }}"}, "p.yaml", {"user": ["premise"]})
+    Traceback (most recent call last):
+    nlieval.backends.sandbox.BadTemplate: user of p.yaml: unknown variable(s) secret; user knows ...
+    """
+    env = prompt_sandbox()
+    out = {}
+    for name, source in parts.items():
+        where = f"{name} of {origin}"
+        tpl = env.load(source, where)
+        unknown = tpl.undeclared - set(variables[name])
+        if unknown:
+            raise BadTemplate(
+                where,
+                None,
+                f"unknown variable(s) {', '.join(sorted(unknown))}; "
+                f"{name} knows {', '.join(sorted(variables[name]))}",
+            )
+        out[name] = tpl
+    return out

@@ -142,7 +142,7 @@ def make_parser(
 
 def task_from_yaml(path: Path) -> TaskSpec:
     """The user task of a task YAML file (the keys: see :func:`nlieval.data.get_task`)."""
-    doc = _read_yaml(path)
+    doc = read_yaml_mapping(path)
     for key in doc:
         if key not in _YAML_KEYS:
             raise DataError(path, None, str(key), f"unknown key; allowed: {', '.join(_YAML_KEYS)}")
@@ -214,7 +214,20 @@ def _rel(yaml_path: Path, value: Any, key: str) -> Path:
     return p if p.is_absolute() else yaml_path.parent / p
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def read_yaml_mapping(
+    path: str | Path, what: str = "task", max_bytes: int = MAX_YAML_BYTES
+) -> dict[str, Any]:
+    """A YAML file of at most ``max_bytes`` holding one mapping (a ``what`` file: task,
+    prompt, ...), read without aliases; every failure is one
+    :class:`~nlieval.data.DataError` line naming the file (and the line).
+
+    >>> from pathlib import Path
+    >>> p = Path(run_dir) / "x.yaml"
+    >>> _ = p.write_text("a: &x [1]\\nb: *x\\n")
+    >>> read_yaml_mapping(p, "prompt")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.data.dataset.DataError: ...x.yaml:2: invalid YAML: aliases ... in a prompt file
+    """
     import yaml
 
     class NoAliasLoader(yaml.SafeLoader):
@@ -226,11 +239,11 @@ def _read_yaml(path: Path) -> dict[str, Any]:
             if self.check_event(yaml.AliasEvent):
                 mark = self.peek_event().start_mark
                 raise yaml.composer.ComposerError(
-                    None, None, "aliases (*name) are not allowed in a task file", mark
+                    None, None, f"aliases (*name) are not allowed in a {what} file", mark
                 )
             return super().compose_node(parent, index)
 
-    text = read_small_text(path, MAX_YAML_BYTES)
+    text = read_small_text(path, max_bytes)
     try:
         doc = yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader
     except yaml.MarkedYAMLError as err:
@@ -241,7 +254,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except RecursionError:
         raise DataError(path, None, None, "invalid YAML: nested too deeply") from None
     if not isinstance(doc, dict):
-        raise DataError(path, None, None, "expected a mapping of task settings")
+        raise DataError(path, None, None, f"expected a mapping of {what} settings")
     return doc
 
 

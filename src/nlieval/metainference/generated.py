@@ -46,6 +46,7 @@ settings).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -80,11 +81,13 @@ from .generated_prompt import (
     PROMPT_VERSION,
     SYSTEM_PROMPT,
     Example,
+    GeneratePrompt,
     Message,
     Sentence,
     answer_json,
     build_messages,
     distinct_sentences,
+    read_examples,
     select_examples,
     user_message,
 )
@@ -104,6 +107,7 @@ __all__ = [
     "Example",
     "GenerateConfig",
     "GenerateFolderConfig",
+    "GeneratePrompt",
     "InvalidAnswer",
     "Message",
     "Sentence",
@@ -117,12 +121,15 @@ __all__ = [
     "generate_items",
     "iter_answers",
     "parse_hypotheses",
+    "read_examples",
     "select_examples",
     "summarize",
     "user_message",
     "write_items",
     "write_task",
 ]
+
+log = logging.getLogger(__name__)
 
 #: Premises per chunk of the run: asked together (as concurrently as the backend allows),
 #: invalid answers asked again within the chunk; ``items.jsonl`` is rewritten after each.
@@ -166,7 +173,15 @@ def _targets_and_examples(
     if not targets:
         raise data.DataError(ds.source, None, None, f"no {config.sentences}s to generate for")
     examples: list[Example] = []
-    if config.examples > 0:
+    if config.exemplars:
+        examples = read_examples(config.exemplars)
+        shared = {t.text for t in targets} & {ex.premise for ex in examples}
+        if shared:
+            log.warning(
+                "%d premise(s) of %s are also solved examples of %s: their answers may copy "
+                "the example", len(shared), config.task, config.exemplars
+            )  # fmt: skip
+    elif config.examples > 0:
         if not set(NLI3) <= set(ds.labels):
             raise ValueError(
                 f"task {ds.task} has no entailment/neutral/contradiction labels to draw solved "
@@ -231,6 +246,7 @@ def generate_items(
     'entailment'
     """
     started = time.perf_counter()
+    prompt = GeneratePrompt.load(config.prompt)  # a bad prompt file fails before anything
     if isinstance(chat, ChatModel):
         chat.check()  # a wrong model string fails before the data is read
     ds, targets, examples = _targets_and_examples(config)
@@ -257,6 +273,7 @@ def generate_items(
             ds,
             targets,
             examples,
+            prompt,
             out,
             started,
             overwrite=overwrite,
@@ -278,6 +295,7 @@ def _generate(
     ds: Dataset,
     targets: list[Sentence],
     examples: list[Example],
+    prompt: GeneratePrompt,
     out: str | Path,
     started: float,
     *,
@@ -340,7 +358,7 @@ def _generate(
                 batches[config.sampling(attempt)].append((t, attempt))
             retry: list[Sentence] = []
             for (temperature, seed), batch in batches.items():
-                convs = [build_messages(t.text, examples) for t, _ in batch]
+                convs = [build_messages(t.text, examples, prompt) for t, _ in batch]
                 answers = iter_answers(chat, convs, config.max_new_tokens, temperature, seed)
                 try:
                     for i, answer in answers:
@@ -388,7 +406,7 @@ def _generate(
     try:
         execute(
             folder,
-            GenerateFolderConfig.of(generator, config, ds, examples),
+            GenerateFolderConfig.of(generator, config, ds, examples, prompt.version),
             plan_steps,
             lambda _: backend(),
             work,

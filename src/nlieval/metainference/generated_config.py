@@ -34,6 +34,16 @@ class GenerateConfig:
         choices=("premise", "hypothesis"),
     )
     examples: int = setting(10, help="solved examples from the task's pool", parse=count)
+    exemplars: str | None = setting(
+        None,
+        help="exemplar file (jsonl/csv: premise, entailment, neutral, contradiction[, id]): "
+        "its solved examples, all and in file order, instead of --examples drawn from the pool",
+    )
+    prompt: str | None = setting(
+        None,
+        help="prompt file (YAML: system, user and assistant templates; docs/prompts.md) "
+        "[the shipped prompt]",
+    )
     seed: int = setting(0, help="draws the examples; seed of answer 1")
     attempts: int = setting(3, help="answers at most per sentence and run", parse=positive_int)
     temperature: float = setting(0.0, help="of the first answer (0: greedy)")
@@ -87,7 +97,7 @@ class GenerateFolderConfig:
     seed: int
     temperature: float
     max_new_tokens: int
-    prompt_version: int = PROMPT_VERSION
+    prompt_version: int | str = PROMPT_VERSION
     limit: int | None = None
     attempts: int = 3
     retry_temperature: float = 0.7
@@ -122,17 +132,19 @@ class GenerateFolderConfig:
         config: GenerateConfig,
         ds: Dataset,
         examples: Sequence[Example],
+        prompt_version: int | str = PROMPT_VERSION,
     ) -> GenerateFolderConfig:
         return cls(
             generator=generator,
             task=config.task,
             split=ds.split,
             sentences=config.sentences,
-            examples=config.examples,
+            examples=len(examples) if config.exemplars else config.examples,
             example_ids=tuple(ex.source_id for ex in examples),
             seed=config.seed,
             temperature=config.temperature,
             max_new_tokens=config.max_new_tokens,
+            prompt_version=prompt_version,
             limit=config.limit,
             attempts=config.attempts,
             retry_temperature=config.retry_temperature,

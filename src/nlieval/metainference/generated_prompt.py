@@ -1,31 +1,53 @@
 """The prompt of generated items (:mod:`nlieval.metainference.generated`): the sentences
-to write hypotheses for, the solved examples drawn from the task's pool, and the chat
-turns that ask for one sentence's hypotheses."""
+to write hypotheses for, the solved examples (drawn from the task's pool, or read from an
+exemplar file), and the chat turns that ask for one sentence's hypotheses.
+
+The text is data: a prompt file (:mod:`nlieval.data.prompt_files`, ``kind: generate``)
+read into a :class:`GeneratePrompt`; the shipped default is
+``resources/prompts/generate.yaml``. Its templates know these variables:
+
+- ``system``: ``examples`` (the solved examples: ``premise``, ``entailment``,
+  ``neutral``, ``contradiction``) and ``n``, their number;
+- ``user``: ``premise``, the sentence to write hypotheses for;
+- ``assistant``: a solved example's answer, from its ``premise``, ``entailment``,
+  ``neutral`` and ``contradiction`` (the ``json`` filter writes a JSON string).
+
+:attr:`GeneratePrompt.version` is part of a folder's identity: :data:`PROMPT_VERSION`
+for the shipped prompt (its version from before prompt files), else the file's content
+hash.
+"""
 
 from __future__ import annotations
 
-import json
+import functools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
+from ..backends.sandbox import BoundedTemplate, load_prompt_templates
 from ..data import seeded_rng
+from ..data.prompt_files import (
+    PromptFile,
+    read_prompt_file,
+    read_solved_examples,
+    shipped_prompt,
+)
 from ..types import NLI3, Item, Label
 
 Message = dict[str, str]
 
-#: Bumped when the wording below changes: a folder made with another prompt is not resumed.
+#: The version of the shipped prompt (it was 1 before prompt files; folders made then
+#: resume).
 PROMPT_VERSION = 1
 
-SYSTEM_PROMPT = (
-    "You help build a dataset for natural language inference. You are shown a premise, "
-    "a sentence that describes a scene. Write three new sentences about the same scene, "
-    "each short, plain and complete on its own:\n"
-    '- "entailment": a sentence that is definitely true whenever the premise is true;\n'
-    '- "neutral": a sentence that might be true or might be false, given the premise;\n'
-    '- "contradiction": a sentence that is definitely false whenever the premise is true.\n'
-    "Reply with one JSON object that has exactly these three keys, each with a string, "
-    "and nothing before or after it."
-)
+_HYPS = tuple(lab.value for lab in NLI3)
+
+#: The variables each part of a generate prompt file knows (module docstring).
+VARIABLES = {
+    "system": ("examples", "n"),
+    "user": ("premise",),
+    "assistant": ("premise", *_HYPS),
+}
 
 
 @dataclass(frozen=True)
@@ -96,34 +118,122 @@ def select_examples(
     ]
 
 
+def read_examples(path: str | Path) -> list[Example]:
+    """The solved examples of an exemplar file (jsonl or csv: ``premise``, ``entailment``,
+    ``neutral``, ``contradiction`` and an optional ``id``), in file order.
+
+    >>> p = Path(run_dir) / "ex.jsonl"
+    >>> _ = p.write_text('{"premise": "A dog runs.", "entailment": "An animal moves.", '
+    ...                  '"neutral": "A dog plays.", "contradiction": "A dog sleeps."}\\n')
+    >>> read_examples(p)[0].hypotheses[Label.NEUTRAL]
+    'A dog plays.'
+    """
+    rows = read_solved_examples(path, ("premise", *_HYPS))
+    return [Example(r["id"], r["premise"], {lab: r[lab.value] for lab in NLI3}) for r in rows]
+
+
+@dataclass(frozen=True)
+class GeneratePrompt:
+    """A compiled generate prompt file.
+
+    >>> GeneratePrompt.load().user("A dog runs.")
+    'Premise: A dog runs.'
+    """
+
+    file: PromptFile
+    templates: dict[str, BoundedTemplate] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        compiled = load_prompt_templates(self.file.templates(), self.file.origin, VARIABLES)
+        object.__setattr__(self, "templates", compiled)
+        # A template that compiles may still fail when rendered (the sandbox refuses an
+        # attribute at render time): try every part once now, before any work is done.
+        probe = Example("probe", "A premise.", {lab: f"A {lab.value}." for lab in NLI3})
+        self.build_messages("A premise.", [probe])
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> GeneratePrompt:
+        """The prompt file at ``path`` (None: the shipped default), compiled."""
+        return cls(
+            shipped_prompt("generate") if path is None else read_prompt_file(path, "generate")
+        )
+
+    @property
+    def version(self) -> int | str:
+        """Part of a folder's identity: :data:`PROMPT_VERSION` for the shipped prompt,
+        else the file's content hash (12 hex digits)."""
+        if self.file.digest == shipped_prompt("generate").digest:
+            return PROMPT_VERSION
+        return self.file.digest[:12]
+
+    def system(self, examples: Sequence[Example] = ()) -> str:
+        """The instructions, for a run with the solved ``examples``."""
+        shown = [
+            {"premise": ex.premise, **{lab.value: ex.hypotheses[lab] for lab in NLI3}}
+            for ex in examples
+        ]
+        return self.templates["system"].render(examples=shown, n=len(examples))
+
+    def user(self, premise: str) -> str:
+        """The user turn asking for one premise's hypotheses."""
+        return self.templates["user"].render(premise=premise)
+
+    def answer(self, example: Example) -> str:
+        """A solved example's answer turn, as the model should write it."""
+        hyps = {lab.value: example.hypotheses[lab] for lab in NLI3}
+        return self.templates["assistant"].render(premise=example.premise, **hyps)
+
+    def build_messages(self, premise: str, examples: Sequence[Example] = ()) -> list[Message]:
+        """System instructions, the solved examples as earlier turns (unless the file
+        says ``exemplar_turns: false``), then the premise."""
+        turns: list[Message] = [{"role": "system", "content": self.system(examples)}]
+        for ex in examples if self.file.exemplar_turns else ():
+            turns.append({"role": "user", "content": self.user(ex.premise)})
+            turns.append({"role": "assistant", "content": self.answer(ex)})
+        turns.append({"role": "user", "content": self.user(premise)})
+        return turns
+
+
+@functools.cache
+def default_prompt() -> GeneratePrompt:
+    """The shipped prompt, compiled once.
+
+    >>> default_prompt().version
+    1
+    """
+    return GeneratePrompt.load()
+
+
+#: The shipped prompt's system message.
+SYSTEM_PROMPT = default_prompt().system()
+
+
 def user_message(premise: str) -> str:
-    """The user turn asking for one premise's hypotheses.
+    """The shipped prompt's user turn asking for one premise's hypotheses.
 
     >>> user_message("A dog runs.")
     'Premise: A dog runs.'
     """
-    return f"Premise: {premise}"
+    return default_prompt().user(premise)
 
 
 def answer_json(hypotheses: Mapping[Label, str]) -> str:
-    """A solved example's answer turn, as the model should write it.
+    """A solved example's answer turn under the shipped prompt.
 
     >>> answer_json({Label.ENTAILMENT: "a", Label.NEUTRAL: "b", Label.CONTRADICTION: "c"})
     '{"entailment": "a", "neutral": "b", "contradiction": "c"}'
     """
-    return json.dumps({lab.value: hypotheses[lab] for lab in NLI3}, ensure_ascii=False)
+    return default_prompt().answer(Example("", "", hypotheses))
 
 
-def build_messages(premise: str, examples: Sequence[Example] = ()) -> list[Message]:
-    """System instructions, the solved examples as earlier turns, then the premise.
+def build_messages(
+    premise: str, examples: Sequence[Example] = (), prompt: GeneratePrompt | None = None
+) -> list[Message]:
+    """System instructions, the solved examples as earlier turns, then the premise, under
+    ``prompt`` (None: the shipped one).
 
     >>> ex = Example("7", "A man sleeps.", dict(zip(NLI3, ["A.", "B.", "C."])))
     >>> [m["role"] for m in build_messages("A dog runs.", [ex])]
     ['system', 'user', 'assistant', 'user']
     """
-    turns: list[Message] = [{"role": "system", "content": SYSTEM_PROMPT}]
-    for ex in examples:
-        turns.append({"role": "user", "content": user_message(ex.premise)})
-        turns.append({"role": "assistant", "content": answer_json(ex.hypotheses)})
-    turns.append({"role": "user", "content": user_message(premise)})
-    return turns
+    return (prompt or default_prompt()).build_messages(premise, examples)

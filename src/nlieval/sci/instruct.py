@@ -80,6 +80,7 @@ from .instruct_prompt import (
     PROMPT_VERSION,
     SHOTS,
     SYSTEM_PROMPT,
+    InstructPrompt,
     Message,
     build_messages,
     exclude_items,
@@ -95,6 +96,7 @@ __all__ = [
     "SYSTEM_PROMPT",
     "InstructConfig",
     "InstructPoint",
+    "InstructPrompt",
     "Message",
     "build_messages",
     "evaluate_instruct",
@@ -180,6 +182,18 @@ class InstructConfig(ItemSelection, NamesAModel):
     save_prompts: bool = setting(
         True, help="do not store prompt texts in records", names=("--no-prompts",)
     )
+    prompt: str | None = setting(
+        None,
+        help="prompt file (YAML: system, user and assistant templates, class definitions; "
+        "docs/prompts.md) [the shipped four-class prompt]",
+    )
+    exemplars: str | None = setting(
+        None,
+        help="exemplar file (jsonl/csv: premise, hypothesis, label[, id]) the k-shot "
+        "exemplars are drawn from, instead of --pool-split",
+    )
+    #: The prompt file's content hash (:attr:`InstructPrompt.version`), set by
+    #: :func:`run_instruct` from ``prompt``: the identity holds the prompt, not its path.
     prompt_version: str = PROMPT_VERSION
     hf: HFOptions = options(HFOptions)
     server: ServerOptions | None = options(
@@ -210,6 +224,8 @@ class InstructConfig(ItemSelection, NamesAModel):
         super().__post_init__()
         if self.balanced_limit and self.limit is None:
             raise ValueError("--balanced-limit goes with --limit")
+        if self.exemplars and self.pool_split:
+            raise ValueError("--exemplars replaces --pool-split: give one of them")
         self.spec  # noqa: B018  (a model string that means nothing fails here)
         object.__setattr__(self, "model", model_label(self.model))
 
@@ -298,12 +314,15 @@ def plan_instruct(
         }
         pool: list[Item] = []
         if any(k > 0 for k in config.shots):
-            if config.pool_split or ("dev" in spec.splits and ds.split != "dev"):
+            if config.exemplars:
+                pool_ds = data.read_items(config.exemplars, labels=SCI4, fields=EXEMPLAR_FIELDS)
+            elif config.pool_split or ("dev" in spec.splits and ds.split != "dev"):
                 pool_ds = data.load_task(task, config.data_dir, config.pool_split or "dev")
             else:
                 pool_ds, _ = data.load_pool(task, config.data_dir, split=ds.split)
             labelled = [it for it in pool_ds.items if it.label is not None]
-            pool = exclude_items(labelled, ds.items, by_id=pool_ds.split == ds.split)
+            same_file = pool_ds.split == ds.split and not config.exemplars
+            pool = exclude_items(labelled, ds.items, by_id=same_file)
             info["pool"] = f"{pool_ds.source} ({pool_ds.split})"
             info["pool_items"] = len(pool)
             info["pool_items_removed_as_test_items"] = len(labelled) - len(pool)
@@ -314,6 +333,10 @@ def plan_instruct(
                 points.append(InstructPoint(spec.name, k, run, exemplars))
         out.append((dataclasses.replace(ds, items=tuple(items)), points, info))
     return out
+
+
+#: The fields of an exemplar file (``--exemplars``).
+EXEMPLAR_FIELDS = {"premise": "premise", "hypothesis": "hypothesis", "label": "label", "id": "id"}
 
 
 def instruct_backend(config: InstructConfig) -> GenerationBackend:
@@ -355,6 +378,8 @@ def run_instruct(
     >>> cfg.tasks, cfg.split, cfg.engine
     (('scinli',), 'test', 'hf')
     """
+    prompt = InstructPrompt.load(config.prompt)  # a bad prompt file fails before anything
+    config = dataclasses.replace(config, prompt_version=prompt.version)
     config = saved_spelling(RunFolder(out_dir), config, overwrite=overwrite)
     planned = plan_instruct(config)  # data errors surface before anything is written
     folder = RunFolder(out_dir)
@@ -405,6 +430,7 @@ def run_instruct(
             exemplars=p.exemplars,
             model=config.model,
             save_prompt=config.save_prompts,
+            prompt=prompt,
         )
 
     def work(

@@ -16,6 +16,7 @@ from typing import Any
 from ..backends.base import GenerationBackend
 from ..types import LETTERS, SCI4, Item, Label, Record
 from .instruct_prompt import (
+    InstructPrompt,
     Message,
     build_messages,
     exclude_items,
@@ -127,6 +128,7 @@ def evaluate_instruct(
     exemplars: Sequence[Item] | None = None,
     model: str | None = None,
     save_prompt: bool = True,
+    prompt: InstructPrompt | None = None,
 ) -> list[Record]:
     """Ask a chat model for the class of every item (greedy) and record its answers.
 
@@ -135,7 +137,7 @@ def evaluate_instruct(
     run, as :func:`~nlieval.sci.instruct.run_instruct` does; ``pool`` is then ignored).
     ``Record.seed`` is the run index; ``shots`` the exemplar ids; ``answer`` the raw text;
     ``pred`` None when :func:`parse_answer` finds no class; ``model`` defaults to the
-    backend's name.
+    backend's name; ``prompt`` the prompt file (None: the shipped prompt).
 
     >>> class Echo:
     ...     name = "echo"
@@ -152,7 +154,7 @@ def evaluate_instruct(
     elif len(exclude_items(exemplars, items, by_id=False)) != k:
         raise ValueError("an exemplar is also a test item")
     shots = tuple(ex.id for ex in exemplars)
-    convs = [build_messages(it, exemplars, system_role) for it in items]
+    convs = [build_messages(it, exemplars, system_role, prompt) for it in items]
     answers: list[str] = []
     for start in range(0, len(convs), batch_size):
         batch = convs[start : start + batch_size]

@@ -1,97 +1,202 @@
 """The prompt of ``nlieval instruct`` (:mod:`nlieval.sci.instruct`): the system message
 that defines the four scientific classes, the user turn of a sentence pair, the
 conversation of a test item with its k-shot exemplar turns, and the choice of those
-exemplars (``k / 4`` per class, never a test item). :data:`PROMPT_VERSION`, a hash of
-the system message and the user turn, is part of a run folder's identity.
+exemplars (``k / 4`` per class, never a test item).
+
+The text is data: a prompt file (:mod:`nlieval.data.prompt_files`, ``kind: instruct``)
+read into an :class:`InstructPrompt`; the shipped default is
+``resources/prompts/instruct.yaml``. Its templates know these variables:
+
+- ``system``: ``classes`` (one mapping per class in option order: ``letter``, ``name``,
+  the display name, ``label``, the label value, ``definition``, from the file's
+  ``definitions``), ``exemplars`` (the run's exemplars: ``premise``, ``hypothesis``,
+  ``name``, ``label``) and ``k``;
+- ``user``: ``premise`` and ``hypothesis`` of one pair (an exemplar's or the test item's);
+- ``assistant``: an exemplar's answer, from its class's ``name`` and ``label``.
+
+:attr:`InstructPrompt.version`, a hash of the file's content, is part of a run folder's
+identity (the shipped prompt keeps :data:`PROMPT_VERSION`, its version from before
+prompt files, so older folders resume).
 """
 
 from __future__ import annotations
 
-import hashlib
+import functools
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
+from ..backends.sandbox import BoundedTemplate, load_prompt_templates
 from ..data import seeded_rng
+from ..data.prompt_files import PromptFile, read_prompt_file, shipped_prompt
 from ..types import LETTERS, SCI4, Item, Label
 
 Message = dict[str, str]
 
-#: One line per class, in option (letter) order.
-CLASS_DEFINITIONS: dict[Label, str] = {
-    Label.CONTRASTING: (
-        "Sentence 2 contrasts with Sentence 1: it states something opposed to, or a "
-        "limitation of, what Sentence 1 says (as if it began with 'However,')."
-    ),
-    Label.REASONING: (
-        "Sentence 2 is a conclusion or consequence drawn from Sentence 1 "
-        "(as if it began with 'Therefore,')."
-    ),
-    Label.ENTAILMENT: (
-        "Sentence 2 restates Sentence 1 more specifically or in other words "
-        "(as if it began with 'Specifically,')."
-    ),
-    Label.NEUTRAL: (
-        "None of the above: the sentences may share a topic, but Sentence 2 neither "
-        "contrasts with, follows from, nor restates Sentence 1."
-    ),
+#: The variables each part of an instruct prompt file knows (module docstring).
+VARIABLES = {
+    "system": ("classes", "exemplars", "k"),
+    "user": ("premise", "hypothesis"),
+    "assistant": ("name", "label"),
 }
 
-SYSTEM_PROMPT = (
-    "You classify the relation between two sentences from scientific papers. "
-    "The classes are:\n"
-    + "\n".join(
-        f"{LETTERS[n]}. {lab.display}: {CLASS_DEFINITIONS[lab]}" for n, lab in enumerate(SCI4)
-    )
-    + "\nAnswer with the class name only: "
-    + ", ".join(lab.display for lab in SCI4[:-1])
-    + f" or {SCI4[-1].display}."
-)
+#: The version of the shipped prompt: the hash the prompt text had before it became a
+#: file (sha-256 of the system message and the user turn), kept so those folders resume.
+PROMPT_VERSION = "dca1150a7dea"
+
+
+@dataclass(frozen=True)
+class InstructPrompt:
+    """A compiled instruct prompt file for the classes ``labels`` (option order).
+
+    >>> p = InstructPrompt.load()
+    >>> print(p.user(Item("1", "A holds.", "B holds.", None)))
+    Sentence 1: A holds.
+    Sentence 2: B holds.
+    Relation:
+    """
+
+    file: PromptFile
+    labels: tuple[Label, ...] = SCI4
+    templates: dict[str, BoundedTemplate] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        names = {lab.value for lab in self.labels}
+        defined = set(self.file.definitions)
+        if defined and defined != names:
+            missing, extra = sorted(names - defined), sorted(defined - names)
+            raise ValueError(
+                f"{self.file.origin}: definitions must name the classes "
+                f"{', '.join(sorted(names))}"
+                + (f"; missing {', '.join(missing)}" if missing else "")
+                + (f"; unknown {', '.join(extra)}" if extra else "")
+            )
+        compiled = load_prompt_templates(self.file.templates(), self.file.origin, VARIABLES)
+        object.__setattr__(self, "templates", compiled)
+        # A template that compiles may still fail when rendered (the sandbox refuses an
+        # attribute at render time): try every part once now, before any work is done.
+        probes = [
+            Item(f"p{n}", "A premise.", "A hypothesis.", lab) for n, lab in enumerate(self.labels)
+        ]
+        self.build_messages(Item("probe", "A premise.", "A hypothesis.", None), probes)
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, labels: Sequence[Label] = SCI4) -> InstructPrompt:
+        """The prompt file at ``path`` (None: the shipped default), compiled."""
+        file = shipped_prompt("instruct") if path is None else read_prompt_file(path, "instruct")
+        return cls(file, tuple(labels))
+
+    @property
+    def version(self) -> str:
+        """Part of a run folder's identity: the file's content hash (12 hex digits), or
+        :data:`PROMPT_VERSION` for the shipped prompt."""
+        if self.file.digest == shipped_prompt("instruct").digest:
+            return PROMPT_VERSION
+        return self.file.digest[:12]
+
+    def classes(self) -> list[dict[str, str]]:
+        """The ``classes`` of the system template."""
+        return [
+            {
+                "letter": LETTERS[n],
+                "name": lab.display,
+                "label": lab.value,
+                "definition": self.file.definitions.get(lab.value, ""),
+            }
+            for n, lab in enumerate(self.labels)
+        ]
+
+    def system(self, exemplars: Sequence[Item] = ()) -> str:
+        """The instructions, for a run whose exemplars are ``exemplars``."""
+        shown = [
+            {"premise": ex.premise, "hypothesis": ex.hypothesis, "name": ex.label.display,
+             "label": ex.label.value}
+            for ex in exemplars
+            if ex.label is not None
+        ]  # fmt: skip
+        return self.templates["system"].render(
+            classes=self.classes(), exemplars=shown, k=len(exemplars)
+        )
+
+    def user(self, item: Item) -> str:
+        """The user turn of one sentence pair."""
+        return self.templates["user"].render(premise=item.premise, hypothesis=item.hypothesis)
+
+    def answer(self, label: Label) -> str:
+        """An exemplar's answer turn."""
+        return self.templates["assistant"].render(name=label.display, label=label.value)
+
+    def build_messages(
+        self, item: Item, exemplars: Sequence[Item] = (), system_role: bool = True
+    ) -> list[Message]:
+        """The conversation for one test item: system, exemplar turns, the item.
+
+        ``system_role=False`` puts the instructions at the top of the first user turn,
+        for chat templates without a system role.
+        """
+        turns: list[Message] = []
+        for ex in exemplars:
+            if ex.label is None:
+                raise ValueError(f"exemplar {ex.id} has no label")
+            if self.file.exemplar_turns:
+                turns.append({"role": "user", "content": self.user(ex)})
+                turns.append({"role": "assistant", "content": self.answer(ex.label)})
+        turns.append({"role": "user", "content": self.user(item)})
+        system = self.system(exemplars)
+        if system_role:
+            return [{"role": "system", "content": system}, *turns]
+        first = turns[0]
+        turns[0] = {"role": "user", "content": f"{system}\n\n{first['content']}"}
+        return turns
+
+
+@functools.cache
+def default_prompt() -> InstructPrompt:
+    """The shipped prompt, compiled once.
+
+    >>> default_prompt().version == PROMPT_VERSION
+    True
+    """
+    return InstructPrompt.load()
+
+
+#: One line per class, in option (letter) order: the shipped prompt's definitions.
+CLASS_DEFINITIONS: dict[Label, str] = {
+    lab: default_prompt().file.definitions[lab.value] for lab in SCI4
+}
+
+#: The shipped prompt's system message (no exemplars in it).
+SYSTEM_PROMPT = default_prompt().system()
 
 #: Shot counts the methods use (any multiple of 4 is accepted).
 SHOTS: tuple[int, ...] = (0, 4, 8, 12, 16)
 
 
 def user_message(item: Item) -> str:
-    """The user turn for one sentence pair.
+    """The shipped prompt's user turn for one sentence pair.
 
     >>> print(user_message(Item("1", "A holds.", "B holds.", None)))
     Sentence 1: A holds.
     Sentence 2: B holds.
     Relation:
     """
-    return f"Sentence 1: {item.premise}\nSentence 2: {item.hypothesis}\nRelation:"
-
-
-#: Changes whenever the prompt text does: part of a run folder's identity, so a folder
-#: made with another prompt is never resumed with this one.
-PROMPT_VERSION = hashlib.sha256(
-    (SYSTEM_PROMPT + "\x00" + user_message(Item("", "{1}", "{2}", None))).encode()
-).hexdigest()[:12]
+    return default_prompt().user(item)
 
 
 def build_messages(
-    item: Item, exemplars: Sequence[Item] = (), system_role: bool = True
+    item: Item,
+    exemplars: Sequence[Item] = (),
+    system_role: bool = True,
+    prompt: InstructPrompt | None = None,
 ) -> list[Message]:
-    """The conversation for one test item: system, exemplar turns, the item.
-
-    ``system_role=False`` puts the instructions at the top of the first user turn, for
-    chat templates without a system role.
+    """The conversation for one test item under ``prompt`` (None: the shipped one):
+    system, exemplar turns, the item (see :meth:`InstructPrompt.build_messages`).
 
     >>> ex = Item("e1", "X grows.", "Thus Y grows.", Label.REASONING)
     >>> [m["role"] for m in build_messages(Item("1", "A.", "B.", None), [ex])]
     ['system', 'user', 'assistant', 'user']
     """
-    turns: list[Message] = []
-    for ex in exemplars:
-        if ex.label is None:
-            raise ValueError(f"exemplar {ex.id} has no label")
-        turns.append({"role": "user", "content": user_message(ex)})
-        turns.append({"role": "assistant", "content": ex.label.display})
-    turns.append({"role": "user", "content": user_message(item)})
-    if system_role:
-        return [{"role": "system", "content": SYSTEM_PROMPT}, *turns]
-    first = turns[0]
-    turns[0] = {"role": "user", "content": f"{SYSTEM_PROMPT}\n\n{first['content']}"}
-    return turns
+    return (prompt or default_prompt()).build_messages(item, exemplars, system_role)
 
 
 def render_conversation(messages: Sequence[Message]) -> str:
