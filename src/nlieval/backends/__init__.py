@@ -48,6 +48,7 @@ __all__ = [
     "parse_model",
     "HFCausalLM",
     "CompletionsLM",
+    "HFSequenceClassifier",
 ]
 
 
@@ -62,4 +63,8 @@ def __getattr__(name: str) -> object:
         from .completions import CompletionsLM
 
         return CompletionsLM
+    if name == "HFSequenceClassifier":
+        from .hf_classifier import HFSequenceClassifier
+
+        return HFSequenceClassifier
     raise AttributeError(name)

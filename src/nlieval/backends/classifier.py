@@ -13,7 +13,9 @@ The folder is a classifier exactly when it holds ``nlieval_classifier.json``
 (:func:`is_classifier_folder`); the encoder part also loads with ``AutoModel``.
 :class:`EncoderClassifier` is the :class:`~nlieval.backends.base.ClassifierBackend` over
 such a folder; :func:`classify_records` turns its log-probabilities into records on any
-task whose label set it can answer.
+task whose label set it can answer. Off-the-shelf Hugging Face sequence classifiers
+(an MNLI RoBERTa...) are :class:`nlieval.backends.hf_classifier.HFSequenceClassifier`,
+whose records are made the same way.
 """
 
 from __future__ import annotations
@@ -412,32 +414,55 @@ class EncoderClassifier:
 
 
 def label_mapping(
-    model_labels: Sequence[str], task_labels: Sequence[Label | str]
+    model_labels: Sequence[Label | str], task_labels: Sequence[Label | str]
 ) -> list[tuple[int, ...]]:
     """Per task label, the model labels whose probabilities add up to it.
 
-    Identical label sets are reordered; a 3-way NLI model answers a 2-way task with
-    p(non-entailment) = p(neutral) + p(contradiction). Anything else raises
-    :class:`ClassifierError`.
+    Each task label takes the model outputs of its name (one, or several when a label map
+    gives several outputs one name); on a 2-way entailment / non-entailment task (HANS) a
+    3-way NLI model's neutral and contradiction both count as non-entailment, so
+    p(non-entailment) = p(neutral) + p(contradiction). Every model output must go to a
+    task label and every task label take one: else :class:`ClassifierError` names the
+    labels left over.
 
     >>> label_mapping(["entailment", "neutral", "contradiction"], NLI2)
     [(0,), (1, 2)]
+    >>> label_mapping(["contradiction", "entailment", "neutral"], NLI3)
+    [(1,), (2,), (0,)]
+    >>> label_mapping(["entailment", "non-entailment"], NLI3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.backends.classifier.ClassifierError: ... no model label for neutral, contradiction; ...
     """
-    model = [str(x) for x in model_labels]
-    task = [x.value if isinstance(x, Label) else str(x) for x in task_labels]
-    if set(model) == set(task) and len(model) == len(task):
-        return [(model.index(t),) for t in task]
-    if set(model) == {x.value for x in NLI3} and set(task) == {x.value for x in NLI2}:
-        merged = (model.index(Label.NEUTRAL.value), model.index(Label.CONTRADICTION.value))
-        return [
-            (model.index(Label.ENTAILMENT.value),) if t == Label.ENTAILMENT.value else merged
-            for t in task
-        ]
-    raise ClassifierError(
-        f"a classifier trained on ({', '.join(model)}) cannot answer a task labelled "
-        f"({', '.join(task)}): only the same label set, or a 3-way NLI model on a 2-way "
-        "entailment/non-entailment task, can be mapped"
-    )
+    model = [_label_name(x) for x in model_labels]
+    task = [_label_name(x) for x in task_labels]
+    groups = [tuple(i for i, m in enumerate(model) if m == t) for t in task]
+    nli3 = {x.value for x in NLI3}
+    non_ent = Label.NON_ENTAILMENT.value
+    if set(task) == {x.value for x in NLI2} and non_ent not in model and nli3 <= set(model):
+        merged = tuple(i for i, m in enumerate(model) if m in nli3 - {Label.ENTAILMENT.value})
+        groups[task.index(non_ent)] = merged
+    used = {i for g in groups for i in g}
+    missing = [t for t, g in zip(task, groups, strict=True) if not g]
+    extra = list(dict.fromkeys(m for i, m in enumerate(model) if i not in used))
+    if missing or extra:
+        why = "; ".join(
+            part
+            for part in (
+                f"no model label for {', '.join(missing)}" if missing else "",
+                f"no task label for the model's {', '.join(extra)}" if extra else "",
+            )
+            if part
+        )
+        raise ClassifierError(
+            f"a classifier trained on ({', '.join(model)}) cannot answer a task labelled "
+            f"({', '.join(task)}): {why}; only the same label set, or a 3-way NLI model on "
+            "a 2-way entailment/non-entailment task, can be mapped"
+        )
+    return groups
+
+
+def _label_name(x: Label | str) -> str:
+    return x.value if isinstance(x, Label) else str(x)
 
 
 def _logsumexp(values: Sequence[float]) -> float:
@@ -474,7 +499,7 @@ def classify_records(
     (('entailment', 'non-entailment'), True)
     """
     mapping = label_mapping(backend.labels, task_labels)
-    names = tuple(x.value if isinstance(x, Label) else str(x) for x in task_labels)
+    names = tuple(_label_name(x) for x in task_labels)
     records: list[Record] = []
     for start in range(0, len(items), chunk):
         part = items[start : start + chunk]

@@ -5,7 +5,9 @@ command (``run``, ``instruct``, ``generate``, ``train``'s evaluation):
 
 - ``hf:NAME`` or a plain ``NAME``: a model loaded in process through transformers (an
   alias such as ``smollm2-135m``, a model folder, a ``.gguf`` file or a hub id; for
-  ``run`` also a classifier folder written by ``nlieval train``);
+  ``run`` also a classifier folder written by ``nlieval train``, or any transformers
+  sequence-classification model, folder or hub id, whose ``config.json`` architecture
+  ends in ``ForSequenceClassification``: see :mod:`nlieval.backends.hf_classifier`);
 - ``server:NAME`` (``openai-completions:NAME`` is the same): the model ``NAME`` served by
   an OpenAI-compatible server (vLLM, SGLang, ...) at ``--api-base``;
 - a plain ``NAME`` together with ``--api-base`` is the server's model ``NAME`` too;
@@ -28,6 +30,7 @@ ModelSpec(engine='server', name='llama-3.1-70b')
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -253,6 +256,45 @@ def _fingerprint(name: str, source: ModelSource) -> dict[str, str]:
         return {}
 
 
+def _which(spec: ModelSpec, revision: str | None, checkpoint: str | None) -> tuple[str, str | None]:
+    """The model to load and its hub revision, for one of a sweep's checkpoints: a local
+    folder is loaded instead of the model (a revision means nothing to a folder), anything
+    else is a revision of it."""
+    if checkpoint is None or Path(checkpoint).exists():
+        return checkpoint or spec.name, revision
+    return spec.name, checkpoint
+
+
+def classifier_labels(
+    spec: ModelSpec,
+    revision: str | None = None,
+    checkpoints: tuple[str, ...] = (),
+    label_map: Mapping[str, str] | None = None,
+) -> dict[str, tuple[str, ...]]:
+    """For each of the model (or its checkpoints) that is an off-the-shelf sequence
+    classifier, the task labels of its outputs through ``label_map`` (see
+    :func:`nlieval.backends.hf_classifier.task_labels_of`), read from its config without
+    loading weights; empty for any other model. Raises
+    :class:`~nlieval.backends.classifier.ClassifierError` for outputs no label names.
+
+    >>> classifier_labels(ModelSpec("hf", tiny_lm)), classifier_labels(ModelSpec("server", "m"))
+    ({}, {})
+    """
+    from .classifier import is_classifier_folder
+    from .hf_classifier import is_sequence_classifier, model_id2label, task_labels_of
+
+    if spec.engine != "hf":
+        return {}
+    out: dict[str, tuple[str, ...]] = {}
+    for ckpt in checkpoints or (None,):
+        model, rev = _which(spec, revision, ckpt)
+        if is_classifier_folder(model) or not is_sequence_classifier(model, rev):
+            continue
+        where = model if rev is None or Path(model).exists() else f"{model}@{rev}"
+        out[ckpt or spec.name] = task_labels_of(model_id2label(model, rev), label_map, where=where)
+    return out
+
+
 def load_scorer(
     spec: ModelSpec,
     *,
@@ -261,14 +303,18 @@ def load_scorer(
     batch_size: int | str = "auto",
     top_logprobs: int | None = None,
     checkpoint: str | None = None,
+    label_map: Mapping[str, str] | None = None,
 ) -> LogLikelihoodBackend | ClassifierBackend:
     """The backend that scores options for ``spec``: a server's completions endpoint, a
-    fine-tuned classifier folder (``nlieval train``), or a causal LM in process.
+    fine-tuned classifier folder (``nlieval train``), an off-the-shelf sequence
+    classifier (:class:`~nlieval.backends.hf_classifier.HFSequenceClassifier`, its
+    outputs named through ``label_map``), or a causal LM in process.
 
     ``checkpoint`` is one of a sweep's checkpoints: a folder (loaded instead of the
     model) or a hub revision. ``batch_size`` is rows per forward pass, or prompts per
     request to a server; ``top_logprobs`` the K of the server's one-request-per-item
-    scoring (None: the backend's default).
+    scoring (None: the backend's default). ``label_map`` (model label name -> task label)
+    is refused for any model but a sequence classifier.
 
     >>> lm = load_scorer(ModelSpec("hf", tiny_lm), batch_size=2)
     >>> type(lm).__name__, lm.batch_size
@@ -285,14 +331,29 @@ def load_scorer(
         return CompletionsLM(spec.name, server, batch_size=batch_size, top_logprobs=k)
     from .classifier import EncoderClassifier, is_classifier_folder
     from .hf import HFCausalLM
+    from .hf_classifier import HFSequenceClassifier, is_sequence_classifier
 
     opts = hf or HFOptions()
-    local = checkpoint is not None and Path(checkpoint).exists()
-    model = checkpoint if local and checkpoint is not None else spec.name
+    model, revision = _which(spec, opts.revision, checkpoint)
+    bs = batch_size if isinstance(batch_size, int) else CLASSIFIER_BATCH
+    sequence_classifier = not is_classifier_folder(model) and is_sequence_classifier(
+        model, revision
+    )
+    if label_map and not sequence_classifier:
+        raise ValueError(not_a_sequence_classifier(model))
     if is_classifier_folder(model):
-        bs = batch_size if isinstance(batch_size, int) else CLASSIFIER_BATCH
         return EncoderClassifier(model, device=opts.device, batch_size=bs)
-    revision = checkpoint if checkpoint is not None and not local else opts.revision
+    if sequence_classifier:
+        return HFSequenceClassifier(
+            model,
+            revision=revision,
+            label_map=label_map,
+            dtype=opts.dtype,
+            device=opts.device,
+            batch_size=bs,
+            device_map=opts.device_map,
+            max_memory=parse_max_memory(opts.max_memory) if opts.max_memory else None,
+        )
     return HFCausalLM(
         model,
         revision=revision,
@@ -302,6 +363,18 @@ def load_scorer(
         prefix_cache=opts.prefix_cache,
         device_map=opts.device_map,
         max_memory=parse_max_memory(opts.max_memory) if opts.max_memory else None,
+    )
+
+
+def not_a_sequence_classifier(model: str) -> str:
+    """The one line refusing ``--label-map`` for ``model``.
+
+    >>> not_a_sequence_classifier("smollm2-135m")  # doctest: +ELLIPSIS
+    '--label-map names the outputs of a sequence-classification model ...'
+    """
+    return (
+        "--label-map names the outputs of a sequence-classification model (config.json "
+        f"architectures ending in ForSequenceClassification); {model} is not one"
     )
 
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..backends.hf_classifier import label_map_dict, parse_label_map
 from ..backends.openai import ServerOptions
 from ..backends.registry import HFOptions, NamesAModel, model_label
 from ..backends.weights import DEFAULT_MODEL
@@ -40,10 +41,17 @@ class RunConfig(ItemSelection, NamesAModel):
     ``hf`` holds the settings of a model run in process; ``device_map`` and ``max_memory``
     change no result, so they are not part of the identity.
 
+    ``label_map`` names the outputs of an off-the-shelf sequence classifier
+    (:mod:`nlieval.backends.hf_classifier`) as task labels, ``NAME=LABEL`` entries (the
+    flag's ``LABEL_0=entailment,LABEL_1=neutral,...``, or a dict); kept sorted by name.
+    It decides what every probability means, so it is part of the identity.
+
     >>> RunConfig("smollm2-135m", ("scinli",), sample=40).sample_seed
     0
     >>> RunConfig("m", ("snli",), server=ServerOptions("http://h:8000/v1")).engine
     'server'
+    >>> RunConfig("m", ("snli",), label_map="LABEL_1=n,LABEL_0=e").label_map
+    ('LABEL_0=entailment', 'LABEL_1=neutral')
     """
 
     model: str = setting(
@@ -91,6 +99,14 @@ class RunConfig(ItemSelection, NamesAModel):
         "request per item (vLLM; at most its --max-logprobs); 0: one echo request per option",
         metavar="K",
     )
+    label_map: tuple[str, ...] = setting(
+        (),
+        help="names of a sequence classifier's outputs as task labels, when its config's "
+        "id2label does not use them (e.g. LABEL_0=entailment,LABEL_1=neutral,"
+        "LABEL_2=contradiction)",
+        parse=parse_label_map,
+        metavar="NAME=LABEL,...",
+    )
     hf: HFOptions = options(HFOptions)
     server: ServerOptions | None = options(
         ServerOptions, when="api_base", optional=True, title="server"
@@ -109,16 +125,28 @@ class RunConfig(ItemSelection, NamesAModel):
         "revision",
         "sample",
         "sample_seed",
+        "label_map",
     )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         spec = self.spec  # a model string that means nothing fails here
         object.__setattr__(self, "model", model_label(self.model))
+        # Any spelling (the flag's text, a dict, entries) is kept as one: the identity.
+        object.__setattr__(self, "label_map", parse_label_map(self.label_map))
         if spec.engine == "server" and self.checkpoints:
             raise ValueError("--checkpoints needs a local model, not one on a server")
         if self.top_logprobs < 0:
             raise ValueError(f"--top-logprobs must be 0 or more, got {self.top_logprobs}")
+
+    @property
+    def label_names(self) -> dict[str, str]:
+        """``label_map`` as a dict (model label name -> task label).
+
+        >>> RunConfig("m", ("snli",), label_map="LABEL_0=e").label_names
+        {'LABEL_0': 'entailment'}
+        """
+        return label_map_dict(self.label_map)
 
     def to_dict(self) -> dict[str, Any]:
         """The flat JSON form of ``config.json`` (the engine included)."""

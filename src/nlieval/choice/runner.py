@@ -16,7 +16,13 @@ from ..backends.base import (
     Progress,
     PromptTooLongError,
 )
-from ..backends.registry import check_model, load_scorer, model_fingerprints
+from ..backends.registry import (
+    check_model,
+    classifier_labels,
+    load_scorer,
+    model_fingerprints,
+    not_a_sequence_classifier,
+)
 from ..runs import (
     Draws,
     Results,
@@ -41,7 +47,8 @@ Planned = list[tuple[data.Dataset, list[SweepPoint], dict[str, Any]]]
 def default_backend(config: RunConfig, checkpoint: str | None) -> AnyBackend:
     """The backend for the config's model (or one of its checkpoints), made by the model
     registry (:func:`nlieval.backends.registry.load_scorer`): a model on a server, a
-    fine-tuned classifier folder (``nlieval train``) or a causal language model."""
+    fine-tuned classifier folder (``nlieval train``), an off-the-shelf sequence
+    classifier (its outputs named through ``label_map``) or a causal language model."""
     return load_scorer(
         config.spec,
         hf=config.hf,
@@ -49,6 +56,7 @@ def default_backend(config: RunConfig, checkpoint: str | None) -> AnyBackend:
         batch_size=config.batch_size,
         top_logprobs=config.top_logprobs,
         checkpoint=checkpoint,
+        label_map=config.label_names,
     )
 
 
@@ -128,12 +136,16 @@ def run(
     >>> [m["n"] for m in run(cfg, run_dir, progress=False).metrics]
     [4]
     """
-    config = saved_spelling(RunFolder(out_dir), _classifier_config(config), overwrite=overwrite)
-    if backend_factory is default_backend and not config.checkpoints:
+    ours = backend_factory is default_backend
+    config = _classifier_config(config, off_the_shelf=ours)
+    config = saved_spelling(RunFolder(out_dir), config, overwrite=overwrite)
+    if ours and not config.checkpoints:
         # Fail on a wrong model name before the folder is made or any data is read.
         check_model(config.spec, config.hf.revision)
     # Data errors surface before anything is written.
     planned = plan(config)
+    if ours:
+        _check_labels(config, planned)
     model = config.model
     steps: list[Step[Item]] = []
     for ckpt in config.checkpoints or (None,):
@@ -246,14 +258,42 @@ def _score(
     )
 
 
-def _classifier_config(config: RunConfig) -> RunConfig:
+def _check_labels(config: RunConfig, planned: Planned) -> None:
+    """Refuse, before anything is written, a sequence classifier whose outputs do not
+    name the labels of every task (one line naming the labels left over), and a
+    ``label_map`` for any other model."""
+    from ..backends.classifier import ClassifierError, label_mapping
+
+    found = classifier_labels(
+        config.spec, config.hf.revision, config.checkpoints, config.label_names
+    )
+    if config.label_map and not found:
+        raise ValueError(not_a_sequence_classifier(config.model))
+    for model, labels in found.items():
+        for ds, _, _ in planned:
+            try:
+                label_mapping(labels, ds.labels)
+            except ClassifierError as err:
+                raise ClassifierError(f"--model {model} on task {ds.task}: {err}") from None
+
+
+def _classifier_config(config: RunConfig, *, off_the_shelf: bool = True) -> RunConfig:
     """Fine-tuned classifiers take no shots; a ``nlieval train`` output folder is run
-    as the ordered list of its per-seed checkpoints."""
+    as the ordered list of its per-seed checkpoints. With ``off_the_shelf``, a
+    transformers sequence classifier (config.json architecture ``*ForSequenceClassification``)
+    takes none either."""
     from ..backends.classifier import classifier_checkpoints, is_classifier_folder
+    from ..backends.hf_classifier import is_sequence_classifier
 
     ckpts = classifier_checkpoints(config.model) if Path(config.model).is_dir() else []
     if not ckpts:
-        return config
+        name = config.spec.name
+        hf = off_the_shelf and config.engine == "hf"
+        if not (hf and is_sequence_classifier(name, config.hf.revision)):
+            return config
+        if config.shots != (0,):
+            log.warning("%s is a sequence classifier: shots %s ignored", name, config.shots)
+        return dataclasses.replace(config, shots=(0,), seeds=config.seeds[:1])
     if config.shots != (0,):
         log.warning("%s is a fine-tuned classifier: shots %s ignored", config.model, config.shots)
     new = dataclasses.replace(config, shots=(0,), seeds=config.seeds[:1])

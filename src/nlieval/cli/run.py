@@ -17,7 +17,9 @@ from .args import add_data_dir, add_settings, csv_list, settings_from_args
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "run", help="evaluate a language model by option NLL over tasks and shot counts"
+        "run",
+        help="evaluate a language model by option NLL over tasks and shot counts, or an NLI "
+        "classifier (a sequence-classification model, or a folder of nlieval train)",
     )
     add_settings(p, RunConfig)
     p.add_argument("--out", "--output_path", dest="out", required=True, help="run folder")

@@ -1,0 +1,401 @@
+"""Off-the-shelf NLI classifiers: any Hugging Face ``AutoModelForSequenceClassification``.
+
+A model folder or hub id is such a classifier when its ``config.json`` lists an
+architecture ending in ``ForSequenceClassification`` (``RobertaForSequenceClassification``,
+``BertForSequenceClassification``, ``LlamaForSequenceClassification``...; see
+:func:`is_sequence_classifier`). Its outputs are named by ``config.id2label``; each name
+becomes a task label (:func:`task_labels_of`):
+
+- by name, case-insensitive, in the common spellings: ``ENTAILMENT``, ``Entailment``,
+  ``entailment``, ``e``; ``not_entailment``, ``non-entailment``, ``NonEntailment`` for
+  2-way models (the spellings :meth:`nlieval.types.Label.parse` reads);
+- or through a label map (``--label-map LABEL_0=entailment,LABEL_1=neutral,...``), whose
+  names are the model's own (exact, else case-insensitive, else the output's index).
+
+A model output that becomes no task label is refused with one line naming it. Several
+outputs may become one task label (their probabilities add up), and on a 2-way
+entailment / non-entailment task (HANS) a 3-way model's neutral and contradiction both
+count as non-entailment: p(non-entailment) = p(neutral) + p(contradiction), the sum of
+the softmax probabilities (:func:`nlieval.backends.classifier.label_mapping`).
+
+:class:`HFSequenceClassifier` is the :class:`~nlieval.backends.base.ClassifierBackend`:
+log-softmax over the model's outputs, in the model's order, named by task label; the
+records are made by :func:`nlieval.backends.classifier.classify_records`, the path of
+every classifier.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..settings import csv_list
+from ..types import ALPHA, Label
+from .weights import ALIASES, ModelError, pick_dtype, resolve_model
+
+log = logging.getLogger(__name__)
+
+#: The end of an architecture name that ``AutoModelForSequenceClassification`` loads.
+ARCHITECTURE_SUFFIX = "ForSequenceClassification"
+
+#: Encoders whose position ids start after the padding index (RoBERTa's scheme): their
+#: ``max_position_embeddings`` counts ``pad_token_id + 1`` positions no token can use.
+_OFFSET_POSITIONS = frozenset(
+    {
+        "roberta",
+        "roberta-prelayernorm",
+        "xlm-roberta",
+        "xlm-roberta-xl",
+        "camembert",
+        "data2vec-text",
+        "longformer",
+        "mpnet",
+        "ibert",
+    }
+)
+
+#: Tokenizers without a maximum say ``model_max_length`` = 1e30; below this it is real.
+_NO_LIMIT = 1_000_000
+
+#: Task labels whose names a model's ``id2label`` may use without a label map (the
+#: alpha-NLI "1"/"2" are indices to most models, so they need an explicit map).
+_BY_NAME = frozenset(lab.value for lab in Label if lab not in ALPHA)
+
+
+# --------------------------------------------------------------------------- label map
+
+
+def parse_label_map(text: str | Mapping[str, str] | Sequence[str]) -> tuple[str, ...]:
+    """A label map in its one spelling: ``NAME=LABEL`` entries sorted by name, each label
+    spelled as the task label it is. Takes the flag's text (``LABEL_0=entailment,...``),
+    a mapping or entries; raises ValueError naming what is wrong.
+
+    >>> parse_label_map("LABEL_1=Neutral, LABEL_0=e")
+    ('LABEL_0=entailment', 'LABEL_1=neutral')
+    >>> parse_label_map("LABEL_0=yes")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: --label-map LABEL_0=yes: 'yes' is not a label (entailment, neutral, ...)
+    """
+    if isinstance(text, str):
+        entries: list[tuple[str, str]] = []
+        for part in csv_list(text):
+            name, sep, label = part.partition("=")
+            if not sep or not name.strip() or not label.strip():
+                raise ValueError(
+                    f"--label-map: expected NAME=LABEL pairs separated by commas "
+                    f"(e.g. LABEL_0=entailment), got {part!r}"
+                )
+            entries.append((name.strip(), label.strip()))
+    elif isinstance(text, Mapping):
+        entries = [(str(k).strip(), str(v).strip()) for k, v in text.items()]
+    else:
+        return parse_label_map(",".join(text))
+    out: dict[str, str] = {}
+    for name, label in entries:
+        if name in out:
+            raise ValueError(f"--label-map names {name} twice")
+        try:
+            out[name] = Label.parse(label).value
+        except ValueError:
+            known = ", ".join(lab.value for lab in Label)
+            raise ValueError(
+                f"--label-map {name}={label}: {label!r} is not a label ({known})"
+            ) from None
+    return tuple(f"{name}={out[name]}" for name in sorted(out))
+
+
+def label_map_dict(entries: Sequence[str]) -> dict[str, str]:
+    """The entries of :func:`parse_label_map` as a dict (model label name -> task label).
+
+    >>> label_map_dict(("LABEL_0=entailment",))
+    {'LABEL_0': 'entailment'}
+    """
+    return dict(e.split("=", 1) for e in parse_label_map(entries))
+
+
+def task_labels_of(
+    id2label: Mapping[int, str],
+    label_map: Mapping[str, str] | None = None,
+    *,
+    where: str = "the model",
+) -> tuple[str, ...]:
+    """The task label of each model output, in output order: through ``label_map`` (its
+    names matched to the model's exactly, else case-insensitively, else as an output's
+    index), else by the output's own name (case and spelling tolerant, see the module
+    docstring). Raises :class:`~nlieval.backends.classifier.ClassifierError` naming the
+    outputs that become no task label, or the names of ``label_map`` the model lacks.
+
+    >>> task_labels_of({0: "CONTRADICTION", 1: "Entailment", 2: "neutral"})
+    ('contradiction', 'entailment', 'neutral')
+    >>> task_labels_of({0: "entailment", 1: "not_entailment"})
+    ('entailment', 'non-entailment')
+    >>> task_labels_of({0: "LABEL_0", 1: "LABEL_1"}, {"label_0": "e", "1": "non-entailment"})
+    ('entailment', 'non-entailment')
+    >>> task_labels_of({0: "LABEL_0", 1: "LABEL_1"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.backends.classifier.ClassifierError: the model: no task label for its labels ...
+    """
+    # Imported here: the label map is read (by the run's config) without torch.
+    from .classifier import ClassifierError
+
+    n = len(id2label)
+    if sorted(id2label) != list(range(n)):
+        raise ClassifierError(f"{where}: id2label must number its labels 0..{n - 1}")
+    names = [str(id2label[i]) for i in range(n)]
+    chosen: dict[int, str] = {}
+    unknown: list[str] = []
+    for key, value in (label_map or {}).items():
+        label = Label.parse(value).value
+        hits = [i for i, m in enumerate(names) if m == key]
+        hits = hits or [i for i, m in enumerate(names) if m.lower() == key.lower()]
+        if not hits and key.isdigit() and int(key) < n:
+            hits = [int(key)]
+        if not hits:
+            unknown.append(key)
+        for i in hits:
+            chosen[i] = label
+    if unknown:
+        raise ClassifierError(
+            f"--label-map names {', '.join(unknown)}, which {where} does not have "
+            f"(its labels: {', '.join(names)})"
+        )
+    out: list[str] = []
+    unmapped: list[str] = []
+    for i, name in enumerate(names):
+        task_label = chosen.get(i) or _by_name(name)
+        if task_label is None:
+            unmapped.append(name)
+        out.append(task_label or "")
+    if unmapped:
+        raise ClassifierError(
+            f"{where}: no task label for its labels {', '.join(unmapped)} (config.json "
+            f"id2label); name them with --label-map, e.g. --label-map {unmapped[0]}=entailment"
+        )
+    return tuple(out)
+
+
+def _by_name(name: str) -> str | None:
+    try:
+        label = Label.parse(name).value
+    except ValueError:
+        return None
+    return label if label in _BY_NAME else None
+
+
+# --------------------------------------------------------------------------- detection
+
+
+def config_json(name: str, revision: str | None = None) -> dict[str, Any] | None:
+    """The ``config.json`` of a transformers model folder or hub id (from the local hub
+    cache, else the hub), or None: no such file (an alias, a ``.gguf``, no folder, the
+    hub unreachable), or not a JSON object.
+
+    >>> config_json("/no/such/folder") is None
+    True
+    """
+    if name in ALIASES or name.endswith(".gguf"):
+        return None
+    path = Path(name).expanduser()
+    if path.is_dir():
+        file = path / "config.json"
+        if not file.is_file():
+            return None
+        text = file.read_text(encoding="utf-8")
+    elif path.exists() or name.startswith((".", "/", "~")) or name.count("/") != 1:
+        return None
+    else:
+        try:
+            from huggingface_hub import hf_hub_download, try_to_load_from_cache
+
+            cached = try_to_load_from_cache(name, "config.json", revision=revision)
+            if not isinstance(cached, str):
+                cached = hf_hub_download(name, "config.json", revision=revision)
+            text = Path(cached).read_text(encoding="utf-8")
+        except Exception:  # noqa: BLE001 (offline, gated, missing: the load says why)
+            return None
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def is_sequence_classifier(name: str, revision: str | None = None) -> bool:
+    """True when ``name`` (a folder or hub id) is a transformers sequence-classification
+    model: its ``config.json`` lists an architecture ending in ``ForSequenceClassification``.
+
+    >>> is_sequence_classifier("/no/such/folder"), is_sequence_classifier(tiny_encoder)
+    (False, False)
+    """
+    config = config_json(name, revision)
+    arch = config.get("architectures") if config else None
+    return isinstance(arch, list) and any(str(a).endswith(ARCHITECTURE_SUFFIX) for a in arch)
+
+
+def model_id2label(name: str, revision: str | None = None) -> dict[int, str]:
+    """A sequence classifier's ``id2label`` as transformers reads its config (no weights
+    are loaded). A config that cannot be read is a one-line
+    :class:`~nlieval.backends.weights.ModelError`.
+
+    >>> model_id2label("/no/such/folder")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.backends.weights.ModelError: cannot read the config of /no/such/folder: ...
+    """
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(name, revision=revision)
+    except (OSError, ValueError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelError(f"cannot read the config of {name}: {first}") from None
+    return {int(k): str(v) for k, v in config.id2label.items()}
+
+
+def max_pair_length(tokenizer: Any, config: Any) -> int:
+    """The longest input the model takes, in tokens: the tokenizer's ``model_max_length``
+    and the model's position embeddings (less RoBERTa's offset), whichever is smaller;
+    512 when neither says.
+
+    >>> from types import SimpleNamespace as NS
+    >>> max_pair_length(NS(model_max_length=10**30),
+    ...                 NS(max_position_embeddings=514, model_type="roberta", pad_token_id=1))
+    512
+    """
+    limits: list[int] = []
+    tok_max = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tok_max, int) and 0 < tok_max < _NO_LIMIT:
+        limits.append(tok_max)
+    positions = getattr(config, "max_position_embeddings", None)
+    if isinstance(positions, int) and positions > 0:
+        pad = getattr(config, "pad_token_id", None)
+        offset = 0
+        if getattr(config, "model_type", "") in _OFFSET_POSITIONS:
+            offset = (pad if isinstance(pad, int) else 1) + 1
+        limits.append(positions - offset)
+    return min(limits) if limits else 512
+
+
+# --------------------------------------------------------------------------- the backend
+
+
+class HFSequenceClassifier:
+    """A transformers sequence-classification model as a
+    :class:`~nlieval.backends.base.ClassifierBackend`.
+
+    ``labels`` are the task labels of the model's outputs, in the model's order (see
+    :func:`task_labels_of`); ``model_labels`` its own names. :meth:`classify` returns the
+    log-softmax of the logits. Each pair is the tokenizer's own pair encoding of
+    (premise, hypothesis), cut longest-sentence first to :func:`max_pair_length`. Pads
+    are the model's ``pad_token_id`` (a decoder classifier reads the last token that is
+    not one); a model without one is run one pair at a time. Results do not depend on
+    ``batch_size`` (beyond float rounding).
+
+    >>> from transformers import AutoTokenizer, BertForSequenceClassification
+    >>> id2label = {0: "contradiction", 1: "entailment", 2: "neutral"}  # any order
+    >>> BertForSequenceClassification.from_pretrained(tiny_encoder, id2label=id2label
+    ...     ).save_pretrained(run_dir)
+    >>> _ = AutoTokenizer.from_pretrained(tiny_encoder).save_pretrained(run_dir)
+    >>> clf = HFSequenceClassifier(run_dir, device="cpu")
+    >>> clf.labels
+    ('contradiction', 'entailment', 'neutral')
+    >>> import math
+    >>> [round(sum(map(math.exp, row)), 6) for row in clf.classify([("A man.", "He.")])]
+    [1.0]
+    """
+
+    name: str
+    labels: tuple[str, ...]
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        revision: str | None = None,
+        label_map: Mapping[str, str] | None = None,
+        dtype: str = "auto",
+        device: str = "auto",
+        batch_size: int = 32,
+        device_map: str | None = None,
+        max_memory: Mapping[int | str, str] | None = None,
+        name: str | None = None,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        from .classifier import ClassifierError, pick_device
+
+        if batch_size < 1:
+            raise ClassifierError(f"batch_size must be positive, got {batch_size}")
+        source = resolve_model(model, revision)
+        device = pick_device(device)
+        kwargs: dict[str, Any] = {"dtype": pick_dtype(dtype, device)}
+        if source.revision:
+            kwargs["revision"] = source.revision
+        if device_map is not None:
+            kwargs["device_map"] = device_map
+            if max_memory is not None:
+                kwargs["max_memory"] = dict(max_memory)
+        try:
+            self.tokenizer: Any = AutoTokenizer.from_pretrained(
+                source.path, revision=source.revision
+            )
+            self.model: Any = AutoModelForSequenceClassification.from_pretrained(
+                source.path, **kwargs
+            )
+        except (OSError, ValueError) as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+            raise ModelError(f"cannot load classifier {source.name!r}: {first}") from None
+        if device_map is None:
+            self.model.to(torch.device(device))
+        self.model.eval()
+        self.name = name or source.name
+        config = self.model.config
+        id2label = {int(k): str(v) for k, v in config.id2label.items()}
+        self.model_labels = tuple(id2label[i] for i in sorted(id2label))
+        self.labels = task_labels_of(id2label, label_map, where=self.name)
+        self.batch_size = batch_size
+        self.max_length = max_pair_length(self.tokenizer, config)
+        pad = config.get_text_config().pad_token_id
+        if pad is not None and self.tokenizer.pad_token_id != pad:
+            # The model finds each row's last token by this id: padding with another one
+            # would make a row's answer depend on its batch.
+            self.tokenizer.pad_token = self.tokenizer.convert_ids_to_tokens(int(pad))
+        #: Without a pad id the model cannot tell padding from text: one pair per pass.
+        self.one_at_a_time = pad is None
+        if self.one_at_a_time:
+            log.info("%s has no pad_token_id: classifying one pair per forward pass", self.name)
+        params = inspect.signature(self.model.forward).parameters
+        self._takes_token_types = "token_type_ids" in params
+
+    def classify(self, pairs: Sequence[tuple[str, str]]) -> list[list[float]]:
+        """Per pair (premise, hypothesis), the log-probability of each of :attr:`labels`."""
+        import torch
+
+        from .classifier import encode_pairs
+
+        pairs = list(pairs)
+        # Similar lengths batched together waste less on padding; results go back in order.
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        size = 1 if self.one_at_a_time else self.batch_size
+        device = next(self.model.parameters()).device
+        out: list[list[float]] = [[] for _ in pairs]
+        with torch.no_grad():
+            for start in range(0, len(order), size):
+                idx = order[start : start + size]
+                enc = encode_pairs(
+                    self.tokenizer, [pairs[i] for i in idx], max_length=self.max_length
+                )
+                inputs = {
+                    k: v.to(device)
+                    for k, v in enc.items()
+                    if k != "token_type_ids" or self._takes_token_types
+                }
+                logits = self.model(**inputs).logits
+                logp = torch.log_softmax(logits.float(), dim=-1).cpu()
+                for row, i in enumerate(idx):
+                    out[i] = logp[row].tolist()
+        return out
