@@ -311,7 +311,7 @@ def train(
         config = replace(config, init_from=str(init_from))
     if fresh_head is not None:
         config = replace(config, fresh_head=fresh_head)
-    if config.init_from is None:
+    if config.init_from is None and config.lora is None:
         check_encoder(resolve_encoder(config.model))
     data = load_data(config)  # data errors surface before anything is written
     run = RunFolder(config.out)
@@ -428,7 +428,14 @@ def format_results(results: Mapping[str, Any]) -> str:
     ...       {"mean": 0.5, "std": 0.0}}}).splitlines()[0])
     seed  epochs  best  dev F1  test acc  test F1
     """
-    lines = ["seed  epochs  best  dev F1  test acc  test F1"]
+    lines = []
+    sources = ((results["seeds"] or [{}])[0].get("data") or {}).get("train", {}).get("sources")
+    if sources:
+        lines.append(
+            "training set: " + " + ".join(f"{n} {name}" for name, n in sources.items())
+            + f" = {sum(sources.values())} items"
+        )  # fmt: skip
+    lines.append("seed  epochs  best  dev F1  test acc  test F1")
     for r in results["seeds"]:
         t = r.get("test") or {}
         acc = f"{t['accuracy']:.4f}" if t else "-"

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..backends.adapters import LoraSettings
 from ..data import ItemSelection
 from ..settings import seed_list, setting
 
@@ -25,6 +26,45 @@ OPTIMIZERS = ("adam", "adamw")
 
 class TrainError(ValueError):
     """A training setup that cannot work (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source of a combined training set: a task, its split (None: ``--train-split``)
+    and how many of its items to sample (None: all)."""
+
+    task: str
+    split: str | None = None
+    n: int | None = None
+
+
+def parse_sources(text: str) -> tuple[Source, ...]:
+    """The sources of ``--task``: ``NAME[@SPLIT][:N]`` joined by commas, each a task name or
+    task YAML, its split, and a seeded sample of N of its items (stratified by label).
+
+    >>> parse_sources("scinli")
+    (Source(task='scinli', split=None, n=None),)
+    >>> parse_sources("snli@dev:2000, sick")
+    (Source(task='snli', split='dev', n=2000), Source(task='sick', split=None, n=None))
+    """
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            raise TrainError(f"--task {text!r}: an empty source between commas")
+        name, n = part, None
+        head, colon, tail = part.rpartition(":")
+        if colon and tail.strip().isdigit():
+            name, n = head, int(tail)
+            if n < 1:
+                raise TrainError(f"--task {part!r}: a sample of {n} items")
+        name, at, split = name.partition("@")
+        if not name.strip() or (at and not split.strip()):
+            raise TrainError(f"--task {part!r}: NAME[@SPLIT][:N] expected")
+        out.append(Source(name.strip(), split.strip() or None, n))
+    names = [(s.task, s.split) for s in out]
+    if len(set(names)) != len(names):
+        raise TrainError(f"--task {text!r} names one source twice")
+    return tuple(out)
 
 
 def grad_norm(text: str) -> float | None:
@@ -66,7 +106,11 @@ class TrainConfig(ItemSelection):
         help="encoder: minilm (the packaged all-MiniLM-L6-v2), a folder or a hub id",
         cli_default="minilm",
     )
-    task: str = setting(help="training task or task YAML", names=("--task", "--train-task"))
+    task: str = setting(
+        help="training task or task YAML; several are one training set: NAME[@SPLIT][:N] "
+        "joined by commas (scinli,mscinli:2000 samples 2,000 of the second)",
+        names=("--task", "--train-task"),
+    )
     train_split: str = setting("train", help="split to train on")
     dev_task: str | None = setting(None, help="early-stopping task [the training task]")
     dev_split: str | None = setting(
@@ -100,6 +144,13 @@ class TrainConfig(ItemSelection):
         None,
         help="two-stage: start from this checkpoint, or seed{n} of this train folder "
         "(fresh head; give stage two a lower --lr)",
+    )
+    lora: str | None = setting(
+        None,
+        help="R,ALPHA[,DROPOUT]: fine-tune a decoder-only LM (any model with a "
+        "...ForSequenceClassification class) with LoRA adapters of rank R on a fresh head "
+        "read from the last token; the checkpoint is the adapters and the head",
+        metavar="R,ALPHA",
     )
     fresh_head: bool = setting(
         True,
@@ -138,6 +189,7 @@ class TrainConfig(ItemSelection):
         "items_rule",
         "init_from",
         "fresh_head",
+        "lora",
     )
 
     def __post_init__(self) -> None:
@@ -157,6 +209,14 @@ class TrainConfig(ItemSelection):
             problems.append("seeds must be a non-empty list without repeats")
         if self.top_layers is not None and self.top_layers < 0:
             problems.append("top_layers cannot be negative")
+        parse_sources(self.task)  # a malformed --task is one line now
+        if self.lora is not None:
+            try:
+                self.lora_settings  # noqa: B018  (a malformed --lora is one line now)
+            except ValueError as err:
+                problems.append(str(err))
+            if self.top_layers is not None or self.init_from is not None:
+                problems.append("--lora trains adapters: not with --top-layers or --init-from")
         if problems:
             raise TrainError("; ".join(problems))
 
@@ -165,8 +225,26 @@ class TrainConfig(ItemSelection):
         tested ``tasks`` (none with ``skip_test``) and ``shots`` (0: no prompt)."""
         d = asdict(self)
         d["seeds"] = list(self.seeds)
-        tasks = [] if self.skip_test else [self.test_task or self.task]
+        tasks = [] if self.skip_test else [self.test_task or self.first_task]
         return {"kind": self.KIND, **d, "tasks": tasks, "shots": [0]}
+
+    @property
+    def lora_settings(self) -> LoraSettings | None:
+        """The parsed ``--lora`` (None: full fine-tuning of an encoder).
+
+        >>> TrainConfig("smollm2-135m", "scinli", lora="8,16").lora_settings.r
+        8
+        """
+        return None if self.lora is None else LoraSettings.parse(self.lora)
+
+    @property
+    def first_task(self) -> str:
+        """The first training source's task: the default dev and test task.
+
+        >>> TrainConfig("minilm", "snli@dev:500,sick").first_task
+        'snli'
+        """
+        return parse_sources(self.task)[0].task
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TrainConfig:
@@ -199,7 +277,8 @@ def check_encoder(source: str) -> None:
         raise TrainError(
             f"{source} is a decoder-only language model ({', '.join(causal) or 'is_decoder'}); "
             "`nlieval train` fine-tunes encoders (BERT-like: the first token sees the whole "
-            "pair); evaluate this model with `nlieval run` instead"
+            "pair); evaluate this model with `nlieval run`, or fine-tune it with LoRA "
+            "adapters (--lora R,ALPHA)"
         )
 
 

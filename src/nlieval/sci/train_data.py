@@ -7,13 +7,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..data import load_task, same_data
+from ..data import load_task, same_data, sample_items
 from ..types import Item
-from .train_config import TrainConfig, TrainError
+from .train_config import TrainConfig, TrainError, parse_sources
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +31,14 @@ class Part:
     source: str = ""
     items_in_split: int = 0
     dropped: Mapping[str, int] = field(default_factory=dict, compare=False)
+    #: A combined training set: items per source (``task@split``), in source order.
+    sources: Mapping[str, int] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
-        return {"task": self.task, "split": self.split, "n": len(self.items)}
+        out: dict[str, Any] = {"task": self.task, "split": self.split, "n": len(self.items)}
+        if self.sources:
+            out["sources"] = dict(self.sources)
+        return out
 
     def data_info(self) -> dict[str, Any]:
         """The part as a run folder's ``results.json`` describes a task's data."""
@@ -84,6 +90,13 @@ def stratified_split(
     return kept, tuple(it for i, it in enumerate(items) if i in held)
 
 
+def _counts(items: Sequence[Item], sources: Mapping[str, int]) -> dict[str, int]:
+    # Items per source of a combined set (their ids start with the source's name).
+    if not sources:
+        return {}
+    return {name: sum(it.id.startswith(f"{name}/") for it in items) for name in sources}
+
+
 def _labelled(part: Part) -> Part:
     missing = sum(it.label is None for it in part.items)
     if missing:
@@ -99,6 +112,51 @@ def _load_part(name: str, split: str | None, data_dir: str | None) -> Part:
     return Part(name, ds.split, labels, ds.items, ds.source, len(ds.items), dict(ds.dropped))
 
 
+def load_train(config: TrainConfig) -> Part:
+    """The training part: the ``--task`` split, or a combined set of several sources
+    (:func:`~nlieval.sci.train_config.parse_sources`), each loaded and sampled on its own
+    (``NAME:N``, seeded by ``sample_seed``) and concatenated in source order, with ids
+    prefixed by ``task@split/`` so that two sources never share one. Sources must have
+    one label set; ``sources`` holds the counts.
+
+    >>> part = load_train(TrainConfig("minilm", "smoke@train:6,smoke@test:9"))
+    >>> part.sources, part.items[0].id.split("/")[0]
+    ({'smoke@train': 6, 'smoke@test': 9}, 'smoke@train')
+    """
+    sources = parse_sources(config.task)
+    if len(sources) == 1 and sources[0].n is None:
+        only = sources[0]
+        return _load_part(only.task, only.split or config.train_split, config.data_dir)
+    parts = []
+    for src in sources:
+        part = _load_part(src.task, src.split or config.train_split, config.data_dir)
+        items = part.items
+        if src.n is not None:
+            labelled = [it for it in items if it.label is not None]
+            items = sample_items(labelled, src.n, config.sample_seed)
+        # A task YAML is named by its file's stem (the name its items carry elsewhere).
+        name = Path(src.task).stem if src.task.endswith((".yaml", ".yml")) else src.task
+        if len(sources) > 1:
+            items = tuple(replace(it, id=f"{name}@{part.split}/{it.id}") for it in items)
+        parts.append(replace(part, task=name, items=tuple(items)))
+    first = parts[0]
+    for part in parts[1:]:
+        if set(part.labels) != set(first.labels):
+            raise TrainError(
+                f"--task: {part.task} is labelled ({', '.join(part.labels)}), {first.task} "
+                f"({', '.join(first.labels)}); a combined training set needs one label set"
+            )
+    return Part(
+        sources[0].task,
+        "+".join(f"{p.task}@{p.split}" for p in parts),
+        first.labels,
+        tuple(it for p in parts for it in p.items),
+        "; ".join(p.source for p in parts),
+        sum(p.items_in_split for p in parts),
+        sources={f"{p.task}@{p.split}": len(p.items) for p in parts},
+    )
+
+
 def load_data(config: TrainConfig) -> TrainData:
     """The train, dev and test parts of ``config``, checked to fit together.
 
@@ -112,10 +170,10 @@ def load_data(config: TrainConfig) -> TrainData:
     """
     from ..backends.classifier import label_mapping
 
-    train = _load_part(config.task, config.train_split, config.data_dir)
+    train = load_train(config)
     labels = train.labels
     if config.dev_split is not None:
-        dev = _load_part(config.dev_task or config.task, config.dev_split, config.data_dir)
+        dev = _load_part(config.dev_task or config.first_task, config.dev_split, config.data_dir)
         if set(dev.labels) != set(labels):
             raise TrainError(
                 f"dev task {dev.task} is labelled ({', '.join(dev.labels)}), the training "
@@ -124,20 +182,24 @@ def load_data(config: TrainConfig) -> TrainData:
     else:
         kept, held = stratified_split(train.items, config.dev_fraction, config.split_seed)
         dev = Part(train.task, f"{train.split}[held-out {config.dev_fraction:g}]", labels, held)
-        train = replace(train, items=kept)
+        train = replace(train, items=kept, sources=_counts(kept, train.sources))
     test = None
     if not config.skip_test:
-        test = _load_part(config.test_task or config.task, config.test_split, config.data_dir)
+        test_task = config.test_task or config.first_task
+        test = _load_part(test_task, config.test_split, config.data_dir)
         label_mapping(labels, test.labels)  # fail now, not after hours of training
-        same = (config.test_task or config.task) == config.task and same_data(
-            config.task, config.train_split, test.split, config.data_dir
+        same = any(
+            src.task == test_task
+            and same_data(src.task, src.split or config.train_split, test.split, config.data_dir)
+            for src in parse_sources(config.task)
         )
         if same:
             raise TrainError(
                 f"the test split {test.task} {test.split} is the training data; give "
                 "another --test-task (e.g. scinli) or --no-test"
             )
-    train = _labelled(replace(train, items=config.select_items(train.items)))
+    chosen = config.select_items(train.items)
+    train = _labelled(replace(train, items=chosen, sources=_counts(chosen, train.sources)))
     present = sorted({it.label.value for it in train.items if it.label is not None})
     if len(present) < 2:
         # A warning, not an error: a pipeline stage may yield one class on small data,
