@@ -35,6 +35,7 @@ from torch import nn
 
 from ..types import NLI2, NLI3, Item, Label, Record, softmax
 from .base import ClassifierBackend, Progress
+from .lora_classifier import LoraPairClassifier, load_lora, save_lora
 
 META_FILE = "nlieval_classifier.json"
 HEAD_FILE = "classifier_head.safetensors"
@@ -56,8 +57,11 @@ class ClassifierError(ValueError):
 class ClassifierMeta:
     """What a checkpoint needs besides its weights: the head's label order and the input.
 
-    ``pool`` is ``"first"`` (the first token, [CLS]) or ``"last"`` (XLNet's <cls>);
-    ``extra`` holds the training configuration and scores (informative only).
+    ``pool`` is ``"first"`` (the first token, [CLS]) or ``"last"`` (XLNet's <cls>, a
+    decoder's last token); ``separator`` goes before the hypothesis (a decoder reads the
+    pair as one text); ``adapter`` describes a LoRA checkpoint (``base_model`` is then
+    the model its adapters go on: :mod:`nlieval.backends.lora_classifier`); ``extra``
+    holds the training configuration and scores (informative only).
 
     >>> ClassifierMeta(("entailment", "neutral", "contradiction")).to_dict()["labels"]
     ['entailment', 'neutral', 'contradiction']
@@ -69,9 +73,13 @@ class ClassifierMeta:
     pool: str = "first"
     base_model: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    separator: str = ""
+    adapter: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            **({"separator": self.separator} if self.separator else {}),
+            **({"adapter": dict(self.adapter)} if self.adapter else {}),
             "format": FORMAT,
             "version": FORMAT_VERSION,
             "labels": list(self.labels),
@@ -93,6 +101,8 @@ class ClassifierMeta:
             pool=str(d.get("pool", "first")),
             base_model=str(d.get("base_model", "")),
             extra=dict(d.get("extra") or {}),
+            separator=str(d.get("separator", "")),
+            adapter=dict(d["adapter"]) if isinstance(d.get("adapter"), dict) else None,
         )
 
 
@@ -178,6 +188,10 @@ class PairClassifier(nn.Module):
         return logits
 
 
+#: What a checkpoint folder holds: an encoder with a head, or a decoder with LoRA adapters.
+PairModel = PairClassifier | LoraPairClassifier
+
+
 def default_pool(encoder: nn.Module) -> str:
     """``"last"`` for encoders whose summary token ends the input (XLNet), else ``"first"``."""
     return "last" if getattr(encoder.config, "model_type", "") in _LAST_TOKEN_TYPES else "first"
@@ -189,9 +203,11 @@ def encode_pairs(
     *,
     max_length: int,
     hypothesis_only: bool = False,
+    separator: str = "",
 ) -> Any:
-    """Padded tensors for a batch: the tokenizer's pair encoding, or the second sentence
-    alone for a hypothesis-only model. Long pairs are cut, the longer sentence first.
+    """Padded tensors for a batch: the tokenizer's pair encoding (``separator`` put before
+    each hypothesis), or the second sentence alone for a hypothesis-only model. Long pairs
+    are cut, the longer sentence first.
 
     >>> from transformers import AutoTokenizer
     >>> tok = AutoTokenizer.from_pretrained(tiny_lm)
@@ -205,7 +221,7 @@ def encode_pairs(
     ...              hypothesis_only=True)["input_ids"][0].tolist() == hyp
     True
     """
-    hyps = [h for _, h in pairs]
+    hyps = [separator + h for _, h in pairs] if not hypothesis_only else [h for _, h in pairs]
     if hypothesis_only:
         return tokenizer(
             hyps, truncation=True, max_length=max_length, padding=True, return_tensors="pt"
@@ -224,7 +240,7 @@ def encode_pairs(
 
 
 def save_classifier(
-    model: PairClassifier, tokenizer: Any, meta: ClassifierMeta, folder: str | Path
+    model: PairModel, tokenizer: Any, meta: ClassifierMeta, folder: str | Path
 ) -> Path:
     """Write a checkpoint folder (replacing any old one only once the new one is complete).
 
@@ -238,18 +254,20 @@ def save_classifier(
     """
     from safetensors.torch import save_file
 
-    if len(meta.labels) != model.head.out_features:
-        raise ClassifierError(
-            f"{len(meta.labels)} labels for a head with {model.head.out_features} outputs"
-        )
+    outputs = model.num_labels if isinstance(model, LoraPairClassifier) else model.head.out_features
+    if len(meta.labels) != outputs:
+        raise ClassifierError(f"{len(meta.labels)} labels for a head with {outputs} outputs")
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        model.encoder.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        head = {k: v.detach().cpu().contiguous() for k, v in model.head.state_dict().items()}
-        save_file(head, str(tmp / HEAD_FILE))
+        if isinstance(model, LoraPairClassifier):
+            save_lora(model, tmp)  # adapters and head; the base model is named in meta
+        else:
+            model.encoder.save_pretrained(tmp)
+            head = {k: v.detach().cpu().contiguous() for k, v in model.head.state_dict().items()}
+            save_file(head, str(tmp / HEAD_FILE))
         (tmp / META_FILE).write_text(json.dumps(meta.to_dict(), indent=2) + "\n", "utf-8")
         if folder.exists():
             shutil.rmtree(folder)
@@ -285,7 +303,7 @@ def load_head(model: PairClassifier, folder: str | Path) -> None:
 
 def load_classifier(
     folder: str | Path, device: str = "cpu"
-) -> tuple[PairClassifier, Any, ClassifierMeta]:
+) -> tuple[PairModel, Any, ClassifierMeta]:
     """Model (in eval mode, on ``device``), tokenizer and metadata of a checkpoint folder.
 
     >>> from transformers import AutoModel, AutoTokenizer
@@ -299,6 +317,10 @@ def load_classifier(
     from transformers import AutoModel, AutoTokenizer
 
     meta = read_meta(folder)
+    if meta.adapter is not None:
+        lora, tok = load_lora(folder, meta.base_model, len(meta.labels))
+        lora.to(torch.device(device)).eval()
+        return lora, tok, meta
     encoder = AutoModel.from_pretrained(str(folder))
     model = PairClassifier(encoder, len(meta.labels), pool=meta.pool)
     load_head(model, folder)
@@ -353,7 +375,7 @@ class EncoderClassifier:
     @classmethod
     def from_model(
         cls,
-        model: PairClassifier,
+        model: PairModel,
         tokenizer: Any,
         meta: ClassifierMeta,
         *,
@@ -367,7 +389,7 @@ class EncoderClassifier:
 
     def _attach(
         self,
-        model: PairClassifier,
+        model: PairModel,
         tokenizer: Any,
         meta: ClassifierMeta,
         batch_size: int,
@@ -398,6 +420,7 @@ class EncoderClassifier:
                         [pairs[i] for i in idx],
                         max_length=self.meta.max_length,
                         hypothesis_only=self.meta.hypothesis_only,
+                        separator=self.meta.separator,
                     ).to(device)
                     logp = torch.log_softmax(self.model(**enc).float(), dim=-1).cpu()
                     for row, i in enumerate(idx):

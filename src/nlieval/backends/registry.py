@@ -224,7 +224,7 @@ def model_fingerprints(
     >>> model_fingerprints(ModelSpec("server", "llama"))
     {}
     """
-    from .classifier import classifier_checkpoints
+    from .classifier import classifier_checkpoints, is_classifier_folder
 
     if spec.engine == "server":
         return {}
@@ -232,15 +232,30 @@ def model_fingerprints(
         out: dict[str, str] = {}
         for ckpt in checkpoints:
             local = Path(ckpt).exists()
+            if local and is_classifier_folder(ckpt):
+                out |= _classifier_prints(f"model {ckpt}", Path(ckpt))
+                continue
             source = resolve_model(ckpt if local else spec.name, None if local else ckpt)
             out |= _fingerprint(f"model {ckpt}", source)
         return out
     found = classifier_checkpoints(spec.name) if Path(spec.name).is_dir() else []
     if found and found != [Path(spec.name)]:
-        return {f"model {p.name}": model_fingerprint(ModelSource(p.name, str(p))) for p in found}
+        return {k: v for p in found for k, v in _classifier_prints(f"model {p.name}", p).items()}
     if found:
-        return {"model": model_fingerprint(ModelSource(spec.name, spec.name))}
+        return _classifier_prints("model", Path(spec.name))
     return _fingerprint("model", resolve_model(spec.name, revision))
+
+
+def _classifier_prints(key: str, folder: Path) -> dict[str, str]:
+    # A classifier checkpoint's own files; a LoRA checkpoint holds only adapters and a
+    # head, so the base model they go on (named in its description) is part of it too.
+    from .classifier import read_meta
+
+    out = {key: model_fingerprint(ModelSource(folder.name, str(folder)))}
+    meta = read_meta(folder)
+    if meta.adapter is not None:
+        out |= _fingerprint(f"{key} base", resolve_model(meta.base_model))
+    return out
 
 
 def _fingerprint(name: str, source: ModelSource) -> dict[str, str]:

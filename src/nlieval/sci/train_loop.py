@@ -93,6 +93,7 @@ def _train_epoch(
             [(items[i].premise, items[i].hypothesis) for i in idx],
             max_length=config.max_length,
             hypothesis_only=config.hypothesis_only,
+            separator=_separator(config),
         ).to(device)
         loss = F.cross_entropy(model(**enc), targets[idx].to(device))
         optimizer.zero_grad(set_to_none=True)
@@ -107,9 +108,16 @@ def _train_epoch(
     return total / len(items)
 
 
+def _separator(config: TrainConfig) -> str:
+    from ..backends.adapters import SEPARATOR
+
+    return SEPARATOR if config.lora is not None else ""
+
+
 def _meta_for(model: Any, data: TrainData, config: TrainConfig, extra: Mapping[str, Any]) -> Any:
     from ..backends.classifier import ClassifierMeta
 
+    lora = config.lora_settings
     return ClassifierMeta(
         labels=data.labels,
         hypothesis_only=config.hypothesis_only,
@@ -117,6 +125,8 @@ def _meta_for(model: Any, data: TrainData, config: TrainConfig, extra: Mapping[s
         pool=model.pool,
         base_model=config.model,
         extra=dict(extra),
+        separator=_separator(config),
+        adapter=None if lora is None else {"method": "lora", **lora.to_dict()},
     )
 
 

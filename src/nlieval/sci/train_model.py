@@ -50,8 +50,10 @@ def build_model(
 ) -> tuple[Any, Any]:
     """(model, tokenizer) for one seed: the encoder of ``config.model`` (or of the
     checkpoint ``init_from``) with a head drawn from ``seed``, frozen below
-    ``config.top_layers``. ``fresh_head=False`` keeps the checkpoint's head instead (its
-    labels must be ``labels``, in that order).
+    ``config.top_layers``; with ``config.lora``, the model with LoRA adapters and a
+    fresh head (:func:`nlieval.backends.lora_classifier.build_lora`).
+    ``fresh_head=False`` keeps the checkpoint's head instead (its labels must be
+    ``labels``, in that order).
 
     >>> enc = Path(tiny_encoder)  # a tiny random BERT: every word is [UNK] to it
     >>> labels = ("entailment", "neutral", "contradiction")
@@ -66,7 +68,11 @@ def build_model(
     from transformers import AutoModel, AutoTokenizer
 
     from ..backends.classifier import PairClassifier, load_head, read_meta
+    from ..backends.lora_classifier import build_lora
 
+    lora = config.lora_settings
+    if lora is not None:
+        return build_lora(config.model, len(labels), lora, seed)
     source = str(init_from) if init_from is not None else resolve_encoder(config.model)
     torch.manual_seed(seed)
     encoder = AutoModel.from_pretrained(source)

@@ -1,0 +1,51 @@
+"""The settings of LoRA adapters (``nlieval train --lora``), importable without torch:
+the training configuration holds them; :mod:`nlieval.backends.lora_classifier` uses them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: The text between premise and hypothesis of a decoder's pair input.
+SEPARATOR = "\n"
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """Rank ``r``, scale numerator ``alpha`` and dropout of the adapters.
+
+    >>> LoraSettings.parse("8,16")
+    LoraSettings(r=8, alpha=16, dropout=0.05)
+    """
+
+    r: int
+    alpha: int
+    dropout: float = 0.05
+
+    def __post_init__(self) -> None:
+        if self.r < 1 or self.alpha <= 0 or not 0 <= self.dropout < 1:
+            raise ValueError(
+                f"--lora needs r >= 1, alpha > 0 and 0 <= dropout < 1, got {self.to_dict()}"
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> LoraSettings:
+        """``R,ALPHA`` or ``R,ALPHA,DROPOUT`` (the ``--lora`` flag)."""
+        parts = [p.strip() for p in str(text).split(",")]
+        try:
+            if len(parts) == 2:
+                return cls(int(parts[0]), int(parts[1]))
+            if len(parts) == 3:
+                return cls(int(parts[0]), int(parts[1]), float(parts[2]))
+        except ValueError as err:
+            if "--lora" in str(err):
+                raise
+        raise ValueError(f"--lora takes R,ALPHA[,DROPOUT] (e.g. 8,16), got {text!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"r": self.r, "alpha": self.alpha, "dropout": self.dropout}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LoraSettings:
+        return cls(int(d["r"]), int(d["alpha"]), float(d.get("dropout", 0.05)))
