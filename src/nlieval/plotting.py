@@ -51,6 +51,24 @@ def series_name(row: Row, with_k: bool = False) -> str:
     return name
 
 
+def short_names(models: Iterable[str]) -> dict[str, str]:
+    """Legend names for model paths: the fewest last path components that still tell
+    them apart (two checkpoint series both starting at ``.../step-0000`` keep their
+    parent folders).
+
+    >>> names = short_names(["runs/smol/step-0", "runs/gemma/step-0", "gpt2"])
+    >>> [names[m] for m in ("runs/smol/step-0", "runs/gemma/step-0", "gpt2")]
+    ['smol/step-0', 'gemma/step-0', 'gpt2']
+    """
+    unique = sorted(set(models))
+    parts = {m: Path(m).parts or (m,) for m in unique}
+    for depth in range(1, max((len(v) for v in parts.values()), default=1) + 1):
+        names = {m: "/".join(parts[m][-depth:]) for m in unique}
+        if len(set(names.values())) == len(unique):
+            return names
+    return {m: m for m in unique}
+
+
 def grid(n_panels: int, n_rows: int = 1, size: tuple[float, float] = (4.5, 3.4)) -> Figure:
     """An empty figure on an Agg canvas, ``size`` (inches) per panel, ``n_panels`` wide and
     ``n_rows`` high, with constrained layout; add the axes with ``fig.subplots``."""

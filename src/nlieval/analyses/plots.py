@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..plotting import colors, grid, legend, save, series_name
+from ..plotting import colors, grid, legend, save, series_name, short_names
 
 Row = Mapping[str, Any]
 ACC_STYLES = (
@@ -310,14 +310,18 @@ def plot_dynamics(
     if not rows:
         raise ValueError(f"no checkpoint rows with {metric} and a position on the x axis")
     tasks = _by(rows, "task")
-    names = {f"{Path(str(r['model'])).name} k={r['k']}" for r in rows}
-    palette = colors(names)
+    short = short_names(str(r["model"]) for r in rows)
+
+    def label(r: Row) -> str:
+        return f"{short[str(r['model'])]} k={r['k']}"
+
+    palette = colors({label(r) for r in rows})
     fig = grid(len(tasks))
     axes = fig.subplots(1, len(tasks), squeeze=False)[0]
     for ax, (task, task_rows) in zip(axes, sorted(tasks.items()), strict=True):
         series: dict[str, list[Row]] = {}
         for r in task_rows:
-            series.setdefault(f"{Path(str(r['model'])).name} k={r['k']}", []).append(r)
+            series.setdefault(label(r), []).append(r)
         for name, pts in sorted(series.items()):
             pts = sorted(pts, key=lambda r: position[str(r["checkpoint"])])
             ax.errorbar([position[str(r["checkpoint"])] for r in pts], [r[metric] for r in pts],
