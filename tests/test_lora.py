@@ -116,6 +116,15 @@ def test_lora_settings_are_checked_and_in_the_identity(
             TrainConfig(str(llama), task, lora=bad)
     with pytest.raises(TrainError, match="--top-layers"):
         TrainConfig(str(llama), task, lora="4,8", top_layers=1)
+    with pytest.raises(TrainError, match="--lora-layers"):
+        TrainConfig(str(llama), task, lora_layers=1)
+    # --lora-layers 1 of the two: adapters in the top layer only, nothing below trains.
+    from nlieval.sci.train_model import build_model
+
+    model, _ = build_model(TrainConfig(str(llama), task, lora="4,8", lora_layers=1), list(CUE), 0)
+    adapted = {n.split("layers.")[1].split(".")[0] for n, p in model.named_parameters()
+               if p.requires_grad and "lora_" in n}  # fmt: skip
+    assert adapted == {"1"}
     out = tmp_path / "id"
     argv = _argv(llama, task, out)
     argv[argv.index("--epochs") + 1] = "1"

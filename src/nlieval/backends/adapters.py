@@ -13,7 +13,9 @@ SEPARATOR = "\n"
 
 @dataclass(frozen=True)
 class LoraSettings:
-    """Rank ``r``, scale numerator ``alpha`` and dropout of the adapters.
+    """Rank ``r``, scale numerator ``alpha`` and dropout of the adapters, and ``layers``:
+    adapters in the top ``layers`` layers only (None: every layer). The layers below then
+    need no backward pass, which makes a step of a deep model several times cheaper.
 
     >>> LoraSettings.parse("8,16")
     LoraSettings(r=8, alpha=16, dropout=0.05)
@@ -22,8 +24,11 @@ class LoraSettings:
     r: int
     alpha: int
     dropout: float = 0.05
+    layers: int | None = None
 
     def __post_init__(self) -> None:
+        if self.layers is not None and self.layers < 1:
+            raise ValueError(f"--lora-layers must be at least 1, got {self.layers}")
         if self.r < 1 or self.alpha <= 0 or not 0 <= self.dropout < 1:
             raise ValueError(
                 f"--lora needs r >= 1, alpha > 0 and 0 <= dropout < 1, got {self.to_dict()}"
@@ -44,8 +49,14 @@ class LoraSettings:
         raise ValueError(f"--lora takes R,ALPHA[,DROPOUT] (e.g. 8,16), got {text!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"r": self.r, "alpha": self.alpha, "dropout": self.dropout}
+        return {"r": self.r, "alpha": self.alpha, "dropout": self.dropout, "layers": self.layers}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LoraSettings:
-        return cls(int(d["r"]), int(d["alpha"]), float(d.get("dropout", 0.05)))
+        layers = d.get("layers")
+        return cls(
+            int(d["r"]),
+            int(d["alpha"]),
+            float(d.get("dropout", 0.05)),
+            None if layers is None else int(layers),
+        )

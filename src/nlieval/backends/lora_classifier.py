@@ -90,7 +90,8 @@ def build_lora(
     base_model: str, num_labels: int, settings: LoraSettings, seed: int
 ) -> tuple[LoraPairClassifier, Any]:
     """(model, tokenizer) for training: ``base_model`` as a sequence classifier with a
-    fresh head (drawn from ``seed``) and fresh LoRA adapters, only these trainable.
+    fresh head (drawn from ``seed``) and fresh LoRA adapters (in the top
+    ``settings.layers`` layers only, when given), only these trainable.
 
     >>> model, tok = build_lora(tiny_lm, 3, LoraSettings(4, 8), seed=0)
     >>> trainable = {n.split(".default")[0].split(".")[-1]
@@ -104,11 +105,18 @@ def build_lora(
     tok = _tokenizer(folder)
     torch.manual_seed(seed)
     base = _base(folder, num_labels, tok.pad_token_id)
+    top: list[int] | None = None
+    if settings.layers is not None:
+        n = int(base.config.num_hidden_layers)
+        if settings.layers > n:
+            raise ValueError(f"--lora-layers {settings.layers}: {folder} has {n} layers")
+        top = list(range(n - settings.layers, n))
     config = LoraConfig(
         task_type=TaskType.SEQ_CLS,
         r=settings.r,
         lora_alpha=settings.alpha,
         lora_dropout=settings.dropout,
+        layers_to_transform=top,
     )
     return LoraPairClassifier(get_peft_model(base, config), num_labels), tok
 

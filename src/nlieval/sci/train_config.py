@@ -4,6 +4,7 @@ models)."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 from collections.abc import Mapping
@@ -152,6 +153,9 @@ class TrainConfig(ItemSelection):
         "read from the last token; the checkpoint is the adapters and the head",
         metavar="R,ALPHA",
     )
+    lora_layers: int | None = setting(
+        None, help="with --lora: adapters in the top N layers only [every layer]"
+    )
     fresh_head: bool = setting(
         True,
         help="with --init-from: keep its head (default: a freshly initialised head)",
@@ -190,6 +194,7 @@ class TrainConfig(ItemSelection):
         "init_from",
         "fresh_head",
         "lora",
+        "lora_layers",
     )
 
     def __post_init__(self) -> None:
@@ -217,6 +222,8 @@ class TrainConfig(ItemSelection):
                 problems.append(str(err))
             if self.top_layers is not None or self.init_from is not None:
                 problems.append("--lora trains adapters: not with --top-layers or --init-from")
+        elif self.lora_layers is not None:
+            problems.append("--lora-layers goes with --lora")
         if problems:
             raise TrainError("; ".join(problems))
 
@@ -235,7 +242,9 @@ class TrainConfig(ItemSelection):
         >>> TrainConfig("smollm2-135m", "scinli", lora="8,16").lora_settings.r
         8
         """
-        return None if self.lora is None else LoraSettings.parse(self.lora)
+        if self.lora is None:
+            return None
+        return dataclasses.replace(LoraSettings.parse(self.lora), layers=self.lora_layers)
 
     @property
     def first_task(self) -> str:
