@@ -207,9 +207,9 @@ def test_issue_example_sc_no_longer_allows_e(capsys: pytest.CaptureFixture[str])
     assert _cli(["logic", "conclude", "Cab", "ba", "--format", "json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got == [
-        {"reading": "MC", "inferred": "C", "allowed": ["C"]},
-        {"reading": "SC", "inferred": "C", "allowed": ["C"]},
-        {"reading": "EI", "inferred": "~E", "allowed": ["C", "N"]},
+        {"reading": "MC", "frames": "K", "inferred": "C", "allowed": ["C"]},
+        {"reading": "SC", "frames": "K", "inferred": "C", "allowed": ["C"]},
+        {"reading": "EI", "frames": "K", "inferred": "~E", "allowed": ["C", "N"]},
     ]
     assert _cli(["logic", "conclude", "Cab", "ba"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -223,7 +223,12 @@ def test_user_reading_from_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[st
     inferred = set()
     for inputs, target in PATTERNS:
         allowed, sat = enumerate_allowed(USER, inputs, target)
-        want = {"reading": "SW", "inferred": expected_inferred(allowed, sat), "allowed": allowed}
+        want = {
+            "reading": "SW",
+            "frames": "K",
+            "inferred": expected_inferred(allowed, sat),
+            "allowed": allowed,
+        }
         inferred.add(want["inferred"])
         assert logic.conclude(inputs, target, reading).to_dict() == {
             **want,

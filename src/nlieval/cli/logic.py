@@ -2,6 +2,10 @@
 
 ``nlieval logic table``          every relation of ``RELATIONS`` (metainference.logic)
                                  under every reading, decided now (``--format json`` for a list)
+
+Wherever readings are decided, ``--frames K|KT|S4|S5`` decides every reading over that
+frame class (default: each reading's own, K for the built-in ones); every output says
+which class each reading was decided over.
 ``nlieval logic check REL``      one meta-inference, with a counter-model where it fails
 ``nlieval logic conclude IN T``  the labels each reading allows for a target pair, given
                                  input labels (``--format json`` for a list)
@@ -41,13 +45,22 @@ def _readings_arg(p: argparse.ArgumentParser) -> None:
         nargs="+",
         default=[],
         metavar="FILE",
-        help="YAML file of a reading (name, E, C, N); added to MC, SC, EI, or replacing "
-        "the one of the same name",
+        help="YAML file of a reading (name, E, C, N, optional description and frames); added "
+        "to MC, SC, EI, or replacing the one of the same name",
+    )
+    p.add_argument(
+        "--frames",
+        choices=tuple(logic.FRAMES),
+        default=None,
+        help="decide every reading over this frame class: K (any relation), KT (reflexive), "
+        "S4 (reflexive, transitive), S5 (equivalence) [each reading's own; K for MC, SC, EI]",
     )
 
 
 def _add_logic(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("logic", help="decide meta-inferences of NLI labels in modal logic K")
+    p = sub.add_parser(
+        "logic", help="decide meta-inferences of NLI labels in modal logic K (or KT, S4, S5)"
+    )
     lsub = p.add_subparsers(dest="logic_command", required=True)
     t = lsub.add_parser("table", help="every built-in relation under every reading")
     _readings_arg(t)
@@ -126,7 +139,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_table(args: argparse.Namespace) -> int:
-    readings = logic.merge_readings(args.readings)
+    readings = logic.merge_readings(args.readings, frames=args.frames)
     rows = logic.table(readings, formulas=not args.no_formulas)
     if args.format == "json":
         print(json.dumps(rows, indent=2))
@@ -137,30 +150,19 @@ def _cmd_table(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    m = logic.parse_relation(args.relation)
-    readings = logic.merge_readings(args.readings)
-    print(m)
-    width = max(len(name) for name in readings)
-    for r in readings.values():
-        status = logic.classify(m, r)
-        premises = "" if m.premises is None else f"{logic.translate(m.premises, r)}  =>  "
-        print(f"{r.name:<{width}}  {status:<13}  {premises}{logic.translate(m.conclusion, r)}")
-        if status in ("contingent", "contradictory"):
-            print(f"{'':<{width}}  {'':<13}  counter-model: {logic.counter_model(m, r)}")
+    readings = logic.merge_readings(args.readings, frames=args.frames)
+    print(logic.format_check(args.relation, logic.check(args.relation, readings)))
     return 0
 
 
 def _cmd_conclude(args: argparse.Namespace) -> int:
-    found = logic.conclusions(args.inputs, args.target, logic.merge_readings(args.readings))
+    readings = logic.merge_readings(args.readings, frames=args.frames)
+    found = logic.conclusions(args.inputs, args.target, readings)
     if args.format == "json":
         # A list with one object per line: valid JSON, and one reading per line to read.
         print("[\n" + ",\n".join("  " + json.dumps(c.to_dict()) for c in found) + "\n]")
         return 0
-    print(f"{args.inputs}  =>  ?{args.target}")
-    width = max(len(c.reading) for c in found)
-    for c in found:
-        allowed = "/".join(c.allowed) or "none"
-        print(f"{c.reading:<{width}}  {c.inferred:<12}  allowed: {allowed}")
+    print(logic.format_conclusions(args.inputs, args.target, found))
     return 0
 
 
@@ -187,7 +189,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     items = read_task(args.items)
     records = list(iter_run_records([args.run]))
     sources = list(iter_run_records([args.source_run])) if args.source_run else None
-    readings = logic.merge_readings(args.readings)
+    readings = logic.merge_readings(args.readings, frames=args.frames)
     try:
         rows = consistency_report(records, items, sources, readings)
     except ValueError as err:  # an item's provenance is missing: name the file too
@@ -201,7 +203,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     if args.format == "json":
-        print(json.dumps(rows, indent=2))
+        frames = {r.name: r.frames for r in readings.values()}
+        print(json.dumps([{**row, "frames": frames} for row in rows], indent=2))
     else:
         print(format_report(rows), end="")
+        print("\n" + logic.frames_note(readings))
     return 0

@@ -2,7 +2,9 @@
 
 An NLI model defines three relations over sentences: E(a,b), C(a,b), N(a,b). A
 *reading* gives each a formula over two propositional atoms ``a`` (the premise) and ``b``
-(the hypothesis), in the minimal normal modal logic K (METHODS.md section 5). The three
+(the hypothesis), in the minimal normal modal logic K (METHODS.md section 5), or over a
+narrower frame class a user chooses (:attr:`Reading.frames`: KT, reflexive; S4,
+reflexive and transitive; S5, an equivalence relation). The three
 readings of METHODS.md are data (:data:`READINGS`, parsed from their formula strings when
 this module is imported); a user adds one in a YAML file (:func:`load_reading`).
 
@@ -10,10 +12,11 @@ A *meta-inference* (a *relation*) such as ``Eab & Ebc -> Eac`` is written over *
 atoms*: a label letter (E, C or N) followed by two sentence variables (one lower-case
 letter each). Under a reading each label atom ``Lxy`` becomes the reading's formula for L
 with ``a := x`` and ``b := y``, and the sentence variables become propositional atoms; so
-``P -> Q`` becomes a K formula. Its status (:func:`classify`):
+``P -> Q`` becomes a modal formula. Its status (:func:`classify`), over the reading's
+frame class:
 
 - ``vacuous``: the premises P are unsatisfiable, so the inference holds for no reason;
-- ``valid``: P -> Q is K-valid (P & ~Q is unsatisfiable);
+- ``valid``: P -> Q is valid (P & ~Q is unsatisfiable);
 - ``contradictory``: P & Q is unsatisfiable (whenever the premises hold the conclusion
   fails);
 - ``contingent``: none of these.
@@ -29,9 +32,9 @@ SC, ``Cab -> Cba`` is valid yet ``Cab -> ~Eba`` is not (E(b,a) and C(b,a) both h
 no world has b), but E(b,a) without C(b,a) contradicts C(a,b), so only C is allowed.
 
 Nothing is looked up: every answer comes from the decision procedure
-(:func:`satisfiable`), which is sound and complete for formulas of modal depth at most
-one (no box or dia inside another), the depth of every formula here, and refuses deeper
-ones with :class:`ModalDepthError`.
+(:func:`satisfiable`, a tableau: :func:`tableau_model`), sound and complete over K, KT,
+S4 and S5 for formulas of any modal depth and any number of sentence atoms, each
+decision bounded in time (:class:`SolverLimit`).
 
 Syntax (:func:`parse`), loosest binding first: ``<->``; ``->`` (right-associative);
 ``|`` or ``or``; ``&`` or ``and``; then the prefix operators ``~``/``!``/``not``,
@@ -41,21 +44,24 @@ Atoms are identifiers; ``true`` and ``false`` are the constants.
 This module holds the meta-inferences (:func:`classify`, :func:`table`) and the
 conclusions (:func:`conclude`); its parts live beside it and their public names are
 importable from here too: :mod:`~nlieval.metainference.logic_formulas` (the formula
-types, the walks over them, the parser and the errors) and
-:mod:`~nlieval.metainference.logic_k` (Kripke models, the decision procedure and the
-readings) and :mod:`~nlieval.metainference.logic_short` (the short equivalent of a
-contingent cell).
+types, the walks over them, the parser and the errors),
+:mod:`~nlieval.metainference.logic_models` (Kripke models, truth, frame classes),
+:mod:`~nlieval.metainference.logic_k` (the decision procedure and the readings),
+:mod:`~nlieval.metainference.logic_tableau` (the tableau behind it) and
+:mod:`~nlieval.metainference.logic_short` (the short equivalent of a contingent cell).
 
 >>> classify("Cab -> Cba", "SC")
 'valid'
 >>> classify("Naa", "MC")
 'contradictory'
+>>> classify("Eab & Ebc & Ecd & Ede -> Eae", READINGS["SC"].with_frames("S4"))
+'valid'
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -74,6 +80,7 @@ from .logic_formulas import (
     ModalDepthError,
     Not,
     Or,
+    SolverLimit,
     atoms,
     children,
     conj,
@@ -90,29 +97,40 @@ from .logic_k import (
     LABELS,
     MAX_ATOMS,
     READINGS,
-    KripkeModel,
     Reading,
+    depth_one_model,
     find_model,
-    holds,
     load_reading,
     merge_readings,
     satisfiable,
     truth_set,
     valid,
 )
+from .logic_models import (
+    FRAMES,
+    KripkeModel,
+    check_frames,
+    holds,
+    in_frame_class,
+    true_worlds,
+)
 from .logic_short import MAX_SIZE, short_formula
+from .logic_tableau import SOLVER_TIMEOUT_S, tableau_model
 
 __all__ = [
     "BUILTIN_READINGS",
+    "FRAMES",
     "LABELS",
     "MAX_ATOMS",
     "MAX_FORMULA_CHARS",
     "MAX_SIZE",
     "READINGS",
     "RELATIONS",
+    "SOLVER_TIMEOUT_S",
     "And",
     "Atom",
     "Box",
+    "Check",
     "Conclusion",
     "Const",
     "Dia",
@@ -127,19 +145,27 @@ __all__ = [
     "Not",
     "Or",
     "Reading",
+    "SolverLimit",
     "Status",
     "allowed_labels",
     "atoms",
+    "check",
+    "check_frames",
     "children",
     "classify",
     "conclude",
     "conclusions",
     "conj",
     "counter_model",
+    "depth_one_model",
     "find_model",
     "fold",
+    "format_check",
+    "format_conclusions",
     "format_table",
+    "frames_note",
     "holds",
+    "in_frame_class",
     "inferred_label",
     "load_reading",
     "merge_readings",
@@ -157,7 +183,9 @@ __all__ = [
     "subformulas",
     "substitute",
     "table",
+    "tableau_model",
     "translate",
+    "true_worlds",
     "truth_set",
     "valid",
 ]
@@ -274,38 +302,46 @@ def translate(f: Formula, reading: Reading | str) -> Formula:
 
 
 def classify(relation: str | MetaInference, reading: Reading | str) -> Status:
-    """The status of a meta-inference under a reading (see the module docstring).
+    """The status of a meta-inference under a reading, over the reading's frame class
+    (see the module docstring).
 
     >>> classify("Cab -> ~Eba", "EI"), classify("Eab & Ebc -> ~Cca", "SC")
     ('valid', 'contingent')
+    >>> mixed = Reading.parse("X", E="box(a -> b)", C="a & ~b", N="false")
+    >>> classify("Eab -> ~Cab", mixed), classify("Eab -> ~Cab", mixed.with_frames("KT"))
+    ('contingent', 'valid')
     """
     m = parse_relation(relation) if isinstance(relation, str) else relation
     r = _reading(reading)
+    fr = r.frames
     q = translate(m.conclusion, r)
     if m.premises is None:
-        if valid(q):
+        if valid(q, fr):
             return "valid"
-        return "contingent" if satisfiable(q) else "contradictory"
+        return "contingent" if satisfiable(q, fr) else "contradictory"
     p = translate(m.premises, r)
-    if not satisfiable(p):
+    if not satisfiable(p, fr):
         return "vacuous"
-    if not satisfiable(And(p, Not(q))):
+    if not satisfiable(And(p, Not(q)), fr):
         return "valid"
-    if not satisfiable(And(p, q)):
+    if not satisfiable(And(p, q), fr):
         return "contradictory"
     return "contingent"
 
 
 def counter_model(relation: str | MetaInference, reading: Reading | str) -> KripkeModel | None:
-    """A model where the premises hold and the conclusion fails (None when valid).
+    """A model of the reading's frame class where the premises hold and the conclusion
+    fails (None when valid).
 
     >>> print(counter_model("Eab -> ~Cba", "SC"))
     w0 = {}; w0 sees []
+    >>> print(counter_model("Eab -> ~Cba", READINGS["SC"].with_frames("KT")))  # no a anywhere
+    w0 = {} sees [w0]
     """
     m = parse_relation(relation) if isinstance(relation, str) else relation
     r = _reading(reading)
     p = Const(True) if m.premises is None else translate(m.premises, r)
-    return find_model(And(p, Not(translate(m.conclusion, r))))
+    return find_model(And(p, Not(translate(m.conclusion, r))), r.frames)
 
 
 def relation_formula(relation: str | MetaInference, reading: Reading | str) -> Formula:
@@ -322,16 +358,19 @@ def relation_formula(relation: str | MetaInference, reading: Reading | str) -> F
 def short_equivalent(
     relation: str | MetaInference, reading: Reading | str, max_size: int = MAX_SIZE
 ) -> Formula:
-    """A shortest formula over the sentence atoms that is K-equivalent to the
-    meta-inference under the reading (:func:`~nlieval.metainference.logic_short.
-    short_formula`: found by search and checked by the decision procedure), or, when none
-    has at most ``max_size`` symbols, the translated formula itself.
+    """A shortest formula over the sentence atoms that is equivalent to the
+    meta-inference under the reading, over the reading's frame class
+    (:func:`~nlieval.metainference.logic_short.short_formula`: found by search and checked
+    by the decision procedure), or, when none has at most ``max_size`` symbols (or the
+    translation is beyond the search: modal depth above one, more than
+    :data:`MAX_ATOMS` atoms), the translated formula itself.
 
     >>> show(short_equivalent("Eaa", "EI")), show(short_equivalent("Caa", "SC"))
     ('dia a', 'box ~a')
     """
-    full = relation_formula(relation, reading)
-    return short_formula(full, max_size) or full
+    r = _reading(reading)
+    full = relation_formula(relation, r)
+    return short_formula(full, max_size, r.frames) or full
 
 
 def table(
@@ -340,11 +379,11 @@ def table(
     formulas: bool = False,
 ) -> list[dict[str, str]]:
     """Every relation under every reading, decided now: ``relation``, ``reading``,
-    ``status``; with ``formulas``, a contingent cell's ``formula``: the short equivalent
-    the paper prints (:func:`short_equivalent`).
+    ``frames`` (the reading's frame class), ``status``; with ``formulas``, a contingent
+    cell's ``formula``: the short equivalent the paper prints (:func:`short_equivalent`).
 
     >>> table([READINGS["MC"]], ["Naa"])
-    [{'relation': 'Naa', 'reading': 'MC', 'status': 'contradictory'}]
+    [{'relation': 'Naa', 'reading': 'MC', 'frames': 'K', 'status': 'contradictory'}]
     >>> table([READINGS["EI"]], ["Eaa"], formulas=True)[0]["formula"]
     'dia a'
     """
@@ -352,7 +391,8 @@ def table(
     rows = []
     for rel in relations:
         for r in rs:
-            row = {"relation": rel, "reading": r.name, "status": classify(rel, r)}
+            row = {"relation": rel, "reading": r.name, "frames": r.frames}
+            row["status"] = classify(rel, r)
             if formulas and row["status"] == "contingent":
                 row["formula"] = show(short_equivalent(rel, r))
             rows.append(row)
@@ -373,7 +413,8 @@ def reading_list(readings: Mapping[str, Reading] | Sequence[Reading] | None) -> 
 
 
 def format_table(rows: Sequence[Mapping[str, str]]) -> str:
-    """The rows of :func:`table` as a text table, one line per relation.
+    """The rows of :func:`table` as a text table, one line per relation, then the frame
+    class of each reading (:func:`frames_note`).
 
     A contingent cell with a ``formula`` (``table(..., formulas=True)``) shows it: the
     condition under which the meta-inference holds, as the paper prints it.
@@ -382,7 +423,9 @@ def format_table(rows: Sequence[Mapping[str, str]]) -> str:
     relation    SC
     ----------  -----
     Cab -> Cba  valid
-    >>> print(format_table(table([READINGS["EI"]], ["Eaa"], formulas=True)).splitlines()[-1])
+    <BLANKLINE>
+    decided over K frames (any accessibility relation): SC
+    >>> print(format_table(table([READINGS["EI"]], ["Eaa"], formulas=True)).splitlines()[2])
     Eaa       contingent: dia a
     """
     names = list(dict.fromkeys(r["reading"] for r in rows))
@@ -395,9 +438,99 @@ def format_table(rows: Sequence[Mapping[str, str]]) -> str:
     lines = [["relation", *names]] + [[rel, *(status[rel, n] for n in names)] for rel in rels]
     widths = [max(len(line[i]) for line in lines) for i in range(len(names) + 1)]
     lines.insert(1, ["-" * w for w in widths])
+    frames = {r["reading"]: r["frames"] for r in rows}
     return "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    ) + ("\n\n" + _frames_line(frames.items()) if rows else "")
+
+
+def _frames_line(pairs: Iterable[tuple[str, str]]) -> str:
+    groups: dict[str, list[str]] = {}
+    for name, frames in pairs:
+        groups.setdefault(frames, []).append(name)
+    return "decided " + "; ".join(
+        f"over {fr} frames ({FRAMES[fr]}): {', '.join(names)}" for fr, names in groups.items()
     )
+
+
+def frames_note(readings: Mapping[str, Reading] | Sequence[Reading] | None = None) -> str:
+    """One line naming the frame class each reading is decided over, as every output of
+    the ``logic`` and ``infer report`` commands states it.
+
+    >>> frames_note([READINGS["MC"], READINGS["SC"].with_frames("KT")])
+    'decided over K frames (any accessibility relation): MC; over KT frames (reflexive): SC'
+    """
+    return _frames_line((r.name, r.frames) for r in reading_list(readings))
+
+
+@dataclass(frozen=True)
+class Check:
+    """One reading's verdict on a meta-inference (:func:`check`): the status, the
+    translated premises (None for a bare formula) and conclusion, and where the
+    inference can fail (contingent, contradictory) a model of the frame class where the
+    premises hold and the conclusion does not.
+
+    >>> c = check("Eab -> Eba", [READINGS["SC"]])[0]
+    >>> c.status, str(c.premises), str(c.counter_model)
+    ('contingent', 'box(a -> b)', 'w0 = {}; w0 sees [{b}]')
+    """
+
+    reading: str
+    frames: str
+    status: Status
+    premises: Formula | None
+    conclusion: Formula
+    counter_model: KripkeModel | None
+
+
+def check(
+    relation: str | MetaInference,
+    readings: Mapping[str, Reading] | Sequence[Reading] | None = None,
+) -> list[Check]:
+    """The verdict of every reading (None: the built-in ones) on one meta-inference.
+
+    >>> [c.status for c in check("Eab & Ebc & Ecd & Ede -> Eae")]
+    ['valid', 'valid', 'valid']
+    """
+    m = parse_relation(relation) if isinstance(relation, str) else relation
+    out = []
+    for r in reading_list(readings):
+        status = classify(m, r)
+        failing = status in ("contingent", "contradictory")
+        out.append(
+            Check(
+                r.name,
+                r.frames,
+                status,
+                None if m.premises is None else translate(m.premises, r),
+                translate(m.conclusion, r),
+                counter_model(m, r) if failing else None,
+            )
+        )
+    return out
+
+
+def format_check(relation: str | MetaInference, checks: Sequence[Check]) -> str:
+    """The verdicts of :func:`check` as text: the relation, one line per reading (with
+    the translation, and a counter-model under it where the inference can fail), and the
+    frame classes.
+
+    >>> print(format_check("Cab -> Cba", check("Cab -> Cba", [READINGS["SC"]])))
+    Cab -> Cba
+    SC  valid          box(a -> ~b)  =>  box(b -> ~a)
+    <BLANKLINE>
+    decided over K frames (any accessibility relation): SC
+    """
+    m = parse_relation(relation) if isinstance(relation, str) else relation
+    lines = [str(m)]
+    width = max((len(c.reading) for c in checks), default=0)
+    for c in checks:
+        premises = "" if c.premises is None else f"{c.premises}  =>  "
+        lines.append(f"{c.reading:<{width}}  {c.status:<13}  {premises}{c.conclusion}")
+        if c.counter_model is not None:
+            lines.append(f"{'':<{width}}  {'':<13}  counter-model: {c.counter_model}")
+    lines += ["", _frames_line((c.reading, c.frames) for c in checks)]
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- conclusions
@@ -430,15 +563,15 @@ def allowed_labels(
     """The labels a model may answer for the target pair, given the inputs (E, C, N order).
 
     Answering L asserts L(target) and denies the other two labels, so L is allowed when
-    ``inputs & L & ~L' & ~L''`` (for the target pair) is satisfiable in K under the
-    reading (the exclusive reading of METHODS.md section 5).
+    ``inputs & L & ~L' & ~L''`` (for the target pair) is satisfiable under the reading,
+    over its frame class (the exclusive reading of METHODS.md section 5).
 
     >>> allowed_labels("Eab & Ebc", "ac", "EI"), allowed_labels("Cab", "ba", "SC")
     (('E',), ('C',))
     """
     r = _reading(reading)
     p = translate(_inputs(inputs), r)
-    return tuple(lab for lab in LABELS if satisfiable(And(p, _exclusive(lab, target, r))))
+    return tuple(lab for lab in LABELS if satisfiable(And(p, _exclusive(lab, target, r)), r.frames))
 
 
 @dataclass(frozen=True)
@@ -450,17 +583,24 @@ class Conclusion:
     when all three are, ``"vacuous"`` when the inputs are unsatisfiable under the reading
     (consistency is then undefined), and ``"none"`` when the inputs are satisfiable but no
     single answer is (no built-in reading does this on the patterns of ``infer build``).
+    ``frames``: the frame class it was decided over.
 
     >>> conclude("Eab & Cac", "bc", "EI").to_dict()
-    {'reading': 'EI', 'inferred': '~E', 'allowed': ['C', 'N']}
+    {'reading': 'EI', 'frames': 'K', 'inferred': '~E', 'allowed': ['C', 'N']}
     """
 
     reading: str
     inferred: str
     allowed: tuple[str, ...]
+    frames: str = "K"
 
     def to_dict(self) -> dict[str, str | list[str]]:
-        return {"reading": self.reading, "inferred": self.inferred, "allowed": list(self.allowed)}
+        return {
+            "reading": self.reading,
+            "frames": self.frames,
+            "inferred": self.inferred,
+            "allowed": list(self.allowed),
+        }
 
 
 def conclude(inputs: str | Sequence[str], target: str, reading: Reading | str) -> Conclusion:
@@ -477,11 +617,11 @@ def conclude(inputs: str | Sequence[str], target: str, reading: Reading | str) -
         inferred = allowed[0]
     elif allowed:
         inferred = " & ".join(f"~{lab}" for lab in LABELS if lab not in allowed)
-    elif satisfiable(translate(_inputs(inputs), r)):
+    elif satisfiable(translate(_inputs(inputs), r), r.frames):
         inferred = "none"
     else:
         inferred = "vacuous"
-    return Conclusion(r.name, inferred, allowed)
+    return Conclusion(r.name, inferred, allowed, r.frames)
 
 
 def conclusions(
@@ -495,6 +635,25 @@ def conclusions(
     ['C', 'C', '~E']
     """
     return [conclude(inputs, target, r) for r in reading_list(readings)]
+
+
+def format_conclusions(inputs: str, target: str, found: Sequence[Conclusion]) -> str:
+    """The conclusions as text: the question, one line per reading (inferred label and
+    allowed labels), and the frame classes.
+
+    >>> print(format_conclusions("Cab", "ba", conclusions("Cab", "ba", [READINGS["SC"]])))
+    Cab  =>  ?ba
+    SC  C             allowed: C
+    <BLANKLINE>
+    decided over K frames (any accessibility relation): SC
+    """
+    lines = [f"{inputs}  =>  ?{target}"]
+    width = max((len(c.reading) for c in found), default=0)
+    for c in found:
+        allowed = "/".join(c.allowed) or "none"
+        lines.append(f"{c.reading:<{width}}  {c.inferred:<12}  allowed: {allowed}")
+    lines += ["", _frames_line((c.reading, c.frames) for c in found)]
+    return "\n".join(lines)
 
 
 def inferred_label(inputs: str | Sequence[str], target: str, reading: Reading | str) -> str:

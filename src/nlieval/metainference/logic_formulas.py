@@ -50,7 +50,13 @@ class FormulaError(LogicError):
 
 
 class ModalDepthError(LogicError):
-    """A formula with a box or dia inside another: beyond the decision procedure."""
+    """A formula with a box or dia inside another where only depth one is handled (the
+    truth sets of :func:`~nlieval.metainference.logic_k.truth_set`)."""
+
+
+class SolverLimit(LogicError):
+    """A formula the decision procedure gave up on: not decided within its time limit,
+    or a model found too large to check (a bound against runaway input)."""
 
 
 # --------------------------------------------------------------------------- formulas

@@ -1,20 +1,30 @@
-"""Logic K for the logic module: Kripke models, the decision procedure and the readings.
+"""Modal logic for the logic module: the decision procedure's front door and the readings.
 
 Part of :mod:`nlieval.metainference.logic`, which imports every public name here, so
 ``from nlieval.metainference.logic import satisfiable`` keeps working. It holds the
-semantics (:class:`KripkeModel`, :func:`holds`), the decision procedure for formulas of
-modal depth at most one (:func:`find_model`, :func:`satisfiable`, :func:`valid`) and the
-logical readings of the labels as K formulas over ``a`` and ``b`` (:data:`READINGS`,
-:class:`Reading`, :func:`load_reading`, :func:`merge_readings`).
+decision procedure (:func:`find_model`, :func:`satisfiable`, :func:`valid`) over a frame
+class (K by default; KT, S4, S5: :data:`~nlieval.metainference.logic_models.FRAMES`),
+which is the tableau of :mod:`~nlieval.metainference.logic_tableau` (any modal depth,
+any number of atoms), and the exact bit sets of depth-one formulas over at most
+:data:`MAX_ATOMS` atoms (:func:`truth_set`, :func:`depth_one_model`): the decision
+procedure before the tableau, kept for the short-formula search of
+:mod:`~nlieval.metainference.logic_short` and as a second procedure to compare with. It
+also holds the logical readings of the labels as formulas over ``a`` and ``b``
+(:data:`READINGS`, :class:`Reading`, :func:`load_reading`, :func:`merge_readings`), each
+decided over its own frame class.
 
 >>> satisfiable(And(READINGS["SC"].E, READINGS["SC"].C))  # both hold when no world has a
 True
+>>> satisfiable(And(READINGS["SC"].E, READINGS["SC"].C), "KT")  # one world, seeing itself, no a
+True
+>>> satisfiable("dia a & box(a -> dia b) & box box ~b")  # modal depth two
+False
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .logic_formulas import (
@@ -26,7 +36,6 @@ from .logic_formulas import (
     Dia,
     Formula,
     FormulaError,
-    Iff,
     Imp,
     LogicError,
     ModalDepthError,
@@ -40,97 +49,46 @@ from .logic_formulas import (
     show,
     subformulas,
 )
+from .logic_models import (
+    KripkeModel,
+    check_frames,
+    holds,
+    in_frame_class,
+)
+from .logic_tableau import tableau_model
 
 #: The label letters of a reading, in the order used in outputs.
 LABELS: tuple[str, ...] = ("E", "C", "N")
 
 
-# --------------------------------------------------------------------------- Kripke models
-
-
-@dataclass(frozen=True)
-class KripkeModel:
-    """A finite Kripke model: ``valuation[w]`` is the set of atoms true at world w,
-    ``relation`` the accessible pairs (any relation: K assumes nothing of it).
-
-    >>> m = KripkeModel((frozenset({"a"}), frozenset()), frozenset({(0, 1)}))
-    >>> holds(parse("a & dia ~a & box ~a"), m)
-    True
-    """
-
-    valuation: tuple[frozenset[str], ...]
-    relation: frozenset[tuple[int, int]]
-
-    def successors(self, world: int) -> list[int]:
-        return sorted(v for u, v in self.relation if u == world)
-
-    def __str__(self) -> str:
-        def val(w: int) -> str:
-            return "{" + ", ".join(sorted(self.valuation[w])) + "}"
-
-        succ = ", ".join(val(w) for w in self.successors(0))
-        return f"w0 = {val(0)}; w0 sees [{succ}]"
-
-
-def holds(f: Formula, model: KripkeModel, world: int = 0) -> bool:
-    """Truth of ``f`` at ``world`` of ``model``, straight from the semantics of K.
-
-    This is the reference the fast procedure is tested against, for any modal depth.
-
-    >>> holds(parse("box false"), KripkeModel((frozenset(),), frozenset()))
-    True
-    """
-
-    def below(g: Formula) -> tuple[Formula, ...]:  # box and dia look at other worlds
-        return () if isinstance(g, (Box, Dia)) else children(g)
-
-    def visit(g: Formula, args: list[bool]) -> bool:
-        if isinstance(g, Atom):
-            return g.name in model.valuation[world]
-        if isinstance(g, Const):
-            return g.value
-        if isinstance(g, Not):
-            return not args[0]
-        if isinstance(g, Box):
-            return all(holds(g.arg, model, v) for v in model.successors(world))
-        if isinstance(g, Dia):
-            return any(holds(g.arg, model, v) for v in model.successors(world))
-        assert isinstance(g, Binary)
-        return _BOOL_OPS[type(g)](args[0], args[1])
-
-    return fold(f, visit, below)
-
-
-_BOOL_OPS: dict[type[Binary], Callable[[bool, bool], bool]] = {
-    And: lambda x, y: x and y,
-    Or: lambda x, y: x or y,
-    Imp: lambda x, y: (not x) or y,
-    Iff: lambda x, y: x == y,
-}
-
-
 # --------------------------------------------------------------------------- decision procedure
 #
-# Why a finite search is complete for depth-one formulas. Let phi have modal depth <= 1
-# over the atoms V (n of them). The body of each box/dia in phi is propositional, so at a
-# successor world u it is true or false according to u's valuation of V alone. Hence the
-# truth of phi at a world w depends only on (1) w's own valuation of V and (2) the SET S
-# of valuations of V found among w's successors: box X holds iff every valuation in S
-# satisfies X, dia X iff some does. Conversely any pair (v0, S) is realised by the model
-# with a root valued v0 and one successor per element of S (no other edges). So phi is
-# K-satisfiable iff some (v0, S), with v0 one of the 2^n valuations and S one of the
-# 2^(2^n) subsets of them (the empty set included), makes it true: enumerating those
+# The bit sets. Why a finite search is complete for depth-one formulas. Let phi have
+# modal depth <= 1 over the atoms V (n of them). The body of each box/dia in phi is
+# propositional, so at a successor world u it is true or false according to u's valuation
+# of V alone. Hence the truth of phi at a world w depends only on (1) w's own valuation of
+# V and (2) the SET S of valuations of V found among w's successors: box X holds iff every
+# valuation in S satisfies X, dia X iff some does. Conversely any pair (v0, S) is realised
+# by the model with a root valued v0 and one successor per element of S (no other edges).
+# So phi is K-satisfiable iff some (v0, S), with v0 one of the 2^n valuations and S one of
+# the 2^(2^n) subsets of them (the empty set included), makes it true: enumerating those
 # models, each of at most 1 + 2^n worlds, is exactly as strong as enumerating every Kripke
 # model. Worlds of the original model beyond w's successors never matter, and a self-loop
 # at w is just a successor whose valuation equals w's, which some S already contains.
-# (Each dia needs at most one witness, so models with at most as many successors as phi
-# has dia subformulas would also suffice; enumerating sets of valuations is simpler.)
+#
+# Over KT, S4 and S5 frames every world sees itself, so v0 is in S; and any (v0, S) with
+# v0 in S is realised by a model of all three classes at once: a root valued v0 and one
+# world per other element of S, every world seeing every world (an equivalence relation,
+# so reflexive and transitive too). Hence for depth one the three classes agree, and the
+# pairs with v0 in S are exactly the ones to enumerate. (Deeper formulas tell them apart:
+# box a -> box box a holds in S4, not in KT.)
 #
 # The enumeration is done all at once: a formula's truth over every (v0, S) pair is one
 # integer used as a bit set (bit S * 2^n + v0), and connectives are bitwise operations.
 # With n = 3 atoms that is 8 * 256 = 2048 bits.
 
-#: More atoms than this make the bit sets too large (n = 4: a million bits).
+#: Truth sets (:func:`truth_set`) are built for at most this many atoms (n = 4: a
+#: million bits; n = 5 would be 2^37).
 MAX_ATOMS = 4
 
 
@@ -169,6 +127,13 @@ class _Space:
         blocks = (ones if s & ~allowed == 0 else zeros for s in reversed(range(self.nsets)))
         return int("".join(blocks), 2)
 
+    def frame(self, frames: str) -> int:
+        """Bit set over (v0, S): the pairs a frame of the class can have (all for K;
+        v0 in S for the reflexive classes). Block S of the bit set is S itself."""
+        if frames == "K":
+            return self.full
+        return int("".join(format(s, f"0{self.nval}b") for s in reversed(range(self.nsets))), 2)
+
 
 def _truth(f: Formula, full: int, leaf: Callable[[Formula], int]) -> int:
     """Bit set where ``f`` is true; ``leaf`` gives it for atoms and modal formulas."""
@@ -195,7 +160,7 @@ def _truth(f: Formula, full: int, leaf: Callable[[Formula], int]) -> int:
     return fold(f, visit, below)
 
 
-def _root_truth(f: Formula, sp: _Space) -> int:
+def _root_truth(f: Formula, sp: _Space, frames: str) -> int:
     full_val = (1 << sp.nval) - 1
 
     def body(g: Formula) -> int:  # over valuations; depth was checked, so g is an atom
@@ -211,7 +176,7 @@ def _root_truth(f: Formula, sp: _Space) -> int:
             return sp.sets_within(inside)
         return sp.full ^ sp.sets_within(full_val ^ inside)  # dia X = ~box ~X
 
-    return _truth(f, sp.full, leaf)
+    return _truth(f, sp.full, leaf) & sp.frame(frames)
 
 
 def _check_decidable(f: Formula) -> _Space:
@@ -219,83 +184,123 @@ def _check_decidable(f: Formula) -> _Space:
         nested = next(g for g in subformulas(f) if isinstance(g, (Box, Dia)) and modal_depth(g) > 1)
         raise ModalDepthError(
             f"{show(f)!r} has modal depth {modal_depth(f)} ({show(nested)!r} puts a box or "
-            "dia inside another); only formulas of depth one are decided"
+            "dia inside another); truth sets are built for depth one only"
         )
     names = tuple(sorted(atoms(f)))
     if len(names) > MAX_ATOMS:
         raise LogicError(
             f"{show(f)!r} has {len(names)} atoms ({', '.join(names)}); "
-            f"the decision procedure handles at most {MAX_ATOMS}"
+            f"truth sets are built for at most {MAX_ATOMS}"
         )
     return _Space(names)
 
 
-def truth_set(formula: Formula | str, over: Sequence[str] | None = None) -> int:
+def truth_set(formula: Formula | str, over: Sequence[str] | None = None, frames: str = "K") -> int:
     """Where a formula of modal depth one is true, as one integer bit set over every
     (root valuation, set of successor valuations) of the atoms ``over`` (default: its
-    own, sorted): two formulas over the same atoms are K-equivalent exactly when their
-    truth sets are equal (see the comment above :data:`MAX_ATOMS`).
+    own, sorted) that a frame of the class allows: two formulas over the same atoms are
+    equivalent over the class exactly when their truth sets are equal (see the comment
+    above :data:`MAX_ATOMS`).
 
     >>> truth_set("~~a", ["a", "b"]) == truth_set("a", ["a", "b"])
     True
     >>> truth_set("dia a", ["a"]) == truth_set("~box ~a", ["a"]) != truth_set("box a", ["a"])
     True
+    >>> truth_set("box a -> a", ["a"], "KT") == truth_set("true", ["a"], "KT")
+    True
     """
     f = parse(formula) if isinstance(formula, str) else formula
+    check_frames(frames)
     sp = _check_decidable(f)
     if over is not None:
         missing = set(sp.atoms) - set(over)
         if missing:
             raise LogicError(f"{show(f)!r} has atoms outside {list(over)}: {sorted(missing)}")
         if len(over) > MAX_ATOMS:
-            raise LogicError(f"at most {MAX_ATOMS} atoms, not {len(over)}")
+            raise LogicError(f"truth sets are built for at most {MAX_ATOMS} atoms, not {len(over)}")
         sp = _Space(tuple(over))
-    return _root_truth(f, sp)
+    return _root_truth(f, sp, frames)
 
 
-def find_model(formula: Formula | str) -> KripkeModel | None:
-    """A Kripke model whose world 0 makes the formula true, or None if there is none.
+def depth_one_model(formula: Formula | str, frames: str = "K") -> KripkeModel | None:
+    """The model the bit sets find for a formula of modal depth at most one over at most
+    :data:`MAX_ATOMS` atoms (first (v0, S) that works), or None: the decision procedure
+    before the tableau, exact for its formulas (comment above :data:`MAX_ATOMS`); raises
+    :class:`ModalDepthError` for deeper formulas. :func:`find_model` no longer uses it:
+    the tableau agrees with it and is as fast or faster (docs/metainference.md).
 
-    Decides satisfiability in K for formulas of modal depth at most one (raises
-    :class:`ModalDepthError` for deeper ones).
-
-    >>> print(find_model("a & dia ~a & box b"))
+    >>> print(depth_one_model("a & dia ~a & box b"))
     w0 = {a}; w0 sees [{b}]
+    >>> print(depth_one_model("box ~a & dia true & a", "S5"))
+    None
     """
     f = parse(formula) if isinstance(formula, str) else formula
+    check_frames(frames)
     sp = _check_decidable(f)
-    truth = _root_truth(f, sp)
+    truth = _root_truth(f, sp, frames)
     if truth == 0:
         return None
     index = (truth & -truth).bit_length() - 1  # the first (v0, S) that works
     root, succ_set = index % sp.nval, index // sp.nval
-    worlds = [root] + [v for v in range(sp.nval) if succ_set >> v & 1]
 
     def true_atoms(v: int) -> frozenset[str]:
         return frozenset(a for i, a in enumerate(sp.atoms) if v >> i & 1)
 
-    valuation = tuple(true_atoms(v) for v in worlds)
-    relation = frozenset((0, w) for w in range(1, len(worlds)))
-    return KripkeModel(valuation, relation)
+    if frames == "K":
+        worlds = [root] + [v for v in range(sp.nval) if succ_set >> v & 1]
+        relation = frozenset((0, w) for w in range(1, len(worlds)))
+    else:  # root in S: one cluster of the root and the other valuations of S
+        worlds = [root] + [v for v in range(sp.nval) if succ_set >> v & 1 and v != root]
+        relation = frozenset((u, w) for u in range(len(worlds)) for w in range(len(worlds)))
+    model = KripkeModel(tuple(true_atoms(v) for v in worlds), relation)
+    if not (holds(f, model) and in_frame_class(model, frames)):
+        raise AssertionError(f"bit-set model {model} fails {show(f)!r} over {frames}")
+    return model
 
 
-def satisfiable(formula: Formula | str) -> bool:
-    """Whether the formula is true at some world of some Kripke model (logic K).
+def find_model(
+    formula: Formula | str, frames: str = "K", timeout_s: float | None = None
+) -> KripkeModel | None:
+    """A Kripke model of the frame class (K, KT, S4 or S5) whose world 0 makes the
+    formula true, or None if there is none; any modal depth, any number of atoms.
+
+    Decided by :func:`~nlieval.metainference.logic_tableau.tableau_model`, bounded by
+    ``timeout_s`` seconds (None: :data:`~nlieval.metainference.logic_tableau.
+    SOLVER_TIMEOUT_S`), past which it raises :class:`~nlieval.metainference.
+    logic_formulas.SolverLimit`; the
+    model is checked by :func:`holds` and the frame condition before it is returned.
+
+    >>> print(find_model("a & dia ~a & box b"))
+    w0 = {a}; w0 sees [{b}]
+    >>> print(find_model("box a & ~a", "KT"))
+    None
+    """
+    return tableau_model(formula, frames, timeout_s)
+
+
+def satisfiable(formula: Formula | str, frames: str = "K", timeout_s: float | None = None) -> bool:
+    """Whether the formula is true at some world of some model of the frame class.
 
     >>> satisfiable("dia a & box ~a"), satisfiable("box a & box ~a")
     (False, True)
+    >>> satisfiable("box a & box ~a", "KT")
+    False
     """
-    return find_model(formula) is not None
+    return find_model(formula, frames, timeout_s) is not None
 
 
-def valid(formula: Formula | str) -> bool:
-    """Whether the formula is true at every world of every Kripke model (logic K).
+def valid(formula: Formula | str, frames: str = "K", timeout_s: float | None = None) -> bool:
+    """Whether the formula is true at every world of every model of the frame class.
 
     >>> valid("box(a -> b) -> (box a -> box b)"), valid("box a -> a")
     (True, False)
+    >>> valid("box a -> a", "KT"), valid("dia a -> box dia a", "S4")
+    (True, False)
+    >>> valid("dia a -> box dia a", "S5")
+    True
     """
     f = parse(formula) if isinstance(formula, str) else formula
-    return not satisfiable(Not(f))
+    return not satisfiable(Not(f), frames, timeout_s)
 
 
 # --------------------------------------------------------------------------- readings
@@ -327,11 +332,12 @@ _READING_ATOMS = frozenset({"a", "b"})
 
 @dataclass(frozen=True)
 class Reading:
-    """A logical reading of the labels: formulas over the atoms ``a`` and ``b``.
+    """A logical reading of the labels: formulas over the atoms ``a`` and ``b``, decided
+    over the frame class ``frames`` (K, KT, S4 or S5; K unless chosen).
 
     >>> r = Reading.parse("MC", E="a -> b", C="a -> ~b", N="~(a -> b) & ~(a -> ~b)")
-    >>> str(r.formula("C"))
-    'a -> ~b'
+    >>> str(r.formula("C")), r.frames, r.with_frames("S4").frames
+    ('a -> ~b', 'K', 'S4')
     """
 
     name: str
@@ -339,9 +345,18 @@ class Reading:
     C: Formula
     N: Formula
     description: str = ""
+    frames: str = "K"
+
+    def __post_init__(self) -> None:
+        try:
+            check_frames(self.frames)
+        except LogicError as err:
+            raise LogicError(f"reading {self.name}: {err}") from None
 
     @classmethod
-    def parse(cls, name: str, E: str, C: str, N: str, description: str = "") -> Reading:
+    def parse(
+        cls, name: str, E: str, C: str, N: str, description: str = "", frames: str = "K"
+    ) -> Reading:
         """A reading from formula strings; every problem is reported with its label."""
         return cls(
             name,
@@ -349,7 +364,12 @@ class Reading:
             C=_reading_formula(name, "C", C),
             N=_reading_formula(name, "N", N),
             description=description,
+            frames=frames,
         )
+
+    def with_frames(self, frames: str) -> Reading:
+        """The same formulas decided over another frame class."""
+        return replace(self, frames=frames)
 
     def formula(self, label: str) -> Formula:
         """The formula of a label letter (E, C or N) over ``a`` and ``b``."""
@@ -372,11 +392,6 @@ def _reading_formula(name: str, label: str, text: object) -> Formula:
             f"reading {name}: {label} = {text!r} uses {', '.join(sorted(extra))}; "
             "a reading's formulas use only the atoms a (premise) and b (hypothesis)"
         )
-    if modal_depth(f) > 1:
-        raise ModalDepthError(
-            f"reading {name}: {label} = {text!r} nests box/dia (depth {modal_depth(f)}); "
-            "only depth-one readings can be decided"
-        )
     return f
 
 
@@ -393,7 +408,8 @@ READINGS: dict[str, Reading] = _builtin_readings()
 
 def load_reading(path: str | Path) -> Reading:
     """A user reading from a YAML file with keys ``name``, ``E``, ``C``, ``N`` (formula
-    strings over ``a`` and ``b``) and optionally ``description``.
+    strings over ``a`` and ``b``, of any modal depth) and optionally ``description`` and
+    ``frames`` (K, KT, S4 or S5; default K).
 
     A reading named like a built-in one replaces it wherever both are given to
     :func:`merge_readings`.
@@ -416,7 +432,7 @@ def load_reading(path: str | Path) -> Reading:
         raise LogicError(f"{p}: invalid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(doc, dict):
         raise LogicError(f"{p}: expected a mapping with keys name, E, C, N")
-    allowed = {"name", "description", *LABELS}
+    allowed = {"name", "description", "frames", *LABELS}
     unknown = sorted(str(k) for k in doc if k not in allowed)
     missing = [k for k in ("name", *LABELS) if k not in doc]
     if unknown or missing:
@@ -428,25 +444,36 @@ def load_reading(path: str | Path) -> Reading:
             )
             if x
         )
-        raise LogicError(f"{p}: {what} (a reading has name, E, C, N and optional description)")
+        raise LogicError(
+            f"{p}: {what} (a reading has name, E, C, N and optional description, frames)"
+        )
     # YAML reads a bare true/false as a boolean; as a formula it is the constant.
     e, c, n = (str(doc[k]).lower() if isinstance(doc[k], bool) else doc[k] for k in LABELS)
     try:
-        return Reading.parse(str(doc["name"]), e, c, n, str(doc.get("description") or ""))
+        frames = str(doc.get("frames", "K"))
+        return Reading.parse(str(doc["name"]), e, c, n, str(doc.get("description") or ""), frames)
     except LogicError as err:
         raise type(err)(f"{p}: {err}") from None
 
 
 def merge_readings(
-    files: Sequence[str | Path] = (), builtins: Mapping[str, Reading] | None = None
+    files: Sequence[str | Path] = (),
+    builtins: Mapping[str, Reading] | None = None,
+    frames: str | None = None,
 ) -> dict[str, Reading]:
-    """The built-in readings plus those of ``files`` (same name: the file's wins).
+    """The built-in readings plus those of ``files`` (same name: the file's wins); with
+    ``frames``, every one of them decided over that frame class instead of its own.
 
     >>> list(merge_readings())
     ['MC', 'SC', 'EI']
+    >>> {r.frames for r in merge_readings(frames="S5").values()}
+    {'S5'}
     """
     out = dict(READINGS if builtins is None else builtins)
     for path in files:
         r = load_reading(path)
         out[r.name] = r
+    if frames is not None:
+        check_frames(frames)
+        out = {name: r.with_frames(frames) for name, r in out.items()}
     return out

@@ -12,6 +12,12 @@ by the decision procedure. Where no formula of at most :data:`MAX_SIZE` symbols 
 equivalent, the fallback is the translated formula itself (simplified only by the
 reading), and the cell says so.
 
+The search is over a frame class: the truth sets of the reflexive classes (KT, S4, S5)
+keep only the pairs a reflexive frame allows, which for depth one is exact for all three
+(:mod:`~nlieval.metainference.logic_k`). A formula beyond truth sets (modal depth above
+one, more than :data:`~nlieval.metainference.logic_k.MAX_ATOMS` atoms) gets no short
+form: :func:`short_formula` returns None for it, as for a formula with none small enough.
+
 >>> from nlieval.metainference.logic_formulas import parse
 >>> show(short_formula(parse("(dia a & box(a -> b)) -> dia a")))
 'true'
@@ -34,9 +40,10 @@ from .logic_formulas import (
     Not,
     Or,
     atoms,
+    modal_depth,
     show,
 )
-from .logic_k import truth_set, valid
+from .logic_k import MAX_ATOMS, truth_set, valid
 
 #: Symbols (atoms, constants, connectives) of the largest formula tried.
 MAX_SIZE = 11
@@ -53,9 +60,10 @@ class _Search:
     re-evaluating a formula: only ``box p``/``dia p`` (p without modalities) need the
     decision procedure's own truth set, once per distinct truth of p over valuations."""
 
-    def __init__(self, names: tuple[str, ...]) -> None:
+    def __init__(self, names: tuple[str, ...], frames: str) -> None:
         self.names = names
-        self.full = truth_set(Const(True), names)
+        self.frames = frames
+        self.full = truth_set(Const(True), names, frames)
         self.full_val = (1 << (1 << len(names))) - 1
         self.seen: dict[int, Formula] = {}
         self.modal: dict[tuple[str, int], int] = {}
@@ -63,12 +71,12 @@ class _Search:
     def atom(self, name: str) -> Entry:
         i = self.names.index(name)
         val = sum(1 << v for v in range(1 << len(self.names)) if v >> i & 1)
-        return Atom(name), truth_set(Atom(name), self.names), val
+        return Atom(name), truth_set(Atom(name), self.names, self.frames), val
 
     def boxed(self, kind: str, f: Formula, val: int) -> Entry:
         g: Formula = Box(f) if kind == "box" else Dia(f)
         if (kind, val) not in self.modal:
-            self.modal[(kind, val)] = truth_set(g, self.names)
+            self.modal[(kind, val)] = truth_set(g, self.names, self.frames)
         return g, self.modal[(kind, val)], None
 
     def level(self, levels: list[list[Entry]], size: int) -> Iterator[Entry]:
@@ -112,21 +120,26 @@ class _Search:
 
 
 @lru_cache(maxsize=256)
-def _search(target: int, names: tuple[str, ...], max_size: int) -> Formula | None:
-    return _Search(names).find(target, max_size)
+def _search(target: int, names: tuple[str, ...], max_size: int, frames: str) -> Formula | None:
+    return _Search(names, frames).find(target, max_size)
 
 
-def short_formula(formula: Formula, max_size: int = MAX_SIZE) -> Formula | None:
-    """The smallest formula (by symbols, up to ``max_size``) K-equivalent to ``formula``
-    over its atoms, checked by the decision procedure; None when there is none that small.
+def short_formula(formula: Formula, max_size: int = MAX_SIZE, frames: str = "K") -> Formula | None:
+    """The smallest formula (by symbols, up to ``max_size``) equivalent to ``formula``
+    over its atoms and the frame class, checked by the decision procedure; None when
+    there is none that small, or the formula is beyond truth sets (module docstring).
 
     >>> from nlieval.metainference.logic_formulas import parse
     >>> show(short_formula(parse("box(a -> ~a) & (a -> a)")))
     'box ~a'
+    >>> show(short_formula(parse("box a & a"), frames="KT"))
+    'box a'
     """
     names = tuple(sorted(atoms(formula)))
-    found = _search(truth_set(formula, names), names, max_size)
-    if found is not None and not valid(Iff(formula, found)):
+    if modal_depth(formula) > 1 or len(names) > MAX_ATOMS:
+        return None
+    found = _search(truth_set(formula, names, frames), names, max_size, frames)
+    if found is not None and not valid(Iff(formula, found), frames):
         raise AssertionError(f"{show(found)} is not equivalent to {show(formula)}")
     return found
 

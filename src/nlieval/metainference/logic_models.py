@@ -1,0 +1,180 @@
+"""Kripke semantics for the logic module: models, truth, and the frame classes.
+
+Part of :mod:`nlieval.metainference.logic`, which imports every public name here. It
+holds the finite Kripke models (:class:`KripkeModel`), truth at a world straight from the
+definition (:func:`holds`, :func:`true_worlds`) and the four frame classes a formula can
+be decided over (:data:`FRAMES`): K (any accessibility relation), KT (reflexive), S4
+(reflexive and transitive) and S5 (an equivalence relation), with the check that a
+model's relation is in a class (:func:`in_frame_class`).
+
+Both decision procedures (:mod:`~nlieval.metainference.logic_k`'s bit sets and
+:mod:`~nlieval.metainference.logic_tableau`) return models of this type, each checked with
+:func:`holds` and :func:`in_frame_class` before it is returned.
+
+>>> from nlieval.metainference.logic_formulas import parse
+>>> m = KripkeModel((frozenset({"a"}), frozenset()), frozenset({(0, 0), (0, 1), (1, 1)}))
+>>> holds(parse("box(a | ~a) & dia ~a & ~box a"), m), in_frame_class(m, "S4")
+(True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .logic_formulas import (
+    And,
+    Atom,
+    Binary,
+    Box,
+    Const,
+    Dia,
+    Formula,
+    Iff,
+    Imp,
+    LogicError,
+    Not,
+    Or,
+    fold,
+)
+
+#: The frame classes, each with the condition on the accessibility relation.
+FRAMES: dict[str, str] = {
+    "K": "any accessibility relation",
+    "KT": "reflexive",
+    "S4": "reflexive and transitive",
+    "S5": "reflexive, symmetric and transitive",
+}
+
+
+def check_frames(frames: object) -> str:
+    """The name of a frame class, or a one-line error naming the choices.
+
+    >>> check_frames("S4")
+    'S4'
+    """
+    if not isinstance(frames, str) or frames not in FRAMES:
+        raise LogicError(f"unknown frame class {frames!r}; choose one of {', '.join(FRAMES)}")
+    return frames
+
+
+@dataclass(frozen=True)
+class KripkeModel:
+    """A finite Kripke model: ``valuation[w]`` is the set of atoms true at world w,
+    ``relation`` the accessible pairs; world 0 is where a formula is evaluated.
+
+    Printed as ``w0 = {a}; w0 sees [{b}]`` when world 0 sees every other world and no
+    other pair is related (the shape of the depth-one models), else world by world.
+
+    >>> from nlieval.metainference.logic_formulas import parse
+    >>> m = KripkeModel((frozenset({"a"}), frozenset()), frozenset({(0, 1)}))
+    >>> holds(parse("a & dia ~a & box ~a"), m)
+    True
+    >>> print(KripkeModel((frozenset({"a"}), frozenset()), frozenset({(0, 1), (1, 1)})))
+    w0 = {a} sees [w1]; w1 = {} sees [w1]
+    """
+
+    valuation: tuple[frozenset[str], ...]
+    relation: frozenset[tuple[int, int]]
+
+    def successors(self, world: int) -> list[int]:
+        return sorted(v for u, v in self.relation if u == world)
+
+    def __str__(self) -> str:
+        def val(w: int) -> str:
+            return "{" + ", ".join(sorted(self.valuation[w])) + "}"
+
+        n = len(self.valuation)
+        if self.relation == {(0, w) for w in range(1, n)}:
+            succ = ", ".join(val(w) for w in self.successors(0))
+            return f"w0 = {val(0)}; w0 sees [{succ}]"
+        return "; ".join(
+            f"w{w} = {val(w)} sees [{', '.join(f'w{v}' for v in self.successors(w))}]"
+            for w in range(n)
+        )
+
+
+_BOOL_OPS: dict[type[Binary], Callable[[int, int, int], int]] = {
+    And: lambda x, y, _full: x & y,
+    Or: lambda x, y, _full: x | y,
+    Imp: lambda x, y, full: (full ^ x) | y,
+    Iff: lambda x, y, full: full ^ (x ^ y),
+}
+
+
+def true_worlds(f: Formula, model: KripkeModel) -> int:
+    """The worlds where ``f`` is true, as a bit set (bit w for world w), from the
+    definition of truth in a Kripke model: ``box X`` is true at w when X is true at every
+    world w sees, ``dia X`` when at some world w sees.
+
+    Computed once per subformula for all worlds together (bottom-up, without recursion),
+    so a deep formula costs its size times the model's size, not the number of paths.
+
+    >>> from nlieval.metainference.logic_formulas import parse
+    >>> m = KripkeModel((frozenset({"a"}), frozenset()), frozenset({(0, 1)}))
+    >>> bin(true_worlds(parse("box ~a"), m))  # world 1 sees nothing: box holds there
+    '0b11'
+    """
+    n = len(model.valuation)
+    full = (1 << n) - 1
+    sees = [0] * n
+    for u, v in model.relation:
+        sees[u] |= 1 << v
+
+    def visit(g: Formula, args: list[int]) -> int:
+        if isinstance(g, Atom):
+            return sum(1 << w for w in range(n) if g.name in model.valuation[w])
+        if isinstance(g, Const):
+            return full if g.value else 0
+        if isinstance(g, Not):
+            return full ^ args[0]
+        if isinstance(g, Box):
+            return sum(1 << w for w in range(n) if sees[w] & ~args[0] == 0)
+        if isinstance(g, Dia):
+            return sum(1 << w for w in range(n) if sees[w] & args[0])
+        assert isinstance(g, Binary)
+        return _BOOL_OPS[type(g)](args[0], args[1], full)
+
+    return fold(f, visit)
+
+
+def holds(f: Formula, model: KripkeModel, world: int = 0) -> bool:
+    """Truth of ``f`` at ``world`` of ``model``, straight from the semantics
+    (:func:`true_worlds`). The frame class does not enter: it restricts which models
+    count (:func:`in_frame_class`), not what a formula means in one.
+
+    This is the reference the decision procedures are tested against, for any modal depth.
+
+    >>> from nlieval.metainference.logic_formulas import Box, Const
+    >>> holds(Box(Const(False)), KripkeModel((frozenset(),), frozenset()))  # no successor
+    True
+    """
+    if not 0 <= world < len(model.valuation):
+        raise LogicError(f"world {world} is not in a model of {len(model.valuation)} worlds")
+    return bool(true_worlds(f, model) >> world & 1)
+
+
+def in_frame_class(model: KripkeModel, frames: str) -> bool:
+    """Whether the model's relation meets the condition of the frame class.
+
+    >>> loop = KripkeModel((frozenset(),), frozenset({(0, 0)}))
+    >>> in_frame_class(loop, "S5"), in_frame_class(KripkeModel((frozenset(),), frozenset()), "KT")
+    (True, False)
+    """
+    check_frames(frames)
+    rel = model.relation
+    worlds = range(len(model.valuation))
+    if any(not (0 <= u < len(worlds) and 0 <= v < len(worlds)) for u, v in rel):
+        return False
+    if frames == "K":
+        return True
+    if any((w, w) not in rel for w in worlds):
+        return False
+    if frames == "KT":
+        return True
+    if frames == "S5" and any((v, u) not in rel for u, v in rel):
+        return False
+    sees = [0] * len(worlds)  # bit sets: a subset test is one integer operation
+    for u, v in rel:
+        sees[u] |= 1 << v
+    return all(sees[v] & ~sees[u] == 0 for u, v in rel)  # transitive
