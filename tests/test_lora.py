@@ -5,12 +5,7 @@ resumes after kill -9, and is refused with other settings."""
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +14,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 yaml = pytest.importorskip("yaml")
 
+from cli_process import kill_once_written, start_cli  # noqa: E402
 from tiny_models import tiny_model  # noqa: E402
 
 from nlieval.backends.classifier import EncoderClassifier, encode_pairs, load_classifier  # noqa: E402
@@ -135,38 +131,19 @@ def test_lora_settings_are_checked_and_in_the_identity(
     assert "lora" in capsys.readouterr().err
 
 
-def _spawn(argv: list[str], cwd: Path) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    return subprocess.Popen(
-        [sys.executable, "-m", "nlieval.cli", *argv],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def test_lora_kill_9_then_resume_equals_uninterrupted(
     llama: Path, task: str, tmp_path: Path
 ) -> None:
-    ref = _spawn(_argv(llama, task, tmp_path / "ref", "2"), tmp_path)
+    ref = start_cli(*_argv(llama, task, tmp_path / "ref", "2"), cwd=tmp_path, one_thread=True)
     _, err = ref.communicate(timeout=600)
     assert ref.returncode == 0, err
     out = tmp_path / "killed"
-    proc = _spawn(_argv(llama, task, out, "2"), tmp_path)
+    proc = start_cli(*_argv(llama, task, out, "2"), cwd=tmp_path, one_thread=True)
     records = out / "records.jsonl"
-    deadline = time.time() + 300
-    # Killed once the first seed's records are there: in seed 1's training.
-    while time.time() < deadline and proc.poll() is None:
-        if records.is_file() and records.stat().st_size > 0:
-            break
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate()
+    kill_once_written(proc, records)  # once seed 0's records are there: in seed 1's training
     n = len(records.read_text().splitlines()) if records.exists() else 0
     assert 0 < n < 2 * 24, "the run was not killed between its first and last seed"
-    again = _spawn(_argv(llama, task, out, "2"), tmp_path)
+    again = start_cli(*_argv(llama, task, out, "2"), cwd=tmp_path, one_thread=True)
     _, err = again.communicate(timeout=600)
     assert again.returncode == 0, err
     got = RunFolder(out).records()
@@ -183,9 +160,10 @@ def test_the_pair_reaches_a_decoder_as_one_text(llama: Path) -> None:
 
     tok = AutoTokenizer.from_pretrained(llama)
     enc = encode_pairs(tok, [("A cat sees.", "The dog runs.")], max_length=64, separator="\n")
-    text = tok.decode(enc["input_ids"][0], skip_special_tokens=True)
+    text = str(tok.decode(enc["input_ids"][0], skip_special_tokens=True))
     assert "A cat sees." in text and "\nThe dog runs." in text
     # Too long: the longer sentence (the premise) is cut, the hypothesis kept whole.
     long = "cat " * 50
     enc = encode_pairs(tok, [(long, "The dog runs.")], max_length=16, separator="\n")
-    assert tok.decode(enc["input_ids"][0], skip_special_tokens=True).endswith("\nThe dog runs.")
+    cut = str(tok.decode(enc["input_ids"][0], skip_special_tokens=True))
+    assert cut.endswith("\nThe dog runs.")
