@@ -102,8 +102,9 @@ def grid_report(
 
     ``ci`` (a confidence level such as 0.95) adds each cell's bootstrap interval over items
     (:func:`nlieval.analyses.grid.intervals`, ``resamples`` draws seeded by ``seed``).
-    ``over_checkpoints`` counts a model's checkpoints as its seeds: the seed folders of a
-    ``nlieval train`` output become one row with mean ± std over training seeds.
+    ``over_checkpoints`` counts a model's checkpoints as its seeds: ``nlieval run --model
+    TRAIN_FOLDER`` scores each seed model as a checkpoint, and they become one row with
+    mean ± std over the training seeds.
 
     >>> from nlieval.types import Record
     >>> def rec(model, pred):

@@ -142,7 +142,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--over-checkpoints",
         action="store_true",
-        help="a model's checkpoints are its seeds (a train folder's seed models)",
+        help="a model's checkpoints are its seeds (a run over a train folder's seed models)",
     )
     p.add_argument("--format", choices=("md", "csv", "json"), default="md")
     p.add_argument("--percent", action="store_true", help="values x 100")
