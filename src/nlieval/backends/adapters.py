@@ -18,7 +18,7 @@ class LoraSettings:
     need no backward pass, which makes a step of a deep model several times cheaper.
 
     >>> LoraSettings.parse("8,16")
-    LoraSettings(r=8, alpha=16, dropout=0.05)
+    LoraSettings(r=8, alpha=16, dropout=0.05, layers=None)
     """
 
     r: int
