@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from test_instruct import FakeChat
 
 from nlieval.backends.sandbox import BadTemplate
 from nlieval.cli import main
@@ -116,26 +116,9 @@ def test_a_broken_prompt_file_is_one_line_naming_file_and_key(tmp_path: Path) ->
         assert word in str(err.value) and "p.yaml" in str(err.value), text
 
 
-class Chat:
-    name = "fake-chat"
-
-    def __init__(self) -> None:
-        self.seen: list[list[dict[str, str]]] = []
-
-    def generate(
-        self,
-        conversations: Sequence[Sequence[dict[str, str]]],
-        max_new_tokens: int = 32,
-        temperature: float = 0.0,
-        seed: int = 0,
-    ) -> list[str]:
-        self.seen += [[dict(m) for m in c] for c in conversations]
-        return ["Neutral" for _ in conversations]
-
-
 @pytest.mark.skipif(not DATA, reason="needs NLIEVAL_DATA_DIR")
 def test_a_custom_prompt_and_exemplar_file_are_the_runs_identity(tmp_path: Path) -> None:
-    chat = Chat()
+    chat = FakeChat(["Neutral"])
     cfg = instruct.InstructConfig("fake-chat", shots=(0, 4), runs=(0,), limit=3)
     out = tmp_path / "run"
     instruct.run_instruct(cfg, out, lambda: chat, progress=False)
@@ -156,7 +139,7 @@ def test_a_custom_prompt_and_exemplar_file_are_the_runs_identity(tmp_path: Path)
         for n, lab in enumerate(SCI4)
     ]
     exemplars = _write(tmp_path / "ex.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
-    chat = Chat()
+    chat = FakeChat(["Neutral"])
     cfg = instruct.InstructConfig(
         "fake-chat", shots=(4,), runs=(0,), limit=3, prompt=str(mine), exemplars=str(exemplars)
     )
