@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 from nlieval.backends.completions import CompletionsLM

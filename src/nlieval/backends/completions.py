@@ -67,7 +67,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 
 from .base import Progress, ScoreRequest
 from .echo_logprobs import EchoScore, EchoSizer, ImpossibleLogprob, checked_logprob, echo_score

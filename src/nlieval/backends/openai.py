@@ -1,6 +1,6 @@
 """Chat models behind any OpenAI-compatible server (vLLM, SGLang, Ollama, hosted APIs).
 
-:class:`OpenAIChat` sends ``POST {api_base}/chat/completions`` with httpx, at most
+:class:`OpenAIChat` sends ``POST {api_base}/chat/completions`` with httpx2 (the maintained fork of httpx), at most
 ``concurrency`` requests at a time. A request that times out, loses its connection or
 gets HTTP 408/409/429/5xx, or (chat) an HTTP 200 whose body is not JSON (a proxy's error
 page, a body cut short), is tried again with exponential back-off and jitter (the
@@ -48,7 +48,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import httpx
+import httpx2 as httpx
 from tenacity import (
     RetryCallState,
     RetryError,
@@ -284,10 +284,16 @@ class ServerClient:
             api_key = os.environ.get(opts.api_key_env)
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
-        # One connection per request in flight; more would only sit idle.
-        limits = httpx.Limits(
-            max_connections=opts.concurrency, max_keepalive_connections=opts.concurrency
-        )
+        # httpx2, pydantic's maintained fork of httpx: httpx's httpcore 1.0.9 leaks a
+        # pool slot (and its socket) for good when a request is cancelled (a caller's
+        # stop, our own timeout) just after the pool gave it a new connection
+        # (encode/httpcore#1093, fixed only in the fork), and with a pool limit of
+        # `concurrency` a few such leaks leave every later request waiting until it times
+        # out. For the same reason the limit on requests in flight is our semaphore's,
+        # not the pool's: whatever a cancellation leaves behind costs an idle object, never
+        # a turn. Keep-alive: one connection per request in flight.
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=opts.concurrency)
+        self._in_flight = asyncio.Semaphore(opts.concurrency)
         self._client = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(opts.timeout),
@@ -495,31 +501,33 @@ class ServerClient:
         :attr:`timeout` seconds in all, and at most ``limit`` bytes (after decoding)."""
         began = time.monotonic()
         try:
-            async with asyncio.timeout(self.timeout):
-                async with self._client.stream("POST", url, json=payload) as resp:
-                    declared = resp.headers.get("content-length", "")
-                    if declared.isdigit() and int(declared) > limit:
-                        raise _too_large(where, limit, f"its Content-Length is {declared}")
-                    body = bytearray()
-                    async for piece in resp.aiter_bytes():
-                        body += piece
-                        if len(body) > limit:
-                            raise _too_large(where, limit, "reading stopped there")
-                    # The body as read (decoded): no encoding or length left to apply.
-                    headers = [
-                        (k, v)
-                        for k, v in resp.headers.multi_items()
-                        if k.lower()
-                        not in ("content-encoding", "content-length", "transfer-encoding")
-                    ]
-                    return httpx.Response(
-                        resp.status_code,
-                        headers=headers,
-                        content=bytes(body),
-                        request=resp.request,
-                        # The time this try took (retries and back-off not counted).
-                        extensions={"seconds": time.monotonic() - began},
-                    )
+            async with (
+                asyncio.timeout(self.timeout),  # queueing for a turn included
+                self._in_flight,
+                self._client.stream("POST", url, json=payload) as resp,
+            ):
+                declared = resp.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > limit:
+                    raise _too_large(where, limit, f"its Content-Length is {declared}")
+                body = bytearray()
+                async for piece in resp.aiter_bytes():
+                    body += piece
+                    if len(body) > limit:
+                        raise _too_large(where, limit, "reading stopped there")
+                # The body as read (decoded): no encoding or length left to apply.
+                headers = [
+                    (k, v)
+                    for k, v in resp.headers.multi_items()
+                    if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+                ]
+                return httpx.Response(
+                    resp.status_code,
+                    headers=headers,
+                    content=bytes(body),
+                    request=resp.request,
+                    # The time this try took (retries and back-off not counted).
+                    extensions={"seconds": time.monotonic() - began},
+                )
         except (TimeoutError, httpx.TimeoutException):
             raise TryAgain(
                 ServerError(
