@@ -1,12 +1,13 @@
 """Chat models behind any OpenAI-compatible server (vLLM, SGLang, Ollama, hosted APIs).
 
-:class:`OpenAIChat` sends ``POST {api_base}/chat/completions`` with httpx2 (the maintained fork of httpx), at most
-``concurrency`` requests at a time. A request that times out, loses its connection or
-gets HTTP 408/409/429/5xx, or (chat) an HTTP 200 whose body is not JSON (a proxy's error
-page, a body cut short), is tried again with exponential back-off and jitter (the
-server's ``Retry-After`` wins when it sends one); each such fault is counted in
-:attr:`ServerClient.faults`. Other 4xx answers and JSON of the wrong shape fail at once.
-A request that fails for good becomes a :class:`ServerError`.
+:class:`OpenAIChat` sends ``POST {api_base}/chat/completions`` with httpx2 (the
+maintained fork of httpx), at most ``concurrency`` requests at a time. A request that
+times out, loses its connection or gets HTTP 408/409/429/5xx, or (chat) an HTTP 200
+whose body is not JSON (a proxy's error page, a body cut short), is tried again with
+exponential back-off and jitter (the server's ``Retry-After`` wins when it sends one);
+each such fault is counted in :attr:`ServerClient.faults`. Other 4xx answers and JSON of
+the wrong shape fail at once. A request that fails for good becomes a
+:class:`ServerError`.
 
 What a server can send is bounded: a request ends ``timeout`` seconds after it was sent,
 however the answer trickles in (httpx's own timeout is per read, so the requests run as
