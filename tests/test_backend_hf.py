@@ -192,7 +192,8 @@ def test_prefix_cache_is_copied_once_not_per_batch(lm: HFCausalLM) -> None:
     for req in reqs:
         whole = lm.tok(req.context)["input_ids"]
         suffix_tokens.append(len(whole) - n_prefix)
-    lm.batch_size, lm._cached = 2, None
+    # The per-row copy (the path of architectures shared-prefix attention does not cover).
+    lm.batch_size, lm._cached, lm.cascade = 2, None, False
     lm.counts.update(kv_bytes_copied=0, kv_suffix_bytes=0)
     lm.loglikelihood(reqs)
     per_token = _kv_bytes_per_token(lm)
@@ -205,7 +206,7 @@ def test_prefix_cache_is_copied_once_not_per_batch(lm: HFCausalLM) -> None:
     lm.counts.update(kv_bytes_copied=0)
     lm.loglikelihood(reqs[:5])
     assert lm.counts["kv_bytes_copied"] == 0
-    lm.batch_size = 4
+    lm.batch_size, lm.cascade = 4, True
 
 
 def test_device_map_keeps_scores(tiny_llama: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from .base import Progress, PromptTooLongError, ScoreRequest
 from .hf_cache import prefix_rows_cache
+from .hf_cascade import PREFIX_KWARG, cascade_attention_on, cascade_unsupported
 from .hf_tokens import ScoreRow, TokenSplitter
 from .memory import CPU_MAX_BATCH, GPU_MAX_BATCH, free_memory, row_bytes, rows_in_memory
 from .weights import (
@@ -50,7 +51,8 @@ class HFCausalLM(TokenSplitter):
 
     A tiny random Llama that reads bytes (a token per byte): the continuation's tokens
     cover all of it, and two requests scored on top of their shared prefix (computed
-    once) score as their whole texts do:
+    once, held once: shared-prefix attention copies it into no row) score as their whole
+    texts do:
 
     >>> import tempfile
     >>> from tokenizers import Tokenizer, models, pre_tokenizers
@@ -71,8 +73,8 @@ class HFCausalLM(TokenSplitter):
     >>> reqs = [ScoreRequest(f"{shots}Premise: {p}\\nAnswer:", (" A", " B"), len(shots))
     ...         for p in ("a cat naps.", "two men talk.")]
     >>> cached = lm.loglikelihood(reqs)
-    >>> [len(scores) for scores in cached], lm.counts["kv_bytes_copied"] > 0
-    ([2, 2], True)
+    >>> [len(scores) for scores in cached], lm.counts["kv_bytes_copied"]
+    ([2, 2], 0)
     >>> lm.prefix_cache = False
     >>> whole = lm.loglikelihood(reqs)
     >>> max(abs(a - b) for c, w in zip(cached, whole) for a, b in zip(c, w)) < 1e-4
@@ -91,6 +93,7 @@ class HFCausalLM(TokenSplitter):
         max_memory: Mapping[int | str, str] | None = None,
         trust_remote_code: bool = False,
         prefix_cache: bool = True,
+        cascade: bool = True,
     ) -> None:
         import torch
 
@@ -127,6 +130,12 @@ class HFCausalLM(TokenSplitter):
         self._keep_arg = "logits_to_keep" if "logits_to_keep" in params else None
         self.batch_size = batch_size
         self.prefix_cache = prefix_cache
+        #: Score rows on top of a cached prefix with shared-prefix attention
+        #: (:mod:`~nlieval.backends.hf_cascade`: the prefix held once), or, when False or
+        #: when the architecture is not covered (one warning, at the first prefix), with
+        #: a copy of the prefix in every row (:mod:`~nlieval.backends.hf_cache`).
+        self.cascade = cascade
+        self._cascade_off: str | None = cascade_unsupported(self.model)
         #: Longest sequence the model was trained for (positions); longer prompts are
         #: refused (:class:`PromptTooLongError`) instead of scored out of range.
         window = getattr(self.model.config, "max_position_embeddings", None)
@@ -137,15 +146,19 @@ class HFCausalLM(TokenSplitter):
         self._cached: tuple[tuple[int, ...], list[tuple[Any, Any]], Any] | None = None
         self._prefix_memo: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
         #: Tokens through the model body: ``tokens`` real ones, ``padded`` with the pads
-        #: (what the matmuls really compute); key/value bytes copied from a cached prefix
-        #: into batch rows and written for suffixes; texts tokenized whole because a seam
-        #: check failed. Read by the benchmarks and tests; never affects results.
+        #: (what the matmuls really compute); key/value bytes of cached prefixes (each
+        #: held once), copied from them into batch rows (0 with shared-prefix attention)
+        #: and written for suffixes; batches scored with shared-prefix attention; texts
+        #: tokenized whole because a seam check failed. Read by the benchmarks and tests;
+        #: never affects results.
         self.counts = {
             "tokens": 0,
             "padded": 0,
             "forward_calls": 0,
+            "kv_prefix_bytes": 0,
             "kv_bytes_copied": 0,
             "kv_suffix_bytes": 0,
+            "cascade_batches": 0,
             "tokenizer_fallbacks": 0,
         }
         self._decoder = getattr(self.model, "model", None) or self.model.get_decoder()
@@ -206,17 +219,25 @@ class HFCausalLM(TokenSplitter):
             if not group:
                 continue
             longest = len(group[0].ids)
-            bs = self._batch_size(longest - len(prefix or ()), longest)
-            cache = None
-            if prefix is not None:
+            cascade = prefix is not None and self._use_cascade()
+            cache: Any = None
+            if cascade:
+                assert prefix is not None
+                # The prefix first: the batch size is what fits beside its one copy.
+                cache = self._prefix_state(prefix)
+                bs = self._batch_size(longest - len(prefix), longest, shared_prefix=True)
+            else:
+                bs = self._batch_size(longest - len(prefix or ()), longest)
+            if prefix is not None and not cascade:
                 cache = self._group_cache(prefix, min(bs, len(group)), longest - len(prefix))
             for start in range(0, len(group), bs):
                 batch = group[start : start + bs]
-                scores = (
-                    self._forward(batch)
-                    if prefix is None
-                    else self._forward_cached(len(prefix), batch, cache)
-                )
+                if prefix is None:
+                    scores = self._forward(batch)
+                elif cascade:
+                    scores = self._forward_cascade(len(prefix), batch, cache)
+                else:
+                    scores = self._forward_cached(len(prefix), batch, cache)
                 for row, row_scores in zip(batch, scores, strict=True):
                     for (j, _), value in zip(row.targets, row_scores, strict=True):
                         out[row.request][j] = value
@@ -248,6 +269,9 @@ class HFCausalLM(TokenSplitter):
             )
         layers: list[Any] = cache.layers
         state = [(layer.keys, layer.values) for layer in layers]
+        self.counts["kv_prefix_bytes"] += sum(
+            t.numel() * t.element_size() for pair in state for t in pair
+        )
         self._cached = (prefix, state, None)
         return state
 
@@ -265,33 +289,80 @@ class HFCausalLM(TokenSplitter):
         self._cached = (prefix, state, (rows, width, cache))
         return cache
 
-    def _forward_cached(
-        self, n_pre: int, batch: Sequence[ScoreRow], cache: Any
-    ) -> list[list[float]]:
+    def _use_cascade(self) -> bool:
+        if not self.cascade:
+            return False
+        if self._cascade_off is not None:
+            log.warning(
+                "shared-prefix attention is off: %s; every row holds a copy of the "
+                "prefix's keys and values instead (same results, more memory)",
+                self._cascade_off,
+            )
+            self.cascade = False  # one warning
+            return False
+        return True
+
+    def _suffix_ids(self, n_pre: int, batch: Sequence[ScoreRow]) -> Any:
+        """The rows' suffixes after the shared prefix, right-padded: every suffix starts
+        right after the prefix (the same positions for all rows), and causal attention
+        keeps real tokens from seeing the pads."""
         import torch
 
         width = max(len(r.ids) - n_pre for r in batch)
-        # Right padding: every suffix starts right after the shared prefix (same positions
-        # for all rows), and causal attention keeps real tokens from seeing the pads.
         ids = torch.tensor(
             [list(r.ids[n_pre:]) + [self.pad_id] * (width + n_pre - len(r.ids)) for r in batch],
             dtype=torch.long,
         )
         self._count(sum(len(r.ids) - n_pre for r in batch), ids.numel())
+        return ids
+
+    def _forward_cascade(
+        self, n_pre: int, batch: Sequence[ScoreRow], state: Sequence[tuple[Any, Any]]
+    ) -> list[list[float]]:
+        """Scores of rows that share a prefix of ``n_pre`` tokens whose keys and values
+        per layer are ``state`` (batch of one), through shared-prefix attention."""
+        import torch
+
+        ids = self._suffix_ids(n_pre, batch)
+        pos = torch.arange(n_pre, n_pre + ids.shape[1]).expand(ids.shape[0], -1)
+        self.counts["cascade_batches"] += 1
+        with cascade_attention_on(self.model), torch.inference_mode():
+            hidden = self._decoder(
+                input_ids=ids.to(self.device),
+                position_ids=pos.to(self.device),
+                use_cache=False,
+                **{PREFIX_KWARG: state},
+            ).last_hidden_state
+            return self._read_suffix_scores(n_pre, batch, hidden)
+
+    def _forward_cached(
+        self, n_pre: int, batch: Sequence[ScoreRow], cache: Any
+    ) -> list[list[float]]:
+        import torch
+
+        ids = self._suffix_ids(n_pre, batch)
         with torch.inference_mode():
             hidden = self._decoder(
                 input_ids=ids.to(self.device), past_key_values=cache, use_cache=True
             ).last_hidden_state
-            # The output layer only where a log-probability is read, once per position
-            # (the options of a row often share their single position).
-            where: dict[tuple[int, int], int] = {}
-            for b, r in enumerate(batch):
-                for _, cont in r.targets:
-                    for t in range(len(cont)):
-                        where.setdefault((b, len(r.ids) - n_pre - len(cont) + t), len(where))
-            rows_idx = torch.tensor([w[0] for w in where], device=hidden.device)
-            pos_idx = torch.tensor([w[1] for w in where], device=hidden.device)
-            logprobs = torch.log_softmax(self._head(hidden[rows_idx, pos_idx]), dim=-1).cpu()
+            return self._read_suffix_scores(n_pre, batch, hidden)
+
+    def _read_suffix_scores(
+        self, n_pre: int, batch: Sequence[ScoreRow], hidden: Any
+    ) -> list[list[float]]:
+        """Each row's option log-likelihoods from the last hidden states of its suffix."""
+        import torch
+
+        # The output layer only where a log-probability is read, once per position
+        # (the options of a row often share their single position).
+        where: dict[tuple[int, int], int] = {}
+        for b, r in enumerate(batch):
+            for _, cont in r.targets:
+                for t in range(len(cont)):
+                    where.setdefault((b, len(r.ids) - n_pre - len(cont) + t), len(where))
+        rows_idx = torch.tensor([w[0] for w in where], device=hidden.device)
+        pos_idx = torch.tensor([w[1] for w in where], device=hidden.device)
+        logprobs = torch.log_softmax(self._head(hidden[rows_idx, pos_idx]), dim=-1).cpu()
         result: list[list[float]] = []
         for b, r in enumerate(batch):
             end = len(r.ids) - n_pre
@@ -320,10 +391,12 @@ class HFCausalLM(TokenSplitter):
             logits = torch.tanh(logits / cap) * cap
         return logits
 
-    def _batch_size(self, max_len: int, context: int | None = None) -> int:
+    def _batch_size(
+        self, max_len: int, context: int | None = None, *, shared_prefix: bool = False
+    ) -> int:
         if isinstance(self.batch_size, int):
             return max(1, self.batch_size)
-        return auto_batch_size(self.model, self.device, max_len, context)
+        return auto_batch_size(self.model, self.device, max_len, context, shared_prefix)
 
     def _forward(self, batch: Sequence[ScoreRow]) -> list[list[float]]:
         import torch
@@ -363,8 +436,12 @@ class HFCausalLM(TokenSplitter):
         return result
 
 
-def auto_batch_size(model: Any, device: Any, max_len: int, context: int | None = None) -> int:
+def auto_batch_size(
+    model: Any, device: Any, max_len: int, context: int | None = None, shared_prefix: bool = False
+) -> int:
     """Rows per forward pass that fit in half of the free memory of ``device``
     (:func:`~nlieval.backends.memory.rows_in_memory`); results never depend on it."""
     # free_memory is looked up in this module, so it can be replaced here (the tests do).
-    return rows_in_memory(model, device, max_len, context, free_memory(device))
+    return rows_in_memory(
+        model, device, max_len, context, free_memory(device), shared_prefix=shared_prefix
+    )

@@ -26,13 +26,17 @@ def free_memory(device: Any) -> int:
     return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 
 
-def row_bytes(config: Any, length: int, context: int, dtype_bytes: int) -> int:
+def row_bytes(
+    config: Any, length: int, context: int, dtype_bytes: int, shared_prefix: bool = False
+) -> int:
     """Peak activation bytes of one batch row of ``length`` new tokens attending to
     ``context`` positions (cached prefix included), inference only.
 
     Counted: the residual stream and attention output (a few hidden-size tensors), the
     MLP's intermediate pair, the attention scores (materialised by the eager and the CPU
-    kernels), the row's copy of the key/value cache, and the float32 log-softmax over
+    kernels, and by shared-prefix attention, twice: the scores and their exponentials),
+    the row's copy of the key/value cache (with ``shared_prefix``, of its own positions
+    only: the prefix is held once, outside the rows), and the float32 log-softmax over
     the vocabulary at the few positions read (bounded by 8 here).
 
     >>> from types import SimpleNamespace as C
@@ -49,8 +53,8 @@ def row_bytes(config: Any, length: int, context: int, dtype_bytes: int) -> int:
     layers = getattr(config, "num_hidden_layers", 32)
     vocab = getattr(config, "vocab_size", 32000)
     act = length * (4 * hidden + 2 * inter) * dtype_bytes
-    scores = heads * length * context * 4
-    kv = layers * 2 * kv_heads * head_dim * context * dtype_bytes
+    scores = heads * length * context * 4 * (2 if shared_prefix else 1)
+    kv = layers * 2 * kv_heads * head_dim * (length if shared_prefix else context) * dtype_bytes
     logits = min(length, 8) * vocab * 4 * 2
     return act + scores + kv + logits
 
@@ -63,14 +67,20 @@ GPU_MAX_BATCH = 256
 
 
 def rows_in_memory(
-    model: Any, device: Any, max_len: int, context: int | None, free_bytes: int
+    model: Any,
+    device: Any,
+    max_len: int,
+    context: int | None,
+    free_bytes: int,
+    *,
+    shared_prefix: bool = False,
 ) -> int:
     """Rows per forward pass that fit in half of ``free_bytes``; results never depend on
     it (padding and the cache are exact), only speed and peak memory do.
 
     ``max_len`` is the longest row's new tokens, ``context`` the positions it attends to
-    (``max_len`` plus a cached prefix). Capped at :data:`CPU_MAX_BATCH` on a CPU and
-    :data:`GPU_MAX_BATCH` on a GPU.
+    (``max_len`` plus a cached prefix, held once with ``shared_prefix``). Capped at
+    :data:`CPU_MAX_BATCH` on a CPU and :data:`GPU_MAX_BATCH` on a GPU.
 
     >>> import torch
     >>> from types import SimpleNamespace as C
@@ -84,7 +94,7 @@ def rows_in_memory(
     True
     """
     dtype_bytes = next(model.parameters()).element_size()
-    per_row = row_bytes(model.config, max_len, context or max_len, dtype_bytes)
+    per_row = row_bytes(model.config, max_len, context or max_len, dtype_bytes, shared_prefix)
     on_gpu = getattr(device, "type", str(device)) == "cuda"
     cap = GPU_MAX_BATCH if on_gpu else CPU_MAX_BATCH
     return int(max(1, min(cap, (free_bytes // 2) // max(per_row, 1))))

@@ -177,6 +177,13 @@ class HFOptions:
         "item (same results, slower)",
         names=("--no-prefix-cache",),
     )
+    prefix_attention: str = setting(
+        "cascade",
+        help="how rows attend to a cached prefix: cascade (its keys/values held once and "
+        "shared by every row) or rows (a copy in each row; architectures cascade does not "
+        "cover use it anyway); same results",
+        choices=("cascade", "rows"),
+    )
     device_map: str | None = setting(
         None, help="auto: spread a model too large for one device over all GPUs (then CPU, disk)"
     )
@@ -376,6 +383,7 @@ def load_scorer(
         device=opts.device,
         batch_size=batch_size,
         prefix_cache=opts.prefix_cache,
+        cascade=opts.prefix_attention == "cascade",
         device_map=opts.device_map,
         max_memory=parse_max_memory(opts.max_memory) if opts.max_memory else None,
     )

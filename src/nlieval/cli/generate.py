@@ -33,7 +33,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "as an NLI task",
     )
     add_settings(p, GenerateConfig)
-    add_settings(p, ChatModel, skip=("device_map", "max_memory"))
+    add_settings(p, ChatModel, skip=("device_map", "max_memory", "prefix_attention"))
     p.add_argument("--out", required=True, help="output folder (re-run the command to resume)")
     p.add_argument("--overwrite", action="store_true", help="discard what the folder holds")
     p.add_argument("--no-progress", action="store_true")

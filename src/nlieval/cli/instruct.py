@@ -114,7 +114,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "with different exemplar sets (zero-shot is run once: the runs would repeat it). "
         "Answers that name no class are kept, counted and scored wrong.",
     )
-    add_settings(p, InstructConfig, skip=("device_map", "max_memory"))
+    add_settings(p, InstructConfig, skip=("device_map", "max_memory", "prefix_attention"))
     p.add_argument("--out", "--output_path", dest="out", required=True, help="run folder")
     p.add_argument("--overwrite", action="store_true", help="discard what the run folder holds")
     p.add_argument("--no-progress", action="store_true")

@@ -1,0 +1,196 @@
+"""Shared-prefix ("cascade") attention for :class:`~nlieval.backends.hf.HFCausalLM`: the
+keys and values of a few-shot prefix are held once (a batch of one) and every row of a
+batch attends to them without a copy of its own and without expanding grouped key/value
+heads; the attention within a row's own suffix is computed apart, and the two parts are
+merged exactly through their log-sum-exp.
+
+It plugs into transformers' attention-function registry (:data:`CASCADE`): a forward
+pass of the decoder with ``nlieval_prefix=`` (the prefix's keys and values per layer) and
+the model's attention implementation switched to :data:`CASCADE`
+(:func:`cascade_attention_on`) runs every attention layer through
+:func:`cascade_attention`. Whether an architecture can: :func:`cascade_unsupported`.
+
+Hand-written because neither torch nor transformers attends one query batch to keys that
+are shared by all rows *and* keys of each row's own, merging the two softmaxes
+(``scaled_dot_product_attention`` returns no log-sum-exp; FlashInfer's cascade kernels
+are CUDA-only and outside transformers). torch and transformers are imported on first
+use.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+#: The name of the attention function in transformers' registry.
+CASCADE = "nlieval_cascade"
+#: The keyword of the decoder's forward pass that carries the prefix's keys and values;
+#: transformers hands unknown keywords down to every attention function.
+PREFIX_KWARG = "nlieval_prefix"
+
+#: Model types whose attention layers call the registry with the query, the keys and
+#: values of the new positions (after rotary embeddings), ``scaling`` and, where the
+#: layer has them, ``sliding_window`` and ``softcap``: all the function needs. Others
+#: (ALiBi, attention sinks, chunked attention, models outside transformers) keep the
+#: per-row prefix cache, and so do Gemma 3's image-text checkpoints (``gemma3``: their
+#: decoder is wrapped with a vision tower, untested here).
+CASCADE_MODEL_TYPES = frozenset(
+    {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text"}
+)
+
+_registered = threading.Lock()
+_done = False
+
+
+def cascade_unsupported(model: Any) -> str | None:
+    """Why ``model`` cannot use cascade attention, or ``None`` when it can.
+
+    >>> from types import SimpleNamespace as C
+    >>> cascade_unsupported(C(config=C(model_type="bloom")))
+    "model type 'bloom' is not among those cascade attention covers"
+    """
+    config = getattr(model, "config", None)
+    kind = getattr(config, "model_type", None)
+    if kind not in CASCADE_MODEL_TYPES:
+        return f"model type {kind!r} is not among those cascade attention covers"
+    return None
+
+
+def register_cascade() -> None:
+    """Put :func:`cascade_attention` in transformers' attention registry (once)."""
+    global _done
+    with _registered:
+        if _done:
+            return
+        from transformers import AttentionInterface
+
+        AttentionInterface.register(CASCADE, cascade_attention)
+        _done = True
+
+
+@contextmanager
+def cascade_attention_on(model: Any) -> Iterator[None]:
+    """Run ``model``'s attention layers through :func:`cascade_attention` inside the
+    block; the implementation it had is back afterwards, whatever happens."""
+    register_cascade()
+    config = model.config
+    before = config._attn_implementation
+    config._attn_implementation = CASCADE
+    try:
+        yield
+    finally:
+        config._attn_implementation = before
+
+
+def _windows(n_prefix: int, width: int, sliding_window: int | None, device: Any) -> tuple[Any, Any]:
+    """Masks (True = not attended) of ``width`` suffix queries at absolute positions
+    ``n_prefix + t`` over the prefix ``[width, n_prefix]`` and over the suffix
+    ``[width, width]``: causal within the suffix, and transformers' sliding window (a
+    query at ``q`` sees keys ``k`` with ``q - k < window``) on both parts."""
+    import torch
+
+    t = torch.arange(width, device=device)
+    j = torch.arange(n_prefix, device=device)
+    suffix = t[None, :] > t[:, None]
+    if sliding_window is None:
+        return None, suffix
+    prefix = (n_prefix + t[:, None] - j[None, :]) >= sliding_window
+    suffix = suffix | ((t[:, None] - t[None, :]) >= sliding_window)
+    return prefix, suffix
+
+
+def _part(
+    q: Any, k: Any, v: Any, scaling: float, softcap: float | None, mask: Any
+) -> tuple[Any, Any]:
+    """Attention of queries ``q [b, n, d]`` to ``k, v [b, m, d]`` (the same ``b``:
+    one batched matmul, nothing broadcast, so no key is copied), with ``mask`` (True =
+    not attended, ``[width, m]``) applied to the queries taken ``width`` at a time: the
+    normalised output in float32 and each query's log-sum-exp (``-inf`` where it sees
+    nothing, with an output of zeros there)."""
+    import torch
+
+    # Scores in the model's dtype and the softmax in float32, as transformers' eager
+    # attention does.
+    scores = torch.matmul(q, k.transpose(-1, -2)).float() * scaling
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    if mask is not None:
+        b, n, m = scores.shape
+        width = mask.shape[0]
+        scores = scores.view(b, n // width, width, m).masked_fill(mask, -math.inf).view(b, n, m)
+    lse = torch.logsumexp(scores, dim=-1, keepdim=True)
+    safe = torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
+    weights = torch.exp(scores - safe)
+    out = torch.matmul(weights.to(v.dtype), v).float()
+    return out, lse
+
+
+def cascade_attention(
+    module: Any,
+    query: Any,
+    key: Any,
+    value: Any,
+    attention_mask: Any,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    sliding_window: int | None = None,
+    softcap: float | None = None,
+    **kwargs: Any,
+) -> tuple[Any, None]:
+    """Attention of a batch of suffixes (``query [rows, heads, width, dim]``, ``key`` and
+    ``value [rows, kv_heads, width, dim]``, right-padded, at positions ``n_prefix...``)
+    to the shared prefix (``kwargs[PREFIX_KWARG][module.layer_idx]``: keys and values
+    ``[1, kv_heads, n_prefix, dim]``) and to themselves, causally.
+
+    The queries of the ``heads / kv_heads`` heads that share a key/value head are
+    grouped into one matrix, so the prefix's keys are read once per batch, never
+    repeated per row or per head; the two softmaxes are merged through their
+    log-sum-exp. Returns the output as ``[rows, width, heads, dim]`` (transformers'
+    convention) and no weights. ``attention_mask`` is not used: right padding and
+    causality need none (pads come after every real token of their row).
+    """
+    del attention_mask, dropout  # inference only; see the docstring for the mask
+    import torch
+
+    prefixes: Sequence[tuple[Any, Any]] = kwargs[PREFIX_KWARG]
+    p_keys, p_values = prefixes[module.layer_idx]
+    rows, heads, width, dim = query.shape
+    kv_heads, n_prefix = p_keys.shape[1], p_keys.shape[2]
+    group = heads // kv_heads
+    scale = dim**-0.5 if scaling is None else scaling
+    pre_mask, suf_mask = _windows(n_prefix, width, sliding_window, query.device)
+    # Heads h * group ... (h + 1) * group - 1 share key/value head h (transformers'
+    # repeat_kv), so [rows, kv_heads, group * width, dim] groups them.
+    q = query.reshape(rows * kv_heads, group * width, dim)
+    # The prefix part: every row's queries of a key/value head in one matrix,
+    # [kv_heads, rows * group * width, dim] against [kv_heads, n_prefix, dim].
+    q_all = q.view(rows, kv_heads, group * width, dim).transpose(0, 1)
+    out_p, lse_p = _part(
+        q_all.reshape(kv_heads, rows * group * width, dim),
+        p_keys[0],
+        p_values[0],
+        scale,
+        softcap,
+        pre_mask,
+    )
+    out_p = out_p.view(kv_heads, rows, group * width, dim).transpose(0, 1)
+    lse_p = lse_p.view(kv_heads, rows, group * width, 1).transpose(0, 1)
+    # The suffix part: each row's queries of a key/value head against that row's keys.
+    out_s, lse_s = _part(
+        q,
+        key.reshape(rows * kv_heads, width, dim),
+        value.reshape(rows * kv_heads, width, dim),
+        scale,
+        softcap,
+        suf_mask,
+    )
+    out_s = out_s.view(rows, kv_heads, group * width, dim)
+    lse_s = lse_s.view(rows, kv_heads, group * width, 1)
+    # Every query sees at least itself, so the merged log-sum-exp is finite.
+    lse = torch.logaddexp(lse_p, lse_s)
+    out = out_p * torch.exp(lse_p - lse) + out_s * torch.exp(lse_s - lse)
+    out = out.to(query.dtype).reshape(rows, heads, width, dim).transpose(1, 2).contiguous()
+    return out, None
