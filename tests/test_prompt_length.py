@@ -52,6 +52,7 @@ def test_a_5mb_premise_stops_the_run_with_one_line_and_keeps_earlier_records(
     premises["huge"] = "The cat sat on the mat. " * (5_000_000 // 24)
     yaml = _task(tmp_path, premises)
     monkeypatch.setattr(loop, "CHUNK", 3)  # shortest first: two chunks before the huge item
+    monkeypatch.setattr(loop, "CHUNK_SECONDS", 0)  # chunks of 3 throughout
     out = tmp_path / "run"
     argv = ["run", "--model", str(tiny_llama), "--task", str(yaml), "--out", str(out),
             "--no-progress"]  # fmt: skip

@@ -198,6 +198,8 @@ def run(
         work,
         overwrite=overwrite,
         progress=progress,
+        # Chunks of seconds of work: full batches on a GPU, little lost to a kill.
+        timed_chunks=True,
         fingerprints=prints,
     )
     data_info, draws = _data_report(planned)

@@ -51,6 +51,7 @@ def execute(
     overwrite: bool = False,
     progress: bool = True,
     chunk_size: int | None = None,
+    timed_chunks: bool = False,
     stream: bool = False,
     fingerprints: Mapping[str, str] | None = None,
 ) -> float | None:
@@ -93,6 +94,7 @@ def execute(
         work,
         progress=progress,
         chunk_size=chunk_size,
+        timed_chunks=timed_chunks,
         stream=stream,
     )
 
