@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,37 @@ def test_converted_copy_is_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert local_hf_folder(src).path == first.path and len(calls) == 2
     assert (Path(first.path) / "config.json").read_text() == "{}"
     assert local_hf_folder(src).path == first.path and len(calls) == 2
+
+
+def test_two_first_loads_at_once_convert_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two loads of a GGUF not yet converted (two shells on a fresh machine): the second
+    # waits for the first conversion and reads it, instead of converting again and
+    # replacing the folder the first is loading from.
+    monkeypatch.setenv("NLIEVAL_CACHE", str(tmp_path / "cache"))
+    f = tmp_path / "m.gguf"
+    f.write_bytes(b"GGUF")
+    src = resolve_model(str(f))
+    calls: list[str] = []
+    inside = threading.Event()
+
+    def slow_convert(source: models.ModelSource, target: Path, sha: str) -> None:
+        calls.append(str(target))
+        inside.set()
+        time.sleep(0.3)  # the other thread reaches the check meanwhile
+        target.mkdir(parents=True)
+        (target / "config.json").write_text("{}")
+        write_conversion_marker(target, sha)
+
+    monkeypatch.setattr(models, "_convert_gguf", slow_convert)
+    got: list[str] = []
+    first = threading.Thread(target=lambda: got.append(local_hf_folder(src).path))
+    first.start()
+    assert inside.wait(10)
+    got.append(local_hf_folder(src).path)
+    first.join(10)
+    assert len(calls) == 1 and len(got) == 2 and got[0] == got[1]
 
 
 def test_hub_id_and_bad_names() -> None:

@@ -6,6 +6,7 @@ kept as safetensors in a cache folder so that every later load takes seconds.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import importlib.util
@@ -13,7 +14,8 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -156,19 +158,36 @@ def local_hf_folder(source: ModelSource) -> ModelSource:
     assert source.cache_key is not None
     target = _converted(source.cache_key)
     sha = gguf_sha256(source)
-    if not _is_converted(source.cache_key):
-        _convert_gguf(source, target, sha)
-    elif not conversion_holds(target, sha, cache_dir()):
-        # A folder planted in the cache, or one edited since: scoring it under this
-        # model's name would be a silent lie about which weights made the numbers.
-        log.warning(
-            "%s does not hold what was converted from %s (files changed, or no record of "
-            "the conversion): converting again",
-            target,
-            source.gguf_file,
-        )
-        _convert_gguf(source, target, sha)
+    # One process converts at a time: a second one started meanwhile (two shells on a
+    # fresh machine) waits, then finds the conversion done, instead of replacing the
+    # folder while the first is loading from it.
+    with _conversion_lock(target):
+        if not _is_converted(source.cache_key):
+            _convert_gguf(source, target, sha)
+        elif not conversion_holds(target, sha, cache_dir()):
+            # A folder planted in the cache, or one edited since: scoring it under this
+            # model's name would be a silent lie about which weights made the numbers.
+            log.warning(
+                "%s does not hold what was converted from %s (files changed, or no record "
+                "of the conversion): converting again",
+                target,
+                source.gguf_file,
+            )
+            _convert_gguf(source, target, sha)
     return ModelSource(source.name, str(target), None, None, None, sha)
+
+
+@contextmanager
+def _conversion_lock(target: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``target``'s lock file beside it, held for the block
+    (the kernel drops it if the process dies)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target.parent / (target.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def gguf_sha256(source: ModelSource) -> str:
