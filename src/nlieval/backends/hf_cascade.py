@@ -19,6 +19,7 @@ use.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections.abc import Iterator, Sequence
@@ -40,6 +41,8 @@ PREFIX_KWARG = "nlieval_prefix"
 CASCADE_MODEL_TYPES = frozenset(
     {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text"}
 )
+
+log = logging.getLogger(__name__)
 
 _registered = threading.Lock()
 _done = False
@@ -128,6 +131,79 @@ def _part(
     return out, lse
 
 
+#: Per (device type, dtype): whether torch's fused kernel agreed with :func:`_part` on
+#: its first use (None: not tried yet). Its log-sum-exp output is not public API, so it is
+#: checked once on the real inputs rather than trusted.
+_fused_ok: dict[tuple[str, str], bool] = {}
+
+
+def fused_attention(q: Any, k: Any, v: Any, scaling: float) -> tuple[Any, Any] | None:
+    """Attention of ``q [h, n, d]`` to every key of ``k, v [h, m, d]`` (no mask, no
+    soft-capping) through torch's fused flash-attention kernel, which also returns each
+    query's log-sum-exp: as :func:`_part` returns them, or ``None`` where no such kernel
+    runs (a CUDA tensor in float32, a head dimension over 256, an older torch) or where
+    it disagreed with :func:`_part` on its first use (then with one warning).
+
+    The scores are never materialised: on a CPU the fused kernel is about 5x faster than
+    the matmuls of :func:`_part` for a 1,100-token prefix, and on a GPU it reads each
+    prefix key once per block of queries instead of writing a float32 score matrix.
+    ``scaled_dot_product_attention`` itself returns no log-sum-exp, hence the aten op.
+
+    >>> import torch
+    >>> q, k, v = torch.randn(2, 5, 8), torch.randn(2, 7, 8), torch.randn(2, 7, 8)
+    >>> out, lse = fused_attention(q, k, v, 0.3)
+    >>> want, want_lse = _part(q, k, v, 0.3, None, None)
+    >>> bool((out - want).abs().max() < 1e-5), bool((lse - want_lse).abs().max() < 1e-5)
+    (True, True)
+    """
+    import torch
+
+    key = (q.device.type, str(q.dtype))
+    if _fused_ok.get(key) is False or q.shape[-1] > 256:
+        return None
+    aten = torch.ops.aten
+    try:
+        if q.device.type == "cpu":
+            out, lse = aten._scaled_dot_product_flash_attention_for_cpu(
+                q[None], k[None], v[None], 0.0, False, scale=scaling
+            )
+        elif q.device.type == "cuda" and q.dtype in (torch.float16, torch.bfloat16):
+            res = aten._scaled_dot_product_flash_attention(
+                q[None].contiguous(),
+                k[None].contiguous(),
+                v[None].contiguous(),
+                0.0,
+                False,
+                False,
+                scale=scaling,
+            )
+            out, lse = res[0], res[1]
+        else:
+            return None
+    except (AttributeError, RuntimeError) as err:  # no such op, or it refuses the shapes
+        _fused_ok[key] = False
+        log.warning("shared-prefix attention: torch's fused kernel is not used (%s)", err)
+        return None
+    got = out[0].float(), lse[0][..., None].float()
+    if key not in _fused_ok:
+        want = _part(q, k, v, scaling, None, None)
+        tol = 1e-4 if q.dtype == torch.float32 else 5e-2
+        ok = bool(
+            got[1].shape == want[1].shape
+            and (got[1] - want[1]).abs().max() <= tol * (1 + want[1].abs().max())
+            and (got[0] - want[0]).abs().max() <= tol * (1 + want[0].abs().max())
+        )
+        _fused_ok[key] = ok
+        if not ok:
+            log.warning(
+                "shared-prefix attention: torch's fused kernel disagrees with plain "
+                "attention on %s %s; using plain attention",
+                *key,
+            )
+            return want
+    return got
+
+
 def cascade_attention(
     module: Any,
     query: Any,
@@ -168,14 +244,11 @@ def cascade_attention(
     # The prefix part: every row's queries of a key/value head in one matrix,
     # [kv_heads, rows * group * width, dim] against [kv_heads, n_prefix, dim].
     q_all = q.view(rows, kv_heads, group * width, dim).transpose(0, 1)
-    out_p, lse_p = _part(
-        q_all.reshape(kv_heads, rows * group * width, dim),
-        p_keys[0],
-        p_values[0],
-        scale,
-        softcap,
-        pre_mask,
-    )
+    q_all = q_all.reshape(kv_heads, rows * group * width, dim)
+    fused = None
+    if pre_mask is None and softcap is None:
+        fused = fused_attention(q_all, p_keys[0], p_values[0], scale)
+    out_p, lse_p = fused or _part(q_all, p_keys[0], p_values[0], scale, softcap, pre_mask)
     out_p = out_p.view(kv_heads, rows, group * width, dim).transpose(0, 1)
     lse_p = lse_p.view(kv_heads, rows, group * width, 1).transpose(0, 1)
     # The suffix part: each row's queries of a key/value head against that row's keys.
