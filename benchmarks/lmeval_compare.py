@@ -7,7 +7,9 @@ Same machine, same model folder, same items, same prompt text, at each k:
       delimiter, a blank line between blocks, and nlieval's drawn shots in order
       (``sampler: first_n`` over a few-shot split holding exactly those shots);
   (b) nlieval, ``prefix_cache=False``;
-  (c) nlieval, ``prefix_cache=True`` (the default).
+  (c) nlieval, ``prefix_cache=True`` (the default), with shared-prefix attention
+      (``nlieval-cache``, the default) or the prefix copied into every row
+      (``nlieval-rows``, ``--prefix-attention rows``).
 
 Each system gets the model already loaded and times only the evaluation call (prompt
 building and scoring; for lm-eval, ``simple_evaluate`` on a ready ``HFLM``). The script
@@ -326,9 +328,13 @@ def main() -> None:
                     # options): context + continuation[:-1], i.e. the context's tokens.
                     res["tokens"] = sum(len(lm.split(c, " A")[0]) for c in res["contexts"])
                     systems["lm-eval"] = res
-                for label, cached in (("nlieval-nocache", False), ("nlieval-cache", True)):
+                for label, cached, cascade in (
+                    ("nlieval-nocache", False, True),
+                    ("nlieval-rows", True, False),  # the prefix copied into every row
+                    ("nlieval-cache", True, True),  # shared-prefix attention (the default)
+                ):
                     if label in systems_wanted:
-                        lm.prefix_cache = cached
+                        lm.prefix_cache, lm.cascade = cached, cascade
                         systems[label] = nlieval_point(lm, point, items)
                 reference = "lm-eval" if "lm-eval" in systems else next(iter(systems))
                 row = {

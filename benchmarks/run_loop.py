@@ -31,6 +31,11 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+# Imported once before any timing, as model loading is left out: the metrics import
+# scikit-learn and scipy on first use (about 1 s here), a cost per process, not per item.
+import scipy.stats  # noqa: E402, F401
+import sklearn.metrics  # noqa: E402, F401
+
 from nlieval.backends.base import ScoreRequest  # noqa: E402
 from nlieval.backends.hf import HFCausalLM  # noqa: E402
 from nlieval.backends.weights import DEFAULT_MODEL  # noqa: E402
@@ -40,7 +45,13 @@ from nlieval.runs import RunFolder  # noqa: E402
 
 
 def measure(
-    lm: HFCausalLM, model: str, task: str, k: int, limit: int, batch_size: int, repeat: int
+    lm: HFCausalLM,
+    model: str,
+    task: str,
+    k: int,
+    limit: int,
+    batch_size: int | str,
+    repeat: int,
 ) -> dict[str, Any]:
     """Seconds of the backend alone and of ``choice.run`` on ``limit`` items of ``task``
     at ``k`` shots (seed 0), the fastest of ``repeat`` each, and whether the run's
@@ -105,7 +116,7 @@ def main() -> None:
     ap.add_argument("--tasks", default="snli,anli_r3")
     ap.add_argument("--shots", default="0,10")
     ap.add_argument("--limit", type=int, default=200)
-    ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument("--batch-size", default="4", help="rows per forward pass, or auto")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--dtype", default="auto")
     ap.add_argument("--repeat", type=int, default=2)
@@ -120,7 +131,8 @@ def main() -> None:
     rows = []
     for task in args.tasks.split(","):
         for k in (int(x) for x in args.shots.split(",")):
-            row = measure(lm, args.model, task, k, args.limit, args.batch_size, args.repeat)
+            bs = args.batch_size if args.batch_size == "auto" else int(args.batch_size)
+            row = measure(lm, args.model, task, k, args.limit, bs, args.repeat)
             print(json.dumps(row), flush=True)
             rows.append(row)
     if args.json:
