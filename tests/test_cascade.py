@@ -16,7 +16,7 @@ import pytest
 import torch
 from tiny_models import train_tokenizer
 
-from nlieval.backends import ScoreRequest
+from nlieval.backends import ScoreRequest, hf_cascade
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.hf_cascade import PREFIX_KWARG, cascade_attention, cascade_unsupported
 
@@ -68,11 +68,20 @@ class _Layer:
         (6, 1, 5, None),  # a window shorter than the prefix
         (4, 2, 3, 20.0),  # a window shorter than the suffix, soft-capping
         (4, 2, 40, 5.0),  # a window longer than everything
+        (4, 2, 15, None),  # a window that just reaches the first position: no mask
     ],
 )
 def test_cascade_attention_is_attention_over_prefix_and_suffix(
-    heads: int, kv_heads: int, window: int | None, softcap: float | None
+    heads: int, kv_heads: int, window: int | None, softcap: float | None, monkeypatch: Any
 ) -> None:
+    fused: list[int] = []
+    plain = hf_cascade.fused_attention
+
+    def counted(*args: Any) -> Any:
+        fused.append(1)
+        return plain(*args)
+
+    monkeypatch.setattr(hf_cascade, "fused_attention", counted)
     gen = torch.Generator().manual_seed(heads * 10 + kv_heads)
     rows, n_pre, width, dim = 3, 9, 6, 8
     q = torch.randn(rows, heads, width, dim, generator=gen)
@@ -94,6 +103,10 @@ def test_cascade_attention_is_attention_over_prefix_and_suffix(
     want = _reference(q, k_pre, v_pre, k, v, scaling, window, softcap)
     assert weights is None and got.shape == (rows, width, heads, dim)
     assert torch.allclose(got.double(), want, atol=1e-5)
+    # torch's fused kernel takes the prefix part wherever no mask or soft-cap is needed
+    # (a window of at least n_pre + width masks nothing).
+    unmasked = (window is None or window >= n_pre + width) and softcap is None
+    assert bool(fused) == unmasked
 
 
 # ----------------------------------------------------------------- whole models

@@ -237,6 +237,10 @@ def cascade_attention(
     kv_heads, n_prefix = p_keys.shape[1], p_keys.shape[2]
     group = heads // kv_heads
     scale = dim**-0.5 if scaling is None else scaling
+    if sliding_window is not None and sliding_window >= n_prefix + width:
+        # The window reaches back past the first position from every query: no mask,
+        # so the fused kernel can take the prefix part (e.g. Mistral's 4,096).
+        sliding_window = None
     pre_mask, suf_mask = _windows(n_prefix, width, sliding_window, query.device)
     # Heads h * group ... (h + 1) * group - 1 share key/value head h (transformers'
     # repeat_kv), so [rows, kv_heads, group * width, dim] groups them.
