@@ -26,6 +26,7 @@ only to see that everything starts and the table prints. Results go to ``--out``
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -123,6 +124,11 @@ def main() -> None:
     else:
         device, dtype, shapes = "cuda", "bfloat16", args.shapes or "llama-1b,llama-8b"
         limit, batch = args.limit, args.batch_size
+    systems = args.systems.split(",")
+    if "lm-eval" in systems and importlib.util.find_spec("lm_eval") is None:
+        # A GPU machine with only torch and transformers still measures nlieval.
+        print("lm-eval is not installed (pip install -e '.[bench]'): nlieval only", flush=True)
+        systems.remove("lm-eval")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer_from = args.tokenizer or local_hf_folder(resolve_model(DEFAULT_MODEL)).path
@@ -150,7 +156,7 @@ def main() -> None:
             "--limit", str(limit),
             "--shots", args.shots,
             "--batch-size", batch,
-            "--systems", args.systems,
+            "--systems", ",".join(systems),
             "--device", device,
             "--dtype", dtype,
             "--out", str(result_dir),

@@ -233,6 +233,14 @@ def compare(systems: dict[str, dict[str, Any]], n_items: int, reference: str) ->
             ),
             "same_contexts_as_ref": res["contexts"] == ref["contexts"],
         }
+    if "nlieval-rows" in systems and "nlieval-cache" in systems:
+        # Shared-prefix attention against the per-row prefix copy it replaces.
+        rows, cascade = systems["nlieval-rows"]["loglik"], systems["nlieval-cache"]["loglik"]
+        row["nlieval-cache"]["max_abs_dll_vs_rows"] = max(
+            abs(x - y)
+            for a, b in zip(cascade, rows, strict=True)
+            for x, y in zip(a, b, strict=True)
+        )
     return row
 
 
