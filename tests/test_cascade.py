@@ -261,3 +261,22 @@ def test_an_architecture_it_does_not_cover_falls_back_with_one_warning(
     assert lm.counts["cascade_batches"] == 0 and lm.counts["kv_bytes_copied"] > 0
     lm.prefix_cache = False
     _close(first, lm.loglikelihood(REQUESTS), 1e-5)
+
+
+def test_a_fused_kernel_that_disagrees_on_first_use_is_not_used_again(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The fused kernel's log-sum-exp is not public API: its first use is checked against
+    # plain attention, and a disagreement (here: plain attention made to differ) turns it
+    # off for that device and dtype with one warning.
+    monkeypatch.setattr(hf_cascade, "_fused_ok", {})
+    q, k, v = torch.randn(2, 5, 8), torch.randn(2, 7, 8), torch.randn(2, 7, 8)
+    assert hf_cascade.fused_attention(q, k, v, 0.3) is not None
+    assert hf_cascade._fused_ok == {("cpu", "torch.float32"): True}
+    monkeypatch.setattr(hf_cascade, "_fused_ok", {})
+    plain = hf_cascade._part
+    monkeypatch.setattr(hf_cascade, "_part", lambda *a: tuple(t + 1 for t in plain(*a)))
+    with caplog.at_level(logging.WARNING, logger="nlieval.backends.hf_cascade"):
+        assert hf_cascade.fused_attention(q, k, v, 0.3) is None
+        assert hf_cascade.fused_attention(q, k, v, 0.3) is None
+    assert sum("disagrees" in r.getMessage() for r in caplog.records) == 1

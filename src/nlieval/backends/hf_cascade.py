@@ -186,12 +186,16 @@ def fused_attention(q: Any, k: Any, v: Any, scaling: float) -> tuple[Any, Any] |
         return None
     got = out[0].float(), lse[0][..., None].float()
     if key not in _fused_ok:
-        want = _part(q, k, v, scaling, None, None)
+        # Queries attend independently here (no mask), so the first few of each head
+        # check the kernel without building the whole score matrix (gigabytes at a GPU
+        # batch of an 8B model).
+        n = min(q.shape[1], 256)
+        want = _part(q[:, :n], k, v, scaling, None, None)
         tol = 1e-4 if q.dtype == torch.float32 else 5e-2
         ok = bool(
-            got[1].shape == want[1].shape
-            and (got[1] - want[1]).abs().max() <= tol * (1 + want[1].abs().max())
-            and (got[0] - want[0]).abs().max() <= tol * (1 + want[0].abs().max())
+            got[1].shape == (*q.shape[:2], 1)
+            and (got[1][:, :n] - want[1]).abs().max() <= tol * (1 + want[1].abs().max())
+            and (got[0][:, :n] - want[0]).abs().max() <= tol * (1 + want[0].abs().max())
         )
         _fused_ok[key] = ok
         if not ok:
@@ -200,7 +204,7 @@ def fused_attention(q: Any, k: Any, v: Any, scaling: float) -> tuple[Any, Any] |
                 "attention on %s %s; using plain attention",
                 *key,
             )
-            return want
+            return None
     return got
 
 
