@@ -13,8 +13,9 @@ the model's attention implementation switched to :data:`CASCADE`
 Hand-written because neither torch nor transformers attends one query batch to keys that
 are shared by all rows *and* keys of each row's own, merging the two softmaxes
 (``scaled_dot_product_attention`` returns no log-sum-exp; FlashInfer's cascade kernels
-are CUDA-only and outside transformers). torch and transformers are imported on first
-use.
+are CUDA-only and outside transformers). The prefix part, the large one, still runs in
+torch's own fused kernel where it can (:func:`fused_attention`); only the merge is ours.
+torch and transformers are imported on first use.
 """
 
 from __future__ import annotations
@@ -132,8 +133,8 @@ def _part(
 
 
 #: Per (device type, dtype): whether torch's fused kernel agreed with :func:`_part` on
-#: its first use (None: not tried yet). Its log-sum-exp output is not public API, so it is
-#: checked once on the real inputs rather than trusted.
+#: its first use (absent: not tried yet). Its log-sum-exp output is not public API, so it
+#: is checked once on the real inputs rather than trusted.
 _fused_ok: dict[tuple[str, str], bool] = {}
 
 
