@@ -93,13 +93,20 @@ def _windows(n_prefix: int, width: int, sliding_window: int | None, device: Any)
     """Masks (True = not attended) of ``width`` suffix queries at absolute positions
     ``n_prefix + t`` over the prefix ``[width, n_prefix]`` and over the suffix
     ``[width, width]``: causal within the suffix, and transformers' sliding window (a
-    query at ``q`` sees keys ``k`` with ``q - k < window``) on both parts."""
+    query at ``q`` sees keys ``k`` with ``q - k < window``) on both parts. No prefix mask
+    (``None``) where every query sees the whole prefix: no window, or one that reaches
+    back past the first position (e.g. Mistral's 4,096), so the fused kernel can take it.
+
+    >>> # window 4: the query at position 4 no longer sees position 0
+    >>> _windows(3, 2, 5, "cpu")[0] is None, _windows(3, 2, 4, "cpu")[0].tolist()
+    (True, [[False, False, False], [True, False, False]])
+    """
     import torch
 
     t = torch.arange(width, device=device)
     j = torch.arange(n_prefix, device=device)
     suffix = t[None, :] > t[:, None]
-    if sliding_window is None:
+    if sliding_window is None or sliding_window >= n_prefix + width:
         return None, suffix
     prefix = (n_prefix + t[:, None] - j[None, :]) >= sliding_window
     suffix = suffix | ((t[:, None] - t[None, :]) >= sliding_window)
@@ -242,10 +249,6 @@ def cascade_attention(
     kv_heads, n_prefix = p_keys.shape[1], p_keys.shape[2]
     group = heads // kv_heads
     scale = dim**-0.5 if scaling is None else scaling
-    if sliding_window is not None and sliding_window >= n_prefix + width:
-        # The window reaches back past the first position from every query: no mask,
-        # so the fused kernel can take the prefix part (e.g. Mistral's 4,096).
-        sliding_window = None
     pre_mask, suf_mask = _windows(n_prefix, width, sliding_window, query.device)
     # Heads h * group ... (h + 1) * group - 1 share key/value head h (transformers'
     # repeat_kv), so [rows, kv_heads, group * width, dim] groups them.
