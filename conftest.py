@@ -102,3 +102,14 @@ def _isolated_cache(
     # NLIEVAL_CACHE yourself makes them (the real-model tests above all) reuse that cache.
     if "NLIEVAL_CACHE" not in os.environ:
         monkeypatch.setenv("NLIEVAL_CACHE", str(tmp_path_factory.getbasetemp() / "nlieval-cache"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Group the tests for pytest-xdist's ``--dist loadgroup`` (scripts/test.sh): a file's
+    tests on one worker, so that its module fixtures are built once, and every test on the
+    packaged models (marker ``models``) on one worker, so that each model is converted once
+    into one cache and two conversions never compete for the two cores."""
+    for item in items:
+        group = "models" if item.get_closest_marker("models") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
