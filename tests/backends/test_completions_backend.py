@@ -27,6 +27,7 @@ from nlieval.backends.openai import ServerError, ServerOptions
 from nlieval.choice import RunConfig, run
 from nlieval.choice.runner import default_backend
 from nlieval.runs import RECORDS
+from nlieval.types import Record
 from tests.helpers.fake_openai import (
     EchoLM,
     FakeServer,
@@ -35,6 +36,7 @@ from tests.helpers.fake_openai import (
     no_logprobs,
     shift_offsets,
 )
+from tests.helpers.records import saved_records
 
 REQUESTS = [
     ScoreRequest("Premise: A man plays.\nHypothesis: Music.\nAnswer:", (" A", " B", " C")),
@@ -64,12 +66,8 @@ def _clean(server: FakeServer) -> list[list[float]]:
     return out
 
 
-def _records(folder: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (folder / RECORDS).read_text().splitlines()]
-
-
-def _key(r: dict[str, Any]) -> tuple[Any, ...]:
-    return (r["k"], r["seed"], r["item_id"])
+def _key(r: Record) -> tuple[Any, ...]:
+    return (r.k, r.seed, r.item_id)
 
 
 # --------------------------------------------------------------------------- agreement
@@ -86,14 +84,14 @@ def test_same_predictions_and_logliks_as_in_process_at_k0_and_k5(
     )
     assert isinstance(default_backend(cfg, None), CompletionsLM)
     got = run(cfg, tmp_path / "server", progress=False)
-    want = {_key(r): r for r in _records(tmp_path / "hf")}
-    recs = _records(tmp_path / "server")
+    want = {_key(r): r for r in saved_records(tmp_path / "hf")}
+    recs = saved_records(tmp_path / "server")
     assert len(recs) == len(want) == 96 and {_key(r) for r in recs} == set(want)
     worst = 0.0
     for r in recs:
         w = want[_key(r)]
-        assert r["pred"] == w["pred"], _key(r)
-        worst = max(worst, *(abs(a - b) for a, b in zip(r["loglik"], w["loglik"], strict=True)))
+        assert r.pred == w.pred, _key(r)
+        worst = max(worst, *(abs(a - b) for a, b in zip(r.loglik, w.loglik, strict=True)))
     assert worst < 1e-4
     assert [(m["k"], m["accuracy"], m["macro_f1"]) for m in got.metrics] == [
         (m["k"], m["accuracy"], m["macro_f1"]) for m in ref.metrics
@@ -416,12 +414,12 @@ def test_server_failure_mid_run_keeps_what_was_scored(
 
     with pytest.raises(ServerError, match="HTTP 500: GPU lost"):
         run(cfg, tmp_path / "cut", backend_factory=factory, progress=False)
-    assert len(_records(tmp_path / "cut")) == 32
+    assert len(saved_records(tmp_path / "cut")) == 32
     server.completions_default = lambda body: ("echo",)
     before = echo_lm.prompts
     again = run(cfg, tmp_path / "cut", backend_factory=factory, progress=False)
     assert echo_lm.prompts - before == 16 * 3  # only what was missing
-    recs = _records(tmp_path / "cut")
+    recs = saved_records(tmp_path / "cut")
     assert len(recs) == len({_key(r) for r in recs}) == 48
     assert again.metrics[0]["accuracy"] == full.metrics[0]["accuracy"]
 
@@ -472,16 +470,16 @@ def test_kill_9_then_resume_equals_uninterrupted(tmp_path: Path, server: FakeSer
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    n_before = len(_records(out)) if (out / RECORDS).exists() else 0
+    n_before = len(saved_records(out)) if (out / RECORDS).exists() else 0
     assert 0 < n_before < 96, "the run was not killed mid-way"
     again = _cli(*args, "--out", str(out), cwd=tmp_path)
     assert again.wait(timeout=300) == 0, again.stderr.read() if again.stderr else ""
-    got, want = _records(out), _records(tmp_path / "ref")
+    got, want = saved_records(out), saved_records(tmp_path / "ref")
     assert len(got) == len({_key(r) for r in got}) == 96
     by_key = {_key(r): r for r in want}
     for r in got:
-        assert r["pred"] == by_key[_key(r)]["pred"]
-        assert r["loglik"] == by_key[_key(r)]["loglik"]
+        assert r.pred == by_key[_key(r)].pred
+        assert r.loglik == by_key[_key(r)].loglik
     m_got = json.loads((out / "results.json").read_text())["metrics"]
     m_want = json.loads((tmp_path / "ref" / "results.json").read_text())["metrics"]
     assert [(m["k"], m["accuracy"], m["macro_f1"]) for m in m_got] == [

@@ -6,7 +6,6 @@ a server that cannot do this is detected and scored by echo instead."""
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,8 @@ from nlieval.backends.completions import CompletionsLM
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.openai import ServerError, ServerOptions
 from nlieval.choice import RunConfig, run
-from nlieval.runs import RECORDS
 from tests.helpers.fake_openai import FakeServer
+from tests.helpers.records import saved_records
 
 REQUESTS = [
     ScoreRequest("Premise: A man plays.\nHypothesis: Music.\nAnswer:", (" A", " B", " C")),
@@ -156,17 +155,14 @@ def test_equal_to_in_process_on_a_run_at_k0_and_k5(
         **base,
     )
     got = run(cfg, tmp_path / "server", progress=False)
-    recs = [json.loads(x) for x in (tmp_path / "server" / RECORDS).read_text().splitlines()]
-    want = {
-        (r["k"], r["item_id"]): r
-        for r in map(json.loads, (tmp_path / "hf" / RECORDS).read_text().splitlines())
-    }
+    recs = saved_records(tmp_path / "server")
+    want = {(r.k, r.item_id): r for r in saved_records(tmp_path / "hf")}
     assert len(recs) == len(want) == 96
     worst = 0.0
     for r in recs:
-        w = want[(r["k"], r["item_id"])]
-        assert r["pred"] == w["pred"]
-        worst = max(worst, *(abs(a - b) for a, b in zip(r["loglik"], w["loglik"], strict=True)))
+        w = want[(r.k, r.item_id)]
+        assert r.pred == w.pred
+        worst = max(worst, *(abs(a - b) for a, b in zip(r.loglik, w.loglik, strict=True)))
     assert worst < 1e-4
     assert [m["accuracy"] for m in got.metrics] == [m["accuracy"] for m in ref.metrics]
     # The smoke options are letters after "Answer:": every one from a next-token request,

@@ -18,7 +18,8 @@ from nlieval.backends.registry import HFOptions
 from nlieval.backends.weights import ModelError
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
-from nlieval.runs import RECORDS
+from nlieval.types import Record
+from tests.helpers.records import saved_records
 
 REQUESTS = [
     ScoreRequest("Premise: A man plays.\nHypothesis: Music.\nAnswer:", (" A", " B", " C")),
@@ -39,9 +40,8 @@ def _cap_between_the_layers(folder: Path) -> str:
     return f"cpu={total * 8 // 10 // 1024}KiB"
 
 
-def _records(folder: Path) -> dict[tuple[Any, ...], dict[str, Any]]:
-    rows = [json.loads(line) for line in (folder / RECORDS).read_text().splitlines()]
-    return {(r["k"], r["seed"], r["item_id"]): r for r in rows}
+def _records(folder: Path) -> dict[tuple[Any, ...], Record]:
+    return {(r.k, r.seed, r.item_id): r for r in saved_records(folder)}
 
 
 def test_forced_split_puts_layers_on_two_devices_and_scores_alike(tiny_llama: Path) -> None:
@@ -75,8 +75,8 @@ def test_run_with_device_map_equals_single_device_at_k0_and_k5(
     want, got = _records(tmp_path / "one"), _records(tmp_path / "split")
     assert set(got) == set(want) and len(got) == 96
     for key, r in got.items():
-        assert r["pred"] == want[key]["pred"], key
-        assert r["loglik"] == pytest.approx(want[key]["loglik"], abs=1e-4), key
+        assert r.pred == want[key].pred, key
+        assert r.loglik == pytest.approx(want[key].loglik, abs=1e-4), key
 
 
 def test_cli_flags_reach_the_config(tmp_path: Path, tiny_llama: Path) -> None:

@@ -13,6 +13,7 @@ from nlieval.backends import PromptTooLongError, ScoreRequest
 from nlieval.backends.hf import HFCausalLM
 from nlieval.cli import main
 from nlieval.runs import loop
+from tests.helpers.records import saved_records
 
 
 def _task(folder: Path, premises: dict[str, str]) -> Path:
@@ -62,5 +63,5 @@ def test_a_5mb_premise_stops_the_run_with_one_line_and_keeps_earlier_records(
     (err,) = [line for line in stderr.splitlines() if line.startswith("nlieval:")]
     assert str(tmp_path / "items.jsonl") in err and "'huge'" in err
     assert "at least" in err and "context window of 2048" in err
-    kept = [json.loads(x)["item_id"] for x in (out / "records.jsonl").read_text().splitlines()]
+    kept = [r.item_id for r in saved_records(out)]
     assert sorted(kept) == [f"i{n}" for n in range(6)]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,15 +14,11 @@ from nlieval.backends.openai import OpenAIChat, ServerOptions
 from nlieval.backends.registry import ModelSpec, load_generator, load_scorer, parse_model
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
-from nlieval.runs import RECORDS
 from nlieval.sci.instruct import InstructConfig, run_instruct
 from tests.helpers.fake_openai import EchoLM, FakeServer, running
+from tests.helpers.records import saved_records
 
 URL = "http://127.0.0.1:9/v1"
-
-
-def _records(folder: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (folder / RECORDS).read_text().splitlines()]
 
 
 @pytest.mark.parametrize(
@@ -112,8 +107,8 @@ def test_run_with_api_base_scores_on_the_server(
     assert sent and all(r["model"] == "tiny" for r in sent)
     argv = ["run", "--model", "openai-completions:tiny", "--api-base", server.url]
     assert main([*argv, "--out", str(prefixed), *common]) == 0
-    a = {r["item_id"]: r["loglik"] for r in _records(plain)}
-    b = {r["item_id"]: r["loglik"] for r in _records(prefixed)}
+    a = {r.item_id: r.loglik for r in saved_records(plain)}
+    b = {r.item_id: r.loglik for r in saved_records(prefixed)}
     assert len(a) == 4 and a == b
     saved = json.loads((plain / "config.json").read_text())
     assert (saved["model"], saved["engine"], saved["api_base"]) == ("tiny", "server", server.url)
@@ -126,7 +121,7 @@ def test_instruct_with_api_base_asks_the_server(tmp_path: Path, data_dir: Path) 
         argv += ["--limit", "3", "--out", str(tmp_path / "i"), "--no-progress"]
         assert main([*argv, "--data-dir", str(data_dir)]) == 0
         assert [r["model"] for r in server.requests] == ["chat-m"] * 3
-    assert {r["pred"] for r in _records(tmp_path / "i")} == {"reasoning"}
+    assert {r.pred for r in saved_records(tmp_path / "i")} == {"reasoning"}
 
 
 def test_a_server_run_resumes_against_another_address(
@@ -139,12 +134,12 @@ def test_a_server_run_resumes_against_another_address(
     with running(echo_lm) as other:
         assert main(["run", *common, "--limit", "4", "--api-base", other.url]) == 0
         assert len([r for r in other.requests if "prompt" in r]) > 0
-    assert len(_records(out)) == 4
+    assert len(saved_records(out)) == 4
     # The same name in process is another model: refused, nothing written.
     capsys.readouterr()
     assert main(["run", *common, "--limit", "6"]) == 2
     assert "engine: 'server' -> 'hf'" in capsys.readouterr().err
-    assert len(_records(out)) == 4
+    assert len(saved_records(out)) == 4
 
 
 # --------------------------------------------------------------------------- Python -> CLI
@@ -155,11 +150,12 @@ def test_run_folder_from_python_resumes_from_the_cli(
 ) -> None:
     out = tmp_path / "r"
     run(RunConfig(str(tiny_llama), ("smoke",), limit=3), out, progress=False)
-    first = _records(out)
+    first = saved_records(out)
     argv = ["run", "--model", f"hf:{tiny_llama}", "--task", "smoke", "--limit", "5"]
     assert main([*argv, "--out", str(out), "--no-progress"]) == 0
-    records = _records(out)
-    assert records[:3] == first and len(records) == 5
+    records = saved_records(out)
+    assert [r.to_json() for r in records[:3]] == [r.to_json() for r in first]
+    assert len(records) == 5
 
 
 def test_instruct_folder_from_python_resumes_from_the_cli(
@@ -175,7 +171,7 @@ def test_instruct_folder_from_python_resumes_from_the_cli(
         argv += ["--limit", "4", "--data-dir", str(data_dir), "--out", str(out)]
         assert main([*argv, "--no-progress"]) == 0, capsys.readouterr().err
         assert len(server.requests) == 4  # 2 from Python, 2 more from the CLI
-    assert len(_records(out)) == 4
+    assert len(saved_records(out)) == 4
 
 
 def test_spellings_of_one_served_model_resume_one_folder(
@@ -188,5 +184,5 @@ def test_spellings_of_one_served_model_resume_one_folder(
     assert main(["run", "--model", "openai-completions:tiny", "--limit", "2", *common]) == 0
     assert main(["run", "--model", "tiny", "--limit", "3", *common]) == 0
     assert main(["run", "--model", "server:tiny", "--limit", "4", *common]) == 0
-    records = _records(out)
-    assert len(records) == 4 and {r["model"] for r in records} == {"openai-completions:tiny"}
+    records = saved_records(out)
+    assert len(records) == 4 and {r.model for r in records} == {"openai-completions:tiny"}

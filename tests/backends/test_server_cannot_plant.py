@@ -16,10 +16,7 @@ from nlieval.choice import RunConfig, run
 from nlieval.cli import main
 from nlieval.runs import RECORDS
 from tests.helpers.fake_openai import FakeServer, planted_logprobs
-
-
-def _records(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in (out / RECORDS).read_text().splitlines()]
+from tests.helpers.records import saved_records
 
 
 @pytest.mark.parametrize("value", [float("inf"), 2.5, float("-inf"), float("nan")])
@@ -48,9 +45,9 @@ def test_an_impossible_logprob_stops_the_run_and_keeps_what_was_scored(
     with pytest.raises(ServerError, match="impossible log-prob|not a number") as info:
         run(cfg, tmp_path / "r", backend_factory=factory, progress=False)
     assert "gave up after 2 tries" in str(info.value)  # retried once, then stopped
-    records = _records(tmp_path / "r")
+    records = saved_records(tmp_path / "r")
     assert len(records) == 32
-    assert all(all(v <= 0 and v == v for v in r["loglik"]) for r in records)
+    assert all(all(v <= 0 and v == v for v in r.loglik) for r in records)
 
 
 def test_the_cli_says_it_in_one_line(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from nlieval.cli import main
+from tests.helpers.records import saved_records
 
 GOOD = (
     '{"pairID": "%d", "sentence1": "A dog runs.", "sentence2": "An animal moves.", '
@@ -98,7 +98,7 @@ def test_run_report_and_tasks(
     assert main(argv) == 0
     table = capsys.readouterr().out
     assert "| smoke | 2 | 6 | 2 |" in table.replace(str(tiny_llama), "M")
-    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    records = saved_records(out)
     # 2 tasks x 6 items x (k=0 once + k=2 for two seeds)
     assert len(records) == 2 * 6 * 3
     assert main(["report", str(out)]) == 0
@@ -131,8 +131,7 @@ def test_run_sample_is_the_same_whatever_the_batch_size(
         out = tmp_path / f"bs{bs}"
         argv = ["run", "--model", str(tiny_llama), "--task", "smoke", "--sample", "9"]
         assert main([*argv, "--batch-size", bs, "--out", str(out), "--no-progress"]) == 0
-        records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
-        scores.append({r["item_id"]: r["loglik"] for r in records})
+        scores.append({r.item_id: r.loglik for r in saved_records(out)})
     assert scores[0].keys() == scores[1].keys() and len(scores[0]) == 9
     for item_id, loglik in scores[0].items():
         assert loglik == pytest.approx(scores[1][item_id], abs=1e-4)

@@ -13,6 +13,7 @@ import pytest
 from nlieval.cli import main
 from nlieval.types import SCI4
 from tests.helpers.fake_openai import running
+from tests.helpers.records import saved_records
 
 
 def _task(tmp_path: Path, n: int) -> Path:
@@ -59,10 +60,6 @@ def _argv(yaml: Path, out: Path, url: str, *extra: str) -> list[str]:
     ]
 
 
-def _records(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
-
-
 def test_five_percent_non_json_finishes_in_one_invocation(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -76,11 +73,11 @@ def test_five_percent_non_json_finishes_in_one_invocation(
     err = capsys.readouterr().err
     assert bad > 10  # about 5% of 600 (plus their retries)
     assert f"server faults tried again: {bad} ({bad} not JSON)" in err
-    records = _records(out)
-    assert sorted(int(r["item_id"][1:]) for r in records) == list(range(n))
+    records = saved_records(out)
+    assert sorted(int(r.item_id[1:]) for r in records) == list(range(n))
     for r in records:
-        i = int(r["item_id"][1:])
-        assert r["pred"] == SCI4[(i // 4) % 4].value and r["gold"] == SCI4[i % 4].value
+        i = int(r.item_id[1:])
+        assert r.pred == SCI4[(i // 4) % 4].value and r.gold == SCI4[i % 4].value
     acc = json.loads((out / "results.json").read_text())["metrics"][0]["accuracy"]
     assert acc == pytest.approx(sum((i // 4) % 4 == i % 4 for i in range(n)) / n)
 
@@ -102,11 +99,11 @@ def test_answers_received_before_a_stop_are_kept(
         assert main(argv) == 2
         assert "400" in capsys.readouterr().err
         # The first chunk (32 items) less the one that failed: every answer received.
-        got = sorted(int(r["item_id"][1:]) for r in _records(out))
+        got = sorted(int(r.item_id[1:]) for r in saved_records(out))
         assert got == [i for i in range(32) if i != 7]
         failing["on"] = False
         sent = len(server.requests)
         assert main(argv) == 0
         assert len(server.requests) - sent == 40 - 31
-    records = _records(out)
-    assert sorted(int(r["item_id"][1:]) for r in records) == list(range(40))
+    records = saved_records(out)
+    assert sorted(int(r.item_id[1:]) for r in records) == list(range(40))
