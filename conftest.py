@@ -6,7 +6,7 @@ Besides its module's own names, an example may use:
 
 ``tiny_lm``
     str, the folder of a tiny random-weight causal LM (a 2-layer Llama of hidden size 32)
-    with a BPE tokenizer and a chat template (``tests/tiny_models.py``); built once per
+    with a BPE tokenizer and a chat template (``tests/helpers/tiny_models.py``); built once per
     session.
 ``run_dir``
     str, a fresh empty folder, one per docstring.
@@ -16,7 +16,7 @@ Besides its module's own names, an example may use:
     session. Examples must not write into it.
 ``fake_server``
     str, the base URL ``http://127.0.0.1:PORT/v1`` of the fake OpenAI-compatible server
-    of ``tests/fake_openai.py`` (it answers chat requests ``"hello"``), started once per
+    of ``tests/helpers/fake_openai.py`` (it answers chat requests ``"hello"``), started once per
     session and stopped at its end. Its ``/v1/completions`` and ``/tokenize`` answer with
     the model of ``tiny_lm``.
 
@@ -28,21 +28,16 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-# The tests' helper modules (fake_openai, tiny_models) are imported as top-level modules,
-# as the tests import them; the doctests of src need them before tests/ is collected.
-_TESTS = str(Path(__file__).resolve().parent / "tests")
-if _TESTS not in sys.path:
-    sys.path.insert(0, _TESTS)
-
-from fake_openai import EchoLM, running  # noqa: E402
-from tiny_models import tiny_model  # noqa: E402
+# The tests' helpers are the package tests.helpers: this folder, the rootdir, is on sys.path
+# (pytest puts a rootdir conftest's folder there), so the doctests of src reach them too.
+from tests.helpers.fake_openai import EchoLM, running
+from tests.helpers.tiny_models import tiny_model
 
 #: The names, each made by the fixture ``_doctest_<name>``.
 DOCTEST_NAMES = ("tiny_lm", "tiny_encoder", "run_dir", "fake_server")
@@ -107,3 +102,14 @@ def _isolated_cache(
     # NLIEVAL_CACHE yourself makes them (the real-model tests above all) reuse that cache.
     if "NLIEVAL_CACHE" not in os.environ:
         monkeypatch.setenv("NLIEVAL_CACHE", str(tmp_path_factory.getbasetemp() / "nlieval-cache"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Group the tests for pytest-xdist's ``--dist loadgroup`` (scripts/test.sh): a file's
+    tests on one worker, so that its module fixtures are built once, and every test on the
+    packaged models (marker ``models``) on one worker, so that each model is converted once
+    into one cache and two conversions never compete for the two cores."""
+    for item in items:
+        group = "models" if item.get_closest_marker("models") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the tiny-model builders of the test suite
+sys.path.insert(0, str(ROOT))  # tests.helpers: the tiny-model builders of the test suite
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from reliability_kit import LABELS3, Case, nli_rows, sci_task, task, write  # noqa: E402
@@ -982,8 +982,8 @@ def main() -> int:
         "process, an escaping exception counted as a traceback)",
     )
     opts = ap.parse_args()
-    from tiny_bert import make_tiny_bert
-    from tiny_models import tiny_model  # the tests' tiny random Llama
+    from tests.helpers.tiny_bert import make_tiny_bert
+    from tests.helpers.tiny_models import tiny_model  # the tests' tiny random Llama
 
     d = Path(tempfile.mkdtemp(prefix="nlieval-reliability-"))
     model = str(tiny_model(d / "tiny-llama", "llama"))

@@ -5,7 +5,7 @@ be written, and ``chaosnli-import`` of prediction files that give one item twice
 
 Every case is an error: the folder is refused, with one line naming the file, before
 anything is written. That the file a link points to is left unchanged is checked by
-``tests/test_folder_files.py``.
+``tests/runs/test_folder_files.py``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ infinite or above 0, options the server turns into one token sequence, an answer
 another model, a body that trickles, one of 50 MB, JSON nested 10^5 deep, raw logits, a
 prompt slower than --timeout, and --timeout values that are no number of seconds.
 
-One fake vLLM (``tests/fake_openai.py`` over the tiny Llama of ``reliability.py``) is
+One fake vLLM (``tests/helpers/fake_openai.py`` over the tiny Llama of ``reliability.py``) is
 started by the first case that needs it; each case sets how it misbehaves.
 """
 
@@ -21,7 +21,7 @@ _SERVER: list[Any] = []
 
 def _server(model: str, **how: Any) -> str:
     """The fake server's URL, made to behave as ``how`` says (FakeServer attributes)."""
-    from fake_openai import EchoLM, FakeServer
+    from tests.helpers.fake_openai import EchoLM, FakeServer
 
     if not _SERVER:
         server = FakeServer(EchoLM(model))
@@ -68,7 +68,7 @@ def cases(model: str, bert: str) -> list[Case]:
         return lambda body: action
 
     same_tokens = json.dumps({"count": 3, "tokens": [5, 6, 7], "max_model_len": 2048})
-    from fake_openai import planted_logprobs, same_token_ids
+    from tests.helpers.fake_openai import planted_logprobs, same_token_ids
 
     return [
         # ------------------------------------------------------------------- run

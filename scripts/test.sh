@@ -1,26 +1,39 @@
 #!/usr/bin/env bash
 # Install, then run every test: unit tests on tiny random models, integration tests on
 # the real benchmark files (NLIEVAL_DATA_DIR, default ../shared/data when it exists) and
-# the tests on the real packaged models. Extra arguments go to pytest.
+# the tests on the real packaged models. Extra arguments go to pytest. Each stage says
+# what it does and how long it took; pytest lists its 25 slowest tests.
+# NLIEVAL_TEST_WORKERS (default 2) pytest processes share the tests (pytest-xdist): a
+# test file stays on one worker, the tests on the packaged models all on one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+# shellcheck source=scripts/stage.sh
+. scripts/stage.sh
+start=$SECONDS
+stage setup "scripts/setup.sh: .venv with nlieval, its test tools and the packaged models" \
+    bash scripts/setup.sh
 # shellcheck disable=SC1091
 . .venv/bin/activate
 if [ -z "${NLIEVAL_DATA_DIR:-}" ] && [ -d ../shared/data ]; then
     NLIEVAL_DATA_DIR="$(cd ../shared/data && pwd)"
     export NLIEVAL_DATA_DIR
 fi
-ruff check src tests benchmarks scripts
-mypy
+stage ruff "ruff check src tests benchmarks scripts" ruff check src tests benchmarks scripts
+stage mypy "mypy (src/nlieval)" mypy
 # NLIEVAL_VLLM=1 (set by .ci/run): build the vLLM CPU environment, serve the packaged
 # SmolLM2 on a free port for the tests marked `vllm`, stop it afterwards. Without it those
 # tests skip unless NLIEVAL_VLLM_URL names a running server.
 if [ "${NLIEVAL_VLLM:-0}" = 1 ] && [ -z "${NLIEVAL_VLLM_URL:-}" ]; then
     PORT=$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    bash scripts/setup_vllm.sh
-    bash scripts/vllm_serve.sh "$PORT"
+    stage vllm-setup "scripts/setup_vllm.sh: the vLLM CPU environment .venv-vllm (the first time: many minutes)" \
+        bash scripts/setup_vllm.sh
+    stage vllm-serve "scripts/vllm_serve.sh: vLLM serving the packaged SmolLM2 on port $PORT" \
+        bash scripts/vllm_serve.sh "$PORT"
     trap 'bash scripts/vllm_stop.sh "$PORT"' EXIT
     export NLIEVAL_VLLM_URL="http://127.0.0.1:$PORT/v1"
 fi
-python -m pytest -q --doctest-modules src tests "$@"
+workers=${NLIEVAL_TEST_WORKERS:-2}
+stage pytest "pytest on src (doctests) and tests, $workers workers" \
+    python -m pytest -q --doctest-modules -n "$workers" --dist loadgroup --durations=25 \
+    src tests "$@"
+echo "==> test.sh: all stages done in $((SECONDS - start)) s"

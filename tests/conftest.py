@@ -1,21 +1,22 @@
-"""Shared fixtures: tiny random-weight causal LMs with a real (trained) BPE tokenizer.
+"""Shared fixtures: tiny random-weight causal LMs with a real (trained) BPE tokenizer,
+the fake server over one of them, the real data folder.
 
-The models are built by ``tiny_models.py``; the root ``conftest.py`` keeps model
+The models are built by ``helpers/tiny_models.py``; the root ``conftest.py`` keeps model
 conversions out of the user's cache (``NLIEVAL_CACHE``) for these tests and the doctests.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_openai import EchoLM
 
-# The builders live in tiny_models (the root conftest's doctest model uses them too);
-# CORPUS and _tiny_model stay importable from here (test_hf_seams, benchmarks/reliability).
-from tiny_models import CORPUS as CORPUS
-from tiny_models import tiny_model as _tiny_model
+from tests.helpers.fake_openai import EchoLM, FakeServer, running
+
+# The builders live in helpers (the root conftest's doctest model uses them too).
+from tests.helpers.tiny_models import tiny_model as _tiny_model
 
 
 @pytest.fixture(scope="session")
@@ -35,6 +36,14 @@ def echo_lm(tiny_llama: Path) -> EchoLM:
     """The tiny Llama behind the fake server's ``/v1/completions`` and ``/tokenize``
     (one per session: the two completions test files share it)."""
     return EchoLM(tiny_llama)
+
+
+@pytest.fixture
+def server(echo_lm: EchoLM) -> Iterator[FakeServer]:
+    """A fresh fake OpenAI-compatible server per test (its faults and counters are the
+    test's own) whose ``/v1/completions`` and ``/tokenize`` answer with ``echo_lm``."""
+    with running(echo_lm) as s:
+        yield s
 
 
 @pytest.fixture(scope="session")

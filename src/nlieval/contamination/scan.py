@@ -384,7 +384,7 @@ def scan_ray(
 
     The result is that of :func:`scan_files` on the same files: after
     ``ray.init(num_cpus=2)``, ``scan_ray(files, index, shard_bytes=60).found`` equals
-    ``scan_files(files, index, workers=1).found``, as ``tests/test_contamination.py``
+    ``scan_files(files, index, workers=1).found``, as ``tests/contamination/test_contamination.py``
     checks (no example here: starting a local Ray takes many seconds).
     """
     try:

@@ -1,0 +1,111 @@
+"""The two packaged real models (SmolLM2-135M-Instruct and Gemma 3 270M, from PyPI).
+
+Marked ``models``: each converts a GGUF file once (15-120 s) and scores real prompts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nlieval.backends.base import ScoreRequest
+from nlieval.backends.weights import ModelError, resolve_model
+from nlieval.choice.scoring import make_sweep_point
+from nlieval.data import load_pool, load_task
+from nlieval.runs import RunFolder
+
+pytestmark = pytest.mark.models
+
+
+@pytest.fixture(scope="module", params=["smollm2-135m", "gemma3-270m"])
+def real_lm(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    from nlieval.backends.hf import HFCausalLM
+
+    try:
+        resolve_model(request.param)
+    except ModelError as err:
+        pytest.skip(str(err))
+    return HFCausalLM(request.param, batch_size=16)
+
+
+#: Every pairing of batch size and prefix cache; the first is the plain reference.
+SETTINGS = [(1, False), (16, False), (1, True), (16, True)]
+
+
+def _smoke_requests(k: int, n: int) -> list[ScoreRequest]:
+    ds = load_task("smoke")
+    pool, same = load_pool("smoke")
+    point = make_sweep_point("smoke", "nli3", ds.labels, k, 0, pool.items, same)
+    prompts = [point.prompt(it) for it in ds.items[:n]]
+    return [ScoreRequest(p.text, p.continuations, len(p.prefix)) for p in prompts]
+
+
+@pytest.fixture(scope="module")
+def smoke_scores(real_lm):  # type: ignore[no-untyped-def]
+    """The scores of 6 3-shot smoke prompts under each of SETTINGS, computed once per
+    model for the tests below (a forward pass of a packaged model on 2 CPU cores is the
+    suite's dearest step; 6 prompts of unequal length still pad every batch)."""
+    reqs = _smoke_requests(3, 6)
+    scores = {}
+    for bs, cache in SETTINGS:
+        real_lm.batch_size, real_lm.prefix_cache = bs, cache
+        scores[bs, cache] = real_lm.loglikelihood(reqs)
+    return scores
+
+
+def test_option_letters_are_single_tokens(real_lm) -> None:  # type: ignore[no-untyped-def]
+    ctx, cont = real_lm.split("Answer:", " B")
+    assert len(cont) == 1 and real_lm.tok.decode(cont).strip() == "B"
+
+
+def test_batch_size_and_prefix_cache_do_not_change_scores(smoke_scores) -> None:  # type: ignore[no-untyped-def]
+    ref = smoke_scores[SETTINGS[0]]
+    assert len(ref) == 6
+    for setting in SETTINGS[1:]:
+        got = smoke_scores[setting]
+        for a, b in zip(ref, got, strict=True):
+            assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-4
+            assert a.index(max(a)) == b.index(max(b))
+
+
+def test_real_model_prefers_gold_letter_over_chance_in_gold_nll(smoke_scores) -> None:  # type: ignore[no-untyped-def]
+    # A sanity check that scores are real log-probabilities of letters: the three options
+    # must carry most of the next-token mass after "Answer:" in a 3-shot prompt (scored
+    # in batches of 16 with the prefix cache).
+    for scores in smoke_scores[16, True]:
+        mass = sum(math.exp(s) for s in scores)
+        assert 0.3 < mass <= 1.0 + 1e-6
+
+
+def test_cli_run_on_real_snli(tmp_path: Path, data_dir: Path) -> None:
+    out = tmp_path / "smol-snli"
+    cmd = [
+        sys.executable,
+        "-m",
+        "nlieval.cli",
+        "run",
+        "--model",
+        "smollm2-135m",
+        "--task",
+        "snli",
+        "--shots",
+        "0,5",
+        "--limit",
+        "10",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert len(RunFolder(out).records()) == 20
+    res = json.loads((out / "results.json").read_text())
+    assert {m["k"] for m in res["metrics"]} == {0, 5}
+    for m in res["metrics"]:
+        assert m["n"] == 10 and 0 <= m["accuracy"] <= 1 and 0 <= m["macro_f1"] <= 1
+    assert res["data"]["snli"]["dropped"] == {"gold label '-'": 158}

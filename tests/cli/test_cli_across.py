@@ -1,0 +1,159 @@
+"""The commands across run folders, end to end on folders made by stand-in models."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from matplotlib.image import imread
+
+from nlieval.choice import RunConfig, run
+from nlieval.cli import main
+from tests.helpers.hash_lm import HashLM
+
+
+class SaltedLM(HashLM):
+    def __init__(self, salt: str) -> None:
+        self.salt = salt
+
+    def loglikelihood(self, requests: Any, progress: Any = None) -> list[list[float]]:
+        out = [
+            [-(zlib.crc32((self.salt + r.context + c).encode()) % 97) / 10 - 0.1
+             for c in r.continuations]
+            for r in requests
+        ]  # fmt: skip
+        if progress:
+            progress(len(requests))
+        return out
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("across")
+    out = {}
+    for name in ("org/small", "org/big", "org/hyp-only"):
+        folder = root / name.split("/")[1]
+        cfg = RunConfig(name, ("smoke",), shots=(0, 2), seeds=(0, 1), limit=12)
+        run(cfg, folder, backend_factory=lambda c, ck, s=name: SaltedLM(s), progress=False)
+        out[name.split("/")[1]] = folder
+    ckpt = root / "ckpts"
+    cfg = RunConfig("org/pythia", ("smoke",), limit=12, checkpoints=("step1000", "step2000"))
+    run(cfg, ckpt, backend_factory=lambda c, ck: SaltedLM(str(ck)), progress=False)
+    out["ckpts"] = ckpt
+    return out
+
+
+def test_grid_with_reference_gap_in_three_formats(
+    folders: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = [str(folders["small"]), str(folders["big"])]
+    argv = ["grid", *runs, "--rows", "model,k", "--reference", str(folders["hyp-only"])]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert "| org/small | 0 |" in table and "| Average |" in table
+    assert "org/small - org/hyp-only" in table
+    assert main([*argv, "--format", "json", "--out", str(tmp_path / "g.json")]) == 0
+    cells = json.loads((tmp_path / "g.json").read_text())["cells"]
+    by = {(tuple(c["row"]), tuple(c["column"])): c["mean"] for c in cells}
+    for k in (0, 2):  # each row's gap is to the reference at the same k
+        gap = by[(("org/small - org/hyp-only", k), ("smoke",))]
+        small, hyp = by[(("org/small", k), ("smoke",))], by[(("org/hyp-only", k), ("smoke",))]
+        assert gap == pytest.approx(small - hyp)
+
+
+def test_compare_breakdown_and_figures(
+    folders: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["compare", str(folders["small"]), str(folders["big"]), "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("| smoke |") == 3  # k=0 seed 0, k=2 seeds 0 and 1
+    assert main(["breakdown", str(folders["small"]), "--by", "gold"]) == 0
+    assert capsys.readouterr().out.count("| org/small |") == 2 * 3  # two k x three labels
+    png = tmp_path / "shots.png"
+    argv = ["figure", "shots", str(folders["small"]), str(folders["big"]), "--out", str(png)]
+    assert main([*argv, "--baseline", str(folders["hyp-only"])]) == 0
+    assert imread(png).shape[0] > 0
+    dyn = tmp_path / "dyn.png"
+    argv = ["figure", "dynamics", str(folders["ckpts"]), "--out", str(dyn)]
+    assert main([*argv, "--pattern", r"step(\d+)", "--scale", "2097152"]) == 0
+    assert dyn.is_file()
+    capsys.readouterr()
+    assert main(["figure", "dynamics", str(folders["ckpts"]), "--out", str(dyn)]) == 2
+    assert "--pattern" in capsys.readouterr().err
+
+
+def test_items_side_by_side_filtered(
+    folders: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["items", str(folders["small"]), str(folders["big"]), "--filter", "disagree"]
+    assert main([*argv, "--limit", "100"]) == 0
+    lines = capsys.readouterr().out.splitlines()[2:]
+    assert lines
+    for line in lines:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[-1] != cells[-2]  # the two models' predictions differ on every row
+        assert cells[3]  # the premise text came from the task's data
+    capsys.readouterr()
+    assert main([*argv, "--filter", "colour"]) == 2
+
+
+def _accuracy(folder: Path, **where: Any) -> dict[int, float]:
+    # Per seed, straight from the saved lines: an independent reading of records.jsonl.
+    right: dict[int, list[bool]] = {}
+    for line in (folder / "records.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if all(r.get(k) == v for k, v in where.items()):
+            right.setdefault(r["seed"], []).append(r["pred"] == r["gold"])
+    return {s: sum(v) / len(v) for s, v in right.items()}
+
+
+def test_grid_intervals_and_checkpoints_as_seeds(
+    folders: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "ci.json"
+    argv = ["grid", str(folders["small"]), "--rows", "model,k", "--ci", "0.9", "--format", "json"]
+    assert main([*argv, "--resamples", "400", "--out", str(out)]) == 0
+    cells = json.loads(out.read_text())["cells"]
+    bounded = [c for c in cells if c["row"][0] == "org/small"]
+    assert len(bounded) == 2
+    for c in bounded:
+        seeds = _accuracy(folders["small"], k=c["row"][1])
+        assert c["mean"] == pytest.approx(sum(seeds.values()) / len(seeds))
+        assert c["low"] <= c["mean"] <= c["high"] and c["high"] - c["low"] > 0
+    assert all(c["low"] is None for c in cells if c["row"][0] == "Average")
+    assert main([*argv, "--resamples", "400", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["cells"] == cells  # seeded: the same intervals
+    md = tmp_path / "ci.md"
+    assert (
+        main(["grid", str(folders["small"]), "--cols", "task,k", "--ci", "0.9", "--out", str(md)])
+        == 0
+    )
+    assert " [" in md.read_text()
+    # Two checkpoints of one model as its two seeds: one row, mean and sample std of the
+    # two checkpoints' accuracies.
+    argv = ["grid", str(folders["ckpts"]), "--over-checkpoints", "--format", "json"]
+    assert main([*argv, "--out", str(out)]) == 0
+    (cell,) = [c for c in json.loads(out.read_text())["cells"] if c["row"] == ["org/pythia"]]
+    accs = [_accuracy(folders["ckpts"], checkpoint=c)[0] for c in ("step1000", "step2000")]
+    assert cell["mean"] == pytest.approx(sum(accs) / 2)
+    assert cell["std"] == pytest.approx(abs(accs[0] - accs[1]) / 2**0.5)
+    capsys.readouterr()
+    assert main(["grid", str(folders["ckpts"])]) == 2  # two checkpoints in one cell
+    assert main(["grid", str(folders["small"]), "--metrics", "acc_majority", "--ci", "0.9"]) == 2
+
+
+def test_dynamics_positions_from_a_table(
+    folders: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = tmp_path / "positions.json"
+    table.write_text(json.dumps({"step1000": 2.1e9, "step2000": 4.2e9}))
+    dyn = tmp_path / "dyn.png"
+    argv = ["figure", "dynamics", str(folders["ckpts"]), "--out", str(dyn)]
+    assert main([*argv, "--positions", str(table)]) == 0 and dyn.is_file()
+    table.write_text(json.dumps({"step1000": 2.1e9}))
+    capsys.readouterr()
+    assert main([*argv, "--positions", str(table)]) == 2
+    assert "step2000" in capsys.readouterr().err
