@@ -11,10 +11,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..ground import DataError, read_small_text
 from ..types import ALPHA, Label
-from .dataset import DataError
 from .parsers import FieldError, FieldMap, MappedParser, norm_key, parse_label
-from .readers import read_small_text
 from .rules import FAMILIES, FileRule, TaskSpec
 from .templates import TemplateSource, read_template_file
 
@@ -226,7 +225,7 @@ def read_yaml_mapping(
     >>> _ = p.write_text("a: &x [1]\\nb: *x\\n")
     >>> read_yaml_mapping(p, "prompt")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    nlieval.data.dataset.DataError: ...x.yaml:2: invalid YAML: aliases ... in a prompt file
+    nlieval.ground.errors.DataError: ...x.yaml:2: invalid YAML: aliases ... in a prompt file
     """
     import yaml
 

@@ -28,7 +28,7 @@ Jinja knows it, the line.
 'Hi Ann!'
 >>> env.load("{{ name.ljust(10**10) }}", "greeting").render(name="Ann")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
-nlieval.backends.sandbox.BadTemplate: greeting line 1: refused: ljust would build 10,000,000,000 ...
+nlieval.ground.sandbox.BadTemplate: greeting line 1: refused: ljust would build 10,000,000,000 ...
 """
 
 from __future__ import annotations
@@ -464,7 +464,7 @@ class BoundedSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     >>> env = BoundedSandbox()
     >>> env.load("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", "loop.j2").render()
     Traceback (most recent call last):
-    nlieval.backends.sandbox.BadTemplate: loop.j2 line 1: refused: calls nested deeper than 64
+    nlieval.ground.sandbox.BadTemplate: loop.j2 line 1: refused: calls nested deeper than 64
     """
 
     template_class = BoundedTemplate
@@ -745,7 +745,7 @@ def load_prompt_templates(
     'Q: A cat naps.'
     >>> load_prompt_templates({"user": "{{ secret }}"}, "p.yaml", {"user": ["premise"]})
     Traceback (most recent call last):
-    nlieval.backends.sandbox.BadTemplate: user of p.yaml: unknown variable(s) secret; user knows ...
+    nlieval.ground.sandbox.BadTemplate: user of p.yaml: unknown variable(s) secret; user knows ...
     """
     env = prompt_sandbox()
     out = {}
