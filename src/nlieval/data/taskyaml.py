@@ -5,13 +5,11 @@ from a field map (:func:`make_parser`), and writing a task YAML (:func:`write_ta
 
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..ground import DataError, read_small_text
+from ..ground import DataError, atomic_write, read_small_text
 from ..types import ALPHA, Label
 from .parsers import FieldError, FieldMap, MappedParser, norm_key, parse_label
 from .rules import FAMILIES, FileRule, TaskSpec
@@ -301,17 +299,7 @@ def write_task_yaml(path: str | Path, spec_dict: Mapping[str, Any]) -> Path:
         raise DataError(path, None, "path", "missing: the data file (jsonl, csv or tsv)")
     text = yaml.safe_dump(_plain(spec_dict), sort_keys=False, allow_unicode=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Write-then-rename; open() (unlike mkstemp) gives the file the usual permissions.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(tmp, "x", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    atomic_write(path, text)
     return path
 
 
