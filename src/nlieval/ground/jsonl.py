@@ -57,7 +57,12 @@ class _Parser:
     """``json.loads``, or (``finite``) one that marks non-finite numbers for the check."""
 
     def __init__(self, finite: bool) -> None:
-        self.finite = finite
+        # One decoder for the file: json.loads with hooks would build one a line.
+        self.decoder = (
+            json.JSONDecoder(parse_constant=self._constant, parse_float=self._number)
+            if finite
+            else None
+        )
         # Set by the hooks: only a row that holds a non-finite number is walked to find
         # its field (walking every row cost a third of reading SNLI's dev set).
         self.flagged = False
@@ -76,11 +81,11 @@ class _Parser:
     def row(self, text: str, where: str, n: int) -> dict[str, Any]:
         """The object on line ``n``; else the :class:`DataError` of the line."""
         try:
-            if not self.finite:
-                obj = json.loads(text)
+            if self.decoder is None or text.startswith("\ufeff"):
+                obj = json.loads(text)  # (which refuses a byte-order mark inside the file)
             else:
                 self.flagged = False
-                obj = json.loads(text, parse_constant=self._constant, parse_float=self._number)
+                obj = self.decoder.decode(text)
         except json.JSONDecodeError as err:
             msg = f"invalid JSON: {err.msg} (column {err.colno})"
             raise DataError(where, n, None, msg) from None
@@ -137,7 +142,8 @@ def read_jsonl(
     its line break (a write cut short by a crash: no row yet). Blank lines are skipped;
     ``blank`` collects their numbers.
 
-    >>> rows = [b'\\xef\\xbb\\xbf{"a": 1}\\n', b"\\n", b'{"a": NaN}\\n', b"[2]\\n", b'{"a"']
+    >>> rows = [b'\\xef\\xbb\\xbf{"a": 1}\\n', b"\\n", b'{"a": NaN}\\n', b"[2]\\n"]
+    >>> rows += [b"\\xff\\n", b'{"a"']
     >>> [r.value for r in read_jsonl("f.jsonl", rows[:2])]  # a byte-order mark is no text
     [{'a': 1}]
     >>> for row in read_jsonl("f.jsonl", rows, errors="yield", finite=True):
@@ -145,7 +151,8 @@ def read_jsonl(
     {'a': 1}
     f.jsonl:3: field 'a': NaN is not a finite number
     f.jsonl:4: expected a JSON object, found list
-    f.jsonl:5: invalid JSON: Expecting ':' delimiter (column 5)
+    f.jsonl:5: not UTF-8 text (invalid start byte)
+    f.jsonl:6: invalid JSON: Expecting ':' delimiter (column 5)
     >>> len(list(read_jsonl("f.jsonl", rows[:2] + rows[-1:], whole_lines=True)))
     1
     """
@@ -157,19 +164,21 @@ def read_jsonl(
             for n, raw in enumerate(source, 1):
                 if whole_lines and raw[-1:] not in (b"\n", "\n"):
                     return  # a partial tail from a crash: not a row yet
-                text = _decoded(raw, where, n) if isinstance(raw, bytes) else raw
-                if n == 1:
-                    text = text.removeprefix("\ufeff")
-                if not text.strip():
-                    if blank is not None:
-                        blank.append(n)
-                    continue
                 try:
-                    yield JsonLine(where, n, parse.row(text, where, n), text)
+                    text = _decoded(raw, where, n) if isinstance(raw, bytes) else raw
+                    if n == 1:
+                        text = text.removeprefix("\ufeff")
+                    if not text.strip():
+                        if blank is not None:
+                            blank.append(n)
+                        continue
+                    row = JsonLine(where, n, parse.row(text, where, n), text)
                 except DataError as err:
                     if errors == "raise":
                         raise
                     yield err
+                    continue
+                yield row
         except (OSError, EOFError, zlib.error) as err:
             # A .gz cut short (EOFError), not gzip at all, or a failing disk: the file.
             hint = " (a truncated or corrupt .gz file?)" if where.endswith(".gz") else ""
