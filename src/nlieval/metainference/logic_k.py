@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..ground import DataError, read_small_text
 from .logic_formulas import (
     And,
     Atom,
@@ -58,6 +59,9 @@ from .logic_models import (
     in_frame_class,
 )
 from .logic_tableau import tableau_model
+
+#: The largest reading file read (as a task YAML file: a reading is three formulas).
+MAX_READING_BYTES = 1_048_576
 
 #: The label letters of a reading, in the order used in outputs.
 LABELS: tuple[str, ...] = ("E", "C", "N")
@@ -435,8 +439,12 @@ def load_reading(path: str | Path) -> Reading:
     if not p.is_file():
         raise LogicError(f"{p}: no such reading file")
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        text = read_small_text(p, MAX_READING_BYTES)
+    except DataError as err:  # not UTF-8, too large, not a regular file
+        raise LogicError(str(err)) from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as err:
         raise LogicError(f"{p}: invalid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(doc, dict):
         raise LogicError(f"{p}: expected a mapping with keys name, E, C, N")
