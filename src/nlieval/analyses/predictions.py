@@ -223,8 +223,7 @@ def load_official(path: str | Path) -> Mapping[str, Mapping[str, Any]]:
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not UTF-8 text (byte {err.start})") from None
     except json.JSONDecodeError as err:
-        msg = f"invalid JSON: {err.msg} (column {err.colno})"
-        raise ValueError(f"{path}:{err.lineno}: {msg}") from None
+        raise ValueError(f"{path}:{err.lineno}: {ground.invalid_json(err)}") from None
     if not isinstance(raw, Mapping) or not all(isinstance(v, Mapping) for v in raw.values()):
         raise ValueError(f"{path}: expected {{model: {{uid: prediction}}}}")
     return raw

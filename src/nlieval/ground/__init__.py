@@ -30,7 +30,7 @@ from .files import (
     stat_own,
     write_error,
 )
-from .jsonl import JsonLine, read_jsonl
+from .jsonl import JsonLine, invalid_json, read_jsonl
 
 if TYPE_CHECKING:
     from .sandbox import (
@@ -53,6 +53,7 @@ __all__ = [
     "append_own",
     "atomic_write",
     "cut_torn_tail",
+    "invalid_json",
     "make_folder",
     "open_own",
     "open_regular",

@@ -32,6 +32,19 @@ class JsonLine(NamedTuple):
     text: str
 
 
+def invalid_json(err: json.JSONDecodeError) -> str:
+    """The one wording of text that is not JSON (after the file and line), for every
+    JSON file read.
+
+    >>> try:
+    ...     json.loads('{"a" 1}')
+    ... except json.JSONDecodeError as err:
+    ...     print(invalid_json(err))
+    invalid JSON: Expecting ':' delimiter (column 6)
+    """
+    return f"invalid JSON: {err.msg} (column {err.colno})"
+
+
 class _NonFinite(str):
     """A JSON number that is no finite float (``1e400``, ``NaN``, ``Infinity``), kept as
     its text until the row is checked: Python's json reads them as inf and nan, which
@@ -87,8 +100,7 @@ class _Parser:
                 self.flagged = False
                 obj = self.decoder.decode(text)
         except json.JSONDecodeError as err:
-            msg = f"invalid JSON: {err.msg} (column {err.colno})"
-            raise DataError(where, n, None, msg) from None
+            raise DataError(where, n, None, invalid_json(err)) from None
         except (ValueError, RecursionError) as err:  # a 5,000-digit integer, deep nesting
             raise DataError(where, n, None, f"invalid JSON: {type(err).__name__}: {err}") from None
         bad = _non_finite(obj) if self.flagged else None

@@ -26,7 +26,8 @@ place: ``records.jsonl``, ``provenance.jsonl``, ``.lock``) has a second hard lin
 :class:`RunError` naming it, before anything is written: a write through it would change
 a file elsewhere (a truncated ``.lock`` target, a records file of another run cut by the
 repair of a torn line). The folder itself may be a link (a run kept on a bigger disk):
-it holds no file of anyone else's.
+it holds no file of anyone else's. These rules are the ground's
+(:mod:`nlieval.ground.files`), kept for every file nlieval writes.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from ..ground import (
     append_own,
     atomic_write,
     cut_torn_tail,
+    invalid_json,
     make_folder,
     open_own,
     read_jsonl,
@@ -525,7 +527,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError as err:
         raise RunError(f"{path}: not UTF-8 text ({err.reason})") from None
     except json.JSONDecodeError as err:
-        what = "empty" if not err.doc.strip() else f"invalid JSON: {err.msg} (column {err.colno})"
+        what = "empty" if not err.doc.strip() else invalid_json(err)
         raise RunError(f"{path}:{err.lineno}: {what}") from None
     if not isinstance(d, dict):
         raise RunError(f"{path}: expected a JSON object, got {type(d).__name__}")
