@@ -140,7 +140,7 @@ BAD_INPUT = [
     ("p.jsonl", ['{"id": "a1", "probs": [0.5, 0.6, 0]}'], r"p\.jsonl:1: probs must be >= 0"),
     ("p.jsonl", ['{"id": "a1", "probs": [0.5, 0.5]}'], r"p\.jsonl:1: probs: expected 3"),
     ("p.jsonl", ['{"probs": [0.5, 0.5, 0]}'], r"p\.jsonl:1: no item id"),
-    ("p.jsonl", [OK_E, "{oops"], r"p\.jsonl:2: malformed JSON"),
+    ("p.jsonl", [OK_E, "{oops"], r"p\.jsonl:2: invalid JSON"),
     ("p.jsonl", ['{"id": "a1", "probs": [1, 0, 0], "pred": "x"}'], r"p\.jsonl:1: pred 'x'"),
     ("p.jsonl", [OK_E, OK_E], r"p\.jsonl:2: id 'a1' again"),
     ("SNLI_dev_b_0.jsonl", ['{"uid": "a1", "probs": [1, 0, 0], "pred": 5}'], r":1: pred must"),

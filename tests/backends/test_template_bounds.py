@@ -9,7 +9,7 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from nlieval.backends.sandbox import (
+from nlieval.ground.sandbox import (
     BadTemplate,
     BoundedSandbox,
     ChatTemplate,

@@ -91,7 +91,7 @@ def test_record_without_gold_is_refused_by_line(tmp_path: Path) -> None:
     del row["gold"]
     lines[9] = json.dumps(row) + "\n"
     (tmp_path / "r" / RECORDS).write_text("".join(lines))
-    with pytest.raises(RunError, match=r"records.jsonl:10: unreadable record: no field 'gold'"):
+    with pytest.raises(RunError, match=r"records.jsonl:10: field 'gold': missing"):
         report([tmp_path / "r"])
 
 

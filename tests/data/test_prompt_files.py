@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from nlieval.backends.sandbox import BadTemplate
 from nlieval.cli import main
 from nlieval.data import DataError
+from nlieval.ground.sandbox import BadTemplate
 from nlieval.metainference import generated_prompt as gp
 from nlieval.runs import RunError
 from nlieval.sci import instruct

@@ -16,8 +16,9 @@ from typing import Any, ClassVar
 
 import pytest
 
+from nlieval.ground import atomic_write, cut_torn_tail
 from nlieval.runs import RECORDS, RunError, RunFolder, Step, execute, finalize
-from nlieval.runs.folder import LOCK, PROVENANCE, SUMMARY, TIMING, atomic_write, cut_torn_tail
+from nlieval.runs.folder import LOCK, PROVENANCE, SUMMARY, TIMING
 from nlieval.types import Record
 
 ITEMS = [f"i{n}" for n in range(7)]
@@ -104,16 +105,16 @@ def test_a_link_made_after_the_check_is_not_followed(
     outside = tmp_path / "outside"
     outside.write_bytes(OUTSIDE)
     p.symlink_to(outside)
-    from nlieval.runs import folder as folder_module
+    from nlieval.ground import files
 
-    real = folder_module._lstat
+    real = files.stat_own
 
     def blind(path: Path, **kw: Any) -> os.stat_result | None:
         return None if path == p else real(path, **kw)
 
-    monkeypatch.setattr(folder_module, "_lstat", blind)
+    monkeypatch.setattr(files, "stat_own", blind)
     with pytest.raises(RunError, match="is a symbolic link"):
-        folder_module._open(p, os.O_WRONLY, in_place=True)
+        files.open_own(p, os.O_WRONLY, in_place=True)
     assert outside.read_bytes() == OUTSIDE
 
 

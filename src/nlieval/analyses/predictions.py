@@ -24,7 +24,6 @@ model and uid of a JSON document) and the field.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import re
@@ -36,6 +35,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy.special import softmax
 
+from .. import ground
 from ..types import Label
 
 #: How far from 1 a file's predicted probabilities may sum (rounding in the file).
@@ -93,30 +93,9 @@ def detect_format(path: str | Path) -> Format:
     return "jsonl"
 
 
-def _open_text(path: Path) -> Any:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8-sig")
-    return open(path, encoding="utf-8-sig")
-
-
 def _json_lines(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    try:
-        with _open_text(path) as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                where = f"{path}:{lineno}"
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"{where}: malformed JSON: {err.msg}") from None
-                if not isinstance(row, Mapping):
-                    raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
-                yield where, row
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not UTF-8 text (byte {err.start})") from None
-    except (OSError, EOFError) as err:
-        raise ValueError(f"{path}: cannot read: {err}") from None
+    for line in ground.read_jsonl(path):  # this module's read_jsonl reads predictions
+        yield f"{line.path}:{line.line}", line.value
 
 
 def probabilities(values: Any, width: int, where: str, name: str) -> list[float]:
@@ -195,6 +174,7 @@ def read_baan2022(
 ) -> PredictionSet:
     """A prediction file of Baan et al. (2022); probabilities put in ``labels`` order.
 
+    >>> import gzip
     >>> path = Path(run_dir) / "SNLI_dev_roberta-base_0.jsonl.gz"  # probs in order e, c, n
     >>> with gzip.open(path, "wt") as f:
     ...     _ = f.write(json.dumps({"uid": "u1", "probs": [0.7, 0.1, 0.2], "pred": 2, "true": 1}))
@@ -243,7 +223,7 @@ def load_official(path: str | Path) -> Mapping[str, Mapping[str, Any]]:
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not UTF-8 text (byte {err.start})") from None
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path}:{err.lineno}: malformed JSON: {err.msg}") from None
+        raise ValueError(f"{path}:{err.lineno}: {ground.invalid_json(err)}") from None
     if not isinstance(raw, Mapping) or not all(isinstance(v, Mapping) for v in raw.values()):
         raise ValueError(f"{path}: expected {{model: {{uid: prediction}}}}")
     return raw

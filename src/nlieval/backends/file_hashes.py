@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import stat
 from pathlib import Path
+
+from ..ground import FolderError, atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +90,8 @@ def _read_cache(path: Path) -> dict[str, str]:
 def _write_cache(path: Path, known: dict[str, str]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as err:  # a read-only cache only costs a re-hash next time
+        atomic_write(path, json.dumps(known, sort_keys=True))
+    except (OSError, FolderError) as err:  # a read-only cache only costs a re-hash next time
         log.debug("cannot keep file hashes in %s: %s", path, err)
 
 

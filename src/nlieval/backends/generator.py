@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .sandbox import ChatTemplate
+from ..ground import ChatTemplate
 from .weights import (
     ModelSource,
     load_causal_lm,

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import jinja2
 
-from ..backends.sandbox import BadTemplate, BoundedSandbox, BoundedTemplate
 from ..data.templates import TemplateSource, read_template_file
+from ..ground import BadTemplate, BoundedSandbox, BoundedTemplate
 from ..types import LETTERS, Item, Label
 
 NLI3_TEMPLATE = """Premise: {{ premise }}
@@ -96,7 +96,7 @@ def load_template(family: str, template: str | None = None) -> BoundedTemplate:
     Variables: ``premise``, ``hypothesis``, ``choices``, ``options`` (list of
     ``(letter, text)``), ``item`` (the :class:`~nlieval.types.Item`). The block must end
     where the answer letter follows (conventionally ``Answer:``). It renders in
-    :class:`~nlieval.backends.sandbox.BoundedSandbox`: bounded in time, size and depth,
+    :class:`~nlieval.ground.sandbox.BoundedSandbox`: bounded in time, size and depth,
     and every failure is one ``ValueError`` line naming the template and its line.
 
     >>> load_template("nli3").render(premise="P", hypothesis="H",
@@ -105,7 +105,7 @@ def load_template(family: str, template: str | None = None) -> BoundedTemplate:
     >>> load_template("nli3", "{{ premise.ljust(10**9) }} Answer:").render(premise="P")
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    nlieval.backends.sandbox.BadTemplate: template line 1: refused: ljust would build 1,000,...
+    nlieval.ground.sandbox.BadTemplate: template line 1: refused: ljust would build 1,000,...
     """
     if template is None:
         if family not in TEMPLATES:

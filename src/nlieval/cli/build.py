@@ -19,13 +19,13 @@ goes to ``nlieval train --task`` (with another ``--test-task``, or ``--no-test``
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..data import DataError
+from ..ground import read_jsonl
 from ..sci import distant
 from ..types import SCI4, Label
 
@@ -117,17 +117,10 @@ def read_scores(path: str | Path) -> dict[str, list[float]]:
     if not path.is_file():
         raise DataError(path, None, None, "no such file")
     scores: dict[str, list[float]] = {}
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(path, n, None, f"invalid JSON: {err.msg}") from None
-            if not isinstance(row, dict) or "id" not in row:
-                raise DataError(path, n, "id", "missing field")
-            scores[str(row["id"])] = _probs_of(row, path, n)
+    for line in read_jsonl(path):
+        if "id" not in line.value:
+            raise DataError(path, line.line, "id", "missing field")
+        scores[str(line.value["id"])] = _probs_of(line.value, path, line.line)
     return scores
 
 

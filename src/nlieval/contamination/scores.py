@@ -24,8 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..data import DataError
-from ..runs import atomic_write
+from ..ground import atomic_write, read_jsonl
 from ..types import Item
 from .ngrams import DEFAULT_N, build_index, contaminated_tokens, item_text
 from .scan import SHARD_BYTES, ScanOptions, ScanResult, corpus_files, scan_files, scan_ray
@@ -117,24 +116,7 @@ def score_summary(scores: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def read_scores(path: str | Path) -> list[dict[str, Any]]:
     """Per-item scores written by ``nlieval contamination`` (one JSON object a line);
     a line that is not one is a :class:`~nlieval.data.DataError` naming file and line."""
-    if not Path(path).is_file():
-        raise DataError(path, None, None, "no such file")
-    out = []
-    with open(path, "rb") as f:
-        for n, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-            except UnicodeDecodeError as err:
-                raise DataError(path, n, None, f"not UTF-8 text ({err.reason})") from None
-            except json.JSONDecodeError as err:
-                raise DataError(path, n, None, f"invalid JSON: {err.msg}") from None
-            if not isinstance(row, dict):
-                raise DataError(path, n, None, "expected a JSON object")
-            out.append(row)
-    return out
+    return [row.value for row in read_jsonl(path)]
 
 
 def write_scores(scores: Iterable[Mapping[str, Any]], path: str | Path) -> Path:

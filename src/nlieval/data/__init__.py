@@ -24,8 +24,8 @@ User data comes in through a task YAML file (see :func:`get_task`).
 
 The code is split by concern; this package re-exports the public names:
 
-- :mod:`.dataset`: :class:`Dataset`, :class:`DataError`, :func:`seeded_rng`,
-  :func:`sample_items`;
+- :mod:`.dataset`: :class:`Dataset`, :func:`seeded_rng`, :func:`sample_items`
+  (:class:`DataError` is the ground's: :mod:`nlieval.ground`);
 - :mod:`.parsers`: row parsers (:class:`FieldMap`, :func:`parse_label`);
 - :mod:`.readers`: rows of jsonl/csv/tsv files, zip members and Arrow streams;
 - :mod:`.rules`: :class:`TaskSpec` and where its files are;
@@ -43,7 +43,8 @@ The code is split by concern; this package re-exports the public names:
 
 from __future__ import annotations
 
-from .dataset import DataError, Dataset, sample_items, seeded_rng
+from ..ground import DataError
+from .dataset import Dataset, sample_items, seeded_rng
 from .fingerprint import items_fingerprint, text_fingerprint
 from .load import (
     ENV_DATA_DIR,

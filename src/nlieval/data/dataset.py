@@ -1,6 +1,7 @@
-"""Loaded data and its errors: :class:`Dataset` (one split of one task, as loaded),
-:class:`DataError` (bad input, one line naming the file, the line and the field), and
-seeded sampling of items (:func:`seeded_rng`, :func:`sample_items`).
+"""Loaded data: :class:`Dataset` (one split of one task, as loaded), and seeded
+sampling of items (:func:`seeded_rng`, :func:`sample_items`). Its error,
+:class:`~nlieval.ground.DataError` (bad input, one line naming the file, the line and
+the field), is the ground's, shared by every reader of files.
 """
 
 from __future__ import annotations
@@ -10,39 +11,8 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from ..types import Item, Label
-
-
-class DataError(ValueError):
-    """Bad input: carries ``path``, ``line`` (1-based, or None) and ``field`` (or None).
-
-    ``str(err)`` is one line: ``{path}:{line}: field '{field}': {message}``, leaving out
-    the parts that are None (``path`` is None only for errors about no file at all).
-
-    >>> str(DataError("dev.jsonl", 3, "gold_label", "unknown label 'x'"))
-    "dev.jsonl:3: field 'gold_label': unknown label 'x'"
-    """
-
-    def __init__(self, path: str | Path | None, line: int | None, field: str | None, message: str):
-        self.path = None if path is None else str(path)
-        self.line = line
-        self.field = field
-        self.message = " ".join(str(message).split())  # one line, whatever the cause said
-        where = "" if self.path is None else self.path
-        if line is not None:
-            where += f":{line}"
-        parts = [where] if where else []
-        if field is not None:
-            parts.append(f"field '{field}'")
-        parts.append(self.message)
-        super().__init__(": ".join(parts))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # The default would call DataError(formatted_message) and fail (4 arguments).
-        return (type(self), (self.path, self.line, self.field, self.message))
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..ground import DataError
 from ..types import NLI3, Item, Label
-from .dataset import DataError, Dataset
+from .dataset import Dataset
 from .parsers import FieldError, RowParser
 from .readers import RowOrError, format_of, text_rows
 from .rules import FileRule, TaskSpec

@@ -34,7 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .dataset import DataError
+from ..ground import DataError
 from .readers import format_of, text_rows
 from .taskyaml import read_yaml_mapping
 
@@ -125,7 +125,7 @@ def read_prompt_file(path: str | Path, kind: str) -> PromptFile:
     'P: {{ premise }}'
     >>> read_prompt_file(p, "instruct")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    nlieval.data.dataset.DataError: ...mine.yaml: field 'kind': is ...; this command reads ...
+    nlieval.ground.errors.DataError: ...mine.yaml: field 'kind': is ...; this command reads ...
     """
     if kind not in KINDS:
         raise ValueError(f"unknown prompt kind {kind!r}: {', '.join(KINDS)}")

@@ -8,10 +8,6 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import json
-import math
-import os
-import stat
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,7 +15,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from .dataset import DataError
+from ..ground import DataError, open_regular, read_jsonl
 
 RowOrError = tuple[int, dict[str, Any] | DataError]
 
@@ -42,71 +38,6 @@ def format_of(name: str) -> str:
     if suffix not in formats:
         raise DataError(name, None, None, "unknown file type (expected .jsonl, .csv or .tsv)")
     return formats[suffix]
-
-
-#: Folders of the kernel's pseudo-files: they say they are regular files, yet /proc/self/
-#: environ holds the environment and /dev/zero never ends. Input is never read there.
-_PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
-
-
-def open_regular(path: str | Path) -> IO[bytes]:
-    """``path`` opened for reading in binary, if it is a regular file (after links are
-    resolved) outside ``/proc``, ``/sys`` and ``/dev``; else :class:`DataError`.
-
-    The file is opened without blocking and checked on the open descriptor, so a FIFO
-    (which would block ``open`` until someone writes) or a file swapped after a check
-    is refused, not waited on.
-
-    >>> open_regular("/proc/self/environ")
-    Traceback (most recent call last):
-    nlieval.data.dataset.DataError: /proc/self/environ: not a regular file (under /proc)
-    """
-    real = os.path.realpath(path)
-    for root in _PSEUDO_ROOTS:
-        if real == root or real.startswith(root + "/"):
-            raise DataError(path, None, None, f"not a regular file (under {root})")
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise DataError(path, None, None, "no such file") from None
-    except OSError as err:
-        raise DataError(path, None, None, f"cannot read: {err.strerror}") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        kind = (
-            "a directory"
-            if stat.S_ISDIR(mode)
-            else "a FIFO"
-            if stat.S_ISFIFO(mode)
-            else "a socket"
-            if stat.S_ISSOCK(mode)
-            else "a device"
-        )
-        raise DataError(path, None, None, f"not a regular file ({kind})")
-    if hasattr(os, "set_blocking"):
-        os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
-
-
-def read_small_text(path: str | Path, max_bytes: int) -> str:
-    """The UTF-8 text of a regular file (see :func:`open_regular`) of at most
-    ``max_bytes`` bytes; else :class:`DataError` naming the file (and the line of the
-    first byte that is not UTF-8).
-
-    >>> read_small_text("/dev/zero", 10)
-    Traceback (most recent call last):
-    nlieval.data.dataset.DataError: /dev/zero: not a regular file (under /dev)
-    """
-    with open_regular(path) as fh:
-        data = fh.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise DataError(path, None, None, f"larger than {max_bytes:,} bytes")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise DataError(path, line, None, f"not UTF-8 text ({err.reason})") from None
 
 
 @contextmanager
@@ -156,74 +87,14 @@ def _bad_utf8_line(path: Path, member: str | None) -> int | None:
     return None
 
 
-class _NonFinite(str):
-    """A JSON number that is no finite float (``1e400``, ``NaN``, ``Infinity``), kept as
-    its text until the row is checked: Python's json reads them as inf and nan, which
-    would turn into the text "inf" of a premise or a label."""
-
-
-def _finite_float(text: str) -> float | _NonFinite:
-    value = float(text)
-    return value if math.isfinite(value) else _NonFinite(text)
-
-
-def _non_finite(obj: Any) -> tuple[str | None, str] | None:
-    """The field (``a.b[2]``) and text of the first non-finite number in ``obj``."""
-    stack: list[tuple[str | None, Any]] = [(None, obj)]
-    while stack:
-        path, value = stack.pop()
-        if isinstance(value, _NonFinite):
-            return path, str(value)
-        if isinstance(value, dict):
-            items = [(f"{path}.{k}" if path else str(k), v) for k, v in value.items()]
-            stack.extend(reversed(items))
-        elif isinstance(value, list):
-            stack.extend(reversed([(f"{path or ''}[{i}]", v) for i, v in enumerate(value)]))
-    return None
-
-
 def _json_rows(fh: IO[str], where: str) -> Iterator[RowOrError]:
     seen = False
-    # Set by the parser's hooks: only a row that holds a non-finite number is walked to
-    # find its field (walking every row cost a third of reading SNLI's dev set).
-    flagged: list[bool] = []
-
-    def constant(text: str) -> _NonFinite:
-        flagged.append(True)
-        return _NonFinite(text)
-
-    def number(text: str) -> float | _NonFinite:
-        value = _finite_float(text)
-        if isinstance(value, _NonFinite):
-            flagged.append(True)
-        return value
-
-    for n, text in enumerate(fh, 1):
-        if not text.strip():
-            continue
+    for row in read_jsonl(where, fh, errors="yield", finite=True):
         seen = True
-        flagged.clear()
-        try:
-            obj = json.loads(text, parse_constant=constant, parse_float=number)
-        except json.JSONDecodeError as err:
-            yield n, DataError(where, n, None, f"malformed JSON: {err.msg} (column {err.colno})")
-            continue
-        except (ValueError, RecursionError) as err:  # a 5,000-digit integer, deep nesting
-            yield n, DataError(where, n, None, f"malformed JSON: {type(err).__name__}: {err}")
-            continue
-        bad = _non_finite(obj) if flagged else None
-        if bad is not None:
-            field, literal = bad
-            msg = f"{literal} is not a finite number"
-            yield n, DataError(where, n, field, msg)
-            continue
-        if not isinstance(obj, dict):
-            yield (
-                n,
-                DataError(where, n, None, f"expected a JSON object, found {type(obj).__name__}"),
-            )
+        if isinstance(row, DataError):
+            yield row.line or 0, row
         else:
-            yield n, obj
+            yield row.line, row.value
     if not seen:
         raise DataError(where, None, None, "empty file (no rows)")
 

@@ -12,10 +12,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..ground import DataError, open_regular
 from ..types import ALPHA, NLI2, NLI3, SCI4, Label
-from .dataset import DataError
 from .parsers import RowParser
-from .readers import RowOrError, arrow_rows, format_of, open_regular, text_rows, with_label_file
+from .readers import RowOrError, arrow_rows, format_of, text_rows, with_label_file
 
 log = logging.getLogger("nlieval.data")  # one logger for the whole package, as before
 

@@ -5,16 +5,13 @@ from a field map (:func:`make_parser`), and writing a task YAML (:func:`write_ta
 
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..ground import DataError, atomic_write, read_small_text
 from ..types import ALPHA, Label
-from .dataset import DataError
 from .parsers import FieldError, FieldMap, MappedParser, norm_key, parse_label
-from .readers import read_small_text
 from .rules import FAMILIES, FileRule, TaskSpec
 from .templates import TemplateSource, read_template_file
 
@@ -226,7 +223,7 @@ def read_yaml_mapping(
     >>> _ = p.write_text("a: &x [1]\\nb: *x\\n")
     >>> read_yaml_mapping(p, "prompt")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    nlieval.data.dataset.DataError: ...x.yaml:2: invalid YAML: aliases ... in a prompt file
+    nlieval.ground.errors.DataError: ...x.yaml:2: invalid YAML: aliases ... in a prompt file
     """
     import yaml
 
@@ -302,17 +299,7 @@ def write_task_yaml(path: str | Path, spec_dict: Mapping[str, Any]) -> Path:
         raise DataError(path, None, "path", "missing: the data file (jsonl, csv or tsv)")
     text = yaml.safe_dump(_plain(spec_dict), sort_keys=False, allow_unicode=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Write-then-rename; open() (unlike mkstemp) gives the file the usual permissions.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(tmp, "x", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    atomic_write(path, text)
     return path
 
 

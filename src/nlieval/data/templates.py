@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .readers import read_small_text
+from ..ground import read_small_text
 
 #: Largest template file, in bytes.
 MAX_TEMPLATE_BYTES = 65_536

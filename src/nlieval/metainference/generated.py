@@ -58,7 +58,8 @@ from ..backends.base import GenerationBackend
 from ..backends.generator import LocalChat
 from ..backends.registry import ChatModel
 from ..data import Dataset
-from ..runs import RECORDS, RunError, RunFolder, Step, atomic_write, execute
+from ..ground import atomic_write
+from ..runs import RECORDS, RunError, RunFolder, Step, execute
 from ..types import NLI3
 from .generated_config import GenerateConfig, GenerateFolderConfig
 from .generated_folder import (

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import write_task_yaml
-from ..runs import atomic_write
+from ..ground import atomic_write
 from .generated_parse import KEYS, InvalidAnswer, parse_hypotheses
 from .generated_prompt import Sentence
 

@@ -24,7 +24,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends.sandbox import BoundedTemplate, load_prompt_templates
 from ..data import seeded_rng
 from ..data.prompt_files import (
     PromptFile,
@@ -32,6 +31,7 @@ from ..data.prompt_files import (
     read_solved_examples,
     shipped_prompt,
 )
+from ..ground import BoundedTemplate, load_prompt_templates
 from ..types import NLI3, Item, Label
 
 Message = dict[str, str]

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import write_task_yaml
-from ..runs import atomic_write, make_folder
+from ..ground import atomic_write, make_folder
 from ..types import NLI3, Item, Label, Record
 from . import logic
 

@@ -107,9 +107,12 @@ from .logic_k import (
     valid,
 )
 from .logic_models import (
+    FRAME_CLASSES,
     FRAMES,
+    Frames,
     KripkeModel,
     check_frames,
+    frame_class,
     holds,
     in_frame_class,
     true_worlds,
@@ -119,6 +122,7 @@ from .logic_tableau import SOLVER_TIMEOUT_S, tableau_model
 
 __all__ = [
     "BUILTIN_READINGS",
+    "FRAME_CLASSES",
     "FRAMES",
     "LABELS",
     "MAX_ATOMS",
@@ -136,6 +140,7 @@ __all__ = [
     "Dia",
     "Formula",
     "FormulaError",
+    "Frames",
     "Iff",
     "Imp",
     "KripkeModel",
@@ -163,6 +168,7 @@ __all__ = [
     "format_check",
     "format_conclusions",
     "format_table",
+    "frame_class",
     "frames_note",
     "holds",
     "in_frame_class",

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..ground import DataError, read_small_text
 from .logic_formulas import (
     And,
     Atom,
@@ -50,12 +51,17 @@ from .logic_formulas import (
     subformulas,
 )
 from .logic_models import (
+    Frames,
     KripkeModel,
     check_frames,
+    frame_class,
     holds,
     in_frame_class,
 )
 from .logic_tableau import tableau_model
+
+#: The largest reading file read (as a task YAML file: a reading is three formulas).
+MAX_READING_BYTES = 1_048_576
 
 #: The label letters of a reading, in the order used in outputs.
 LABELS: tuple[str, ...] = ("E", "C", "N")
@@ -127,10 +133,10 @@ class _Space:
         blocks = (ones if s & ~allowed == 0 else zeros for s in reversed(range(self.nsets)))
         return int("".join(blocks), 2)
 
-    def frame(self, frames: str) -> int:
+    def frame(self, frames: Frames) -> int:
         """Bit set over (v0, S): the pairs a frame of the class can have (all for K;
         v0 in S for the reflexive classes). Block S of the bit set is S itself."""
-        if frames == "K":
+        if not frames.reflexive:
             return self.full
         return int("".join(format(s, f"0{self.nval}b") for s in reversed(range(self.nsets))), 2)
 
@@ -160,7 +166,7 @@ def _truth(f: Formula, full: int, leaf: Callable[[Formula], int]) -> int:
     return fold(f, visit, below)
 
 
-def _root_truth(f: Formula, sp: _Space, frames: str) -> int:
+def _root_truth(f: Formula, sp: _Space, frames: Frames) -> int:
     full_val = (1 << sp.nval) - 1
 
     def body(g: Formula) -> int:  # over valuations; depth was checked, so g is an atom
@@ -195,7 +201,9 @@ def _check_decidable(f: Formula) -> _Space:
     return _Space(names)
 
 
-def truth_set(formula: Formula | str, over: Sequence[str] | None = None, frames: str = "K") -> int:
+def truth_set(
+    formula: Formula | str, over: Sequence[str] | None = None, frames: str | Frames = "K"
+) -> int:
     """Where a formula of modal depth one is true, as one integer bit set over every
     (root valuation, set of successor valuations) of the atoms ``over`` (default: its
     own, sorted) that a frame of the class allows: two formulas over the same atoms are
@@ -210,7 +218,7 @@ def truth_set(formula: Formula | str, over: Sequence[str] | None = None, frames:
     True
     """
     f = parse(formula) if isinstance(formula, str) else formula
-    check_frames(frames)
+    fc = frame_class(frames)
     sp = _check_decidable(f)
     if over is not None:
         missing = set(sp.atoms) - set(over)
@@ -219,10 +227,10 @@ def truth_set(formula: Formula | str, over: Sequence[str] | None = None, frames:
         if len(over) > MAX_ATOMS:
             raise LogicError(f"truth sets are built for at most {MAX_ATOMS} atoms, not {len(over)}")
         sp = _Space(tuple(over))
-    return _root_truth(f, sp, frames)
+    return _root_truth(f, sp, fc)
 
 
-def depth_one_model(formula: Formula | str, frames: str = "K") -> KripkeModel | None:
+def depth_one_model(formula: Formula | str, frames: str | Frames = "K") -> KripkeModel | None:
     """The model the bit sets find for a formula of modal depth at most one over at most
     :data:`MAX_ATOMS` atoms (first (v0, S) that works), or None: the decision procedure
     before the tableau, exact for its formulas (comment above :data:`MAX_ATOMS`); raises
@@ -235,9 +243,9 @@ def depth_one_model(formula: Formula | str, frames: str = "K") -> KripkeModel | 
     None
     """
     f = parse(formula) if isinstance(formula, str) else formula
-    check_frames(frames)
+    fc = frame_class(frames)
     sp = _check_decidable(f)
-    truth = _root_truth(f, sp, frames)
+    truth = _root_truth(f, sp, fc)
     if truth == 0:
         return None
     index = (truth & -truth).bit_length() - 1  # the first (v0, S) that works
@@ -246,7 +254,7 @@ def depth_one_model(formula: Formula | str, frames: str = "K") -> KripkeModel | 
     def true_atoms(v: int) -> frozenset[str]:
         return frozenset(a for i, a in enumerate(sp.atoms) if v >> i & 1)
 
-    if frames == "K":
+    if not fc.reflexive:
         worlds = [root] + [v for v in range(sp.nval) if succ_set >> v & 1]
         relation = frozenset((0, w) for w in range(1, len(worlds)))
     else:  # root in S: one cluster of the root and the other valuations of S
@@ -259,7 +267,7 @@ def depth_one_model(formula: Formula | str, frames: str = "K") -> KripkeModel | 
 
 
 def find_model(
-    formula: Formula | str, frames: str = "K", timeout_s: float | None = None
+    formula: Formula | str, frames: str | Frames = "K", timeout_s: float | None = None
 ) -> KripkeModel | None:
     """A Kripke model of the frame class (K, KT, S4 or S5) whose world 0 makes the
     formula true, or None if there is none; any modal depth, any number of atoms.
@@ -278,7 +286,9 @@ def find_model(
     return tableau_model(formula, frames, timeout_s)
 
 
-def satisfiable(formula: Formula | str, frames: str = "K", timeout_s: float | None = None) -> bool:
+def satisfiable(
+    formula: Formula | str, frames: str | Frames = "K", timeout_s: float | None = None
+) -> bool:
     """Whether the formula is true at some world of some model of the frame class.
 
     >>> satisfiable("dia a & box ~a"), satisfiable("box a & box ~a")
@@ -289,7 +299,9 @@ def satisfiable(formula: Formula | str, frames: str = "K", timeout_s: float | No
     return find_model(formula, frames, timeout_s) is not None
 
 
-def valid(formula: Formula | str, frames: str = "K", timeout_s: float | None = None) -> bool:
+def valid(
+    formula: Formula | str, frames: str | Frames = "K", timeout_s: float | None = None
+) -> bool:
     """Whether the formula is true at every world of every model of the frame class.
 
     >>> valid("box(a -> b) -> (box a -> box b)"), valid("box a -> a")
@@ -427,8 +439,12 @@ def load_reading(path: str | Path) -> Reading:
     if not p.is_file():
         raise LogicError(f"{p}: no such reading file")
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        text = read_small_text(p, MAX_READING_BYTES)
+    except DataError as err:  # not UTF-8, too large, not a regular file
+        raise LogicError(str(err)) from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as err:
         raise LogicError(f"{p}: invalid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(doc, dict):
         raise LogicError(f"{p}: expected a mapping with keys name, E, C, N")

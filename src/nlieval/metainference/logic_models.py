@@ -3,9 +3,10 @@
 Part of :mod:`nlieval.metainference.logic`, which imports every public name here. It
 holds the finite Kripke models (:class:`KripkeModel`), truth at a world straight from the
 definition (:func:`holds`, :func:`true_worlds`) and the four frame classes a formula can
-be decided over (:data:`FRAMES`): K (any accessibility relation), KT (reflexive), S4
-(reflexive and transitive) and S5 (an equivalence relation), with the check that a
-model's relation is in a class (:func:`in_frame_class`).
+be decided over (:class:`Frames` values, by name in :data:`FRAME_CLASSES`): K (any
+accessibility relation), KT (reflexive), S4 (reflexive and transitive) and S5 (an
+equivalence relation), with the check that a model's relation is in a class
+(:func:`in_frame_class`).
 
 Both decision procedures (:mod:`~nlieval.metainference.logic_k`'s bit sets and
 :mod:`~nlieval.metainference.logic_tableau`) return models of this type, each checked with
@@ -38,13 +39,69 @@ from .logic_formulas import (
     fold,
 )
 
-#: The frame classes, each with the condition on the accessibility relation.
-FRAMES: dict[str, str] = {
-    "K": "any accessibility relation",
-    "KT": "reflexive",
-    "S4": "reflexive and transitive",
-    "S5": "reflexive, symmetric and transitive",
+
+@dataclass(frozen=True)
+class Frames:
+    """A frame class: its name and the conditions its accessibility relation meets.
+    Both decision procedures read the conditions, not the name.
+
+    >>> s4 = FRAME_CLASSES["S4"]
+    >>> s4.reflexive, s4.symmetric, s4.transitive, s4.condition, str(s4)
+    (True, False, True, 'reflexive and transitive', 'S4')
+    """
+
+    name: str
+    reflexive: bool = False
+    symmetric: bool = False
+    transitive: bool = False
+
+    @property
+    def condition(self) -> str:
+        """The conditions in words (``any accessibility relation`` for none)."""
+        on = [
+            word
+            for word, holds_ in (
+                ("reflexive", self.reflexive),
+                ("symmetric", self.symmetric),
+                ("transitive", self.transitive),
+            )
+            if holds_
+        ]
+        if not on:
+            return "any accessibility relation"
+        return on[0] if len(on) == 1 else ", ".join(on[:-1]) + " and " + on[-1]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+#: The frame classes a formula can be decided over, by name.
+FRAME_CLASSES: dict[str, Frames] = {
+    f.name: f
+    for f in (
+        Frames("K"),
+        Frames("KT", reflexive=True),
+        Frames("S4", reflexive=True, transitive=True),
+        Frames("S5", reflexive=True, symmetric=True, transitive=True),
+    )
 }
+
+#: The frame classes, each with the condition on the accessibility relation.
+FRAMES: dict[str, str] = {name: f.condition for name, f in FRAME_CLASSES.items()}
+
+
+def frame_class(frames: object) -> Frames:
+    """The frame class named ``frames`` (or ``frames`` itself, a :class:`Frames`); else a
+    one-line error naming the choices.
+
+    >>> frame_class("KT").reflexive, frame_class(FRAME_CLASSES["S5"]).symmetric
+    (True, True)
+    """
+    if isinstance(frames, Frames):
+        return frames
+    if not isinstance(frames, str) or frames not in FRAME_CLASSES:
+        raise LogicError(f"unknown frame class {frames!r}; choose one of {', '.join(FRAMES)}")
+    return FRAME_CLASSES[frames]
 
 
 def check_frames(frames: object) -> str:
@@ -53,9 +110,7 @@ def check_frames(frames: object) -> str:
     >>> check_frames("S4")
     'S4'
     """
-    if not isinstance(frames, str) or frames not in FRAMES:
-        raise LogicError(f"unknown frame class {frames!r}; choose one of {', '.join(FRAMES)}")
-    return frames
+    return frame_class(frames).name
 
 
 @dataclass(frozen=True)
@@ -154,26 +209,24 @@ def holds(f: Formula, model: KripkeModel, world: int = 0) -> bool:
     return bool(true_worlds(f, model) >> world & 1)
 
 
-def in_frame_class(model: KripkeModel, frames: str) -> bool:
+def in_frame_class(model: KripkeModel, frames: str | Frames) -> bool:
     """Whether the model's relation meets the condition of the frame class.
 
     >>> loop = KripkeModel((frozenset(),), frozenset({(0, 0)}))
     >>> in_frame_class(loop, "S5"), in_frame_class(KripkeModel((frozenset(),), frozenset()), "KT")
     (True, False)
     """
-    check_frames(frames)
+    fc = frame_class(frames)
     rel = model.relation
     worlds = range(len(model.valuation))
     if any(not (0 <= u < len(worlds) and 0 <= v < len(worlds)) for u, v in rel):
         return False
-    if frames == "K":
-        return True
-    if any((w, w) not in rel for w in worlds):
+    if fc.reflexive and any((w, w) not in rel for w in worlds):
         return False
-    if frames == "KT":
-        return True
-    if frames == "S5" and any((v, u) not in rel for u, v in rel):
+    if fc.symmetric and any((v, u) not in rel for u, v in rel):
         return False
+    if not fc.transitive:
+        return True
     sees = [0] * len(worlds)  # bit sets: a subset test is one integer operation
     for u, v in rel:
         sees[u] |= 1 << v

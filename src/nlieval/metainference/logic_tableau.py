@@ -64,7 +64,7 @@ from .logic_formulas import (
     show,
     subformulas,
 )
-from .logic_models import KripkeModel, check_frames, holds, in_frame_class
+from .logic_models import Frames, KripkeModel, frame_class, holds, in_frame_class
 
 #: Seconds one decision may take before it is abandoned with a one-line error. The
 #: readings' formulas take milliseconds; the limit is against runaway input.
@@ -286,9 +286,9 @@ def _needs(g: _Graph, label: frozenset[int], carry_boxes: bool) -> list[frozense
     return out
 
 
-def _search_tree(g: _Graph, root: int, frames: str, clock: _Clock) -> _World | None:
+def _search_tree(g: _Graph, root: int, frames: Frames, clock: _Clock) -> _World | None:
     """K, KT and S4: depth-first over worlds, one explicit stack frame per world."""
-    reflexive, transitive = frames != "K", frames == "S4"
+    reflexive, transitive = frames.reflexive, frames.transitive
     # A set that failed is unsatisfiable whatever the path (a loop check only ever adds
     # success), so failures are kept in S4 too; a success in S4 may lean on a world of
     # its path, so only K and KT keep successes.
@@ -339,7 +339,7 @@ def _search_tree(g: _Graph, root: int, frames: str, clock: _Clock) -> _World | N
     return returned
 
 
-def _tree_model(g: _Graph, root: _World, frames: str, clock: _Clock) -> KripkeModel:
+def _tree_model(g: _Graph, root: _World, frames: Frames, clock: _Clock) -> KripkeModel:
     number: dict[int, int] = {}
     order: list[_World] = []
     stack = [root]
@@ -351,10 +351,10 @@ def _tree_model(g: _Graph, root: _World, frames: str, clock: _Clock) -> KripkeMo
         order.append(w)
         stack.extend(reversed(w.children))
     edges = {(number[id(w)], number[id(v)]) for w in order for v in (*w.children, *w.links)}
-    if frames != "K":
+    if frames.reflexive:
         edges |= {(i, i) for i in range(len(order))}
     clock.check_size(len(order), len(edges))
-    if frames == "S4":
+    if frames.transitive:
         edges = _closure(edges, len(order), clock)
     return KripkeModel(tuple(_true_atoms(g, w.label) for w in order), frozenset(edges))
 
@@ -449,7 +449,7 @@ def _search_cluster(g: _Graph, root: int, clock: _Clock) -> list[frozenset[int]]
 
 
 def tableau_model(
-    formula: Formula | str, frames: str = "K", timeout_s: float | None = None
+    formula: Formula | str, frames: str | Frames = "K", timeout_s: float | None = None
 ) -> KripkeModel | None:
     """A model of the frame class whose world 0 makes the formula true, or None if there
     is none: sound and complete for K, KT, S4 and S5 at any modal depth (module
@@ -462,11 +462,11 @@ def tableau_model(
     True
     """
     f = parse(formula) if isinstance(formula, str) else formula
-    check_frames(frames)
-    clock = _Clock(SOLVER_TIMEOUT_S if timeout_s is None else timeout_s, f, frames)
+    fc = frame_class(frames)
+    clock = _Clock(SOLVER_TIMEOUT_S if timeout_s is None else timeout_s, f, fc.name)
     g = _Graph()
     root = g.compile(f)
-    if frames == "S5":
+    if fc.symmetric:  # S5, the one symmetric class: an equivalence, so one cluster
         worlds = _search_cluster(g, root, clock)
         if worlds is None:
             return None
@@ -474,10 +474,10 @@ def tableau_model(
         everyone = frozenset((u, v) for u in range(n) for v in range(n))
         model = KripkeModel(tuple(_true_atoms(g, w) for w in worlds), everyone)
     else:
-        found = _search_tree(g, root, frames, clock)
+        found = _search_tree(g, root, fc, clock)
         if found is None:
             return None
-        model = _tree_model(g, found, frames, clock)
+        model = _tree_model(g, found, fc, clock)
     if not (holds(f, model) and in_frame_class(model, frames)):
         raise AssertionError(f"tableau model {model} fails {show(f)!r} over {frames} frames")
     return model

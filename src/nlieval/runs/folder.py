@@ -26,23 +26,36 @@ place: ``records.jsonl``, ``provenance.jsonl``, ``.lock``) has a second hard lin
 :class:`RunError` naming it, before anything is written: a write through it would change
 a file elsewhere (a truncated ``.lock`` target, a records file of another run cut by the
 repair of a torn line). The folder itself may be a link (a run kept on a bigger disk):
-it holds no file of anyone else's.
+it holds no file of anyone else's. These rules are the ground's
+(:mod:`nlieval.ground.files`), kept for every file nlieval writes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import json
 import logging
 import os
-import stat
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, overload
 
+from ..ground import (
+    DataError,
+    FolderError,
+    JsonLine,
+    append_own,
+    atomic_write,
+    cut_torn_tail,
+    invalid_json,
+    make_folder,
+    open_own,
+    read_jsonl,
+    read_own,
+    stat_own,
+    write_error,
+)
 from ..types import Record
 
 log = logging.getLogger(__name__)
@@ -67,8 +80,10 @@ _REQUIRED: dict[type[Any], tuple[str, ...]] = {Record: ("gold", "pred")}
 FOLDER_FORMAT = 2
 
 
-class RunError(RuntimeError):
-    """A run folder that cannot be used as asked (the message says why)."""
+#: A run folder that cannot be used as asked (the message says why). The errors of its
+#: files are the ground's (a link, a failed write): one class, so that whatever a run
+#: folder refuses is caught as a RunError.
+RunError = FolderError
 
 
 _Self = TypeVar("_Self", bound="Row")
@@ -102,208 +117,6 @@ class FolderConfig(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
 
-def _umask() -> int:
-    # Linux shows the umask in /proc; elsewhere it can only be read by setting it (set
-    # and restored at once: racy only against a thread creating a file in that instant).
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write(path: str | Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so that readers (and a crash) only ever see a
-    complete file: write a temporary file beside it, fsync, rename. A ``path`` that is a
-    symbolic link or not a regular file is refused, and a write that fails (a full disk,
-    a read-only folder) is a :class:`RunError` naming ``path``; either way the old file
-    is left as it was.
-
-    >>> path = Path(run_dir) / "a.txt"
-    >>> atomic_write(path, "old"); atomic_write(path, "new"); path.read_text()
-    'new'
-    >>> sorted(p.name for p in Path(run_dir).iterdir())  # no temporary file left behind
-    ['a.txt']
-    >>> (Path(run_dir) / "b.txt").symlink_to(path); atomic_write(Path(run_dir) / "b.txt", "x")
-    Traceback (most recent call last):
-    nlieval.runs.folder.RunError: .../b.txt is a symbolic link (to .../a.txt): ...
-    """
-    path = Path(path)
-    _lstat(path)  # a link is refused, not silently replaced by a file of its own
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
-    except OSError as err:
-        raise _write_error(path, err) from None
-    try:
-        try:
-            _write_all(fd, text.encode("utf-8"))
-            # mkstemp makes the file private (0600); a result file is as readable as
-            # any other file the user writes (the umask decides).
-            os.fchmod(fd, 0o666 & ~_umask())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        # The rename replaces a link put there since the check, never its target.
-        os.replace(tmp, path)
-    except OSError as err:
-        raise _write_error(path, err) from None
-    finally:
-        if os.path.lexists(tmp):
-            try:
-                os.unlink(tmp)
-            except OSError:
-                log.warning("%s: cannot remove the temporary file %s", path, tmp)
-
-
-def make_folder(path: str | Path) -> Path:
-    """Make the folder ``path`` (and its parents) unless it exists; a path that is a
-    file, lies below a file, or cannot be made (a read-only file system, no permission)
-    is a :class:`RunError` naming it and why.
-
-    >>> make_folder(Path(run_dir) / "a" / "b").is_dir()
-    True
-    >>> _ = (Path(run_dir) / "f").write_text("x"); make_folder(Path(run_dir) / "f" / "out")
-    Traceback (most recent call last):
-    nlieval.runs.folder.RunError: .../f/out: cannot make this folder: .../f is a file
-    """
-    path = Path(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        if path.is_symlink() and not path.exists():
-            why = f"it is a symbolic link to {os.readlink(path)}, which does not exist"
-            raise RunError(f"{path}: cannot make this folder: {why}") from None
-        if os.path.lexists(path) and not path.is_dir():
-            raise RunError(f"{path} is a file, not a folder; choose another --out") from None
-        above = next((p for p in path.parents if os.path.lexists(p)), None)
-        if above is not None and not above.is_dir():
-            raise RunError(f"{path}: cannot make this folder: {above} is a file") from None
-        raise _write_error(path, err, "make this folder") from None
-    return path
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    # os.write may write less than asked (a signal, a nearly full disk).
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _write_error(path: Path, err: OSError, action: str = "write") -> RunError:
-    """One line for a failed write of ``path``: the OS's reason and what to do."""
-    hint = ""
-    if err.errno in (errno.ENOSPC, errno.EDQUOT):
-        hint = (
-            "; what was written before is kept: free some space, then run the same "
-            "command again to resume"
-        )
-    elif err.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        hint = "; choose another --out"
-    return RunError(f"{path}: cannot {action}: {err.strerror or err}{hint}")
-
-
-def _lstat(path: Path, *, in_place: bool = False) -> os.stat_result | None:
-    """What ``path`` is, without following a link: None when it does not exist; a
-    symbolic link, or anything but a regular file, is a :class:`RunError` naming it, and
-    so is (``in_place``: a file appended to or truncated) one with a second hard link."""
-    try:
-        st = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as err:
-        raise RunError(f"{path}: cannot read: {err.strerror or err}") from None
-    if stat.S_ISLNK(st.st_mode):
-        raise _link_error(path)
-    if not stat.S_ISREG(st.st_mode):
-        raise RunError(
-            f"{path} is not a regular file (a folder, a pipe or a device); move it away, "
-            "or choose another --out"
-        )
-    if in_place:
-        _single(path, st)
-    return st
-
-
-def _link_error(path: Path) -> RunError:
-    try:
-        target = os.readlink(path)
-    except OSError:
-        target = "?"
-    return RunError(
-        f"{path} is a symbolic link (to {target}): nlieval reads and writes its own files "
-        "only, never through a link (a write would change the file it points to); replace "
-        "the link with a copy of that file, or choose another --out"
-    )
-
-
-def _single(path: Path, st: os.stat_result) -> None:
-    if st.st_nlink > 1:
-        raise RunError(
-            f"{path} has {st.st_nlink} hard links: a write here would change the file under "
-            "its other names too (a copy made with `cp -l`?); give it a copy of its own "
-            "(cp FILE FILE.new && mv FILE.new FILE), or choose another --out"
-        )
-
-
-def _open(path: Path, flags: int, *, in_place: bool = False) -> int:
-    """A descriptor of the regular file ``path``, opened without following a link
-    (``O_NOFOLLOW`` closes the window between the check and the open). ``in_place``
-    (a file appended to or truncated) also refuses a file with a second hard link, whose
-    other name a write would change too. Every failure is a :class:`RunError`."""
-    _lstat(path, in_place=in_place)
-    writing = bool(flags & (os.O_WRONLY | os.O_RDWR))
-    try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
-    except OSError as err:
-        if err.errno == errno.ELOOP and path.is_symlink():
-            raise _link_error(path) from None  # made a link since the check
-        if writing:
-            raise _write_error(path, err) from None
-        raise RunError(f"{path}: cannot read: {err.strerror or err}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise RunError(f"{path} is not a regular file; move it away, or choose another --out")
-        if in_place:
-            _single(path, st)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _read_bytes(path: Path) -> bytes:
-    """The whole of a file of the folder (see :func:`_open`)."""
-    with os.fdopen(_open(path, os.O_RDONLY), "rb") as f:
-        try:
-            return f.read()
-        except OSError as err:
-            raise RunError(f"{path}: cannot read: {err.strerror or err}") from None
-
-
-def _append(path: Path, data: bytes) -> None:
-    """Append ``data`` durably (write, fsync). A failed write (a full disk) is cut off
-    again at once, so that no partial line is left behind it."""
-    fd = _open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, in_place=True)
-    try:
-        before = os.fstat(fd).st_size
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        except OSError as err:
-            # Freeing blocks needs no space; should it fail all the same, the next
-            # start cuts the torn line (cut_torn_tail).
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, before)
-            raise _write_error(path, err) from None
-    finally:
-        os.close(fd)
-
-
 class _Lock:
     """An exclusive ``flock`` on a folder's lock file, shared by every :class:`RunFolder`
     of this process on that folder (a second ``flock`` from this process would refuse it)."""
@@ -327,7 +140,7 @@ def _acquire(folder: Path) -> Path:
     held = _HELD.get(key)
     if held is None:
         # Never through a link: the PID written below would truncate its target.
-        fd = _open(key / LOCK, os.O_RDWR | os.O_CREAT, in_place=True)
+        fd = open_own(key / LOCK, os.O_RDWR | os.O_CREAT, in_place=True)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as err:
@@ -356,7 +169,7 @@ def _acquire(folder: Path) -> Path:
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         except OSError as err:
             os.close(fd)
-            raise _write_error(key / LOCK, err) from None
+            raise write_error(key / LOCK, err) from None
         held = _HELD[key] = _Lock(fd)
     held.users += 1
     return key
@@ -431,7 +244,7 @@ class RunFolder(Generic[R]):
         >>> folder = RunFolder(run_dir); folder.has(RECORDS)
         False
         """
-        return _lstat(self.path / name) is not None
+        return stat_own(self.path / name) is not None
 
     def exists(self) -> bool:
         return self.has(CONFIG) or self.has(RECORDS)
@@ -441,9 +254,9 @@ class RunFolder(Generic[R]):
         symbolic link or something other than a regular file, before anything is
         written (see the module docstring)."""
         for name in (CONFIG, RESULTS, SUMMARY, TIMING):
-            _lstat(self.path / name)
+            stat_own(self.path / name)
         for name in IN_PLACE:
-            _lstat(self.path / name, in_place=True)
+            stat_own(self.path / name, in_place=True)
 
     def start(
         self,
@@ -503,7 +316,7 @@ class RunFolder(Generic[R]):
             now = dict(fingerprints or {})
             # Before any record exists (a crash or Ctrl-C before scoring, a wrong
             # --data-dir corrected) nothing depends on the saved fingerprints yet.
-            records = _lstat(self.records_path)
+            records = stat_own(self.records_path)
             has_records = records is not None and records.st_size > 0
             changed = [k for k, v in now.items() if has_records and k in known and known[k] != v]
             if changed:
@@ -519,7 +332,7 @@ class RunFolder(Generic[R]):
                 try:
                     (self.path / name).unlink(missing_ok=True)
                 except OSError as err:
-                    raise _write_error(self.path / name, err, "remove") from None
+                    raise write_error(self.path / name, err, "remove") from None
         saved = {"folder_format": FOLDER_FORMAT, "kind": config.KIND, **config.to_dict()}
         if has_config and not overwrite:
             # The folder's config describes all its records: what may grow between
@@ -552,49 +365,43 @@ class RunFolder(Generic[R]):
         blank: list[int] = []
         copies: list[int] = []
         required = _REQUIRED.get(self.row, ())
-        with os.fdopen(_open(p, os.O_RDONLY), "rb") as f:
-            for lineno, raw in enumerate(f, 1):
-                if not raw.endswith(b"\n"):
-                    break  # a partial tail from a crash: not a record yet
-                try:
-                    line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-                except UnicodeDecodeError as err:
-                    raise RunError(f"{p}:{lineno}: not UTF-8 text ({err.reason})") from None
-                if not line.strip():
-                    blank.append(lineno)
-                    continue
-                try:
-                    d = json.loads(line)
-                    if not isinstance(d, dict):
-                        raise TypeError(f"expected a JSON object, got {type(d).__name__}")
-                    missing = [k for k in required if k not in d]
-                    if missing:
-                        raise KeyError(", ".join(missing))
-                    rec = self.row.from_dict(d)
-                except json.JSONDecodeError as err:
-                    raise RunError(f"{p}:{lineno}: unreadable record: {err.msg}") from None
-                except KeyError as err:
-                    raise RunError(f"{p}:{lineno}: unreadable record: no field {err}") from None
-                except (TypeError, ValueError) as err:
-                    raise RunError(f"{p}:{lineno}: unreadable record: {err}") from None
-                digest = hash(raw.strip())
-                first = seen.get(rec.key)
-                if first is None:
-                    seen[rec.key] = (lineno, digest)
-                    yield rec
-                elif first[1] != digest:
-                    raise RunError(
-                        f"{p}:{lineno}: a second, different record for {rec.key} (the first is "
-                        f"on line {first[0]}); remove the wrong one, or pass --overwrite to run "
-                        "again"
-                    )
-                else:
-                    copies.append(lineno)
+        with os.fdopen(open_own(p, os.O_RDONLY), "rb") as f:
+            try:
+                for row in read_jsonl(p, f, whole_lines=True, blank=blank):
+                    rec = self._row(row, required)
+                    digest = hash(row.text.strip())
+                    first = seen.get(rec.key)
+                    if first is None:
+                        seen[rec.key] = (row.line, digest)
+                        yield rec
+                    elif first[1] != digest:
+                        raise RunError(
+                            f"{p}:{row.line}: a second, different record for {rec.key} (the "
+                            f"first is on line {first[0]}); remove the wrong one, or pass "
+                            "--overwrite to run again"
+                        )
+                    else:
+                        copies.append(row.line)
+            except DataError as err:
+                raise RunError(str(err)) from None
         # One warning per kind, not one per line (a folder written twice has thousands).
         if blank:
             log.warning("%s:%d: %d blank line(s) skipped", p, blank[0], len(blank))
         if copies:
             log.warning("%s:%d: %d copies of earlier records skipped", p, copies[0], len(copies))
+
+    def _row(self, row: JsonLine, required: Sequence[str]) -> R:
+        """The row a line holds; else the :class:`DataError` of the line."""
+        missing = [k for k in required if k not in row.value]
+        if missing:
+            more = f" (so are {', '.join(map(repr, missing[1:]))})" if missing[1:] else ""
+            raise DataError(row.path, row.line, missing[0], "missing" + more)
+        try:
+            return self.row.from_dict(row.value)
+        except KeyError as err:
+            raise DataError(row.path, row.line, str(err.args[0]), "missing") from None
+        except (TypeError, ValueError) as err:
+            raise DataError(row.path, row.line, None, f"unreadable record: {err}") from None
 
     def records(self) -> list[R]:
         return list(self.iter_records())
@@ -611,7 +418,7 @@ class RunFolder(Generic[R]):
         new = [r for r in records if r.key not in self._keys]
         if not new:
             return
-        _append(self.records_path, "".join(r.to_json() + "\n" for r in new).encode("utf-8"))
+        append_own(self.records_path, "".join(r.to_json() + "\n" for r in new).encode("utf-8"))
         self._keys.update(r.key for r in new)
 
     def write_results(self, results: Mapping[str, Any], summary: str) -> None:
@@ -630,7 +437,7 @@ class RunFolder(Generic[R]):
             if isinstance(env, Mapping):
                 lines.append({**env, "command": "unknown (results version 1)"})
         lines.append(dict(entry))
-        _append(path, "".join(json.dumps(x, sort_keys=True) + "\n" for x in lines).encode())
+        append_own(path, "".join(json.dumps(x, sort_keys=True) + "\n" for x in lines).encode())
 
     def read_provenance(self) -> list[dict[str, Any]]:
         """Every provenance line, oldest first (a torn last line from a crash is left out).
@@ -642,22 +449,11 @@ class RunFolder(Generic[R]):
         path = self.path / PROVENANCE
         if not self.has(PROVENANCE):
             return []
+        lines = read_own(path).splitlines(keepends=True)
         try:
-            text = _read_bytes(path).decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise RunError(f"{path}: not UTF-8 text ({err.reason})") from None
-        out = []
-        for lineno, line in enumerate(text.splitlines(True), 1):
-            if not line.endswith("\n") or not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise RunError(f"{path}:{lineno}: unreadable provenance: {err.msg}") from None
-            if not isinstance(entry, dict):
-                raise RunError(f"{path}:{lineno}: expected a JSON object")
-            out.append(entry)
-        return out
+            return [row.value for row in read_jsonl(path, lines, whole_lines=True)]
+        except DataError as err:
+            raise RunError(str(err)) from None
 
     def read_timing(self) -> dict[str, dict[str, Any]]:
         """Scoring wall time per sweep point, summed over invocations."""
@@ -706,46 +502,6 @@ def grown(old: Any, new: Any) -> Any:
     return None if old is None or new is None else new
 
 
-def cut_torn_tail(p: Path) -> int:
-    """Cut a partial last line (a write cut short by a crash) off an append-only JSONL
-    file; return the bytes removed. The file is opened for writing only when there is a
-    line to cut (a folder on a read-only disk can still be read), and never through a
-    link (:class:`RunError`: the cut would shorten the file it points to).
-
-    >>> p = Path(run_dir) / "a.jsonl"; _ = p.write_bytes(b'{"a": 1}\\n{"b"')
-    >>> cut_torn_tail(p), p.read_bytes()
-    (4, b'{"a": 1}\\n')
-    """
-    st = _lstat(p)
-    if st is None or st.st_size == 0:
-        return 0
-    with os.fdopen(_open(p, os.O_RDONLY), "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        # Scan back for the last newline in blocks: the file may be large.
-        pos, block = size, 1 << 16
-        while pos > 0:
-            start = max(0, pos - block)
-            f.seek(start)
-            chunk = f.read(pos - start)
-            nl = chunk.rfind(b"\n")
-            if nl >= 0:
-                end = start + nl + 1
-                break
-            pos = start
-        else:
-            end = 0
-    if end < size:
-        fd = _open(p, os.O_WRONLY, in_place=True)
-        try:
-            os.ftruncate(fd, end)
-            os.fsync(fd)
-        except OSError as err:
-            raise _write_error(p, err, "cut its torn last line") from None
-        finally:
-            os.close(fd)
-    return size - end
-
-
 def _identity(cls: type[Any], old: Mapping[str, Any]) -> dict[str, Any]:
     """The identity fields of a saved ``config.json``, as the config class reads it back:
     a field an older version did not save takes its default, and a value the class
@@ -767,11 +523,11 @@ def _identity(cls: type[Any], old: Mapping[str, Any]) -> dict[str, Any]:
 def _read_json(path: Path) -> dict[str, Any]:
     """A JSON object file of the folder; anything else is a one-line :class:`RunError`."""
     try:
-        d = json.loads(_read_bytes(path).decode("utf-8-sig"))
+        d = json.loads(read_own(path).decode("utf-8-sig"))
     except UnicodeDecodeError as err:
         raise RunError(f"{path}: not UTF-8 text ({err.reason})") from None
     except json.JSONDecodeError as err:
-        what = "empty" if not err.doc.strip() else f"invalid JSON ({err.msg})"
+        what = "empty" if not err.doc.strip() else invalid_json(err)
         raise RunError(f"{path}:{err.lineno}: {what}") from None
     if not isinstance(d, dict):
         raise RunError(f"{path}: expected a JSON object, got {type(d).__name__}")

@@ -17,7 +17,7 @@ and none is ever rewritten, so re-reporting after an upgrade keeps what made the
 True
 >>> Results.from_dict({"version": RESULTS_VERSION + 1}, "results.json")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
-nlieval.runs.folder.RunError: results.json: written by a newer nlieval (results version 3; ...
+nlieval.ground.errors.FolderError: results.json: written by a newer nlieval (results version 3; ...
 """
 
 from __future__ import annotations

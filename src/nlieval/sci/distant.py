@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..data import DataError, write_task_yaml
-from ..runs import atomic_write
+from ..ground import atomic_write, read_jsonl
 from ..types import SCI4
 from .distant_implicit import (
     ClassifyFn,
@@ -190,16 +190,6 @@ def _unreadable(path: Path, err: Exception) -> DataError:
     return DataError(path, None, None, f"cannot read: {err}{hint}")
 
 
-def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of a (gzipped) UTF-8 file; bad bytes are a DataError."""
-    try:
-        with _open_bytes(path) as fh:
-            for line_no, raw in enumerate(fh, 1):
-                yield line_no, _decode(raw, path, line_no, line_no == 1)
-    except (EOFError, OSError, zlib.error) as err:
-        raise _unreadable(path, err) from None
-
-
 def _read_text(path: Path) -> str:
     try:
         with _open_bytes(path) as fh:
@@ -225,19 +215,12 @@ def _paragraphs_of(value: Any, path: Path, line: int, name: str) -> tuple[tuple[
 
 def _read_jsonl(path: Path, text_field: str, id_field: str) -> Iterator[Document]:
     stem = path.name.split(".")[0]
-    for line_no, line in _read_lines(path):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataError(path, line_no, None, f"invalid JSON: {err.msg}") from None
-        if not isinstance(row, dict):
-            raise DataError(path, line_no, None, "expected a JSON object")
+    for line in read_jsonl(path):
+        row, n = line.value, line.line
         if row.get(text_field) is None:
-            raise DataError(path, line_no, text_field, "missing field")
-        doc_id = str(row[id_field]) if row.get(id_field) is not None else f"{stem}:{line_no}"
-        yield Document(doc_id, _paragraphs_of(row[text_field], path, line_no, text_field))
+            raise DataError(path, n, text_field, "missing field")
+        doc_id = str(row[id_field]) if row.get(id_field) is not None else f"{stem}:{n}"
+        yield Document(doc_id, _paragraphs_of(row[text_field], path, n, text_field))
 
 
 def read_corpus(

@@ -28,7 +28,7 @@ Jinja knows it, the line.
 'Hi Ann!'
 >>> env.load("{{ name.ljust(10**10) }}", "greeting").render(name="Ann")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
-nlieval.backends.sandbox.BadTemplate: greeting line 1: refused: ljust would build 10,000,000,000 ...
+nlieval.ground.sandbox.BadTemplate: greeting line 1: refused: ljust would build 10,000,000,000 ...
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from functools import wraps
 from typing import Any
 
 import jinja2
+import jinja2.exceptions
 import jinja2.ext
 import jinja2.meta
 import jinja2.nodes
@@ -106,7 +107,7 @@ class BadTemplate(ValueError):
         return BadTemplate(self.origin, self.line, self.message, during)
 
 
-class Refused(jinja2.sandbox.SecurityError):
+class Refused(jinja2.exceptions.SecurityError):
     """A bound of :class:`TemplateLimits` was reached."""
 
 
@@ -381,7 +382,7 @@ class BoundedTemplate(jinja2.Template):
         token = _BUDGET.set(budget)
         try:
             return super().render(*args, **kwargs)
-        except jinja2.sandbox.SecurityError as err:
+        except jinja2.exceptions.SecurityError as err:
             raise BadTemplate(
                 self.origin, _template_line(err, self.origin), f"refused: {err}"
             ) from None
@@ -464,7 +465,7 @@ class BoundedSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     >>> env = BoundedSandbox()
     >>> env.load("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", "loop.j2").render()
     Traceback (most recent call last):
-    nlieval.backends.sandbox.BadTemplate: loop.j2 line 1: refused: calls nested deeper than 64
+    nlieval.ground.sandbox.BadTemplate: loop.j2 line 1: refused: calls nested deeper than 64
     """
 
     template_class = BoundedTemplate
@@ -631,7 +632,7 @@ class _ChatNamespace(jinja2.utils.Namespace):
     @staticmethod
     def check_name(name: object) -> None:
         if isinstance(name, str) and name.startswith("_"):
-            raise jinja2.sandbox.SecurityError(f"namespace attribute {name!r} refused")
+            raise jinja2.exceptions.SecurityError(f"namespace attribute {name!r} refused")
 
 
 def _raise_exception(message: object) -> None:
@@ -745,7 +746,7 @@ def load_prompt_templates(
     'Q: A cat naps.'
     >>> load_prompt_templates({"user": "{{ secret }}"}, "p.yaml", {"user": ["premise"]})
     Traceback (most recent call last):
-    nlieval.backends.sandbox.BadTemplate: user of p.yaml: unknown variable(s) secret; user knows ...
+    nlieval.ground.sandbox.BadTemplate: user of p.yaml: unknown variable(s) secret; user knows ...
     """
     env = prompt_sandbox()
     out = {}

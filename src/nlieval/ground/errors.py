@@ -1,0 +1,48 @@
+"""The two errors of files: :class:`DataError` (bad content: one line naming the file,
+the line and the field) and :class:`FolderError` (a file or folder that cannot be used
+as asked: a link, not a regular file, a write that failed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+class DataError(ValueError):
+    """Bad input: carries ``path``, ``line`` (1-based, or None) and ``field`` (or None).
+
+    ``str(err)`` is one line: ``{path}:{line}: field '{field}': {message}``, leaving out
+    the parts that are None (``path`` is None only for errors about no file at all).
+
+    >>> str(DataError("dev.jsonl", 3, "gold_label", "unknown label 'x'"))
+    "dev.jsonl:3: field 'gold_label': unknown label 'x'"
+    """
+
+    def __init__(self, path: str | Path | None, line: int | None, field: str | None, message: str):
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.field = field
+        self.message = " ".join(str(message).split())  # one line, whatever the cause said
+        where = "" if self.path is None else self.path
+        if line is not None:
+            where += f":{line}"
+        parts = [where] if where else []
+        if field is not None:
+            parts.append(f"field '{field}'")
+        parts.append(self.message)
+        super().__init__(": ".join(parts))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default would call DataError(formatted_message) and fail (4 arguments).
+        return (type(self), (self.path, self.line, self.field, self.message))
+
+
+class FolderError(RuntimeError):
+    """A file or folder that cannot be used as asked (the message names it and says
+    why); a run folder's errors are this class (``nlieval.runs.RunError``).
+
+    >>> raise FolderError("out/a.json: cannot write: No space left on device")
+    Traceback (most recent call last):
+    nlieval.ground.errors.FolderError: out/a.json: cannot write: No space left on device
+    """
