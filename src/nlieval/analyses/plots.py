@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..metrics import METRICS
 from ..plotting import colors, grid, legend, save, series_name, short_names
 
 Row = Mapping[str, Any]
@@ -274,12 +275,8 @@ def plot_accuracy_vs_size(
     return save(fig, path)
 
 
-#: Metrics :func:`plot_dynamics` can follow, with their axis titles.
-DYNAMICS_METRICS = {
-    "accuracy": "accuracy",
-    "gold_nll": "NLL of the gold option",
-    "js_distance": "JS distance to humans",
-}
+#: Metrics :func:`plot_dynamics` can follow (their axis titles: :data:`nlieval.metrics.METRICS`).
+DYNAMICS_METRICS = ("accuracy", "gold_nll", "js_distance")
 
 
 def plot_dynamics(
@@ -333,7 +330,7 @@ def plot_dynamics(
         _reference_lines(ax, str(task), lines)
         if min(position[str(r["checkpoint"])] for r in task_rows) > 0:
             ax.set_xscale("log")
-        ax.set(title=str(task), xlabel=axis, ylabel=DYNAMICS_METRICS[metric])
+        ax.set(title=str(task), xlabel=axis, ylabel=METRICS[metric].axis)
     legend(fig, axes)
     return save(fig, path)
 
