@@ -26,10 +26,10 @@ from .analyses import (
     render_grid,
 )
 from .analyses.listing import FILTERS, SORTS, item_listing, listing_table
-from .analyses.plots import DYNAMICS_METRICS
 from .backends.weights import parameter_count, resolve_model
 from .data import load_task
 from .metrics import METRICS, listed, metrics, summarize
+from .plotting import DYNAMICS_METRICS
 from .runs import (
     RunError,
     RunFolder,
