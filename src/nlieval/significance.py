@@ -29,7 +29,7 @@ import numpy as np
 from scipy import stats
 
 from .metrics import METRICS, Corpus
-from .settings import positive_int, setting
+from .settings import setting
 
 #: What ``metric`` may name besides a corpus metric of :data:`nlieval.metrics.METRICS`:
 #: the mean of per-item scores (a gold NLL, a JS distance per item).
@@ -47,7 +47,7 @@ class Resampling:
     2000
     """
 
-    resamples: int = setting(RESAMPLES, help="bootstrap draws", parse=positive_int)
+    resamples: int = setting(RESAMPLES, help="bootstrap draws")
     seed: int = setting(0, help="seed of the bootstrap")
 
 
