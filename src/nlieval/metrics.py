@@ -113,9 +113,10 @@ class Metric:
     from their gold and predicted labels (a :data:`Corpus` function). ``seeds`` turns the
     values of a point's seeds into their mean and spread. ``bootstrap``: ``grid --ci``
     may resample it over items. ``label`` and ``digits`` are how tables show it, ``axis``
-    how a plot's axis names it. ``source`` says which rows hold it: ``records``, those of
-    :func:`summarize`; ``chaosnli``, those of :func:`nlieval.analyses.chaosnli.score_records`
-    (which computes these from the human label counts).
+    how a plot's axis names it (a metric with one can be followed by ``figure dynamics``).
+    ``source`` says which rows hold it: ``records``, those of :func:`summarize`;
+    ``chaosnli``, those of :func:`nlieval.analyses.chaosnli.score_records` (which computes
+    these from the human label counts).
     """
 
     name: str

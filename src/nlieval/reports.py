@@ -242,7 +242,7 @@ def figure_report(
             }
         return plot_accuracy_vs_size(rows, sizes, path, lines)
     if kind == "dynamics":
-        if metric == "js_distance":
+        if metric in METRICS and METRICS[metric].source == "chaosnli":
             rows = chaosnli.score_records([r for r in records if "human_counts" in r.meta])
         else:
             rows = summarize(records)

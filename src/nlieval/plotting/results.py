@@ -276,8 +276,9 @@ def plot_accuracy_vs_size(
     return save(fig, path)
 
 
-#: Metrics :func:`plot_dynamics` can follow (their axis titles: :data:`nlieval.metrics.METRICS`).
-DYNAMICS_METRICS = ("accuracy", "gold_nll", "js_distance")
+#: Metrics :func:`plot_dynamics` can follow: those of :data:`nlieval.metrics.METRICS` with an
+#: axis title.
+DYNAMICS_METRICS = tuple(m.name for m in METRICS.values() if m.axis)
 
 
 def plot_dynamics(
