@@ -1,15 +1,26 @@
-"""Metrics per sweep point, recomputed from saved records (no model needed).
+"""Metrics per sweep point, recomputed from saved records (no model needed), and the one
+table that declares them (:data:`METRICS`).
 
 A sweep point is (model, checkpoint, task, k, seed); rows aggregate seeds into a mean and
 a sample standard deviation.
+
+Every metric is declared once, as a :class:`Metric` in :data:`METRICS`: its name, its
+per-item or corpus function, how its seeds aggregate, whether it can be bootstrapped, its
+display name and digits. The run summaries (:func:`summarize`, ``summary.md``), ``grid``
+and its ``--ci`` intervals, ``compare`` and the help texts that list metrics read it, so
+a metric added there is in all of them.
+
+>>> [m.name for m in metrics(bootstrap=True)]
+['accuracy', 'macro_f1', 'gold_nll']
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
@@ -17,92 +28,13 @@ from .types import Record
 
 GroupKey = tuple[str, str | None, str, int]  # model, checkpoint, task, k
 
+#: A corpus function: the gold label codes of some items, their predicted codes and the
+#: task's label codes (None: the codes present) -> the metric over those items.
+Corpus = Callable[[np.ndarray, np.ndarray, "np.ndarray | None"], float]
 
-def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
-    """Accuracy, macro F1, mean gold-option NLL, predicted-label shares and the confusion
-    matrix of the records of one sweep point (items without a gold label are ignored).
-
-    An unparseable answer (``pred`` None) counts as wrong; it is its own column in the
-    confusion matrix only through ``n_unparsed``.
-
-    >>> from dataclasses import replace
-    >>> a = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
-    ...            (0.87, 0.13), "entailment", "entailment")
-    >>> b = replace(a, item_id="2", loglik=(-0.5, -1.0), probs=(0.62, 0.38), gold="neutral")
-    >>> m = point_metrics([a, b])  # gold NLL: the mean of 0.1 and 1.0
-    >>> m["accuracy"], round(m["gold_nll"], 4), m["confusion"], m["majority_baseline"]
-    (0.5, 0.55, [[1, 0], [1, 0]], 0.5)
-    """
-    from sklearn.metrics import (  # heavy: loaded on first use
-        accuracy_score,
-        confusion_matrix,
-        f1_score,
-    )
-
-    labelled = [r for r in records if r.gold is not None]
-    if not records:
-        raise ValueError("no records to score")
-    if not labelled:
-        return _unlabelled_metrics(records)
-    labels = list(labelled[0].labels)
-    gold = [r.gold for r in labelled]
-    # sklearn needs a label for every prediction; an unparsed answer gets a sentinel that
-    # matches no gold label, so it is scored wrong but never dropped.
-    pred = [r.pred if r.pred is not None else "<unparsed>" for r in labelled]
-    n = len(labelled)
-    pred_counts = Counter(pred)
-    gold_counts = Counter(gold)
-    nll = [r.gold_nll for r in labelled]
-    finite = [x for x in nll if math.isfinite(x)]
-    return {
-        "n": n,
-        "accuracy": float(accuracy_score(gold, pred)),
-        "macro_f1": float(f1_score(gold, pred, labels=labels, average="macro", zero_division=0)),
-        "per_class_f1": dict(
-            zip(
-                labels,
-                (
-                    float(x)
-                    for x in f1_score(gold, pred, labels=labels, average=None, zero_division=0)
-                ),
-                strict=True,
-            )
-        ),
-        "gold_nll": float(np.mean(finite)) if finite else math.nan,
-        "pred_dist": {lab: pred_counts.get(lab, 0) / n for lab in labels},
-        "n_unparsed": pred_counts.get("<unparsed>", 0),
-        "confusion": confusion_matrix(gold, pred, labels=labels).tolist(),
-        "labels": labels,
-        "chance": 1.0 / len(labels),
-        "majority_baseline": max(gold_counts.values()) / n,
-    }
-
-
-def _unlabelled_metrics(records: Sequence[Record]) -> dict[str, Any]:
-    """Items with no gold label (inferred or generated items): only what the model
-    predicted can be counted; the scores are NaN ("n/a" in tables), never dropped rows.
-
-    >>> r = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
-    ...            (0.87, 0.13), "entailment", None)
-    >>> m = point_metrics([r]); m["n"], m["pred_dist"]["entailment"], math.isnan(m["accuracy"])
-    (1, 1.0, True)
-    """
-    labels = list(records[0].labels)
-    pred = Counter(r.pred if r.pred is not None else "<unparsed>" for r in records)
-    n = len(records)
-    return {
-        "n": n,
-        "accuracy": math.nan,
-        "macro_f1": math.nan,
-        "per_class_f1": {lab: math.nan for lab in labels},
-        "gold_nll": math.nan,
-        "pred_dist": {lab: pred.get(lab, 0) / n for lab in labels},
-        "n_unparsed": pred.get("<unparsed>", 0),
-        "confusion": [],
-        "labels": labels,
-        "chance": 1.0 / len(labels),
-        "majority_baseline": math.nan,
-    }
+#: What an unparsed answer (``pred`` None) is scored as: a label no gold label matches,
+#: so it counts as wrong and is never dropped.
+UNPARSED = "<unparsed>"
 
 
 def mean_std(values: Sequence[float], *, skip_nan: bool = False) -> tuple[float, float]:
@@ -122,6 +54,235 @@ def mean_std(values: Sequence[float], *, skip_nan: bool = False) -> tuple[float,
     return float(np.nanmean(arr)), float(np.nanstd(arr, ddof=1)) if len(arr) > 1 else 0.0
 
 
+def accuracy(gold: np.ndarray, pred: np.ndarray, classes: np.ndarray | None = None) -> float:
+    """The share of items whose prediction is the gold label (``classes`` unused), as
+    scikit-learn's ``accuracy_score``.
+
+    >>> accuracy(np.array([0, 1, 1, 2]), np.array([0, 1, 0, 0]))
+    0.5
+    """
+    return float(np.mean(gold == pred))
+
+
+def macro_f1(gold: np.ndarray, pred: np.ndarray, classes: np.ndarray | None = None) -> float:
+    """The unweighted mean F1 over ``classes`` (default: those present in ``gold`` or
+    ``pred``; an F1 of 0 where a class has no true positives), as scikit-learn's
+    ``f1_score(labels=classes, average="macro", zero_division=0)``; vectorised by hand
+    because the bootstrap calls it thousands of times.
+
+    >>> round(macro_f1(np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1])), 4)
+    0.7333
+    >>> round(macro_f1(np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1]), np.array([0, 1, 2])), 4)
+    0.4889
+    """
+    if classes is None:
+        classes = np.union1d(gold, pred)
+    scores = []
+    for c in classes:
+        tp = np.sum((gold == c) & (pred == c))
+        denom = np.sum(gold == c) + np.sum(pred == c)
+        scores.append(0.0 if denom == 0 else 2.0 * tp / denom)
+    return float(np.mean(scores)) if scores else float("nan")
+
+
+def _gold_nll(record: Record) -> float:
+    return record.gold_nll
+
+
+def encode(
+    gold: Sequence[object], pred: Sequence[object], labels: Sequence[object] = ()
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gold labels, predictions and the task's labels as integer codes (one code per
+    distinct text), the inputs of a :data:`Corpus` function.
+
+    >>> [c.tolist() for c in encode(["b", "a"], ["b", "b"], ["a", "b", "c"])]
+    [[1, 0], [1, 1], [0, 1, 2]]
+    """
+    texts = [[str(x) for x in xs] for xs in (gold, pred, labels)]
+    codes = {name: i for i, name in enumerate(sorted({t for xs in texts for t in xs}))}
+    g, p, c = ([codes[t] for t in xs] for xs in texts)
+    return np.array(g), np.array(p), np.array(c)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric, declared once.
+
+    ``item`` scores one record (the metric is then the mean over items, non-finite
+    scores left out: NaN when none is finite), or ``corpus`` scores the items together
+    from their gold and predicted labels (a :data:`Corpus` function). ``seeds`` turns the
+    values of a point's seeds into their mean and spread. ``bootstrap``: ``grid --ci``
+    may resample it over items. ``label`` and ``digits`` are how tables show it, ``axis``
+    how a plot's axis names it (a metric with one can be followed by ``figure dynamics``).
+    ``source`` says which rows hold it: ``records``, those of :func:`summarize`;
+    ``chaosnli``, those of :func:`nlieval.analyses.chaosnli.score_records` (which computes
+    these from the human label counts).
+    """
+
+    name: str
+    label: str
+    item: Callable[[Record], float] | None = None
+    corpus: Corpus | None = None
+    seeds: Callable[[Sequence[float]], tuple[float, float]] = mean_std
+    bootstrap: bool = True
+    digits: int = 3
+    axis: str = ""
+    source: Literal["records", "chaosnli"] = "records"
+
+    def of(self, records: Sequence[Record], labels: Sequence[str]) -> float:
+        """The metric of ``records`` (each with a gold label) over the task's ``labels``.
+
+        >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-0.5, -1.0), (0.6, 0.4), "a", "b")
+        >>> METRICS["accuracy"].of([r], r.labels), METRICS["gold_nll"].of([r], r.labels)
+        (0.0, 1.0)
+        """
+        if self.item is not None:
+            scores = [self.item(r) for r in records]
+            finite = [x for x in scores if math.isfinite(x)]
+            return float(np.mean(finite)) if finite else math.nan
+        if self.corpus is None:
+            raise ValueError(f"{self.name} is computed with the {self.source} rows")
+        pred = [r.pred if r.pred is not None else UNPARSED for r in records]
+        return self.corpus(*encode([r.gold for r in records], pred, labels))
+
+
+#: Every metric of the package, by name, in the order tables show them.
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("accuracy", "accuracy", corpus=accuracy, axis="accuracy"),
+        Metric("macro_f1", "macro F1", corpus=macro_f1),
+        Metric("gold_nll", "gold NLL", item=_gold_nll, axis="NLL of the gold option"),
+        Metric(
+            "js_distance",
+            "JS distance",
+            bootstrap=False,
+            digits=4,
+            source="chaosnli",
+            axis="JS distance to humans",
+        ),  # fmt: skip
+        Metric("js_divergence", "JS divergence", bootstrap=False, digits=4, source="chaosnli"),
+        Metric("kl", "KL(human‖model)", bootstrap=False, digits=4, source="chaosnli"),
+        Metric("acc_original", "acc original", bootstrap=False, digits=4, source="chaosnli"),
+        Metric("acc_majority", "acc majority", bootstrap=False, digits=4, source="chaosnli"),
+    )
+}
+
+
+def metric(name: str) -> Metric:
+    """The metric called ``name`` in :data:`METRICS`; an unknown name is a ValueError
+    listing the known ones.
+
+    >>> metric("macro_f1").label
+    'macro F1'
+    """
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise ValueError(f"unknown metric {name!r}; one of {', '.join(METRICS)}") from None
+
+
+def metrics(*, source: str | None = None, bootstrap: bool | None = None) -> list[Metric]:
+    """The metrics of :data:`METRICS` held by rows of ``source`` and, when ``bootstrap``
+    is given, those that can (True) or cannot (False) be bootstrapped, in table order.
+
+    >>> [m.name for m in metrics(source="chaosnli")][:2]
+    ['js_distance', 'js_divergence']
+    """
+    return [
+        m
+        for m in METRICS.values()
+        if (source is None or m.source == source)
+        and (bootstrap is None or m.bootstrap == bootstrap)
+    ]
+
+
+def listed(ms: Iterable[Metric], last: str = ", ") -> str:
+    """The names of ``ms`` for a message or a help text, the last joined by ``last``.
+
+    >>> listed(metrics(bootstrap=True), last=" and ")
+    'accuracy, macro_f1 and gold_nll'
+    """
+    names = [m.name for m in ms]
+    return last.join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else "".join(names)
+
+
+def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
+    """Every ``records`` metric of :data:`METRICS` (accuracy, macro F1, mean gold-option
+    NLL, ...), the per-class F1, predicted-label shares and the confusion matrix of the
+    records of one sweep point (items without a gold label are ignored).
+
+    An unparseable answer (``pred`` None) counts as wrong; it is its own column in the
+    confusion matrix only through ``n_unparsed``.
+
+    >>> from dataclasses import replace
+    >>> a = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
+    ...            (0.87, 0.13), "entailment", "entailment")
+    >>> b = replace(a, item_id="2", loglik=(-0.5, -1.0), probs=(0.62, 0.38), gold="neutral")
+    >>> m = point_metrics([a, b])  # gold NLL: the mean of 0.1 and 1.0
+    >>> m["accuracy"], round(m["gold_nll"], 4), m["confusion"], m["majority_baseline"]
+    (0.5, 0.55, [[1, 0], [1, 0]], 0.5)
+    """
+    from sklearn.metrics import confusion_matrix, f1_score  # heavy: loaded on first use
+
+    labelled = [r for r in records if r.gold is not None]
+    if not records:
+        raise ValueError("no records to score")
+    if not labelled:
+        return _unlabelled_metrics(records)
+    labels = list(labelled[0].labels)
+    gold = [r.gold for r in labelled]
+    # sklearn needs a label for every prediction; an unparsed answer gets a sentinel that
+    # matches no gold label, so it is scored wrong but never dropped.
+    pred = [r.pred if r.pred is not None else UNPARSED for r in labelled]
+    n = len(labelled)
+    pred_counts = Counter(pred)
+    gold_counts = Counter(gold)
+    out: dict[str, Any] = {"n": n}
+    for m in metrics(source="records"):
+        out[m.name] = m.of(labelled, labels)
+        if m.name == "macro_f1":  # results.json has always listed it here
+            per_class = f1_score(gold, pred, labels=labels, average=None, zero_division=0)
+            out["per_class_f1"] = dict(zip(labels, (float(x) for x in per_class), strict=True))
+    return {
+        **out,
+        "pred_dist": {lab: pred_counts.get(lab, 0) / n for lab in labels},
+        "n_unparsed": pred_counts.get(UNPARSED, 0),
+        "confusion": confusion_matrix(gold, pred, labels=labels).tolist(),
+        "labels": labels,
+        "chance": 1.0 / len(labels),
+        "majority_baseline": max(gold_counts.values()) / n,
+    }
+
+
+def _unlabelled_metrics(records: Sequence[Record]) -> dict[str, Any]:
+    """Items with no gold label (inferred or generated items): only what the model
+    predicted can be counted; the scores are NaN ("n/a" in tables), never dropped rows.
+
+    >>> r = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
+    ...            (0.87, 0.13), "entailment", None)
+    >>> m = point_metrics([r]); m["n"], m["pred_dist"]["entailment"], math.isnan(m["accuracy"])
+    (1, 1.0, True)
+    """
+    labels = list(records[0].labels)
+    pred = Counter(r.pred if r.pred is not None else UNPARSED for r in records)
+    n = len(records)
+    out: dict[str, Any] = {"n": n}
+    for m in metrics(source="records"):
+        out[m.name] = math.nan
+        if m.name == "macro_f1":  # results.json has always listed it here
+            out["per_class_f1"] = {lab: math.nan for lab in labels}
+    return {
+        **out,
+        "pred_dist": {lab: pred.get(lab, 0) / n for lab in labels},
+        "n_unparsed": pred.get(UNPARSED, 0),
+        "confusion": [],
+        "labels": labels,
+        "chance": 1.0 / len(labels),
+        "majority_baseline": math.nan,
+    }
+
+
 def group_records(records: Iterable[Record]) -> dict[GroupKey, dict[int, list[Record]]]:
     """Records by (model, checkpoint, task, k), then by seed."""
     groups: dict[GroupKey, dict[int, list[Record]]] = defaultdict(lambda: defaultdict(list))
@@ -131,7 +292,9 @@ def group_records(records: Iterable[Record]) -> dict[GroupKey, dict[int, list[Re
 
 
 def summarize(records: Iterable[Record]) -> list[dict[str, Any]]:
-    """One row per (model, checkpoint, task, k): metrics per seed and their mean/std.
+    """One row per (model, checkpoint, task, k): metrics per seed and, for each metric
+    of :data:`METRICS` held by records, its value over seeds (``seeds`` of the metric:
+    the mean) and its spread (``<name>_std``).
 
     Only items scored under every seed of a row enter it, so seeds compare like for like
     even while a run is still incomplete.
@@ -166,8 +329,8 @@ def summarize(records: Iterable[Record]) -> list[dict[str, Any]]:
             "chance": per_seed[0]["chance"],
             "majority_baseline": per_seed[0]["majority_baseline"],
         }
-        for name in ("accuracy", "macro_f1", "gold_nll"):
-            row[name], row[name + "_std"] = mean_std([p[name] for p in per_seed])
+        for m in metrics(source="records"):
+            row[m.name], row[m.name + "_std"] = m.seeds([p[m.name] for p in per_seed])
         row["pred_dist"] = {
             lab: float(np.mean([p["pred_dist"][lab] for p in per_seed])) for lab in row["labels"]
         }

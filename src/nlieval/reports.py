@@ -4,8 +4,9 @@ the papers' grids across runs (:func:`grid_report`), breakdowns by item field
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +17,19 @@ from .analyses import (
     breakdown_table,
     chaosnli,
     checkpoint_positions,
+    compare_runs,
     grid,
     intervals,
     plot_accuracy_vs_shots,
     plot_accuracy_vs_size,
     plot_dynamics,
+    render_grid,
 )
-from .analyses.listing import item_listing, listing_table
+from .analyses.listing import FILTERS, SORTS, item_listing, listing_table
 from .backends.weights import parameter_count, resolve_model
 from .data import load_task
-from .metrics import summarize
+from .metrics import METRICS, listed, metrics, summarize
+from .plotting import DYNAMICS_METRICS
 from .runs import (
     RunError,
     RunFolder,
@@ -36,6 +40,8 @@ from .runs import (
     read_results,
     run_timing,
 )
+from .settings import csv_list, setting
+from .significance import CONFIDENCE, RESAMPLES, Resampling
 from .types import Record
 
 
@@ -76,10 +82,6 @@ def report(folders: Iterable[str | Path], write: bool = True) -> str:
     return metrics_table(rows, timing)
 
 
-#: The metrics a grid of ChaosNLI runs shows by default: the papers' original/majority table.
-CHAOSNLI_VALUES = ("acc_original", "acc_majority")
-
-
 def grid_report(
     folders: Sequence[str | Path],
     *,
@@ -89,7 +91,7 @@ def grid_report(
     reference: str | Path | None = None,
     average: bool = True,
     ci: float | None = None,
-    resamples: int = 2000,
+    resamples: int = RESAMPLES,
     seed: int = 0,
     over_checkpoints: bool = False,
 ) -> Grid:
@@ -129,12 +131,13 @@ def grid_report(
         if reference is not None and Path(path) == Path(reference):
             ref_models = {(r.model, r.checkpoint) for r in held}
         records += held
-    chaos = [v for v in values if v in chaosnli.METRICS]
+    chaos = [v for v in values if v in METRICS and METRICS[v].source == "chaosnli"]
     if chaos and len(chaos) != len(values):
         raise ValueError(f"ChaosNLI values ({', '.join(chaos)}) cannot share a grid with others")
     if chaos:
         if ci is not None:
-            raise ValueError("intervals (--ci) are for accuracy, macro_f1 and gold_nll")
+            bounded = metrics(source="records", bootstrap=True)
+            raise ValueError(f"intervals (--ci) are for {listed(bounded, last=' and ')}")
         rows = chaosnli.score_records([r for r in records if "human_counts" in r.meta])
     else:
         rows = summarize(records)
@@ -239,7 +242,7 @@ def figure_report(
             }
         return plot_accuracy_vs_size(rows, sizes, path, lines)
     if kind == "dynamics":
-        if metric == "js_distance":
+        if metric in METRICS and METRICS[metric].source == "chaosnli":
             rows = chaosnli.score_records([r for r in records if "human_counts" in r.meta])
         else:
             rows = summarize(records)
@@ -298,3 +301,191 @@ def listing_report(
             items.setdefault(ds.task, {}).update({it.id: it for it in ds.items})
     rows = item_listing(iter_run_records(folders), items, filters, sort, limit)
     return listing_table(rows)
+
+
+# --------------------------------------------------------------------------- commands
+# The settings of the commands across run folders (``grid``, ``compare``, ``breakdown``,
+# ``items``, ``figure``): each field is a flag of its command (nlieval.cli.args), the run
+# folders are the command's positional arguments.
+
+
+def _table_format() -> Any:
+    return setting("md", help="table format", choices=("md", "csv", "json"))
+
+
+def _table_out() -> Any:
+    return setting(None, help="write the table here instead of printing it")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _GridLayout:
+    runs: tuple[str, ...] = ()
+    rows: tuple[str, ...] = setting(("model",), help="row keys", parse=csv_list)
+    cols: tuple[str, ...] = setting(("task",), help="column keys", parse=csv_list)
+    metrics: tuple[str, ...] = setting(
+        ("accuracy",),
+        help=f"values: {listed(metrics(source='records'))}, or the ChaosNLI "
+        f"{listed(metrics(source='chaosnli'))}",
+        parse=csv_list,
+    )
+    reference: str | None = setting(None, help="run folder to take each row's gap to")
+    no_average: bool = setting(False, help="no Average row")
+    ci: float | None = setting(
+        None,
+        help="add each cell's bootstrap interval over items at this level, e.g. 0.95",
+        metavar="LEVEL",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridConfig(Resampling, _GridLayout):
+    """What ``nlieval grid`` draws: :func:`grid_table`.
+
+    >>> GridConfig(runs=("a",)).rows, GridConfig().resamples
+    (('model',), 2000)
+    """
+
+    over_checkpoints: bool = setting(
+        False, help="a model's checkpoints are its seeds (a run over a train folder's seed models)"
+    )
+    format: str = _table_format()
+    percent: bool = setting(False, help="values x 100")
+    digits: int = setting(3, help="digits after the point")
+    out: str | None = _table_out()
+
+
+def grid_table(cfg: GridConfig) -> str:
+    """The grid of ``cfg`` (:func:`grid_report`) rendered as ``cfg.format``
+    (:func:`nlieval.analyses.render_grid`).
+
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
+    ...                            (-0.1, -2.0), (0.87, 0.13), "entailment", "neutral")])
+    >>> print(grid_table(GridConfig(runs=(run_dir,), no_average=True)).splitlines()[-1])
+    | m | 0.000 |
+    """
+    g = grid_report(
+        cfg.runs,
+        index=cfg.rows,
+        columns=cfg.cols,
+        values=cfg.metrics,
+        reference=cfg.reference,
+        average=not cfg.no_average,
+        ci=cfg.ci,
+        resamples=cfg.resamples,
+        seed=cfg.seed,
+        over_checkpoints=cfg.over_checkpoints,
+    )
+    return render_grid(g, cfg.format, percent=cfg.percent, digits=cfg.digits)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareConfig(Resampling):
+    """What ``nlieval compare`` tests: run folder ``a`` against ``b``
+    (:func:`nlieval.analyses.compare_runs`).
+
+    >>> CompareConfig(a="x", b="y").confidence
+    0.95
+    """
+
+    a: str = ""
+    b: str = ""
+    confidence: float = setting(CONFIDENCE, help="level of the intervals")
+    json: str | None = setting(None, help="also write the rows as JSON here")
+
+
+def compare_report(cfg: CompareConfig) -> list[dict[str, Any]]:
+    """The rows of :func:`nlieval.analyses.compare_runs` of ``cfg``."""
+    return compare_runs(
+        cfg.a, cfg.b, resamples=cfg.resamples, confidence=cfg.confidence, seed=cfg.seed
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class BreakdownConfig:
+    """What ``nlieval breakdown`` tabulates: :func:`breakdown_report` of ``runs`` by ``by``.
+
+    >>> BreakdownConfig(by=("genre",)).format
+    'md'
+    """
+
+    runs: tuple[str, ...] = ()
+    by: tuple[str, ...] = setting(help="fields, e.g. heuristic,gold", parse=csv_list)
+    format: str = _table_format()
+    out: str | None = _table_out()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ItemsConfig:
+    """What ``nlieval items`` lists: :func:`listing_report` of ``runs``.
+
+    >>> ItemsConfig().limit
+    20
+    """
+
+    runs: tuple[str, ...] = ()
+    filter: tuple[str, ...] | None = setting(
+        None, help=f"any of {', '.join(FILTERS)}", parse=csv_list
+    )
+    sort: str = setting("id", help="order of the items", choices=SORTS)
+    limit: int = setting(20, help="rows at most")
+    data_dir: str | None = setting(None, help="where the tasks' data is [as saved]")
+
+
+#: The figures of ``nlieval figure``.
+FIGURES = ("shots", "size", "dynamics")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FigureConfig:
+    """What ``nlieval figure`` draws: :func:`figure_from`.
+
+    >>> FigureConfig(kind="shots", out="f.png").metric
+    'accuracy'
+    """
+
+    kind: str = "shots"
+    runs: tuple[str, ...] = ()
+    out: str = setting(help="PNG to write")
+    baseline: tuple[str, ...] = ()
+    sizes: tuple[str, ...] | None = setting(None, help="MODEL=PARAMETERS,...", parse=csv_list)
+    pattern: str | None = setting(None, help=r"checkpoint name -> number, e.g. step(\d+)")
+    # 1, not 1.0: the help shows it as [1].
+    scale: float = setting(1, help="x per captured number")
+    positions: str | None = setting(None, help="JSON file: checkpoint -> x position")
+    metric: str = setting(
+        "accuracy", help="what a dynamics figure follows", choices=DYNAMICS_METRICS
+    )
+    axis: str = setting("training tokens", help="x axis title")
+
+
+def figure_from(cfg: FigureConfig) -> Path:
+    """:func:`figure_report` of ``cfg``: its ``sizes`` (``MODEL=PARAMETERS`` entries) as
+    numbers, its ``positions`` read from the JSON file it names."""
+    sizes = None
+    if cfg.sizes:
+        sizes = {}
+        for pair in cfg.sizes:
+            name, _, value = pair.rpartition("=")
+            try:
+                sizes[name] = float(value)
+            except ValueError:
+                raise ValueError(f"--sizes: {pair!r} is not MODEL=PARAMETERS") from None
+    positions = None
+    if cfg.positions:
+        raw = json.loads(Path(cfg.positions).read_text(encoding="utf-8"))
+        if not isinstance(raw, dict):
+            raise ValueError(f"{cfg.positions}: a JSON object of checkpoint -> position")
+        positions = {str(k): float(v) for k, v in raw.items()}
+    return figure_report(
+        cfg.kind,
+        cfg.runs,
+        cfg.out,
+        baselines=cfg.baseline,
+        sizes=sizes,
+        pattern=cfg.pattern,
+        scale=cfg.scale,
+        positions=positions,
+        metric=cfg.metric,
+        axis=cfg.axis,
+    )

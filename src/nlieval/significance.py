@@ -3,15 +3,17 @@
 * :func:`mcnemar`: McNemar's test on the items exactly one of the two got right (exact
   binomial by default; the chi-square form with continuity correction on request);
 * :func:`bootstrap_interval`: a seeded percentile bootstrap confidence interval of one
-  system's accuracy, macro F1 or mean per-item score over items resampled with
-  replacement (averaged over seeds when a system has several);
+  system's accuracy, macro F1 (any corpus metric of :data:`nlieval.metrics.METRICS`) or
+  mean per-item score over items resampled with replacement (averaged over seeds when a
+  system has several);
 * :func:`paired_bootstrap`: a seeded percentile bootstrap confidence interval of the
   difference ``B - A`` in accuracy, macro F1 or a per-item score (such as the JS distance to
   human labels) over items resampled in pairs, and a paired permutation p-value (each
   item's two outputs swapped at random), both from :mod:`scipy.stats`.
 
 Inputs are per-item arrays in one item order; pairing the records of two run folders by
-item is the caller's part (:func:`nlieval.analyses.compare.compare_runs`).
+item is the caller's part (:func:`nlieval.analyses.compare.compare_runs`). The defaults
+(:data:`RESAMPLES` draws, :data:`CONFIDENCE`) are those of every command.
 
 >>> r = mcnemar([1, 1, 1, 0, 1], [0, 0, 1, 0, 1])
 >>> (r.a_only, r.b_only, round(r.p_value, 3))
@@ -20,14 +22,33 @@ item is the caller's part (:func:`nlieval.analyses.compare.compare_runs`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-#: The metrics :func:`paired_bootstrap` knows by name; ``mean`` averages a per-item score.
-METRICS = ("accuracy", "macro_f1", "mean")
+from .metrics import METRICS, Corpus
+from .settings import setting
+
+#: What ``metric`` may name besides a corpus metric of :data:`nlieval.metrics.METRICS`:
+#: the mean of per-item scores (a gold NLL, a JS distance per item).
+MEAN = "mean"
+#: The bootstrap's defaults, for every interval and test of the package.
+RESAMPLES = 2000
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resampling:
+    """The bootstrap's draws and seed, as a command's settings.
+
+    >>> Resampling().resamples
+    2000
+    """
+
+    resamples: int = setting(RESAMPLES, help="bootstrap draws")
+    seed: int = setting(0, help="seed of the bootstrap")
 
 
 @dataclass(frozen=True)
@@ -91,35 +112,15 @@ class PairedBootstrap:
     seed: int
 
 
-def macro_f1(gold: np.ndarray, pred: np.ndarray, classes: np.ndarray | None = None) -> float:
-    """The unweighted mean F1 over ``classes`` (default: those present in ``gold`` or
-    ``pred``; an F1 of 0 where a class has no true positives), as scikit-learn's
-    ``f1_score(labels=classes, average="macro", zero_division=0)``; vectorised by hand
-    because the bootstrap calls it thousands of times.
-
-    >>> round(macro_f1(np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1])), 4)
-    0.7333
-    >>> round(macro_f1(np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1]), np.array([0, 1, 2])), 4)
-    0.4889
-    """
-    if classes is None:
-        classes = np.union1d(gold, pred)
-    scores = []
-    for c in classes:
-        tp = np.sum((gold == c) & (pred == c))
-        denom = np.sum(gold == c) + np.sum(pred == c)
-        scores.append(0.0 if denom == 0 else 2.0 * tp / denom)
-    return float(np.mean(scores)) if scores else float("nan")
-
-
-def _metric(name: str) -> Callable[..., float]:
-    if name == "accuracy":
-        return lambda gold, pred: float(np.mean(gold == pred))
-    if name == "macro_f1":
-        return macro_f1
-    if name == "mean":
-        return lambda values: float(np.mean(values))
-    raise ValueError(f"unknown metric {name!r}; one of {', '.join(METRICS)}")
+def _metric(name: str) -> Corpus | None:
+    """The corpus function of the metric ``name`` (None: ``mean``, per-item scores)."""
+    if name == MEAN:
+        return None
+    m = METRICS.get(name)
+    if m is None or m.corpus is None:
+        known = [x.name for x in METRICS.values() if x.corpus is not None] + [MEAN]
+        raise ValueError(f"unknown metric {name!r}; one of {', '.join(known)}")
+    return m.corpus
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,8 @@ def bootstrap_interval(
     *,
     metric: str = "accuracy",
     labels: Sequence[object] | None = None,
-    resamples: int = 2000,
-    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
     seed: int = 0,
 ) -> Interval:
     """The percentile bootstrap interval of one system's ``metric`` over items drawn with
@@ -161,7 +162,7 @@ def bootstrap_interval(
     >>> r.value, r.low, r.high
     (1.0, 1.0, 1.0)
     """
-    fn = _metric(metric)
+    corpus = _metric(metric)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if resamples < 1:
@@ -170,7 +171,7 @@ def bootstrap_interval(
     n = len(rows[0]) if rows else 0
     if n == 0 or any(len(r) != n for r in rows):
         raise ValueError("need one or more equal, non-empty rows of items")
-    if metric == "mean":
+    if corpus is None:
         if gold is not None:
             raise ValueError("metric 'mean' averages per-item scores: pass no gold")
         v = np.array(rows, dtype=float)
@@ -178,7 +179,7 @@ def bootstrap_interval(
             raise ValueError("per-item scores must be finite numbers")
 
         def stat_of(idx: np.ndarray) -> float:
-            return float(np.mean([fn(row[idx]) for row in v]))
+            return float(np.mean([np.mean(row[idx]) for row in v]))
 
     else:
         if gold is None:
@@ -192,11 +193,10 @@ def bootstrap_interval(
             raise ValueError(f"gold has {len(g)} items, the predictions {n}")
         v = np.array([[codes[str(x)] for x in r] for r in rows])
         classes = None if labels is None else np.array([codes[str(x)] for x in labels])
+        score: Corpus = corpus
 
         def stat_of(idx: np.ndarray) -> float:
-            if metric == "macro_f1":
-                return float(np.mean([macro_f1(g[idx], row[idx], classes) for row in v]))
-            return float(np.mean([fn(g[idx], row[idx]) for row in v]))
+            return float(np.mean([score(g[idx], row[idx], classes) for row in v]))
 
     everything = np.arange(n)
     value = stat_of(everything)
@@ -221,8 +221,8 @@ def paired_bootstrap(
     gold: Sequence[object] | np.ndarray | None = None,
     *,
     metric: str = "accuracy",
-    resamples: int = 2000,
-    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
     seed: int = 0,
 ) -> PairedBootstrap:
     """Compare A and B on the same items: predictions ``a`` and ``b`` against ``gold``
@@ -241,13 +241,13 @@ def paired_bootstrap(
     >>> r.a, r.b, r.diff, r.low, r.high
     (0.0, 1.0, 1.0, 1.0, 1.0)
     """
-    fn = _metric(metric)
+    corpus = _metric(metric)
     av, bv = np.asarray(a), np.asarray(b)
     if av.shape != bv.shape or av.ndim != 1 or len(av) == 0:
         raise ValueError(f"need two equal, non-empty lists of items, got {av.shape}, {bv.shape}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if metric == "mean":
+    if corpus is None:
         if gold is not None:
             raise ValueError("metric 'mean' averages per-item scores: pass no gold")
         av, bv = av.astype(float), bv.astype(float)
@@ -255,10 +255,10 @@ def paired_bootstrap(
             raise ValueError("per-item scores must be finite numbers")
 
         def diff(x: np.ndarray, y: np.ndarray) -> float:
-            return float(fn(y) - fn(x))
+            return float(np.mean(y)) - float(np.mean(x))
 
         data: tuple[np.ndarray, ...] = (av, bv)
-        value_a, value_b = fn(av), fn(bv)
+        value_a, value_b = float(np.mean(av)), float(np.mean(bv))
     else:
         if gold is None:
             raise ValueError(f"metric {metric!r} needs the gold labels")
@@ -272,11 +272,13 @@ def paired_bootstrap(
         av = np.array([codes[str(v)] for v in av])
         bv = np.array([codes[str(v)] for v in bv])
 
+        score: Corpus = corpus
+
         def diff(x: np.ndarray, y: np.ndarray, gg: np.ndarray) -> float:  # type: ignore[misc]
-            return float(fn(gg, y) - fn(gg, x))
+            return score(gg, y, None) - score(gg, x, None)
 
         data = (av, bv, g)
-        value_a, value_b = fn(g, av), fn(g, bv)
+        value_a, value_b = score(g, av, None), score(g, bv, None)
     observed = value_b - value_a
     rng = np.random.default_rng(seed)
     if np.array_equal(av, bv):
@@ -296,7 +298,9 @@ def paired_bootstrap(
         low, high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
 
         def perm_stat(x: np.ndarray, y: np.ndarray) -> float:
-            return float(fn(y) - fn(x)) if metric == "mean" else float(fn(g, y) - fn(g, x))
+            if corpus is None:
+                return float(np.mean(y)) - float(np.mean(x))
+            return corpus(g, y, None) - corpus(g, x, None)
 
         perm = stats.permutation_test(
             (av, bv),

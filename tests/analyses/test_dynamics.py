@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from nlieval.analyses.dynamics import checkpoint_order, dynamics, format_dynamics, plot_dynamics
+from nlieval.analyses.dynamics import checkpoint_order, dynamics, format_dynamics
 from nlieval.choice import RunConfig, run
 from nlieval.choice.prompts import PromptBuilder, answer_letter
 from nlieval.data import load_task
+from nlieval.plotting import plot_run_dynamics
 from nlieval.runs import RunFolder
 
 STEPS = (0, 10, 25, 50)
@@ -65,7 +66,7 @@ def test_checkpoint_run_and_monotonicity(checkpoints: list[str], tmp_path: Path)
     assert row["accuracy"][-1] > row["accuracy"][0]
     assert row["tau_accuracy"] > 0
     assert "| tiny | smoke | 0 | 4 |" in format_dynamics(rows)
-    png = plot_dynamics(rows, tmp_path / "dyn.png")
+    png = plot_run_dynamics(rows, tmp_path / "dyn.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from nlieval.analyses.dynamics import dynamics, format_dynamics, plot_dynamics
+from nlieval.analyses.dynamics import dynamics, format_dynamics
 from nlieval.cli import main
+from nlieval.plotting import plot_run_dynamics
 from nlieval.runs import RunFolder
 from nlieval.types import Record
 
@@ -76,7 +77,7 @@ def test_plot_has_a_divergence_row_and_cli_writes_both_figures(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = dynamics(records(), ORDER)
-    png = plot_dynamics(rows, tmp_path / "dyn.png")
+    png = plot_run_dynamics(rows, tmp_path / "dyn.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     folder = RunFolder(tmp_path / "run")
     folder.path.mkdir()

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from nlieval.analyses.plots import (
+from nlieval.backends.weights import parameter_count, resolve_model
+from nlieval.plotting import (
     baseline_levels,
     checkpoint_positions,
     plot_accuracy_vs_shots,
     plot_accuracy_vs_size,
     plot_dynamics,
 )
-from nlieval.backends.weights import parameter_count, resolve_model
 
 
 def test_parameter_count_is_the_models_own(tiny_llama: Path) -> None:

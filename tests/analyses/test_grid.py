@@ -7,9 +7,13 @@ import io
 import json
 import math
 
+import numpy as np
 import pytest
+from sklearn.metrics import accuracy_score, f1_score
 
-from nlieval.analyses.grid import grid, render_grid
+from nlieval.analyses.grid import grid, intervals, render_grid
+from nlieval.metrics import METRICS, Metric, point_metrics, summarize
+from nlieval.types import Record
 
 
 def _chaos_rows() -> list[dict[str, object]]:
@@ -88,3 +92,51 @@ def test_csv_and_json_hold_the_same_numbers() -> None:
     cells = json.loads(render_grid(g, "json"))["cells"]
     avg = [c for c in cells if c["row"] == ["Average"] and c["column"] == ["chaosnli_mnli"]]
     assert math.isclose(avg[0]["mean"], 0.6) and avg[0]["std"] is None
+
+
+def _records(seed: int) -> list[Record]:
+    rng = np.random.default_rng(seed)
+    labels = ("entailment", "neutral", "contradiction")
+    out = []
+    for s in (0, 1):
+        for i in range(30):
+            gold = labels[i % 3]
+            pred = labels[int(rng.integers(0, 3))] if rng.random() < 0.9 else None
+            probs = tuple(float(p) for p in rng.dirichlet([1.0, 1.0, 1.0]))
+            loglik = tuple(float(np.log(p)) for p in probs)
+            out.append(Record("t", str(i), "m", 0, s, labels, loglik, probs, pred, gold))
+    return out
+
+
+def test_the_table_metrics_are_scikit_learns_to_the_bit() -> None:
+    # The table's own accuracy and macro F1 replace scikit-learn's in every summary: the
+    # numbers saved in results.json must not move by one bit.
+    for seed in range(20):
+        recs = [r for r in _records(seed) if r.seed == 0]
+        gold = [r.gold for r in recs]
+        pred = [r.pred or "<unparsed>" for r in recs]
+        m = point_metrics(recs)
+        assert m["accuracy"] == float(accuracy_score(gold, pred))
+        want = f1_score(gold, pred, labels=list(recs[0].labels), average="macro", zero_division=0)
+        assert m["macro_f1"] == float(want)
+
+
+def test_a_metric_added_to_the_table_reaches_summaries_and_intervals(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The probability of the gold option, declared once: its mean over items per seed,
+    # then the mean over seeds, and an interval over items like any other metric.
+    def gold_prob(r: Record) -> float:
+        return r.probs[r.labels.index(str(r.gold))]
+
+    monkeypatch.setitem(METRICS, "gold_prob", Metric("gold_prob", "gold prob.", item=gold_prob))
+    recs = _records(3)
+    row = summarize(recs)[0]
+    per_seed = [np.mean([gold_prob(r) for r in recs if r.seed == s]) for s in (0, 1)]
+    assert row["gold_prob"] == pytest.approx(np.mean(per_seed))
+    assert row["gold_prob_std"] == pytest.approx(np.std(per_seed, ddof=1))
+    low, high = intervals(recs, ["gold_prob"], resamples=200)[("m", None, "t", 0)]["gold_prob"]
+    assert low < row["gold_prob"] < high
+    g = grid([{**row, "gold_prob_ci": [low, high]}], values=("gold_prob",), average=False)
+    cell = g.value(("m",), ("t",))
+    assert cell is not None and (cell.low, cell.high) == (low, high)

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from scipy.stats import hypergeom
 
-from nlieval.analyses import chaosnli, plots
+from nlieval import plotting as plots
+from nlieval.analyses import chaosnli
 from nlieval.analyses.chaosnli import HumanBaseline, split_half_js
 from nlieval.types import Record
 

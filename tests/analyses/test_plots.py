@@ -8,7 +8,8 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import pytest
 
-from nlieval.analyses import chaosnli, plots
+from nlieval import plotting as plots
+from nlieval.analyses import chaosnli
 from nlieval.choice import RunConfig
 from nlieval.cli.analyses import PLOTS, add_commands
 from nlieval.metrics import summarize

@@ -9,7 +9,8 @@ import pytest
 from sklearn.metrics import f1_score
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
-from nlieval.significance import bootstrap_interval, macro_f1, mcnemar, paired_bootstrap
+from nlieval.metrics import macro_f1
+from nlieval.significance import bootstrap_interval, mcnemar, paired_bootstrap
 
 
 def _pairs(both: int, a_only: int, b_only: int, neither: int) -> tuple[list[bool], list[bool]]:

@@ -20,7 +20,8 @@ and prediction files of classifiers made elsewhere. Where to start:
 * ``nlieval items``: :func:`item_listing` of several folders' predictions side by side,
   filtered for error analysis;
 * ``nlieval plots``: :func:`plot_accuracy_vs_shots`, :func:`plot_accuracy_by_entropy`
-  and :func:`plot_divergence` (matplotlib, one PNG each).
+  and :func:`plot_divergence` (matplotlib, one PNG each; drawn in :mod:`nlieval.plotting`,
+  where every plot lives).
 
 >>> from nlieval.analyses import chaosnli
 >>> round(chaosnli.divergences([[50, 50]], [[0.5, 0.5]])["kl"], 6)
@@ -29,15 +30,7 @@ and prediction files of classifiers made elsewhere. Where to start:
 
 from __future__ import annotations
 
-from . import chaosnli
-from .breakdown import breakdown, breakdown_table
-from .chaosnli import HumanBaseline, score_prediction_file, score_records
-from .compare import compare_runs, comparison_table
-from .dynamics import follow_run
-from .grid import Grid, grid, intervals, render_grid
-from .imports import ImportConfig, import_predictions
-from .listing import item_listing, listing_table
-from .plots import (
+from ..plotting import (
     baseline_levels,
     checkpoint_positions,
     plot_accuracy_by_entropy,
@@ -46,6 +39,14 @@ from .plots import (
     plot_divergence,
     plot_dynamics,
 )
+from . import chaosnli
+from .breakdown import breakdown, breakdown_table
+from .chaosnli import HumanBaseline, score_prediction_file, score_records
+from .compare import compare_runs, comparison_table
+from .dynamics import follow_run
+from .grid import Grid, grid, intervals, render_grid
+from .imports import ImportConfig, import_predictions
+from .listing import item_listing, listing_table
 
 __all__ = [
     "Grid",

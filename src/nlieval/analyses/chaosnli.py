@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from ..data import load_task
 from ..data.stats import fleiss_kappa, label_change_share
+from ..metrics import metrics
 from ..runs import markdown_table
 from ..types import Record
 from .label_distributions import (
@@ -78,7 +79,8 @@ __all__ = [
     "split_half_js",
 ]
 
-METRICS = (*DIVERGENCES, "acc_original", "acc_majority")
+#: The ChaosNLI metrics of the one table (:data:`nlieval.metrics.METRICS`), computed here.
+METRICS = tuple(m.name for m in metrics(source="chaosnli"))
 UNIFORM = tuple(f"uniform_{m}" for m in DIVERGENCES)
 GROUP = ["model", "checkpoint", "task", "k"]
 Against = Literal["original", "majority"]
@@ -410,12 +412,13 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
         return "(no ChaosNLI records)"
     ckpt = any(r.get("checkpoint") for r in rows)
     head = ["model", *(["checkpoint"] if ckpt else []), "task", "k", "n"]
-    head += ["JS distance", "JS divergence", "KL(human‖model)", "acc original", "acc majority"]
+    shown = metrics(source="chaosnli")
+    head += [m.label for m in shown]
     body: list[list[str]] = []
     baselines: dict[tuple[str, int], Mapping[str, Any]] = {}
     for r in rows:
         cells = [r["model"], *([r.get("checkpoint") or "-"] if ckpt else []), r["task"], _k(r)]
-        body.append([*cells, str(r["n"]), *(_num(r, m) for m in METRICS)])
+        body.append([*cells, str(r["n"]), *(_num(r, m.name, m.digits) for m in shown)])
         baselines.setdefault((r["task"], r["n"]), r)
     for (task, n), r in baselines.items():
         u = r["uniform"]

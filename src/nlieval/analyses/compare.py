@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from ..runs import RunError, RunFolder, markdown_table
-from ..significance import mcnemar, paired_bootstrap
+from ..significance import CONFIDENCE, RESAMPLES, mcnemar, paired_bootstrap
 from ..types import Record
 
 PointKey = tuple[str, str | None, int, int]  # task, checkpoint, k, seed
+#: The metrics of :data:`nlieval.metrics.METRICS` whose difference B - A is tested.
+COMPARED = ("accuracy", "macro_f1")
 
 
 def _by_point(folder: str | Path) -> dict[PointKey, dict[str, Record]]:
@@ -52,8 +54,8 @@ def compare_runs(
     a: str | Path,
     b: str | Path,
     *,
-    resamples: int = 2000,
-    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
     seed: int = 0,
 ) -> list[dict[str, Any]]:
     """One row per sweep point (task, checkpoint, k, seed) that both folders hold: items
@@ -84,16 +86,12 @@ def compare_runs(
         pa = [str(la[i].pred) for i in ids]
         pb = [str(lb[i].pred) for i in ids]
         test = mcnemar([la[i].correct for i in ids], [lb[i].correct for i in ids])
-        acc = paired_bootstrap(pa, pb, gold, resamples=resamples, confidence=confidence, seed=seed)
-        f1 = paired_bootstrap(
-            pa,
-            pb,
-            gold,
-            metric="macro_f1",
-            resamples=resamples,
-            confidence=confidence,
-            seed=seed,
-        )
+        tests = {
+            name: paired_bootstrap(
+                pa, pb, gold, metric=name, resamples=resamples, confidence=confidence, seed=seed
+            )
+            for name in COMPARED
+        }
         task, ckpt, k, s = point
         rows.append(
             {
@@ -106,16 +104,17 @@ def compare_runs(
                 "n": len(ids),
                 "only_in_a": len(set(la) - set(lb)),
                 "only_in_b": len(set(lb) - set(la)),
-                "accuracy_a": acc.a,
-                "accuracy_b": acc.b,
-                "accuracy_diff": acc.diff,
-                "accuracy_ci": [acc.low, acc.high],
-                "accuracy_p": acc.p_value,
-                "macro_f1_a": f1.a,
-                "macro_f1_b": f1.b,
-                "macro_f1_diff": f1.diff,
-                "macro_f1_ci": [f1.low, f1.high],
-                "macro_f1_p": f1.p_value,
+                **{
+                    f"{name}_{part}": value
+                    for name, t in tests.items()
+                    for part, value in (
+                        ("a", t.a),
+                        ("b", t.b),
+                        ("diff", t.diff),
+                        ("ci", [t.low, t.high]),
+                        ("p", t.p_value),
+                    )
+                },
                 "a_only": test.a_only,
                 "b_only": test.b_only,
                 "mcnemar_p": test.p_value,

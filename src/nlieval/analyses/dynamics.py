@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics import summarize
-from ..plotting import grid, save
+from ..plotting import plot_accuracy_by_entropy, plot_run_dynamics
 from ..runs import RunFolder
 from ..types import Record
 from .chaosnli import HumanBaseline, entropy_bins, score_records
-from .plots import plot_accuracy_by_entropy
 
 
 def checkpoint_order(folder: str | Path) -> list[str]:
@@ -148,67 +147,6 @@ def format_dynamics(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _short(names: Sequence[str]) -> list[str]:
-    """Checkpoint folders by their last path part when that keeps them apart.
-
-    >>> _short(["runs/ft/step-0000", "runs/ft/step-0010"])
-    ['step-0000', 'step-0010']
-    """
-    tails = [Path(n).name or n for n in names]
-    return tails if len(set(tails)) == len(tails) else list(names)
-
-
-def plot_dynamics(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """Accuracy and gold NLL against checkpoint, one panel column per (task, k); a third
-    row of panels with the JS distance from the human labels where the task is a ChaosNLI
-    set, with the uniform baseline (dashed) and the human line (dotted).
-
-    >>> import tempfile
-    >>> from matplotlib.image import imread
-    >>> from nlieval.types import Record
-    >>> def rec(ck, ok):
-    ...     ll = (-0.1, -3.0) if ok else (-3.0, -0.1)
-    ...     return Record("t", "1", "m", 0, 0, ("entailment", "neutral"), ll, (0.5, 0.5),
-    ...                   "entailment" if ok else "neutral", "entailment", checkpoint=ck)
-    >>> rows = dynamics([rec("s1", False), rec("s2", True)], ["s1", "s2"])
-    >>> path = plot_dynamics(rows, Path(tempfile.mkdtemp()) / "dyn.png")
-    >>> path.name, imread(path).shape  # two 4 x 3 inch panels (no ChaosNLI row) at 120 dpi
-    ('dyn.png', (720, 480, 4))
-    """
-    n = max(1, len(rows))
-    n_rows = 3 if any("js_distance" in r for r in rows) else 2
-    fig = grid(n, n_rows, size=(4.0, 3.0))
-    axes = fig.subplots(n_rows, n, squeeze=False)
-    for i, r in enumerate(rows):
-        x = range(len(r["checkpoints"]))
-        axes[0][i].plot(x, r["accuracy"], marker="o")
-        axes[0][i].set_title(f"{r['task']} k={r['k']}  tau={r['tau_accuracy']:.2f}")
-        axes[0][i].set_ylabel("accuracy")
-        axes[1][i].plot(x, r["gold_nll"], marker="o", color="tab:red")
-        axes[1][i].set_title(f"gold NLL  tau(-NLL)={r['tau_nll']:.2f}")
-        axes[1][i].set_ylabel("mean NLL of gold option")
-        panels = [axes[0][i], axes[1][i]]
-        if n_rows == 3:
-            ax = axes[2][i]
-            if "js_distance" in r:
-                ax.plot(x, r["js_distance"], marker="o", color="tab:purple", label="model")
-                ax.axhline(r["uniform"]["js_distance"], ls="--", color="grey", label="uniform")
-                ax.axhline(
-                    r["human"]["js_distance"], ls=":", color="black", label=r["human"]["label"]
-                )
-                ax.set_title(f"JS distance (n={r['n']})  tau(-JS)={r['tau_js']:.2f}")
-                ax.set_ylabel("JS distance to human labels")
-                ax.set_ylim(bottom=0)
-                ax.legend(fontsize=7)
-                panels.append(ax)
-            else:
-                ax.set_axis_off()
-        for ax in panels:
-            ax.set_xticks(list(x))
-            ax.set_xticklabels(_short(r["checkpoints"]), rotation=45, ha="right", fontsize=7)
-    return save(fig, path)
-
-
 def follow_run(
     folder: str | Path,
     *,
@@ -247,7 +185,7 @@ def follow_run(
     written: list[Path] = []
     skipped: list[str] = []
     if plot:
-        written.append(plot_dynamics(rows, plot))
+        written.append(plot_run_dynamics(rows, plot))
     if entropy_plot:
         binned = entropy_bins(records, bins)
         if binned:

@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..metrics import group_records
+from ..metrics import group_records, listed, metrics
 from ..runs import markdown_table
-from ..significance import bootstrap_interval
+from ..significance import CONFIDENCE, MEAN, RESAMPLES, bootstrap_interval
 from ..types import Record
 
 #: Keys a grid may put in rows or columns (besides ``metric``).
@@ -179,34 +179,30 @@ def grid(
     return Grid(index, columns, tuple(row_keys) + tuple(extra_rows), tuple(col_keys), tuple(out))
 
 
-#: The metrics :func:`intervals` can bound (ChaosNLI values are not among them).
-INTERVAL_METRICS = ("accuracy", "macro_f1", "gold_nll")
-
-
 def intervals(
     records: Sequence[Record],
     values: Sequence[str],
     *,
-    confidence: float = 0.95,
-    resamples: int = 2000,
+    confidence: float = CONFIDENCE,
+    resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> dict[tuple[Any, ...], dict[str, list[float]]]:
     """The bootstrap interval over items of each of ``values`` at each (model,
     checkpoint, task, k) of ``records`` (:func:`nlieval.significance.bootstrap_interval`;
     several seeds: the mean over seeds of each resample), on the items every seed scored,
     as :func:`nlieval.metrics.summarize` takes them. Keyed like summarize's rows; each
-    value ``[low, high]``. Items without a gold label are left out.
+    value ``[low, high]``. Items without a gold label are left out. Any metric of
+    :data:`nlieval.metrics.METRICS` that can be bootstrapped may be asked for.
 
     >>> r = [Record("t", str(i), "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), "a", g)
     ...      for i, g in enumerate("aaaa")]
     >>> intervals(r, ["accuracy"], resamples=100)
     {('m', None, 't', 0): {'accuracy': [1.0, 1.0]}}
     """
-    unknown = [v for v in values if v not in INTERVAL_METRICS]
+    bounded = {m.name: m for m in metrics(source="records", bootstrap=True)}
+    unknown = [v for v in values if v not in bounded]
     if unknown:
-        raise ValueError(
-            f"no intervals for {', '.join(unknown)}: only {', '.join(INTERVAL_METRICS)}"
-        )
+        raise ValueError(f"no intervals for {', '.join(unknown)}: only {listed(bounded.values())}")
     out: dict[tuple[Any, ...], dict[str, list[float]]] = {}
     for key, by_seed in group_records(records).items():
         common = set.intersection(
@@ -219,24 +215,25 @@ def intervals(
         gold = [per_seed[0][i].gold for i in ids]
         labels = list(per_seed[0][ids[0]].labels)
         out[key] = {}
-        for metric in values:
-            if metric == "gold_nll":
-                nll = [[recs[i].gold_nll for i in ids] for recs in per_seed]
+        for name in values:
+            m = bounded[name]
+            if m.item is not None:
+                scores = [[m.item(recs[i]) for i in ids] for recs in per_seed]
                 res = bootstrap_interval(
-                    nll, metric="mean", resamples=resamples, confidence=confidence, seed=seed
+                    scores, metric=MEAN, resamples=resamples, confidence=confidence, seed=seed
                 )
             else:
                 preds = [[str(recs[i].pred) for i in ids] for recs in per_seed]
                 res = bootstrap_interval(
                     preds,
                     gold,
-                    metric=metric,
+                    metric=name,
                     labels=labels,
                     resamples=resamples,
                     confidence=confidence,
                     seed=seed,
                 )
-            out[key][metric] = [res.low, res.high]
+            out[key][name] = [res.low, res.high]
     return out
 
 

@@ -1,7 +1,10 @@
 """Commands across run folders (no model loaded): ``grid`` (the papers' model x benchmark
 tables), ``compare`` (significance of two runs on the same items), ``breakdown`` (metrics by
 an item field), ``items`` (items with several models' predictions side by side) and
-``figure`` (accuracy vs shots, vs size, training dynamics of several models)."""
+``figure`` (accuracy vs shots, vs size, training dynamics of several models).
+
+Each command's flags are the settings of its configuration class in
+:mod:`nlieval.reports`; a command parses them, calls one function there and prints."""
 
 from __future__ import annotations
 
@@ -9,11 +12,22 @@ import argparse
 import json
 from pathlib import Path
 
-from ..analyses import compare_runs, comparison_table, render_grid
-from ..analyses.listing import FILTERS, SORTS
-from ..reports import breakdown_report, figure_report, grid_report, listing_report
+from ..analyses import comparison_table
+from ..reports import (
+    FIGURES,
+    BreakdownConfig,
+    CompareConfig,
+    FigureConfig,
+    GridConfig,
+    ItemsConfig,
+    breakdown_report,
+    compare_report,
+    figure_from,
+    grid_table,
+    listing_report,
+)
 from ..runs import atomic_write, make_folder
-from ..settings import csv_list
+from .args import add_settings, settings_from_args
 
 
 def _write_or_print(text: str, out: str | None) -> None:
@@ -26,50 +40,41 @@ def _write_or_print(text: str, out: str | None) -> None:
     print(f"written: {path}")
 
 
+def _runs(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(args.runs)
+
+
 def cmd_grid(args: argparse.Namespace) -> int:
     """Print (or write) the grid table of the folders."""
-    g = grid_report(
-        args.runs,
-        index=args.rows,
-        columns=args.cols,
-        values=args.metrics,
-        reference=args.reference,
-        average=not args.no_average,
-        ci=args.ci,
-        resamples=args.resamples,
-        seed=args.seed,
-        over_checkpoints=args.over_checkpoints,
-    )
-    _write_or_print(render_grid(g, args.format, percent=args.percent, digits=args.digits), args.out)
+    cfg = settings_from_args(GridConfig, args, runs=_runs(args))
+    _write_or_print(grid_table(cfg), cfg.out)
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print McNemar and bootstrap intervals per shared sweep point."""
-    rows = compare_runs(
-        args.a, args.b, resamples=args.resamples, confidence=args.confidence, seed=args.seed
-    )
+    cfg = settings_from_args(CompareConfig, args, a=args.a, b=args.b)
+    rows = compare_report(cfg)
     print(comparison_table(rows))
-    if args.json:
-        _write_or_print(json.dumps(rows, indent=2), args.json)
+    if cfg.json:
+        _write_or_print(json.dumps(rows, indent=2), cfg.json)
     return 0
 
 
 def cmd_breakdown(args: argparse.Namespace) -> int:
     """Print metrics by the named fields."""
-    _write_or_print(breakdown_report(args.runs, args.by, args.format), args.out)
+    cfg = settings_from_args(BreakdownConfig, args, runs=_runs(args))
+    _write_or_print(breakdown_report(cfg.runs, cfg.by, cfg.format), cfg.out)
     return 0
 
 
 def cmd_items(args: argparse.Namespace) -> int:
     """Print the items of the folders side by side."""
+    cfg = settings_from_args(ItemsConfig, args, runs=_runs(args))
+    filters = cfg.filter or ()
     print(
         listing_report(
-            args.runs,
-            filters=args.filter or (),
-            sort=args.sort,
-            limit=args.limit,
-            data_dir=args.data_dir,
+            cfg.runs, filters=filters, sort=cfg.sort, limit=cfg.limit, data_dir=cfg.data_dir
         )
     )
     return 0
@@ -77,35 +82,16 @@ def cmd_items(args: argparse.Namespace) -> int:
 
 def cmd_figure(args: argparse.Namespace) -> int:
     """Write one figure across the folders' models."""
-    sizes = None
-    if args.sizes:
-        sizes = {}
-        for pair in args.sizes:
-            name, _, value = pair.rpartition("=")
-            try:
-                sizes[name] = float(value)
-            except ValueError:
-                raise ValueError(f"--sizes: {pair!r} is not MODEL=PARAMETERS") from None
-    positions = None
-    if args.positions:
-        raw = json.loads(Path(args.positions).read_text(encoding="utf-8"))
-        if not isinstance(raw, dict):
-            raise ValueError(f"{args.positions}: a JSON object of checkpoint -> position")
-        positions = {str(k): float(v) for k, v in raw.items()}
-    path = figure_report(
-        args.kind,
-        args.runs,
-        args.out,
-        baselines=args.baseline or (),
-        sizes=sizes,
-        pattern=args.pattern,
-        scale=args.scale,
-        positions=positions,
-        metric=args.metric,
-        axis=args.axis,
+    cfg = settings_from_args(
+        FigureConfig, args, kind=args.kind, runs=_runs(args), baseline=tuple(args.baseline or ())
     )
-    print(f"written: {path}")
+    print(f"written: {figure_from(cfg)}")
     return 0
+
+
+def _add_runs(p: argparse.ArgumentParser) -> None:
+    # A positional list: the settings of nlieval.settings are flags only.
+    p.add_argument("runs", nargs="+", help="run folders")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -118,73 +104,34 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     (('model',), ('task',), ('acc_original', 'acc_majority'))
     """
     p = sub.add_parser("grid", help="one table over many run folders (the papers' layouts)")
-    p.add_argument("runs", nargs="+", help="run folders")
-    p.add_argument("--rows", type=csv_list, default=("model",), help="row keys [model]")
-    p.add_argument("--cols", type=csv_list, default=("task",), help="column keys [task]")
-    p.add_argument(
-        "--metrics",
-        type=csv_list,
-        default=("accuracy",),
-        help="values: accuracy, macro_f1, gold_nll, or the ChaosNLI acc_original, "
-        "acc_majority, js_distance, kl [accuracy]",
-    )
-    p.add_argument("--reference", default=None, help="run folder to take each row's gap to")
-    p.add_argument("--no-average", action="store_true", help="no Average row")
-    p.add_argument(
-        "--ci",
-        type=float,
-        default=None,
-        metavar="LEVEL",
-        help="add each cell's bootstrap interval over items at this level, e.g. 0.95",
-    )
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap draws [2000]")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap [0]")
-    p.add_argument(
-        "--over-checkpoints",
-        action="store_true",
-        help="a model's checkpoints are its seeds (a run over a train folder's seed models)",
-    )
-    p.add_argument("--format", choices=("md", "csv", "json"), default="md")
-    p.add_argument("--percent", action="store_true", help="values x 100")
-    p.add_argument("--digits", type=int, default=3)
-    p.add_argument("--out", default=None, help="write the table here instead of printing it")
+    _add_runs(p)
+    add_settings(p, GridConfig)
     p.set_defaults(handler=cmd_grid)
 
     p = sub.add_parser("compare", help="McNemar and paired bootstrap of two runs' items")
+    # Positionals: the settings of nlieval.settings are flags only.
     p.add_argument("a", help="run folder A")
     p.add_argument("b", help="run folder B")
-    p.add_argument("--resamples", type=int, default=2000)
-    p.add_argument("--confidence", type=float, default=0.95)
-    p.add_argument("--seed", type=int, default=0, help="seed of the resampling [0]")
-    p.add_argument("--json", default=None, help="also write the rows as JSON here")
+    add_settings(p, CompareConfig)
     p.set_defaults(handler=cmd_compare)
 
     p = sub.add_parser("breakdown", help="metrics by item field (heuristic, genre, domain, ...)")
-    p.add_argument("runs", nargs="+", help="run folders")
-    p.add_argument("--by", type=csv_list, required=True, help="fields, e.g. heuristic,gold")
-    p.add_argument("--format", choices=("md", "csv", "json"), default="md")
-    p.add_argument("--out", default=None, help="write the table here instead of printing it")
+    _add_runs(p)
+    add_settings(p, BreakdownConfig)
     p.set_defaults(handler=cmd_breakdown)
 
     p = sub.add_parser("items", help="items with several models' predictions side by side")
-    p.add_argument("runs", nargs="+", help="run folders")
-    p.add_argument("--filter", type=csv_list, default=None, help=f"any of {', '.join(FILTERS)}")
-    p.add_argument("--sort", choices=SORTS, default="id")
-    p.add_argument("--limit", type=int, default=20, help="rows at most [20]")
-    p.add_argument("--data-dir", default=None, help="where the tasks' data is [as saved]")
+    _add_runs(p)
+    add_settings(p, ItemsConfig)
     p.set_defaults(handler=cmd_items)
 
     p = sub.add_parser("figure", help="accuracy vs shots / size, dynamics across models")
-    p.add_argument("kind", choices=("shots", "size", "dynamics"))
-    p.add_argument("runs", nargs="+", help="run folders")
-    p.add_argument("--out", required=True, help="PNG to write")
+    # A positional with choices: the settings of nlieval.settings are flags only.
+    p.add_argument("kind", choices=FIGURES)
+    _add_runs(p)
+    add_settings(p, FigureConfig)
+    # Repeatable (action "append"), which a setting's flag cannot be.
     p.add_argument(
         "--baseline", action="append", help="run folder drawn as a dotted line (repeatable)"
     )
-    p.add_argument("--sizes", type=csv_list, default=None, help="MODEL=PARAMETERS,...")
-    p.add_argument("--pattern", default=None, help=r"checkpoint name -> number, e.g. step(\d+)")
-    p.add_argument("--scale", type=float, default=1.0, help="x per captured number [1]")
-    p.add_argument("--positions", default=None, help="JSON file: checkpoint -> x position")
-    p.add_argument("--metric", choices=("accuracy", "gold_nll", "js_distance"), default="accuracy")
-    p.add_argument("--axis", default="training tokens", help="x axis title")
     p.set_defaults(handler=cmd_figure)

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..analyses import chaosnli, imports, plots
+from .. import plotting as plots
+from ..analyses import chaosnli, imports
 from ..analyses.chaosnli import HumanBaseline, format_all_correct, format_bins_table, format_table
 from ..analyses.dynamics import follow_run, format_dynamics
 from ..analyses.predictions import FORMATS

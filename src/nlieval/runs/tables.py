@@ -11,6 +11,7 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..metrics import METRICS, metrics
 from .schema import Results
 
 
@@ -49,14 +50,13 @@ def metrics_table(
             dist += f" unparsed {r['n_unparsed']}"
         return [
             str(ns),
-            plus_minus(r["accuracy"], r["accuracy_std"], ns),
-            plus_minus(r["macro_f1"], r["macro_f1_std"], ns),
-            plus_minus(r["gold_nll"], r["gold_nll_std"], ns),
+            *(plus_minus(r[m.name], r[m.name + "_std"], ns, m.digits) for m in shown),
             f"{r['chance']:.3f}",
             dist,
         ]
 
-    head = ["seeds", "accuracy", "macro F1", "gold NLL", "chance", "predicted labels"]
+    shown = metrics(source="records")
+    head = ["seeds", *(m.label for m in shown), "chance", "predicted labels"]
     return _row_table(rows, timing, head, cells)
 
 
@@ -80,14 +80,15 @@ def instruct_table(
         std = statistics.stdev(unparsed) if ns > 1 else 0.0
         return [
             str(ns),
-            plus_minus(r["macro_f1"], r["macro_f1_std"], ns),
-            plus_minus(r["accuracy"], r["accuracy_std"], ns),
+            *(plus_minus(r[m.name], r[m.name + "_std"], ns, m.digits) for m in shown),
             plus_minus(statistics.fmean(unparsed), std, ns, digits=1),
             f"{r['chance']:.3f}",
             f"{r['majority_baseline']:.3f}",
         ]
 
-    head = ["runs", "macro F1", "accuracy", "unparsed/run", "chance", "majority"]
+    # The instruct papers' columns: macro F1 first.
+    shown = [METRICS["macro_f1"], METRICS["accuracy"]]
+    head = ["runs", *(m.label for m in shown), "unparsed/run", "chance", "majority"]
     return _row_table(rows, timing, head, cells)
 
 

@@ -8,9 +8,7 @@ written by :func:`save`. Such a figure is never registered with pyplot, so nothi
 to be closed after saving: it is freed with its last reference.
 
 matplotlib is imported inside the functions that need it, so importing this module is
-cheap; the plots themselves live with their families (:mod:`nlieval.analyses.plots`,
-:mod:`nlieval.analyses.dynamics`, :func:`nlieval.contamination.plot_epg`,
-:mod:`nlieval.sci.report`).
+cheap; the plots of results are beside it (:mod:`nlieval.plotting.results`).
 
 >>> import pathlib, tempfile
 >>> fig = grid(2, size=(2.0, 1.5))
@@ -90,7 +88,7 @@ def save(fig: Figure, path: str | Path) -> Path:
 
     >>> save(grid(1), "/proc/no/such/plot.png")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    nlieval.plotting.PlotWriteError: cannot write the plot /proc/no/such/plot.png: ...
+    nlieval.plotting.canvas.PlotWriteError: cannot write the plot /proc/no/such/plot.png: ...
     """
     out = Path(path)
     try:

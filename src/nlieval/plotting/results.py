@@ -1,8 +1,9 @@
-"""PNG plots from saved results, drawn with the helpers of :mod:`nlieval.plotting`
+"""PNG plots from saved results, drawn with the helpers of :mod:`nlieval.plotting.canvas`
 (matplotlib's object API on an Agg canvas: no display, no pyplot state).
 
-Each function takes rows as returned by :func:`nlieval.metrics.summarize` or
-:mod:`nlieval.analyses.chaosnli`, writes one PNG and returns its path.
+Each function takes rows as returned by :func:`nlieval.metrics.summarize`,
+:mod:`nlieval.analyses.chaosnli` or :func:`nlieval.analyses.dynamics.dynamics`, writes one
+PNG and returns its path.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..plotting import colors, grid, legend, save, series_name, short_names
+from ..metrics import METRICS
+from .canvas import colors, grid, legend, save, series_name, short_names
 
 Row = Mapping[str, Any]
 ACC_STYLES = (
@@ -274,12 +276,9 @@ def plot_accuracy_vs_size(
     return save(fig, path)
 
 
-#: Metrics :func:`plot_dynamics` can follow, with their axis titles.
-DYNAMICS_METRICS = {
-    "accuracy": "accuracy",
-    "gold_nll": "NLL of the gold option",
-    "js_distance": "JS distance to humans",
-}
+#: Metrics :func:`plot_dynamics` can follow: those of :data:`nlieval.metrics.METRICS` with an
+#: axis title.
+DYNAMICS_METRICS = tuple(m.name for m in METRICS.values() if m.axis)
 
 
 def plot_dynamics(
@@ -333,8 +332,66 @@ def plot_dynamics(
         _reference_lines(ax, str(task), lines)
         if min(position[str(r["checkpoint"])] for r in task_rows) > 0:
             ax.set_xscale("log")
-        ax.set(title=str(task), xlabel=axis, ylabel=DYNAMICS_METRICS[metric])
+        ax.set(title=str(task), xlabel=axis, ylabel=METRICS[metric].axis)
     legend(fig, axes)
+    return save(fig, path)
+
+
+def _short(names: Sequence[str]) -> list[str]:
+    """Checkpoint folders by their last path part when that keeps them apart.
+
+    >>> _short(["runs/ft/step-0000", "runs/ft/step-0010"])
+    ['step-0000', 'step-0010']
+    """
+    tails = [Path(n).name or n for n in names]
+    return tails if len(set(tails)) == len(tails) else list(names)
+
+
+def plot_run_dynamics(rows: Sequence[Row], path: str | Path) -> Path:
+    """One checkpoint run's rows of :func:`nlieval.analyses.dynamics.dynamics`: accuracy
+    and gold NLL against checkpoint, one panel column per (task, k); a third
+    row of panels with the JS distance from the human labels where the task is a ChaosNLI
+    set, with the uniform baseline (dashed) and the human line (dotted).
+
+    >>> import tempfile
+    >>> from matplotlib.image import imread
+    >>> rows = [{"task": "t", "k": 0, "checkpoints": ["s1", "s2"], "accuracy": [0.0, 1.0],
+    ...          "gold_nll": [3.0, 0.1], "tau_accuracy": 1.0, "tau_nll": 1.0}]
+    >>> path = plot_run_dynamics(rows, Path(tempfile.mkdtemp()) / "dyn.png")
+    >>> path.name, imread(path).shape  # two 4 x 3 inch panels (no ChaosNLI row) at 120 dpi
+    ('dyn.png', (720, 480, 4))
+    """
+    n = max(1, len(rows))
+    n_rows = 3 if any("js_distance" in r for r in rows) else 2
+    fig = grid(n, n_rows, size=(4.0, 3.0))
+    axes = fig.subplots(n_rows, n, squeeze=False)
+    for i, r in enumerate(rows):
+        x = range(len(r["checkpoints"]))
+        axes[0][i].plot(x, r["accuracy"], marker="o")
+        axes[0][i].set_title(f"{r['task']} k={r['k']}  tau={r['tau_accuracy']:.2f}")
+        axes[0][i].set_ylabel("accuracy")
+        axes[1][i].plot(x, r["gold_nll"], marker="o", color="tab:red")
+        axes[1][i].set_title(f"gold NLL  tau(-NLL)={r['tau_nll']:.2f}")
+        axes[1][i].set_ylabel("mean NLL of gold option")
+        panels = [axes[0][i], axes[1][i]]
+        if n_rows == 3:
+            ax = axes[2][i]
+            if "js_distance" in r:
+                ax.plot(x, r["js_distance"], marker="o", color="tab:purple", label="model")
+                ax.axhline(r["uniform"]["js_distance"], ls="--", color="grey", label="uniform")
+                ax.axhline(
+                    r["human"]["js_distance"], ls=":", color="black", label=r["human"]["label"]
+                )
+                ax.set_title(f"JS distance (n={r['n']})  tau(-JS)={r['tau_js']:.2f}")
+                ax.set_ylabel("JS distance to human labels")
+                ax.set_ylim(bottom=0)
+                ax.legend(fontsize=7)
+                panels.append(ax)
+            else:
+                ax.set_axis_off()
+        for ax in panels:
+            ax.set_xticks(list(x))
+            ax.set_xticklabels(_short(r["checkpoints"]), rotation=45, ha="right", fontsize=7)
     return save(fig, path)
 
 
