@@ -5,7 +5,7 @@ the papers' grids across runs (:func:`grid_report`), breakdowns by item field
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from .runs import (
     read_results,
     run_timing,
 )
+from .settings import setting
 from .types import Record
 
 
@@ -78,6 +79,21 @@ def report(folders: Iterable[str | Path], write: bool = True) -> str:
 
 #: The metrics a grid of ChaosNLI runs shows by default: the papers' original/majority table.
 CHAOSNLI_VALUES = ("acc_original", "acc_majority")
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """What ``nlieval report`` is asked: the run folders, and whether to rewrite their
+    ``results.json`` and ``summary.md`` (:func:`report`).
+
+    >>> ReportConfig(("runs/a",)).write
+    True
+    """
+
+    runs: tuple[str, ...] = setting(help="run folders", positional=True, nargs="+")
+    write: bool = setting(
+        True, help="print only; leave results.json as it is", names=("--no-write",)
+    )
 
 
 def grid_report(

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from ..backends.weights import ModelError
 from ..data import DataError
 from ..runs import RunError
-from . import across, analyses, build, contamination, generate, instruct, logic, run, train
+from . import across, analyses, build, contamination, generate, instruct, logic, reports, run, train
 
 #: Command groups in the order ``nlieval --help`` lists them.
-GROUPS = (run, analyses, across, logic, build, train, contamination, generate, instruct)
+GROUPS = (run, reports, analyses, across, logic, build, train, contamination, generate, instruct)
 
 
 def build_parser() -> argparse.ArgumentParser:
