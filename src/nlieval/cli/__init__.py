@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nlieval", description=__doc__.splitlines()[0] if __doc__ else None
     )
+    # The program's own flag (before the subcommand), not a setting of any command.
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
     for group in GROUPS:
