@@ -13,20 +13,23 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ..analyses import imports
-from ..analyses.chaosnli import format_all_correct, format_bins_table, format_table
-from ..analyses.commands import (
+from ..analyses import (
     CHAOSNLI_JSON,
     PLOTS,
     ChaosnliConfig,
     ChaosnliScoreConfig,
     DynamicsConfig,
+    ImportConfig,
     PlotsConfig,
+    chaosnli,
     chaosnli_scores,
+    follow_run,
+    format_dynamics,
+    format_import,
+    import_predictions,
     score_file,
     write_plots,
 )
-from ..analyses.dynamics import follow_run, format_dynamics
 from ..runs import OutputFolder
 from .args import add_settings, settings_from_args
 
@@ -54,11 +57,11 @@ def cmd_dynamics(args: argparse.Namespace) -> int:
 
 
 def _print_scores(result: Mapping[str, Any]) -> None:
-    print(format_table(result["scores"]))
+    print(chaosnli.format_table(result["scores"]))
     print("\nAccuracy by human-label entropy (quantile bins):\n")
-    print(format_bins_table(result["entropy_bins"]))
+    print(chaosnli.format_bins_table(result["entropy_bins"]))
     print("\nItems every compared system got right:\n")
-    print(format_all_correct(result["all_correct"]))
+    print(chaosnli.format_all_correct(result["all_correct"]))
 
 
 def cmd_chaosnli(args: argparse.Namespace) -> int:
@@ -78,10 +81,10 @@ def cmd_chaosnli(args: argparse.Namespace) -> int:
 def cmd_chaosnli_import(args: argparse.Namespace) -> int:
     """Prediction files of classifiers into a run folder, with their ChaosNLI scores."""
 
-    config = settings_from_args(imports.ImportConfig, args)
+    config = settings_from_args(ImportConfig, args)
     folder = settings_from_args(OutputFolder, args)
-    result = imports.import_predictions(config, folder.out, overwrite=folder.overwrite)
-    print(imports.format_import(result))
+    result = import_predictions(config, folder.out, overwrite=folder.overwrite)
+    print(format_import(result))
     print(f"\nwritten: {folder.out}")
     return 0
 
@@ -134,7 +137,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="prediction files of classifiers (Baan et al. 2022, official ChaosNLI, jsonl) "
         "into a run folder",
     )
-    add_settings(p, imports.ImportConfig)
+    add_settings(p, ImportConfig)
     add_settings(p, OutputFolder, skip=("progress",))
     p.set_defaults(handler=cmd_chaosnli_import)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..sci.distant_build import (
+from ..sci import (
     DistantConfig,
     ImplicitConfig,
     build_distant_task,

@@ -21,8 +21,7 @@ import argparse
 import json
 import sys
 
-from ..metainference import logic
-from ..metainference.commands import (
+from ..metainference import (
     InferBuildConfig,
     InferReportConfig,
     LogicCheckConfig,
@@ -32,9 +31,10 @@ from ..metainference.commands import (
     check_relation,
     conclude_target,
     decide_table,
+    inferred,
     inferred_consistency,
+    logic,
 )
-from ..metainference.inferred import format_report
 from .args import add_settings, settings_from_args
 
 
@@ -136,6 +136,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
         frames = {r.name: r.frames for r in readings.values()}
         print(json.dumps([{**row, "frames": frames} for row in got["rows"]], indent=2))
     else:
-        print(format_report(got["rows"]), end="")
+        print(inferred.format_report(got["rows"]), end="")
         print("\n" + logic.frames_note(readings))
     return 0

@@ -10,10 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..data import TasksToRead, format_task_list
-from ..data.stats import task_stats
+from ..data import TasksToRead, format_task_list, task_stats
 from ..reports import ReportConfig, report
-from ..sci.report import SciReportConfig, sci_report
+from ..sci import SciReportConfig, sci_report
 from .args import add_settings, settings_from_args
 
 

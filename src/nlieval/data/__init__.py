@@ -61,6 +61,7 @@ from .parsers import FieldMap, parse_label
 from .rules import TaskSpec
 from .selection import ItemSelection
 from .source import DATA_DIR_HELP, DataDir, TaskFiles, TaskSource, TasksToRead, format_task_list
+from .stats import task_stats
 from .tasks import TASKS
 from .taskyaml import make_parser, write_task_yaml
 
@@ -75,6 +76,7 @@ __all__ = [
     "TaskSource",
     "TasksToRead",
     "format_task_list",
+    "task_stats",
     "ENV_DATA_DIR",
     "TASKS",
     "DataError",
