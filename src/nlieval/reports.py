@@ -29,6 +29,7 @@ from .metrics import summarize
 from .runs import (
     RunError,
     RunFolder,
+    RunFolders,
     finalize,
     instruct_table,
     iter_run_records,
@@ -82,15 +83,14 @@ CHAOSNLI_VALUES = ("acc_original", "acc_majority")
 
 
 @dataclass(frozen=True)
-class ReportConfig:
+class ReportConfig(RunFolders):
     """What ``nlieval report`` is asked: the run folders, and whether to rewrite their
     ``results.json`` and ``summary.md`` (:func:`report`).
 
-    >>> ReportConfig(("runs/a",)).write
+    >>> ReportConfig(runs=("runs/a",)).write
     True
     """
 
-    runs: tuple[str, ...] = setting(help="run folders", positional=True, nargs="+")
     write: bool = setting(
         True, help="print only; leave results.json as it is", names=("--no-write",)
     )

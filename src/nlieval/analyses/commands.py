@@ -15,7 +15,7 @@ from typing import Any
 
 from ..data import DataDir
 from ..metrics import summarize
-from ..runs import atomic_write, iter_run_records, make_folder
+from ..runs import RunFolders, atomic_write, iter_run_records, make_folder
 from ..settings import positive_int, setting
 from . import chaosnli, plots
 from .chaosnli import Against, HumanBaseline
@@ -97,10 +97,9 @@ class DynamicsConfig(HumanSettings):
 
 
 @dataclass(frozen=True)
-class ChaosnliConfig(HumanSettings):
+class ChaosnliConfig(HumanSettings, RunFolders):
     """What ``nlieval chaosnli`` is asked (see :func:`chaosnli_scores`)."""
 
-    runs: tuple[str, ...] = setting(help="run folders", positional=True, nargs="+")
     out: str | None = setting(None, help=f"folder for {CHAOSNLI_JSON} [the first RUN]")
     common_items: bool = setting(
         False, help="score every system of a task on the items all of them have"
@@ -124,10 +123,9 @@ class ChaosnliScoreConfig(DataDir, EntropyBins):
 
 
 @dataclass(frozen=True)
-class PlotsConfig(HumanSettings):
+class PlotsConfig(HumanSettings, RunFolders):
     """What ``nlieval plots`` is asked (see :func:`write_plots`)."""
 
-    runs: tuple[str, ...] = setting(help="run folders", positional=True, nargs="+")
     out: str = setting(help="folder for the PNG files")
     common_items: bool = setting(
         False, help="plot every system of a task on the items all of them have"

@@ -105,6 +105,23 @@ def add_settings(p: argparse.ArgumentParser, cls: type[Any], *, skip: Collection
     >>> cfg = settings_from_args(RunConfig, p.parse_args(["--task", "snli", "--shots", "0,5"]))
     >>> cfg.tasks, cfg.shots, cfg.server
     (('snli',), (0, 5), None)
+
+    Positional arguments and flags of several values are settings too; they arrive as
+    tuples, and a help that names its default in brackets is shown as written:
+
+    >>> from dataclasses import dataclass
+    >>> from nlieval.settings import setting
+    >>> @dataclass(frozen=True)
+    ... class Demo:
+    ...     runs: tuple[str, ...] = setting(help="run folders", positional=True, nargs="+")
+    ...     js: tuple[str, ...] = setting((), help="a value", action="append")
+    ...     bins: int = setting(5, help="bins")
+    ...     out: str = setting("a.jsonl", help="scores [a.jsonl next to the run]")
+    >>> p = argparse.ArgumentParser(); add_settings(p, Demo)
+    >>> settings_from_args(Demo, p.parse_args(["r1", "r2", "--js", "x", "--js", "y"]))
+    Demo(runs=('r1', 'r2'), js=('x', 'y'), bins=5, out='a.jsonl')
+    >>> [a.help for a in p._actions[1:]]
+    ['run folders', 'a value', 'bins [5]', 'scores [a.jsonl next to the run]']
     """
     for f in fields(cls):
         if f.name in skip:

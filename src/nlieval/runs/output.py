@@ -1,4 +1,5 @@
-"""The folder a command writes: the same three settings in every command that makes one.
+"""The folder a command writes (:class:`OutputFolder`): the same three settings in every
+command that makes one; and the run folders a command reads (:class:`RunFolders`).
 
 ``--out`` is the folder (``--output_path`` as in lm-evaluation-harness), ``--overwrite``
 discards what it holds, ``--no-progress`` turns the progress bar off. A command's
@@ -29,3 +30,15 @@ class OutputFolder:
     )
     overwrite: bool = setting(False, help="discard what the folder holds")
     progress: bool = setting(True, help="no progress bar", names=("--no-progress",))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFolders:
+    """The saved run folders a command reads (``RUNS ...``, the positional arguments of
+    the commands that read records and load no model).
+
+    >>> RunFolders(runs=("runs/a", "runs/b")).runs
+    ('runs/a', 'runs/b')
+    """
+
+    runs: tuple[str, ...] = setting(help="run folders", positional=True, nargs="+")

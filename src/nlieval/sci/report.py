@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..metrics import mean_std, point_metrics
-from ..runs import atomic_write, make_folder, markdown_table, plus_minus
+from ..runs import RunFolders, atomic_write, make_folder, markdown_table, plus_minus
 from ..settings import setting
 from ..types import Record
 
@@ -427,17 +427,14 @@ def plot_confusions(rows: Sequence[Row], folder: str | Path) -> list[Path]:
 
 
 @dataclass(frozen=True)
-class SciReportConfig:
+class SciReportConfig(RunFolders):
     """What ``nlieval sci-report`` is asked (see :func:`sci_report`).
 
-    >>> SciReportConfig(("runs/a",), in_domain="scinli")
+    >>> SciReportConfig(runs=("runs/a",), in_domain="scinli")
     Traceback (most recent call last):
     ValueError: --in-domain and --out-of-domain go together
     """
 
-    runs: tuple[str, ...] = setting(
-        help="run folders (nlieval run, instruct or train)", positional=True, nargs="+"
-    )
     in_domain: str | None = setting(None, help="task to compare with --out-of-domain")
     out_of_domain: str | None = setting(None, help="task to compare with --in-domain")
     plot_dir: str | None = setting(None, help="write one confusion-matrix PNG per row here")
@@ -461,7 +458,7 @@ def sci_report(config: SciReportConfig) -> dict[str, Any] | None:
     >>> import tempfile  # a run folder without records
     >>> folder = Path(tempfile.mkdtemp()); _ = (folder / "config.json").write_text("{}")
     >>> _ = (folder / "records.jsonl").write_text("")
-    >>> print(sci_report(SciReportConfig((str(folder),))))
+    >>> print(sci_report(SciReportConfig(runs=(str(folder),))))
     None
     """
     rows = sci_rows(iter_report_records(config.runs), over_checkpoints=config.over_checkpoints)
