@@ -33,6 +33,7 @@ from .plotting import DYNAMICS_METRICS
 from .runs import (
     RunError,
     RunFolder,
+    RunFolders,
     finalize,
     instruct_table,
     iter_run_records,
@@ -80,6 +81,24 @@ def report(folders: Iterable[str | Path], write: bool = True) -> str:
     if all((res.config or {}).get("kind") == "instruct" for res in results):
         return instruct_table(rows, timing)
     return metrics_table(rows, timing)
+
+
+#: The metrics a grid of ChaosNLI runs shows by default: the papers' original/majority table.
+CHAOSNLI_VALUES = ("acc_original", "acc_majority")
+
+
+@dataclass(frozen=True)
+class ReportConfig(RunFolders):
+    """What ``nlieval report`` is asked: the run folders, and whether to rewrite their
+    ``results.json`` and ``summary.md`` (:func:`report`).
+
+    >>> ReportConfig(runs=("runs/a",)).write
+    True
+    """
+
+    write: bool = setting(
+        True, help="print only; leave results.json as it is", names=("--no-write",)
+    )
 
 
 def grid_report(

@@ -51,6 +51,11 @@ class Flag:
     model); a field without a default and without ``cli_default`` is a required flag.
     A bool field with default False is a switch (``store_true``); one with default True
     is switched off by its flag (``names`` then reads like ``--no-prompts``).
+
+    ``positional``: the field is a positional argument named as the field; ``nargs``,
+    ``const`` and ``action`` (``append``, ``extend``) are argparse's, for the flags that
+    take several values or none. The help shows the default in brackets unless it says
+    the default itself (in brackets) or is empty.
     """
 
     help: str
@@ -59,6 +64,10 @@ class Flag:
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
     cli_default: Any = UNSET
+    positional: bool = False
+    nargs: str | None = None
+    const: Any = None
+    action: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,10 @@ def setting(
     metavar: str | None = None,
     choices: tuple[str, ...] | None = None,
     cli_default: Any = UNSET,
+    positional: bool = False,
+    nargs: str | None = None,
+    const: Any = None,
+    action: str | None = None,
 ) -> Any:
     """A dataclass field that is also a command-line flag (see :class:`Flag`).
 
@@ -88,7 +101,7 @@ def setting(
     >>> f.default, f.metadata["flag"].help
     (4, 'retries of a failed request')
     """
-    flag = Flag(help, names, parse, metavar, choices, cli_default)
+    flag = Flag(help, names, parse, metavar, choices, cli_default, positional, nargs, const, action)
     return dataclasses.field(default=default, metadata={"flag": flag})
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from nlieval.cli import build as build_cli
 from nlieval.data import DataError, load_pool, load_task, same_data
-from nlieval.sci import distant
+from nlieval.sci import distant, distant_build
 from nlieval.sci.distant import Document, Pair, match_linking_phrase
 from nlieval.types import SCI4, Label
 
@@ -512,7 +512,7 @@ def test_cli_implicit_with_classifier(
             return [[-9.0, -0.001, -9.0, -9.0] for _ in pairs]  # confident neutral
 
     base = _implicit_argv(corpus, tmp_path / "o")
-    monkeypatch.setattr(build_cli, "_load_classifier", lambda folder: Fake())
+    monkeypatch.setattr(distant_build, "load_classifier", lambda folder: Fake())
     args = _parser().parse_args([*base, "--classifier", str(tmp_path), "--threshold", "0.5"])
     assert args.handler(args) == 0
     assert "dropped_adjacent_neutral: 7" in capsys.readouterr().out
@@ -523,7 +523,7 @@ def test_cli_implicit_with_classifier(
         N: 7,
     }
     # Without an importable classifier backend the command says so and fails.
-    monkeypatch.setattr(build_cli, "_load_classifier", lambda folder: None)
+    monkeypatch.setattr(distant_build, "load_classifier", lambda folder: None)
     assert args.handler(args) == 2
     assert "cannot be imported" in capsys.readouterr().out
 
@@ -531,7 +531,7 @@ def test_cli_implicit_with_classifier(
 def test_load_classifier_rejects_other_folders(tmp_path: Path) -> None:
     pytest.importorskip("nlieval.backends.classifier")
     with pytest.raises(DataError, match="not a classifier folder"):
-        build_cli._load_classifier(str(tmp_path))
+        distant_build.load_classifier(str(tmp_path))
 
 
 def test_cli_implicit_bad_scores(corpus: list[Path], tmp_path: Path) -> None:

@@ -24,9 +24,9 @@ from nlieval.backends.classifier import (  # noqa: E402
     is_classifier_folder,
     load_classifier,
 )
-from nlieval.cli import build as build_cli  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from nlieval.runs import RunFolder  # noqa: E402
+from nlieval.sci import distant_build  # noqa: E402
 from nlieval.sci import train as train_mod  # noqa: E402
 from nlieval.sci.distant import (  # noqa: E402
     LINKING_PHRASES,
@@ -200,7 +200,7 @@ def test_implicit_relations_pipeline(
     assert stats["dropped_below_threshold"] >= len(cands) // 4
     assert [r["id"] for r in implicit] == kept and len(kept) >= 10
     # A train output folder also names its classifier (the lowest seed).
-    assert build_cli._load_classifier(str(explicit0)) is not None
+    assert distant_build.load_classifier(str(explicit0)) is not None
     assert f"scoring the candidates with {explicit0 / 'seed0'}" in capsys.readouterr().out
 
     # 4. Stage one: the implicit pairs.

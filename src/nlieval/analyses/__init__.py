@@ -20,8 +20,10 @@ and prediction files of classifiers made elsewhere. Where to start:
 * ``nlieval items``: :func:`item_listing` of several folders' predictions side by side,
   filtered for error analysis;
 * ``nlieval plots``: :func:`plot_accuracy_vs_shots`, :func:`plot_accuracy_by_entropy`
-  and :func:`plot_divergence` (matplotlib, one PNG each; drawn in :mod:`nlieval.plotting`,
-  where every plot lives).
+  and :func:`plot_divergence` (matplotlib, one PNG each).
+
+The settings of ``dynamics``, ``chaosnli``, ``chaosnli-score`` and ``plots``, and what
+each command does as one function of them, are in :mod:`.commands`.
 
 >>> from nlieval.analyses import chaosnli
 >>> round(chaosnli.divergences([[50, 50]], [[0.5, 0.5]])["kl"], 6)
@@ -42,10 +44,21 @@ from ..plotting import (
 from . import chaosnli
 from .breakdown import breakdown, breakdown_table
 from .chaosnli import HumanBaseline, score_prediction_file, score_records
+from .commands import (
+    CHAOSNLI_JSON,
+    PLOTS,
+    ChaosnliConfig,
+    ChaosnliScoreConfig,
+    DynamicsConfig,
+    PlotsConfig,
+    chaosnli_scores,
+    score_file,
+    write_plots,
+)
 from .compare import compare_runs, comparison_table
-from .dynamics import follow_run
+from .dynamics import follow_run, format_dynamics
 from .grid import Grid, grid, intervals, render_grid
-from .imports import ImportConfig, import_predictions
+from .imports import ImportConfig, format_import, import_predictions
 from .listing import item_listing, listing_table
 
 __all__ = [
@@ -73,4 +86,16 @@ __all__ = [
     "render_grid",
     "score_prediction_file",
     "score_records",
+    # the settings of the analysis commands, and what each does
+    "CHAOSNLI_JSON",
+    "PLOTS",
+    "ChaosnliConfig",
+    "ChaosnliScoreConfig",
+    "DynamicsConfig",
+    "PlotsConfig",
+    "chaosnli_scores",
+    "format_dynamics",
+    "format_import",
+    "score_file",
+    "write_plots",
 ]

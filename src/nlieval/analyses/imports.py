@@ -18,13 +18,23 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..data import Dataset, load_task
+from ..data import DATA_DIR_HELP, Dataset, load_task
 from ..runs import RunFolder, Step, execute, finalize, markdown_table
+from ..settings import setting
 from ..types import Item, Label, Record
 from . import chaosnli, predictions
 from .predictions import Prediction, PredictionSet
 
 CHAOSNLI_TASKS = ("chaosnli_snli", "chaosnli_mnli", "chaosnli_alphanli")
+
+
+def label_order(text: str) -> tuple[str, ...] | None:
+    """``--label-order``: the comma-separated names as given (none: the task's order).
+
+    >>> label_order("e,c,n"), label_order("")
+    (('e', 'c', 'n'), None)
+    """
+    return tuple(text.split(",")) if text else None
 
 
 @dataclass(frozen=True)
@@ -43,13 +53,28 @@ class ImportConfig:
     'import'
     """
 
-    files: tuple[str, ...]
-    format: str = "auto"
-    task: str | None = None
-    model: str | None = None
-    seed: int | None = None
-    label_order: tuple[str, ...] | None = None
-    data_dir: str | None = None
+    files: tuple[str, ...] = setting(
+        help="prediction files (.json, .jsonl, .gz)", positional=True, nargs="+"
+    )
+    format: str = setting(
+        "auto",
+        help="file format [auto: Baan et al. file names, .json official, else jsonl]",
+        choices=("auto", *predictions.FORMATS),
+    )
+    task: str | None = setting(
+        None,
+        help="the ChaosNLI set (needed unless the file names say it)",
+        choices=CHAOSNLI_TASKS,
+    )
+    model: str | None = setting(None, help="model name (needed for jsonl)")
+    seed: int | None = setting(None, help="seed to record [file name, or 0]")
+    label_order: tuple[str, ...] | None = setting(
+        None,
+        help="order of a jsonl file's probabilities, e.g. e,c,n [the task's: e,n,c or 1,2]",
+        parse=label_order,
+    )
+    # Declared here, not by the data folder mixin: the field order is config.json's.
+    data_dir: str | None = setting(None, help=DATA_DIR_HELP)
 
     KIND: ClassVar[str] = "import"
     IDENTITY: ClassVar[tuple[str, ...]] = ("kind",)

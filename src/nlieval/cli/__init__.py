@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from ..backends.weights import ModelError
 from ..data import DataError
 from ..runs import RunError
-from . import across, analyses, build, contamination, generate, instruct, logic, run, train
+from . import across, analyses, build, contamination, generate, instruct, logic, reports, run, train
 
 #: Command groups in the order ``nlieval --help`` lists them.
-GROUPS = (run, analyses, across, logic, build, train, contamination, generate, instruct)
+GROUPS = (run, reports, analyses, across, logic, build, train, contamination, generate, instruct)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nlieval", description=__doc__.splitlines()[0] if __doc__ else None
     )
+    # The program's own flag (before the subcommand), not a setting of any command.
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
     for group in GROUPS:

@@ -42,46 +42,57 @@ positive_int = arg_type(settings.positive_int)
 seeds = arg_type(settings.seed_list)
 
 
-def add_data_dir(p: argparse.ArgumentParser) -> None:
-    """``--data-dir``: where the official benchmark files are."""
-    p.add_argument("--data-dir", default=None, help="folder of official files [$NLIEVAL_DATA_DIR]")
-
-
 def _shown(value: Any) -> str:
     if isinstance(value, tuple):
         return ",".join(str(v) for v in value)
     return str(value)
 
 
+def _with_default(flag: settings.Flag, default: Any) -> str:
+    # A help with a bracket names its default itself; the default of a flag of several
+    # values is "none given"; an empty help stays empty.
+    if default is None or not flag.help or "[" in flag.help:
+        return flag.help
+    if flag.nargs is not None or flag.action in ("append", "extend"):
+        return flag.help
+    return f"{flag.help} [{_shown(default)}]"
+
+
 def _add_flag(p: Any, f: Field[Any], optional: bool = False) -> None:
     flag = flag_of(f)
     if flag is None:
         return
-    names = flag.names or ("--" + f.name.replace("_", "-"),)
     default = f.default if f.default is not MISSING else flag.cli_default
     if default is UNSET:
         # The flag that makes optional options exist is itself optional.
         default = None if optional else MISSING
-    kw: dict[str, Any] = {"dest": f.name, "help": flag.help}
+    kw: dict[str, Any] = {"help": flag.help or None}
+    if flag.positional:
+        names: tuple[str, ...] = (f.name,)
+    else:
+        names = flag.names or ("--" + f.name.replace("_", "-"),)
+        kw["dest"] = f.name
     if isinstance(default, bool):
         kw["action"] = "store_false" if default else "store_true"
     else:
         if default is MISSING:
-            kw["required"] = True
+            if not flag.positional:
+                kw["required"] = True
         else:
-            kw["default"] = default
-            if default is not None:
-                kw["help"] = f"{flag.help} [{_shown(default)}]"
+            # argparse appends to the default: give it a list of its own.
+            appends = flag.action in ("append", "extend") and default is not None
+            kw["default"] = list(default) if appends else default
+            kw["help"] = _with_default(flag, default) or None
         if flag.parse is not None:
             kw["type"] = arg_type(flag.parse)
         elif f.type in ("int", "int | None"):
             kw["type"] = int
         elif f.type in ("float", "float | None"):
             kw["type"] = float
-        if flag.metavar:
-            kw["metavar"] = flag.metavar
-        if flag.choices:
-            kw["choices"] = flag.choices
+        for key in ("metavar", "choices", "nargs", "const", "action"):
+            if getattr(flag, key) is not None:
+                kw[key] = getattr(flag, key)
+    # The one place a setting becomes an argparse argument.
     p.add_argument(*names, **kw)
 
 
@@ -94,6 +105,23 @@ def add_settings(p: argparse.ArgumentParser, cls: type[Any], *, skip: Collection
     >>> cfg = settings_from_args(RunConfig, p.parse_args(["--task", "snli", "--shots", "0,5"]))
     >>> cfg.tasks, cfg.shots, cfg.server
     (('snli',), (0, 5), None)
+
+    Positional arguments and flags of several values are settings too; they arrive as
+    tuples, and a help that names its default in brackets is shown as written:
+
+    >>> from dataclasses import dataclass
+    >>> from nlieval.settings import setting
+    >>> @dataclass(frozen=True)
+    ... class Demo:
+    ...     runs: tuple[str, ...] = setting(help="run folders", positional=True, nargs="+")
+    ...     js: tuple[str, ...] = setting((), help="a value", action="append")
+    ...     bins: int = setting(5, help="bins")
+    ...     out: str = setting("a.jsonl", help="scores [a.jsonl next to the run]")
+    >>> p = argparse.ArgumentParser(); add_settings(p, Demo)
+    >>> settings_from_args(Demo, p.parse_args(["r1", "r2", "--js", "x", "--js", "y"]))
+    Demo(runs=('r1', 'r2'), js=('x', 'y'), bins=5, out='a.jsonl')
+    >>> [a.help for a in p._actions[1:]]
+    ['run folders', 'a value', 'bins [5]', 'scores [a.jsonl next to the run]']
     """
     for f in fields(cls):
         if f.name in skip:
@@ -119,11 +147,18 @@ def settings_from_args(cls: type[C], args: argparse.Namespace, **extra: Any) -> 
         opt = options_of(f)
         if opt is None:
             if flag_of(f) is not None and hasattr(args, f.name):
-                kw[f.name] = getattr(args, f.name)
+                kw[f.name] = _value(getattr(args, f.name))
             continue
         if opt.when is not None and getattr(args, opt.when, None) is None:
             kw[f.name] = None
             continue
-        sub = {s.name: getattr(args, s.name) for s in fields(opt.cls) if hasattr(args, s.name)}
+        sub = {
+            s.name: _value(getattr(args, s.name)) for s in fields(opt.cls) if hasattr(args, s.name)
+        }
         kw[f.name] = opt.cls(**sub)
     return cls(**kw, **extra)
+
+
+def _value(value: Any) -> Any:
+    # Several values (nargs, append) arrive as a list; settings are frozen: a tuple.
+    return tuple(value) if isinstance(value, list) else value

@@ -1,6 +1,6 @@
-"""Commands for scientific NLI: ``instruct`` (prompted chat models) and ``sci-report``.
+"""The ``instruct`` command: prompted chat models on scientific NLI.
 
-:func:`add_commands` adds them to the main parser's subcommands; each subparser carries
+:func:`add_commands` adds it to the main parser's subcommands; its subparser carries
 its handler as ``handler`` (a function of the parsed arguments returning an exit code).
 Models and heavy libraries are imported only when a command runs.
 """
@@ -8,14 +8,11 @@ Models and heavy libraries are imported only when a command runs.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from ..backends.registry import check_model, model_fingerprints
-from ..runs import RunError, atomic_write, instruct_table, make_folder, run_timing
-from ..sci import report as sci
+from ..runs import RunError, instruct_table, run_timing
 from ..sci.instruct import InstructConfig, instruct_backend, run_instruct
 from .args import add_settings, settings_from_args
 
@@ -71,33 +68,8 @@ def _faults(backends: list[Any]) -> str | None:
     return f"{sum(faults.values())} ({detail})"
 
 
-def cmd_sci_report(args: argparse.Namespace) -> int:
-    """Scores, per-domain and per-class F1, confusion matrices (and PNGs) of run folders."""
-
-    if (args.in_domain is None) != (args.out_of_domain is None):
-        raise ValueError("--in-domain and --out-of-domain go together")
-    rows = sci.sci_rows(sci.iter_report_records(args.runs), over_checkpoints=args.over_checkpoints)
-    if not rows:
-        print(f"no labelled records in {', '.join(args.runs)}", file=sys.stderr)
-        return 1
-    shift = (args.in_domain, args.out_of_domain) if args.in_domain else None
-    pairs = sci.shift_rows(rows, *shift) if shift else None
-    print(sci.format_report(rows, pairs, shift))
-    if args.plot_dir:
-        print()
-        for path in sci.plot_confusions(rows, args.plot_dir):
-            print(f"plot: {path}")
-    if args.json:
-        out = Path(args.json)
-        make_folder(out.parent)
-        payload = {"rows": rows, "in_vs_out_of_domain": pairs}
-        atomic_write(out, json.dumps(payload, indent=2, allow_nan=True) + "\n")
-        print(f"written: {out}")
-    return 0
-
-
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    """Add ``instruct`` and ``sci-report`` to the main subparsers.
+    """Add ``instruct`` to the main subparsers.
 
     >>> parser = argparse.ArgumentParser()
     >>> add_commands(parser.add_subparsers(dest="command"))
@@ -119,20 +91,3 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true", help="discard what the run folder holds")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(handler=cmd_instruct)
-
-    p = sub.add_parser(
-        "sci-report",
-        help="macro F1 overall and per domain, per-class F1, confusion matrices (from records)",
-    )
-    p.add_argument("runs", nargs="+", help="run folders (nlieval run, instruct or train)")
-    p.add_argument("--in-domain", default=None, help="task to compare with --out-of-domain")
-    p.add_argument("--out-of-domain", default=None, help="task to compare with --in-domain")
-    p.add_argument("--plot-dir", default=None, help="write one confusion-matrix PNG per row here")
-    p.add_argument("--json", default=None, help="write every number to this JSON file")
-    p.add_argument(
-        "--over-checkpoints",
-        action="store_true",
-        help="count a model's checkpoints as runs (the seed checkpoints that "
-        "`nlieval run --model <train folder>` scores)",
-    )
-    p.set_defaults(handler=cmd_sci_report)

@@ -21,40 +21,21 @@ import argparse
 import json
 import sys
 
-from .. import data
-from ..metainference import logic
-from ..metainference.inferred import (
-    PATTERNS,
-    build,
-    consistency_report,
-    format_report,
-    read_task,
-    source_coverage,
-    write_task,
+from ..metainference import (
+    InferBuildConfig,
+    InferReportConfig,
+    LogicCheckConfig,
+    LogicConcludeConfig,
+    LogicTableConfig,
+    build_inferred,
+    check_relation,
+    conclude_target,
+    decide_table,
+    inferred,
+    inferred_consistency,
+    logic,
 )
-from ..runs import iter_run_records
-from ..types import Item
-from .args import add_data_dir
-
-
-def _readings_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--reading",
-        dest="readings",
-        action="extend",
-        nargs="+",
-        default=[],
-        metavar="FILE",
-        help="YAML file of a reading (name, E, C, N, optional description and frames); added "
-        "to MC, SC, EI, or replacing the one of the same name",
-    )
-    p.add_argument(
-        "--frames",
-        choices=tuple(logic.FRAMES),
-        default=None,
-        help="decide every reading over this frame class: K (any relation), KT (reflexive), "
-        "S4 (reflexive, transitive), S5 (equivalence) [each reading's own; K for MC, SC, EI]",
-    )
+from .args import add_settings, settings_from_args
 
 
 def _add_logic(sub: argparse._SubParsersAction) -> None:
@@ -63,63 +44,24 @@ def _add_logic(sub: argparse._SubParsersAction) -> None:
     )
     lsub = p.add_subparsers(dest="logic_command", required=True)
     t = lsub.add_parser("table", help="every built-in relation under every reading")
-    _readings_arg(t)
-    t.add_argument("--format", choices=("text", "json"), default="text")
-    t.add_argument(
-        "--no-formulas",
-        action="store_true",
-        help="leave out the short equivalent formula of each contingent cell (found by "
-        "search, about 10 s)",
-    )
+    add_settings(t, LogicTableConfig)
     t.set_defaults(handler=_cmd_table)
     c = lsub.add_parser("check", help="one meta-inference, e.g. 'Eab & Ebc -> Eac'")
-    c.add_argument("relation", help="premises -> conclusion over label atoms (Eab, ~Cba, ...)")
-    _readings_arg(c)
+    add_settings(c, LogicCheckConfig)
     c.set_defaults(handler=_cmd_check)
     s = lsub.add_parser("conclude", help="what input labels entail about a target pair")
-    s.add_argument("inputs", help="input label atoms, e.g. 'Eab & Cac'")
-    s.add_argument("target", help="the target pair's two sentence variables, e.g. bc")
-    _readings_arg(s)
-    s.add_argument(
-        "--format",
-        choices=("text", "json"),
-        default="text",
-        help="json: a list of {reading, inferred, allowed} objects, one per reading [text]",
-    )
+    add_settings(s, LogicConcludeConfig)
     s.set_defaults(handler=_cmd_conclude)
 
 
 def _add_infer(sub: argparse._SubParsersAction) -> None:
-
     p = sub.add_parser("infer", help="inferred test items and their consistency report")
     isub = p.add_subparsers(dest="infer_command", required=True)
     b = isub.add_parser("build", help="build inferred items from a labelled NLI task")
-    b.add_argument("--task", required=True, help="task name or task YAML (labels E/N/C)")
-    add_data_dir(b)
-    b.add_argument("--split", default=None, help="split of the task (default: the task's)")
-    b.add_argument("--limit", type=int, default=None, help="use the first N items only")
-    b.add_argument(
-        "--generated", default=None, help="task of generated items (b, c) for the chain patterns"
-    )
-    b.add_argument(
-        "--patterns",
-        type=lambda text: tuple(x.strip() for x in text.split(",") if x.strip()),
-        default=PATTERNS,
-        help=f"comma-separated patterns [{','.join(PATTERNS)}]",
-    )
-    b.add_argument("--max-per-pattern", type=int, default=None, help="seeded sample per pattern")
-    b.add_argument("--seed", type=int, default=0, help="seed of the sample [0]")
-    b.add_argument("--name", default="inferred", help="task name of the items [inferred]")
-    b.add_argument("--skip-bad", action="store_true", help="skip malformed data lines (counted)")
-    b.add_argument("--out", required=True, help="folder for items.jsonl and task.yaml")
-    b.add_argument("--overwrite", action="store_true", help="replace the items --out holds")
+    add_settings(b, InferBuildConfig, skip=("progress",))
     b.set_defaults(handler=_cmd_build)
     r = isub.add_parser("report", help="consistency of a run's predictions on inferred items")
-    r.add_argument("run", help="run folder of `nlieval run --task ITEMS/task.yaml`")
-    r.add_argument("--items", required=True, help="folder written by `infer build`")
-    r.add_argument("--source-run", default=None, help="run on the source items (for filtering)")
-    _readings_arg(r)
-    r.add_argument("--format", choices=("md", "json"), default="md")
+    add_settings(r, InferReportConfig)
     r.set_defaults(handler=_cmd_report)
 
 
@@ -139,9 +81,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_table(args: argparse.Namespace) -> int:
-    readings = logic.merge_readings(args.readings, frames=args.frames)
-    rows = logic.table(readings, formulas=not args.no_formulas)
-    if args.format == "json":
+    cfg = settings_from_args(LogicTableConfig, args)
+    rows, readings = decide_table(cfg)
+    if cfg.format == "json":
         print(json.dumps(rows, indent=2))
     else:
         print(logic.format_table(rows))
@@ -150,62 +92,50 @@ def _cmd_table(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    readings = logic.merge_readings(args.readings, frames=args.frames)
-    print(logic.format_check(args.relation, logic.check(args.relation, readings)))
+    cfg = settings_from_args(LogicCheckConfig, args)
+    print(logic.format_check(cfg.relation, check_relation(cfg)))
     return 0
 
 
 def _cmd_conclude(args: argparse.Namespace) -> int:
-    readings = logic.merge_readings(args.readings, frames=args.frames)
-    found = logic.conclusions(args.inputs, args.target, readings)
-    if args.format == "json":
+    cfg = settings_from_args(LogicConcludeConfig, args)
+    found = conclude_target(cfg)
+    if cfg.format == "json":
         # A list with one object per line: valid JSON, and one reading per line to read.
         print("[\n" + ",\n".join("  " + json.dumps(c.to_dict()) for c in found) + "\n]")
         return 0
-    print(logic.format_conclusions(args.inputs, args.target, found))
+    print(logic.format_conclusions(cfg.inputs, cfg.target, found))
     return 0
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from collections import Counter
-
-    ds = data.load_task(args.task, args.data_dir, args.split, skip_bad=args.skip_bad)
-    items = ds.items[: args.limit] if args.limit is not None else ds.items
-    generated: tuple[Item, ...] = ()
-    if args.generated:
-        generated = data.load_task(args.generated, args.data_dir, skip_bad=args.skip_bad).items
-    made = build(items, generated, args.patterns, args.max_per_pattern, args.seed)
-    yaml_path = write_task(made, args.out, name=args.name, overwrite=args.overwrite)
-    counts = Counter(it.meta["pattern"] for it in made)
-    print(f"{len(made)} inferred items from {len(items)} items of {ds.task} {ds.split}:")
-    for pattern, n in counts.items():
+    got = build_inferred(settings_from_args(InferBuildConfig, args))
+    print(
+        f"{len(got['made'])} inferred items from {len(got['items'])} items of {got['task']} "
+        f"{got['split']}:"
+    )
+    for pattern, n in got["counts"].items():
         print(f"  {pattern:<15} {n}")
-    print(f"\nrun them with: nlieval run --task {yaml_path} --out RUN_FOLDER")
+    print(f"\nrun them with: nlieval run --task {got['yaml']} --out RUN_FOLDER")
     return 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-
-    items = read_task(args.items)
-    records = list(iter_run_records([args.run]))
-    sources = list(iter_run_records([args.source_run])) if args.source_run else None
-    readings = logic.merge_readings(args.readings, frames=args.frames)
-    try:
-        rows = consistency_report(records, items, sources, readings)
-    except ValueError as err:  # an item's provenance is missing: name the file too
-        raise ValueError(f"{args.items}: {err}") from None
-    if sources is not None:
-        matched, needed = source_coverage(items, sources)
+    cfg = settings_from_args(InferReportConfig, args)
+    got = inferred_consistency(cfg)
+    if got["coverage"] is not None:
+        matched, needed = got["coverage"]
         if matched < needed:
             print(
-                f"nlieval: warning: --source-run {args.source_run} has records for {matched} of "
+                f"nlieval: warning: --source-run {cfg.source_run} has records for {matched} of "
                 f"the {needed} source items; the filtered rows count only those",
                 file=sys.stderr,
             )
-    if args.format == "json":
+    readings = got["readings"]
+    if cfg.format == "json":
         frames = {r.name: r.frames for r in readings.values()}
-        print(json.dumps([{**row, "frames": frames} for row in rows], indent=2))
+        print(json.dumps([{**row, "frames": frames} for row in got["rows"]], indent=2))
     else:
-        print(format_report(rows), end="")
+        print(inferred.format_report(got["rows"]), end="")
         print("\n" + logic.frames_note(readings))
     return 0

@@ -1,18 +1,14 @@
-"""The commands of choice-based evaluation and its data: ``run``, ``stats``, ``report``,
-``tasks``."""
+"""The command of choice-based evaluation: ``run``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from .. import data
 from ..backends.openai import ServerError
 from ..choice import RunConfig, run
-from ..data.stats import dataset_stats, format_stats
-from ..reports import report
 from ..runs import metrics_table, run_timing
-from .args import add_data_dir, add_settings, csv_list, settings_from_args
+from .args import add_settings, settings_from_args
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
@@ -44,41 +40,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_stats(args: argparse.Namespace) -> int:
-    rows = []
-    for task in args.tasks:
-        ds = data.load_task(task, args.data_dir, args.split, skip_bad=args.skip_bad)
-        rows.append(dataset_stats(ds))
-    print(format_stats(rows))
-    return 0
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    print(report(args.runs, write=not args.no_write))
-    return 0
-
-
-def _cmd_tasks(args: argparse.Namespace) -> int:
-    for name, spec in data.TASKS.items():
-        labels = "/".join(lab.value for lab in spec.labels)
-        print(f"{name:<18} {spec.default_split:<15} {labels:<42} {spec.description}")
-    return 0
-
-
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    """``run``, ``stats``, ``report`` and ``tasks``."""
+    """``run``."""
     _add_run(sub)
-    p = sub.add_parser("stats", help="items, labels, lengths and overlap of benchmarks")
-    p.add_argument("--task", "--tasks", dest="tasks", type=csv_list, required=True)
-    add_data_dir(p)
-    p.add_argument("--split", default=None)
-    p.add_argument("--skip-bad", action="store_true")
-    p.set_defaults(handler=_cmd_stats)
-    p = sub.add_parser("report", help="tables again from saved records (no model loaded)")
-    p.add_argument("runs", nargs="+", help="run folders")
-    p.add_argument(
-        "--no-write", action="store_true", help="print only; leave results.json as it is"
-    )
-    p.set_defaults(handler=_cmd_report)
-    p = sub.add_parser("tasks", help="list the built-in tasks")
-    p.set_defaults(handler=_cmd_tasks)

@@ -2,7 +2,8 @@
 
 METHODS.md section 3. An item's score is the share of the tokens of its text that lie
 inside one of its n-grams (default n = 8) that also occurs in the corpus. The
-``nlieval contamination`` command is, in two steps:
+``nlieval contamination`` command is :func:`contamination_report` of a
+:class:`ContaminationConfig`, in two steps:
 
 1. scores: :func:`score_tasks` (several tasks' items, one pass over the corpus; scan
    settings in :class:`ScanOptions`, what the scan saw in :class:`ScanResult`) or
@@ -28,6 +29,7 @@ imported one way (ngrams <- scan <- scores; epg on its own):
 
 from __future__ import annotations
 
+from .command import ContaminationConfig, contamination_report, format_summary
 from .epg import DEFAULT_THRESHOLDS, epg, format_epg, plot_epg
 from .ngrams import (
     BARRIER,
@@ -51,7 +53,10 @@ from .scan import (
 from .scores import read_scores, score_items, score_summary, score_tasks, write_scores
 
 __all__ = [
-    # the entry points: scores, then EPG
+    # the entry points: the command, scores, then EPG
+    "ContaminationConfig",
+    "contamination_report",
+    "format_summary",
     "DEFAULT_N",
     "DEFAULT_THRESHOLDS",
     "ScanOptions",

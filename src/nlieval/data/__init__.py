@@ -34,6 +34,8 @@ The code is split by concern; this package re-exports the public names:
 - :mod:`.load`: :func:`get_task`, :func:`load_task`, :func:`load_pool`,
   :func:`same_data`, :func:`read_items`, :func:`resolve_data_dir`;
 - :mod:`.selection`: :class:`ItemSelection` (``--limit`` / ``--sample``, in every command);
+- :mod:`.source`: :class:`TaskFiles`, :class:`TaskSource` (``--data-dir``, ``--split``,
+  ``--skip-bad``, ``--task``, in every command that reads tasks);
 - :mod:`.stats`: dataset statistics.
 
 >>> ds = load_task("smoke")
@@ -59,6 +61,8 @@ from .load import (
 from .parsers import FieldMap, parse_label
 from .rules import TaskSpec
 from .selection import ItemSelection
+from .source import DATA_DIR_HELP, DataDir, TaskFiles, TaskSource, TasksToRead, format_task_list
+from .stats import task_stats
 from .tasks import TASKS
 from .taskyaml import make_parser, write_task_yaml
 
@@ -67,6 +71,13 @@ __all__ = [
     "items_fingerprint",
     "text_fingerprint",
     "ItemSelection",
+    "DATA_DIR_HELP",
+    "DataDir",
+    "TaskFiles",
+    "TaskSource",
+    "TasksToRead",
+    "format_task_list",
+    "task_stats",
     "ENV_DATA_DIR",
     "TASKS",
     "DataError",

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..types import Item
 from .dataset import Dataset
+from .source import TasksToRead
 
 _WORD = re.compile(r"\w+")
 
@@ -174,6 +175,15 @@ def format_stats(rows: Sequence[dict[str, Any]]) -> str:
         if "label_change_pct" in r
     ]
     return "\n".join([line(table[0]), rule] + [line(r) for r in table[1:]] + notes)
+
+
+def task_stats(source: TasksToRead) -> str:
+    """What ``nlieval stats`` prints: :func:`format_stats` of every task of ``source``.
+
+    >>> task_stats(TasksToRead(tasks=("smoke",))).splitlines()[2].split()[:3]
+    ['smoke', 'test', '48']
+    """
+    return format_stats([dataset_stats(ds) for ds in source.datasets()])
 
 
 def fleiss_kappa(counts: Sequence[Sequence[float]] | Any) -> float:

@@ -14,6 +14,9 @@ logic K. One module a step:
   ``inferred.write_task`` for ``nlieval run``), and the :func:`consistency_report` of a
   run's predictions on them.
 
+The settings of these commands, and what each does as one function of them, are in
+:mod:`~nlieval.metainference.commands`.
+
 >>> from nlieval.metainference import classify, conclude
 >>> classify("Cab -> Cba", "SC")
 'valid'
@@ -24,6 +27,18 @@ logic K. One module a step:
 from __future__ import annotations
 
 from . import generated, inferred, logic
+from .commands import (
+    InferBuildConfig,
+    InferReportConfig,
+    LogicCheckConfig,
+    LogicConcludeConfig,
+    LogicTableConfig,
+    build_inferred,
+    check_relation,
+    conclude_target,
+    decide_table,
+    inferred_consistency,
+)
 from .generated import GenerateConfig, generate_items
 from .inferred import consistency_report
 from .logic import READINGS, Reading, classify, conclude, load_reading
@@ -40,4 +55,15 @@ __all__ = [
     "inferred",
     "load_reading",
     "logic",
+    # the settings of the logic and infer commands, and what each does
+    "InferBuildConfig",
+    "InferReportConfig",
+    "LogicCheckConfig",
+    "LogicConcludeConfig",
+    "LogicTableConfig",
+    "build_inferred",
+    "check_relation",
+    "conclude_target",
+    "decide_table",
+    "inferred_consistency",
 ]

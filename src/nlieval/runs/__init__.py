@@ -22,6 +22,7 @@ from .folder import (
     make_folder,
 )
 from .loop import CHUNK, Step, run_steps
+from .output import OutputFolder, RunFolders
 from .results import Draws, finalize, read_results
 from .schema import RESULTS_VERSION, Provenance, Results
 from .tables import (
@@ -42,6 +43,8 @@ __all__ = [
     "TIMING",
     "Draws",
     "FolderConfig",
+    "OutputFolder",
+    "RunFolders",
     "RunError",
     "Row",
     "RunFolder",

@@ -7,11 +7,13 @@ built from papers by distant supervision. One module a command:
 * :mod:`~nlieval.sci.train` (``nlieval train``): ``train.train(TrainConfig(...))``
   fine-tunes an encoder per seed into a run folder (see :class:`TrainConfig`);
 * :mod:`~nlieval.sci.report` (``nlieval sci-report``): ``format_report(sci_rows(
-  iter_report_records(folders)))``, from saved records of any of these run folders;
+  iter_report_records(folders)))``, from saved records of any of these run folders
+  (the command: :func:`sci_report` of a :class:`SciReportConfig`);
 * :mod:`~nlieval.sci.distant` (``nlieval build distant`` / ``build implicit``):
   :func:`read_corpus`, then :func:`build_distant` for pairs with a linking phrase, or
   :func:`implicit_candidates` and :func:`pseudo_label` for the others; each gives a
-  :class:`BuildResult` (``distant.write_task`` saves it as a task).
+  :class:`BuildResult` (``distant.write_task`` saves it as a task); the commands are
+  :func:`build_distant_task` and :func:`build_implicit_task` (:mod:`.distant_build`).
 
 Nothing here loads a model when imported: torch and transformers come in when a run starts.
 
@@ -28,8 +30,9 @@ from __future__ import annotations
 
 from . import distant, instruct, report, train
 from .distant import BuildResult, build_distant, implicit_candidates, pseudo_label, read_corpus
+from .distant_build import DistantConfig, ImplicitConfig, build_distant_task, build_implicit_task
 from .instruct import InstructConfig, parse_answer, run_instruct
-from .report import format_report, iter_report_records, sci_rows
+from .report import SciReportConfig, format_report, iter_report_records, sci_report, sci_rows
 from .train import TrainConfig
 
 __all__ = [
@@ -49,4 +52,11 @@ __all__ = [
     "run_instruct",
     "sci_rows",
     "train",
+    # the settings of the build and sci-report commands, and what each does
+    "DistantConfig",
+    "ImplicitConfig",
+    "SciReportConfig",
+    "build_distant_task",
+    "build_implicit_task",
+    "sci_report",
 ]

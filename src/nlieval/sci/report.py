@@ -15,16 +15,19 @@ treats its per-seed checkpoints as runs) and instruct models (``nlieval instruct
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..metrics import mean_std, point_metrics
-from ..runs import markdown_table, plus_minus
+from ..runs import RunFolders, atomic_write, make_folder, markdown_table, plus_minus
+from ..settings import setting
 from ..types import Record
 
 UNPARSED = "unparsed"
@@ -421,3 +424,57 @@ def plot_confusion(row: Row, path: str | Path) -> Path:
 def plot_confusions(rows: Sequence[Row], folder: str | Path) -> list[Path]:
     """One confusion PNG per row in ``folder``; returns the paths."""
     return [plot_confusion(r, Path(folder) / confusion_png_name(r)) for r in rows]
+
+
+@dataclass(frozen=True)
+class SciReportConfig(RunFolders):
+    """What ``nlieval sci-report`` is asked (see :func:`sci_report`).
+
+    >>> SciReportConfig(runs=("runs/a",), in_domain="scinli")
+    Traceback (most recent call last):
+    ValueError: --in-domain and --out-of-domain go together
+    """
+
+    in_domain: str | None = setting(None, help="task to compare with --out-of-domain")
+    out_of_domain: str | None = setting(None, help="task to compare with --in-domain")
+    plot_dir: str | None = setting(None, help="write one confusion-matrix PNG per row here")
+    json: str | None = setting(None, help="write every number to this JSON file")
+    over_checkpoints: bool = setting(
+        False,
+        help="count a model's checkpoints as runs (the seed checkpoints that "
+        "`nlieval run --model <train folder>` scores)",
+    )
+
+    def __post_init__(self) -> None:
+        if (self.in_domain is None) != (self.out_of_domain is None):
+            raise ValueError("--in-domain and --out-of-domain go together")
+
+
+def sci_report(config: SciReportConfig) -> dict[str, Any] | None:
+    """What ``nlieval sci-report`` does: the report of the folders' labelled records
+    (``text``), the confusion PNGs written to ``plot_dir`` (``plots``) and the JSON file
+    of every number (``json``, when asked); None when no folder has labelled records.
+
+    >>> import tempfile  # a run folder without records
+    >>> folder = Path(tempfile.mkdtemp()); _ = (folder / "config.json").write_text("{}")
+    >>> _ = (folder / "records.jsonl").write_text("")
+    >>> print(sci_report(SciReportConfig(runs=(str(folder),))))
+    None
+    """
+    rows = sci_rows(iter_report_records(config.runs), over_checkpoints=config.over_checkpoints)
+    if not rows:
+        return None
+    shift = None
+    if config.in_domain and config.out_of_domain:
+        shift = (config.in_domain, config.out_of_domain)
+    pairs = shift_rows(rows, *shift) if shift else None
+    out: dict[str, Any] = {"text": format_report(rows, pairs, shift), "plots": [], "json": None}
+    if config.plot_dir:
+        out["plots"] = plot_confusions(rows, config.plot_dir)
+    if config.json:
+        path = Path(config.json)
+        make_folder(path.parent)
+        payload = {"rows": rows, "in_vs_out_of_domain": pairs}
+        atomic_write(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")
+        out["json"] = path
+    return out

@@ -1,0 +1,220 @@
+"""The settings of the analysis commands (``dynamics``, ``chaosnli``, ``chaosnli-score``,
+``plots``; ``chaosnli-import`` is :class:`~nlieval.analyses.imports.ImportConfig`) and
+what each command does, as one function of its settings.
+
+:class:`EntropyBins` and :class:`HumanSettings` are the settings these commands share,
+declared once: the entropy bins, and the human split-half line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import plotting as plots
+from ..data import DataDir
+from ..metrics import summarize
+from ..runs import RunFolders, atomic_write, iter_run_records, make_folder
+from ..settings import positive_int, setting
+from . import chaosnli
+from .chaosnli import Against, HumanBaseline
+
+#: The file ``nlieval chaosnli`` writes.
+CHAOSNLI_JSON = "chaosnli.json"
+#: The files ``nlieval plots`` writes.
+PLOTS = ("accuracy_vs_shots.png", "accuracy_by_entropy.png", "divergence.png")
+
+
+def task_value(text: str) -> tuple[str, float]:
+    """``--human-js``'s ``TASK=JS_DISTANCE``.
+
+    >>> task_value("chaosnli_snli=0.07")
+    ('chaosnli_snli', 0.07)
+    >>> task_value("snli")
+    Traceback (most recent call last):
+    ValueError: expected TASK=JS_DISTANCE (>= 0), got 'snli'
+    """
+    task, sep, value = text.partition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not sep or not task or not number >= 0:
+        raise ValueError(f"expected TASK=JS_DISTANCE (>= 0), got {text!r}")
+    return task, number
+
+
+@dataclass(frozen=True, kw_only=True)
+class EntropyBins:
+    """How finely the human-label entropy is binned."""
+
+    bins: int = setting(5, help="equal-size bins of human-label entropy", parse=positive_int)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HumanSettings(EntropyBins):
+    """The human split-half line of the ChaosNLI tables (:class:`HumanBaseline`).
+
+    >>> HumanSettings(human_js=(("chaosnli_snli", 0.07),)).human().published
+    {'chaosnli_snli': 0.07}
+    """
+
+    human_splits: int = setting(
+        10,
+        help="random half-splits per item for the human split-half estimate",
+        parse=positive_int,
+    )
+    human_seed: int = setting(0, help="seed of the half-splits")
+    human_js: tuple[tuple[str, float], ...] | None = setting(
+        None,
+        help="a published human JS distance for TASK, shown instead of the estimate",
+        parse=task_value,
+        action="append",
+        metavar="TASK=VALUE",
+    )
+
+    def human(self) -> HumanBaseline:
+        """The baseline these settings ask for."""
+        return HumanBaseline(self.human_splits, self.human_seed, dict(self.human_js or []))
+
+
+_CURVES = "accuracy-by-entropy curves against this label (one curve per system)"
+_SUBSET = "label for the all-correct subset [original]; the reference uses majority"
+
+
+@dataclass(frozen=True)
+class DynamicsConfig(HumanSettings):
+    """What ``nlieval dynamics`` is asked (:func:`~nlieval.analyses.dynamics.follow_run`)."""
+
+    run: str = setting(help="run folder made with --checkpoints", positional=True)
+    plot: str | None = setting(None, help="write the curves to this PNG")
+    entropy_plot: str | None = setting(
+        None,
+        help="write accuracy by human-label entropy bin, one curve per checkpoint, to this PNG",
+    )
+    against: str = setting("original", help=_CURVES, choices=("both", "original", "majority"))
+
+
+@dataclass(frozen=True)
+class ChaosnliConfig(HumanSettings, RunFolders):
+    """What ``nlieval chaosnli`` is asked (see :func:`chaosnli_scores`)."""
+
+    out: str | None = setting(None, help=f"folder for {CHAOSNLI_JSON} [the first RUN]")
+    common_items: bool = setting(
+        False, help="score every system of a task on the items all of them have"
+    )
+    against: Against = setting("original", help=_SUBSET, choices=("original", "majority"))
+
+
+@dataclass(frozen=True)
+class ChaosnliScoreConfig(DataDir, EntropyBins):
+    """What ``nlieval chaosnli-score`` is asked (see :func:`score_file`)."""
+
+    predictions: str = setting(
+        help="{model: {uid: {uid, logits|predicted_probabilities, ...}}}", positional=True
+    )
+    task: str = setting(
+        help="the ChaosNLI set the predictions are for",
+        choices=("chaosnli_snli", "chaosnli_mnli", "chaosnli_alphanli"),
+    )
+    json: str | None = setting(None, help="also write the scores to this JSON file")
+    against: Against = setting("original", help=_SUBSET, choices=("original", "majority"))
+
+
+@dataclass(frozen=True)
+class PlotsConfig(HumanSettings, RunFolders):
+    """What ``nlieval plots`` is asked (see :func:`write_plots`)."""
+
+    out: str = setting(help="folder for the PNG files")
+    common_items: bool = setting(
+        False, help="plot every system of a task on the items all of them have"
+    )
+    against: str = setting("both", help=_CURVES, choices=("both", "original", "majority"))
+
+
+def write_json(path: Path, payload: Any) -> None:
+    """``payload`` as indented JSON at ``path`` (NaN kept), through the run folder's
+    writers: a link is refused, not written through, and a failed write (a file in the
+    way, a full disk) is one line naming the path.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "a" / "x.json"
+    >>> write_json(path, {"n": 1}); path.read_text()
+    '{\\n  "n": 1\\n}\\n'
+    """
+    make_folder(path.parent)
+    atomic_write(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")
+
+
+def chaosnli_scores(config: ChaosnliConfig) -> tuple[dict[str, Any], Path] | None:
+    """What ``nlieval chaosnli`` does: :func:`~nlieval.analyses.chaosnli.report` of the
+    ChaosNLI records of the run folders, written to ``chaosnli.json`` in ``out`` (default:
+    the first folder); returns the report and the file, or None when no folder has
+    ChaosNLI records.
+
+    >>> import tempfile  # a run folder without records
+    >>> folder = Path(tempfile.mkdtemp()); _ = (folder / "config.json").write_text("{}")
+    >>> _ = (folder / "records.jsonl").write_text("")
+    >>> print(chaosnli_scores(ChaosnliConfig(runs=(str(folder),))))
+    None
+    """
+    frame = chaosnli.item_frame(iter_run_records(config.runs))
+    if frame.empty:
+        return None
+    result = chaosnli.report(
+        frame, config.bins, config.against, config.human(), config.common_items
+    )
+    out = Path(config.out or config.runs[0]) / CHAOSNLI_JSON
+    write_json(out, result)
+    return result, out
+
+
+def score_file(config: ChaosnliScoreConfig) -> dict[str, Any]:
+    """What ``nlieval chaosnli-score`` does: the scores, entropy bins and all-correct
+    subsets of an official-format prediction file (no sweep point: ``k`` None, no seeds),
+    also written to ``json`` when given."""
+    frame = chaosnli.prediction_frame(config.predictions, config.task, config.data_dir)
+    rows = chaosnli.score_predictions(frame)
+    bins = [{**r, "k": None, "seeds": []} for r in chaosnli.entropy_bins(frame, config.bins)]
+    subsets = chaosnli.all_correct_subset(frame, config.against)
+    for s in subsets:
+        for r in s["rows"]:
+            r.update(k=None, seeds=[])
+    result = {"scores": rows, "entropy_bins": bins, "all_correct": subsets}
+    if config.json:
+        write_json(Path(config.json), result)
+    return result
+
+
+def write_plots(config: PlotsConfig) -> list[str]:
+    """What ``nlieval plots`` does: the three PNGs of :data:`PLOTS` from saved run
+    folders; returns one line per plot, written or skipped (a plot without data).
+
+    >>> import tempfile  # a run folder without records
+    >>> folder = Path(tempfile.mkdtemp()); _ = (folder / "config.json").write_text("{}")
+    >>> _ = (folder / "records.jsonl").write_text("")
+    >>> write_plots(PlotsConfig(runs=(str(folder),), out=str(folder / "figs")))[0]
+    'skipped accuracy_vs_shots.png: no scored records'
+    """
+    records = list(iter_run_records(config.runs))
+    out = Path(config.out)
+    lines = []
+    metrics_rows = summarize(records)
+    if metrics_rows:
+        lines.append(f"written: {plots.plot_accuracy_vs_shots(metrics_rows, out / PLOTS[0])}")
+    else:
+        lines.append(f"skipped {PLOTS[0]}: no scored records")
+    frame = chaosnli.item_frame(records)
+    if frame.empty:
+        lines.append(f"skipped {PLOTS[1]} and {PLOTS[2]}: no ChaosNLI records in these runs")
+        return lines
+    if config.common_items:
+        frame = chaosnli.common_items(frame)
+    bins = chaosnli.entropy_bins(frame, config.bins)
+    by_entropy = plots.plot_accuracy_by_entropy(bins, out / PLOTS[1], config.against)
+    lines.append(f"written: {by_entropy}")
+    scores = chaosnli.score_records(frame, config.human())
+    lines.append(f"written: {plots.plot_divergence(scores, out / PLOTS[2])}")
+    return lines

@@ -1,0 +1,74 @@
+"""Commands that read tasks or saved run folders and load no model: ``stats``, ``report``,
+``tasks`` and ``sci-report``.
+
+:func:`add_commands` adds them to the main parser's subcommands; each subparser carries its
+handler as ``handler`` (a function of the parsed arguments returning an exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..data import TasksToRead, format_task_list, task_stats
+from ..reports import ReportConfig, report
+from ..sci import SciReportConfig, sci_report
+from .args import add_settings, settings_from_args
+
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    print(task_stats(settings_from_args(TasksToRead, args)))
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    cfg = settings_from_args(ReportConfig, args)
+    print(report(cfg.runs, write=cfg.write))
+    return 0
+
+
+def _cmd_tasks(args: argparse.Namespace) -> int:
+    print(format_task_list())
+    return 0
+
+
+def cmd_sci_report(args: argparse.Namespace) -> int:
+    """Scores, per-domain and per-class F1, confusion matrices (and PNGs) of run folders."""
+
+    cfg = settings_from_args(SciReportConfig, args)
+    result = sci_report(cfg)
+    if result is None:
+        print(f"no labelled records in {', '.join(cfg.runs)}", file=sys.stderr)
+        return 1
+    print(result["text"])
+    if cfg.plot_dir:
+        print()
+        for path in result["plots"]:
+            print(f"plot: {path}")
+    if result["json"] is not None:
+        print(f"written: {result['json']}")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """``stats``, ``report``, ``tasks`` and ``sci-report``.
+
+    >>> parser = argparse.ArgumentParser()
+    >>> add_commands(parser.add_subparsers(dest="command"))
+    >>> parser.parse_args(["report", "runs/a", "--no-write"]).write
+    False
+    """
+    p = sub.add_parser("stats", help="items, labels, lengths and overlap of benchmarks")
+    add_settings(p, TasksToRead)
+    p.set_defaults(handler=_cmd_stats)
+    p = sub.add_parser("report", help="tables again from saved records (no model loaded)")
+    add_settings(p, ReportConfig)
+    p.set_defaults(handler=_cmd_report)
+    p = sub.add_parser("tasks", help="list the built-in tasks")
+    p.set_defaults(handler=_cmd_tasks)
+    p = sub.add_parser(
+        "sci-report",
+        help="macro F1 overall and per domain, per-class F1, confusion matrices (from records)",
+    )
+    add_settings(p, SciReportConfig)
+    p.set_defaults(handler=cmd_sci_report)

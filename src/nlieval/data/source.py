@@ -1,0 +1,95 @@
+"""Where a command's tasks come from: the same settings in every command that reads one.
+
+:class:`DataDir` is the data folder (``--data-dir``); :class:`TaskFiles` is it with the
+split and the bad-line rule (``--split``, ``--skip-bad``); :class:`TaskSource` is the
+tasks (``--task``). A command that reads several tasks derives from both, ``TaskFiles``
+first (its flags then follow ``--task``, as :class:`TasksToRead`); one that reads one
+task declares that task itself. Each flag is declared here once and means the same
+everywhere. All are keyword-only, so a subclass keeps its own positional fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..settings import csv_list, setting
+from .dataset import Dataset
+from .load import get_task, load_task
+from .tasks import TASKS
+
+#: The help of ``--data-dir``, for a configuration whose field order is a file format
+#: (its ``config.json``), so that it declares the field itself.
+DATA_DIR_HELP = "folder of official files [$NLIEVAL_DATA_DIR]"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataDir:
+    """Where the official files are (a command that reads a ChaosNLI set by name).
+
+    >>> DataDir().data_dir is None
+    True
+    """
+
+    data_dir: str | None = setting(None, help=DATA_DIR_HELP)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskFiles(DataDir):
+    """Where the official files are, which split, and what a malformed line does.
+
+    >>> len(TaskFiles().load("smoke"))
+    48
+    """
+
+    split: str | None = setting(None, help="split to read (default: the task's)")
+    skip_bad: bool = setting(False, help="skip malformed data lines (counted)")
+
+    def load(self, name: str, split: str | None = None) -> Dataset:
+        """The ``split`` (default: the task's; pass ``self.split`` for the chosen one) of
+        the task ``name``."""
+        return load_task(name, self.data_dir, split, skip_bad=self.skip_bad)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskSource:
+    """The tasks a command reads.
+
+    >>> TaskSource(tasks=("smoke",)).names()
+    ('smoke',)
+    """
+
+    tasks: tuple[str, ...] = setting(
+        help="comma-separated task names or task YAML files",
+        names=("--task", "--tasks"),
+        parse=csv_list,
+    )
+
+    def names(self) -> tuple[str, ...]:
+        """The tasks' registered names (a YAML file's is the name it declares)."""
+        return tuple(get_task(name).name for name in self.tasks)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TasksToRead(TaskFiles, TaskSource):
+    """Tasks and where to read them (``nlieval stats``).
+
+    >>> [(ds.task, len(ds)) for ds in TasksToRead(tasks=("smoke",)).datasets()]
+    [('smoke', 48)]
+    """
+
+    def datasets(self) -> list[Dataset]:
+        """Each task's chosen split, in the order given."""
+        return [self.load(name, self.split) for name in self.tasks]
+
+
+def format_task_list() -> str:
+    """The built-in tasks, one a line: name, default split, labels, description.
+
+    >>> format_task_list().splitlines()[0].split()[:3]
+    ['snli', 'dev', 'entailment/neutral/contradiction']
+    """
+    lines = []
+    for name, spec in TASKS.items():
+        labels = "/".join(lab.value for lab in spec.labels)
+        lines.append(f"{name:<18} {spec.default_split:<15} {labels:<42} {spec.description}")
+    return "\n".join(lines)
