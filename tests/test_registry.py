@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from fake_openai import EchoLM, FakeServer, running
 
+from nlieval.backends import ModelSpec, parse_model, resolve
 from nlieval.backends.completions import CompletionsLM
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.openai import OpenAIChat, ServerOptions
-from nlieval.backends.registry import ModelSpec, load_generator, load_scorer, parse_model
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
 from nlieval.runs import RECORDS
@@ -69,14 +69,14 @@ def test_meaningless_model_strings_are_refused(
 
 def test_backends_by_engine(tiny_llama: Path) -> None:
     opts = ServerOptions(URL, timeout=3.0)
-    scorer = load_scorer(ModelSpec("server", "m"), server=opts, batch_size=4, top_logprobs=0)
+    scorer = resolve("m", server=opts, batch_size=4, top_logprobs=0).scorer()
     assert isinstance(scorer, CompletionsLM)
     assert (scorer.options, scorer.batch_size, scorer.top_logprobs) == (opts, 4, 0)
-    chat = load_generator("m", server=opts)
+    chat = resolve("m", server=opts).chat()
     assert isinstance(chat, OpenAIChat) and chat.timeout == 3.0 and chat.name == "m"
-    assert isinstance(load_scorer(ModelSpec("hf", str(tiny_llama))), HFCausalLM)
+    assert isinstance(resolve(str(tiny_llama)).scorer(), HFCausalLM)
     with pytest.raises(ValueError, match="--checkpoints"):
-        load_scorer(ModelSpec("server", "m"), server=opts, checkpoint="step100")
+        resolve("m", server=opts, checkpoints=("step100",))
 
 
 # --------------------------------------------------------------------------- commands

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hash_lm import HashLM
 
+from nlieval.backends import stand_in
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
 from nlieval.reports import report
@@ -18,7 +19,7 @@ from nlieval.runs import RESULTS_VERSION, RunError, RunFolder, read_results
 
 def _run(out: Path, limit: int) -> Any:
     cfg = RunConfig("hash", ("smoke",), limit=limit)
-    return run(cfg, out, backend_factory=lambda c, ck: HashLM(), progress=False)
+    return run(cfg, out, model=stand_in(cfg, lambda ck: HashLM()), progress=False)
 
 
 def _json(path: Path) -> Any:

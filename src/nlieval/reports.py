@@ -23,7 +23,7 @@ from .analyses import (
     plot_dynamics,
 )
 from .analyses.listing import item_listing, listing_table
-from .backends.weights import parameter_count, resolve_model
+from .backends import parameter_count, resolve_model
 from .data import load_task
 from .metrics import summarize
 from .runs import (

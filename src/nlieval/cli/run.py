@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from .. import data
-from ..backends.openai import ServerError
+from ..backends import ServerError
 from ..choice import RunConfig, run
 from ..data.stats import dataset_stats, format_stats
 from ..reports import report
