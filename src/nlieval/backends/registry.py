@@ -31,13 +31,12 @@ ModelSpec(engine='server', name='llama-3.1-70b')
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from ..settings import options, setting
 from .base import ClassifierBackend, GenerationBackend, LogLikelihoodBackend
@@ -125,9 +124,6 @@ def model_label(model: str) -> str:
     return model[len(HF_PREFIX) :] if model.startswith(HF_PREFIX) else model
 
 
-_Named = TypeVar("_Named", bound="NamesAModel")
-
-
 class NamesAModel:
     """What a settings class that holds ``model`` and ``server`` (its options, None
     without ``--api-base``) says of its model: one rule, in every command's config.
@@ -163,23 +159,23 @@ class NamesAModel:
         """
         return resolve(self.model, hf=getattr(self, "hf", None), server=self.server, **extra)
 
-    def spelled_as(self: _Named, saved: NamesAModel | None) -> _Named:
-        """This config with its model spelled as ``saved`` (a folder's config, as read
-        back) spells the same model (``server:m``, ``openai-completions:m`` and ``m``
-        with ``--api-base`` are one served model): the records keep one model name, and
-        a resume with another spelling of it is not refused. Another model, or no saved
-        config, leaves it as it is.
+    def saved_spelling(self, saved: NamesAModel | None) -> str:
+        """The spelling of this model that a folder's config ``saved`` (as read back)
+        keeps, when it names the same model (``server:m``, ``openai-completions:m`` and
+        ``m`` with ``--api-base`` are one served model): the records keep one model
+        name, and a resume with another spelling of it is not refused. Another model, or
+        no saved config, keeps this spelling.
 
         >>> server = ServerOptions("http://h:8000/v1")
         >>> saved = ChatModel("server:m", server=server)
-        >>> ChatModel("m", server=server).spelled_as(saved).model
+        >>> ChatModel("m", server=server).saved_spelling(saved)
         'server:m'
-        >>> ChatModel("other", server=server).spelled_as(saved).model
+        >>> ChatModel("other", server=server).saved_spelling(saved)
         'other'
         """
-        if saved is None or self.spec != saved.spec or self.model == saved.model:
-            return self
-        return dataclasses.replace(self, model=saved.model)  # type: ignore[type-var]
+        if saved is None or self.spec != saved.spec:
+            return self.model
+        return saved.model
 
 
 #: What a model string names, decided once, by :func:`resolve`: a causal language model,

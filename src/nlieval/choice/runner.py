@@ -117,7 +117,9 @@ def run(
     """
     model = model or config.resolve()
     config = _fit(config, model)
-    config = config.spelled_as(None if overwrite else _saved_config(out_dir))
+    spelling = config.saved_spelling(None if overwrite else _saved_config(out_dir))
+    if spelling != config.model:
+        config = dataclasses.replace(config, model=spelling)
     model.check()  # a wrong model name fails before the folder is made or data is read
     # Data errors surface before anything is written.
     planned = plan(config)

@@ -378,7 +378,9 @@ def run_instruct(
     model.check()  # a wrong model name fails before the folder is made
     prompt = InstructPrompt.load(config.prompt)  # a bad prompt file fails before anything
     config = dataclasses.replace(config, prompt_version=prompt.version)
-    config = config.spelled_as(None if overwrite else _saved_config(out_dir))
+    spelling = config.saved_spelling(None if overwrite else _saved_config(out_dir))
+    if spelling != config.model:
+        config = dataclasses.replace(config, model=spelling)
     planned = plan_instruct(config)  # data errors surface before anything is written
     folder = RunFolder(out_dir)
 
