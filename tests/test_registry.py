@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from fake_openai import EchoLM, FakeServer, running
 
-from nlieval.backends import ModelSpec, parse_model, resolve
+from nlieval.backends import ModelSpec, parse_model, resolve, stand_in
+from nlieval.backends.classifier import META_FILE
 from nlieval.backends.completions import CompletionsLM
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.openai import OpenAIChat, ServerOptions
@@ -77,6 +78,37 @@ def test_backends_by_engine(tiny_llama: Path) -> None:
     assert isinstance(resolve(str(tiny_llama)).scorer(), HFCausalLM)
     with pytest.raises(ValueError, match="--checkpoints"):
         resolve("m", server=opts, checkpoints=("step100",))
+
+
+def test_one_place_says_what_a_model_is(tmp_path: Path, tiny_llama: Path) -> None:
+    def checkpoint(folder: Path) -> Path:
+        folder.mkdir(parents=True)
+        (folder / META_FILE).touch()  # what makes a folder a saved classifier
+        return folder
+
+    ckpt = checkpoint(tmp_path / "ckpt")
+    train = tmp_path / "train"
+    for seed in (10, 1, 0):
+        checkpoint(train / f"seed{seed}")
+    lm = resolve(str(tiny_llama))
+    assert (lm.kind, lm.takes_shots, lm.sweep) == ("causal-lm", True, ())
+    one = resolve(str(ckpt))
+    assert (one.kind, one.takes_shots) == ("classifier-folder", False)
+    seeds = resolve(str(train))
+    assert seeds.kind == "train-folder" and seeds.sweep == () and not seeds.takes_shots
+    assert seeds.seeds == tuple(str(train / f"seed{n}") for n in (0, 1, 10))  # seed order
+    assert resolve(str(train), sweep_seeds=True).sweep == seeds.seeds
+    assert resolve("m", server=ServerOptions(URL)).kind == "server"
+    # A sweep's folder is loaded instead of the model; anything else is a revision of it.
+    mixed = resolve(str(tiny_llama), checkpoints=(str(ckpt), "step100"))
+    assert [(c.key, c.model, c.revision, c.kind) for c in mixed.loads] == [
+        (str(ckpt), str(ckpt), None, "classifier-folder"),
+        ("step100", str(tiny_llama), "step100", "causal-lm"),
+    ]
+    # A stand-in gives its own backend and claims no weights.
+    given = stand_in(RunConfig("org/none", ("smoke",)), lambda ck: "backend")
+    assert (given.scorer(), given.fingerprints(), given.labels()) == ("backend", {}, {})
+    given.check()  # the name is no model, and nothing says so
 
 
 # --------------------------------------------------------------------------- commands
