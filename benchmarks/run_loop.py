@@ -36,7 +36,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import scipy.stats  # noqa: E402, F401
 import sklearn.metrics  # noqa: E402, F401
 
-from nlieval.backends.base import ScoreRequest  # noqa: E402
+from nlieval.backends import ScoreRequest, stand_in  # noqa: E402
 from nlieval.backends.hf import HFCausalLM  # noqa: E402
 from nlieval.backends.weights import DEFAULT_MODEL  # noqa: E402
 from nlieval.choice import RunConfig, run  # noqa: E402
@@ -74,7 +74,7 @@ def measure(
         out = Path(tempfile.mkdtemp(prefix="run-loop-"))
         lm._cached = None
         t0 = time.perf_counter()
-        run(config, out, backend_factory=lambda c, ckpt: lm, progress=False)
+        run(config, out, model=stand_in(config, lambda ckpt: lm), progress=False)
         best_run = min(best_run, time.perf_counter() - t0)
         preds = {r.item_id: r.pred for r in RunFolder(out).records()}
         shutil.rmtree(out)

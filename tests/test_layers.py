@@ -118,6 +118,21 @@ def test_imports_point_down() -> None:
     assert not bad, "\n".join(bad)
 
 
+def test_packages_are_reached_through_their_front_door() -> None:
+    # Outside a package, everything it offers is taken from the package itself
+    # (`from ..backends import X`, never `from ..backends.hf import X`), so its files
+    # may be split or renamed without touching the rooms above.
+    modules = _modules()
+    bad = [
+        f"{mod}:{line} imports {target}"
+        for mod, line, target, _ in _edges()
+        if _room(mod) != _room(target)
+        and target.count(".") >= 2
+        and f"nlieval.{_room(target)}" in modules
+    ]
+    assert not bad, "\n".join(bad)
+
+
 def test_no_private_name_from_another_file() -> None:
     bad = [
         f"{mod}:{line} takes {n} from {target}"

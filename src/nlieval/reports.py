@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from .analyses import (
+    FILTERS,
+    SORTS,
     Grid,
     baseline_levels,
     breakdown,
@@ -20,13 +22,14 @@ from .analyses import (
     compare_runs,
     grid,
     intervals,
+    item_listing,
+    listing_table,
     plot_accuracy_vs_shots,
     plot_accuracy_vs_size,
     plot_dynamics,
     render_grid,
 )
-from .analyses.listing import FILTERS, SORTS, item_listing, listing_table
-from .backends.weights import parameter_count, resolve_model
+from .backends import parameter_count, resolve_model
 from .data import load_task
 from .metrics import METRICS, listed, metrics, summarize
 from .plotting import DYNAMICS_METRICS

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from nlieval.analyses.compare import compare_runs, comparison_table
+from nlieval.backends import stand_in
 from nlieval.choice import RunConfig, run
 from nlieval.runs import RunError, RunFolder
 from nlieval.types import Record
@@ -37,7 +38,7 @@ class SaltedLM(HashLM):
 
 def _run(out: Path, model: str, limit: int, salt: str = "") -> None:
     cfg = RunConfig(model, ("smoke",), shots=(0, 2), seeds=(0,), limit=limit)
-    run(cfg, out, backend_factory=lambda c, ck: SaltedLM(salt), progress=False)
+    run(cfg, out, model=stand_in(cfg, lambda ck: SaltedLM(salt)), progress=False)
 
 
 def _records(folder: Path) -> list[dict[str, Any]]:

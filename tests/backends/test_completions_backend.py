@@ -19,13 +19,12 @@ from typing import Any
 
 import pytest
 
-from nlieval.backends import LogLikelihoodBackend, ScoreRequest
+from nlieval.backends import LogLikelihoodBackend, ScoreRequest, stand_in
 from nlieval.backends.completions import CompletionsLM, PromptLogprobsError
 from nlieval.backends.echo_logprobs import continuation_logprob
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.openai import ServerError, ServerOptions
 from nlieval.choice import RunConfig, run
-from nlieval.choice.runner import default_backend
 from nlieval.runs import RECORDS
 from nlieval.types import Record
 from tests.helpers.fake_openai import (
@@ -82,7 +81,7 @@ def test_same_predictions_and_logliks_as_in_process_at_k0_and_k5(
     cfg = RunConfig(
         model="openai-completions:tiny", server=ServerOptions(server.url), top_logprobs=0, **base
     )
-    assert isinstance(default_backend(cfg, None), CompletionsLM)
+    assert isinstance(cfg.resolve().scorer(), CompletionsLM)
     got = run(cfg, tmp_path / "server", progress=False)
     want = {_key(r): r for r in saved_records(tmp_path / "hf")}
     recs = saved_records(tmp_path / "server")
@@ -409,15 +408,15 @@ def test_server_failure_mid_run_keeps_what_was_scored(
 
     server.completions_default = flaky
 
-    def factory(c: RunConfig, ck: str | None) -> CompletionsLM:
+    def factory(ck: str | None) -> CompletionsLM:
         return _lm(server, retries=1, concurrency=1)
 
     with pytest.raises(ServerError, match="HTTP 500: GPU lost"):
-        run(cfg, tmp_path / "cut", backend_factory=factory, progress=False)
+        run(cfg, tmp_path / "cut", model=stand_in(cfg, factory), progress=False)
     assert len(saved_records(tmp_path / "cut")) == 32
     server.completions_default = lambda body: ("echo",)
     before = echo_lm.prompts
-    again = run(cfg, tmp_path / "cut", backend_factory=factory, progress=False)
+    again = run(cfg, tmp_path / "cut", model=stand_in(cfg, factory), progress=False)
     assert echo_lm.prompts - before == 16 * 3  # only what was missing
     recs = saved_records(tmp_path / "cut")
     assert len(recs) == len({_key(r) for r in recs}) == 48

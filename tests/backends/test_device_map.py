@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from nlieval.backends import HFOptions
 from nlieval.backends.base import ScoreRequest
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.placement import parse_max_memory
-from nlieval.backends.registry import HFOptions
 from nlieval.backends.weights import ModelError
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main

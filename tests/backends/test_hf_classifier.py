@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from nlieval import data  # noqa: E402
+from nlieval.backends import HFOptions, resolve  # noqa: E402
 from nlieval.backends.classifier import ClassifierError  # noqa: E402
 from nlieval.backends.hf_classifier import (  # noqa: E402
     HFSequenceClassifier,
@@ -26,7 +27,6 @@ from nlieval.backends.hf_classifier import (  # noqa: E402
     parse_label_map,
     task_labels_of,
 )
-from nlieval.backends.registry import HFOptions, ModelSpec, model_fingerprints  # noqa: E402
 from nlieval.choice import RunConfig, run  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from nlieval.runs import RunError, RunFolder  # noqa: E402
@@ -346,11 +346,9 @@ def test_fingerprint_covers_weights_config_and_tokenizer(
 ) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(models["bert"], copy)
-    spec = ModelSpec("hf", str(copy))
-    first = model_fingerprints(spec)["model"]
+    first = resolve(str(copy)).fingerprints()["model"]
     assert (
-        first.startswith("files:")
-        and first == model_fingerprints(ModelSpec("hf", str(models["bert"])))["model"]
+        first.startswith("files:") and first == resolve(str(models["bert"])).fingerprints()["model"]
     )
     seen = {first}
     for name in ("vocab.txt", "tokenizer_config.json", "config.json", "model.safetensors"):
@@ -361,6 +359,6 @@ def test_fingerprint_covers_weights_config_and_tokenizer(
             path.write_text(json.dumps(d))
         else:
             path.write_bytes(path.read_bytes() + b"\n")
-        now = model_fingerprints(spec)["model"]
+        now = resolve(str(copy)).fingerprints()["model"]
         assert now not in seen, name
         seen.add(now)

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from nlieval.backends import ServerOptions, resolve
 from nlieval.backends.file_hashes import (
     conversion_holds,
     file_sha256,
     folder_fingerprint,
     write_conversion_marker,
 )
-from nlieval.backends.registry import ModelSpec, model_fingerprints
 from nlieval.backends.weights import (
     ModelError,
     hub_commit,
@@ -116,11 +116,11 @@ def test_checkpoints_and_train_folders_fingerprint_each_model(
     a, b = tmp_path / "a", tmp_path / "b"
     shutil.copytree(tiny_llama, a)
     tiny_model(b, "llama", seed=1)
-    prints = model_fingerprints(ModelSpec("hf", str(a)), None, (str(a), str(b)))
+    prints = resolve(str(a), checkpoints=(str(a), str(b))).fingerprints()
     assert list(prints) == [f"model {a}", f"model {b}"]
     assert prints[f"model {a}"] == "files:" + folder_fingerprint(tiny_llama)
     assert prints[f"model {a}"] != prints[f"model {b}"]
-    assert model_fingerprints(ModelSpec("server", "m")) == {}
+    assert resolve("m", server=ServerOptions("http://h:1/v1")).fingerprints() == {}
 
 
 def test_hub_commit_is_read_from_the_local_hub_cache(

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from nlieval.backends import resolve
 from nlieval.backends.base import GenerationBackend
 from nlieval.backends.openai import OpenAIChat, ServerError, ServerOptions, _retry_after
-from nlieval.backends.registry import load_generator
 from tests.helpers.fake_openai import FakeServer, running
 
 CONV = [{"role": "user", "content": "Say hi."}]
@@ -64,7 +64,7 @@ def test_load_generator_reads_the_key_from_the_environment(
 ) -> None:
     monkeypatch.setenv("MY_KEY", "sk-env")
     opts = ServerOptions(server.url, api_key_env="MY_KEY", timeout=3, retries=1, concurrency=2)
-    chat = load_generator("served-model", server=opts)
+    chat = resolve("served-model", server=opts).chat()
     assert isinstance(chat, OpenAIChat)
     assert (chat.name, chat.timeout, chat.retries, chat.concurrency) == ("served-model", 3, 1, 2)
     assert chat.generate([CONV]) == ["hello"]

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from nlieval.backends import ModelSpec, parse_model, resolve, stand_in
+from nlieval.backends.classifier import META_FILE
 from nlieval.backends.completions import CompletionsLM
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.openai import OpenAIChat, ServerOptions
-from nlieval.backends.registry import ModelSpec, load_generator, load_scorer, parse_model
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
 from nlieval.sci.instruct import InstructConfig, run_instruct
@@ -57,14 +58,45 @@ def test_meaningless_model_strings_are_refused(
 
 def test_backends_by_engine(tiny_llama: Path) -> None:
     opts = ServerOptions(URL, timeout=3.0)
-    scorer = load_scorer(ModelSpec("server", "m"), server=opts, batch_size=4, top_logprobs=0)
+    scorer = resolve("m", server=opts, batch_size=4, top_logprobs=0).scorer()
     assert isinstance(scorer, CompletionsLM)
     assert (scorer.options, scorer.batch_size, scorer.top_logprobs) == (opts, 4, 0)
-    chat = load_generator("m", server=opts)
+    chat = resolve("m", server=opts).chat()
     assert isinstance(chat, OpenAIChat) and chat.timeout == 3.0 and chat.name == "m"
-    assert isinstance(load_scorer(ModelSpec("hf", str(tiny_llama))), HFCausalLM)
+    assert isinstance(resolve(str(tiny_llama)).scorer(), HFCausalLM)
     with pytest.raises(ValueError, match="--checkpoints"):
-        load_scorer(ModelSpec("server", "m"), server=opts, checkpoint="step100")
+        resolve("m", server=opts, checkpoints=("step100",))
+
+
+def test_one_place_says_what_a_model_is(tmp_path: Path, tiny_llama: Path) -> None:
+    def checkpoint(folder: Path) -> Path:
+        folder.mkdir(parents=True)
+        (folder / META_FILE).touch()  # what makes a folder a saved classifier
+        return folder
+
+    ckpt = checkpoint(tmp_path / "ckpt")
+    train = tmp_path / "train"
+    for seed in (10, 1, 0):
+        checkpoint(train / f"seed{seed}")
+    lm = resolve(str(tiny_llama))
+    assert (lm.kind, lm.takes_shots, lm.sweep) == ("causal-lm", True, ())
+    one = resolve(str(ckpt))
+    assert (one.kind, one.takes_shots) == ("classifier-folder", False)
+    seeds = resolve(str(train))
+    assert seeds.kind == "train-folder" and seeds.sweep == () and not seeds.takes_shots
+    assert seeds.seeds == tuple(str(train / f"seed{n}") for n in (0, 1, 10))  # seed order
+    assert resolve(str(train), sweep_seeds=True).sweep == seeds.seeds
+    assert resolve("m", server=ServerOptions(URL)).kind == "server"
+    # A sweep's folder is loaded instead of the model; anything else is a revision of it.
+    mixed = resolve(str(tiny_llama), checkpoints=(str(ckpt), "step100"))
+    assert [(c.key, c.model, c.revision, c.kind) for c in mixed.loads] == [
+        (str(ckpt), str(ckpt), None, "classifier-folder"),
+        ("step100", str(tiny_llama), "step100", "causal-lm"),
+    ]
+    # A stand-in gives its own backend and claims no weights.
+    given = stand_in(RunConfig("org/none", ("smoke",)), lambda ck: "backend")
+    assert (given.scorer(), given.fingerprints(), given.labels()) == ("backend", {}, {})
+    given.check()  # the name is no model, and nothing says so
 
 
 # --------------------------------------------------------------------------- commands

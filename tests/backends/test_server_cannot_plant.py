@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from nlieval.backends import stand_in
 from nlieval.backends.completions import CompletionsLM, checked_logprob
 from nlieval.backends.openai import ServerError, ServerOptions
 from nlieval.choice import RunConfig, run
@@ -37,13 +38,13 @@ def test_an_impossible_logprob_stops_the_run_and_keeps_what_was_scored(
         "openai-completions:tiny", ("smoke",), server=ServerOptions(server.url), top_logprobs=top
     )
 
-    def factory(c: RunConfig, ck: str | None) -> CompletionsLM:
+    def factory(ck: str | None) -> CompletionsLM:
         return CompletionsLM(
             "tiny", server.url, retries=1, backoff=0.01, sleep=lambda s: None, top_logprobs=top
         )
 
     with pytest.raises(ServerError, match="impossible log-prob|not a number") as info:
-        run(cfg, tmp_path / "r", backend_factory=factory, progress=False)
+        run(cfg, tmp_path / "r", model=stand_in(cfg, factory), progress=False)
     assert "gave up after 2 tries" in str(info.value)  # retried once, then stopped
     records = saved_records(tmp_path / "r")
     assert len(records) == 32

@@ -19,11 +19,10 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
+from nlieval.backends import HFOptions, stand_in
 from nlieval.backends.completions import CompletionsLM
 from nlieval.backends.openai import ServerOptions
-from nlieval.backends.registry import HFOptions
 from nlieval.choice import RunConfig, run
-from nlieval.choice.runner import default_backend
 from nlieval.runs import RECORDS
 
 pytestmark = [pytest.mark.vllm, pytest.mark.data]
@@ -73,9 +72,9 @@ def test_vllm_equals_transformers_on_20_snli_items(
         top_logprobs=top_logprobs,
         **_base(data_dir),
     )
-    backend = default_backend(cfg, None)
+    backend = cfg.resolve().scorer()
     assert isinstance(backend, CompletionsLM)
-    run(cfg, tmp_path / "vllm", backend_factory=lambda c, ck: backend, progress=False)
+    run(cfg, tmp_path / "vllm", model=stand_in(cfg, lambda ck: backend), progress=False)
     want, got = _records(hf_run), _records(tmp_path / "vllm")
     assert len(got) == len(want) == 40 and set(got) == set(want)
     worst = 0.0

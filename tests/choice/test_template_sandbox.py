@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from nlieval.backends import stand_in
 from nlieval.choice import RunConfig, run
 from nlieval.choice.prompts import PromptBuilder, load_template
 from nlieval.types import NLI3, Item, Label
@@ -66,7 +67,7 @@ def test_unknown_variable_is_an_error_at_load() -> None:
 def test_run_stops_before_loading_a_model(tmp_path: Path) -> None:
     loaded = []
 
-    def factory(config: RunConfig, ckpt: str | None) -> None:
+    def factory(ckpt: str | None) -> None:
         loaded.append(ckpt)
         raise AssertionError("the model must not be loaded")
 
@@ -77,7 +78,7 @@ def test_run_stops_before_loading_a_model(tmp_path: Path) -> None:
         template="{{ cycler.__init__.__globals__ }} Answer:",
     )
     with pytest.raises(ValueError):
-        run(cfg, tmp_path / "r", backend_factory=factory, progress=False)  # type: ignore[arg-type]
+        run(cfg, tmp_path / "r", model=stand_in(cfg, factory), progress=False)
     assert loaded == []
     assert not (tmp_path / "r").exists()
 
@@ -96,5 +97,5 @@ def test_task_yaml_template_is_sandboxed(tmp_path: Path) -> None:
     )
     cfg = RunConfig("hash", (str(tmp_path / "t.yaml"),))
     with pytest.raises(ValueError):
-        run(cfg, tmp_path / "r", backend_factory=lambda c, k: None, progress=False)  # type: ignore[arg-type,return-value]
+        run(cfg, tmp_path / "r", model=stand_in(cfg, lambda ck: None), progress=False)
     assert not marker.exists()

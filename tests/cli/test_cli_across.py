@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from matplotlib.image import imread
 
+from nlieval.backends import stand_in
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
 from tests.helpers.hash_lm import HashLM
@@ -37,11 +38,11 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name in ("org/small", "org/big", "org/hyp-only"):
         folder = root / name.split("/")[1]
         cfg = RunConfig(name, ("smoke",), shots=(0, 2), seeds=(0, 1), limit=12)
-        run(cfg, folder, backend_factory=lambda c, ck, s=name: SaltedLM(s), progress=False)
+        run(cfg, folder, model=stand_in(cfg, lambda ck, s=name: SaltedLM(s)), progress=False)
         out[name.split("/")[1]] = folder
     ckpt = root / "ckpts"
     cfg = RunConfig("org/pythia", ("smoke",), limit=12, checkpoints=("step1000", "step2000"))
-    run(cfg, ckpt, backend_factory=lambda c, ck: SaltedLM(str(ck)), progress=False)
+    run(cfg, ckpt, model=stand_in(cfg, lambda ck: SaltedLM(str(ck))), progress=False)
     out["ckpts"] = ckpt
     return out
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from nlieval.backends import stand_in
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
 from nlieval.contamination.ngrams import build_index
@@ -23,12 +24,8 @@ from tests.runs.test_runner import HashLM
 
 
 def _run(folder: Path) -> list[str]:
-    run(
-        RunConfig(model="hash", tasks=("smoke",), shots=(0,)),
-        folder,
-        backend_factory=lambda c, ck: HashLM(),
-        progress=False,
-    )
+    cfg = RunConfig(model="hash", tasks=("smoke",), shots=(0,))
+    run(cfg, folder, model=stand_in(cfg, lambda ck: HashLM()), progress=False)
     return (folder / RECORDS).read_text().splitlines(keepends=True)
 
 

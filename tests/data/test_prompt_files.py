@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from nlieval.backends import stand_in
 from nlieval.cli import main
 from nlieval.data import DataError
 from nlieval.ground.sandbox import BadTemplate
@@ -121,18 +122,14 @@ def test_a_custom_prompt_and_exemplar_file_are_the_runs_identity(tmp_path: Path)
     chat = FakeChat(["Neutral"])
     cfg = instruct.InstructConfig("fake-chat", shots=(0, 4), runs=(0,), limit=3)
     out = tmp_path / "run"
-    instruct.run_instruct(cfg, out, lambda: chat, progress=False)
+    instruct.run_instruct(cfg, out, stand_in(cfg, lambda _: chat), progress=False)
     assert chat.seen[0][0]["content"] == ip.SYSTEM_PROMPT
     mine = _write(tmp_path / "mine.yaml", MINE)
     with pytest.raises(RunError, match="prompt_version"):
-        instruct.run_instruct(
-            instruct.InstructConfig(
-                "fake-chat", shots=(0, 4), runs=(0,), limit=3, prompt=str(mine)
-            ),
-            out,
-            lambda: chat,
-            progress=False,
+        other = instruct.InstructConfig(
+            "fake-chat", shots=(0, 4), runs=(0,), limit=3, prompt=str(mine)
         )
+        instruct.run_instruct(other, out, stand_in(other, lambda _: chat), progress=False)
     # A folder of its own with the custom prompt and exemplars from a file of one's own.
     rows = [
         {"id": f"x{n}", "premise": f"Known {n}.", "hypothesis": f"Thus {n}.", "label": lab.value}
@@ -143,7 +140,7 @@ def test_a_custom_prompt_and_exemplar_file_are_the_runs_identity(tmp_path: Path)
     cfg = instruct.InstructConfig(
         "fake-chat", shots=(4,), runs=(0,), limit=3, prompt=str(mine), exemplars=str(exemplars)
     )
-    instruct.run_instruct(cfg, tmp_path / "mine", lambda: chat, progress=False)
+    instruct.run_instruct(cfg, tmp_path / "mine", stand_in(cfg, lambda _: chat), progress=False)
     conv = chat.seen[0]
     assert conv[0]["content"].startswith("Label the pair.")
     assert sorted(m["content"] for m in conv if m["role"] == "assistant") == sorted(
@@ -155,7 +152,7 @@ def test_a_custom_prompt_and_exemplar_file_are_the_runs_identity(tmp_path: Path)
     rows[0]["premise"] = "Edited."
     _write(exemplars, "".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(RunError):
-        instruct.run_instruct(cfg, tmp_path / "mine", lambda: chat, progress=False)
+        instruct.run_instruct(cfg, tmp_path / "mine", stand_in(cfg, lambda _: chat), progress=False)
 
 
 def test_the_studys_generation_prompt_as_files() -> None:

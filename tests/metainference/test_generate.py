@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from nlieval import data
+from nlieval.backends import ChatModel, ResolvedModel, stand_in
 from nlieval.backends.openai import OpenAIChat
 from nlieval.cli import main
 from nlieval.metainference.generated import (
@@ -118,6 +119,11 @@ def _chat(server: FakeServer, **kw: Any) -> OpenAIChat:
     return OpenAIChat("fake-gen", server.url, **opts)
 
 
+def _given(chat: Any) -> ResolvedModel:
+    # The chat backend of the test as the resolved model generate_items takes.
+    return stand_in(ChatModel(chat.name), lambda _: chat)
+
+
 def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -212,7 +218,7 @@ def test_generate_retries_invalid_json_and_writes_a_task(
     responder.scripts[TARGETS[4]] = deque([("ok", "no")] * 5)
     out = tmp_path / "gen"
     with _chat(server) as chat:
-        summary = generate_items(chat, GenerateConfig(str(yaml), attempts=3), out)
+        summary = generate_items(_given(chat), GenerateConfig(str(yaml), attempts=3), out)
     assert summary["premises"] == 5
     assert (summary["parsed_first_try"], summary["parsed_after_retries"]) == (3, 1)
     assert (summary["failed"], summary["server_errors"], summary["not_attempted"]) == (1, 0, 0)
@@ -266,7 +272,7 @@ def test_every_fault_kind_in_a_run(tmp_path: Path, server: FakeServer) -> None:
     )
     out = tmp_path / "gen"
     with _chat(server) as chat:
-        summary = generate_items(chat, GenerateConfig(str(yaml)), out)
+        summary = generate_items(_given(chat), GenerateConfig(str(yaml)), out)
     # 500, slow and dropped were retried by the client (a body that is not JSON would be
     # too); an answer of the wrong shape and a 400 fail their premise at once, and bad
     # JSON is asked again.
@@ -280,7 +286,7 @@ def test_every_fault_kind_in_a_run(tmp_path: Path, server: FakeServer) -> None:
     # The server is fine again: a re-run asks only for the two missing premises.
     responder.asked.clear()
     with _chat(server) as chat:
-        summary = generate_items(chat, GenerateConfig(str(yaml)), out)
+        summary = generate_items(_given(chat), GenerateConfig(str(yaml)), out)
     assert sorted(set(responder.asked)) == sorted([TARGETS[3], TARGETS[4]])
     assert summary["parsed_first_try"] == 4 and summary["parsed_after_retries"] == 1
     assert summary["server_errors"] == 0
@@ -313,7 +319,7 @@ def test_server_dies_mid_run_nothing_is_lost(tmp_path: Path, concurrency: int) -
         # The third premise's request kills the server: every later request is refused.
         responder.scripts[TARGETS[2]] = deque([("die",)])
         with _chat(first, concurrency=concurrency) as chat:
-            summary = generate_items(chat, GenerateConfig(str(yaml)), out)
+            summary = generate_items(_given(chat), GenerateConfig(str(yaml)), out)
     # In flight together, an answer may land between failures; in order, it stops.
     assert summary["stopped"] or concurrency > 1
     done = summary["parsed_first_try"]
@@ -328,7 +334,7 @@ def test_server_dies_mid_run_nothing_is_lost(tmp_path: Path, concurrency: int) -
         again = Responder()
         second.default = again
         with _chat(second, concurrency=concurrency) as chat:
-            summary = generate_items(chat, GenerateConfig(str(yaml)), out)
+            summary = generate_items(_given(chat), GenerateConfig(str(yaml)), out)
     assert summary["stopped"] is None
     assert summary["parsed_first_try"] == 5 and summary["server_errors"] == 0
     assert not {f"t{TARGETS.index(p)}" for p in again.asked} & before  # none asked twice
@@ -348,7 +354,7 @@ def test_chunks_of_premises_retry_within_the_chunk(
     responder.scripts[TARGETS[0]] = deque([("ok", "no")])
     out = tmp_path / "gen"
     with _chat(server, concurrency=1) as chat:
-        summary = generate_items(chat, GenerateConfig(str(yaml)), out)
+        summary = generate_items(_given(chat), GenerateConfig(str(yaml)), out)
     assert (summary["parsed_first_try"], summary["parsed_after_retries"]) == (4, 1)
     order = [TARGETS.index(p) for p in responder.asked]
     assert order == [0, 1, 0, 2, 3, 4]  # t0 asked again before the next chunk
@@ -361,14 +367,14 @@ def test_crash_mid_write_is_repaired_on_resume(tmp_path: Path, server: FakeServe
     yaml = _write_task(tmp_path)
     out = tmp_path / "gen"
     with _chat(server) as chat:
-        generate_items(chat, GenerateConfig(str(yaml), limit=2), out)
+        generate_items(_given(chat), GenerateConfig(str(yaml), limit=2), out)
     # A kill -9 before items.jsonl was brought up to date, then mid-way through a line.
     items = (out / ITEMS).read_text().splitlines(keepends=True)
     (out / ITEMS).write_text("".join(items[:3]))
     with open(out / RECORDS, "a") as f:
         f.write('{"kind": "answer", "source_id": "t2", "request": 1, "pre')
     with _chat(server) as chat:
-        summary = generate_items(chat, GenerateConfig(str(yaml), limit=3), out)
+        summary = generate_items(_given(chat), GenerateConfig(str(yaml), limit=3), out)
     assert summary["parsed_first_try"] == 3
     ids = [r["id"] for r in _lines(out / ITEMS)]
     assert len(ids) == 9 == len(set(ids))
@@ -379,19 +385,19 @@ def test_other_settings_need_another_folder(tmp_path: Path, server: FakeServer) 
     yaml = _write_task(tmp_path)
     out = tmp_path / "gen"
     with _chat(server) as chat:
-        generate_items(chat, GenerateConfig(str(yaml), limit=1), out)
+        generate_items(_given(chat), GenerateConfig(str(yaml), limit=1), out)
         config = json.loads((out / CONFIG).read_text())
         assert config["kind"] == "generate" and config["example_ids"]
         assert (out / TIMING).is_file()
         with pytest.raises(RunError, match="seed: 0 -> 5"):
-            generate_items(chat, GenerateConfig(str(yaml), limit=1, seed=5), out)
+            generate_items(_given(chat), GenerateConfig(str(yaml), limit=1, seed=5), out)
         # attempts and max_server_errors are no part of the identity; nothing left to ask.
         sent = len(server.requests)
         config_b = GenerateConfig(str(yaml), limit=1, attempts=1, max_server_errors=9)
-        assert generate_items(chat, config_b, out)["parsed_first_try"] == 1
+        assert generate_items(_given(chat), config_b, out)["parsed_first_try"] == 1
         assert len(server.requests) == sent
         summary = generate_items(
-            chat, GenerateConfig(str(yaml), limit=1, seed=5), out, overwrite=True
+            _given(chat), GenerateConfig(str(yaml), limit=1, seed=5), out, overwrite=True
         )
     assert summary["parsed_first_try"] == 1 and len(_lines(out / ITEMS)) == 3
 
@@ -409,10 +415,12 @@ def test_folders_of_other_commands_and_versions_are_refused(
     (run / CONFIG).write_text('{"kind": "run", "model": "m"}\n')
     with _chat(server) as chat:
         with pytest.raises(RunError, match=f"older `nlieval generate`.*{LEGACY_ANSWERS}"):
-            generate_items(chat, GenerateConfig(str(yaml), limit=1), old)
+            generate_items(_given(chat), GenerateConfig(str(yaml), limit=1), old)
         with pytest.raises(RunError, match="holds a run of `nlieval run`"):
-            generate_items(chat, GenerateConfig(str(yaml), limit=1), run)
-        summary = generate_items(chat, GenerateConfig(str(yaml), limit=1), old, overwrite=True)
+            generate_items(_given(chat), GenerateConfig(str(yaml), limit=1), run)
+        summary = generate_items(
+            _given(chat), GenerateConfig(str(yaml), limit=1), old, overwrite=True
+        )
     assert summary["parsed_first_try"] == 1 and not (old / LEGACY_ANSWERS).exists()
     assert len(_lines(old / RECORDS)) == 1
 
@@ -421,23 +429,23 @@ def test_examples_need_three_labels(tmp_path: Path, server: FakeServer) -> None:
     with _chat(server) as chat:
         # The smoke pool has no premise with all three labels.
         with pytest.raises(ValueError, match="all three labels"):
-            generate_items(chat, GenerateConfig("smoke", limit=2), tmp_path / "a")
-        summary = generate_items(chat, GenerateConfig("smoke", limit=2, examples=0), tmp_path / "b")
+            generate_items(_given(chat), GenerateConfig("smoke", limit=2), tmp_path / "a")
+        summary = generate_items(
+            _given(chat), GenerateConfig("smoke", limit=2, examples=0), tmp_path / "b"
+        )
     assert summary["parsed_first_try"] == 2 and summary["examples"] == 0
     assert len(server.requests[0]["messages"]) == 2  # system and the premise only
     two = tmp_path / "two.yaml"
     (tmp_path / "two.jsonl").write_text('{"premise": "P.", "hypothesis": "H.", "label": "e"}\n')
     two.write_text("path: two.jsonl\nlabels: [entailment, non-entailment]\n")
     with _chat(server) as chat, pytest.raises(ValueError, match="--examples 0"):
-        generate_items(chat, GenerateConfig(str(two)), tmp_path / "c")
+        generate_items(_given(chat), GenerateConfig(str(two)), tmp_path / "c")
 
 
 def test_local_chat_model(tmp_path: Path, tiny_llama: Path) -> None:
-    from nlieval.backends.registry import load_generator
-
     yaml = _write_task(tmp_path)
     config = GenerateConfig(str(yaml), limit=2, attempts=2, max_new_tokens=4)
-    summary = generate_items(load_generator(str(tiny_llama)), config, tmp_path / "gen")
+    summary = generate_items(ChatModel(str(tiny_llama)).resolve(), config, tmp_path / "gen")
     # A random-weight model writes no JSON: both premises asked twice, then counted.
     assert (summary["failed"], summary["answers"], summary["items"]) == (2, 4, 0)
     assert [r["attempt"] for r in _lines(tmp_path / "gen" / RECORDS)] == [1, 1, 2, 2]
@@ -560,7 +568,7 @@ def test_snli_premises_with_examples_from_the_test_split(
     out = tmp_path / "gen"
     config = GenerateConfig("snli", split="dev", limit=4, data_dir=str(data_dir))
     with _chat(server) as chat:
-        summary = generate_items(chat, config, out)
+        summary = generate_items(_given(chat), config, out)
     assert summary["premises"] == 4 and summary["parsed_first_try"] == 4
     assert summary["examples"] == 10
     dev = {it.premise.strip() for it in data.load_task("snli", data_dir, "dev").items}
@@ -579,7 +587,9 @@ def test_generated_from_hypotheses_feed_the_chain_patterns(
     yaml = _write_task(tmp_path)
     out = tmp_path / "gen"
     with _chat(server) as chat:
-        summary = generate_items(chat, GenerateConfig(str(yaml), sentences="hypothesis"), out)
+        summary = generate_items(
+            _given(chat), GenerateConfig(str(yaml), sentences="hypothesis"), out
+        )
     assert summary["premises"] == 6 and summary["parsed_first_try"] == 6
     source = data.load_task(str(yaml)).items
     generated = data.load_task(str(out / "task.yaml")).items

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from nlieval.backends import stand_in
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
 from nlieval.reports import report
@@ -18,7 +19,7 @@ from tests.helpers.hash_lm import HashLM
 
 def _run(out: Path, limit: int) -> Any:
     cfg = RunConfig("hash", ("smoke",), limit=limit)
-    return run(cfg, out, backend_factory=lambda c, ck: HashLM(), progress=False)
+    return run(cfg, out, model=stand_in(cfg, lambda ck: HashLM()), progress=False)
 
 
 def _json(path: Path) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from nlieval.backends import stand_in
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
 from nlieval.runs import RunError
@@ -35,7 +36,7 @@ def _task(folder: Path, n: int = 8, edit: int | None = None) -> Path:
 def _run(task: Path, out: Path, extra: tuple[Path, ...] = (), **kw: Any) -> Any:
     # A hub-id spelling: the CLI's model check passes it without loading anything.
     cfg = RunConfig("org/hash", (str(task), *map(str, extra)), **kw)
-    return run(cfg, out, backend_factory=lambda c, ck: HashLM(), progress=False)
+    return run(cfg, out, model=stand_in(cfg, lambda ck: HashLM()), progress=False)
 
 
 def _lines(out: Path) -> list[str]:
@@ -126,11 +127,11 @@ def test_instruct_refuses_edited_data(tmp_path: Path) -> None:
 
     task, out = _sci_task(tmp_path / "d"), tmp_path / "i"
     cfg = InstructConfig("org/bot", (str(task),), shots=(0,), limit=2, split=None)
-    run_instruct(cfg, out, Neutral, progress=False)
+    run_instruct(cfg, out, stand_in(cfg, lambda _: Neutral()), progress=False)
     _sci_task(tmp_path / "d", edit=7)
     more = InstructConfig("org/bot", (str(task),), shots=(0,), limit=4, split=None)
     with pytest.raises(RunError, match="data sci"):
-        run_instruct(more, out, Neutral, progress=False)
+        run_instruct(more, out, stand_in(more, lambda _: Neutral()), progress=False)
     assert len(_lines(out)) == 2
 
 

@@ -6,15 +6,16 @@ import hashlib
 import json
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from nlieval.backends.base import Progress, ScoreRequest
+from nlieval.backends import Progress, ScoreRequest, stand_in
 from nlieval.choice import RunConfig, run
 from nlieval.reports import report
-from nlieval.runs import RECORDS, RunError, RunFolder
+from nlieval.runs import RECORDS, Results, RunError, RunFolder
 from tests.helpers.cli_process import start_cli
 
 
@@ -60,12 +61,17 @@ def _cfg(**kw: object) -> RunConfig:
     return RunConfig(**base)  # type: ignore[arg-type]
 
 
+def _run(cfg: RunConfig, out: Path, load: Callable[[str | None], HashLM], **kw: Any) -> Results:
+    # A run whose backends are the stand-in's: no model is loaded, checked or hashed.
+    return run(cfg, out, model=stand_in(cfg, load), **kw)
+
+
 def _records(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / RECORDS).read_text().splitlines()]
 
 
 def test_run_writes_records_results_and_summary(tmp_path: Path) -> None:
-    res = run(_cfg(), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    res = _run(_cfg(), tmp_path / "r", lambda ck: HashLM(), progress=False)
     recs = _records(tmp_path / "r")
     # 48 items at k=0 (one seed: no draw to vary) + 48 x 2 seeds at k=2.
     assert len(recs) == 48 * 3
@@ -91,7 +97,7 @@ def test_run_writes_records_results_and_summary(tmp_path: Path) -> None:
 
 
 def test_records_carry_prompt_probs_and_shots(tmp_path: Path) -> None:
-    run(_cfg(), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    _run(_cfg(), tmp_path / "r", lambda ck: HashLM(), progress=False)
     r = [x for x in _records(tmp_path / "r") if x["k"] == 2][0]
     assert r["prompt"].endswith("Answer:") and r["prompt"].count("Answer:") == 3
     assert abs(sum(r["probs"]) - 1) < 1e-9 and len(r["loglik"]) == 3
@@ -100,12 +106,12 @@ def test_records_carry_prompt_probs_and_shots(tmp_path: Path) -> None:
 
 
 def test_interrupted_run_resumes_without_duplicates(tmp_path: Path) -> None:
-    full = run(_cfg(), tmp_path / "full", backend_factory=lambda c, ck: HashLM(), progress=False)
+    full = _run(_cfg(), tmp_path / "full", lambda ck: HashLM(), progress=False)
     with pytest.raises(KeyboardInterrupt):
-        run(
+        _run(
             _cfg(),
             tmp_path / "cut",
-            backend_factory=lambda c, ck: HashLM(fail_after=3),
+            lambda ck: HashLM(fail_after=3),
             progress=False,
         )
     partial = len(_records(tmp_path / "cut"))
@@ -114,7 +120,7 @@ def test_interrupted_run_resumes_without_duplicates(tmp_path: Path) -> None:
     timing = RunFolder(tmp_path / "cut").read_timing()
     assert sum(t["items"] for t in timing.values()) == partial
     second = HashLM()
-    resumed = run(_cfg(), tmp_path / "cut", backend_factory=lambda c, ck: second, progress=False)
+    resumed = _run(_cfg(), tmp_path / "cut", lambda ck: second, progress=False)
     assert second.scored == 48 * 3 - partial  # finished items are not recomputed
     keys = [(r["k"], r["seed"], r["item_id"]) for r in _records(tmp_path / "cut")]
     assert len(keys) == len(set(keys)) == 48 * 3
@@ -123,37 +129,37 @@ def test_interrupted_run_resumes_without_duplicates(tmp_path: Path) -> None:
 
 
 def test_partial_last_line_is_cut_on_resume(tmp_path: Path) -> None:
-    run(_cfg(shots=(0,)), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    _run(_cfg(shots=(0,)), tmp_path / "r", lambda ck: HashLM(), progress=False)
     path = tmp_path / "r" / RECORDS
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:10]) + lines[10][: len(lines[10]) // 2])
     fake = HashLM()
-    run(_cfg(shots=(0,)), tmp_path / "r", backend_factory=lambda c, ck: fake, progress=False)
+    _run(_cfg(shots=(0,)), tmp_path / "r", lambda ck: fake, progress=False)
     assert fake.scored == 48 - 10
     assert len(_records(tmp_path / "r")) == 48
 
 
 def test_finished_run_does_not_load_the_model(tmp_path: Path) -> None:
-    run(_cfg(), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    _run(_cfg(), tmp_path / "r", lambda ck: HashLM(), progress=False)
 
-    def boom(c: RunConfig, ck: str | None) -> HashLM:
+    def boom(ck: str | None) -> HashLM:
         raise AssertionError("model loaded although nothing is left to do")
 
-    run(_cfg(), tmp_path / "r", backend_factory=boom, progress=False)
+    _run(_cfg(), tmp_path / "r", boom, progress=False)
 
 
 def test_incompatible_config_is_refused(tmp_path: Path) -> None:
-    run(_cfg(shots=(0,)), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    _run(_cfg(shots=(0,)), tmp_path / "r", lambda ck: HashLM(), progress=False)
     with pytest.raises(RunError, match="model: 'hash' -> 'other'"):
-        run(_cfg(model="other", shots=(0,)), tmp_path / "r", backend_factory=lambda c, ck: HashLM())
+        _run(_cfg(model="other", shots=(0,)), tmp_path / "r", lambda ck: HashLM())
     # Growing the sweep is allowed and only computes the new points.
     fake = HashLM()
-    run(_cfg(shots=(0, 1)), tmp_path / "r", backend_factory=lambda c, ck: fake, progress=False)
+    _run(_cfg(shots=(0, 1)), tmp_path / "r", lambda ck: fake, progress=False)
     assert fake.scored == 48 * 2
 
 
 def test_report_recomputes_from_records(tmp_path: Path) -> None:
-    res = run(_cfg(), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    res = _run(_cfg(), tmp_path / "r", lambda ck: HashLM(), progress=False)
     (tmp_path / "r" / "results.json").unlink()
     table = report([tmp_path / "r"])
     again = RunFolder(tmp_path / "r").read_results()
@@ -214,7 +220,7 @@ def test_kill_9_then_resume_equals_uninterrupted(tmp_path: Path, tiny_llama: Pat
 
 
 def test_report_shows_rate_and_wall_time(tmp_path: Path) -> None:
-    run(_cfg(shots=(0,)), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    _run(_cfg(shots=(0,)), tmp_path / "r", lambda ck: HashLM(), progress=False)
     table = report([tmp_path / "r"], write=False).splitlines()
     head = [c.strip() for c in table[0].strip("|").split("|")]
     row = [c.strip() for c in table[2].strip("|").split("|")]
@@ -268,18 +274,18 @@ def test_sample_is_stratified_seeded_and_in_file_order(data_dir: Path) -> None:
 @pytest.mark.data
 def test_sample_run_resumes_and_refuses_another_sample(tmp_path: Path, data_dir: Path) -> None:
     cfg = _scinli(sample=40, data_dir=str(data_dir))
-    run(cfg, tmp_path / "full", backend_factory=lambda c, ck: HashLM(), progress=False)
+    _run(cfg, tmp_path / "full", lambda ck: HashLM(), progress=False)
     with pytest.raises(KeyboardInterrupt):
-        run(cfg, tmp_path / "cut", backend_factory=lambda c, ck: HashLM(1), progress=False)
+        _run(cfg, tmp_path / "cut", lambda ck: HashLM(1), progress=False)
     partial = len(_records(tmp_path / "cut"))
     assert 0 < partial < 40
     second = HashLM()
-    run(cfg, tmp_path / "cut", backend_factory=lambda c, ck: second, progress=False)
+    _run(cfg, tmp_path / "cut", lambda ck: second, progress=False)
     assert second.scored == 40 - partial
     assert sorted(_ids(tmp_path / "cut")) == sorted(_ids(tmp_path / "full"))
     assert len(set(_ids(tmp_path / "cut"))) == 40
 
-    def fake(c: RunConfig, ck: str | None) -> HashLM:
+    def fake(ck: str | None) -> HashLM:
         return HashLM()
 
     for change, message in (
@@ -288,7 +294,7 @@ def test_sample_run_resumes_and_refuses_another_sample(tmp_path: Path, data_dir:
         ({}, "sample: 40 -> None"),
     ):
         with pytest.raises(RunError, match=message):
-            run(_scinli(data_dir=str(data_dir), **change), tmp_path / "cut", backend_factory=fake)
+            _run(_scinli(data_dir=str(data_dir), **change), tmp_path / "cut", fake)
     assert "sample 40 by label (seed 0)" in (tmp_path / "cut" / "summary.md").read_text()
 
 
@@ -306,13 +312,13 @@ def test_sample_and_limit_do_not_mix(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_folder_of_an_older_version_resumes(tmp_path: Path) -> None:
     # config.json written before --sample existed has neither sample nor sample_seed.
-    run(_cfg(shots=(0,)), tmp_path / "r", backend_factory=lambda c, ck: HashLM(), progress=False)
+    _run(_cfg(shots=(0,)), tmp_path / "r", lambda ck: HashLM(), progress=False)
     path = tmp_path / "r" / "config.json"
     saved = json.loads(path.read_text())
     del saved["sample"], saved["sample_seed"]
     path.write_text(json.dumps(saved))
     fake = HashLM()
-    run(_cfg(shots=(0,)), tmp_path / "r", backend_factory=lambda c, ck: fake, progress=False)
+    _run(_cfg(shots=(0,)), tmp_path / "r", lambda ck: fake, progress=False)
     assert fake.scored == 0
 
 

@@ -59,9 +59,11 @@ from .compare import compare_runs, comparison_table
 from .dynamics import follow_run, format_dynamics
 from .grid import Grid, grid, intervals, render_grid
 from .imports import ImportConfig, format_import, import_predictions
-from .listing import item_listing, listing_table
+from .listing import FILTERS, SORTS, item_listing, listing_table
 
 __all__ = [
+    "FILTERS",
+    "SORTS",
     "Grid",
     "HumanBaseline",
     "ImportConfig",

@@ -18,8 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ..data import load_task
-from ..data.stats import fleiss_kappa, label_change_share
+from ..data import fleiss_kappa, label_change_share, load_task
 from ..metrics import metrics
 from ..runs import markdown_table
 from ..types import Record

@@ -1,16 +1,24 @@
 """Model backends: every engine that scores options, answers chats or classifies pairs.
 
-Where to start: :func:`~nlieval.backends.registry.parse_model` says what a ``--model``
-string means (``hf:NAME``, ``server:NAME``, a plain name with or without ``--api-base``),
-and :func:`~nlieval.backends.registry.load_scorer` /
-:func:`~nlieval.backends.registry.load_generator` make the backend, with the settings of
-its engine in :class:`~nlieval.backends.registry.HFOptions` or
-:class:`~nlieval.backends.openai.ServerOptions`. Each engine implements the small
+Where to start: :func:`~nlieval.backends.registry.resolve` says what a ``--model`` string
+is (``hf:NAME``, ``server:NAME``, a plain name with or without ``--api-base``; a causal
+LM, a sequence classifier, a classifier folder, a train folder of seeds or a served
+model) and returns the one :class:`~nlieval.backends.registry.ResolvedModel` every command
+takes: its checkpoints, labels, fingerprints, early check, and the backend of each
+checkpoint, made with the options of its engine whole
+(:class:`~nlieval.backends.options.HFOptions` or
+:class:`~nlieval.backends.openai.ServerOptions`). Each engine implements the small
 protocols of :mod:`.base`; a new engine is one more branch of :mod:`.registry`.
+
+The other packages reach the engines only through this module: its names that need torch
+or transformers load them on first use, so importing it loads neither.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from .adapters import SEPARATOR, LoraSettings
 from .base import (
     ClassifierBackend,
     GenerationBackend,
@@ -19,42 +27,127 @@ from .base import (
     PromptTooLongError,
     ScoreRequest,
 )
+from .hf_classifier import label_map_dict, parse_label_map
 from .openai import ServerError, ServerOptions
+from .options import HFOptions
+from .placement import pick_device
 from .registry import (
+    CLASSIFIERS,
     ChatModel,
-    HFOptions,
+    Checkpoint,
+    Kind,
     ModelSpec,
-    check_model,
-    load_generator,
-    load_scorer,
+    NamesAModel,
+    ResolvedModel,
+    model_label,
     parse_model,
+    resolve,
+    stand_in,
 )
+from .weights import DEFAULT_MODEL, ModelError, parameter_count, resolve_model
+
+if TYPE_CHECKING:
+    from .classifier import (
+        ClassifierError,
+        ClassifierMeta,
+        EncoderClassifier,
+        PairClassifier,
+        classifier_checkpoints,
+        classify_records,
+        encode_pairs,
+        label_mapping,
+        load_head,
+        read_meta,
+        save_classifier,
+    )
+    from .completions import CompletionsLM
+    from .generator import LocalChat, json_object_closed
+    from .hf import HFCausalLM
+    from .hf_classifier import HFSequenceClassifier
+    from .lora_classifier import build_lora
 
 __all__ = [
+    "CLASSIFIERS",
+    "DEFAULT_MODEL",
+    "SEPARATOR",
+    "ChatModel",
+    "Checkpoint",
     "ClassifierBackend",
+    "ClassifierError",
+    "ClassifierMeta",
+    "CompletionsLM",
+    "EncoderClassifier",
     "GenerationBackend",
+    "HFCausalLM",
+    "HFOptions",
+    "HFSequenceClassifier",
+    "Kind",
+    "LocalChat",
     "LogLikelihoodBackend",
+    "LoraSettings",
+    "ModelError",
+    "ModelSpec",
+    "NamesAModel",
+    "PairClassifier",
     "Progress",
     "PromptTooLongError",
+    "ResolvedModel",
     "ScoreRequest",
     "ServerError",
     "ServerOptions",
-    "ChatModel",
-    "HFOptions",
-    "ModelSpec",
-    "check_model",
-    "load_generator",
-    "load_scorer",
+    "build_lora",
+    "classifier_checkpoints",
+    "classify_records",
+    "encode_pairs",
+    "json_object_closed",
+    "label_map_dict",
+    "label_mapping",
+    "load_head",
+    "model_label",
+    "parse_label_map",
+    "parameter_count",
     "parse_model",
-    "HFCausalLM",
-    "CompletionsLM",
-    "HFSequenceClassifier",
+    "pick_device",
+    "read_meta",
+    "resolve",
+    "resolve_model",
+    "save_classifier",
+    "stand_in",
 ]
+
+#: The names of the trained pair classifier (torch is imported with them).
+_CLASSIFIER = frozenset(
+    {
+        "ClassifierError",
+        "ClassifierMeta",
+        "EncoderClassifier",
+        "PairClassifier",
+        "classifier_checkpoints",
+        "classify_records",
+        "encode_pairs",
+        "label_mapping",
+        "load_head",
+        "read_meta",
+        "save_classifier",
+    }
+)
 
 
 def __getattr__(name: str) -> object:
-    # transformers is imported only when a model is actually used, so `nlieval stats`
-    # and `nlieval report` start quickly.
+    # torch and transformers are imported only when a model is actually used, so
+    # `nlieval stats` and `nlieval report` start quickly.
+    if name in _CLASSIFIER:
+        from . import classifier
+
+        return getattr(classifier, name)
+    if name == "build_lora":
+        from .lora_classifier import build_lora
+
+        return build_lora
+    if name in ("LocalChat", "json_object_closed"):
+        from . import generator
+
+        return getattr(generator, name)
     if name == "HFCausalLM":
         from .hf import HFCausalLM
 

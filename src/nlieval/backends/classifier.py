@@ -36,6 +36,8 @@ from torch import nn
 from ..types import NLI2, NLI3, Item, Label, Record, softmax
 from .base import ClassifierBackend, Progress
 from .lora_classifier import LoraPairClassifier, load_lora, save_lora
+from .options import HFOptions
+from .placement import pick_device
 
 META_FILE = "nlieval_classifier.json"
 HEAD_FILE = "classifier_head.safetensors"
@@ -329,14 +331,11 @@ def load_classifier(
     return model, tokenizer, meta
 
 
-def pick_device(device: str = "auto") -> str:
-    """``"cuda"`` when asked for ``"auto"`` and a GPU is there, else the argument or cpu."""
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 # --------------------------------------------------------------------------- the backend
+
+
+#: Sentence pairs per forward pass of a classifier when the batch size is ``auto``.
+AUTO_BATCH = 32
 
 
 class EncoderClassifier:
@@ -371,6 +370,15 @@ class EncoderClassifier:
     ) -> None:
         model, tokenizer, meta = load_classifier(path, pick_device(device))
         self._attach(model, tokenizer, meta, batch_size, name or str(path))
+
+    @classmethod
+    def from_options(
+        cls, path: str | Path, options: HFOptions, *, batch_size: int | str = "auto"
+    ) -> EncoderClassifier:
+        """The classifier folder at ``path`` on the device of ``options``; ``batch_size``
+        ``auto`` is :data:`AUTO_BATCH` pairs per forward pass."""
+        bs = batch_size if isinstance(batch_size, int) else AUTO_BATCH
+        return cls(path, device=options.device, batch_size=bs)
 
     @classmethod
     def from_model(

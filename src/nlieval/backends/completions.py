@@ -132,8 +132,8 @@ class CompletionsLM(ServerClient):
 
     ``batch_size`` is the number of prompts per request (``"auto"``:
     :data:`DEFAULT_BATCH`); ``top_logprobs`` the K of the one-request-per-item scoring
-    (0: one echo request per option); the other settings are those of
-    :class:`~nlieval.backends.openai.ServerClient`. Results do not depend on
+    (0: one echo request per option; None: :data:`DEFAULT_TOP_LOGPROBS`); the other
+    settings are those of :class:`~nlieval.backends.openai.ServerClient`. Results do not depend on
     ``batch_size``, ``concurrency`` or ``top_logprobs`` (within the server's precision).
     """
 
@@ -145,7 +145,7 @@ class CompletionsLM(ServerClient):
         server: ServerOptions | str,
         *,
         batch_size: int | str = "auto",
-        top_logprobs: int = DEFAULT_TOP_LOGPROBS,
+        top_logprobs: int | None = None,
         **client: Any,
     ) -> None:
         # ``client``: the keywords of ServerClient (api_key, transport, sleep, settings).
@@ -156,6 +156,8 @@ class CompletionsLM(ServerClient):
             self.batch_size = batch_size
         else:
             raise ValueError(f"--batch-size takes a positive integer or 'auto', got {batch_size!r}")
+        if top_logprobs is None:
+            top_logprobs = DEFAULT_TOP_LOGPROBS
         if top_logprobs < 0:
             raise ValueError(f"--top-logprobs must be 0 or more, got {top_logprobs}")
         self.top_logprobs = top_logprobs

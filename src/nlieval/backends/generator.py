@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ..ground import ChatTemplate
+from .options import HFOptions
+from .placement import pick_device
 from .weights import (
     ModelSource,
     load_causal_lm,
@@ -92,6 +94,10 @@ class _Row:
     suffix: tuple[int, ...]  # the rest of the prompt, at least one token
 
 
+#: Rows per forward pass of a local chat model when the batch size is ``auto``.
+AUTO_BATCH = 16
+
+
 class LocalChat:
     """A transformers chat model that answers conversations in batches.
 
@@ -117,6 +123,25 @@ class LocalChat:
     #: Shorter shared starts are not worth a cache.
     MIN_PREFIX = 8
 
+    @classmethod
+    def from_options(
+        cls,
+        model: str | ModelSource,
+        options: HFOptions,
+        *,
+        batch_size: int | str = "auto",
+    ) -> LocalChat:
+        """The chat model ``model`` run with ``options`` whole (the revision theirs);
+        ``batch_size`` ``auto`` is :data:`AUTO_BATCH` rows per forward pass."""
+        return cls(
+            model,
+            revision=options.revision,
+            dtype=options.dtype,
+            device=options.device,
+            batch_size=batch_size if isinstance(batch_size, int) else AUTO_BATCH,
+            prefix_cache=options.prefix_cache,
+        )
+
     def __init__(
         self,
         model: str | ModelSource,
@@ -133,8 +158,7 @@ class LocalChat:
         source = model if isinstance(model, ModelSource) else resolve_model(model, revision)
         self.name = source.name
         self.source = local_hf_folder(source)
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = pick_device(device)
         self.device = torch.device(device)
         self.dtype = pick_dtype(dtype, device)
         self._chat: ChatTemplate | None = None

@@ -19,6 +19,8 @@ from .hf_cache import prefix_rows_cache
 from .hf_cascade import PREFIX_KWARG, cascade_attention_on, cascade_unsupported
 from .hf_tokens import ScoreRow, TokenSplitter
 from .memory import CPU_MAX_BATCH, GPU_MAX_BATCH, free_memory, row_bytes, rows_in_memory
+from .options import HFOptions
+from .placement import pick_device
 from .weights import (
     ModelSource,
     load_causal_lm,
@@ -81,6 +83,29 @@ class HFCausalLM(TokenSplitter):
     True
     """
 
+    @classmethod
+    def from_options(
+        cls,
+        model: str | ModelSource,
+        options: HFOptions,
+        *,
+        revision: str | None = None,
+        batch_size: int | str = "auto",
+    ) -> HFCausalLM:
+        """The causal LM ``model`` run with ``options`` whole; ``batch_size`` ``auto`` is
+        the most rows that fit in half of the device's free memory
+        (:func:`auto_batch_size`)."""
+        return cls(
+            model,
+            revision=revision,
+            dtype=options.dtype,
+            device=options.device,
+            batch_size=batch_size,
+            prefix_cache=options.prefix_cache,
+            cascade=options.prefix_attention == "cascade",
+            **options.placement(),
+        )
+
     def __init__(
         self,
         model: str | ModelSource,
@@ -100,8 +125,7 @@ class HFCausalLM(TokenSplitter):
         source = model if isinstance(model, ModelSource) else resolve_model(model, revision)
         self.name = source.name
         self.source = local_hf_folder(source)
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = pick_device(device)
         self.device = torch.device(device if device_map is None else "cpu")
         self.dtype = pick_dtype(dtype, device)
         kwargs: dict[str, Any] = {}

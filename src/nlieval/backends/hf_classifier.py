@@ -35,6 +35,8 @@ from typing import Any
 
 from ..settings import csv_list
 from ..types import ALPHA, Label
+from .options import HFOptions
+from .placement import pick_device
 from .weights import ALIASES, ModelError, pick_dtype, resolve_model
 
 log = logging.getLogger(__name__)
@@ -310,6 +312,30 @@ class HFSequenceClassifier:
     name: str
     labels: tuple[str, ...]
 
+    @classmethod
+    def from_options(
+        cls,
+        model: str,
+        options: HFOptions,
+        *,
+        revision: str | None = None,
+        batch_size: int | str = "auto",
+        label_map: Mapping[str, str] | None = None,
+    ) -> HFSequenceClassifier:
+        """The classifier ``model`` run with ``options`` whole; ``batch_size`` ``auto`` is
+        :data:`~nlieval.backends.classifier.AUTO_BATCH` pairs per forward pass."""
+        from .classifier import AUTO_BATCH
+
+        return cls(
+            model,
+            revision=revision,
+            label_map=label_map,
+            dtype=options.dtype,
+            device=options.device,
+            batch_size=batch_size if isinstance(batch_size, int) else AUTO_BATCH,
+            **options.placement(),
+        )
+
     def __init__(
         self,
         model: str,
@@ -326,7 +352,7 @@ class HFSequenceClassifier:
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        from .classifier import ClassifierError, pick_device
+        from .classifier import ClassifierError
 
         if batch_size < 1:
             raise ClassifierError(f"batch_size must be positive, got {batch_size}")

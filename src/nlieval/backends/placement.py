@@ -44,3 +44,17 @@ def parse_max_memory(text: str) -> dict[int | str, str]:
     if not out:
         raise ModelError("--max-memory: empty")
     return out
+
+
+def pick_device(device: str = "auto") -> str:
+    """The device of a model in process: ``auto`` is a GPU when there is one, else the
+    CPU; any other name is kept (the one meaning of ``--device auto`` for every engine).
+
+    >>> pick_device("cpu")
+    'cpu'
+    """
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -13,11 +13,13 @@ command (``run``, ``instruct``, ``generate``, ``train``'s evaluation):
 - a plain ``NAME`` together with ``--api-base`` is the server's model ``NAME`` too;
 - ``hf:NAME`` with ``--api-base``, or ``server:NAME`` without one, is refused.
 
-The settings of each engine travel in one options object: :class:`HFOptions` for
-transformers in process, :class:`~nlieval.backends.openai.ServerOptions` for a server.
-:func:`load_scorer` (option log-likelihoods, or a fine-tuned classifier) and
-:func:`load_generator` (chat answers) make the backend; a new engine is one more branch
-here. What a run's identity holds of a model is its engine and name
+The settings of each engine travel whole in one options object: :class:`HFOptions` for
+transformers in process, :class:`~nlieval.backends.openai.ServerOptions` for a server;
+each engine says what its own ``auto`` means. :func:`resolve` is the one place that says
+what a model string is (:data:`Kind`): its :class:`ResolvedModel` knows its checkpoints,
+labels, fingerprints and early check, and loads each checkpoint as a scorer (option
+log-likelihoods, or a fine-tuned classifier) or a chat model; a new engine is one more
+branch here. What a run's identity holds of a model is its engine and name
 (:attr:`ModelSpec.engine`, :attr:`ModelSpec.name`), never the server's address: a folder
 may be resumed against another server of the same model.
 
@@ -29,15 +31,17 @@ ModelSpec(engine='server', name='llama-3.1-70b')
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 from ..settings import options, setting
 from .base import ClassifierBackend, GenerationBackend, LogLikelihoodBackend
 from .openai import ServerOptions
-from .placement import parse_max_memory
+from .options import HFOptions
 from .weights import DEFAULT_MODEL, ModelError, ModelSource, model_fingerprint, resolve_model
 
 #: Prefixes that name a model on a server; the first is the one written in messages.
@@ -47,11 +51,6 @@ HF_PREFIX = "hf:"
 ENGINES = ("hf", "server")
 
 log = logging.getLogger(__name__)
-
-#: Rows per forward pass of a local chat model when the batch size is ``auto``.
-CHAT_BATCH = 16
-#: Sentence pairs per forward pass of a fine-tuned classifier when the batch size is ``auto``.
-CLASSIFIER_BATCH = 32
 
 
 @dataclass(frozen=True)
@@ -151,106 +150,353 @@ class NamesAModel:
         """``hf`` or ``server`` (part of a run's identity; the address is not)."""
         return self.spec.engine
 
+    def resolve(self, **extra: Any) -> ResolvedModel:
+        """The model with the options of its engine (see :func:`resolve`); ``extra`` are
+        :func:`resolve`'s other keywords.
+
+        >>> ChatModel("m", server=ServerOptions("http://h:1/v1")).resolve().kind
+        'server'
+        """
+        return resolve(self.model, hf=getattr(self, "hf", None), server=self.server, **extra)
+
+    def saved_spelling(self, saved: NamesAModel | None) -> str:
+        """The spelling of this model that a folder's config ``saved`` (as read back)
+        keeps, when it names the same model (``server:m``, ``openai-completions:m`` and
+        ``m`` with ``--api-base`` are one served model): the records keep one model
+        name, and a resume with another spelling of it is not refused. Another model, or
+        no saved config, keeps this spelling.
+
+        >>> server = ServerOptions("http://h:8000/v1")
+        >>> saved = ChatModel("server:m", server=server)
+        >>> ChatModel("m", server=server).saved_spelling(saved)
+        'server:m'
+        >>> ChatModel("other", server=server).saved_spelling(saved)
+        'other'
+        """
+        if saved is None or self.spec != saved.spec:
+            return self.model
+        return saved.model
+
+
+#: What a model string names, decided once, by :func:`resolve`: a causal language model,
+#: an off-the-shelf sequence classifier (config.json architecture
+#: ``*ForSequenceClassification``), a classifier folder written by ``nlieval train``, a
+#: ``nlieval train`` output folder (one such checkpoint per seed), or a model on a server.
+Kind = Literal["causal-lm", "sequence-classifier", "classifier-folder", "train-folder", "server"]
+#: The kinds that classify a sentence pair: no prompt, so no shots.
+CLASSIFIERS: tuple[Kind, ...] = ("sequence-classifier", "classifier-folder", "train-folder")
+
+#: A backend the caller makes itself, for one checkpoint (None: the model).
+Load = Callable[[str | None], Any]
+
 
 @dataclass(frozen=True)
-class HFOptions:
-    """How to run a model in process through transformers (torch).
+class Checkpoint:
+    """One model a resolved model may load: ``key`` names it in a sweep (None: the model
+    itself), ``model`` and ``revision`` are what is loaded, ``kind`` what it is.
 
-    ``device_map`` (``auto``) spreads a model over several devices through accelerate and
-    ``max_memory`` (``0=70GiB,1=70GiB,cpu=200GiB``) caps each; neither changes results.
-
-    >>> HFOptions().dtype
-    'auto'
-    >>> HFOptions(max_memory="0=70GiB")
-    Traceback (most recent call last):
-    ValueError: --max-memory needs --device-map (e.g. auto)
+    >>> Checkpoint("step100", "org/m", "step100", "causal-lm").classifies
+    False
     """
 
-    dtype: str = setting(
-        "auto", help="weights' type: auto (fp32 on CPU, bf16 on GPU), float32, bfloat16"
-    )
-    device: str = setting("auto", help="cpu, cuda, cuda:1, mps (auto: a GPU when there is one)")
-    revision: str | None = setting(None, help="hub revision of the model")
-    prefix_cache: bool = setting(
-        True,
-        help="recompute the shared start of the prompts (the few-shot prefix) for every "
-        "item (same results, slower)",
-        names=("--no-prefix-cache",),
-    )
-    prefix_attention: str = setting(
-        "cascade",
-        help="how rows attend to a cached prefix: cascade (its keys/values held once and "
-        "shared by every row) or rows (a copy in each row; architectures cascade does not "
-        "cover use it anyway); same results",
-        choices=("cascade", "rows"),
-    )
-    device_map: str | None = setting(
-        None, help="auto: spread a model too large for one device over all GPUs (then CPU, disk)"
-    )
-    max_memory: str | None = setting(
-        None,
-        help="with --device-map: memory per device, e.g. 0=70GiB,1=70GiB,cpu=200GiB",
-        metavar="DEV=SIZE,...",
-    )
+    key: str | None
+    model: str
+    revision: str | None
+    kind: Kind
 
-    def __post_init__(self) -> None:
-        if self.max_memory is not None:
-            if self.device_map is None:
-                raise ValueError("--max-memory needs --device-map (e.g. auto)")
-            parse_max_memory(self.max_memory)  # a bad spelling fails before any model loads
+    @property
+    def classifies(self) -> bool:
+        """Whether it classifies pairs (its records come from its label probabilities)."""
+        return self.kind in CLASSIFIERS
 
 
-def check_model(spec: ModelSpec, revision: str | None = None) -> None:
-    """Fail on a wrong local model name at once, before any folder is made or data read
-    (a server's model is checked by its first answer).
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model string with the options of its engine, resolved once by :func:`resolve`:
+    what it is (:data:`Kind`), the checkpoints it is scored at, and how to check, label,
+    fingerprint and load each of them. Every command that runs a model (``run``,
+    ``instruct``, ``generate``, ``train``'s starting point) takes this one shape.
 
-    >>> check_model(ModelSpec("server", "anything"))
-    >>> check_model(ModelSpec("hf", "/no/such/model"))
-    Traceback (most recent call last):
-    nlieval.backends.weights.ModelError: model path /no/such/model does not exist
+    ``sweep`` holds the checkpoints scored in turn (named by ``--checkpoints``, or a train
+    folder's seeds); ``seeds`` a train folder's per-seed checkpoints. ``load_with`` is a
+    backend the caller makes instead of the engine (a recording wrapper, a stand-in);
+    ``checked`` False marks a stand-in whose name need not name real weights: no early
+    check, no fingerprints, no labels (see :func:`stand_in`).
+
+    >>> m = resolve("m", server=ServerOptions("http://h:8000/v1"))
+    >>> m.kind, m.sweep, m.fingerprints(), m.takes_shots
+    ('server', (), {}, True)
     """
-    from .classifier import is_classifier_folder
 
-    if spec.engine == "hf" and not is_classifier_folder(spec.name):
-        resolve_model(spec.name, revision)
+    model: str
+    spec: ModelSpec
+    kind: Kind
+    loads: tuple[Checkpoint, ...]
+    sweep: tuple[str, ...] = ()
+    seeds: tuple[str, ...] = ()
+    hf: HFOptions = field(default_factory=HFOptions)
+    server: ServerOptions | None = None
+    label_map: tuple[str, ...] = ()
+    batch_size: int | str = "auto"
+    top_logprobs: int | None = None
+    load_with: Load | None = field(default=None, compare=False)
+    checked: bool = True
+
+    @property
+    def takes_shots(self) -> bool:
+        """False for a classifier: it reads the pair alone, no prompt, no exemplars."""
+        return self.kind not in CLASSIFIERS
+
+    def checkpoint(self, key: str | None) -> Checkpoint:
+        """The checkpoint of ``key`` (one of ``sweep``; None: the model).
+
+        >>> resolve(tiny_lm).checkpoint(None).kind
+        'causal-lm'
+        """
+        for c in self.loads:
+            if c.key == key:
+                return c
+        raise KeyError(f"{key} is not a checkpoint of {self.model}")
+
+    def check(self) -> None:
+        """Fail on a wrong local model name at once, before any folder is made or data read
+        (a server's model is checked by its first answer; a sweep's checkpoints when they
+        load).
+
+        >>> resolve("server:anything", server=ServerOptions("http://h:1/v1")).check()
+        >>> resolve("/no/such/model").check()
+        Traceback (most recent call last):
+        nlieval.backends.weights.ModelError: model path /no/such/model does not exist
+        """
+        if not self.checked or self.spec.engine != "hf" or self.sweep:
+            return
+        if self.kind != "classifier-folder":
+            resolve_model(self.spec.name, self.hf.revision)
+
+    def fingerprints(self) -> dict[str, str]:
+        """The fingerprints of the weights the numbers come from, for a folder's identity
+        (see :func:`nlieval.backends.weights.model_fingerprint`): ``model`` for the model,
+        or ``model <checkpoint>`` per checkpoint of the sweep (a folder or a hub revision),
+        or per seed of a train folder not swept (``model seed0``). A server's model has
+        none here: what a server holds cannot be hashed from outside (its answers' model
+        name is checked).
+
+        >>> list(resolve(tiny_lm).fingerprints())
+        ['model']
+        """
+        if not self.checked or self.spec.engine == "server":
+            return {}
+        if self.sweep:
+            out: dict[str, str] = {}
+            for c in self.loads:
+                assert c.key is not None
+                local = Path(c.key).exists()
+                if local and c.kind == "classifier-folder":
+                    out |= _classifier_prints(f"model {c.key}", Path(c.key))
+                    continue
+                source = resolve_model(c.model, None if local else c.revision)
+                out |= _fingerprint(f"model {c.key}", source)
+            return out
+        if self.kind == "train-folder":
+            return {
+                k: v
+                for p in map(Path, self.seeds)
+                for k, v in _classifier_prints(f"model {p.name}", p).items()
+            }
+        if self.kind == "classifier-folder":
+            return _classifier_prints("model", Path(self.spec.name))
+        return _fingerprint("model", resolve_model(self.spec.name, self.hf.revision))
+
+    def labels(self) -> dict[str, tuple[str, ...]]:
+        """For each sequence classifier among the model's checkpoints, the task labels of
+        its outputs through ``label_map`` (see
+        :func:`nlieval.backends.hf_classifier.task_labels_of`), read from its config
+        without loading weights. A ``label_map`` for a model with none is refused; outputs
+        no label names raise :class:`~nlieval.backends.classifier.ClassifierError`.
+
+        >>> resolve(tiny_lm).labels()
+        {}
+        """
+        from .hf_classifier import label_map_dict, model_id2label, task_labels_of
+
+        if not self.checked:
+            return {}
+        names = label_map_dict(self.label_map)
+        out: dict[str, tuple[str, ...]] = {}
+        for c in self.loads:
+            if c.kind != "sequence-classifier":
+                continue
+            where = (
+                c.model
+                if c.revision is None or Path(c.model).exists()
+                else f"{c.model}@{c.revision}"
+            )
+            out[c.key or self.spec.name] = task_labels_of(
+                model_id2label(c.model, c.revision), names, where=where
+            )
+        if self.label_map and not out:
+            raise ValueError(not_a_sequence_classifier(self.model))
+        return out
+
+    def scorer(self, key: str | None = None) -> LogLikelihoodBackend | ClassifierBackend:
+        """The backend that scores options at checkpoint ``key`` (None: the model): a
+        server's completions endpoint, a fine-tuned classifier folder, an off-the-shelf
+        sequence classifier (its outputs named through ``label_map``) or a causal LM in
+        process, each with its engine's options whole.
+
+        >>> lm = resolve(tiny_lm, batch_size=2).scorer()
+        >>> type(lm).__name__, lm.batch_size
+        ('HFCausalLM', 2)
+        """
+        if self.load_with is not None:
+            backend: LogLikelihoodBackend | ClassifierBackend = self.load_with(key)
+            return backend
+        c = self.checkpoint(key)
+        if c.kind == "server":
+            from .completions import CompletionsLM
+
+            assert self.server is not None  # parse_model refuses a server without one
+            return CompletionsLM(
+                c.model, self.server, batch_size=self.batch_size, top_logprobs=self.top_logprobs
+            )
+        if self.label_map and c.kind != "sequence-classifier":
+            raise ValueError(not_a_sequence_classifier(c.model))
+        if c.kind == "classifier-folder":
+            from .classifier import EncoderClassifier
+
+            return EncoderClassifier.from_options(c.model, self.hf, batch_size=self.batch_size)
+        if c.kind == "sequence-classifier":
+            from .hf_classifier import HFSequenceClassifier, label_map_dict
+
+            return HFSequenceClassifier.from_options(
+                c.model,
+                self.hf,
+                revision=c.revision,
+                batch_size=self.batch_size,
+                label_map=label_map_dict(self.label_map),
+            )
+        from .hf import HFCausalLM
+
+        return HFCausalLM.from_options(
+            c.model, self.hf, revision=c.revision, batch_size=self.batch_size
+        )
+
+    def chat(self) -> GenerationBackend:
+        """A chat backend: a server's chat endpoint, or a local transformers chat model
+        answering through its chat template.
+
+        >>> chat = resolve("served-model", server=ServerOptions(fake_server)).chat()
+        >>> type(chat).__name__, chat.name
+        ('OpenAIChat', 'served-model')
+        """
+        if self.load_with is not None:
+            backend: GenerationBackend = self.load_with(None)
+            return backend
+        if self.server is not None:
+            from .openai import OpenAIChat
+
+            return OpenAIChat(self.spec.name, self.server)
+        from .generator import LocalChat
+
+        return LocalChat.from_options(self.spec.name, self.hf, batch_size=self.batch_size)
 
 
-def model_fingerprints(
-    spec: ModelSpec,
-    revision: str | None = None,
-    checkpoints: tuple[str, ...] = (),
-) -> dict[str, str]:
-    """The fingerprints of the weights a run's numbers come from, for its folder's identity
-    (see :func:`nlieval.backends.weights.model_fingerprint`): ``model`` for the model, or
-    ``model <checkpoint>`` per checkpoint of a sweep (a folder or a hub revision), or per
-    seed's checkpoint of a ``nlieval train`` folder. A server's model has none here: what
-    a server holds cannot be hashed from outside (its answers' model name is checked).
+def resolve(
+    model: str,
+    *,
+    hf: HFOptions | None = None,
+    server: ServerOptions | None = None,
+    checkpoints: Sequence[str] = (),
+    label_map: Sequence[str] = (),
+    batch_size: int | str = "auto",
+    top_logprobs: int | None = None,
+    sweep_seeds: bool = False,
+    load_with: Load | None = None,
+    checked: bool = True,
+) -> ResolvedModel:
+    """The one place that says what a model string is (see :data:`Kind`): ``model`` is
+    parsed by :func:`parse_model` with the address of ``server``; ``checkpoints`` are the
+    sweep's (folders, loaded instead of the model, or hub revisions of it). With
+    ``sweep_seeds`` a train folder's seeds become the sweep when none is named (``run``
+    scores each seed's checkpoint in turn). A stand-in (``checked`` False) is resolved
+    from the local folders alone: nothing is read from the hub.
 
-    >>> list(model_fingerprints(ModelSpec("hf", tiny_lm)))
-    ['model']
-    >>> model_fingerprints(ModelSpec("server", "llama"))
-    {}
+    >>> m = resolve(tiny_lm)
+    >>> m.kind, m.spec.engine, m.takes_shots, [c.key for c in m.loads]
+    ('causal-lm', 'hf', True, [None])
+    >>> resolve("server:org/m", server=ServerOptions("http://h:8000/v1")).spec
+    ModelSpec(engine='server', name='org/m')
     """
     from .classifier import classifier_checkpoints, is_classifier_folder
+    from .hf_classifier import is_sequence_classifier
 
+    spec = parse_model(model, server.api_base if server else None)
+    opts = hf or HFOptions()
+    made = functools.partial(
+        ResolvedModel,
+        model_label(model),
+        spec,
+        hf=opts,
+        server=server,
+        label_map=tuple(label_map),
+        batch_size=batch_size,
+        top_logprobs=top_logprobs,
+        load_with=load_with,
+        checked=checked,
+    )
     if spec.engine == "server":
-        return {}
-    if checkpoints:
-        out: dict[str, str] = {}
-        for ckpt in checkpoints:
-            local = Path(ckpt).exists()
-            if local and is_classifier_folder(ckpt):
-                out |= _classifier_prints(f"model {ckpt}", Path(ckpt))
-                continue
-            source = resolve_model(ckpt if local else spec.name, None if local else ckpt)
-            out |= _fingerprint(f"model {ckpt}", source)
-        return out
+        if checkpoints:
+            raise ValueError("--checkpoints needs a local model, not one on a server")
+        return made("server", (Checkpoint(None, spec.name, None, "server"),))
+
+    def kind_of(name: str, revision: str | None) -> Kind:
+        if is_classifier_folder(name):
+            return "classifier-folder"
+        if checked and is_sequence_classifier(name, revision):
+            return "sequence-classifier"
+        return "causal-lm"
+
     found = classifier_checkpoints(spec.name) if Path(spec.name).is_dir() else []
-    if found and found != [Path(spec.name)]:
-        return {k: v for p in found for k, v in _classifier_prints(f"model {p.name}", p).items()}
-    if found:
-        return _classifier_prints("model", Path(spec.name))
-    return _fingerprint("model", resolve_model(spec.name, revision))
+    seeds = tuple(str(p) for p in found) if found and found != [Path(spec.name)] else ()
+    kind: Kind = "train-folder" if seeds else kind_of(spec.name, opts.revision)
+    sweep = tuple(checkpoints) or (seeds if sweep_seeds else ())
+    loads = []
+    for key in sweep or (None,):
+        # A local folder is loaded instead of the model (a revision means nothing to a
+        # folder); anything else is a revision of it.
+        if key is None or Path(key).exists():
+            name, revision = key or spec.name, opts.revision
+        else:
+            name, revision = spec.name, key
+        loads.append(
+            Checkpoint(key, name, revision, kind if key is None else kind_of(name, revision))
+        )
+    return made(kind, tuple(loads), sweep=sweep, seeds=seeds)
+
+
+def stand_in(config: NamesAModel, load: Load) -> ResolvedModel:
+    """The model of ``config`` with backends that ``load(checkpoint)`` makes instead of its
+    engine (a test's stand-in, a backend already loaded): its kind read from local
+    folders only, and no early check, fingerprints or labels (the name need not name real
+    weights).
+
+    >>> m = stand_in(ChatModel("any-name"), lambda ckpt: "a backend")
+    >>> m.kind, m.scorer(), m.fingerprints()
+    ('causal-lm', 'a backend', {})
+    """
+    return config.resolve(load_with=load, checked=False)
+
+
+def not_a_sequence_classifier(model: str) -> str:
+    """The one line refusing ``--label-map`` for ``model``.
+
+    >>> not_a_sequence_classifier("smollm2-135m")  # doctest: +ELLIPSIS
+    '--label-map names the outputs of a sequence-classification model ...'
+    """
+    return (
+        "--label-map names the outputs of a sequence-classification model (config.json "
+        f"architectures ending in ForSequenceClassification); {model} is not one"
+    )
 
 
 def _classifier_prints(key: str, folder: Path) -> dict[str, str]:
@@ -278,165 +524,6 @@ def _fingerprint(name: str, source: ModelSource) -> dict[str, str]:
         return {}
 
 
-def _which(spec: ModelSpec, revision: str | None, checkpoint: str | None) -> tuple[str, str | None]:
-    """The model to load and its hub revision, for one of a sweep's checkpoints: a local
-    folder is loaded instead of the model (a revision means nothing to a folder), anything
-    else is a revision of it."""
-    if checkpoint is None or Path(checkpoint).exists():
-        return checkpoint or spec.name, revision
-    return spec.name, checkpoint
-
-
-def classifier_labels(
-    spec: ModelSpec,
-    revision: str | None = None,
-    checkpoints: tuple[str, ...] = (),
-    label_map: Mapping[str, str] | None = None,
-) -> dict[str, tuple[str, ...]]:
-    """For each of the model (or its checkpoints) that is an off-the-shelf sequence
-    classifier, the task labels of its outputs through ``label_map`` (see
-    :func:`nlieval.backends.hf_classifier.task_labels_of`), read from its config without
-    loading weights; empty for any other model. Raises
-    :class:`~nlieval.backends.classifier.ClassifierError` for outputs no label names.
-
-    >>> classifier_labels(ModelSpec("hf", tiny_lm)), classifier_labels(ModelSpec("server", "m"))
-    ({}, {})
-    """
-    from .classifier import is_classifier_folder
-    from .hf_classifier import is_sequence_classifier, model_id2label, task_labels_of
-
-    if spec.engine != "hf":
-        return {}
-    out: dict[str, tuple[str, ...]] = {}
-    for ckpt in checkpoints or (None,):
-        model, rev = _which(spec, revision, ckpt)
-        if is_classifier_folder(model) or not is_sequence_classifier(model, rev):
-            continue
-        where = model if rev is None or Path(model).exists() else f"{model}@{rev}"
-        out[ckpt or spec.name] = task_labels_of(model_id2label(model, rev), label_map, where=where)
-    return out
-
-
-def load_scorer(
-    spec: ModelSpec,
-    *,
-    hf: HFOptions | None = None,
-    server: ServerOptions | None = None,
-    batch_size: int | str = "auto",
-    top_logprobs: int | None = None,
-    checkpoint: str | None = None,
-    label_map: Mapping[str, str] | None = None,
-) -> LogLikelihoodBackend | ClassifierBackend:
-    """The backend that scores options for ``spec``: a server's completions endpoint, a
-    fine-tuned classifier folder (``nlieval train``), an off-the-shelf sequence
-    classifier (:class:`~nlieval.backends.hf_classifier.HFSequenceClassifier`, its
-    outputs named through ``label_map``), or a causal LM in process.
-
-    ``checkpoint`` is one of a sweep's checkpoints: a folder (loaded instead of the
-    model) or a hub revision. ``batch_size`` is rows per forward pass, or prompts per
-    request to a server; ``top_logprobs`` the K of the server's one-request-per-item
-    scoring (None: the backend's default). ``label_map`` (model label name -> task label)
-    is refused for any model but a sequence classifier.
-
-    >>> lm = load_scorer(ModelSpec("hf", tiny_lm), batch_size=2)
-    >>> type(lm).__name__, lm.batch_size
-    ('HFCausalLM', 2)
-    """
-    if spec.engine == "server":
-        if server is None:
-            raise ValueError(f"--model {spec.label} needs --api-base")
-        if checkpoint is not None:
-            raise ValueError("--checkpoints needs a local model, not one on a server")
-        from .completions import DEFAULT_TOP_LOGPROBS, CompletionsLM
-
-        k = DEFAULT_TOP_LOGPROBS if top_logprobs is None else top_logprobs
-        return CompletionsLM(spec.name, server, batch_size=batch_size, top_logprobs=k)
-    from .classifier import EncoderClassifier, is_classifier_folder
-    from .hf import HFCausalLM
-    from .hf_classifier import HFSequenceClassifier, is_sequence_classifier
-
-    opts = hf or HFOptions()
-    model, revision = _which(spec, opts.revision, checkpoint)
-    bs = batch_size if isinstance(batch_size, int) else CLASSIFIER_BATCH
-    sequence_classifier = not is_classifier_folder(model) and is_sequence_classifier(
-        model, revision
-    )
-    if label_map and not sequence_classifier:
-        raise ValueError(not_a_sequence_classifier(model))
-    if is_classifier_folder(model):
-        return EncoderClassifier(model, device=opts.device, batch_size=bs)
-    if sequence_classifier:
-        return HFSequenceClassifier(
-            model,
-            revision=revision,
-            label_map=label_map,
-            dtype=opts.dtype,
-            device=opts.device,
-            batch_size=bs,
-            device_map=opts.device_map,
-            max_memory=parse_max_memory(opts.max_memory) if opts.max_memory else None,
-        )
-    return HFCausalLM(
-        model,
-        revision=revision,
-        dtype=opts.dtype,
-        device=opts.device,
-        batch_size=batch_size,
-        prefix_cache=opts.prefix_cache,
-        cascade=opts.prefix_attention == "cascade",
-        device_map=opts.device_map,
-        max_memory=parse_max_memory(opts.max_memory) if opts.max_memory else None,
-    )
-
-
-def not_a_sequence_classifier(model: str) -> str:
-    """The one line refusing ``--label-map`` for ``model``.
-
-    >>> not_a_sequence_classifier("smollm2-135m")  # doctest: +ELLIPSIS
-    '--label-map names the outputs of a sequence-classification model ...'
-    """
-    return (
-        "--label-map names the outputs of a sequence-classification model (config.json "
-        f"architectures ending in ForSequenceClassification); {model} is not one"
-    )
-
-
-def load_generator(
-    spec: ModelSpec | str,
-    *,
-    hf: HFOptions | None = None,
-    server: ServerOptions | None = None,
-    batch_size: int | str = "auto",
-) -> GenerationBackend:
-    """A chat backend for ``spec``: a server's chat endpoint, or a local transformers
-    chat model answering through its chat template. A string is parsed by
-    :func:`parse_model` with the address of ``server``.
-
-    >>> chat = load_generator("served-model", server=ServerOptions(fake_server))
-    >>> type(chat).__name__, chat.name
-    ('OpenAIChat', 'served-model')
-    """
-    if isinstance(spec, str):
-        spec = parse_model(spec, server.api_base if server else None)
-    if spec.engine == "server":
-        if server is None:
-            raise ValueError(f"--model {spec.label} needs --api-base")
-        from .openai import OpenAIChat
-
-        return OpenAIChat(spec.name, server)
-    from .generator import LocalChat
-
-    opts = hf or HFOptions()
-    return LocalChat(
-        spec.name,
-        revision=opts.revision,
-        dtype=opts.dtype,
-        device=opts.device,
-        batch_size=batch_size if isinstance(batch_size, int) else CHAT_BATCH,
-        prefix_cache=opts.prefix_cache,
-    )
-
-
 @dataclass(frozen=True)
 class ChatModel(NamesAModel):
     """The chat model of a command that only needs one (``generate``): the model string
@@ -455,26 +542,3 @@ class ChatModel(NamesAModel):
     server: ServerOptions | None = options(
         ServerOptions, when="api_base", optional=True, title="server"
     )
-
-    def load(self) -> GenerationBackend:
-        """The backend (see :func:`load_generator`)."""
-        return load_generator(self.spec, hf=self.hf, server=self.server)
-
-    def check(self) -> None:
-        """Fail on a wrong model string or a missing address at once, before any data is
-        read or weights load (what :meth:`load` would say later).
-
-        >>> ChatModel("server:m").check()  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ValueError: --model server:m is a model on a server: give its address with --api-base ...
-        """
-        check_model(self.spec, self.hf.revision)
-
-    def fingerprints(self) -> dict[str, str]:
-        """The weights' fingerprints for a run folder's identity (see
-        :func:`model_fingerprints`; none for a server's model).
-
-        >>> list(ChatModel(tiny_lm).fingerprints())
-        ['model']
-        """
-        return model_fingerprints(self.spec, self.hf.revision)

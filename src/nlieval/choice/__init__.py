@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .config import RunConfig
 from .prompts import Prompt, PromptBuilder, answer_letter, draw_shots, load_template
-from .runner import default_backend, plan, run
+from .runner import plan, run
 from .scoring import SweepPoint, make_sweep_point, score_items
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "RunConfig",
     "SweepPoint",
     "answer_letter",
-    "default_backend",
     "draw_shots",
     "load_template",
     "make_sweep_point",

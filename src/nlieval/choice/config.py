@@ -6,11 +6,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..backends.hf_classifier import label_map_dict, parse_label_map
-from ..backends.openai import ServerOptions
-from ..backends.registry import HFOptions, NamesAModel, model_label
-from ..backends.weights import DEFAULT_MODEL
-from ..data.selection import ItemSelection
+from ..backends import (
+    DEFAULT_MODEL,
+    HFOptions,
+    NamesAModel,
+    ResolvedModel,
+    ServerOptions,
+    label_map_dict,
+    model_label,
+    parse_label_map,
+    resolve,
+)
+from ..data import ItemSelection
 from ..settings import (
     batch_size,
     csv_list,
@@ -80,7 +87,9 @@ class RunConfig(ItemSelection, NamesAModel):
     balanced: bool = setting(False, help="label-balanced few-shot draws")
     batch_size: int | str = setting(
         "auto",
-        help="rows per forward pass, or prompts per request to a server (auto: 16)",
+        help="rows per forward pass, or prompts per request to a server (auto: each "
+        "engine's own: what fits in memory for a causal LM in process, 32 pairs for a "
+        "classifier, 16 prompts per request to a server)",
         names=("--batch-size", "--batch_size"),
         parse=batch_size,
     )
@@ -147,6 +156,26 @@ class RunConfig(ItemSelection, NamesAModel):
         {'LABEL_0': 'entailment'}
         """
         return label_map_dict(self.label_map)
+
+    def resolve(self, **extra: Any) -> ResolvedModel:
+        """The model with everything that says how to score it: engine options,
+        checkpoints (a train folder's seeds when none are named), label map, batch size
+        (see :func:`nlieval.backends.resolve`; ``extra``: its other keywords).
+
+        >>> RunConfig("m", ("snli",), server=ServerOptions("http://h:8000/v1")).resolve().kind
+        'server'
+        """
+        return resolve(
+            self.model,
+            hf=self.hf,
+            server=self.server,
+            checkpoints=self.checkpoints,
+            label_map=self.label_map,
+            batch_size=self.batch_size,
+            top_logprobs=self.top_logprobs,
+            sweep_seeds=True,
+            **extra,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The flat JSON form of ``config.json`` (the engine included)."""

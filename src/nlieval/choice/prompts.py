@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import jinja2
 
-from ..data.templates import TemplateSource, read_template_file
+from ..data import TemplateSource, read_template_file
 from ..ground import BadTemplate, BoundedSandbox, BoundedTemplate
 from ..types import LETTERS, Item, Label
 

@@ -5,23 +5,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .. import data
-from ..backends.base import (
+from ..backends import (
     ClassifierBackend,
     LogLikelihoodBackend,
     Progress,
     PromptTooLongError,
-)
-from ..backends.registry import (
-    check_model,
-    classifier_labels,
-    load_scorer,
-    model_fingerprints,
-    not_a_sequence_classifier,
+    ResolvedModel,
 )
 from ..runs import (
     Draws,
@@ -31,7 +25,6 @@ from ..runs import (
     execute,
     finalize,
     fingerprints_of,
-    saved_spelling,
 )
 from ..types import Item, Record
 from .config import RunConfig
@@ -40,24 +33,7 @@ from .scoring import SweepPoint, make_sweep_point, score_items
 log = logging.getLogger(__name__)
 
 AnyBackend = LogLikelihoodBackend | ClassifierBackend
-BackendFactory = Callable[[RunConfig, str | None], AnyBackend]
 Planned = list[tuple[data.Dataset, list[SweepPoint], dict[str, Any]]]
-
-
-def default_backend(config: RunConfig, checkpoint: str | None) -> AnyBackend:
-    """The backend for the config's model (or one of its checkpoints), made by the model
-    registry (:func:`nlieval.backends.registry.load_scorer`): a model on a server, a
-    fine-tuned classifier folder (``nlieval train``), an off-the-shelf sequence
-    classifier (its outputs named through ``label_map``) or a causal language model."""
-    return load_scorer(
-        config.spec,
-        hf=config.hf,
-        server=config.server,
-        batch_size=config.batch_size,
-        top_logprobs=config.top_logprobs,
-        checkpoint=checkpoint,
-        label_map=config.label_names,
-    )
 
 
 def plan(config: RunConfig) -> Planned:
@@ -126,27 +102,29 @@ def run(
     config: RunConfig,
     out_dir: str | Path,
     *,
-    backend_factory: BackendFactory = default_backend,
+    model: ResolvedModel | None = None,
     overwrite: bool = False,
     progress: bool = True,
 ) -> Results:
     """Run (or resume) an evaluation and write the run folder; returns ``results.json``.
 
+    ``model`` is the config's model resolved (None: :meth:`RunConfig.resolve`); a
+    stand-in (:func:`nlieval.backends.stand_in`) gives its own backends.
+
     >>> cfg = RunConfig(tiny_lm, ("smoke",), limit=4)  # the bundled 48-item task
     >>> [m["n"] for m in run(cfg, run_dir, progress=False).metrics]
     [4]
     """
-    ours = backend_factory is default_backend
-    config = _classifier_config(config, off_the_shelf=ours)
-    config = saved_spelling(RunFolder(out_dir), config, overwrite=overwrite)
-    if ours and not config.checkpoints:
-        # Fail on a wrong model name before the folder is made or any data is read.
-        check_model(config.spec, config.hf.revision)
+    model = model or config.resolve()
+    config = _fit(config, model)
+    spelling = config.saved_spelling(None if overwrite else _saved_config(out_dir))
+    if spelling != config.model:
+        config = dataclasses.replace(config, model=spelling)
+    model.check()  # a wrong model name fails before the folder is made or data is read
     # Data errors surface before anything is written.
     planned = plan(config)
-    if ours:
-        _check_labels(config, planned)
-    model = config.model
+    _check_labels(model, planned)
+    name = config.model
     steps: list[Step[Item]] = []
     for ckpt in config.checkpoints or (None,):
         for ds, points, _ in planned:
@@ -156,20 +134,21 @@ def run(
                 items = sorted(ds.items, key=_length)
                 key = "|".join(str(x) for x in (ckpt or "", p.task, p.k, p.seed))
                 label = f"{p.task} k={p.k} seed={p.seed}" + (f" {ckpt}" if ckpt else "")
-                done_key = functools.partial(_record_key, model, ckpt, p)
+                done_key = functools.partial(_record_key, name, ckpt, p)
                 steps.append(Step(key, label, items, group=ckpt, point=p, done_key=done_key))
 
     sources = {ds.task: ds.source for ds, _, _ in planned}
 
     def make_backend(ckpt: Hashable) -> AnyBackend:
-        return backend_factory(config, ckpt if isinstance(ckpt, str) else None)
+        return model.scorer(ckpt if isinstance(ckpt, str) else None)
 
     def work(
         backend: AnyBackend, step: Step[Item], chunk: Sequence[Item], progress: Progress
     ) -> list[Record]:
         ckpt = step.group if isinstance(step.group, str) else None
         try:
-            return _score(backend, step.point, chunk, model, ckpt, config, progress)
+            classifies = model.checkpoint(ckpt).classifies
+            return _score(backend, classifies, step.point, chunk, name, ckpt, config, progress)
         except PromptTooLongError as err:
             # One line naming the file and the item; the chunks before are in the folder.
             point: SweepPoint = step.point
@@ -185,10 +164,8 @@ def run(
                 "or use fewer --shots",
             ) from None
 
-    prints = fingerprints_of({ds.task: info for ds, _, info in planned})
-    if backend_factory is default_backend:
-        # The weights behind the name: other weights under one path never share a table.
-        prints |= model_fingerprints(config.spec, config.hf.revision, config.checkpoints)
+    # The weights behind the name too: other weights under one path never share a table.
+    prints = fingerprints_of({ds.task: info for ds, _, info in planned}) | model.fingerprints()
     folder = RunFolder(out_dir)
     elapsed = execute(
         folder,
@@ -205,6 +182,16 @@ def run(
     data_info, draws = _data_report(planned)
     # The folder's config (grown over invocations) describes all its records.
     return finalize(folder, folder.read_config(), elapsed, data_info=data_info, draws=draws)
+
+
+def _saved_config(out_dir: str | Path) -> RunConfig | None:
+    # The folder's config as this version reads it back; None when there is none or it
+    # cannot be built (the folder's own check then says what differs).
+    saved = RunFolder(out_dir).read_config()
+    try:
+        return RunConfig.from_dict(saved) if saved else None
+    except (TypeError, ValueError, KeyError):
+        return None
 
 
 def _data_report(planned: Planned) -> tuple[dict[str, dict[str, Any]], Draws]:
@@ -228,6 +215,7 @@ def _length(item: Item) -> int:
 
 def _score(
     backend: AnyBackend,
+    classifies: bool,
     point: SweepPoint,
     items: Sequence[Item],
     model: str,
@@ -235,11 +223,11 @@ def _score(
     config: RunConfig,
     progress: Progress,
 ) -> list[Record]:
-    if isinstance(backend, ClassifierBackend):
-        from ..backends.classifier import classify_records
+    if classifies:
+        from ..backends import classify_records  # torch: only for a classifier
 
         return classify_records(
-            backend,
+            cast(ClassifierBackend, backend),
             items,
             point.labels,
             task=point.task,
@@ -250,7 +238,7 @@ def _score(
             progress=progress,
         )
     return score_items(
-        backend,
+        cast(LogLikelihoodBackend, backend),
         point,
         items,
         model=model,
@@ -260,45 +248,33 @@ def _score(
     )
 
 
-def _check_labels(config: RunConfig, planned: Planned) -> None:
+def _check_labels(model: ResolvedModel, planned: Planned) -> None:
     """Refuse, before anything is written, a sequence classifier whose outputs do not
     name the labels of every task (one line naming the labels left over), and a
     ``label_map`` for any other model."""
-    from ..backends.classifier import ClassifierError, label_mapping
+    found = model.labels()
+    if not found:
+        return
+    from ..backends import ClassifierError, label_mapping  # torch: only for a classifier
 
-    found = classifier_labels(
-        config.spec, config.hf.revision, config.checkpoints, config.label_names
-    )
-    if config.label_map and not found:
-        raise ValueError(not_a_sequence_classifier(config.model))
-    for model, labels in found.items():
+    for name, labels in found.items():
         for ds, _, _ in planned:
             try:
                 label_mapping(labels, ds.labels)
             except ClassifierError as err:
-                raise ClassifierError(f"--model {model} on task {ds.task}: {err}") from None
+                raise ClassifierError(f"--model {name} on task {ds.task}: {err}") from None
 
 
-def _classifier_config(config: RunConfig, *, off_the_shelf: bool = True) -> RunConfig:
-    """Fine-tuned classifiers take no shots; a ``nlieval train`` output folder is run
-    as the ordered list of its per-seed checkpoints. With ``off_the_shelf``, a
-    transformers sequence classifier (config.json architecture ``*ForSequenceClassification``)
-    takes none either."""
-    from ..backends.classifier import classifier_checkpoints, is_classifier_folder
-    from ..backends.hf_classifier import is_sequence_classifier
-
-    ckpts = classifier_checkpoints(config.model) if Path(config.model).is_dir() else []
-    if not ckpts:
-        name = config.spec.name
-        hf = off_the_shelf and config.engine == "hf"
-        if not (hf and is_sequence_classifier(name, config.hf.revision)):
-            return config
+def _fit(config: RunConfig, model: ResolvedModel) -> RunConfig:
+    """The config as its model takes it: a classifier takes no shots (one seed), and a
+    ``nlieval train`` output folder is run as the ordered list of its per-seed
+    checkpoints."""
+    if not model.takes_shots:
         if config.shots != (0,):
-            log.warning("%s is a sequence classifier: shots %s ignored", name, config.shots)
-        return dataclasses.replace(config, shots=(0,), seeds=config.seeds[:1])
-    if config.shots != (0,):
-        log.warning("%s is a fine-tuned classifier: shots %s ignored", config.model, config.shots)
-    new = dataclasses.replace(config, shots=(0,), seeds=config.seeds[:1])
-    if not is_classifier_folder(config.model) and not config.checkpoints:
-        new = dataclasses.replace(new, checkpoints=tuple(str(c) for c in ckpts))
-    return new
+            what = "sequence" if model.kind == "sequence-classifier" else "fine-tuned"
+            name = config.spec.name if what == "sequence" else config.model
+            log.warning("%s is a %s classifier: shots %s ignored", name, what, config.shots)
+        config = dataclasses.replace(config, shots=(0,), seeds=config.seeds[:1])
+    if model.sweep != config.checkpoints:
+        config = dataclasses.replace(config, checkpoints=model.sweep)
+    return config

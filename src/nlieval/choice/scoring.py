@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ..backends.base import LogLikelihoodBackend, Progress, ScoreRequest
+from ..backends import LogLikelihoodBackend, Progress, ScoreRequest
 from ..types import Item, Label, Record, softmax
 from .prompts import Prompt, PromptBuilder, draw_shots
 

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..backends.weights import ModelError
+from ..backends import ModelError
 from ..data import DataError
 from ..runs import RunError
 from . import across, analyses, build, contamination, generate, instruct, logic, reports, run, train

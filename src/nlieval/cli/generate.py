@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..backends.registry import ChatModel
-from ..metainference.generated import GenerateConfig, format_summary, generate_items
+from ..backends import ChatModel
+from ..metainference import GenerateConfig, format_summary, generate_items
 from ..runs import RECORDS
 from .args import add_settings, settings_from_args
 
@@ -44,7 +44,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """Run the command; 0 when every premise got an answer, 1 when some must be re-run."""
 
     config = settings_from_args(GenerateConfig, args)
-    chat = settings_from_args(ChatModel, args)  # loaded once the folder is checked
+    chat = settings_from_args(ChatModel, args).resolve()  # loaded once the folder is checked
     summary = generate_items(
         chat, config, args.out, overwrite=args.overwrite, progress=not args.no_progress
     )

@@ -8,12 +8,12 @@ Models and heavy libraries are imported only when a command runs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import Any
 
-from ..backends.registry import check_model, model_fingerprints
 from ..runs import RunError, instruct_table, run_timing
-from ..sci.instruct import InstructConfig, instruct_backend, run_instruct
+from ..sci import InstructConfig, instruct_backend, run_instruct
 from .args import add_settings, settings_from_args
 
 
@@ -21,22 +21,21 @@ def cmd_instruct(args: argparse.Namespace) -> int:
     """Run (or resume) a prompted instruct model; print the table, return 0."""
 
     config = settings_from_args(InstructConfig, args)
-    if config.engine == "hf":
-        check_model(config.spec, config.hf.revision)  # fails before the folder is made
+    model = config.resolve()
     made: list[Any] = []
 
-    def backend() -> Any:
-        made.append(instruct_backend(config))
+    def load(_: str | None) -> Any:
+        # Each backend made, for the server faults it tried again.
+        made.append(instruct_backend(model))
         return made[-1]
 
     try:
         results = run_instruct(
             config,
             args.out,
-            backend,
+            dataclasses.replace(model, load_with=load),
             overwrite=args.overwrite,
             progress=not args.no_progress,
-            model_fingerprints=model_fingerprints(config.spec, config.hf.revision),
         )
     except RunError:
         raise

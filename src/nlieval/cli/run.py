@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..backends.openai import ServerError
+from ..backends import ServerError
 from ..choice import RunConfig, run
 from ..runs import metrics_table, run_timing
 from .args import add_settings, settings_from_args

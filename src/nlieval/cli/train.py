@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..sci.train import TrainConfig, format_results, train
+from ..sci import TrainConfig, format_results, train_classifier
 from .args import add_settings, settings_from_args
 
 
@@ -18,7 +18,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     """Train every seed, print one line per seed and the mean and std, return 0."""
 
     config = settings_from_args(TrainConfig, args, out=args.out)
-    results = train(config, progress=not args.no_progress, resume=not args.overwrite)
+    results = train_classifier(config, progress=not args.no_progress, resume=not args.overwrite)
     print(format_results(results))
     print(f"\ncheckpoints and results.json in {Path(args.out)}")
     return 0

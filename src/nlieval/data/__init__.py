@@ -59,14 +59,24 @@ from .load import (
     same_data,
 )
 from .parsers import FieldMap, parse_label
+from .prompt_files import PromptFile, read_prompt_file, read_solved_examples, shipped_prompt
 from .rules import TaskSpec
 from .selection import ItemSelection
 from .source import DATA_DIR_HELP, DataDir, TaskFiles, TaskSource, TasksToRead, format_task_list
-from .stats import task_stats
+from .stats import fleiss_kappa, label_change_share, task_stats
 from .tasks import TASKS
 from .taskyaml import make_parser, write_task_yaml
+from .templates import TemplateSource, read_template_file
 
 __all__ = [
+    "PromptFile",
+    "read_prompt_file",
+    "read_solved_examples",
+    "shipped_prompt",
+    "fleiss_kappa",
+    "label_change_share",
+    "TemplateSource",
+    "read_template_file",
     "get_tasks",
     "items_fingerprint",
     "text_fingerprint",

@@ -39,11 +39,12 @@ from .commands import (
     decide_table,
     inferred_consistency,
 )
-from .generated import GenerateConfig, generate_items
+from .generated import GenerateConfig, format_summary, generate_items
 from .inferred import consistency_report
 from .logic import READINGS, Reading, classify, conclude, load_reading
 
 __all__ = [
+    "format_summary",
     "READINGS",
     "GenerateConfig",
     "Reading",

@@ -54,9 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import data
-from ..backends.base import GenerationBackend
-from ..backends.generator import LocalChat
-from ..backends.registry import ChatModel
+from ..backends import GenerationBackend, LocalChat, ResolvedModel
 from ..data import Dataset
 from ..ground import atomic_write
 from ..runs import RECORDS, RunError, RunFolder, Step, execute
@@ -205,22 +203,21 @@ class _Stopped(Exception):
 
 
 def generate_items(
-    chat: GenerationBackend | ChatModel,
+    chat: ResolvedModel,
     config: GenerateConfig,
     out: str | Path,
     *,
     overwrite: bool = False,
     progress: bool = False,
-    model_fingerprints: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Generate (or resume generating) items into ``out``; returns the summary, which is
     also saved as ``summary.json``.
 
-    ``chat`` is a loaded chat backend, or a :class:`~nlieval.backends.registry.ChatModel`
-    loaded only once the folder is known to be resumable (and closed at the end). The
-    folder's identity holds the split as read and the solved examples' text (an edited
-    data file is refused on resume), and ``model_fingerprints`` (the chat model's weights;
-    None with a ChatModel: :meth:`~nlieval.backends.registry.ChatModel.fingerprints`).
+    ``chat`` is the chat model resolved (see :func:`nlieval.backends.resolve`): checked
+    before the data is read, and loaded only once the folder is known to be resumable
+    (and closed at the end; a stand-in's backend is its caller's to close). The folder's
+    identity holds the split as read and the solved examples' text (an edited data file
+    is refused on resume), and the chat model's fingerprints.
 
     The sentences still without a valid answer go through :func:`nlieval.runs.run_steps`
     in chunks of :data:`PREMISES_PER_CHUNK` (asked together, invalid answers asked again
@@ -232,13 +229,15 @@ def generate_items(
     for two premises of the packaged ``smoke`` task:
 
     >>> import tempfile
+    >>> from nlieval.backends import ChatModel, stand_in
     >>> class Echo:
     ...     name = "echo"
     ...     def generate(self, conversations, max_new_tokens=32, temperature=0.0, seed=0):
     ...         return ['{"entailment": "A.", "neutral": "B.", "contradiction": "C."}'
     ...                 for _ in conversations]
     >>> out = Path(tempfile.mkdtemp())
-    >>> summary = generate_items(Echo(), GenerateConfig("smoke", limit=2, examples=0), out)
+    >>> echo = stand_in(ChatModel("echo"), lambda _: Echo())
+    >>> summary = generate_items(echo, GenerateConfig("smoke", limit=2, examples=0), out)
     >>> summary["premises"], summary["parsed_first_try"], summary["items"], summary["stopped"]
     (2, 2, 6, None)
     >>> print(*sorted(p.name for p in out.iterdir() if not p.name.startswith(".")))
@@ -248,28 +247,19 @@ def generate_items(
     """
     started = time.perf_counter()
     prompt = GeneratePrompt.load(config.prompt)  # a bad prompt file fails before anything
-    if isinstance(chat, ChatModel):
-        chat.check()  # a wrong model string fails before the data is read
+    chat.check()  # a wrong model string fails before the data is read
     ds, targets, examples = _targets_and_examples(config)
     loaded: list[GenerationBackend] = []
-    if isinstance(chat, ChatModel):
-        generator = chat.spec.name
-        if model_fingerprints is None:
-            model_fingerprints = chat.fingerprints()
-    else:
-        generator = chat.name
-        loaded.append(chat)
 
     def backend() -> GenerationBackend:
         if not loaded:
-            assert isinstance(chat, ChatModel)
-            loaded.append(chat.load())
+            loaded.append(chat.chat())
         return loaded[0]
 
     try:
         return _generate(
             backend,
-            generator,
+            chat.spec.name,
             config,
             ds,
             targets,
@@ -279,12 +269,10 @@ def generate_items(
             started,
             overwrite=overwrite,
             progress=progress,
-            model_fingerprints=model_fingerprints,
+            model_fingerprints=chat.fingerprints(),
         )
     finally:
-        close = (
-            getattr(loaded[0], "close", None) if loaded and isinstance(chat, ChatModel) else None
-        )
+        close = getattr(loaded[0], "close", None) if loaded and chat.load_with is None else None
         if callable(close):
             close()
 

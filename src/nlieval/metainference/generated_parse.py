@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..backends.generator import json_object_closed
+from ..backends import json_object_closed
 from ..types import NLI3, Label
 
 #: The JSON keys of an answer, in the order of :data:`~nlieval.types.NLI3`.

@@ -24,11 +24,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data import seeded_rng
-from ..data.prompt_files import (
+from ..data import (
     PromptFile,
     read_prompt_file,
     read_solved_examples,
+    seeded_rng,
     shipped_prompt,
 )
 from ..ground import BoundedTemplate, load_prompt_templates

@@ -6,7 +6,7 @@ that writes results (``run``, ``instruct``, ``generate``, ``train``'s test recor
 
 from __future__ import annotations
 
-from .execute import execute, fingerprints_of, saved_spelling
+from .execute import execute, fingerprints_of
 from .folder import (
     CONFIG,
     RECORDS,
@@ -64,7 +64,6 @@ __all__ = [
     "metrics_table",
     "plus_minus",
     "read_results",
-    "saved_spelling",
     "run_steps",
     "run_timing",
 ]

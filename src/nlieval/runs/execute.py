@@ -117,34 +117,3 @@ def fingerprints_of(data_info: Mapping[str, Mapping[str, Any]]) -> dict[str, str
         for point, value in (info.get("prompt_fingerprints") or {}).items():
             out[f"prompt {task} {point}"] = str(value)
     return out
-
-
-C = TypeVar("C")
-
-
-def saved_spelling(folder: RunFolder[Any], config: C, *, overwrite: bool = False) -> C:
-    """``config`` with its model spelled as the folder's ``config.json`` spells the same
-    model (``server:m``, ``openai-completions:m`` and ``m`` with ``--api-base`` are one
-    served model): the records keep one model name, and a resume with another spelling
-    of it is not refused. Another model, or no saved config, leaves ``config`` as it is.
-
-    >>> from nlieval.choice import RunConfig
-    >>> from nlieval.backends import ServerOptions
-    >>> server = ServerOptions("http://h:8000/v1")
-    >>> folder = RunFolder(run_dir); folder.start(RunConfig("server:m", ("t",), server=server))
-    >>> saved_spelling(folder, RunConfig("m", ("t",), server=server)).model
-    'server:m'
-    """
-    saved = None if overwrite else folder.read_config()
-    from_dict = getattr(type(config), "from_dict", None)
-    if not saved or not callable(from_dict):
-        return config
-    try:
-        old = from_dict(saved)
-    except (TypeError, ValueError, KeyError):
-        return config
-    spec, old_spec = getattr(config, "spec", None), getattr(old, "spec", None)
-    model, old_model = getattr(config, "model", None), getattr(old, "model", None)
-    if spec is None or spec != old_spec or model == old_model:
-        return config
-    return dataclasses.replace(config, model=old_model)  # type: ignore[type-var]

@@ -31,9 +31,12 @@ from __future__ import annotations
 from . import distant, instruct, report, train
 from .distant import BuildResult, build_distant, implicit_candidates, pseudo_label, read_corpus
 from .distant_build import DistantConfig, ImplicitConfig, build_distant_task, build_implicit_task
-from .instruct import InstructConfig, parse_answer, run_instruct
+from .instruct import InstructConfig, instruct_backend, parse_answer, run_instruct
 from .report import SciReportConfig, format_report, iter_report_records, sci_report, sci_rows
-from .train import TrainConfig
+from .train import TrainConfig, format_results
+
+# The function: `sci.train` is the module.
+from .train import train as train_classifier
 
 __all__ = [
     "BuildResult",
@@ -52,6 +55,9 @@ __all__ = [
     "run_instruct",
     "sci_rows",
     "train",
+    "train_classifier",
+    "format_results",
+    "instruct_backend",
     # the settings of the build and sci-report commands, and what each does
     "DistantConfig",
     "ImplicitConfig",

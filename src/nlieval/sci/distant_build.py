@@ -147,7 +147,7 @@ def load_classifier(folder: str) -> Any | None:
     output folder), or None when the classifier backend (torch, transformers) cannot be
     imported here. Says which checkpoint scores the candidates (a long step)."""
     try:
-        from ..backends.classifier import EncoderClassifier, classifier_checkpoints
+        from ..backends import EncoderClassifier, classifier_checkpoints
     except ImportError:
         return None
     found = classifier_checkpoints(folder)

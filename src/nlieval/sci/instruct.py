@@ -36,16 +36,15 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .. import data
-from ..backends.base import GenerationBackend
-from ..backends.openai import ServerOptions
-from ..backends.registry import (
+from ..backends import (
+    DEFAULT_MODEL,
+    GenerationBackend,
     HFOptions,
     NamesAModel,
-    load_generator,
+    ResolvedModel,
+    ServerOptions,
     model_label,
 )
-from ..backends.registry import model_fingerprints as weights_fingerprints
-from ..backends.weights import DEFAULT_MODEL
 from ..data import Dataset, ItemSelection
 from ..runs import (
     Results,
@@ -55,7 +54,6 @@ from ..runs import (
     execute,
     finalize,
     fingerprints_of,
-    saved_spelling,
 )
 from ..settings import (
     csv_list,
@@ -339,36 +337,34 @@ def plan_instruct(
 EXEMPLAR_FIELDS = {"premise": "premise", "hypothesis": "hypothesis", "label": "label", "id": "id"}
 
 
-def instruct_backend(config: InstructConfig) -> GenerationBackend:
-    """The chat model of a config, made by the model registry (in process or on the
-    server of ``config.server``).
+def instruct_backend(model: ResolvedModel) -> GenerationBackend:
+    """The chat model of a resolved model (in process, or on its server).
 
-    >>> instruct_backend(InstructConfig("m", server=ServerOptions(fake_server))).name
+    >>> instruct_backend(InstructConfig("m", server=ServerOptions(fake_server)).resolve()).name
     'm'
     """
-    return load_generator(config.spec, hf=config.hf, server=config.server)
+    return model.chat()
 
 
 def run_instruct(
     config: InstructConfig,
     out_dir: str | Path,
-    backend_factory: Callable[[], GenerationBackend] | None = None,
+    model: ResolvedModel | None = None,
     *,
     overwrite: bool = False,
     progress: bool = True,
-    model_fingerprints: Mapping[str, str] | None = None,
 ) -> Results:
     """Run (or resume) a prompted instruct-model evaluation into a run folder.
 
     The folder has the files of ``nlieval run`` (config.json, records.jsonl, timing.json,
     results.json, summary.md). Items go to the model in chunks of
     :data:`nlieval.runs.CHUNK`, each chunk appended and fsync'ed: a killed run loses at
-    most one chunk, and the same call resumes it without duplicates. The backend is made
-    by ``backend_factory`` (default: the config's model, through the model registry's
-    :func:`~nlieval.backends.registry.load_generator`) only when there is work left.
-    Returns ``results.json``. The folder's identity holds the data, pool and prompts by
-    content, and ``model_fingerprints`` (None: the config's model's, when the registry
-    makes the backend; see :func:`~nlieval.backends.registry.model_fingerprints`).
+    most one chunk, and the same call resumes it without duplicates. ``model`` is the
+    config's model resolved (None: :meth:`InstructConfig.resolve`); it is checked before
+    anything is read, and its chat backend made only when there is work left. Returns
+    ``results.json``. The folder's identity holds the data, pool and prompts by content,
+    and the model's fingerprints (see
+    :meth:`~nlieval.backends.registry.ResolvedModel.fingerprints`).
 
     For instance ``run_instruct(InstructConfig("smollm2-135m", limit=40), "runs/sci")``
     asks the packaged SmolLM2 about the first 40 SciNLI test items at k = 0, 4, 8, 12
@@ -378,9 +374,13 @@ def run_instruct(
     >>> cfg.tasks, cfg.split, cfg.engine
     (('scinli',), 'test', 'hf')
     """
+    model = model or config.resolve()
+    model.check()  # a wrong model name fails before the folder is made
     prompt = InstructPrompt.load(config.prompt)  # a bad prompt file fails before anything
     config = dataclasses.replace(config, prompt_version=prompt.version)
-    config = saved_spelling(RunFolder(out_dir), config, overwrite=overwrite)
+    spelling = config.saved_spelling(None if overwrite else _saved_config(out_dir))
+    if spelling != config.model:
+        config = dataclasses.replace(config, model=spelling)
     planned = plan_instruct(config)  # data errors surface before anything is written
     folder = RunFolder(out_dir)
 
@@ -454,15 +454,12 @@ def run_instruct(
             raise
 
     def make_backend(_: Any) -> GenerationBackend:
-        backend = backend_factory() if backend_factory else instruct_backend(config)
+        backend = model.chat()
         # Answers of a server arrive one by one: keep each (see ReceivedAnswers).
         return ReceivedAnswers(backend) if callable(getattr(backend, "iter_map", None)) else backend
 
-    prints = fingerprints_of({ds.task: info for ds, _, info in planned})
-    if model_fingerprints is None and backend_factory is None:
-        # The chat model's weights (none for a server's model: its answers name it).
-        model_fingerprints = weights_fingerprints(config.spec, config.hf.revision)
-    prints |= model_fingerprints or {}
+    # The chat model's weights too (none for a server's model: its answers name it).
+    prints = fingerprints_of({ds.task: info for ds, _, info in planned}) | model.fingerprints()
     elapsed = execute(
         folder,
         config,
@@ -484,6 +481,16 @@ def run_instruct(
         data_info={ds.task: info for ds, _, info in planned},
         draws=draws,
     )
+
+
+def _saved_config(out_dir: str | Path) -> InstructConfig | None:
+    # The folder's config as this version reads it back; None when there is none or it
+    # cannot be built (the folder's own check then says what differs).
+    saved = RunFolder(out_dir).read_config()
+    try:
+        return InstructConfig.from_dict(saved) if saved else None
+    except (TypeError, ValueError, KeyError):
+        return None
 
 
 def _record_key(model: str, p: InstructPoint, item: Item) -> Any:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..backends.base import GenerationBackend
+from ..backends import GenerationBackend
 from ..types import LETTERS, SCI4, Item, Label, Record
 from .instruct_prompt import (
     InstructPrompt,

@@ -26,8 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data import seeded_rng
-from ..data.prompt_files import PromptFile, read_prompt_file, shipped_prompt
+from ..data import PromptFile, read_prompt_file, seeded_rng, shipped_prompt
 from ..ground import BoundedTemplate, load_prompt_templates
 from ..types import LETTERS, SCI4, Item, Label
 

@@ -52,8 +52,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..backends.registry import ModelSpec, model_fingerprints
-from ..backends.weights import ModelError
+from ..backends import ModelError, resolve
 from ..data import items_fingerprint
 from ..metrics import mean_std, point_metrics
 from ..runs import RunError, RunFolder, Step, atomic_write, execute, finalize
@@ -305,7 +304,7 @@ def train(
     >>> train(cfg, progress=False)["seeds"] == results["seeds"]
     True
     """
-    from ..backends.classifier import EncoderClassifier, classify_records, read_meta
+    from ..backends import EncoderClassifier, classify_records, read_meta
 
     if init_from is not None:
         config = replace(config, init_from=str(init_from))
@@ -457,7 +456,8 @@ def format_results(results: Mapping[str, Any]) -> str:
 def encoder_fingerprints(config: TrainConfig) -> dict[str, str]:
     """The fingerprints of the encoder a run starts from (``model``) and of ``init_from``,
     for the run folder's identity: other weights under the same name are refused on resume
-    (see :func:`nlieval.backends.registry.model_fingerprints`). A hub id whose commit cannot
+    (see :meth:`nlieval.backends.ResolvedModel.fingerprints`; a folder of ``nlieval train``
+    seeds by seed: ``init_from seed0``). A hub id whose commit cannot
     be found yet is left out: its load fails with its own message.
 
     >>> list(encoder_fingerprints(TrainConfig(tiny_encoder, "smoke")))
@@ -469,7 +469,7 @@ def encoder_fingerprints(config: TrainConfig) -> dict[str, str]:
             continue
         resolved = resolve_encoder(name)
         try:
-            prints = model_fingerprints(ModelSpec("hf", resolved))
+            prints = resolve(resolved).fingerprints()
         except ModelError:
             if Path(resolved).exists():
                 raise

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..backends.adapters import LoraSettings
+from ..backends import LoraSettings
 from ..data import ItemSelection
 from ..settings import seed_list, setting
 

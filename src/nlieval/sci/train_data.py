@@ -168,7 +168,7 @@ def load_data(config: TrainConfig) -> TrainData:
     >>> len(data.train.items), len(data.dev.items), data.dev.split, len(data.test.items)
     (9, 3, 'train[held-out 0.1]', 48)
     """
-    from ..backends.classifier import label_mapping
+    from ..backends import label_mapping
 
     train = load_train(config)
     labels = train.labels

@@ -50,7 +50,7 @@ def evaluate(
     per-class F1 and the confusion matrix (:func:`nlieval.metrics.point_metrics`).
     (The module's example scores a saved best epoch with it.)
     """
-    from ..backends.classifier import EncoderClassifier, classify_records
+    from ..backends import EncoderClassifier, classify_records
     from ..metrics import point_metrics
 
     backend = EncoderClassifier.from_model(model, tokenizer, meta, batch_size=batch_size, name=name)
@@ -78,7 +78,7 @@ def _train_epoch(
     import torch
     import torch.nn.functional as F
 
-    from ..backends.classifier import encode_pairs
+    from ..backends import encode_pairs
 
     items = data.train.items
     targets = torch.tensor([data.labels.index(it.label.value) for it in items if it.label])
@@ -109,13 +109,13 @@ def _train_epoch(
 
 
 def _separator(config: TrainConfig) -> str:
-    from ..backends.adapters import SEPARATOR
+    from ..backends import SEPARATOR
 
     return SEPARATOR if config.lora is not None else ""
 
 
 def _meta_for(model: Any, data: TrainData, config: TrainConfig, extra: Mapping[str, Any]) -> Any:
-    from ..backends.classifier import ClassifierMeta
+    from ..backends import ClassifierMeta
 
     lora = config.lora_settings
     return ClassifierMeta(
@@ -172,7 +172,7 @@ def fit(
     import torch
     from tqdm.auto import tqdm
 
-    from ..backends.classifier import pick_device, save_classifier
+    from ..backends import pick_device, save_classifier
 
     model.to(torch.device(pick_device(config.device)))
     optimizer = make_optimizer(model, config)

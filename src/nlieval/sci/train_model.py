@@ -26,16 +26,16 @@ def seed_checkpoint(init_from: str | Path, seed: int) -> Path:
     Traceback (most recent call last):
     nlieval.sci.train_config.TrainError: ... has no seed1 checkpoint (it has seed0)
     """
-    from ..backends.classifier import classifier_checkpoints, is_classifier_folder
+    from ..backends import resolve
 
     root = Path(init_from)
-    if is_classifier_folder(root):
+    model = resolve(str(root), checked=False)  # from its local folders alone
+    if model.kind == "classifier-folder":
         return root
-    if is_classifier_folder(root / f"seed{seed}"):
+    if str(root / f"seed{seed}") in model.seeds:
         return root / f"seed{seed}"
-    found = classifier_checkpoints(root)
-    if found:
-        names = ", ".join(p.name for p in found)
+    if model.seeds:
+        names = ", ".join(Path(p).name for p in model.seeds)
         raise TrainError(f"{root} has no seed{seed} checkpoint (it has {names})")
     raise TrainError(f"{root} is neither a classifier checkpoint nor a folder of them")
 
@@ -67,8 +67,7 @@ def build_model(
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from ..backends.classifier import PairClassifier, load_head, read_meta
-    from ..backends.lora_classifier import build_lora
+    from ..backends import PairClassifier, build_lora, load_head, read_meta
 
     lora = config.lora_settings
     if lora is not None:

@@ -1,0 +1,72 @@
+"""The options of the transformers engine (a model run in process), whole: every engine
+in process takes them as one object (:meth:`~nlieval.backends.hf.HFCausalLM.from_options`
+and its kin), so each flag has one default, written here.
+
+>>> HFOptions(device="cpu").device
+'cpu'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..settings import setting
+from .placement import parse_max_memory
+
+
+@dataclass(frozen=True)
+class HFOptions:
+    """How to run a model in process through transformers (torch).
+
+    ``device_map`` (``auto``) spreads a model over several devices through accelerate and
+    ``max_memory`` (``0=70GiB,1=70GiB,cpu=200GiB``) caps each; neither changes results.
+
+    >>> HFOptions().dtype
+    'auto'
+    >>> HFOptions(max_memory="0=70GiB")
+    Traceback (most recent call last):
+    ValueError: --max-memory needs --device-map (e.g. auto)
+    """
+
+    dtype: str = setting(
+        "auto", help="weights' type: auto (fp32 on CPU, bf16 on GPU), float32, bfloat16"
+    )
+    device: str = setting("auto", help="cpu, cuda, cuda:1, mps (auto: a GPU when there is one)")
+    revision: str | None = setting(None, help="hub revision of the model")
+    prefix_cache: bool = setting(
+        True,
+        help="recompute the shared start of the prompts (the few-shot prefix) for every "
+        "item (same results, slower)",
+        names=("--no-prefix-cache",),
+    )
+    prefix_attention: str = setting(
+        "cascade",
+        help="how rows attend to a cached prefix: cascade (its keys/values held once and "
+        "shared by every row) or rows (a copy in each row; architectures cascade does not "
+        "cover use it anyway); same results",
+        choices=("cascade", "rows"),
+    )
+    device_map: str | None = setting(
+        None, help="auto: spread a model too large for one device over all GPUs (then CPU, disk)"
+    )
+    max_memory: str | None = setting(
+        None,
+        help="with --device-map: memory per device, e.g. 0=70GiB,1=70GiB,cpu=200GiB",
+        metavar="DEV=SIZE,...",
+    )
+
+    def __post_init__(self) -> None:
+        if self.max_memory is not None:
+            if self.device_map is None:
+                raise ValueError("--max-memory needs --device-map (e.g. auto)")
+            parse_max_memory(self.max_memory)  # a bad spelling fails before any model loads
+
+    def placement(self) -> dict[str, Any]:
+        """``device_map`` and ``max_memory`` as ``from_pretrained`` takes them.
+
+        >>> HFOptions(device_map="auto", max_memory="0=1GiB").placement()
+        {'device_map': 'auto', 'max_memory': {0: '1GiB'}}
+        """
+        memory = parse_max_memory(self.max_memory) if self.max_memory else None
+        return {"device_map": self.device_map, "max_memory": memory}
