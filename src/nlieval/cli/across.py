@@ -26,7 +26,7 @@ from ..reports import (
     grid_table,
     listing_report,
 )
-from ..runs import atomic_write, make_folder
+from ..runs import RunFolders, atomic_write, make_folder
 from .args import add_settings, settings_from_args
 
 
@@ -89,11 +89,6 @@ def cmd_figure(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_runs(p: argparse.ArgumentParser) -> None:
-    # A positional list: the settings of nlieval.settings are flags only.
-    p.add_argument("runs", nargs="+", help="run folders")
-
-
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``grid``, ``compare``, ``breakdown``, ``items`` and ``figure``.
 
@@ -104,7 +99,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     (('model',), ('task',), ('acc_original', 'acc_majority'))
     """
     p = sub.add_parser("grid", help="one table over many run folders (the papers' layouts)")
-    _add_runs(p)
+    add_settings(p, RunFolders)
     add_settings(p, GridConfig)
     p.set_defaults(handler=cmd_grid)
 
@@ -116,19 +111,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_compare)
 
     p = sub.add_parser("breakdown", help="metrics by item field (heuristic, genre, domain, ...)")
-    _add_runs(p)
+    add_settings(p, RunFolders)
     add_settings(p, BreakdownConfig)
     p.set_defaults(handler=cmd_breakdown)
 
     p = sub.add_parser("items", help="items with several models' predictions side by side")
-    _add_runs(p)
+    add_settings(p, RunFolders)
     add_settings(p, ItemsConfig)
     p.set_defaults(handler=cmd_items)
 
     p = sub.add_parser("figure", help="accuracy vs shots / size, dynamics across models")
     # A positional with choices: the settings of nlieval.settings are flags only.
     p.add_argument("kind", choices=FIGURES)
-    _add_runs(p)
+    add_settings(p, RunFolders)
     add_settings(p, FigureConfig)
     # Repeatable (action "append"), which a setting's flag cannot be.
     p.add_argument(

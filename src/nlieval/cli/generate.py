@@ -14,7 +14,7 @@ import sys
 
 from ..backends import ChatModel
 from ..metainference import GenerateConfig, format_summary, generate_items
-from ..runs import RECORDS
+from ..runs import RECORDS, OutputFolder
 from .args import add_settings, settings_from_args
 
 
@@ -34,9 +34,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     add_settings(p, GenerateConfig)
     add_settings(p, ChatModel, skip=("device_map", "max_memory", "prefix_attention"))
-    p.add_argument("--out", required=True, help="output folder (re-run the command to resume)")
-    p.add_argument("--overwrite", action="store_true", help="discard what the folder holds")
-    p.add_argument("--no-progress", action="store_true")
+    add_settings(p, OutputFolder)
     p.set_defaults(handler=cmd_generate)
 
 
@@ -46,7 +44,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     config = settings_from_args(GenerateConfig, args)
     chat = settings_from_args(ChatModel, args).resolve()  # loaded once the folder is checked
     summary = generate_items(
-        chat, config, args.out, overwrite=args.overwrite, progress=not args.no_progress
+        chat, config, args.out, overwrite=args.overwrite, progress=args.progress
     )
     print(format_summary(summary))
     print(f"\n{summary['seconds']} s; items, {RECORDS} and summary.json in {args.out}")

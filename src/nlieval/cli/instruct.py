@@ -12,7 +12,7 @@ import dataclasses
 import sys
 from typing import Any
 
-from ..runs import RunError, instruct_table, run_timing
+from ..runs import OutputFolder, RunError, instruct_table, run_timing
 from ..sci import InstructConfig, instruct_backend, run_instruct
 from .args import add_settings, settings_from_args
 
@@ -35,7 +35,7 @@ def cmd_instruct(args: argparse.Namespace) -> int:
             args.out,
             dataclasses.replace(model, load_with=load),
             overwrite=args.overwrite,
-            progress=not args.no_progress,
+            progress=args.progress,
         )
     except RunError:
         raise
@@ -86,7 +86,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "Answers that name no class are kept, counted and scored wrong.",
     )
     add_settings(p, InstructConfig, skip=("device_map", "max_memory", "prefix_attention"))
-    p.add_argument("--out", "--output_path", dest="out", required=True, help="run folder")
-    p.add_argument("--overwrite", action="store_true", help="discard what the run folder holds")
-    p.add_argument("--no-progress", action="store_true")
+    add_settings(p, OutputFolder)
     p.set_defaults(handler=cmd_instruct)

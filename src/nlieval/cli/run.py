@@ -7,7 +7,7 @@ import sys
 
 from ..backends import ServerError
 from ..choice import RunConfig, run
-from ..runs import metrics_table, run_timing
+from ..runs import OutputFolder, metrics_table, run_timing
 from .args import add_settings, settings_from_args
 
 
@@ -18,16 +18,14 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "classifier (a sequence-classification model, or a folder of nlieval train)",
     )
     add_settings(p, RunConfig)
-    p.add_argument("--out", "--output_path", dest="out", required=True, help="run folder")
-    p.add_argument("--overwrite", action="store_true", help="discard what the run folder holds")
-    p.add_argument("--no-progress", action="store_true")
+    add_settings(p, OutputFolder)
     p.set_defaults(handler=_cmd_run)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     cfg = settings_from_args(RunConfig, args)
     try:
-        results = run(cfg, args.out, overwrite=args.overwrite, progress=not args.no_progress)
+        results = run(cfg, args.out, overwrite=args.overwrite, progress=args.progress)
     except ServerError as err:
         # One line, as for every other error; what was scored before it is kept.
         if getattr(args, "verbose", False):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..runs import OutputFolder
 from ..sci import TrainConfig, format_results, train_classifier
 from .args import add_settings, settings_from_args
 
@@ -18,7 +19,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     """Train every seed, print one line per seed and the mean and std, return 0."""
 
     config = settings_from_args(TrainConfig, args, out=args.out)
-    results = train_classifier(config, progress=not args.no_progress, resume=not args.overwrite)
+    results = train_classifier(config, progress=args.progress, resume=not args.overwrite)
     print(format_results(results))
     print(f"\ncheckpoints and results.json in {Path(args.out)}")
     return 0
@@ -35,13 +36,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     """
     p = sub.add_parser("train", help="fine-tune an encoder (linear head on [CLS]) on a task")
     add_settings(p, TrainConfig)
-    p.add_argument(
-        "--out",
-        required=True,
-        help="output run folder: test records of every seed, seed{n}/ checkpoints",
-    )
-    p.add_argument(
-        "--overwrite", action="store_true", help="discard the folder's records; retrain every seed"
-    )
-    p.add_argument("--no-progress", action="store_true")
+    add_settings(p, OutputFolder)
     p.set_defaults(handler=cmd_train)
