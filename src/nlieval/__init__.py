@@ -71,6 +71,17 @@ _EXPORTS: dict[str, str] = {
 __all__ = list(_EXPORTS)
 
 
+def __dir__() -> list[str]:
+    """The public API (PEP 562): ``dir(nlieval)`` lists what ``__all__`` does, not the
+    names this module uses to build it.
+
+    >>> import nlieval
+    >>> "run" in dir(nlieval) and "importlib" not in dir(nlieval)
+    True
+    """
+    return sorted([*__all__, "__version__"])
+
+
 def __getattr__(name: str) -> Any:
     """Import a public name's submodule on first use (PEP 562)."""
     if name in _EXPORTS:
@@ -78,8 +89,3 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'nlieval' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    """The public names with the module's own, as if all were imported."""
-    return sorted({*globals(), *_EXPORTS})
