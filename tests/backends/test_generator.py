@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -184,6 +185,7 @@ def _force(chat: LocalChat, ids: list[int]) -> None:
     original: Callable[..., Any] = model.forward
     state = {"start": 0}
 
+    @functools.wraps(original)  # its signature says which cache keyword it takes
     def forward(*args: Any, **kwargs: Any) -> Any:
         out = original(*args, **kwargs)
         mask = kwargs.get("attention_mask")

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ground import ChatTemplate
+from .hf_cache import cache_kwargs
 from .options import HFOptions
 from .placement import pick_device
 from .weights import (
@@ -331,7 +332,7 @@ class LocalChat:
         with torch.inference_mode():
             self.model(
                 input_ids=torch.tensor([prefix], device=self.device),
-                past_key_values=cache,
+                **cache_kwargs(self.model, cache),
                 use_cache=True,
                 logits_to_keep=1,
             )
@@ -370,7 +371,8 @@ class LocalChat:
         if prefix:
             cache = copy.deepcopy(self._prefix_state(prefix))
             cache.batch_repeat_interleave(len(batch))
-            kwargs["past_key_values"] = cache
+            # generate() takes the cache under the name its forward pass does.
+            kwargs.update(cache_kwargs(self.model, cache))
         ender = _RowStop(self, n_pre + width, stop)
         processors = LogitsProcessorList()
         if temperature > 0:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .base import Progress, PromptTooLongError, ScoreRequest
-from .hf_cache import prefix_rows_cache
+from .hf_cache import cache_kwargs, prefix_rows_cache
 from .hf_cascade import PREFIX_KWARG, cascade_attention_on, cascade_unsupported
 from .hf_tokens import ScoreRow, TokenSplitter
 from .memory import CPU_MAX_BATCH, GPU_MAX_BATCH, free_memory, row_bytes, rows_in_memory
@@ -288,7 +288,7 @@ class HFCausalLM(TokenSplitter):
         with torch.inference_mode():
             self._decoder(
                 input_ids=torch.tensor([prefix], device=self.device),
-                past_key_values=cache,
+                **cache_kwargs(self._decoder, cache),
                 use_cache=True,
             )
         layers: list[Any] = cache.layers
@@ -367,7 +367,7 @@ class HFCausalLM(TokenSplitter):
         ids = self._suffix_ids(n_pre, batch)
         with torch.inference_mode():
             hidden = self._decoder(
-                input_ids=ids.to(self.device), past_key_values=cache, use_cache=True
+                input_ids=ids.to(self.device), **cache_kwargs(self._decoder, cache), use_cache=True
             ).last_hidden_state
             return self._read_suffix_scores(n_pre, batch, hidden)
 

@@ -5,8 +5,28 @@ on first use."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
+
+
+def cache_kwargs(module: Any, cache: Any) -> dict[str, Any]:
+    """The keyword that hands ``cache`` to ``module``'s forward pass: ``cache`` where the
+    installed transformers names it so (it deprecated ``past_key_values`` for it, with a
+    FutureWarning on every call), else ``past_key_values`` (the releases before).
+
+    >>> class New:
+    ...     def forward(self, input_ids=None, cache=None): ...
+    >>> list(cache_kwargs(New(), "c")), list(cache_kwargs(object(), "c"))
+    (['cache'], ['past_key_values'])
+    """
+    forward = getattr(module, "forward", None)
+    try:
+        takes_cache = forward is not None and "cache" in inspect.signature(forward).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        takes_cache = False
+    return {"cache": cache} if takes_cache else {"past_key_values": cache}
+
 
 # The class subclasses a transformers type, so it is made on first use: importing this
 # module must not import transformers (the CLI's start-up and `nlieval --help` stay fast).
