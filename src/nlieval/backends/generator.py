@@ -36,19 +36,18 @@ from pathlib import Path
 from typing import Any
 
 from ..ground import ChatTemplate
+from .base import Messages
 from .options import HFOptions
 from .placement import pick_device
 from .weights import (
     ModelSource,
     load_causal_lm,
-    local_hf_folder,
+    loadable_source,
     pick_dtype,
-    resolve_model,
 )
 
 log = logging.getLogger(__name__)
 
-Messages = Sequence[dict[str, str]]
 StopRule = Callable[[str], bool]
 """True once an answer (the text generated so far) is complete."""
 
@@ -155,9 +154,8 @@ class LocalChat:
     ) -> None:
         import torch
 
-        source = model if isinstance(model, ModelSource) else resolve_model(model, revision)
-        self.name = source.name
-        self.source = local_hf_folder(source)
+        self.source = loadable_source(model, revision)
+        self.name = self.source.name
         device = pick_device(device)
         self.device = torch.device(device)
         self.dtype = pick_dtype(dtype, device)

@@ -24,9 +24,8 @@ from .placement import pick_device
 from .weights import (
     ModelSource,
     load_causal_lm,
-    local_hf_folder,
+    loadable_source,
     pick_dtype,
-    resolve_model,
 )
 
 __all__ = [
@@ -122,9 +121,8 @@ class HFCausalLM(TokenSplitter):
     ) -> None:
         import torch
 
-        source = model if isinstance(model, ModelSource) else resolve_model(model, revision)
-        self.name = source.name
-        self.source = local_hf_folder(source)
+        self.source = loadable_source(model, revision)
+        self.name = self.source.name
         device = pick_device(device)
         self.device = torch.device(device if device_map is None else "cpu")
         self.dtype = pick_dtype(dtype, device)
