@@ -38,12 +38,11 @@ from typing import Any
 from ..ground import ChatTemplate
 from .base import Messages
 from .options import HFOptions
-from .placement import pick_device
+from .placement import pick_placement
 from .weights import (
     ModelSource,
     load_causal_lm,
     loadable_source,
-    pick_dtype,
 )
 
 log = logging.getLogger(__name__)
@@ -156,9 +155,8 @@ class LocalChat:
 
         self.source = loadable_source(model, revision)
         self.name = self.source.name
-        device = pick_device(device)
+        device, self.dtype = pick_placement(device, dtype)
         self.device = torch.device(device)
-        self.dtype = pick_dtype(dtype, device)
         self._chat: ChatTemplate | None = None
         self._check_chat_template(trust_remote_code)
         self.tok, model_obj = load_causal_lm(

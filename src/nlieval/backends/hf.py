@@ -20,12 +20,11 @@ from .hf_cascade import PREFIX_KWARG, cascade_attention_on, cascade_unsupported
 from .hf_tokens import ScoreRow, TokenSplitter
 from .memory import CPU_MAX_BATCH, GPU_MAX_BATCH, free_memory, row_bytes, rows_in_memory
 from .options import HFOptions
-from .placement import pick_device
+from .placement import pick_placement
 from .weights import (
     ModelSource,
     load_causal_lm,
     loadable_source,
-    pick_dtype,
 )
 
 __all__ = [
@@ -123,9 +122,8 @@ class HFCausalLM(TokenSplitter):
 
         self.source = loadable_source(model, revision)
         self.name = self.source.name
-        device = pick_device(device)
+        device, self.dtype = pick_placement(device, dtype)
         self.device = torch.device(device if device_map is None else "cpu")
-        self.dtype = pick_dtype(dtype, device)
         kwargs: dict[str, Any] = {}
         if device_map is not None:
             kwargs["device_map"] = device_map
