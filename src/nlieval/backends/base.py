@@ -12,6 +12,9 @@ from typing import Protocol, runtime_checkable
 Progress = Callable[[int], None]
 """Called with the number of requests just finished (drives a progress bar)."""
 
+Messages = Sequence[dict[str, str]]
+"""One conversation: chat messages with a ``role`` and a ``content``."""
+
 
 @dataclass(frozen=True)
 class ScoreRequest:

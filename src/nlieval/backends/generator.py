@@ -36,20 +36,18 @@ from pathlib import Path
 from typing import Any
 
 from ..ground import ChatTemplate
+from .base import Messages
 from .hf_cache import cache_kwargs
 from .options import HFOptions
-from .placement import pick_device
+from .placement import pick_placement
 from .weights import (
     ModelSource,
     load_causal_lm,
-    local_hf_folder,
-    pick_dtype,
-    resolve_model,
+    loadable_source,
 )
 
 log = logging.getLogger(__name__)
 
-Messages = Sequence[dict[str, str]]
 StopRule = Callable[[str], bool]
 """True once an answer (the text generated so far) is complete."""
 
@@ -156,12 +154,10 @@ class LocalChat:
     ) -> None:
         import torch
 
-        source = model if isinstance(model, ModelSource) else resolve_model(model, revision)
-        self.name = source.name
-        self.source = local_hf_folder(source)
-        device = pick_device(device)
+        self.source = loadable_source(model, revision)
+        self.name = self.source.name
+        device, self.dtype = pick_placement(device, dtype)
         self.device = torch.device(device)
-        self.dtype = pick_dtype(dtype, device)
         self._chat: ChatTemplate | None = None
         self._check_chat_template(trust_remote_code)
         self.tok, model_obj = load_causal_lm(

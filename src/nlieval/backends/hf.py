@@ -20,13 +20,11 @@ from .hf_cascade import PREFIX_KWARG, cascade_attention_on, cascade_unsupported
 from .hf_tokens import ScoreRow, TokenSplitter
 from .memory import CPU_MAX_BATCH, GPU_MAX_BATCH, free_memory, row_bytes, rows_in_memory
 from .options import HFOptions
-from .placement import pick_device
+from .placement import pick_placement
 from .weights import (
     ModelSource,
     load_causal_lm,
-    local_hf_folder,
-    pick_dtype,
-    resolve_model,
+    loadable_source,
 )
 
 __all__ = [
@@ -122,12 +120,10 @@ class HFCausalLM(TokenSplitter):
     ) -> None:
         import torch
 
-        source = model if isinstance(model, ModelSource) else resolve_model(model, revision)
-        self.name = source.name
-        self.source = local_hf_folder(source)
-        device = pick_device(device)
+        self.source = loadable_source(model, revision)
+        self.name = self.source.name
+        device, self.dtype = pick_placement(device, dtype)
         self.device = torch.device(device if device_map is None else "cpu")
-        self.dtype = pick_dtype(dtype, device)
         kwargs: dict[str, Any] = {}
         if device_map is not None:
             kwargs["device_map"] = device_map

@@ -36,8 +36,8 @@ from typing import Any
 from ..settings import csv_list
 from ..types import ALPHA, Label
 from .options import HFOptions
-from .placement import pick_device
-from .weights import ALIASES, ModelError, pick_dtype, resolve_model
+from .placement import pick_placement
+from .weights import ALIASES, ModelError, resolve_model
 
 log = logging.getLogger(__name__)
 
@@ -357,8 +357,8 @@ class HFSequenceClassifier:
         if batch_size < 1:
             raise ClassifierError(f"batch_size must be positive, got {batch_size}")
         source = resolve_model(model, revision)
-        device = pick_device(device)
-        kwargs: dict[str, Any] = {"dtype": pick_dtype(dtype, device)}
+        device, torch_dtype = pick_placement(device, dtype)
+        kwargs: dict[str, Any] = {"dtype": torch_dtype}
         if source.revision:
             kwargs["revision"] = source.revision
         if device_map is not None:

@@ -62,9 +62,9 @@ def base_folder(name: str) -> str:
     >>> base_folder("org/some-model")
     'org/some-model'
     """
-    from .weights import local_hf_folder, resolve_model
+    from .weights import loadable_source
 
-    return str(local_hf_folder(resolve_model(name)).path)
+    return str(loadable_source(name).path)
 
 
 def _tokenizer(folder: str) -> Any:

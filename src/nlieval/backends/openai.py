@@ -60,10 +60,10 @@ from tenacity import (
 )
 
 from ..settings import setting
+from .base import Messages
 
 log = logging.getLogger(__name__)
 
-Messages = Sequence[dict[str, str]]
 T = TypeVar("T")
 X = TypeVar("X")
 

@@ -10,8 +10,9 @@ whichever device holds it.
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from .weights import ModelError
+from .weights import ModelError, pick_dtype
 
 #: A size as accelerate reads it: digits, an optional unit (``GiB``, ``GB``, ``MiB``...).
 _SIZE = re.compile(r"^\d+(\.\d+)?\s*([KMGT]i?B)?$", re.IGNORECASE)
@@ -58,3 +59,15 @@ def pick_device(device: str = "auto") -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def pick_placement(device: str, dtype: str) -> tuple[str, Any]:
+    """The device a ``--device`` value names (:func:`pick_device`) and the torch dtype
+    a ``--dtype`` value means on it (:func:`~nlieval.backends.weights.pick_dtype`).
+
+    >>> device, dtype = pick_placement("cpu", "auto")
+    >>> device, str(dtype)
+    ('cpu', 'torch.float32')
+    """
+    device = pick_device(device)
+    return device, pick_dtype(dtype, device)

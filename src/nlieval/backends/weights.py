@@ -177,6 +177,17 @@ def local_hf_folder(source: ModelSource) -> ModelSource:
     return ModelSource(source.name, str(target), None, None, None, sha)
 
 
+def loadable_source(model: str | ModelSource, revision: str | None = None) -> ModelSource:
+    """A model as typed (or already resolved) turned into a source the loaders can open:
+    :func:`resolve_model`, then :func:`local_hf_folder` (a GGUF's converted folder).
+
+    >>> loadable_source("HuggingFaceTB/SmolLM2-135M").path
+    'HuggingFaceTB/SmolLM2-135M'
+    """
+    source = model if isinstance(model, ModelSource) else resolve_model(model, revision)
+    return local_hf_folder(source)
+
+
 @contextmanager
 def _conversion_lock(target: Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``target``'s lock file beside it, held for the block

@@ -9,6 +9,7 @@ Each command's flags are the settings of its configuration class in
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from ..reports import (
     listing_report,
 )
 from ..runs import RunFolders, atomic_write, make_folder
-from .args import add_settings, settings_from_args
+from .args import add_command, add_settings, settings_from_args
 
 
 def _write_or_print(text: str, out: str | None) -> None:
@@ -98,10 +99,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     >>> args.rows, args.cols, args.metrics
     (('model',), ('task',), ('acc_original', 'acc_majority'))
     """
-    p = sub.add_parser("grid", help="one table over many run folders (the papers' layouts)")
-    add_settings(p, RunFolders)
-    add_settings(p, GridConfig)
-    p.set_defaults(handler=cmd_grid)
+    command = functools.partial(add_command, sub)
+    command(
+        "grid",
+        help="one table over many run folders (the papers' layouts)",
+        handler=cmd_grid,
+        settings=(RunFolders, GridConfig),
+    )
 
     p = sub.add_parser("compare", help="McNemar and paired bootstrap of two runs' items")
     # Positionals: the settings of nlieval.settings are flags only.
@@ -110,15 +114,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     add_settings(p, CompareConfig)
     p.set_defaults(handler=cmd_compare)
 
-    p = sub.add_parser("breakdown", help="metrics by item field (heuristic, genre, domain, ...)")
-    add_settings(p, RunFolders)
-    add_settings(p, BreakdownConfig)
-    p.set_defaults(handler=cmd_breakdown)
+    command(
+        "breakdown",
+        help="metrics by item field (heuristic, genre, domain, ...)",
+        handler=cmd_breakdown,
+        settings=(RunFolders, BreakdownConfig),
+    )
 
-    p = sub.add_parser("items", help="items with several models' predictions side by side")
-    add_settings(p, RunFolders)
-    add_settings(p, ItemsConfig)
-    p.set_defaults(handler=cmd_items)
+    command(
+        "items",
+        help="items with several models' predictions side by side",
+        handler=cmd_items,
+        settings=(RunFolders, ItemsConfig),
+    )
 
     p = sub.add_parser("figure", help="accuracy vs shots / size, dynamics across models")
     # A positional with choices: the settings of nlieval.settings are flags only.

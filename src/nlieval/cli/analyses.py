@@ -9,6 +9,7 @@ handler as ``handler`` (a function of the parsed arguments returning an exit cod
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -31,7 +32,7 @@ from ..analyses import (
     write_plots,
 )
 from ..runs import OutputFolder
-from .args import add_settings, settings_from_args
+from .args import add_command, settings_from_args
 
 __all__ = ["CHAOSNLI_JSON", "PLOTS", "add_commands"]
 
@@ -118,35 +119,41 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     >>> parser.parse_args(["chaosnli", "r", "--human-js", "chaosnli_snli=0.07"]).human_js
     [('chaosnli_snli', 0.07)]
     """
-    p = sub.add_parser(
+    command = functools.partial(add_command, sub)
+    command(
         "dynamics",
         help="accuracy, gold NLL and ChaosNLI divergences over the checkpoints of a run, "
         "Kendall tau",
+        handler=cmd_dynamics,
+        settings=(DynamicsConfig,),
     )
-    add_settings(p, DynamicsConfig)
-    p.set_defaults(handler=cmd_dynamics)
 
-    p = sub.add_parser(
-        "chaosnli", help="ChaosNLI scores of run folders: accuracies, divergences, entropy bins"
+    command(
+        "chaosnli",
+        help="ChaosNLI scores of run folders: accuracies, divergences, entropy bins",
+        handler=cmd_chaosnli,
+        settings=(ChaosnliConfig,),
     )
-    add_settings(p, ChaosnliConfig)
-    p.set_defaults(handler=cmd_chaosnli)
 
-    p = sub.add_parser(
+    command(
         "chaosnli-import",
         help="prediction files of classifiers (Baan et al. 2022, official ChaosNLI, jsonl) "
         "into a run folder",
+        handler=cmd_chaosnli_import,
+        settings=(ImportConfig, OutputFolder),
+        skip=("progress",),
     )
-    add_settings(p, ImportConfig)
-    add_settings(p, OutputFolder, skip=("progress",))
-    p.set_defaults(handler=cmd_chaosnli_import)
 
-    p = sub.add_parser(
-        "chaosnli-score", help="score a prediction file in the official ChaosNLI format"
+    command(
+        "chaosnli-score",
+        help="score a prediction file in the official ChaosNLI format",
+        handler=cmd_chaosnli_score,
+        settings=(ChaosnliScoreConfig,),
     )
-    add_settings(p, ChaosnliScoreConfig)
-    p.set_defaults(handler=cmd_chaosnli_score)
 
-    p = sub.add_parser("plots", help="PNG plots from saved run folders (no model loaded)")
-    add_settings(p, PlotsConfig)
-    p.set_defaults(handler=cmd_plots)
+    command(
+        "plots",
+        help="PNG plots from saved run folders (no model loaded)",
+        handler=cmd_plots,
+        settings=(PlotsConfig,),
+    )

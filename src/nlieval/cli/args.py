@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import MISSING, Field, fields
 from typing import Any, TypeVar
 
@@ -134,6 +134,35 @@ def add_settings(p: argparse.ArgumentParser, cls: type[Any], *, skip: Collection
         for sub in fields(opt.cls):
             if sub.name not in skip:
                 _add_flag(group, sub, optional=sub.name == opt.when)
+
+
+def add_command(
+    sub: argparse._SubParsersAction,
+    name: str,
+    *,
+    handler: Callable[[argparse.Namespace], int],
+    settings: Sequence[type[Any]] = (),
+    skip: Collection[str] = (),
+    **parser: Any,
+) -> argparse.ArgumentParser:
+    """The subcommand ``name`` (``parser`` are :meth:`add_parser`'s keywords, ``help``
+    first): a flag for every setting of each class in ``settings`` (but those in
+    ``skip``), and ``handler`` to run it.
+
+    >>> from nlieval.choice import RunConfig
+    >>> parser = argparse.ArgumentParser()
+    >>> def hello(args: argparse.Namespace) -> int:
+    ...     return 0
+    >>> p = add_command(parser.add_subparsers(), "run", handler=hello, settings=(RunConfig,))
+    >>> args = parser.parse_args(["run", "--task", "snli"])
+    >>> args.handler.__name__, args.tasks
+    ('hello', ('snli',))
+    """
+    p = sub.add_parser(name, **parser)
+    for cls in settings:
+        add_settings(p, cls, skip=skip)
+    p.set_defaults(handler=handler)
+    return p
 
 
 def settings_from_args(cls: type[C], args: argparse.Namespace, **extra: Any) -> C:

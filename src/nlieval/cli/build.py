@@ -19,6 +19,7 @@ goes to ``nlieval train --task`` (with another ``--test-task``, or ``--no-test``
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
 from ..sci import (
@@ -27,7 +28,7 @@ from ..sci import (
     build_distant_task,
     build_implicit_task,
 )
-from .args import add_settings, settings_from_args
+from .args import add_command, settings_from_args
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -40,13 +41,20 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     build = sub.add_parser("build", help="build scientific NLI training data from documents")
     kinds = build.add_subparsers(dest="build_command", required=True)
 
-    p = kinds.add_parser("distant", help="explicit pairs from linking phrases + neutral pairs")
-    add_settings(p, DistantConfig)
-    p.set_defaults(handler=cmd_distant)
+    command = functools.partial(add_command, kinds)
+    command(
+        "distant",
+        help="explicit pairs from linking phrases + neutral pairs",
+        handler=cmd_distant,
+        settings=(DistantConfig,),
+    )
 
-    p = kinds.add_parser("implicit", help="pseudo-labelled pairs without linking phrases")
-    add_settings(p, ImplicitConfig)
-    p.set_defaults(handler=cmd_implicit)
+    command(
+        "implicit",
+        help="pseudo-labelled pairs without linking phrases",
+        handler=cmd_implicit,
+        settings=(ImplicitConfig,),
+    )
 
 
 def cmd_distant(args: argparse.Namespace) -> int:

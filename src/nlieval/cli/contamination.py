@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 from .. import contamination as cont
-from .args import add_settings, settings_from_args
+from .args import add_command, settings_from_args
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -27,13 +27,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     >>> parser.parse_args(["contamination", "--task", "smoke", "--corpus", "c.txt"]).n
     8
     """
-    p = sub.add_parser(
+    add_command(
+        sub,
         "contamination",
         help="score test items by n-gram overlap with a corpus; EPG against a run's records",
         description=__doc__.splitlines()[0] if __doc__ else None,
+        handler=run_contamination,
+        settings=(cont.ContaminationConfig,),
     )
-    add_settings(p, cont.ContaminationConfig)
-    p.set_defaults(handler=run_contamination)
 
 
 def run_contamination(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ import sys
 from ..backends import ChatModel
 from ..metainference import GenerateConfig, format_summary, generate_items
 from ..runs import RECORDS, OutputFolder
-from .args import add_settings, settings_from_args
+from .args import add_command, settings_from_args
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -27,15 +27,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     >>> args.examples, args.attempts, args.handler.__name__
     (10, 3, 'cmd_generate')
     """
-    p = sub.add_parser(
+    add_command(
+        sub,
         "generate",
         help="hypotheses (entailment / neutral / contradiction) written by a chat model, "
         "as an NLI task",
+        handler=cmd_generate,
+        settings=(GenerateConfig, ChatModel, OutputFolder),
+        skip=("device_map", "max_memory", "prefix_attention"),
     )
-    add_settings(p, GenerateConfig)
-    add_settings(p, ChatModel, skip=("device_map", "max_memory", "prefix_attention"))
-    add_settings(p, OutputFolder)
-    p.set_defaults(handler=cmd_generate)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..runs import OutputFolder, RunError, instruct_table, run_timing
 from ..sci import InstructConfig, instruct_backend, run_instruct
-from .args import add_settings, settings_from_args
+from .args import add_command, settings_from_args
 
 
 def cmd_instruct(args: argparse.Namespace) -> int:
@@ -77,14 +77,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ('smollm2-135m', ('scinli',), (0, 4), (0, 1, 2), 'test', 'cmd_instruct')
     """
 
-    p = sub.add_parser(
+    add_command(
+        sub,
         "instruct",
         help="ask a chat model for the class of scientific sentence pairs (zero/k-shot)",
         description="Prompted instruct models on four-class scientific NLI (METHODS.md 4): "
         "zero-shot and k-shot with k/4 exemplars per class, greedy decoding, several runs "
         "with different exemplar sets (zero-shot is run once: the runs would repeat it). "
         "Answers that name no class are kept, counted and scored wrong.",
+        handler=cmd_instruct,
+        settings=(InstructConfig, OutputFolder),
+        skip=("device_map", "max_memory", "prefix_attention"),
     )
-    add_settings(p, InstructConfig, skip=("device_map", "max_memory", "prefix_attention"))
-    add_settings(p, OutputFolder)
-    p.set_defaults(handler=cmd_instruct)

@@ -18,6 +18,7 @@ Each leaf parser sets ``handler``; the main CLI calls ``args.handler(args)``.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 
@@ -35,7 +36,7 @@ from ..metainference import (
     inferred_consistency,
     logic,
 )
-from .args import add_settings, settings_from_args
+from .args import add_command, settings_from_args
 
 
 def _add_logic(sub: argparse._SubParsersAction) -> None:
@@ -43,26 +44,44 @@ def _add_logic(sub: argparse._SubParsersAction) -> None:
         "logic", help="decide meta-inferences of NLI labels in modal logic K (or KT, S4, S5)"
     )
     lsub = p.add_subparsers(dest="logic_command", required=True)
-    t = lsub.add_parser("table", help="every built-in relation under every reading")
-    add_settings(t, LogicTableConfig)
-    t.set_defaults(handler=_cmd_table)
-    c = lsub.add_parser("check", help="one meta-inference, e.g. 'Eab & Ebc -> Eac'")
-    add_settings(c, LogicCheckConfig)
-    c.set_defaults(handler=_cmd_check)
-    s = lsub.add_parser("conclude", help="what input labels entail about a target pair")
-    add_settings(s, LogicConcludeConfig)
-    s.set_defaults(handler=_cmd_conclude)
+    command = functools.partial(add_command, lsub)
+    command(
+        "table",
+        help="every built-in relation under every reading",
+        handler=_cmd_table,
+        settings=(LogicTableConfig,),
+    )
+    command(
+        "check",
+        help="one meta-inference, e.g. 'Eab & Ebc -> Eac'",
+        handler=_cmd_check,
+        settings=(LogicCheckConfig,),
+    )
+    command(
+        "conclude",
+        help="what input labels entail about a target pair",
+        handler=_cmd_conclude,
+        settings=(LogicConcludeConfig,),
+    )
 
 
 def _add_infer(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("infer", help="inferred test items and their consistency report")
     isub = p.add_subparsers(dest="infer_command", required=True)
-    b = isub.add_parser("build", help="build inferred items from a labelled NLI task")
-    add_settings(b, InferBuildConfig, skip=("progress",))
-    b.set_defaults(handler=_cmd_build)
-    r = isub.add_parser("report", help="consistency of a run's predictions on inferred items")
-    add_settings(r, InferReportConfig)
-    r.set_defaults(handler=_cmd_report)
+    command = functools.partial(add_command, isub)
+    command(
+        "build",
+        help="build inferred items from a labelled NLI task",
+        handler=_cmd_build,
+        settings=(InferBuildConfig,),
+        skip=("progress",),
+    )
+    command(
+        "report",
+        help="consistency of a run's predictions on inferred items",
+        handler=_cmd_report,
+        settings=(InferReportConfig,),
+    )
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

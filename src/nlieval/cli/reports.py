@@ -8,12 +8,13 @@ handler as ``handler`` (a function of the parsed arguments returning an exit cod
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
 from ..data import TasksToRead, format_task_list, task_stats
 from ..reports import ReportConfig, report
 from ..sci import SciReportConfig, sci_report
-from .args import add_settings, settings_from_args
+from .args import add_command, settings_from_args
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
@@ -58,17 +59,23 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     >>> parser.parse_args(["report", "runs/a", "--no-write"]).write
     False
     """
-    p = sub.add_parser("stats", help="items, labels, lengths and overlap of benchmarks")
-    add_settings(p, TasksToRead)
-    p.set_defaults(handler=_cmd_stats)
-    p = sub.add_parser("report", help="tables again from saved records (no model loaded)")
-    add_settings(p, ReportConfig)
-    p.set_defaults(handler=_cmd_report)
-    p = sub.add_parser("tasks", help="list the built-in tasks")
-    p.set_defaults(handler=_cmd_tasks)
-    p = sub.add_parser(
+    command = functools.partial(add_command, sub)
+    command(
+        "stats",
+        help="items, labels, lengths and overlap of benchmarks",
+        handler=_cmd_stats,
+        settings=(TasksToRead,),
+    )
+    command(
+        "report",
+        help="tables again from saved records (no model loaded)",
+        handler=_cmd_report,
+        settings=(ReportConfig,),
+    )
+    add_command(sub, "tasks", help="list the built-in tasks", handler=_cmd_tasks)
+    command(
         "sci-report",
         help="macro F1 overall and per domain, per-class F1, confusion matrices (from records)",
+        handler=cmd_sci_report,
+        settings=(SciReportConfig,),
     )
-    add_settings(p, SciReportConfig)
-    p.set_defaults(handler=cmd_sci_report)

@@ -8,18 +8,18 @@ import sys
 from ..backends import ServerError
 from ..choice import RunConfig, run
 from ..runs import OutputFolder, metrics_table, run_timing
-from .args import add_settings, settings_from_args
+from .args import add_command, settings_from_args
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    add_command(
+        sub,
         "run",
         help="evaluate a language model by option NLL over tasks and shot counts, or an NLI "
         "classifier (a sequence-classification model, or a folder of nlieval train)",
+        handler=_cmd_run,
+        settings=(RunConfig, OutputFolder),
     )
-    add_settings(p, RunConfig)
-    add_settings(p, OutputFolder)
-    p.set_defaults(handler=_cmd_run)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

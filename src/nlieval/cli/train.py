@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..runs import OutputFolder
 from ..sci import TrainConfig, format_results, train_classifier
-from .args import add_settings, settings_from_args
+from .args import add_command, settings_from_args
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -34,7 +34,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     >>> args.model, args.seeds, args.epochs, args.handler.__name__
     ('minilm', (0, 1, 2), 5, 'cmd_train')
     """
-    p = sub.add_parser("train", help="fine-tune an encoder (linear head on [CLS]) on a task")
-    add_settings(p, TrainConfig)
-    add_settings(p, OutputFolder)
-    p.set_defaults(handler=cmd_train)
+    add_command(
+        sub,
+        "train",
+        help="fine-tune an encoder (linear head on [CLS]) on a task",
+        handler=cmd_train,
+        settings=(TrainConfig, OutputFolder),
+    )

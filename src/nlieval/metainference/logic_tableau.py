@@ -120,22 +120,21 @@ class _Graph:
         return pos, neg
 
     def _and(self, x: int, y: int) -> int:
-        if self.false in (x, y) or self.neg.get(x) == y:
-            return self.false
-        if x == self.true or x == y:
-            return y
-        if y == self.true:
-            return x
-        return self._node(_AND, min(x, y), max(x, y))
+        return self._join(_AND, self.false, self.true, x, y)
 
     def _or(self, x: int, y: int) -> int:
-        if self.true in (x, y) or self.neg.get(x) == y:
-            return self.true
-        if x == self.false or x == y:
+        return self._join(_OR, self.true, self.false, x, y)
+
+    def _join(self, kind: int, zero: int, unit: int, x: int, y: int) -> int:
+        # And and or are duals: the same simplification with true and false swapped
+        # (``zero`` absorbs, ``unit`` is neutral, a formula with its negation gives ``zero``).
+        if zero in (x, y) or self.neg.get(x) == y:
+            return zero
+        if x in (unit, y):
             return y
-        if y == self.false:
+        if y == unit:
             return x
-        return self._node(_OR, min(x, y), max(x, y))
+        return self._node(kind, min(x, y), max(x, y))
 
     def _modal(self, kind: int, x: int) -> int:
         if kind == _BOX and x == self.true:
