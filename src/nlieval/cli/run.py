@@ -11,7 +11,7 @@ from ..runs import OutputFolder, metrics_table, run_timing
 from .args import add_settings, settings_from_args
 
 
-def _add_run(sub: argparse._SubParsersAction) -> None:
+def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "run",
         help="evaluate a language model by option NLL over tasks and shot counts, or an NLI "
@@ -38,6 +38,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``run``."""
     _add_run(sub)
