@@ -77,7 +77,9 @@ def human_distribution(counts_or_dists: ArrayLike) -> NDArray[np.float64]:
         raise ValueError("human label counts must be finite and not negative")
     if (h.sum(axis=1) <= 0).any():
         raise ValueError("an item has no human labels (its counts sum to 0)")
-    return h / h.sum(axis=1, keepdims=True)
+    # numpy types a reduction along an axis as Any; the row sums are float64 like h.
+    totals: NDArray[np.float64] = h.sum(axis=1, keepdims=True)
+    return h / totals
 
 
 def model_distribution(probs: ArrayLike) -> NDArray[np.float64]:
@@ -90,7 +92,8 @@ def model_distribution(probs: ArrayLike) -> NDArray[np.float64]:
     p = np.atleast_2d(np.asarray(probs, dtype=float))
     # abs() as in the reference: only values of magnitude below EPS are replaced.
     p = np.where(np.abs(p) < EPS, EPS, p)
-    return p / p.sum(axis=1, keepdims=True)
+    totals: NDArray[np.float64] = p.sum(axis=1, keepdims=True)
+    return p / totals
 
 
 def item_divergences(

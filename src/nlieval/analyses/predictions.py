@@ -157,7 +157,9 @@ def _index_label(raw: Any, order: Sequence[str], where: str, name: str) -> str:
     return order[raw]
 
 
-def _reorder(probs: Sequence[float], file_order: Sequence[str], labels: Sequence[str]) -> tuple:
+def _reorder(
+    probs: Sequence[float], file_order: Sequence[str], labels: Sequence[str]
+) -> tuple[float, ...]:
     return tuple(probs[file_order.index(lab)] for lab in labels)
 
 

@@ -453,7 +453,7 @@ class ServerClient:
             return min(max(retry_after, 0.0), self.max_retry_after)
         # "Equal jitter": at least half the exponential step, so parallel requests that
         # failed together do not come back together.
-        step = min(self.max_backoff, self.backoff * 2 ** (tries - 1))
+        step: float = min(self.max_backoff, self.backoff * 2 ** (tries - 1))
         return step * (0.5 + 0.5 * self._random.random())
 
     def _post(

@@ -90,7 +90,7 @@ def cmd_figure(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``grid``, ``compare``, ``breakdown``, ``items`` and ``figure``.
 
     >>> parser = argparse.ArgumentParser()

@@ -108,7 +108,7 @@ def cmd_plots(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``dynamics``, ``chaosnli``, ``chaosnli-score``, ``chaosnli-import`` and
     ``plots`` to the main subparsers.
 

@@ -137,7 +137,7 @@ def add_settings(p: argparse.ArgumentParser, cls: type[Any], *, skip: Collection
 
 
 def add_command(
-    sub: argparse._SubParsersAction,
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
     *,
     handler: Callable[[argparse.Namespace], int],
@@ -158,7 +158,7 @@ def add_command(
     >>> args.handler.__name__, args.tasks
     ('hello', ('snli',))
     """
-    p = sub.add_parser(name, **parser)
+    p: argparse.ArgumentParser = sub.add_parser(name, **parser)
     for cls in settings:
         add_settings(p, cls, skip=skip)
     p.set_defaults(handler=handler)

@@ -31,7 +31,7 @@ from ..sci import (
 from .args import add_command, settings_from_args
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``build distant`` and ``build implicit`` to the main subparsers.
 
     >>> parser = argparse.ArgumentParser(); add_commands(parser.add_subparsers())

@@ -19,7 +19,7 @@ from .. import contamination as cont
 from .args import add_command, settings_from_args
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``contamination`` subcommand to the main parser's subparsers.
 
     >>> parser = argparse.ArgumentParser()

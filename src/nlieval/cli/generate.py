@@ -18,7 +18,7 @@ from ..runs import RECORDS, OutputFolder
 from .args import add_command, settings_from_args
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``generate`` to the main parser's subcommands.
 
     >>> parser = argparse.ArgumentParser()

@@ -67,7 +67,7 @@ def _faults(backends: list[Any]) -> str | None:
     return f"{sum(faults.values())} ({detail})"
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``instruct`` to the main subparsers.
 
     >>> parser = argparse.ArgumentParser()

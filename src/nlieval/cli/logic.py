@@ -39,7 +39,7 @@ from ..metainference import (
 from .args import add_command, settings_from_args
 
 
-def _add_logic(sub: argparse._SubParsersAction) -> None:
+def _add_logic(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "logic", help="decide meta-inferences of NLI labels in modal logic K (or KT, S4, S5)"
     )
@@ -65,7 +65,7 @@ def _add_logic(sub: argparse._SubParsersAction) -> None:
     )
 
 
-def _add_infer(sub: argparse._SubParsersAction) -> None:
+def _add_infer(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("infer", help="inferred test items and their consistency report")
     isub = p.add_subparsers(dest="infer_command", required=True)
     command = functools.partial(add_command, isub)
@@ -84,7 +84,7 @@ def _add_infer(sub: argparse._SubParsersAction) -> None:
     )
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``logic`` and ``infer`` to the main parser's subcommands.
 
     >>> parser = argparse.ArgumentParser()

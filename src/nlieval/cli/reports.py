@@ -51,7 +51,7 @@ def cmd_sci_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``stats``, ``report``, ``tasks`` and ``sci-report``.
 
     >>> parser = argparse.ArgumentParser()

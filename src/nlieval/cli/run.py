@@ -11,7 +11,7 @@ from ..runs import OutputFolder, metrics_table, run_timing
 from .args import add_command, settings_from_args
 
 
-def _add_run(sub: argparse._SubParsersAction) -> None:
+def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_command(
         sub,
         "run",
@@ -38,6 +38,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``run``."""
     _add_run(sub)

@@ -25,7 +25,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``train`` to the main subparsers.
 
     >>> parser = argparse.ArgumentParser()

@@ -5,9 +5,9 @@ from a field map (:func:`make_parser`), and writing a task YAML (:func:`write_ta
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..ground import DataError, atomic_write, read_small_text
 from ..types import ALPHA, Label
@@ -234,7 +234,10 @@ def read_yaml_mapping(
 
         def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.AliasEvent):
-                mark = self.peek_event().start_mark
+                # types-PyYAML leaves peek_event unannotated; it returns the next event,
+                # whose mark (this pure-Python loader's) is the one the error takes.
+                peek: Callable[[], yaml.Event] = self.peek_event
+                mark = cast("yaml.error.Mark | None", peek().start_mark)
                 raise yaml.composer.ComposerError(
                     None, None, f"aliases (*name) are not allowed in a {what} file", mark
                 )

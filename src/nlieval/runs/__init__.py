@@ -6,6 +6,10 @@ that writes results (``run``, ``instruct``, ``generate``, ``train``'s test recor
 
 from __future__ import annotations
 
+# The floor's atomic write and folder maker, re-exported so the rooms above that write
+# next to a run folder reach them where they reach the folder.
+from ..ground import atomic_write as atomic_write
+from ..ground import make_folder as make_folder
 from .execute import execute, fingerprints_of
 from .folder import (
     CONFIG,
@@ -17,9 +21,7 @@ from .folder import (
     Row,
     RunError,
     RunFolder,
-    atomic_write,
     iter_run_records,
-    make_folder,
 )
 from .loop import CHUNK, Step, run_steps
 from .output import OutputFolder, RunFolders

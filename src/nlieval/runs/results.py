@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..metrics import summarize
+from ..types import Record
 from .folder import RESULTS, RunFolder
 from .schema import Provenance, Results
 from .tables import markdown_summary
@@ -15,7 +16,7 @@ Draws = Mapping[str, Mapping[int, Mapping[int, Sequence[str]]]]
 
 
 def finalize(
-    folder: RunFolder,
+    folder: RunFolder[Record],
     config: Mapping[str, Any] | None,
     elapsed: float | None = None,
     timing: dict[str, dict[str, Any]] | None = None,

@@ -185,7 +185,7 @@ def _seed_trained(out: Path, seed: int, key: Mapping[str, Any]) -> dict[str, Any
     return done if done.get("run_key") == key else None
 
 
-def _clear_seed(run: RunFolder, seed: int) -> None:
+def _clear_seed(run: RunFolder[Record], seed: int) -> None:
     """Remove what an earlier, unfinished attempt at ``seed`` left: its checkpoint folder,
     the temporary folders of a save cut short, and its records."""
     leftovers = [run.path / f"seed{seed}", *run.path.glob(f".seed{seed}.*")]
@@ -218,7 +218,7 @@ def _record_key(name: str, task: str, seed: int, item: Item) -> Hashable:
     return Record.key_of(name, None, task, 0, seed, item.id)
 
 
-def _records_name(run: RunFolder) -> str:
+def _records_name(run: RunFolder[Record]) -> str:
     # The model name of the records: the one the folder's records already carry (so a
     # renamed folder keeps one name), else the folder's name.
     first = next(run.iter_records(), None)
@@ -229,7 +229,7 @@ def train_seed(
     config: TrainConfig,
     data: TrainData,
     seed: int,
-    run: RunFolder,
+    run: RunFolder[Record],
     *,
     on_epoch: EpochCallback | None = None,
     progress: bool = True,

@@ -97,7 +97,9 @@ def _train_epoch(
         ).to(device)
         loss = F.cross_entropy(model(**enc), targets[idx].to(device))
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        # torch leaves Tensor.backward unannotated; called without arguments it returns None.
+        backward: Callable[[], None] = loss.backward
+        backward()
         if config.max_grad_norm is not None:
             trainable = [p for p in model.parameters() if p.requires_grad]
             torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
