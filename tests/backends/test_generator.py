@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -185,7 +184,6 @@ def _force(chat: LocalChat, ids: list[int]) -> None:
     original: Callable[..., Any] = model.forward
     state = {"start": 0}
 
-    @functools.wraps(original)  # its signature says which cache keyword it takes
     def forward(*args: Any, **kwargs: Any) -> Any:
         out = original(*args, **kwargs)
         mask = kwargs.get("attention_mask")
