@@ -41,9 +41,7 @@ def _edit_line(path: Path, n: int, field: str, value: str) -> None:
 
 
 def _replace_weights(path: Path) -> None:
-    from tests.helpers.tiny_models import (
-        tiny_model,  # the tests' tiny random Llama (root on sys.path)
-    )
+    from tests.helpers.tiny_models import tiny_model  # the tests' tiny random Llama
 
     shutil.rmtree(path)
     tiny_model(path, "llama", seed=7)

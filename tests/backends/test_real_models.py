@@ -10,6 +10,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,15 +23,24 @@ from nlieval.runs import RunFolder
 pytestmark = pytest.mark.models
 
 
+#: Per packaged model, its backend and its smoke scores: made once per test run however
+#: pytest orders the tests (a module fixture with params is set up again whenever the
+#: order interleaves its params, as it did under pytest-xdist: a second load and scoring
+#: of Gemma cost 10 minutes of a loaded run).
+_MADE: dict[str, dict[str, Any]] = {}
+
+
 @pytest.fixture(scope="module", params=["smollm2-135m", "gemma3-270m"])
 def real_lm(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     from nlieval.backends.hf import HFCausalLM
 
-    try:
-        resolve_model(request.param)
-    except ModelError as err:
-        pytest.skip(str(err))
-    return HFCausalLM(request.param, batch_size=16)
+    if request.param not in _MADE:
+        try:
+            resolve_model(request.param)
+        except ModelError as err:
+            pytest.skip(str(err))
+        _MADE[request.param] = {"lm": HFCausalLM(request.param, batch_size=16)}
+    return _MADE[request.param]["lm"]
 
 
 #: Every pairing of batch size and prefix cache; the first is the plain reference.
@@ -50,12 +60,14 @@ def smoke_scores(real_lm):  # type: ignore[no-untyped-def]
     """The scores of 6 3-shot smoke prompts under each of SETTINGS, computed once per
     model for the tests below (a forward pass of a packaged model on 2 CPU cores is the
     suite's dearest step; 6 prompts of unequal length still pad every batch)."""
-    reqs = _smoke_requests(3, 6)
-    scores = {}
-    for bs, cache in SETTINGS:
-        real_lm.batch_size, real_lm.prefix_cache = bs, cache
-        scores[bs, cache] = real_lm.loglikelihood(reqs)
-    return scores
+    made = next(m for m in _MADE.values() if m["lm"] is real_lm)
+    if "scores" not in made:
+        reqs = _smoke_requests(3, 6)
+        made["scores"] = {}
+        for bs, cache in SETTINGS:
+            real_lm.batch_size, real_lm.prefix_cache = bs, cache
+            made["scores"][bs, cache] = real_lm.loglikelihood(reqs)
+    return made["scores"]
 
 
 def test_option_letters_are_single_tokens(real_lm) -> None:  # type: ignore[no-untyped-def]
