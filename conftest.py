@@ -34,6 +34,10 @@ from typing import Any
 
 import pytest
 
+# Tests never touch the Hugging Face hub: a hub id in a test (a spelling such as "org/m")
+# fails at once instead of retrying the network for seconds and logging each retry.
+os.environ["HF_HUB_OFFLINE"] = "1"
+
 # The tests' helpers are the package tests.helpers: this folder, the rootdir, is on sys.path
 # (pytest puts a rootdir conftest's folder there), so the doctests of src reach them too.
 from tests.helpers.fake_openai import EchoLM, running

@@ -6,7 +6,6 @@ Every count asserted here is one stated in SOURCES.md or METHODS.md.
 from __future__ import annotations
 
 import os
-import time
 from collections import Counter
 
 import pytest
@@ -25,9 +24,8 @@ E, N, C = "entailment", "neutral", "contradiction"
 
 
 def test_snli_dev_and_test() -> None:
-    start = time.perf_counter()
+    # Its reading speed is measured in benchmarks/, not asserted here.
     dev = load_task("snli", DATA)
-    assert time.perf_counter() - start < 3.0
     assert len(dev) == 9842 and dict(dev.dropped) == {"gold label '-'": 158}
     assert dev.label_counts() == {E: 3329, N: 3235, C: 3278}
     assert len({it.id for it in dev.items}) == 9842

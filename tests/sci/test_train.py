@@ -608,7 +608,15 @@ def test_a_trained_seed_cut_short_in_its_test_is_not_trained_again(
         w = want[(r.seed, r.item_id)]
         assert r.pred == w.pred
         assert max(abs(a - b) for a, b in zip(r.loglik, w.loglik, strict=True)) < 1e-5
-    assert [s["test"] for s in again["seeds"]] == [s["test"] for s in first["seeds"]]
+    # The seeds' test summaries agree; a mean over re-scored items (gold NLL) only to the
+    # log-likelihoods' own tolerance above: a reloaded model sums in another order.
+    for a, b in zip(again["seeds"], first["seeds"], strict=True):
+        assert a["test"].keys() == b["test"].keys()
+        for key, value in a["test"].items():
+            if isinstance(value, float):
+                assert value == pytest.approx(b["test"][key], abs=1e-5), key
+            else:
+                assert value == b["test"][key], key
 
 
 def test_folder_from_python_resumes_from_the_cli(
