@@ -29,8 +29,9 @@ imported one way (ngrams <- scan <- scores; epg on its own):
 
 from __future__ import annotations
 
+from ..plotting import plot_epg
 from .command import ContaminationConfig, contamination_report, format_summary
-from .epg import DEFAULT_THRESHOLDS, epg, format_epg, plot_epg
+from .epg import DEFAULT_THRESHOLDS, epg, format_epg
 from .ngrams import (
     BARRIER,
     DEFAULT_N,

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data import ItemSelection, TaskFiles, get_task
+from ..plotting import plot_epg
 from ..runs import atomic_write, iter_run_records
 from ..settings import csv_list, setting
-from .epg import DEFAULT_THRESHOLDS, epg, plot_epg
+from .epg import DEFAULT_THRESHOLDS, epg
 from .ngrams import DEFAULT_N
 from .scan import SHARD_BYTES, ScanOptions, corpus_files
 from .scores import read_scores, score_summary, score_tasks, write_scores

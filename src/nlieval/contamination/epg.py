@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from ..metrics import mean_std
-from ..plotting import grid, save, series_name
+from ..plotting import series_name
 from ..types import Record
 
 #: Contaminated = score above t; the sweep EPG is reported over by default.
@@ -125,39 +124,3 @@ def format_epg(rows: Sequence[Mapping[str, Any]]) -> str:
             f"| {r['metric_all']:.4f} | {r['metric_clean']:.4f} | {r['epg']:+.4f}{std} |"
         )
     return "\n".join(lines)
-
-
-def plot_epg(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
-    """EPG against the % of items marked contaminated: one panel per task, one line per
-    (model, checkpoint, k), points labelled with their threshold. Writes a PNG."""
-    tasks = sorted({r["task"] for r in rows}) or [""]
-    fig = grid(len(tasks), size=(4.8, 3.8))
-    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
-    for ax, task in zip(axes, tasks, strict=True):
-        series: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
-        for r in rows:
-            if r["task"] == task:
-                series.setdefault((series_name(r), r["k"]), []).append(r)
-        for i, ((name, k), pts) in enumerate(sorted(series.items())):
-            pts = sorted(pts, key=lambda r: r["threshold"])
-            x = [p["pct_contaminated"] for p in pts]
-            ax.plot(x, [p["epg"] for p in pts], marker="o", label=f"{name} k={k}")
-            if i == 0:  # thresholds are shared by the series; label them once
-                for p in pts:
-                    ax.annotate(
-                        f"{p['threshold']:g}",
-                        (p["pct_contaminated"], p["epg"]),
-                        fontsize=6,
-                        xytext=(3, 3),
-                        textcoords="offset points",
-                    )
-        ax.axhline(0.0, color="grey", lw=0.8)
-        metric = rows[0]["metric"] if rows else "accuracy"
-        ax.set(
-            title=task,
-            xlabel="% of items contaminated (score > t)",
-            ylabel=f"EPG ({metric}: all − clean)",
-        )
-        if series:
-            ax.legend(fontsize=7)
-    return save(fig, path)

@@ -7,6 +7,8 @@ the plots of results (:mod:`.results`). Where to start:
 * ``nlieval figure``: :func:`plot_accuracy_vs_shots`, :func:`plot_accuracy_vs_size`,
   :func:`plot_dynamics` (several models over checkpoints, at :func:`checkpoint_positions`);
 * ``nlieval dynamics --plot``: :func:`plot_run_dynamics` (one checkpoint run);
+* ``nlieval contamination --plot``: :func:`plot_epg`; ``nlieval sci-report --plot-dir``:
+  :func:`plot_confusion`;
 * a new plot: a function of rows that draws on :func:`grid` and returns :func:`save`.
 
 Importing this package loads no matplotlib; each plot imports it when drawing.
@@ -29,8 +31,11 @@ from .results import (
     plot_dynamics,
     plot_run_dynamics,
 )
+from .studies import plot_confusion, plot_epg
 
 __all__ = [
+    "plot_confusion",
+    "plot_epg",
     "DYNAMICS_METRICS",
     "PlotWriteError",
     "baseline_levels",

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..metrics import mean_std, point_metrics
+from ..plotting import plot_confusion
 from ..runs import RunFolders, atomic_write, make_folder, markdown_table, plus_minus
 from ..settings import setting
 from ..types import Record
@@ -374,56 +375,9 @@ def confusion_png_name(row: Mapping[str, Any]) -> str:
     return "confusion_" + "_".join(_slug(p) for p in parts) + ".png"
 
 
-def plot_confusion(row: Row, path: str | Path) -> Path:
-    """Counts (left) and row-normalised shares (right) of a row's confusion matrix."""
-    from ..plotting import grid, save, series_name
-
-    ncol = _columns(row)
-    counts = np.asarray(row["confusion"], dtype=float)[:, :ncol]
-    totals = counts.sum(axis=1, keepdims=True)
-    shares = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
-    cols = row["confusion_columns"][:ncol]
-    labels = row["labels"]
-    fig = grid(2, size=(0.7 * ncol + 1.9, 0.6 * len(labels) + 1.7))
-    axes = fig.subplots(1, 2)
-    panels = (
-        (axes[0], counts, "counts", "{:.0f}"),
-        (axes[1], shares, "share of gold row", "{:.0%}"),
-    )
-    for ax, values, title, fmt in panels:
-        top = values.max() if values.size and values.max() > 0 else 1.0
-        ax.imshow(values, cmap="Blues", vmin=0, vmax=top, aspect="auto")
-        for i in range(values.shape[0]):
-            for j in range(values.shape[1]):
-                dark = values[i, j] > 0.6 * top
-                ax.text(
-                    j,
-                    i,
-                    fmt.format(values[i, j]),
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    color="white" if dark else "black",
-                )
-        if ncol > len(labels):  # set the unparsed column apart
-            ax.axvline(len(labels) - 0.5, color="0.3", linewidth=1.2)
-        ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right", fontsize=8)
-        ax.set_yticks(range(len(labels)), labels, fontsize=8)
-        ax.set_xlabel("predicted")
-        ax.set_ylabel("gold")
-        ax.set_title(title, fontsize=9)
-    runs = f"{row['runs']} runs summed" if row["runs"] > 1 else "1 run"
-    fig.suptitle(
-        f"{series_name(row)} · {row['task']} · k={row['k']} · n={row['n']} · {runs} · "
-        f"macro F1 {row['macro_f1']:.3f}",
-        fontsize=9,
-    )
-    return save(fig, path)
-
-
 def plot_confusions(rows: Sequence[Row], folder: str | Path) -> list[Path]:
     """One confusion PNG per row in ``folder``; returns the paths."""
-    return [plot_confusion(r, Path(folder) / confusion_png_name(r)) for r in rows]
+    return [plot_confusion(r, Path(folder) / confusion_png_name(r), _columns(r)) for r in rows]
 
 
 @dataclass(frozen=True)
