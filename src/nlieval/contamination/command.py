@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data import ItemSelection, TaskFiles, get_task
+from ..metrics import metrics
 from ..plotting import plot_epg
 from ..runs import atomic_write, iter_run_records
 from ..settings import csv_list, setting
@@ -87,7 +88,10 @@ class ContaminationConfig(TaskFiles, ItemSelection):
         help="comma-separated t, or 'distinct' (every score seen) [0,0.1,...,0.9]",
         parse=thresholds,
     )
-    metric: str = setting("accuracy", help="", choices=("accuracy", "macro_f1"))
+    # Any metric of the table that records give (accuracy, macro F1, gold NLL, ...).
+    metric: str = setting(
+        "accuracy", help="", choices=tuple(m.name for m in metrics(source="records"))
+    )
     plot: str | None = setting(None, help="write EPG vs %% contaminated to this PNG")
 
     def __post_init__(self) -> None:
