@@ -86,10 +86,6 @@ def report(folders: Iterable[str | Path], write: bool = True) -> str:
     return metrics_table(rows, timing)
 
 
-#: The metrics a grid of ChaosNLI runs shows by default: the papers' original/majority table.
-CHAOSNLI_VALUES = ("acc_original", "acc_majority")
-
-
 @dataclass(frozen=True)
 class ReportConfig(RunFolders):
     """What ``nlieval report`` is asked: the run folders, and whether to rewrite their

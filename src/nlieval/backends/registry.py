@@ -48,7 +48,6 @@ from .weights import DEFAULT_MODEL, ModelError, ModelSource, model_fingerprint, 
 SERVER_PREFIXES = ("server:", "openai-completions:")
 #: The prefix of a model loaded in process (the default, so it may be left out).
 HF_PREFIX = "hf:"
-ENGINES = ("hf", "server")
 
 log = logging.getLogger(__name__)
 
