@@ -25,6 +25,7 @@ from ..runs import (
     execute,
     finalize,
     fingerprints_of,
+    saved_config,
 )
 from ..types import Item, Record
 from .config import RunConfig
@@ -117,7 +118,9 @@ def run(
     """
     model = model or config.resolve()
     config = _fit(config, model)
-    spelling = config.saved_spelling(None if overwrite else _saved_config(out_dir))
+    spelling = config.saved_spelling(
+        None if overwrite else saved_config(out_dir, RunConfig.from_dict)
+    )
     if spelling != config.model:
         config = dataclasses.replace(config, model=spelling)
     model.check()  # a wrong model name fails before the folder is made or data is read
@@ -182,16 +185,6 @@ def run(
     data_info, draws = _data_report(planned)
     # The folder's config (grown over invocations) describes all its records.
     return finalize(folder, folder.read_config(), elapsed, data_info=data_info, draws=draws)
-
-
-def _saved_config(out_dir: str | Path) -> RunConfig | None:
-    # The folder's config as this version reads it back; None when there is none or it
-    # cannot be built (the folder's own check then says what differs).
-    saved = RunFolder(out_dir).read_config()
-    try:
-        return RunConfig.from_dict(saved) if saved else None
-    except (TypeError, ValueError, KeyError):
-        return None
 
 
 def _data_report(planned: Planned) -> tuple[dict[str, dict[str, Any]], Draws]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 # next to a run folder reach them where they reach the folder.
 from ..ground import atomic_write as atomic_write
 from ..ground import make_folder as make_folder
-from .execute import execute, fingerprints_of
+from .execute import execute, fingerprints_of, saved_config
 from .folder import (
     CONFIG,
     RECORDS,
@@ -57,6 +57,7 @@ __all__ = [
     "Provenance",
     "Results",
     "execute",
+    "saved_config",
     "fingerprints_of",
     "finalize",
     "instruct_table",

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .folder import FolderConfig, Row, RunFolder
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 
 W = TypeVar("W")
 B = TypeVar("B")
+C = TypeVar("C")
 R = TypeVar("R", bound=Row)
 
 
@@ -117,3 +119,18 @@ def fingerprints_of(data_info: Mapping[str, Mapping[str, Any]]) -> dict[str, str
         for point, value in (info.get("prompt_fingerprints") or {}).items():
             out[f"prompt {task} {point}"] = str(value)
     return out
+
+
+def saved_config(out_dir: str | Path, read: Callable[[dict[str, Any]], C]) -> C | None:
+    """The config a run folder holds, as ``read`` (a config class's ``from_dict``) builds
+    it; None when the folder has none or this version cannot build it (the folder's own
+    check on start then says what differs).
+
+    >>> saved_config(run_dir, dict) is None
+    True
+    """
+    saved = RunFolder(out_dir).read_config()
+    try:
+        return read(saved) if saved else None
+    except (TypeError, ValueError, KeyError):
+        return None

@@ -54,6 +54,7 @@ from ..runs import (
     execute,
     finalize,
     fingerprints_of,
+    saved_config,
 )
 from ..settings import (
     csv_list,
@@ -378,7 +379,9 @@ def run_instruct(
     model.check()  # a wrong model name fails before the folder is made
     prompt = InstructPrompt.load(config.prompt)  # a bad prompt file fails before anything
     config = dataclasses.replace(config, prompt_version=prompt.version)
-    spelling = config.saved_spelling(None if overwrite else _saved_config(out_dir))
+    spelling = config.saved_spelling(
+        None if overwrite else saved_config(out_dir, InstructConfig.from_dict)
+    )
     if spelling != config.model:
         config = dataclasses.replace(config, model=spelling)
     planned = plan_instruct(config)  # data errors surface before anything is written
@@ -481,16 +484,6 @@ def run_instruct(
         data_info={ds.task: info for ds, _, info in planned},
         draws=draws,
     )
-
-
-def _saved_config(out_dir: str | Path) -> InstructConfig | None:
-    # The folder's config as this version reads it back; None when there is none or it
-    # cannot be built (the folder's own check then says what differs).
-    saved = RunFolder(out_dir).read_config()
-    try:
-        return InstructConfig.from_dict(saved) if saved else None
-    except (TypeError, ValueError, KeyError):
-        return None
 
 
 def _record_key(model: str, p: InstructPoint, item: Item) -> Any:
