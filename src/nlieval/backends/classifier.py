@@ -363,22 +363,18 @@ class EncoderClassifier:
     def __init__(
         self,
         path: str | Path,
+        options: HFOptions | None = None,
         *,
-        device: str = "auto",
-        batch_size: int = 32,
+        batch_size: int | str = "auto",
         name: str | None = None,
     ) -> None:
-        model, tokenizer, meta = load_classifier(path, pick_device(device))
-        self._attach(model, tokenizer, meta, batch_size, name or str(path))
-
-    @classmethod
-    def from_options(
-        cls, path: str | Path, options: HFOptions, *, batch_size: int | str = "auto"
-    ) -> EncoderClassifier:
-        """The classifier folder at ``path`` on the device of ``options``; ``batch_size``
-        ``auto`` is :data:`AUTO_BATCH` pairs per forward pass."""
+        """The classifier folder at ``path`` on the device of the engine's ``options``
+        (their defaults are :class:`~nlieval.backends.options.HFOptions`');
+        ``batch_size`` ``auto`` is :data:`AUTO_BATCH` pairs per forward pass."""
+        device = pick_device((options or HFOptions()).device)
+        model, tokenizer, meta = load_classifier(path, device)
         bs = batch_size if isinstance(batch_size, int) else AUTO_BATCH
-        return cls(path, device=options.device, batch_size=bs)
+        self._attach(model, tokenizer, meta, bs, name or str(path))
 
     @classmethod
     def from_model(

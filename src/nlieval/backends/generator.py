@@ -122,41 +122,23 @@ class LocalChat:
     #: Shorter shared starts are not worth a cache.
     MIN_PREFIX = 8
 
-    @classmethod
-    def from_options(
-        cls,
-        model: str | ModelSource,
-        options: HFOptions,
-        *,
-        batch_size: int | str = "auto",
-    ) -> LocalChat:
-        """The chat model ``model`` run with ``options`` whole (the revision theirs);
-        ``batch_size`` ``auto`` is :data:`AUTO_BATCH` rows per forward pass."""
-        return cls(
-            model,
-            revision=options.revision,
-            dtype=options.dtype,
-            device=options.device,
-            batch_size=batch_size if isinstance(batch_size, int) else AUTO_BATCH,
-            prefix_cache=options.prefix_cache,
-        )
-
     def __init__(
         self,
         model: str | ModelSource,
+        options: HFOptions | None = None,
         *,
-        revision: str | None = None,
-        dtype: str = "auto",
-        device: str = "auto",
-        batch_size: int = 16,
+        batch_size: int | str = "auto",
         trust_remote_code: bool = False,
-        prefix_cache: bool = True,
     ) -> None:
+        """The chat model ``model`` run with the engine's ``options`` whole (their
+        defaults are :class:`~nlieval.backends.options.HFOptions`'); ``batch_size``
+        ``auto`` is :data:`AUTO_BATCH` rows per forward pass."""
         import torch
 
-        self.source = loadable_source(model, revision)
+        options = options or HFOptions()
+        self.source = loadable_source(model, options.revision)
         self.name = self.source.name
-        device, self.dtype = pick_placement(device, dtype)
+        device, self.dtype = pick_placement(options.device, options.dtype)
         self.device = torch.device(device)
         self._chat: ChatTemplate | None = None
         self._check_chat_template(trust_remote_code)
@@ -172,8 +154,8 @@ class LocalChat:
         self.eos_ids: set[int] = (
             set() if eos is None else set(eos if isinstance(eos, list) else [eos])
         )
-        self.batch_size = max(1, batch_size)
-        self.prefix_cache = prefix_cache
+        self.batch_size = max(1, batch_size if isinstance(batch_size, int) else AUTO_BATCH)
+        self.prefix_cache = options.prefix_cache
         self._cached: tuple[tuple[int, ...], Any] | None = None
         #: Prompt tokens through the model: ``prompt`` real ones, ``prefix`` of them taken
         #: from the cache, ``padded`` the prompt slots computed, pads included. Read by

@@ -301,7 +301,7 @@ class HFSequenceClassifier:
     >>> BertForSequenceClassification.from_pretrained(tiny_encoder, id2label=id2label
     ...     ).save_pretrained(run_dir)
     >>> _ = AutoTokenizer.from_pretrained(tiny_encoder).save_pretrained(run_dir)
-    >>> clf = HFSequenceClassifier(run_dir, device="cpu")
+    >>> clf = HFSequenceClassifier(run_dir, HFOptions(device="cpu"))
     >>> clf.labels
     ('contradiction', 'entailment', 'neutral')
     >>> import math
@@ -312,52 +312,32 @@ class HFSequenceClassifier:
     name: str
     labels: tuple[str, ...]
 
-    @classmethod
-    def from_options(
-        cls,
+    def __init__(
+        self,
         model: str,
-        options: HFOptions,
+        options: HFOptions | None = None,
         *,
         revision: str | None = None,
         batch_size: int | str = "auto",
         label_map: Mapping[str, str] | None = None,
-    ) -> HFSequenceClassifier:
-        """The classifier ``model`` run with ``options`` whole; ``batch_size`` ``auto`` is
-        :data:`~nlieval.backends.classifier.AUTO_BATCH` pairs per forward pass."""
-        from .classifier import AUTO_BATCH
-
-        return cls(
-            model,
-            revision=revision,
-            label_map=label_map,
-            dtype=options.dtype,
-            device=options.device,
-            batch_size=batch_size if isinstance(batch_size, int) else AUTO_BATCH,
-            **options.placement(),
-        )
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        revision: str | None = None,
-        label_map: Mapping[str, str] | None = None,
-        dtype: str = "auto",
-        device: str = "auto",
-        batch_size: int = 32,
-        device_map: str | None = None,
-        max_memory: Mapping[int | str, str] | None = None,
         name: str | None = None,
     ) -> None:
+        """The classifier ``model`` run with the engine's ``options`` whole (their
+        defaults are :class:`~nlieval.backends.options.HFOptions`'); ``revision`` (a
+        checkpoint's) overrides theirs; ``batch_size`` ``auto`` is
+        :data:`~nlieval.backends.classifier.AUTO_BATCH` pairs per forward pass."""
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        from .classifier import ClassifierError
+        from .classifier import AUTO_BATCH, ClassifierError
 
+        options = options or HFOptions()
+        batch_size = batch_size if isinstance(batch_size, int) else AUTO_BATCH
         if batch_size < 1:
             raise ClassifierError(f"batch_size must be positive, got {batch_size}")
-        source = resolve_model(model, revision)
-        device, torch_dtype = pick_placement(device, dtype)
+        source = resolve_model(model, revision or options.revision)
+        device, torch_dtype = pick_placement(options.device, options.dtype)
+        device_map, max_memory = options.device_map, options.placement()["max_memory"]
         kwargs: dict[str, Any] = {"dtype": torch_dtype}
         if source.revision:
             kwargs["revision"] = source.revision
