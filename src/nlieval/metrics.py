@@ -86,7 +86,9 @@ def macro_f1(gold: np.ndarray, pred: np.ndarray, classes: np.ndarray | None = No
 
 
 def _gold_nll(record: Record) -> float:
-    return record.gold_nll
+    # A prediction imported as a label alone has no distribution: its one-hot
+    # "probabilities" would give a gold NLL of 0 or 744, a number no model produced.
+    return math.nan if record.meta.get("label_only") else record.gold_nll
 
 
 def encode(

@@ -60,6 +60,7 @@ from .load import (
 )
 from .parsers import FieldMap, parse_label
 from .prompt_files import PromptFile, read_prompt_file, read_solved_examples, shipped_prompt
+from .readers import format_of, text_rows
 from .rules import TaskSpec
 from .selection import ItemSelection
 from .source import DATA_DIR_HELP, DataDir, TaskFiles, TaskSource, TasksToRead, format_task_list
@@ -69,6 +70,8 @@ from .taskyaml import make_parser, write_task_yaml
 from .templates import TemplateSource, read_template_file
 
 __all__ = [
+    "format_of",
+    "text_rows",
     "PromptFile",
     "read_prompt_file",
     "read_solved_examples",
