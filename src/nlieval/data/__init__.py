@@ -59,7 +59,14 @@ from .load import (
     same_data,
 )
 from .parsers import FieldMap, parse_label
-from .prompt_files import PromptFile, read_prompt_file, read_solved_examples, shipped_prompt
+from .prompt_files import (
+    PromptFile,
+    read_prompt,
+    read_prompt_file,
+    read_solved_examples,
+    shipped_names,
+    shipped_prompt,
+)
 from .rules import TaskSpec
 from .selection import ItemSelection
 from .source import DATA_DIR_HELP, DataDir, TaskFiles, TaskSource, TasksToRead, format_task_list
@@ -70,8 +77,10 @@ from .templates import TemplateSource, read_template_file
 
 __all__ = [
     "PromptFile",
+    "read_prompt",
     "read_prompt_file",
     "read_solved_examples",
+    "shipped_names",
     "shipped_prompt",
     "fleiss_kappa",
     "label_change_share",
