@@ -61,6 +61,7 @@ from .load import (
 from .parsers import FieldMap, parse_label
 from .prompt_files import (
     PromptFile,
+    pair_fields,
     read_prompt,
     read_prompt_file,
     read_solved_examples,
@@ -77,6 +78,7 @@ from .templates import TemplateSource, read_template_file
 
 __all__ = [
     "PromptFile",
+    "pair_fields",
     "read_prompt",
     "read_prompt_file",
     "read_solved_examples",

@@ -241,6 +241,34 @@ def read_prompt(value: str | Path, kind: str) -> PromptFile:
     return read_prompt_file(value, kind)
 
 
+#: The names of a pair's sentences in a file of labelled pairs: nlieval's, or SciNLI's
+#: (the names ``nlieval build distant`` and ``build implicit`` write).
+PAIR_NAMES = (("premise", "hypothesis"), ("sentence1", "sentence2"))
+
+
+def pair_fields(path: str | Path) -> dict[str, str]:
+    """The field map of a file of labelled pairs (``instruct --exemplars``): ``premise``,
+    ``hypothesis``, ``label`` and ``id``, or ``sentence1``/``sentence2`` for the two
+    sentences when the file's first row has those and no ``premise``.
+
+    >>> p = Path(run_dir) / "built.jsonl"
+    >>> _ = p.write_text('{"sentence1": "A.", "sentence2": "B.", "label": "neutral"}\\n')
+    >>> pair_fields(p)["premise"], pair_fields(p)["hypothesis"]
+    ('sentence1', 'sentence2')
+    """
+    first: dict[str, Any] = {}
+    for _, row in text_rows(Path(path), format_of(Path(path).name)):
+        if isinstance(row, DataError):
+            raise row
+        first = row
+        break
+    names = next(
+        (pair for pair in PAIR_NAMES if pair[0] in first and PAIR_NAMES[0][0] not in first),
+        PAIR_NAMES[0],
+    )
+    return {"premise": names[0], "hypothesis": names[1], "label": "label", "id": "id"}
+
+
 def read_solved_examples(
     path: str | Path, fields: Sequence[str], max_rows: int = MAX_EXEMPLARS
 ) -> list[dict[str, str]]:
