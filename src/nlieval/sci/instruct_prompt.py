@@ -79,7 +79,9 @@ class InstructPrompt:
         else:
             options = tuple((LETTERS[n], lab) for n, lab in enumerate(self.labels))
         object.__setattr__(self, "options", options)
-        compiled = load_prompt_templates(self.file.templates(), self.file.origin, VARIABLES)
+        compiled = load_prompt_templates(
+            self.file.templates(), self.file.origin, VARIABLES, needs={"user": VARIABLES["user"]}
+        )
         object.__setattr__(self, "templates", compiled)
         # A template that compiles may still fail when rendered (the sandbox refuses an
         # attribute at render time): try every part once now, before any work is done.
