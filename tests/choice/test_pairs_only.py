@@ -5,6 +5,7 @@ observations and the hypotheses to choose from) is refused in one line by ``run`
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,19 @@ def test_a_language_model_still_runs_alpha_nli(tmp_path: Path, tiny_llama: Path)
     records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
     by_id = {r["item_id"]: r for r in records}
     assert sorted(by_id) == ["s1", "s2"] and "The sun shone." in by_id["s1"]["prompt"]
+
+
+@pytest.mark.skipif(not os.environ.get("NLIEVAL_DATA_DIR"), reason="needs NLIEVAL_DATA_DIR")
+def test_run_refuses_a_classifier_on_the_real_alpha_nli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clf = tmp_path / "clf"
+    clf.mkdir()
+    (clf / "nlieval_classifier.json").write_text("{}")
+    out = tmp_path / "r"
+    argv = ["run", "--model", str(clf), "--task", "chaosnli_alphanli", "--limit", "10"]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("nlieval: error: --model") and "\n" not in err
+    assert "items of task chaosnli_alphanli hold 2 choices" in err
+    assert not (out / "records.jsonl").exists()

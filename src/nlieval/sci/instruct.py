@@ -183,8 +183,9 @@ class InstructConfig(ItemSelection, NamesAModel):
     )
     prompt: str | None = setting(
         None,
-        help="prompt file (YAML: system, user and assistant templates, class definitions; "
-        "docs/prompts.md) [the shipped four-class prompt]",
+        help="prompt file (YAML: system, user and assistant templates, class definitions "
+        "and options; docs/prompts.md), or a shipped prompt's name (mismatched: the "
+        "MisMatched study's options a-d) [the shipped four-class prompt]",
     )
     exemplars: str | None = setting(
         None,
