@@ -55,9 +55,7 @@ def test_a_prompt_file_with_user_twice_is_refused(tmp_path: Path) -> None:
 def test_a_task_file_with_a_key_twice_is_refused(tmp_path: Path) -> None:
     (tmp_path / "d.jsonl").write_text('{"p": "A.", "h": "B.", "l": "entailment"}\n')
     path = tmp_path / "t.yaml"
-    path.write_text(
-        "path: d.jsonl\nfields: {premise: p, hypothesis: h, label: l, premise: h}\n"
-    )
+    path.write_text("path: d.jsonl\nfields: {premise: p, hypothesis: h, label: l, premise: h}\n")
     with pytest.raises(DataError) as err:
         load_task(str(path))
     assert (err.value.line, err.value.field) == (2, "premise")
