@@ -126,6 +126,7 @@ def run(
     model.check()  # a wrong model name fails before the folder is made or data is read
     # Data errors surface before anything is written.
     planned = plan(config)
+    _check_pairs(model, config, planned)
     _check_labels(model, planned)
     name = config.model
     steps: list[Step[Item]] = []
@@ -256,6 +257,16 @@ def _check_labels(model: ResolvedModel, planned: Planned) -> None:
                 label_mapping(labels, ds.labels)
             except ClassifierError as err:
                 raise ClassifierError(f"--model {name} on task {ds.task}: {err}") from None
+
+
+def _check_pairs(model: ResolvedModel, config: RunConfig, planned: Planned) -> None:
+    """Refuse, before anything is written, a sentence-pair classifier (any checkpoint)
+    for a task whose items are not pairs: it would see only the observations of an
+    alpha-NLI item, never its hypotheses."""
+    for ckpt in config.checkpoints or (None,):
+        if model.checkpoint(ckpt).classifies:
+            for ds, _, _ in planned:
+                ds.require_pairs(f"--model {ckpt or config.model}, a sentence-pair classifier,")
 
 
 def _fit(config: RunConfig, model: ResolvedModel) -> RunConfig:

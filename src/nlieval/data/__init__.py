@@ -59,7 +59,15 @@ from .load import (
     same_data,
 )
 from .parsers import FieldMap, parse_label
-from .prompt_files import PromptFile, read_prompt_file, read_solved_examples, shipped_prompt
+from .prompt_files import (
+    PromptFile,
+    pair_fields,
+    read_prompt,
+    read_prompt_file,
+    read_solved_examples,
+    shipped_names,
+    shipped_prompt,
+)
 from .readers import format_of, text_rows
 from .rules import TaskSpec
 from .selection import ItemSelection
@@ -73,8 +81,11 @@ __all__ = [
     "format_of",
     "text_rows",
     "PromptFile",
+    "pair_fields",
+    "read_prompt",
     "read_prompt_file",
     "read_solved_examples",
+    "shipped_names",
     "shipped_prompt",
     "fleiss_kappa",
     "label_change_share",

@@ -4,7 +4,8 @@ that renders the templates it is given. Every other room may use it; it uses non
 Where to start: :func:`read_jsonl` reads a JSONL file into located rows (file, line,
 object), and a bad line is one :class:`DataError` naming file, line and field;
 :func:`atomic_write` replaces a file whole; :func:`read_small_text` reads a small file
-whole and bounded; :class:`FolderError` is a file or folder that cannot be used as asked.
+whole and bounded; :func:`load_yaml` reads YAML (no aliases, no key given twice);
+:class:`FolderError` is a file or folder that cannot be used as asked.
 :class:`BoundedSandbox` (:mod:`.sandbox`) renders someone else's Jinja template within
 bounds of time, size and depth (loaded when first used: it imports Jinja).
 
@@ -31,6 +32,7 @@ from .files import (
     write_error,
 )
 from .jsonl import JsonLine, invalid_json, read_jsonl
+from .yaml import load_yaml
 
 if TYPE_CHECKING:
     from .sandbox import (
@@ -54,6 +56,7 @@ __all__ = [
     "atomic_write",
     "cut_torn_tail",
     "invalid_json",
+    "load_yaml",
     "make_folder",
     "open_own",
     "open_regular",

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..ground import DataError, read_small_text
+from ..ground import DataError, load_yaml, read_small_text
 from .logic_formulas import (
     And,
     Atom,
@@ -433,8 +433,6 @@ def load_reading(path: str | Path) -> Reading:
     >>> r.name, str(r.formula("C")), classify("Cab -> Cba", r), list(merge_readings([path]))
     ('strict', 'box(a -> ~b)', 'valid', ['MC', 'SC', 'EI', 'strict'])
     """
-    import yaml
-
     p = Path(path)
     if not p.is_file():
         raise LogicError(f"{p}: no such reading file")
@@ -443,9 +441,9 @@ def load_reading(path: str | Path) -> Reading:
     except DataError as err:  # not UTF-8, too large, not a regular file
         raise LogicError(str(err)) from None
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise LogicError(f"{p}: invalid YAML: {' '.join(str(err).split())}") from None
+        doc = load_yaml(text, p)  # no aliases, no key given twice
+    except DataError as err:
+        raise LogicError(str(err)) from None
     if not isinstance(doc, dict):
         raise LogicError(f"{p}: expected a mapping with keys name, E, C, N")
     allowed = {"name", "description", "frames", *LABELS}

@@ -108,6 +108,7 @@ def _labelled(part: Part) -> Part:
 
 def _load_part(name: str, split: str | None, data_dir: str | None) -> Part:
     ds = load_task(name, data_dir, split)
+    ds.require_pairs("nlieval train, which trains a sentence-pair classifier,")
     labels = tuple(lab.value for lab in ds.labels)
     return Part(name, ds.split, labels, ds.items, ds.source, len(ds.items), dict(ds.dropped))
 
