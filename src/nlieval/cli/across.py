@@ -33,7 +33,8 @@ from .args import add_command, add_settings, settings_from_args
 
 def _write_or_print(text: str, out: str | None) -> None:
     if out is None:
-        print(text)
+        # A CSV ends in its own newline: no blank line after it.
+        print(text, end="" if text.endswith("\n") else "\n")
         return
     path = Path(out)
     make_folder(path.parent)
