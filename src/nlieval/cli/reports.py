@@ -62,20 +62,17 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     command = functools.partial(add_command, sub)
     command(
         "stats",
-        help="items, labels, lengths and overlap of benchmarks",
         handler=_cmd_stats,
         settings=(TasksToRead,),
     )
     command(
         "report",
-        help="tables again from saved records (no model loaded)",
         handler=_cmd_report,
         settings=(ReportConfig,),
     )
-    add_command(sub, "tasks", help="list the built-in tasks", handler=_cmd_tasks)
+    add_command(sub, "tasks", handler=_cmd_tasks)
     command(
         "sci-report",
-        help="macro F1 overall and per domain, per-class F1, confusion matrices (from records)",
         handler=cmd_sci_report,
         settings=(SciReportConfig,),
     )
