@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -184,6 +185,10 @@ def _force(chat: LocalChat, ids: list[int]) -> None:
     original: Callable[..., Any] = model.forward
     state = {"start": 0}
 
+    # The original's signature shows through (inspect follows __wrapped__): the backend
+    # then passes the cache by the keyword the installed transformers asks for, as it
+    # does to the real forward (past_key_values would raise its FutureWarning).
+    @functools.wraps(original)
     def forward(*args: Any, **kwargs: Any) -> Any:
         out = original(*args, **kwargs)
         mask = kwargs.get("attention_mask")

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..ground import DataError, FolderError
 from .commands import COMMANDS
 
 # Nothing here imports a command's module or a family at import time: `nlieval --help`,
@@ -102,7 +103,7 @@ def build_parser(groups: Sequence[str] = GROUPS) -> argparse.ArgumentParser:
     """The ``nlieval`` argument parser: each command group of ``groups`` (all of them
     unless named) adds its subcommands, each with a ``handler``.
 
-    >>> build_parser(["reports"]).parse_args(["tasks"]).handler.__name__
+    >>> build_parser(["tasks"]).parse_args(["tasks"]).handler.__name__
     '_cmd_tasks'
     """
     parser, sub = _top_parser()
@@ -117,6 +118,10 @@ def _add_group(group: str, sub: argparse._SubParsersAction[Any]) -> None:
         from . import run
 
         run.add_commands(sub)
+    elif group == "tasks":
+        from . import tasks
+
+        tasks.add_commands(sub)
     elif group == "reports":
         from . import reports
 
@@ -186,22 +191,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser_for(argv).parse_args(argv)
-    # The errors every command may end with, loaded once a command runs.
-    from ..backends import ModelError
-    from ..data import DataError
-    from ..runs import RunError
-
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
         return int(args.handler(args))
-    except (DataError, ModelError, RunError, ValueError) as err:
-        if args.verbose:
+    except (DataError, FolderError, ValueError) as err:  # FolderError: a RunError too
+        return _failed(err, args)
+    except Exception as err:
+        # ModelError's package (backends) is slow to import and most commands need none
+        # of it: a command that raised one has imported it already.
+        from ..backends import ModelError
+
+        if not isinstance(err, ModelError):
             raise
-        print(f"nlieval: error: {err}", file=sys.stderr)
-        return 2
+        return _failed(err, args)
     except KeyboardInterrupt:
         print("nlieval: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
@@ -210,3 +215,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Point stdout at /dev/null so the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+def _failed(err: Exception, args: argparse.Namespace) -> int:
+    # An expected error, said in one line (its traceback with --verbose).
+    if args.verbose:
+        raise err
+    print(f"nlieval: error: {err}", file=sys.stderr)
+    return 2

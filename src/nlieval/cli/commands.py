@@ -40,6 +40,7 @@ COMMANDS: dict[str, Command] = {
             "--out runs/roberta-mnli",
         ),
     ),
+    "tasks": Command("tasks", "list the built-in tasks", ("nlieval tasks",)),
     "stats": Command(
         "reports",
         "items, labels, lengths and overlap of benchmarks",
@@ -50,7 +51,6 @@ COMMANDS: dict[str, Command] = {
         "tables again from saved records (no model loaded)",
         ("nlieval report runs/demo", "nlieval report runs/demo runs/smol --no-write"),
     ),
-    "tasks": Command("reports", "list the built-in tasks", ("nlieval tasks",)),
     "sci-report": Command(
         "reports",
         "macro F1 overall and per domain, per-class F1, confusion matrices (from records)",
