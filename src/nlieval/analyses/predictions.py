@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from scipy.special import softmax
 
 from .. import ground
 from ..types import Label
@@ -138,6 +137,9 @@ def probabilities(values: Any, width: int, where: str, name: str) -> list[float]
     if not np.isfinite(arr).all():
         raise ValueError(f"{where}: {name} must be finite, got {arr.tolist()}")
     if name == "logits":
+        # scipy is slow to import: loaded only for a file of logits.
+        from scipy.special import softmax
+
         return [float(x) for x in softmax(arr)]
     if (arr < 0).any() or abs(float(arr.sum()) - 1.0) > PROB_TOLERANCE:
         raise ValueError(

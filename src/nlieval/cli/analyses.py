@@ -122,24 +122,25 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     command = functools.partial(add_command, sub)
     command(
         "dynamics",
-        help="accuracy, gold NLL and ChaosNLI divergences over the checkpoints of a run, "
-        "Kendall tau",
         handler=cmd_dynamics,
         settings=(DynamicsConfig,),
     )
 
     command(
         "chaosnli",
-        help="ChaosNLI scores of run folders: accuracies, divergences, entropy bins",
         handler=cmd_chaosnli,
         settings=(ChaosnliConfig,),
     )
 
     command(
         "import",
-        aliases=["chaosnli-import"],
-        help="prediction files of models run elsewhere (labels or distributions keyed by "
-        "item id: Baan et al. 2022, official ChaosNLI, HANS, jsonl, csv) into a run folder",
+        handler=cmd_chaosnli_import,
+        settings=(ImportConfig, OutputFolder),
+        skip=("progress",),
+    )
+
+    command(
+        "chaosnli-import",
         handler=cmd_chaosnli_import,
         settings=(ImportConfig, OutputFolder),
         skip=("progress",),
@@ -147,14 +148,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     command(
         "chaosnli-score",
-        help="score a prediction file in the official ChaosNLI format",
         handler=cmd_chaosnli_score,
         settings=(ChaosnliScoreConfig,),
     )
 
     command(
         "plots",
-        help="PNG plots from saved run folders (no model loaded)",
         handler=cmd_plots,
         settings=(PlotsConfig,),
     )
