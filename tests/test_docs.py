@@ -6,10 +6,15 @@ continuation lines of a command). The HTML comment on the line before a block sa
 is done with it (docs/contributing.md, "Commands in the docs"):
 
 - no comment: the block runs for real, in the page's order, in a temporary repository
-  root (``docs/examples`` copied, ``../shared/data`` pointing at ``NLIEVAL_DATA_DIR``);
-- ``<!-- doc-test: models (why) -->``: the same, but as a test marked ``models``;
+  root (``docs/examples`` copied, ``../shared/data`` pointing at ``NLIEVAL_DATA_DIR``),
+  and each ``$`` command prints what the page shows under it (the shown lines begin the
+  printed ones; a line starting ``...`` ends the comparison);
+- ``<!-- doc-test: models (why) -->``: the same, but as a test marked ``models``; a Python
+  snippet so marked also runs in the fast tests, with ``nlieval.run`` scoring through a
+  stand-in backend (``tests/helpers/hash_lm.py``) instead of loading the model;
 - ``<!-- doc-test: parse (why) -->``: a GPU, a large model, the hub, a long run or a run
-  folder made by one of those: every ``nlieval`` command in it is only parsed;
+  folder made by one of those: every ``nlieval`` command in it is only parsed (a Python
+  snippet runs with the stand-in backend only);
 - ``<!-- doc-test: skip (why) -->``: set-up scripts and installs, never run here.
 
 Every block but a skipped one is parsed: each ``nlieval`` invocation (found by running the
@@ -125,6 +130,12 @@ def blocks(page: Path) -> list[Block]:
 
 
 ALL_BLOCKS = [b for page in DOC_FILES for b in blocks(page)]
+# The one writer of docs/img: its commands are parsed like the pages'.
+DOC_IMAGES = ROOT / "scripts" / "doc_images.sh"
+PARSED = [
+    *(b for b in ALL_BLOCKS if b.mode != "skip" and b.lang == "shell"),
+    Block(DOC_IMAGES, 1, "shell", "parse", DOC_IMAGES.read_text(encoding="utf-8")),
+]
 
 
 def _repo_root(tmp: Path) -> Path:
@@ -145,6 +156,7 @@ def _repo_root(tmp: Path) -> Path:
 
 _RECORDER = """
 command_not_found_handle() { return 0; }
+DOCTEST_N=0
 nlieval() { printf '%s\\0' "$@" > "$DOCTEST_ARGS/$BASHPID.$((DOCTEST_N += 1))"; }
 """
 
@@ -207,7 +219,7 @@ def parse_problems(argv: list[str]) -> list[str]:
 
 @pytest.mark.parametrize(
     "block",
-    [b for b in ALL_BLOCKS if b.mode != "skip" and b.lang == "shell"],
+    PARSED,
     ids=lambda b: b.where,
 )
 def test_commands_parse(block: Block, tmp_path: Path) -> None:
@@ -249,6 +261,15 @@ def test_block_extraction() -> None:
     ]
 
 
+def test_shown_output_comparison() -> None:
+    """A page may show the first lines of an output, or stop at ``...``; nothing else."""
+    printed = "a\nb  \nc\n"
+    assert not _differs("a\nb", printed)
+    assert not _differs("a\n...  (more)", printed)
+    assert _differs("a\nc", printed)
+    assert _differs("a\nb\nc\nd", printed)
+
+
 def test_no_command_writes_into_docs_img() -> None:
     """The figures in docs/img come from ``scripts/doc_images.sh`` alone: a pasted command
     writes into the reader's own runs/ folder."""
@@ -259,7 +280,27 @@ def test_no_command_writes_into_docs_img() -> None:
 # --- run: the cheap blocks for real ------------------------------------------------------
 
 
-def _script(page_blocks: list[Block], tmp: Path) -> tuple[str, list[tuple[str, str, Path]]]:
+# Prepended to a ``models`` snippet in the fast tests: the model named is never loaded.
+_STAND_IN = """\
+import nlieval as _nlieval
+from nlieval.backends import stand_in as _stand_in
+from tests.helpers.hash_lm import HashLM as _HashLM
+
+_real_run = _nlieval.run
+
+
+def _run_without_model(config, out_dir, **kwargs):
+    kwargs.setdefault("model", _stand_in(config, lambda checkpoint: _HashLM()))
+    return _real_run(config, out_dir, **kwargs)
+
+
+_nlieval.run = _run_without_model
+"""
+
+
+def _script(
+    page_blocks: list[Block], tmp: Path, stand_in: bool = False
+) -> tuple[str, list[tuple[str, str, Path]]]:
     """One bash script running the blocks in order (exports carry over, as in a terminal;
     the first command that fails stops it, naming its block and the command), and the
     files that will hold the output of each command whose output a page shows."""
@@ -270,7 +311,8 @@ def _script(page_blocks: list[Block], tmp: Path) -> tuple[str, list[tuple[str, s
         lines.append(f"WHERE={shlex.quote(block.where)}")
         if block.lang == "python":
             snippet = tmp / f"snippet{n}.py"
-            snippet.write_text(block.code, encoding="utf-8")
+            prelude = _STAND_IN if stand_in and block.mode != "run" else ""
+            snippet.write_text(prelude + block.code, encoding="utf-8")
             # A snippet names its own data folder: a reader's shell need not export one.
             lines.append(f"env -u NLIEVAL_DATA_DIR {shlex.quote(sys.executable)} {snippet}")
             continue
@@ -293,12 +335,12 @@ def _differs(shown: str, printed: str) -> bool:
     return [ln.rstrip() for ln in want[:cut]] != got[:cut]
 
 
-def _run_page(page_blocks: list[Block], tmp: Path) -> None:
+def _run_page(page_blocks: list[Block], tmp: Path, stand_in: bool = False) -> None:
     root = _repo_root(tmp)
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
-    script, outputs = _script(page_blocks, tmp)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH", "")])
+    script, outputs = _script(page_blocks, tmp, stand_in)
     done = subprocess.run(
         ["bash", "-c", script],
         cwd=root,
@@ -317,29 +359,41 @@ def _run_page(page_blocks: list[Block], tmp: Path) -> None:
     assert not wrong, "\n\n".join(wrong)
 
 
-def _pages(modes: tuple[str, ...]) -> list[tuple[Path, list[Block]]]:
+def _pages(models: bool) -> list[tuple[Path, list[Block]]]:
+    """The pages with blocks to run, each with them in order: the fast tests' (blocks
+    without a marker, and ``models`` snippets with the stand-in), or the ``models``
+    tests' (blocks without a marker, then as written the ``models`` ones)."""
     pages = []
     for page in DOC_FILES:
-        chosen = [b for b in ALL_BLOCKS if b.page == page and b.mode in modes]
-        if chosen and any(b.mode == modes[-1] for b in chosen):
+        mine = [b for b in ALL_BLOCKS if b.page == page]
+        if models:
+            chosen = [b for b in mine if b.mode in ("run", "models")]
+            needed = any(b.mode == "models" for b in chosen)
+        else:
+            chosen = [
+                b
+                for b in mine
+                if b.mode == "run" or (b.lang == "python" and b.mode in ("models", "parse"))
+            ]
+            needed = bool(chosen)
+        if needed:
             pages.append((page, chosen))
     return pages
 
 
-@pytest.mark.parametrize(
-    ("page", "page_blocks"), _pages(("run",)), ids=lambda v: v.name if isinstance(v, Path) else ""
-)
+def _page_id(value: object) -> str:
+    return value.name if isinstance(value, Path) else ""
+
+
+@pytest.mark.parametrize(("page", "page_blocks"), _pages(models=False), ids=_page_id)
 def test_cheap_commands_run(page: Path, page_blocks: list[Block], tmp_path: Path) -> None:
-    """The blocks without a marker run as written, in the page's order."""
-    _run_page(page_blocks, tmp_path)
+    """The blocks without a marker run as written, in the page's order, and print what
+    the page shows; Python snippets that load a model run with a stand-in backend."""
+    _run_page(page_blocks, tmp_path, stand_in=True)
 
 
 @pytest.mark.models
-@pytest.mark.parametrize(
-    ("page", "page_blocks"),
-    _pages(("run", "models")),
-    ids=lambda v: v.name if isinstance(v, Path) else "",
-)
+@pytest.mark.parametrize(("page", "page_blocks"), _pages(models=True), ids=_page_id)
 def test_model_commands_run(page: Path, page_blocks: list[Block], tmp_path: Path) -> None:
     """The blocks marked ``models`` run as written after the page's cheap blocks."""
     _run_page(page_blocks, tmp_path)
