@@ -37,7 +37,7 @@ figure chaosnli-dynamics-contamination.md \
     --entropy-plot "$IMG/dynamics_entropy_by_checkpoint.png"
 figure chaosnli-dynamics-contamination.md \
     nlieval contamination --scores runs/contam-snli.jsonl \
-    --run runs/readme-smollm2-135m-quiet --plot "$IMG/epg.png"
+    --run runs/readme-smollm2-135m --plot "$IMG/epg.png"
 figure scientific.md \
     nlieval sci-report runs/smol-scinli-instruct --plot-dir "$IMG"
 figure scientific.md \
