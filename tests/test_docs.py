@@ -26,7 +26,9 @@ write into ``docs/img``: its figures are written by ``scripts/doc_images.sh`` on
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import functools
 import io
 import os
 import re
@@ -182,7 +184,10 @@ def invocations(block: Block, tmp: Path) -> list[list[str]]:
     return [p.read_bytes().decode().split("\0")[:-1] for p in recorded]
 
 
-_PARSER = build_parser()
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    # Built on first use: collecting the tests does not import every command.
+    return build_parser()
 
 
 def _task_names(value: object) -> list[str]:
@@ -200,7 +205,7 @@ def parse_problems(argv: list[str]) -> list[str]:
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            args = _PARSER.parse_args(argv)
+            args = _parser().parse_args(argv)
     except SystemExit as stop:
         if stop.code == 0:  # --help
             return []
