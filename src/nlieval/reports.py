@@ -31,6 +31,7 @@ from .analyses import (
 )
 from .backends import parameter_count, resolve_model
 from .data import load_task
+from .ground import read_small_text
 from .metrics import METRICS, group_records, listed, metrics, summarize
 from .plotting import DYNAMICS_METRICS
 from .runs import (
@@ -534,7 +535,12 @@ def figure_from(cfg: FigureConfig) -> Path:
                 raise ValueError(f"--sizes: {pair!r} is not MODEL=PARAMETERS") from None
     positions = None
     if cfg.positions:
-        raw = json.loads(Path(cfg.positions).read_text(encoding="utf-8"))
+        # A missing or bad file is one line naming it, not a traceback.
+        text = read_small_text(cfg.positions, 1 << 20)
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{cfg.positions}: not JSON ({err})") from None
         if not isinstance(raw, dict):
             raise ValueError(f"{cfg.positions}: a JSON object of checkpoint -> position")
         positions = {str(k): float(v) for k, v in raw.items()}
