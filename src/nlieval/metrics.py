@@ -217,6 +217,11 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
     An unparseable answer (``pred`` None) counts as wrong; it is its own column in the
     confusion matrix only through ``n_unparsed``.
 
+    ``gold_counts`` are the scored items' gold labels; ``chance`` is the accuracy expected
+    of answers drawn at random in the shares of those gold labels (the sum of the squared
+    shares): 1/L on items balanced over L labels, 1.0 on items of one label, where
+    answering that label scores 1.0 too. ``majority_baseline`` is the largest share.
+
     >>> from dataclasses import replace
     >>> a = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
     ...            (0.87, 0.13), "entailment", "entailment")
@@ -224,6 +229,8 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
     >>> m = point_metrics([a, b])  # gold NLL: the mean of 0.1 and 1.0
     >>> m["accuracy"], round(m["gold_nll"], 4), m["confusion"], m["majority_baseline"]
     (0.5, 0.55, [[1, 0], [1, 0]], 0.5)
+    >>> m["gold_counts"], m["chance"], point_metrics([a, a, b])["chance"]  # 4/9 + 1/9
+    ({'entailment': 1, 'neutral': 1}, 0.5, 0.5555555555555556)
     """
     from sklearn.metrics import confusion_matrix, f1_score  # heavy: loaded on first use
 
@@ -252,7 +259,8 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
         "n_unparsed": pred_counts.get(UNPARSED, 0),
         "confusion": confusion_matrix(gold, pred, labels=labels).tolist(),
         "labels": labels,
-        "chance": 1.0 / len(labels),
+        "gold_counts": {lab: gold_counts.get(lab, 0) for lab in labels},
+        "chance": sum(c * c for c in gold_counts.values()) / (n * n),
         "majority_baseline": max(gold_counts.values()) / n,
     }
 
@@ -280,6 +288,7 @@ def _unlabelled_metrics(records: Sequence[Record]) -> dict[str, Any]:
         "n_unparsed": pred.get(UNPARSED, 0),
         "confusion": [],
         "labels": labels,
+        "gold_counts": {},
         "chance": 1.0 / len(labels),
         "majority_baseline": math.nan,
     }
@@ -328,6 +337,8 @@ def summarize(records: Iterable[Record]) -> list[dict[str, Any]]:
             "n": per_seed[0]["n"],
             "seeds": [p["seed"] for p in per_seed],
             "labels": per_seed[0]["labels"],
+            # The items are those every seed scored: one gold count, one chance.
+            "gold_counts": per_seed[0]["gold_counts"],
             "chance": per_seed[0]["chance"],
             "majority_baseline": per_seed[0]["majority_baseline"],
         }

@@ -46,7 +46,7 @@ def plan(config: RunConfig) -> Planned:
     out = []
     for task, spec in zip(config.tasks, data.get_tasks(config.tasks), strict=True):
         ds = data.load_task(task, config.data_dir, config.split, skip_bad=config.skip_bad)
-        items = config.select_items(ds.items)
+        items = config.choose(ds.items, ds.labels, f"{spec.name} {ds.split}")
         pool: Sequence[Item] = ()
         pool_is_test = False
         pool_source = None

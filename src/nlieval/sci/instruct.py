@@ -300,7 +300,7 @@ def plan_instruct(
         if config.limit and config.balanced_limit:
             items = take_balanced(ds.items, config.limit)
         else:
-            items = config.select_items(ds.items)
+            items = config.choose(ds.items, ds.labels, f"{spec.name} {ds.split}")
         points: list[InstructPoint] = []
         info: dict[str, Any] = {
             "source": ds.source,

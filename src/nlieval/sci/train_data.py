@@ -199,7 +199,7 @@ def load_data(config: TrainConfig) -> TrainData:
                 f"the test split {test.task} {test.split} is the training data; give "
                 "another --test-task (e.g. scinli) or --no-test"
             )
-    chosen = config.select_items(train.items)
+    chosen = config.choose(train.items, labels, f"training part {train.task} {train.split}")
     train = _labelled(replace(train, items=chosen, sources=_counts(chosen, train.sources)))
     present = sorted({it.label.value for it in train.items if it.label is not None})
     if len(present) < 2:
@@ -211,7 +211,10 @@ def load_data(config: TrainConfig) -> TrainData:
             train.split,
             present[0],
         )
-    dev = _labelled(replace(dev, items=config.select_items(dev.items)))
+    dev = _labelled(
+        replace(dev, items=config.choose(dev.items, labels, f"dev part {dev.task} {dev.split}"))
+    )
     if test is not None:
-        test = _labelled(replace(test, items=config.select_items(test.items)))
+        where = f"test part {test.task} {test.split}"
+        test = _labelled(replace(test, items=config.choose(test.items, test.labels, where)))
     return TrainData(labels, train, dev, test)
