@@ -35,6 +35,7 @@ from typing import Any
 
 from ..settings import csv_list
 from ..types import ALPHA, Label
+from .finite import check_scores
 from .options import HFOptions
 from .placement import pick_placement
 from .weights import ALIASES, ModelError, resolve_model
@@ -398,7 +399,8 @@ class HFSequenceClassifier:
         self._takes_token_types = "token_type_ids" in params
 
     def classify(self, pairs: Sequence[tuple[str, str]]) -> list[list[float]]:
-        """Per pair (premise, hypothesis), the log-probability of each of :attr:`labels`."""
+        """Per pair (premise, hypothesis), the log-probability of each of :attr:`labels`;
+        a NaN or an infinity is refused (:class:`~nlieval.backends.finite.NonFiniteScore`)."""
         import torch
 
         from .classifier import encode_pairs
@@ -424,4 +426,5 @@ class HFSequenceClassifier:
                 logp = torch.log_softmax(logits.float(), dim=-1).cpu()
                 for row, i in enumerate(idx):
                     out[i] = logp[row].tolist()
+        check_scores(out, self.name, "log-probability")
         return out
