@@ -35,6 +35,7 @@ from torch import nn
 
 from ..types import NLI2, NLI3, Item, Label, Record, softmax
 from .base import ClassifierBackend, Progress
+from .finite import NonFiniteScore, check_scores
 from .lora_classifier import LoraPairClassifier, load_lora, save_lora
 from .options import HFOptions
 from .placement import pick_device
@@ -407,7 +408,8 @@ class EncoderClassifier:
         self.name = name
 
     def classify(self, pairs: Sequence[tuple[str, str]]) -> list[list[float]]:
-        """Per pair, the log-probability of each of :attr:`labels`."""
+        """Per pair, the log-probability of each of :attr:`labels`; a NaN or an infinity
+        is refused (:class:`~nlieval.backends.finite.NonFiniteScore`)."""
         pairs = list(pairs)
         # Similar lengths batched together waste less on padding; results go back in order.
         order = sorted(range(len(pairs)), key=lambda i: self._length(pairs[i]))
@@ -431,6 +433,7 @@ class EncoderClassifier:
                         out[i] = logp[row].tolist()
         finally:
             self.model.train(was_training)
+        check_scores(out, self.name, "log-probability")
         return out
 
     def _length(self, pair: tuple[str, str]) -> int:
@@ -514,7 +517,8 @@ def classify_records(
 ) -> list[Record]:
     """One :class:`Record` per item: the classifier's log-probabilities mapped onto the
     task's labels (see :func:`label_mapping`), ``probs`` their softmax, ``pred`` the most
-    probable label (the first one on a tie).
+    probable label (the first one on a tie). A NaN or infinite log-probability is a
+    :class:`~nlieval.backends.finite.NonFiniteScore` naming the item.
 
     >>> from transformers import AutoModel, AutoTokenizer
     >>> clf = EncoderClassifier.from_model(PairClassifier(AutoModel.from_pretrained(tiny_lm), 3),
@@ -530,7 +534,11 @@ def classify_records(
     records: list[Record] = []
     for start in range(0, len(items), chunk):
         part = items[start : start + chunk]
-        scores = backend.classify([(it.premise, it.hypothesis) for it in part])
+        try:
+            scores = backend.classify([(it.premise, it.hypothesis) for it in part])
+            check_scores(scores, backend.name, "log-probability")  # whatever the engine
+        except NonFiniteScore as err:
+            raise err.at(f"item {part[err.index].id!r} of task {task}") from None
         for item, logp in zip(part, scores, strict=True):
             records.append(_record(item, logp, mapping, names, task, model, k, seed, checkpoint))
         if progress is not None:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .base import Progress, PromptTooLongError, ScoreRequest
+from .finite import check_scores
 from .hf_cache import cache_kwargs, prefix_rows_cache
 from .hf_cascade import PREFIX_KWARG, cascade_attention_on, cascade_unsupported
 from .hf_tokens import ScoreRow, TokenSplitter
@@ -185,7 +186,8 @@ class HFCausalLM(TokenSplitter):
     def loglikelihood(
         self, requests: Sequence[ScoreRequest], progress: Progress | None = None
     ) -> list[list[float]]:
-        """Summed log-probability of every continuation of every request."""
+        """Summed log-probability of every continuation of every request; a NaN or an
+        infinity is refused (:class:`~nlieval.backends.finite.NonFiniteScore`)."""
         out = [[float("nan")] * len(req.continuations) for req in requests]
         self._refuse_huge(requests)
         rows = self._rows(requests)
@@ -242,6 +244,7 @@ class HFCausalLM(TokenSplitter):
                     remaining[row.request] -= 1
                     if remaining[row.request] == 0 and progress is not None:
                         progress(1)
+        check_scores(out, self.name, "log-likelihood")
         return out
 
     def _prefix_state(self, prefix: tuple[int, ...]) -> list[tuple[Any, Any]]:

@@ -181,6 +181,17 @@ def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
     return _summary_parser()
 
 
+def _no_library_bars() -> None:
+    """``--no-progress``: no bar of the libraries either (transformers' "Loading weights",
+    the hub's downloads), which would print around a one-line error."""
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read when they are imported
+    if "transformers" in sys.modules:  # imported already (in-process callers)
+        from transformers.utils import logging as hf_logging
+
+        off: Any = hf_logging.disable_progress_bar  # unannotated
+        off()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``nlieval`` command.
 
@@ -191,6 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser_for(argv).parse_args(argv)
+    if getattr(args, "progress", True) is False:
+        _no_library_bars()
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
