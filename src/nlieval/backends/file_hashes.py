@@ -85,9 +85,8 @@ def file_sha256(path: str | Path, cache: Path | None = None) -> str:
 
 def _stat_key(p: Path) -> str:
     st = p.stat()
-    return (
-        f"{p.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{st.st_ino}|{st.st_dev}"
-    )
+    fields = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+    return "|".join(map(str, (p.resolve(), *fields)))
 
 
 def _sha256(p: Path) -> str:
