@@ -121,15 +121,18 @@ def _meta_for(model: Any, data: TrainData, config: TrainConfig, extra: Mapping[s
     from ..backends import ClassifierMeta
 
     lora = config.lora_settings
+    # A LoRA model knows its base by absolute path and fingerprint (build_lora): the
+    # checkpoint is then used on those weights only, from any directory.
+    base = dict(getattr(model, "base", None) or {})
     return ClassifierMeta(
         labels=data.labels,
         hypothesis_only=config.hypothesis_only,
         max_length=config.max_length,
         pool=model.pool,
-        base_model=config.model,
+        base_model=base.get("base_path", config.model),
         extra=dict(extra),
         separator=_separator(config),
-        adapter=None if lora is None else {"method": "lora", **lora.to_dict()},
+        adapter=None if lora is None else {"method": "lora", **lora.to_dict(), **base},
     )
 
 
