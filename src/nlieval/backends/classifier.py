@@ -321,7 +321,7 @@ def load_classifier(
 
     meta = read_meta(folder)
     if meta.adapter is not None:
-        lora, tok = load_lora(folder, meta.base_model, len(meta.labels))
+        lora, tok = load_lora(folder, meta.base_model, len(meta.labels), meta.adapter)
         lora.to(torch.device(device)).eval()
         return lora, tok, meta
     encoder = AutoModel.from_pretrained(str(folder))

@@ -500,11 +500,12 @@ def _classifier_prints(key: str, folder: Path) -> dict[str, str]:
     # A classifier checkpoint's own files; a LoRA checkpoint holds only adapters and a
     # head, so the base model they go on (named in its description) is part of it too.
     from .classifier import read_meta
+    from .lora_classifier import lora_base
 
     out = {key: model_fingerprint(ModelSource(folder.name, str(folder)))}
     meta = read_meta(folder)
     if meta.adapter is not None:
-        out |= _fingerprint(f"{key} base", resolve_model(meta.base_model))
+        out |= _fingerprint(f"{key} base", lora_base(meta.base_model, meta.adapter, str(folder)))
     return out
 
 

@@ -23,6 +23,7 @@ scores the dev part as it did during training:
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -132,15 +133,18 @@ def _meta_for(model: Any, data: TrainData, config: TrainConfig, extra: Mapping[s
     from ..backends import ClassifierMeta
 
     lora = config.lora_settings
+    # A LoRA model knows its base by absolute path and fingerprint (build_lora): the
+    # checkpoint is then used on those weights only, from any directory.
+    base = dict(getattr(model, "base", None) or {})
     return ClassifierMeta(
         labels=data.labels,
         hypothesis_only=config.hypothesis_only,
         max_length=config.max_length,
         pool=model.pool,
-        base_model=config.model,
+        base_model=base.get("base_path", config.model),
         extra=dict(extra),
         separator=_separator(config),
-        adapter=None if lora is None else {"method": "lora", **lora.to_dict()},
+        adapter=None if lora is None else {"method": "lora", **lora.to_dict(), **base},
     )
 
 
@@ -222,7 +226,7 @@ def fit(
             best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
             info = {"train_config": config.to_dict(), "seed": seed, **(extra or {})}
             meta = _meta_for(model, data, config, {**info, "epoch": epoch, "dev": dev})
-            save_classifier(model, tokenizer, meta, folder)
+            _save(save_classifier, model, tokenizer, meta, folder)
         if progress:
             mark = " (best)" if improved else ""
             tqdm.write(
@@ -244,3 +248,31 @@ def fit(
         "stopped_early": len(history) < config.epochs,
         "history": history,
     }
+
+
+def _save(
+    save: Callable[..., Any], model: Any, tokenizer: Any, meta: Any, folder: str | Path
+) -> None:
+    """``save`` (:func:`~nlieval.backends.save_classifier`) the best epoch; a write that
+    fails (a full disk: an OSError, or safetensors' own error carrying the OS error) is
+    one line naming the folder. The checkpoint is replaced only once the new one is
+    whole, and a seed without its checkpoint is trained again on resume."""
+    import re
+
+    from safetensors import SafetensorError
+
+    from ..ground import FolderError, write_error
+
+    try:
+        save(model, tokenizer, meta, folder)
+    except OSError as err:
+        raise write_error(Path(folder), err, "save the checkpoint") from None
+    except SafetensorError as err:
+        # safetensors reports an OS error as text: "IoError(Os { code: 28, ... })".
+        code = re.search(r"\bcode: (\d+)", str(err))
+        if code is None:
+            raise FolderError(f"{folder}: cannot save the checkpoint: {err}") from None
+        errno_ = int(code.group(1))
+        raise write_error(
+            Path(folder), OSError(errno_, os.strerror(errno_)), "save the checkpoint"
+        ) from None
