@@ -5,11 +5,11 @@ from a field map (:func:`make_parser`), and writing a task YAML (:func:`write_ta
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from ..ground import DataError, atomic_write, read_small_text
+from ..ground import DataError, atomic_write, load_yaml, read_small_text
 from ..types import ALPHA, Label
 from .parsers import FieldError, FieldMap, MappedParser, norm_key, parse_label
 from .rules import FAMILIES, FileRule, TaskSpec
@@ -223,36 +223,9 @@ def read_yaml_mapping(
     >>> _ = p.write_text("a: &x [1]\\nb: *x\\n")
     >>> read_yaml_mapping(p, "prompt")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    nlieval.ground.errors.DataError: ...x.yaml:2: invalid YAML: aliases ... in a prompt file
+    nlieval.ground.errors.DataError: ...x.yaml:2: invalid YAML: aliases (*name) are not allowed ...
     """
-    import yaml
-
-    class NoAliasLoader(yaml.SafeLoader):
-        """YAML without aliases: ``*name`` repeats a node, and nine nested levels of
-        ten repeats (a "billion laughs") are a billion strings from a 1 KB file. A
-        task file never needs one."""
-
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            if self.check_event(yaml.AliasEvent):
-                # types-PyYAML leaves peek_event unannotated; it returns the next event,
-                # whose mark (this pure-Python loader's) is the one the error takes.
-                peek: Callable[[], yaml.Event] = self.peek_event
-                mark = cast("yaml.error.Mark | None", peek().start_mark)
-                raise yaml.composer.ComposerError(
-                    None, None, f"aliases (*name) are not allowed in a {what} file", mark
-                )
-            return super().compose_node(parent, index)
-
-    text = read_small_text(path, max_bytes)
-    try:
-        doc = yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader
-    except yaml.MarkedYAMLError as err:
-        line = err.problem_mark.line + 1 if err.problem_mark is not None else None
-        raise DataError(path, line, None, f"invalid YAML: {err.problem}") from None
-    except yaml.YAMLError as err:
-        raise DataError(path, None, None, f"invalid YAML: {err}") from None
-    except RecursionError:
-        raise DataError(path, None, None, "invalid YAML: nested too deeply") from None
+    doc = load_yaml(read_small_text(path, max_bytes), path)
     if not isinstance(doc, dict):
         raise DataError(path, None, None, f"expected a mapping of {what} settings")
     return doc

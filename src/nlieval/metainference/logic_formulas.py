@@ -345,6 +345,11 @@ def _tokens(text: str) -> list[_Token]:
 #: the time and memory a hostile file can take).
 MAX_FORMULA_CHARS = 100_000
 
+#: Deeper nesting of box and dia is refused by the parser: the decision procedures take
+#: time growing faster than the square of the depth (a reading of 3,000 nested boxes ran
+#: for minutes), and a reading of NLI labels needs a depth of one or two.
+MAX_MODAL_DEPTH = 100
+
 _EXPECT_OPERATOR = "an operator (&, |, ->, <->) or the end of the formula"
 _EXPECT_CLOSE = "')' or an operator (&, |, ->, <->)"
 
@@ -358,6 +363,7 @@ class _Parser:
 
     _BINARY: ClassVar[dict[str, type[Binary]]] = {"<->": Iff, "->": Imp, "|": Or, "&": And}
     _PREFIX: ClassVar[dict[str, type[Unary]]] = {"~": Not, "[]": Box, "<>": Dia}
+    _MODAL: ClassVar[frozenset[str]] = frozenset({"[]", "<>"})
     _OPEN = "("
 
     def __init__(self, text: str):
@@ -371,11 +377,20 @@ class _Parser:
         operands: list[Formula] = []
         ops: list[str] = []  # binary and prefix operators in canonical spelling, and "("
         expect_operand = True
+        modal = 0  # box and dia on the stack
         for tok in self.toks:
             is_op = tok.kind == "op"
             if expect_operand:
                 if is_op and tok.value in self._PREFIX:
                     ops.append(tok.value)
+                    if tok.value in self._MODAL:
+                        # The boxes and dias on the stack all hold what comes next.
+                        modal += 1
+                        if modal > MAX_MODAL_DEPTH:
+                            raise LogicError(
+                                f"box and dia nested more than {MAX_MODAL_DEPTH} deep "
+                                f"(column {tok.pos + 1} of {self.text[:40]!r}...)"
+                            )
                 elif is_op and tok.value == self._OPEN:
                     ops.append(self._OPEN)
                 elif tok.kind == "atom":
@@ -389,11 +404,11 @@ class _Parser:
                 continue
             inside = self._OPEN in ops
             if is_op and tok.value in self._BINARY:
-                self._reduce(ops, operands, until=tok.value)
+                modal -= self._reduce(ops, operands, until=tok.value)
                 ops.append(tok.value)
                 expect_operand = True
             elif is_op and tok.value == ")" and inside:
-                self._reduce(ops, operands, until=self._OPEN)
+                modal -= self._reduce(ops, operands, until=self._OPEN)
                 ops.pop()  # the "("
             elif tok.kind == "end" and not inside:
                 self._reduce(ops, operands, until=None)
@@ -402,9 +417,11 @@ class _Parser:
                 raise self.fail(tok, _EXPECT_CLOSE if inside else _EXPECT_OPERATOR)
         raise AssertionError("the token list always ends with an end token")
 
-    def _reduce(self, ops: list[str], operands: list[Formula], until: str | None) -> None:
+    def _reduce(self, ops: list[str], operands: list[Formula], until: str | None) -> int:
         # Pop what binds tighter than ``until`` (a binary operator about to be pushed),
-        # everything down to the innermost "(" (until == "("), or everything (None).
+        # everything down to the innermost "(" (until == "("), or everything (None);
+        # return how many of the popped were box or dia.
+        modal = 0
         while ops and ops[-1] != self._OPEN:
             top = ops[-1]
             if until in self._BINARY and top in self._BINARY:
@@ -413,11 +430,13 @@ class _Parser:
                 if theirs < mine or (theirs == mine and until == "->"):
                     break
             ops.pop()
+            modal += top in self._MODAL
             if top in self._PREFIX:
                 operands.append(self._PREFIX[top](operands.pop()))
             else:
                 right = operands.pop()
                 operands.append(self._BINARY[top](operands.pop(), right))
+        return modal
 
 
 def parse(text: str) -> Formula:

@@ -23,11 +23,12 @@ False
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..ground import DataError, read_small_text
+from ..ground import DataError, load_yaml, read_small_text
 from .logic_formulas import (
     And,
     Atom,
@@ -433,19 +434,14 @@ def load_reading(path: str | Path) -> Reading:
     >>> r.name, str(r.formula("C")), classify("Cab -> Cba", r), list(merge_readings([path]))
     ('strict', 'box(a -> ~b)', 'valid', ['MC', 'SC', 'EI', 'strict'])
     """
-    import yaml
-
     p = Path(path)
-    if not p.is_file():
+    if not os.path.lexists(p):
         raise LogicError(f"{p}: no such reading file")
     try:
-        text = read_small_text(p, MAX_READING_BYTES)
-    except DataError as err:  # not UTF-8, too large, not a regular file
+        # Bounded in size, a regular file (a FIFO is refused, not waited on), no aliases.
+        doc = load_yaml(read_small_text(p, MAX_READING_BYTES), p)
+    except DataError as err:
         raise LogicError(str(err)) from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise LogicError(f"{p}: invalid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(doc, dict):
         raise LogicError(f"{p}: expected a mapping with keys name, E, C, N")
     allowed = {"name", "description", "frames", *LABELS}
