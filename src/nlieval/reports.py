@@ -514,7 +514,8 @@ def _positions(path: str) -> dict[str, float]:
         try:
             out[str(k)] = float(v)
         except OverflowError:
-            raise DataError(path, None, k, f"{v:.3g} is not a finite number") from None
+            digits = len(str(abs(v)))
+            raise DataError(path, None, k, f"{digits} digits: not a finite number") from None
     return out
 
 

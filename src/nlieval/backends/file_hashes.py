@@ -14,7 +14,7 @@ import logging
 import stat
 from pathlib import Path
 
-from ..ground import FolderError, atomic_write
+from ..ground import FolderError, atomic_write, read_json
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def _sha256(p: Path) -> str:
 
 def _read_cache(path: Path) -> dict[str, str]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)  # bounded; a DataError is a ValueError
     except (OSError, ValueError):
         return {}  # no cache, or a broken one: hashing again is always right
     if not isinstance(data, dict):
@@ -145,7 +145,7 @@ def conversion_holds(folder: Path, source_sha256: str, cache: Path | None = None
     the ones converted; a folder planted in the cache (no marker, another source, other
     weights) is False, and the caller converts again."""
     try:
-        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+        marker = read_json(folder / MARKER)
     except (OSError, ValueError):
         return False
     if not isinstance(marker, dict) or marker.get("source_sha256") != source_sha256:

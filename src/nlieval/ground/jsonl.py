@@ -265,8 +265,9 @@ def bounded_lines(
             return
         n += 1
         if len(line) > limit:
+            unit = "characters" if isinstance(line, str) else "bytes"
             raise DataError(
-                where, n, None, f"a line longer than {limit:,} bytes (is it a file of lines?)"
+                where, n, None, f"a line longer than {limit:,} {unit} (is it a file of lines?)"
             )
         yield line
 
