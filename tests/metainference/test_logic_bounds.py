@@ -30,17 +30,19 @@ def test_box_nested_past_the_bound_is_refused_by_the_parser(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     deep = "box(" * 3000 + "a -> b" + ")" * 3000
+    bound = logic.MAX_MODAL_DEPTH
     with pytest.raises(logic.LogicError, match="nested more than 100 deep"):
-        logic.parse(deep)
+        logic.parse(deep, bound)
     # dia and box count alike; ~ and parentheses do not (5,000 of them still parse).
     # 100 two-character operators fill columns 1-200: the 101st, dia, is at column 201.
     with pytest.raises(logic.LogicError, match="column 201"):
-        logic.parse("[]<>" * 50 + "dia a")
-    at_bound = logic.parse("box " * 100 + "a")
-    assert logic.modal_depth(at_bound) == 100
-    assert logic.modal_depth(logic.parse("~" * 5000 + "(" * 50 + "box a" + ")" * 50)) == 1
+        logic.parse("[]<>" * 50 + "dia a", bound)
+    assert logic.modal_depth(logic.parse("box " * 100 + "a", bound)) == 100
+    assert logic.modal_depth(logic.parse("~" * 5000 + "(" * 50 + "box a" + ")" * 50, bound)) == 1
     # Siblings are not nested: 300 boxes side by side are depth one.
-    assert logic.modal_depth(logic.parse(" & ".join(["box a"] * 300))) == 1
+    assert logic.modal_depth(logic.parse(" & ".join(["box a"] * 300), bound)) == 1
+    # Without a bound (the decision procedures' own input) the depth is any.
+    assert logic.modal_depth(logic.parse(deep)) == 3000
     path = _reading(tmp_path, deep)
     err = _one_line_error(capsys, ["logic", "conclude", "Eab", "ba", "--reading", str(path)])
     assert str(path) in err and "box and dia nested more than 100 deep" in err

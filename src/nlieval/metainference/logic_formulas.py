@@ -345,9 +345,11 @@ def _tokens(text: str) -> list[_Token]:
 #: the time and memory a hostile file can take).
 MAX_FORMULA_CHARS = 100_000
 
-#: Deeper nesting of box and dia is refused by the parser: the decision procedures take
-#: time growing faster than the square of the depth (a reading of 3,000 nested boxes ran
-#: for minutes), and a reading of NLI labels needs a depth of one or two.
+#: Deeper nesting of box and dia in a reading's formula is refused by the parser (asked
+#: by the reading, :func:`parse`'s ``max_modal_depth``): a reading enters every relation
+#: it translates several times over, and a reading of 3,000 nested boxes ran for minutes;
+#: a reading of NLI labels needs a depth of one or two. A formula given to the decision
+#: procedures directly may nest deeper (their time limit bounds it).
 MAX_MODAL_DEPTH = 100
 
 _EXPECT_OPERATOR = "an operator (&, |, ->, <->) or the end of the formula"
@@ -366,9 +368,10 @@ class _Parser:
     _MODAL: ClassVar[frozenset[str]] = frozenset({"[]", "<>"})
     _OPEN = "("
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, max_modal_depth: int | None = None):
         self.text = text
         self.toks = _tokens(text)
+        self.max_modal = max_modal_depth
 
     def fail(self, tok: _Token, expected: str) -> FormulaError:
         return FormulaError(self.text, tok.pos, expected, tok.describe())
@@ -386,9 +389,9 @@ class _Parser:
                     if tok.value in self._MODAL:
                         # The boxes and dias on the stack all hold what comes next.
                         modal += 1
-                        if modal > MAX_MODAL_DEPTH:
+                        if self.max_modal is not None and modal > self.max_modal:
                             raise LogicError(
-                                f"box and dia nested more than {MAX_MODAL_DEPTH} deep "
+                                f"box and dia nested more than {self.max_modal} deep "
                                 f"(column {tok.pos + 1} of {self.text[:40]!r}...)"
                             )
                 elif is_op and tok.value == self._OPEN:
@@ -439,11 +442,16 @@ class _Parser:
         return modal
 
 
-def parse(text: str) -> Formula:
-    """Parse a formula; raises :class:`FormulaError` naming the column and what was expected.
+def parse(text: str, max_modal_depth: int | None = None) -> Formula:
+    """Parse a formula; raises :class:`FormulaError` naming the column and what was
+    expected, or (box and dia nested deeper than ``max_modal_depth``) :class:`LogicError`
+    as soon as the parser meets the operator too many.
 
     >>> parse("dia a and box(a -> not b)") == parse("<>a & [](a -> ~b)")
     True
+    >>> parse("box box dia a", max_modal_depth=2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.metainference.logic_formulas.LogicError: box and dia nested more than 2 deep ...)
     """
     if not isinstance(text, str):
         raise LogicError(f"a formula must be a string, not {type(text).__name__}")
@@ -452,4 +460,4 @@ def parse(text: str) -> Formula:
             f"formula of {len(text):,} characters ({text[:20]!r}...); "
             f"the limit is {MAX_FORMULA_CHARS:,}"
         )
-    return _Parser(text).formula()
+    return _Parser(text, max_modal_depth).formula()

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ..ground import DataError, load_yaml, read_small_text
 from .logic_formulas import (
+    MAX_MODAL_DEPTH,
     And,
     Atom,
     Binary,
@@ -37,7 +38,6 @@ from .logic_formulas import (
     Const,
     Dia,
     Formula,
-    FormulaError,
     Imp,
     LogicError,
     ModalDepthError,
@@ -396,8 +396,8 @@ def _reading_formula(name: str, label: str, text: object) -> Formula:
     if not isinstance(text, str):
         raise LogicError(f"reading {name}: {label} must be a formula string")
     try:
-        f = parse(text)
-    except FormulaError as err:
+        f = parse(text, MAX_MODAL_DEPTH)
+    except LogicError as err:  # FormulaError, or nested too deep
         raise LogicError(f"reading {name}: {label}: {err}") from None
     extra = atoms(f) - _READING_ATOMS
     if extra:
