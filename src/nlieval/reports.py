@@ -4,7 +4,7 @@ the papers' grids across runs (:func:`grid_report`), breakdowns by item field
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,7 +31,7 @@ from .analyses import (
 )
 from .backends import parameter_count, resolve_model
 from .data import load_task
-from .ground import read_small_text
+from .ground import DataError, read_json
 from .metrics import METRICS, group_records, listed, metrics, summarize
 from .plotting import DYNAMICS_METRICS
 from .runs import (
@@ -246,7 +246,20 @@ def breakdown_report(folders: Sequence[str | Path], by: Sequence[str], fmt: str 
     >>> print(breakdown_report([run_dir], ["genre"]).splitlines()[2])
     | m | t | 0 | fiction | 1 | 1.000 | 0.500 | 1.000 | 0.000 |
     """
-    return breakdown_table(breakdown(iter_run_records(folders), by), by, fmt)
+    reading: list[Path] = []  # the folder whose records are being read
+
+    def records() -> Iterable[Record]:
+        for folder in folders:
+            reading[:] = [RunFolder(folder).records_path]
+            yield from iter_run_records([folder])
+
+    try:
+        rows = breakdown(records(), by)
+    except DataError as err:
+        if err.path is not None or not reading:
+            raise
+        raise DataError(reading[0], err.line, err.field, err.message) from None
+    return breakdown_table(rows, by, fmt)
 
 
 def _levels(folder: str | Path, metric: str = "accuracy") -> tuple[str, dict[str, float]]:
@@ -521,6 +534,34 @@ class FigureConfig:
     axis: str = setting("training tokens", help="x axis title")
 
 
+def _positions(path: str) -> dict[str, float]:
+    """The table of ``--positions``: a JSON object of checkpoint -> finite number, read
+    with the file rules (a regular file, bounded in size and depth); else one line.
+
+    >>> p = Path(run_dir) / "pos.json"; _ = p.write_text('{"step1": 1, "step2": NaN}')
+    >>> _positions(str(p))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.ground.errors.DataError: .../pos.json: field 'step2': NaN is not a finite number
+    """
+    raw = read_json(path, finite=True)
+    if not isinstance(raw, dict):
+        found = type(raw).__name__
+        raise DataError(
+            path, None, None, f"expected a JSON object of checkpoint -> position, found {found}"
+        )
+    out = {}
+    for k, v in raw.items():
+        # A bool is an int to Python; 1e400 written as an integer overflows a float.
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise DataError(path, None, k, f"expected a number, found {type(v).__name__}")
+        try:
+            out[str(k)] = float(v)
+        except OverflowError:
+            digits = len(str(abs(v)))
+            raise DataError(path, None, k, f"{digits} digits: not a finite number") from None
+    return out
+
+
 def figure_from(cfg: FigureConfig) -> Path:
     """:func:`figure_report` of ``cfg``: its ``sizes`` (``MODEL=PARAMETERS`` entries) as
     numbers, its ``positions`` read from the JSON file it names."""
@@ -533,17 +574,9 @@ def figure_from(cfg: FigureConfig) -> Path:
                 sizes[name] = float(value)
             except ValueError:
                 raise ValueError(f"--sizes: {pair!r} is not MODEL=PARAMETERS") from None
-    positions = None
-    if cfg.positions:
-        # A missing or bad file is one line naming it, not a traceback.
-        text = read_small_text(cfg.positions, 1 << 20)
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{cfg.positions}: not JSON ({err})") from None
-        if not isinstance(raw, dict):
-            raise ValueError(f"{cfg.positions}: a JSON object of checkpoint -> position")
-        positions = {str(k): float(v) for k, v in raw.items()}
+            if not math.isfinite(sizes[name]):
+                raise ValueError(f"--sizes: {pair!r}: the size is not a finite number")
+    positions = _positions(cfg.positions) if cfg.positions else None
     return figure_report(
         cfg.kind,
         cfg.runs,

@@ -34,7 +34,6 @@ model and uid of a JSON document) and the field.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -230,6 +229,10 @@ def read_baan2022(
     )
 
 
+#: The largest official prediction file read (all models of one ChaosNLI set are a few MB).
+MAX_OFFICIAL_BYTES = 1 << 28
+
+
 def load_official(path: str | Path) -> Mapping[str, Mapping[str, Any]]:
     """The raw ``{model: {uid: prediction}}`` of an official ChaosNLI prediction file.
 
@@ -241,13 +244,8 @@ def load_official(path: str | Path) -> Mapping[str, Mapping[str, Any]]:
     Traceback (most recent call last):
     ValueError: .../p.json: expected {model: {uid: prediction}}
     """
-    try:
-        with open(path, encoding="utf-8-sig") as f:
-            raw = json.load(f)
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not UTF-8 text (byte {err.start})") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}:{err.lineno}: {ground.invalid_json(err)}") from None
+    # A regular file (a FIFO is refused, not waited on), bounded in size and depth.
+    raw = ground.read_json(path, MAX_OFFICIAL_BYTES)
     if not isinstance(raw, Mapping) or not all(isinstance(v, Mapping) for v in raw.values()):
         raise ValueError(f"{path}: expected {{model: {{uid: prediction}}}}")
     return raw

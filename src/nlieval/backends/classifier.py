@@ -33,6 +33,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..ground import DataError, read_json
 from ..types import NLI2, NLI3, Item, Label, Record, softmax
 from .base import ClassifierBackend, Progress
 from .finite import NonFiniteScore, check_scores
@@ -287,9 +288,9 @@ def read_meta(folder: str | Path) -> ClassifierMeta:
     if not path.is_file():
         raise ClassifierError(f"{folder} is not a classifier folder (no {META_FILE})")
     try:
-        raw = json.loads(path.read_text("utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise ClassifierError(f"{path}: cannot read: {err}") from None
+        raw = read_json(path)
+    except DataError as err:
+        raise ClassifierError(f"cannot read: {err}") from None
     return ClassifierMeta.from_dict(raw, str(path))
 
 

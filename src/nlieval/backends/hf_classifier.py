@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..ground import DataError
+from ..ground import MAX_JSON_BYTES, DataError, parse_json, read_small_text
 from ..settings import csv_list
 from ..types import ALPHA, Label
 from .finite import check_scores
@@ -221,7 +221,10 @@ def config_json(name: str, revision: str | None = None) -> dict[str, Any] | None
         file = path / "config.json"
         if not file.is_file():
             return None
-        text = file.read_text(encoding="utf-8")
+        try:
+            text = read_small_text(file, MAX_JSON_BYTES)
+        except DataError:
+            return None  # not a regular file, too large, not UTF-8: the load says why
     elif path.exists() or name.startswith((".", "/", "~")) or name.count("/") != 1:
         return None
     else:
@@ -231,12 +234,12 @@ def config_json(name: str, revision: str | None = None) -> dict[str, Any] | None
             cached = try_to_load_from_cache(name, "config.json", revision=revision)
             if not isinstance(cached, str):
                 cached = hf_hub_download(name, "config.json", revision=revision)
-            text = Path(cached).read_text(encoding="utf-8")
+            text = read_small_text(cached, MAX_JSON_BYTES)
         except Exception:  # noqa: BLE001 (offline, gated, missing: the load says why)
             return None
     try:
-        d = json.loads(text)
-    except json.JSONDecodeError:
+        d = parse_json(text, name)
+    except DataError:
         return None
     return d if isinstance(d, dict) else None
 

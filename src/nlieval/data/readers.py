@@ -13,9 +13,9 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
-from ..ground import DataError, open_regular, read_jsonl
+from ..ground import DataError, bounded_lines, open_regular, read_jsonl
 
 RowOrError = tuple[int, dict[str, Any] | DataError]
 
@@ -102,10 +102,13 @@ def _json_rows(fh: IO[str], where: str) -> Iterator[RowOrError]:
 def _table_rows(fh: IO[str], where: str, fmt: str) -> Iterator[RowOrError]:
     # The TSV releases (SNLI/MNLI .txt, GLUE, SICK) do not quote fields but their text
     # contains quote characters, so quotes must not be interpreted there.
+    # Lines bounded in length: a file of gigabytes without a line break is one error,
+    # not read whole into memory.
+    lines = cast(Iterator[str], bounded_lines(fh, where))
     if fmt == "tsv":
-        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        reader = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
     else:
-        reader = csv.reader(fh)
+        reader = csv.reader(lines)
     try:
         header = next(reader, None)
         if header is None:

@@ -23,12 +23,14 @@ False
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..ground import DataError, load_yaml, read_small_text
 from .logic_formulas import (
+    MAX_MODAL_DEPTH,
     And,
     Atom,
     Binary,
@@ -36,7 +38,6 @@ from .logic_formulas import (
     Const,
     Dia,
     Formula,
-    FormulaError,
     Imp,
     LogicError,
     ModalDepthError,
@@ -395,8 +396,8 @@ def _reading_formula(name: str, label: str, text: object) -> Formula:
     if not isinstance(text, str):
         raise LogicError(f"reading {name}: {label} must be a formula string")
     try:
-        f = parse(text)
-    except FormulaError as err:
+        f = parse(text, MAX_MODAL_DEPTH)
+    except LogicError as err:  # FormulaError, or nested too deep
         raise LogicError(f"reading {name}: {label}: {err}") from None
     extra = atoms(f) - _READING_ATOMS
     if extra:
@@ -434,14 +435,11 @@ def load_reading(path: str | Path) -> Reading:
     ('strict', 'box(a -> ~b)', 'valid', ['MC', 'SC', 'EI', 'strict'])
     """
     p = Path(path)
-    if not p.is_file():
+    if not os.path.lexists(p):
         raise LogicError(f"{p}: no such reading file")
     try:
-        text = read_small_text(p, MAX_READING_BYTES)
-    except DataError as err:  # not UTF-8, too large, not a regular file
-        raise LogicError(str(err)) from None
-    try:
-        doc = load_yaml(text, p)  # no aliases, no key given twice
+        # Bounded in size, a regular file (a FIFO is refused, not waited on), no aliases.
+        doc = load_yaml(read_small_text(p, MAX_READING_BYTES), p)
     except DataError as err:
         raise LogicError(str(err)) from None
     if not isinstance(doc, dict):

@@ -42,15 +42,16 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, overload
 
 from ..ground import (
+    MAX_JSON_BYTES,
     DataError,
     FolderError,
     JsonLine,
     append_own,
     atomic_write,
     cut_torn_tail,
-    invalid_json,
     make_folder,
     open_own,
+    parse_json,
     read_jsonl,
     read_own,
     stat_own,
@@ -523,12 +524,10 @@ def _identity(cls: type[Any], old: Mapping[str, Any]) -> dict[str, Any]:
 def _read_json(path: Path) -> dict[str, Any]:
     """A JSON object file of the folder; anything else is a one-line :class:`RunError`."""
     try:
-        d = json.loads(read_own(path).decode("utf-8-sig"))
-    except UnicodeDecodeError as err:
-        raise RunError(f"{path}: not UTF-8 text ({err.reason})") from None
-    except json.JSONDecodeError as err:
-        what = "empty" if not err.doc.strip() else invalid_json(err)
-        raise RunError(f"{path}:{err.lineno}: {what}") from None
+        # Bounded in size and depth (ground's JSON reader): a hostile file is one line.
+        d = parse_json(read_own(path, MAX_JSON_BYTES), path)
+    except DataError as err:
+        raise RunError(str(err)) from None
     if not isinstance(d, dict):
         raise RunError(f"{path}: expected a JSON object, got {type(d).__name__}")
     return d

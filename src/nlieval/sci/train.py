@@ -54,6 +54,7 @@ from typing import Any
 
 from ..backends import ModelError, resolve
 from ..data import items_fingerprint
+from ..ground import DataError, read_json
 from ..metrics import mean_std, point_metrics
 from ..runs import RunError, RunFolder, Step, atomic_write, execute, finalize
 from ..types import Item, Record
@@ -179,10 +180,10 @@ def _seed_trained(out: Path, seed: int, key: Mapping[str, Any]) -> dict[str, Any
     if not path.is_file():
         return None
     try:
-        done: dict[str, Any] = json.loads(path.read_text("utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
-    return done if done.get("run_key") == key else None
+        done = read_json(path)
+    except DataError:
+        return None  # unreadable: the seed is trained again
+    return done if isinstance(done, dict) and done.get("run_key") == key else None
 
 
 def _clear_seed(run: RunFolder[Record], seed: int) -> None:
