@@ -83,9 +83,9 @@ def get_task(name_or_path: str) -> TaskSpec:
     The YAML keys: ``path`` (the data, relative to the YAML file; jsonl/csv/tsv, .gz ok),
     ``labels`` (the ordered label set), and optionally ``name``, ``pool`` (few-shot
     pool file), ``fields`` (``id``, ``premise``, ``hypothesis``, ``label`` (null: no
-    labels), ``choices``, ``meta``: field names in the file, defaults in
-    :data:`~nlieval.data.taskyaml.FIELD_DEFAULTS`; without ``id`` a row's own ``id``
-    field is its id, else its line number; a blank or repeated id is an error),
+    labels), ``choices``, ``meta``: field names in the file; premise, hypothesis and
+    label default to their own name; without ``id`` a row's own ``id`` field is its id,
+    else its line number; a blank or repeated id is an error),
     ``label_map`` (raw value -> label; keys are compared as text, so ``1`` and ``"1"``
     may not both be there), ``family`` (derived from the label set
     when absent), ``template`` (the Jinja template text itself) or ``template_file``

@@ -119,20 +119,20 @@ class ItemSelection:
         >>> split = [Item(str(i), "p", "h", NLI3[i // 4]) for i in range(12)]
         >>> len(ItemSelection(limit=4).choose(split, NLI3, "mine test"))  # warns
         4
-        >>> print(balance_warning(ItemSelection(limit=4), split, split[:4], NLI3, "mine test"))
+        >>> print(_balance_warning(ItemSelection(limit=4), split, split[:4], NLI3, "mine test"))
         ... # doctest: +NORMALIZE_WHITESPACE
         mine test: --limit 4 takes the first 4 items, labelled entailment=4 neutral=0
         contradiction=0 (the split: entailment=4 neutral=4 contradiction=4): no item
         labelled neutral, contradiction; --sample 4 takes a seeded sample stratified by label
         """
         chosen = self.select_items(items)
-        message = balance_warning(self, items, chosen, labels, where)
+        message = _balance_warning(self, items, chosen, labels, where)
         if message is not None:
             log.warning("%s", message)
         return chosen
 
 
-def balance_warning(
+def _balance_warning(
     selection: ItemSelection,
     split: Sequence[Item],
     chosen: Sequence[Item],

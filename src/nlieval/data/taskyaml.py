@@ -32,19 +32,6 @@ _YAML_KEYS = (
 )
 _FIELD_KEYS = ("id", "premise", "hypothesis", "label", "choices", "meta")
 
-#: What each key of a task YAML's ``fields:`` means when left out (docs/data.md lists
-#: them): the field names read from each row. A data file given as ``--task`` reads
-#: its rows with these defaults.
-FIELD_DEFAULTS: dict[str, str] = {
-    "id": "the row's 'id' field when it has one, else the line number (id: null: always "
-    "the line number)",
-    "premise": "premise",
-    "hypothesis": "hypothesis",
-    "label": "label (label: null: the rows are unlabelled)",
-    "choices": "none (alpha-NLI style tasks name the two hypothesis fields)",
-    "meta": "none (fields copied into each item's extra fields)",
-}
-
 #: The endings of a data file that ``--task`` reads as a task of its own (``.gz`` ok).
 DATA_FILE_SUFFIXES = (".jsonl", ".csv", ".tsv")
 
@@ -135,9 +122,10 @@ def make_parser(
     label_map: Mapping[Any, Any] | None = None,
     where: str | Path = "<fields>",
 ) -> MappedParser:
-    """A row parser for user data from a field map (as in a task YAML's ``fields``, whose
-    keys and defaults are :data:`FIELD_DEFAULTS`). Its ids are strict: a blank id is an
-    error, and so is a repeated one when the rows are read.
+    """A row parser for user data from a field map (as in a task YAML's ``fields``; a key
+    left out reads the field of its own name, and ``id`` the row's ``id`` field where it
+    has one, else the line number). Its ids are strict: a blank id is an error, and so is
+    a repeated one when the rows are read.
 
     >>> from nlieval.types import NLI3
     >>> p = make_parser(NLI3, {"premise": "s1", "hypothesis": "s2", "label": "y"}, {0: "e"})
@@ -208,8 +196,9 @@ def is_data_file(name: str | Path) -> bool:
 
 
 def task_from_data_file(path: Path) -> TaskSpec:
-    """A data file as a task of its own: its rows read with :data:`FIELD_DEFAULTS` and
-    the labels entailment, neutral, contradiction (another label set or other field
+    """A data file as a task of its own: its rows read with the default fields of
+    :func:`make_parser` (premise, hypothesis, label, and id where a row has one) and the
+    labels entailment, neutral, contradiction (another label set or other field
     names need a task YAML); named by the file's name up to its first dot; the file is
     the ``test`` split, and few-shot examples come from it too (never an item's own).
 
