@@ -237,6 +237,24 @@ def test_commands_parse(block: Block, tmp_path: Path) -> None:
     assert not bad, f"{block.where}:\n" + "\n".join(bad)
 
 
+def inline_commands(page: Path) -> list[str]:
+    """The whole commands a page's prose quotes inline (```nlieval ... --out X```); a span
+    without ``--out`` names a command or a flag, and one with ``...``, ``|`` or ``[`` is a
+    synopsis, not something to paste."""
+    prose = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.DOTALL)
+    spans = re.findall(r"`(nlieval [^`]+)`", prose.replace("\n", " "))
+    return [s for s in spans if " --out " in s and not re.search(r"\.\.\.|\||\[", s)]
+
+
+@pytest.mark.parametrize("page", DOC_FILES, ids=lambda p: p.name)
+def test_inline_commands_parse(page: Path) -> None:
+    """A whole command quoted in the prose parses, and names registered tasks."""
+    bad = [
+        f"{cmd}: {p}" for cmd in inline_commands(page) for p in parse_problems(shlex.split(cmd)[1:])
+    ]
+    assert not bad, f"{page.name}:\n" + "\n".join(bad)
+
+
 def test_parse_catches_unknown_task_and_flag() -> None:
     """The checks themselves: the 70B example as it once was, an unknown flag, a bad value."""
     once = ["run", "--model", "m", "--task", "snli,mnli,anli_r3", "--out", "r"]
