@@ -141,7 +141,8 @@ PARSED = [
 
 
 def _repo_root(tmp: Path) -> Path:
-    """A stand-in repository root: the docs' examples, the scripts, and ``../shared/data``."""
+    """A stand-in repository root: the docs' examples, the scripts, and ``../shared/data``
+    (the real benchmark files, ``NLIEVAL_DATA_DIR``; a dangling link without them)."""
     root = tmp / "repo"
     (root / "docs").mkdir(parents=True)
     shutil.copytree(ROOT / "docs" / "examples", root / "docs" / "examples")
@@ -359,6 +360,8 @@ def _differs(shown: str, printed: str) -> bool:
 
 
 def _run_page(page_blocks: list[Block], tmp: Path, stand_in: bool = False) -> None:
+    """Run the blocks (the commands read the real benchmark files: the callers take the
+    ``data_dir`` fixture, which skips without them)."""
     root = _repo_root(tmp)
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -409,7 +412,10 @@ def _page_id(value: object) -> str:
 
 
 @pytest.mark.parametrize(("page", "page_blocks"), _pages(models=False), ids=_page_id)
-def test_cheap_commands_run(page: Path, page_blocks: list[Block], tmp_path: Path) -> None:
+@pytest.mark.data
+def test_cheap_commands_run(
+    page: Path, page_blocks: list[Block], tmp_path: Path, data_dir: Path
+) -> None:
     """The blocks without a marker run as written, in the page's order, and print what
     the page shows; Python snippets that load a model run with a stand-in backend."""
     _run_page(page_blocks, tmp_path, stand_in=True)
@@ -417,6 +423,9 @@ def test_cheap_commands_run(page: Path, page_blocks: list[Block], tmp_path: Path
 
 @pytest.mark.models
 @pytest.mark.parametrize(("page", "page_blocks"), _pages(models=True), ids=_page_id)
-def test_model_commands_run(page: Path, page_blocks: list[Block], tmp_path: Path) -> None:
+@pytest.mark.data
+def test_model_commands_run(
+    page: Path, page_blocks: list[Block], tmp_path: Path, data_dir: Path
+) -> None:
     """The blocks marked ``models`` run as written after the page's cheap blocks."""
     _run_page(page_blocks, tmp_path)
