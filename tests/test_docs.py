@@ -141,7 +141,8 @@ PARSED = [
 
 
 def _repo_root(tmp: Path) -> Path:
-    """A stand-in repository root: the docs' examples, the scripts, and ``../shared/data``."""
+    """A stand-in repository root: the docs' examples, the scripts, and ``../shared/data``
+    (the real benchmark files, ``NLIEVAL_DATA_DIR``; a dangling link without them)."""
     root = tmp / "repo"
     (root / "docs").mkdir(parents=True)
     shutil.copytree(ROOT / "docs" / "examples", root / "docs" / "examples")
@@ -235,6 +236,24 @@ def test_commands_parse(block: Block, tmp_path: Path) -> None:
     assert calls or not named, f"{block.where}: its nlieval commands did not run in bash"
     bad = [f"nlieval {shlex.join(a)}: {p}" for a in calls for p in parse_problems(a)]
     assert not bad, f"{block.where}:\n" + "\n".join(bad)
+
+
+def inline_commands(page: Path) -> list[str]:
+    """The whole commands a page's prose quotes inline (```nlieval ... --out X```); a span
+    without ``--out`` names a command or a flag, and one with ``...``, ``|`` or ``[`` is a
+    synopsis, not something to paste."""
+    prose = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.DOTALL)
+    spans = re.findall(r"`(nlieval [^`]+)`", prose.replace("\n", " "))
+    return [s for s in spans if " --out " in s and not re.search(r"\.\.\.|\||\[", s)]
+
+
+@pytest.mark.parametrize("page", DOC_FILES, ids=lambda p: p.name)
+def test_inline_commands_parse(page: Path) -> None:
+    """A whole command quoted in the prose parses, and names registered tasks."""
+    bad = [
+        f"{cmd}: {p}" for cmd in inline_commands(page) for p in parse_problems(shlex.split(cmd)[1:])
+    ]
+    assert not bad, f"{page.name}:\n" + "\n".join(bad)
 
 
 def test_parse_catches_unknown_task_and_flag() -> None:
@@ -341,6 +360,8 @@ def _differs(shown: str, printed: str) -> bool:
 
 
 def _run_page(page_blocks: list[Block], tmp: Path, stand_in: bool = False) -> None:
+    """Run the blocks (the commands read the real benchmark files: the callers take the
+    ``data_dir`` fixture, which skips without them)."""
     root = _repo_root(tmp)
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -391,7 +412,10 @@ def _page_id(value: object) -> str:
 
 
 @pytest.mark.parametrize(("page", "page_blocks"), _pages(models=False), ids=_page_id)
-def test_cheap_commands_run(page: Path, page_blocks: list[Block], tmp_path: Path) -> None:
+@pytest.mark.data
+def test_cheap_commands_run(
+    page: Path, page_blocks: list[Block], tmp_path: Path, data_dir: Path
+) -> None:
     """The blocks without a marker run as written, in the page's order, and print what
     the page shows; Python snippets that load a model run with a stand-in backend."""
     _run_page(page_blocks, tmp_path, stand_in=True)
@@ -399,6 +423,9 @@ def test_cheap_commands_run(page: Path, page_blocks: list[Block], tmp_path: Path
 
 @pytest.mark.models
 @pytest.mark.parametrize(("page", "page_blocks"), _pages(models=True), ids=_page_id)
-def test_model_commands_run(page: Path, page_blocks: list[Block], tmp_path: Path) -> None:
+@pytest.mark.data
+def test_model_commands_run(
+    page: Path, page_blocks: list[Block], tmp_path: Path, data_dir: Path
+) -> None:
     """The blocks marked ``models`` run as written after the page's cheap blocks."""
     _run_page(page_blocks, tmp_path)
