@@ -32,7 +32,7 @@ def version_text() -> str:
     packages' metadata, without importing them).
 
     >>> print(version_text())  # doctest: +ELLIPSIS
-    nlieval 0.1.0 ... from .../nlieval
+    nlieval 0.1.0...from .../nlieval
     python 3..., torch ..., transformers ...
     """
     source = Path(__file__).resolve().parent.parent
