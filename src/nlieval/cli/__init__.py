@@ -199,14 +199,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args))
     except (DataError, FolderError, ValueError) as err:  # FolderError: a RunError too
         return _failed(err, args)
-    except Exception as err:
-        # ModelError's package (backends) is slow to import and most commands need none
-        # of it: a command that raised one has imported it already.
-        from ..backends import ModelError
-
-        if not isinstance(err, ModelError):
-            raise
-        return _failed(err, args)
     except KeyboardInterrupt:
         print("nlieval: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
@@ -215,6 +207,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Point stdout at /dev/null so the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except Exception as err:
+        # ModelError's package (backends) is slow to import and most commands need none
+        # of it: a command that raised one has imported it already.
+        from ..backends import ModelError
+
+        if not isinstance(err, ModelError):
+            raise
+        return _failed(err, args)
 
 
 def _failed(err: Exception, args: argparse.Namespace) -> int:
