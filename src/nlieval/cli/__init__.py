@@ -32,7 +32,7 @@ def version_text() -> str:
     packages' metadata, without importing them).
 
     >>> print(version_text())  # doctest: +ELLIPSIS
-    nlieval 0.1.0 ... from .../nlieval
+    nlieval 0.1.0...from .../nlieval
     python 3..., torch ..., transformers ...
     """
     source = Path(__file__).resolve().parent.parent
@@ -212,14 +212,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args))
     except (DataError, FolderError, ValueError) as err:  # FolderError: a RunError too
         return _failed(err, args)
-    except Exception as err:
-        # ModelError's package (backends) is slow to import and most commands need none
-        # of it: a command that raised one has imported it already.
-        from ..backends import ModelError
-
-        if not isinstance(err, ModelError):
-            raise
-        return _failed(err, args)
     except KeyboardInterrupt:
         print("nlieval: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
@@ -228,6 +220,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Point stdout at /dev/null so the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except Exception as err:
+        # ModelError's package (backends) is slow to import and most commands need none
+        # of it: a command that raised one has imported it already.
+        from ..backends import ModelError
+
+        if not isinstance(err, ModelError):
+            raise
+        return _failed(err, args)
 
 
 def _failed(err: Exception, args: argparse.Namespace) -> int:
