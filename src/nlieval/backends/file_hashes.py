@@ -2,8 +2,14 @@
 :func:`nlieval.backends.weights.model_fingerprint`).
 
 Hashing a 16 GB folder takes tens of seconds, so each file's hash is kept in the cache
-folder under its path, size, modification time and inode: an edit that keeps all four
-(deliberately) goes unseen, which is the same trust we place in the cache itself.
+folder under its path, size, modification and change times, inode and device. The change
+time (``st_ctime``) is what ``touch -r`` cannot set back: any write, rename or ``utime``
+moves it, so an edit in place with the size and modification time restored is hashed
+again. An entry of the cache only saves time: it is used when its key matches the file's
+``stat`` exactly, and otherwise the file is hashed. Someone who writes the cache file on
+purpose, with the key of a file they changed, is out of reach of any cache (they can
+write the weights, or nlieval itself, just as well); an old, copied or hand-edited cache
+cannot make a changed file pass for the old one.
 """
 
 from __future__ import annotations
@@ -12,9 +18,10 @@ import hashlib
 import json
 import logging
 import stat
+import time
 from pathlib import Path
 
-from ..ground import FolderError, atomic_write, read_json
+from ..ground import DataError, FolderError, atomic_write, read_json, read_small_text
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +50,12 @@ MARKER = "nlieval-conversion.json"
 
 _HASH_CACHE = "file-hashes.json"
 _CHUNK = 1 << 22
+#: A file changed this recently may change again within the same tick of the clock that
+#: stamps it, leaving its ``stat`` as it was: its hash is not kept (git's "racily clean").
+_RACY_NS = 2_000_000_000
+#: The size bound of a sharded checkpoint's index (``*.index.json``): a 400B model's
+#: weight map is under 2 MB.
+_INDEX_BYTES = 64 << 20
 
 
 def file_sha256(path: str | Path, cache: Path | None = None) -> str:
@@ -54,19 +67,26 @@ def file_sha256(path: str | Path, cache: Path | None = None) -> str:
     True
     """
     p = Path(path)
-    st = p.stat()
-    key = f"{p.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_dev}"
     if cache is None:
         return _sha256(p)
+    key = _stat_key(p)
     cache_path = cache / _HASH_CACHE
     known = _read_cache(cache_path)
     if key in known:
         return known[key]
     digest = _sha256(p)
+    if _stat_key(p) != key or time.time_ns() - p.stat().st_ctime_ns < _RACY_NS:
+        return digest  # changed while read, or may still change unseen: not kept
     known = _read_cache(cache_path)  # another process may have added entries meanwhile
     known[key] = digest
     _write_cache(cache_path, known)
     return digest
+
+
+def _stat_key(p: Path) -> str:
+    st = p.stat()
+    fields = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+    return "|".join(map(str, (p.resolve(), *fields)))
 
 
 def _sha256(p: Path) -> str:
@@ -118,19 +138,57 @@ def model_files(folder: str | Path) -> list[Path]:
     return out
 
 
+def indexed_shards(folder: str | Path) -> list[tuple[str, Path]]:
+    """The weight files that a sharded checkpoint's index (``*.index.json``, its
+    ``weight_map``) names outside the folder's top level, as (name in the index, path),
+    sorted: a load reads them, so a fingerprint must hold them. A shard named but not a
+    regular file, or an index that is not JSON, is a :class:`~nlieval.ground.DataError`.
+
+    >>> indexed_shards(tiny_lm)  # one file of weights, no index
+    []
+    """
+    top = Path(folder)
+    out: dict[str, Path] = {}
+    for index in model_files(top):
+        if not index.name.endswith(".index.json"):
+            continue
+        try:
+            data = json.loads(read_small_text(index, _INDEX_BYTES))
+        except (ValueError, RecursionError) as err:  # RecursionError: nested too deeply
+            raise DataError(index, None, None, f"not a JSON index of shards: {err}") from None
+        names = data.get("weight_map") if isinstance(data, dict) else None
+        if not isinstance(names, dict):
+            continue  # not an index of weights: its own bytes are in the fingerprint
+        for name in {v for v in names.values() if isinstance(v, str)}:
+            if Path(name).name == name:
+                continue  # a top-level file: among model_files already
+            path = top / name  # where the loader looks (os.path.join of folder and name)
+            try:
+                regular = stat.S_ISREG(path.stat().st_mode)
+            except OSError:
+                regular = False
+            if not regular:
+                raise DataError(index, None, "weight_map", f"names {name!r}: not a file")
+            out[name] = path
+    return sorted(out.items())
+
+
 def folder_fingerprint(folder: str | Path, cache: Path | None = None) -> str:
-    """SHA-256 over the names and content hashes of a model folder's :func:`model_files`
-    (``cache`` as for :func:`file_sha256`); a folder without any is a ValueError.
+    """SHA-256 over the names and content hashes of a model folder's :func:`model_files`,
+    then of the shards its index names in subfolders (:func:`indexed_shards`) (``cache``
+    as for :func:`file_sha256`); a folder without model files is a ValueError.
 
     >>> len(folder_fingerprint(tiny_lm))
     64
     """
-    files = model_files(folder)
+    files = [(p.name, p) for p in model_files(folder)]
     if not files:
         raise ValueError(f"{folder}: no model files (config, weights, tokenizer) to read")
+    # Shards come after the top-level files, so that a folder without any keeps the
+    # fingerprint it always had.
     h = hashlib.sha256()
-    for p in files:
-        h.update(f"{p.name}\0{file_sha256(p, cache)}\n".encode())
+    for name, p in [*files, *indexed_shards(folder)]:
+        h.update(f"{name}\0{file_sha256(p, cache)}\n".encode())
     return h.hexdigest()
 
 

@@ -8,7 +8,12 @@ model's own ``...ForSequenceClassification`` class (Llama, Qwen, Gemma, SmolLM, 
 scale ``alpha / r`` are added to the attention projections (PEFT's defaults for the
 model type). Nothing else of the base model changes, so a checkpoint is the adapters and
 the head (a few MB) plus the nlieval description; the base model is named there and
-loaded again, by the model registry, when the checkpoint is used.
+loaded again, by the model registry, when the checkpoint is used. The description holds
+the base by content: its path made absolute (``base_path``: a checkpoint used from
+another directory finds the same base) and its fingerprint (``base_fingerprint``, see
+:func:`~nlieval.backends.weights.model_fingerprint`); a base whose weights are not those
+any more is refused in one line (:func:`lora_base`), never scored with adapters trained
+on other weights.
 
 :class:`LoraPairClassifier` is the module the training loop and
 :class:`~nlieval.backends.classifier.EncoderClassifier` use; :func:`build_lora` makes
@@ -19,21 +24,27 @@ checkpoint folder (called by :func:`~nlieval.backends.classifier.save_classifier
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from .adapters import SEPARATOR, LoraSettings
 
+if TYPE_CHECKING:
+    from .weights import ModelSource
+
 __all__ = [
     "SEPARATOR",
     "LoraPairClassifier",
     "LoraSettings",
     "base_folder",
+    "base_identity",
     "build_lora",
     "load_lora",
+    "lora_base",
     "save_lora",
 ]
 
@@ -45,10 +56,14 @@ class LoraPairClassifier(nn.Module):
 
     pool = "last"
 
-    def __init__(self, peft_model: Any, num_labels: int) -> None:
+    def __init__(
+        self, peft_model: Any, num_labels: int, base: Mapping[str, str] | None = None
+    ) -> None:
         super().__init__()
         self.peft: Any = peft_model
         self.num_labels = num_labels
+        #: The base model's :func:`base_identity`, for the checkpoint's description.
+        self.base: dict[str, str] = dict(base or {})
 
     def forward(self, **inputs: torch.Tensor) -> torch.Tensor:
         logits: torch.Tensor = self.peft(**inputs).logits
@@ -65,6 +80,49 @@ def base_folder(name: str) -> str:
     from .weights import loadable_source
 
     return str(loadable_source(name).path)
+
+
+def base_identity(name: str) -> dict[str, str]:
+    """What a LoRA checkpoint records of its base model ``name``: ``base_path``, a local
+    folder or file made absolute (an alias or a hub id as given), and ``base_fingerprint``.
+
+    >>> ident = base_identity(tiny_lm)
+    >>> ident["base_path"] == str(Path(tiny_lm).resolve()), ident["base_fingerprint"][:6]
+    (True, 'files:')
+    """
+    from .weights import model_fingerprint, resolve_model
+
+    local = Path(name).expanduser()
+    path = str(local.resolve()) if local.exists() else name
+    return {"base_path": path, "base_fingerprint": model_fingerprint(resolve_model(path))}
+
+
+def lora_base(base_model: str, adapter: Mapping[str, Any] | None, where: str) -> ModelSource:
+    """The base model of a LoRA checkpoint (``where``, for messages) described by
+    ``base_model`` and its ``adapter`` entry: the recorded ``base_path`` (else
+    ``base_model``), whose fingerprint must still be ``base_fingerprint`` when one is
+    recorded; otherwise a :class:`~nlieval.backends.weights.ModelError` in one line.
+
+    >>> lora_base(tiny_lm, base_identity(tiny_lm), "ckpt").path == str(Path(tiny_lm).resolve())
+    True
+    >>> lora_base(tiny_lm, {"base_fingerprint": "files:0"}, "ckpt")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.backends.weights.ModelError: ckpt: its base model ... has other weights than ...
+    """
+    from .weights import ModelError, model_fingerprint, resolve_model
+
+    recorded = dict(adapter or {})
+    name = str(recorded.get("base_path") or base_model)
+    source = resolve_model(name)
+    want = recorded.get("base_fingerprint")
+    if want:
+        got = model_fingerprint(source)
+        if got != want:
+            raise ModelError(
+                f"{where}: its base model {name} has other weights than the adapters were "
+                f"trained on ({want} then, {got} now); put that model back, or train again"
+            )
+    return source
 
 
 def _tokenizer(folder: str) -> Any:
@@ -105,6 +163,13 @@ def build_lora(
     tok = _tokenizer(folder)
     torch.manual_seed(seed)
     base = _base(folder, num_labels, tok.pad_token_id)
+    hidden = getattr(base.config.get_text_config(), "hidden_size", None)
+    if isinstance(hidden, int) and settings.r > hidden:
+        raise ValueError(
+            f"--lora rank {settings.r} is above the hidden size of {folder} ({hidden}): "
+            f"an adapter of that rank is no longer low-rank; give a rank of at most "
+            f"{hidden} (usual ranks are 4 to 64)"
+        )
     top: list[int] | None = None
     if settings.layers is not None:
         n = int(base.config.num_hidden_layers)
@@ -118,7 +183,8 @@ def build_lora(
         lora_dropout=settings.dropout,
         layers_to_transform=top,
     )
-    return LoraPairClassifier(get_peft_model(base, config), num_labels), tok
+    ident = base_identity(base_model)  # after the load: a hub model is in its cache now
+    return LoraPairClassifier(get_peft_model(base, config), num_labels, ident), tok
 
 
 def save_lora(model: LoraPairClassifier, folder: Path) -> None:
@@ -127,13 +193,24 @@ def save_lora(model: LoraPairClassifier, folder: Path) -> None:
 
 
 def load_lora(
-    folder: str | Path, base_model: str, num_labels: int
+    folder: str | Path,
+    base_model: str,
+    num_labels: int,
+    adapter: Mapping[str, Any] | None = None,
 ) -> tuple[LoraPairClassifier, Any]:
     """(model, tokenizer) of a checkpoint folder written by :func:`save_lora` (its
-    tokenizer saved beside it), on top of ``base_model`` loaded again."""
+    tokenizer saved beside it), on top of its base model (``base_model`` and the
+    description's ``adapter`` entry: :func:`lora_base`) loaded again."""
     from peft import PeftModel
 
+    from .weights import loadable_source
+
+    source = lora_base(base_model, adapter, str(folder))
     tok = _tokenizer(str(folder))
-    base = _base(base_folder(base_model), num_labels, tok.pad_token_id)
+    base = _base(loadable_source(source).path, num_labels, tok.pad_token_id)
     peft = PeftModel.from_pretrained(base, str(folder))
-    return LoraPairClassifier(peft, num_labels), tok
+    return LoraPairClassifier(
+        peft,
+        num_labels,
+        {k: str(v) for k, v in (adapter or {}).items() if k in ("base_path", "base_fingerprint")},
+    ), tok

@@ -363,11 +363,11 @@ class ResolvedModel:
         if c.kind == "classifier-folder":
             from .classifier import EncoderClassifier
 
-            return EncoderClassifier.from_options(c.model, self.hf, batch_size=self.batch_size)
+            return EncoderClassifier(c.model, self.hf, batch_size=self.batch_size)
         if c.kind == "sequence-classifier":
             from .hf_classifier import HFSequenceClassifier, label_map_dict
 
-            return HFSequenceClassifier.from_options(
+            return HFSequenceClassifier(
                 c.model,
                 self.hf,
                 revision=c.revision,
@@ -376,9 +376,7 @@ class ResolvedModel:
             )
         from .hf import HFCausalLM
 
-        return HFCausalLM.from_options(
-            c.model, self.hf, revision=c.revision, batch_size=self.batch_size
-        )
+        return HFCausalLM(c.model, self.hf, revision=c.revision, batch_size=self.batch_size)
 
     def chat(self) -> GenerationBackend:
         """A chat backend: a server's chat endpoint, or a local transformers chat model
@@ -397,7 +395,7 @@ class ResolvedModel:
             return OpenAIChat(self.spec.name, self.server)
         from .generator import LocalChat
 
-        return LocalChat.from_options(self.spec.name, self.hf, batch_size=self.batch_size)
+        return LocalChat(self.spec.name, self.hf, batch_size=self.batch_size)
 
 
 def resolve(
@@ -502,11 +500,12 @@ def _classifier_prints(key: str, folder: Path) -> dict[str, str]:
     # A classifier checkpoint's own files; a LoRA checkpoint holds only adapters and a
     # head, so the base model they go on (named in its description) is part of it too.
     from .classifier import read_meta
+    from .lora_classifier import lora_base
 
     out = {key: model_fingerprint(ModelSource(folder.name, str(folder)))}
     meta = read_meta(folder)
     if meta.adapter is not None:
-        out |= _fingerprint(f"{key} base", resolve_model(meta.base_model))
+        out |= _fingerprint(f"{key} base", lora_base(meta.base_model, meta.adapter, str(folder)))
     return out
 
 

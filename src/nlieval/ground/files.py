@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import logging
 import os
 import stat
@@ -270,13 +271,18 @@ def append_own(path: Path, data: bytes) -> None:
 
 def cut_torn_tail(p: Path) -> int:
     """Cut a partial last line (a write cut short by a crash) off an append-only JSONL
-    file; return the bytes removed. The file is opened for writing only when there is a
-    line to cut (a folder on a read-only disk can still be read), and never through a
-    link (:class:`FolderError`: the cut would shorten the file it points to).
+    file; return the bytes removed. A last line that is a whole JSON object but lacks its
+    newline (a file written by hand or by another tool, or a write stopped just before
+    the newline) is complete: it is kept and given its newline. The file is opened for
+    writing only when there is a line to cut or end (a folder on a read-only disk can
+    still be read), and never through a link (:class:`FolderError`: the cut would
+    shorten the file it points to).
 
     >>> p = Path(run_dir) / "a.jsonl"; _ = p.write_bytes(b'{"a": 1}\\n{"b"')
     >>> cut_torn_tail(p), p.read_bytes()
     (4, b'{"a": 1}\\n')
+    >>> _ = p.write_bytes(b'{"a": 1}\\n{"b": 2}'); cut_torn_tail(p), p.read_bytes()
+    (0, b'{"a": 1}\\n{"b": 2}\\n')
     """
     st = stat_own(p)
     if st is None or st.st_size == 0:
@@ -296,6 +302,19 @@ def cut_torn_tail(p: Path) -> int:
             pos = start
         else:
             end = 0
+        whole = end < size and _whole_object(f, end, size)
+    if whole:
+        fd = open_own(p, os.O_WRONLY | os.O_APPEND, in_place=True)
+        try:
+            _write_all(fd, b"\n")
+            os.fsync(fd)
+        except OSError as err:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise write_error(p, err, "end its last line") from None
+        finally:
+            os.close(fd)
+        return 0
     if end < size:
         fd = open_own(p, os.O_WRONLY, in_place=True)
         try:
@@ -306,6 +325,24 @@ def cut_torn_tail(p: Path) -> int:
         finally:
             os.close(fd)
     return size - end
+
+
+#: The longest last line without a newline that is read to see whether it is whole; a
+#: longer one is taken as torn (no row of nlieval's is near this size).
+_WHOLE_LINE_BYTES = 1 << 24
+
+
+def _whole_object(f: IO[bytes], start: int, end: int) -> bool:
+    # A line is written with its newline in one write: bytes that parse as one JSON
+    # object are all of it (no proper prefix of an object's text is an object).
+    if end - start > _WHOLE_LINE_BYTES:
+        return False
+    f.seek(start)
+    try:
+        value = json.loads(f.read(end - start).decode("utf-8"))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict)
 
 
 #: Folders of the kernel's pseudo-files: they say they are regular files, yet /proc/self/

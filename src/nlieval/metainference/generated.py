@@ -24,8 +24,9 @@ Answers are appended and fsync'ed one by one as they arrive (``run_steps`` with
 ``records.jsonl`` and rewritten whole (atomically) when a run starts, after each chunk of
 :data:`PREMISES_PER_CHUNK` premises and when it ends, so a crash, a kill -9 or a server
 that goes down loses nothing that arrived. Running the same command again resumes:
-premises with a valid answer are skipped, the others (invalid answers, server failures,
-not reached) are asked again. Folders of older versions that kept the answers in
+premises with a valid answer, or with ``attempts`` invalid ones, are skipped, the others
+(server failures, fewer answers, not reached) are asked, so that an interrupted run
+(Ctrl-C as kill -9) ends as an uninterrupted one. Folders of older versions that kept the answers in
 ``answers.jsonl`` are not read: the command refuses them, naming the file (pass
 ``--overwrite`` to start again).
 
@@ -277,6 +278,13 @@ def generate_items(
             close()
 
 
+def _open(state: AnswerState, attempts: int) -> bool:
+    """Whether a sentence is still to ask: no valid answer yet, and fewer than
+    ``attempts`` answers in all (a request that got no answer, a server's failure, does
+    not count)."""
+    return state.valid_attempt is None and state.answers < attempts
+
+
 def _generate(
     backend: Callable[[], GenerationBackend],
     generator: str,
@@ -322,7 +330,7 @@ def _generate(
         write_task(
             path, name, f"hypotheses written by {generator} for {config.sentences}s of {ds.task}"
         )
-        todo = [t for t in targets if states[t.source_id].valid_attempt is None]
+        todo = [t for t in targets if _open(states[t.source_id], config.attempts)]
         return [Step(f"|{ds.task}|{config.sentences}", f"{config.sentences}s", todo)]
 
     in_a_row = 0
@@ -336,10 +344,12 @@ def _generate(
         # Yields each row as it arrives: run_steps saves it before the next is looked at.
         nonlocal in_a_row
         pending = list(chunk)
-        for rnd in range(config.attempts):
+        for _ in range(config.attempts):
+            # A sentence's answers count over every invocation of the folder, so that
+            # an interrupted run resumes into what an uninterrupted one would have asked.
+            pending = [t for t in pending if _open(states[t.source_id], config.attempts)]
             if not pending:
                 break
-            last_round = rnd == config.attempts - 1
             # Sentences at the same attempt share temperature and seed: one batch each.
             batches: dict[tuple[float, int], list[tuple[Sentence, int]]] = defaultdict(list)
             for t in pending:
@@ -373,7 +383,7 @@ def _generate(
                             progress(1)
                         else:
                             retry.append(t)
-                            progress(1 if last_round else 0)
+                            progress(1 if attempt >= config.attempts else 0)
                 finally:
                     # Stops the requests still queued when the server is gone.
                     close = getattr(answers, "close", None)

@@ -19,8 +19,10 @@ class GenerateConfig:
     ``data_dir``, ``skip_bad`` and ``max_server_errors`` may change between runs of one
     folder, the others are its identity (see :attr:`GenerateFolderConfig.IDENTITY`).
 
-    ``attempts`` answers at most per sentence and run: the first at ``temperature`` with
-    ``seed``, the n-th at ``max(temperature, retry_temperature)`` with ``seed + n - 1``.
+    ``attempts`` answers at most per sentence, over every run of the folder (a larger
+    value asks the sentences whose answers were all invalid again): the first at
+    ``temperature`` with ``seed``, the n-th at ``max(temperature, retry_temperature)``
+    with ``seed + n - 1``.
     The run stops after ``max_server_errors`` requests in a row failed for good.
     """
 
@@ -45,7 +47,9 @@ class GenerateConfig:
         "[the shipped prompt]",
     )
     seed: int = setting(0, help="draws the examples; seed of answer 1")
-    attempts: int = setting(3, help="answers at most per sentence and run", parse=positive_int)
+    attempts: int = setting(
+        3, help="answers at most per sentence, over every run of the folder", parse=positive_int
+    )
     temperature: float = setting(0.0, help="of the first answer (0: greedy)")
     retry_temperature: float = setting(
         0.7, help="at least this temperature when asking again after an invalid answer"

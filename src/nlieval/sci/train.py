@@ -305,7 +305,7 @@ def train(
     >>> train(cfg, progress=False)["seeds"] == results["seeds"]
     True
     """
-    from ..backends import EncoderClassifier, classify_records, read_meta
+    from ..backends import EncoderClassifier, HFOptions, classify_records, read_meta
 
     if init_from is not None:
         config = replace(config, init_from=str(init_from))
@@ -354,7 +354,9 @@ def train(
         folder = run.path / f"seed{seed}"
         bs = config.eval_batch_size
         if seed in trained:
-            return EncoderClassifier(folder, device=config.device, batch_size=bs, name=name)
+            return EncoderClassifier(
+                folder, HFOptions(device=config.device), batch_size=bs, name=name
+            )
         trained[seed], model, tokenizer = train_seed(
             config, data, seed, run, on_epoch=on_epoch, progress=progress
         )
