@@ -16,7 +16,7 @@ import pytest
 from nlieval.backends import stand_in
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
-from nlieval.runs import RunFolder
+from nlieval.runs import RunError, RunFolder
 from nlieval.types import Record
 from tests.helpers.hash_lm import HashLM
 
@@ -134,3 +134,20 @@ def test_a_run_folder_json_file_nested_deep_is_one_line(
     err = _error(capsys, ["report", str(folder)])
     assert f"{folder / 'results.json'}: invalid JSON: nested too deeply" in err
     assert (folder / "records.jsonl").read_bytes() == (ckpts / "records.jsonl").read_bytes()
+
+
+def test_a_4_gb_provenance_without_newline_is_one_line(ckpts: Path, tmp_path: Path) -> None:
+    # Read when results are written again (finalize): streamed, each line bounded.
+    folder = tmp_path / "prov"
+    folder.mkdir()
+    for name in ("config.json", "records.jsonl", "results.json"):
+        (folder / name).write_bytes((ckpts / name).read_bytes())
+    with (folder / "provenance.jsonl").open("wb") as f:
+        f.truncate(4 << 30)  # sparse: zero bytes, no line break, no disk used
+    with pytest.raises(RunError) as got:
+        RunFolder(folder).read_provenance()
+    message = str(got.value)
+    assert "\n" not in message
+    assert f"{folder / 'provenance.jsonl'}:1: a line longer than 67,108,864 bytes" in message
+    for name in ("records.jsonl", "results.json"):
+        assert (folder / name).read_bytes() == (ckpts / name).read_bytes()

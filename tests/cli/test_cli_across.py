@@ -161,12 +161,12 @@ def test_dynamics_positions_from_a_table(
     assert main([*argv, "--positions", str(table)]) == 2
     assert "step2000" in capsys.readouterr().err
     # A missing or non-JSON table: one line naming it (a traceback before).
-    for bad, why in ((tmp_path / "none.json", "no such file"), (table, "not JSON")):
+    for bad, why in ((tmp_path / "none.json", ": no such file"), (table, ":1: invalid JSON")):
         if bad == table:
             table.write_text("{step1000: 1")
         assert main([*argv, "--positions", str(bad)]) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and f"{bad}: {why}" in err
+        assert err.count("\n") == 1 and f"{bad}{why}" in err
 
 
 def _scored(folder: Path, model: str, ids: range, right: int) -> None:

@@ -37,3 +37,15 @@ def test_a_table_line_over_the_bound_is_one_line(
     monkeypatch.setattr(ground.jsonl, "MAX_LINE_BYTES", 10_000)
     p.write_text(f"{head}\n1{sep}A.{sep}B.{sep}entailment\n", encoding="utf-8")
     assert [it.id for it in read_items(p, fields=FIELDS).items] == ["1"]
+
+
+def test_a_bad_byte_in_a_4_gb_file_is_found_without_reading_it_whole(tmp_path: Path) -> None:
+    # The line of a byte that is not UTF-8 is found again in the bytes: line by line,
+    # stopping there (reading every line of 4 GB first was a MemoryError).
+    p = tmp_path / "e.jsonl"
+    with p.open("wb") as f:
+        f.write(b'{"id": "1", "premise": "A.", "hypothesis": "B.", "label": "entailment"}\n')
+        f.write(b'{"id": "2", "premise": "\xff"}\n')
+        f.truncate(4 << 30)
+    with pytest.raises(DataError, match=r"e\.jsonl:2: not UTF-8 text"):
+        read_items(p, fields=FIELDS)

@@ -154,7 +154,7 @@ def indexed_shards(folder: str | Path) -> list[tuple[str, Path]]:
             continue
         try:
             data = json.loads(read_small_text(index, _INDEX_BYTES))
-        except ValueError as err:
+        except (ValueError, RecursionError) as err:  # RecursionError: nested too deeply
             raise DataError(index, None, None, f"not a JSON index of shards: {err}") from None
         names = data.get("weight_map") if isinstance(data, dict) else None
         if not isinstance(names, dict):

@@ -4,9 +4,9 @@ that renders the templates it is given. Every other room may use it; it uses non
 Where to start: :func:`read_jsonl` reads a JSONL file into located rows (file, line,
 object), and a bad line is one :class:`DataError` naming file, line and field;
 :func:`atomic_write` replaces a file whole; :func:`read_small_text` reads a small file
-whole and bounded, :func:`read_json` a small JSON file and :func:`load_yaml` YAML text
-(both bounded in depth; YAML without aliases and without a key given twice);
-:class:`FolderError` is a file or folder that cannot be used as asked.
+whole and bounded, :func:`read_json` a small JSON file (bounded in size and depth);
+:func:`load_yaml` reads YAML (no aliases, no key given twice); :class:`FolderError` is a
+file or folder that cannot be used as asked.
 :class:`BoundedSandbox` (:mod:`.sandbox`) renders someone else's Jinja template within
 bounds of time, size and depth (loaded when first used: it imports Jinja).
 

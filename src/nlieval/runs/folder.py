@@ -450,11 +450,13 @@ class RunFolder(Generic[R]):
         path = self.path / PROVENANCE
         if not self.has(PROVENANCE):
             return []
-        lines = read_own(path).splitlines(keepends=True)
-        try:
-            return [row.value for row in read_jsonl(path, lines, whole_lines=True)]
-        except DataError as err:
-            raise RunError(str(err)) from None
+        # Streamed, each line bounded (read_jsonl): a file of gigabytes without a line
+        # break is one line of error, not read whole into memory.
+        with os.fdopen(open_own(path, os.O_RDONLY), "rb") as f:
+            try:
+                return [row.value for row in read_jsonl(path, f, whole_lines=True)]
+            except DataError as err:
+                raise RunError(str(err)) from None
 
     def read_timing(self) -> dict[str, dict[str, Any]]:
         """Scoring wall time per sweep point, summed over invocations."""
