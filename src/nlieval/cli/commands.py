@@ -89,7 +89,11 @@ COMMANDS: dict[str, Command] = {
     "chaosnli-import": Command(
         "analyses",
         "the same as import (its former name)",
-        ("nlieval chaosnli-import predictions_baan2022/*.jsonl.gz --out runs/baan2022",),
+        (
+            "nlieval chaosnli-import predictions_baan2022/*.jsonl.gz --out runs/baan2022",
+            "nlieval chaosnli-import preds.jsonl --format jsonl --task chaosnli_snli "
+            "--model my-classifier --out runs/mine",
+        ),
     ),
     "chaosnli-score": Command(
         "analyses",
