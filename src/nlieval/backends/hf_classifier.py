@@ -309,11 +309,12 @@ def model_id2label(name: str, revision: str | None = None) -> dict[int, str]:
 
 
 def _shapes_unlike_config(folder: str) -> str | None:
-    """The first tensor of a local folder's safetensors weights whose shape is not the
-    one its ``config.json`` makes (``classifier.weight: [2, 32], the config [3, 32]``),
-    read from the files' headers and a weightless copy of the model; None when all
-    agree, or when it cannot be told (no local safetensors, names that differ). Found
-    before loading, so that transformers' report of the mismatch is never printed."""
+    """The first head tensor of a local folder's safetensors weights whose number of
+    outputs is not that of its ``config.json`` (``classifier.bias: [2], the config
+    [3]``), read from the files' headers and a weightless copy of the model; None when
+    they agree, or when it cannot be told (no local safetensors, names that differ).
+    Found before loading, so that transformers' report of the mismatch is never
+    printed."""
     import torch
     from safetensors import safe_open
     from transformers import AutoConfig, AutoModelForSequenceClassification
@@ -323,15 +324,20 @@ def _shapes_unlike_config(folder: str) -> str | None:
         return None
     try:
         auto: Any = AutoModelForSequenceClassification  # from_config is unannotated
+        config = AutoConfig.from_pretrained(folder)
         with torch.device("meta"):
-            skeleton = auto.from_config(AutoConfig.from_pretrained(folder))
+            skeleton = auto.from_config(config)
+        # The head's tensors only (their first size is the number of labels): the body
+        # of a quantized checkpoint is stored in other shapes than the config's.
+        n = int(config.num_labels)
         expected = {k: list(v.shape) for k, v in skeleton.state_dict().items()}
+        head = {k: v for k, v in expected.items() if v and v[0] == n}
         for file in files:
             with safe_open(str(file), framework="pt") as f:
                 for key in f.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
                     shape = list(f.get_slice(key).get_shape())
-                    if key in expected and expected[key] != shape:
-                        return f"{key}: {shape}, the config {expected[key]}"
+                    if key in head and shape and shape[0] != n:
+                        return f"{key}: {shape}, the config {head[key]}"
     except Exception:  # noqa: BLE001 (a model it cannot tell about: the load says why)
         return None
     return None
