@@ -114,3 +114,22 @@ def test_a_resumed_train_lora_refuses_a_changed_base(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "model" in err[0] and "other contents" in err[0], err
     assert _records(out) == before and not (out / "seed1").exists()
+
+
+def test_a_resumed_train_without_test_records_refuses_a_changed_base(
+    llama: Path,  # noqa: F811
+    task: str,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # --no-test: no record says which weights made seed 0, its checkpoint does.
+    base, out = tmp_path / "base", tmp_path / "lora"
+    shutil.copytree(llama, base)
+    assert main([*_argv(base, task, out), "--no-test"]) == 0
+    saved = (out / "config.json").read_text()
+    _replace(base)
+    capsys.readouterr()
+    assert main([*_argv(base, task, out, seeds="0,1"), "--no-test"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "other contents" in err[0] and "model:" in err[0], err
+    assert not (out / "seed1").exists() and (out / "config.json").read_text() == saved
