@@ -42,6 +42,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch  # noqa: E402
 
 import nlieval  # noqa: E402
+from nlieval.backends import HFOptions  # noqa: E402
 from nlieval.backends.base import ScoreRequest  # noqa: E402
 from nlieval.backends.hf import HFCausalLM  # noqa: E402
 from nlieval.backends.weights import DEFAULT_MODEL, local_hf_folder, resolve_model  # noqa: E402
@@ -191,7 +192,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     folder = local_hf_folder(resolve_model(args.model)).path
-    lm = HFCausalLM(folder, batch_size=args.batch_size, device="cpu", dtype="float32")
+    lm = HFCausalLM(folder, HFOptions(device="cpu", dtype="float32"), batch_size=args.batch_size)
     old = stub_model(lm)
     cfg = RunConfig(
         model=folder,

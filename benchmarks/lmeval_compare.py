@@ -45,6 +45,7 @@ import torch  # noqa: E402
 import yaml  # noqa: E402
 
 from nlieval import data  # noqa: E402
+from nlieval.backends import HFOptions  # noqa: E402
 from nlieval.backends.base import ScoreRequest  # noqa: E402
 from nlieval.backends.hf import HFCausalLM  # noqa: E402
 from nlieval.backends.weights import local_hf_folder, resolve_model  # noqa: E402
@@ -303,7 +304,9 @@ def main() -> None:
             limit=args.limit,
             data_dir=args.data_dir,
         )
-        lm = HFCausalLM(folder, dtype=args.dtype, device=args.device, batch_size=args.batch_size)
+        lm = HFCausalLM(
+            folder, HFOptions(dtype=args.dtype, device=args.device), batch_size=args.batch_size
+        )
         n_body = body_params(lm.model)
         hflm = counter = None
         if "lm-eval" in systems_wanted:

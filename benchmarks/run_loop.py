@@ -36,7 +36,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import scipy.stats  # noqa: E402, F401
 import sklearn.metrics  # noqa: E402, F401
 
-from nlieval.backends import ScoreRequest, stand_in  # noqa: E402
+from nlieval.backends import (  # noqa: E402
+    HFOptions,  # noqa: E402
+    ScoreRequest,
+    stand_in,
+)
 from nlieval.backends.hf import HFCausalLM  # noqa: E402
 from nlieval.backends.weights import DEFAULT_MODEL  # noqa: E402
 from nlieval.choice import RunConfig, run  # noqa: E402
@@ -128,7 +132,7 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(args.threads)
-    lm = HFCausalLM(args.model, device=args.device, dtype=args.dtype)
+    lm = HFCausalLM(args.model, HFOptions(device=args.device, dtype=args.dtype))
     rows = []
     for task in args.tasks.split(","):
         for k in (int(x) for x in args.shots.split(",")):

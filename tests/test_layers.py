@@ -44,6 +44,8 @@ FLOORS: dict[str, int] = {
     "metainference": 3,
     "reports": 4,
     "cli": 5,
+    # `python -m nlieval`: the command line, one floor above it.
+    "__main__": 6,
 }
 
 

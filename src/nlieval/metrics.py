@@ -86,7 +86,37 @@ def macro_f1(gold: np.ndarray, pred: np.ndarray, classes: np.ndarray | None = No
 
 
 def _gold_nll(record: Record) -> float:
-    return record.gold_nll
+    # A prediction imported as a label alone has no distribution: its one-hot
+    # "probabilities" would give a gold NLL of 0 or 744, a number no model produced.
+    return math.nan if record.meta.get("label_only") else record.gold_nll
+
+
+class NonFiniteRecord(ValueError):
+    """A record whose log-likelihoods hold a NaN or an infinity: its prediction and every
+    metric over it would be wrong (a NaN predicts the first label), so no metric is
+    computed over it, rather than leaving it out of a mean of n items."""
+
+
+def check_finite(records: Iterable[Record]) -> None:
+    """Raise :class:`NonFiniteRecord` naming the first of ``records`` with a log-likelihood
+    that is not a finite number (records of this version never hold one: the run stops
+    at it; older folders, or a hand-edited file, may).
+
+    >>> r = Record("t", "7", "m", 0, 0, ("a", "b"), (-0.5, float("nan")), (0.6, 0.4), "a", "b")
+    >>> check_finite([r])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.metrics.NonFiniteRecord: the record of item '7' (model m, task t, k=0, seed 0) ...
+    """
+    for r in records:
+        bad = [x for x in r.loglik if not math.isfinite(x)]
+        if bad:
+            ckpt = f", checkpoint {r.checkpoint}" if r.checkpoint else ""
+            raise NonFiniteRecord(
+                f"the record of item {r.item_id!r} (model {r.model}{ckpt}, task {r.task}, "
+                f"k={r.k}, seed {r.seed}) holds a log-likelihood of {bad[0]}: no metric is "
+                "computed over it; remove its line from records.jsonl and run the command "
+                "that wrote it again to score it anew"
+            )
 
 
 def encode(
@@ -108,8 +138,9 @@ def encode(
 class Metric:
     """One metric, declared once.
 
-    ``item`` scores one record (the metric is then the mean over items, non-finite
-    scores left out: NaN when none is finite), or ``corpus`` scores the items together
+    ``item`` scores one record (the metric is then the mean over items; a record with
+    a non-finite log-likelihood is refused, :func:`check_finite`, never left out of
+    the mean), or ``corpus`` scores the items together
     from their gold and predicted labels (a :data:`Corpus` function). ``seeds`` turns the
     values of a point's seeds into their mean and spread. ``bootstrap``: ``grid --ci``
     may resample it over items. ``label`` and ``digits`` are how tables show it, ``axis``
@@ -137,9 +168,8 @@ class Metric:
         (0.0, 1.0)
         """
         if self.item is not None:
-            scores = [self.item(r) for r in records]
-            finite = [x for x in scores if math.isfinite(x)]
-            return float(np.mean(finite)) if finite else math.nan
+            check_finite(records)
+            return float(np.mean([self.item(r) for r in records])) if records else math.nan
         if self.corpus is None:
             raise ValueError(f"{self.name} is computed with the {self.source} rows")
         pred = [r.pred if r.pred is not None else UNPARSED for r in records]
@@ -213,7 +243,13 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
     records of one sweep point (items without a gold label are ignored).
 
     An unparseable answer (``pred`` None) counts as wrong; it is its own column in the
-    confusion matrix only through ``n_unparsed``.
+    confusion matrix only through ``n_unparsed``. A record with a log-likelihood that is
+    not finite is refused (:class:`NonFiniteRecord`): its prediction is no prediction.
+
+    ``gold_counts`` are the scored items' gold labels; ``chance`` is the accuracy expected
+    of answers drawn at random in the shares of those gold labels (the sum of the squared
+    shares): 1/L on items balanced over L labels, 1.0 on items of one label, where
+    answering that label scores 1.0 too. ``majority_baseline`` is the largest share.
 
     >>> from dataclasses import replace
     >>> a = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
@@ -222,12 +258,15 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
     >>> m = point_metrics([a, b])  # gold NLL: the mean of 0.1 and 1.0
     >>> m["accuracy"], round(m["gold_nll"], 4), m["confusion"], m["majority_baseline"]
     (0.5, 0.55, [[1, 0], [1, 0]], 0.5)
+    >>> m["gold_counts"], m["chance"], point_metrics([a, a, b])["chance"]  # 4/9 + 1/9
+    ({'entailment': 1, 'neutral': 1}, 0.5, 0.5555555555555556)
     """
     from sklearn.metrics import confusion_matrix, f1_score  # heavy: loaded on first use
 
     labelled = [r for r in records if r.gold is not None]
     if not records:
         raise ValueError("no records to score")
+    check_finite(records)
     if not labelled:
         return _unlabelled_metrics(records)
     labels = list(labelled[0].labels)
@@ -250,7 +289,8 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
         "n_unparsed": pred_counts.get(UNPARSED, 0),
         "confusion": confusion_matrix(gold, pred, labels=labels).tolist(),
         "labels": labels,
-        "chance": 1.0 / len(labels),
+        "gold_counts": {lab: gold_counts.get(lab, 0) for lab in labels},
+        "chance": sum(c * c for c in gold_counts.values()) / (n * n),
         "majority_baseline": max(gold_counts.values()) / n,
     }
 
@@ -278,6 +318,7 @@ def _unlabelled_metrics(records: Sequence[Record]) -> dict[str, Any]:
         "n_unparsed": pred.get(UNPARSED, 0),
         "confusion": [],
         "labels": labels,
+        "gold_counts": {},
         "chance": 1.0 / len(labels),
         "majority_baseline": math.nan,
     }
@@ -326,6 +367,8 @@ def summarize(records: Iterable[Record]) -> list[dict[str, Any]]:
             "n": per_seed[0]["n"],
             "seeds": [p["seed"] for p in per_seed],
             "labels": per_seed[0]["labels"],
+            # The items are those every seed scored: one gold count, one chance.
+            "gold_counts": per_seed[0]["gold_counts"],
             "chance": per_seed[0]["chance"],
             "majority_baseline": per_seed[0]["majority_baseline"],
         }

@@ -4,7 +4,7 @@ the papers' grids across runs (:func:`grid_report`), breakdowns by item field
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,7 +31,8 @@ from .analyses import (
 )
 from .backends import parameter_count, resolve_model
 from .data import load_task
-from .metrics import METRICS, listed, metrics, summarize
+from .ground import DataError, read_json
+from .metrics import METRICS, group_records, listed, metrics, summarize
 from .plotting import DYNAMICS_METRICS
 from .runs import (
     RunError,
@@ -59,7 +60,7 @@ def report(folders: Iterable[str | Path], write: bool = True) -> str:
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
     ...                            (-0.1, -2.0), (0.87, 0.13), "entailment", "neutral")])
     >>> print(report([run_dir]).splitlines()[-1])  # wrong: accuracy 0, gold NLL 2
-    | m | t | 0 | 1 | 1 | 0.000 | 0.000 | 2.000 | 0.500 | E 100% N 0% |
+    | m | t | 0 | 1 | 1 | 0.000 | 0.000 | 2.000 | 1.000 | E 100% N 0% | E 0 N 1 |
     >>> sorted(p.name for p in Path(run_dir).iterdir())  # with ``write``
     ['provenance.jsonl', 'records.jsonl', 'results.json', 'summary.md']
     """
@@ -112,6 +113,7 @@ def grid_report(
     resamples: int = RESAMPLES,
     seed: int = 0,
     over_checkpoints: bool = False,
+    allow_mixed: bool = False,
 ) -> Grid:
     """The grid table (:func:`nlieval.analyses.grid`) of the metric rows of ``folders``,
     recomputed from their records: :func:`nlieval.metrics.summarize` rows, or for the
@@ -125,6 +127,10 @@ def grid_report(
     ``over_checkpoints`` counts a model's checkpoints as its seeds: ``nlieval run --model
     TRAIN_FOLDER`` scores each seed model as a checkpoint, and they become one row with
     mean ± std over the training seeds.
+
+    Each row says which items it was scored on (the labelled items every seed scored, as
+    :func:`~nlieval.metrics.summarize` takes them), so that the cells of a task on
+    different items are refused, or with ``allow_mixed`` marked (:func:`~nlieval.analyses.grid`).
 
     >>> from nlieval.types import Record
     >>> def rec(model, pred):
@@ -173,6 +179,11 @@ def grid_report(
                 }
                 for r in rows
             ]
+    scored = scored_items(records)
+    rows = [
+        {**r, "item_ids": scored.get((r["model"], r["checkpoint"], r["task"], r["k"]))}
+        for r in rows
+    ]
     ref_key: dict[str, Any] | None = None
     if reference is not None:
         if len(ref_models) != 1:
@@ -180,8 +191,33 @@ def grid_report(
         model, ckpt = ref_models.pop()
         ref_key = {"model": model, "checkpoint": ckpt}
     return grid(
-        rows, index=index, columns=columns, values=values, average=average, reference=ref_key
+        rows,
+        index=index,
+        columns=columns,
+        values=values,
+        average=average,
+        reference=ref_key,
+        allow_mixed=allow_mixed,
     )
+
+
+def scored_items(records: Iterable[Record]) -> dict[tuple[Any, ...], frozenset[str]]:
+    """The item ids each (model, checkpoint, task, k) of ``records`` is scored on: those
+    every seed scored, and of them the labelled ones when there are any (the items of
+    ``n`` in :func:`~nlieval.metrics.summarize`).
+
+    >>> from nlieval.types import Record
+    >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), "a", "a")
+    >>> scored_items([r, replace(r, item_id="2"), replace(r, item_id="3", gold=None),
+    ...               replace(r, seed=1), replace(r, item_id="3", gold=None, seed=1)])
+    {('m', None, 't', 0): frozenset({'1'})}
+    """
+    out: dict[tuple[Any, ...], frozenset[str]] = {}
+    for key, by_seed in group_records(records).items():
+        common = set.intersection(*({r.item_id for r in recs} for recs in by_seed.values()))
+        labelled = {r.item_id for recs in by_seed.values() for r in recs if r.gold is not None}
+        out[key] = frozenset(common & labelled or common)
+    return out
 
 
 def over_replicates(records: Sequence[Record]) -> list[Record]:
@@ -210,7 +246,20 @@ def breakdown_report(folders: Sequence[str | Path], by: Sequence[str], fmt: str 
     >>> print(breakdown_report([run_dir], ["genre"]).splitlines()[2])
     | m | t | 0 | fiction | 1 | 1.000 | 0.500 | 1.000 | 0.000 |
     """
-    return breakdown_table(breakdown(iter_run_records(folders), by), by, fmt)
+    reading: list[Path] = []  # the folder whose records are being read
+
+    def records() -> Iterable[Record]:
+        for folder in folders:
+            reading[:] = [RunFolder(folder).records_path]
+            yield from iter_run_records([folder])
+
+    try:
+        rows = breakdown(records(), by)
+    except DataError as err:
+        if err.path is not None or not reading:
+            raise
+        raise DataError(reading[0], err.line, err.field, err.message) from None
+    return breakdown_table(rows, by, fmt)
 
 
 def _levels(folder: str | Path, metric: str = "accuracy") -> tuple[str, dict[str, float]]:
@@ -366,9 +415,16 @@ class GridConfig(Resampling, _GridLayout):
     over_checkpoints: bool = setting(
         False, help="a model's checkpoints are its seeds (a run over a train folder's seed models)"
     )
+    allow_mixed: bool = setting(
+        False,
+        help="put cells of one task scored on different items side by side, marked "
+        "(refused without it)",
+    )
     format: str = _table_format()
     percent: bool = setting(False, help="values x 100")
-    digits: int = setting(3, help="digits after the point")
+    digits: int | None = setting(
+        None, help="digits after the point, in every format [md: 3; csv, json: all]"
+    )
     out: str | None = _table_out()
 
 
@@ -393,6 +449,7 @@ def grid_table(cfg: GridConfig) -> str:
         resamples=cfg.resamples,
         seed=cfg.seed,
         over_checkpoints=cfg.over_checkpoints,
+        allow_mixed=cfg.allow_mixed,
     )
     return render_grid(g, cfg.format, percent=cfg.percent, digits=cfg.digits)
 
@@ -477,6 +534,34 @@ class FigureConfig:
     axis: str = setting("training tokens", help="x axis title")
 
 
+def _positions(path: str) -> dict[str, float]:
+    """The table of ``--positions``: a JSON object of checkpoint -> finite number, read
+    with the file rules (a regular file, bounded in size and depth); else one line.
+
+    >>> p = Path(run_dir) / "pos.json"; _ = p.write_text('{"step1": 1, "step2": NaN}')
+    >>> _positions(str(p))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.ground.errors.DataError: .../pos.json: field 'step2': NaN is not a finite number
+    """
+    raw = read_json(path, finite=True)
+    if not isinstance(raw, dict):
+        found = type(raw).__name__
+        raise DataError(
+            path, None, None, f"expected a JSON object of checkpoint -> position, found {found}"
+        )
+    out = {}
+    for k, v in raw.items():
+        # A bool is an int to Python; 1e400 written as an integer overflows a float.
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise DataError(path, None, k, f"expected a number, found {type(v).__name__}")
+        try:
+            out[str(k)] = float(v)
+        except OverflowError:
+            digits = len(str(abs(v)))
+            raise DataError(path, None, k, f"{digits} digits: not a finite number") from None
+    return out
+
+
 def figure_from(cfg: FigureConfig) -> Path:
     """:func:`figure_report` of ``cfg``: its ``sizes`` (``MODEL=PARAMETERS`` entries) as
     numbers, its ``positions`` read from the JSON file it names."""
@@ -489,12 +574,9 @@ def figure_from(cfg: FigureConfig) -> Path:
                 sizes[name] = float(value)
             except ValueError:
                 raise ValueError(f"--sizes: {pair!r} is not MODEL=PARAMETERS") from None
-    positions = None
-    if cfg.positions:
-        raw = json.loads(Path(cfg.positions).read_text(encoding="utf-8"))
-        if not isinstance(raw, dict):
-            raise ValueError(f"{cfg.positions}: a JSON object of checkpoint -> position")
-        positions = {str(k): float(v) for k, v in raw.items()}
+            if not math.isfinite(sizes[name]):
+                raise ValueError(f"--sizes: {pair!r}: the size is not a finite number")
+    positions = _positions(cfg.positions) if cfg.positions else None
     return figure_report(
         cfg.kind,
         cfg.runs,

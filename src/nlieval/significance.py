@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from .metrics import METRICS, Corpus
 from .settings import setting
@@ -79,6 +78,9 @@ def mcnemar(
     >>> r.a_only, r.b_only, round(r.statistic, 3), round(r.p_value, 4)
     (10, 0, 8.1, 0.0044)
     """
+    # scipy.stats takes about a second to import: only the commands that test load it.
+    from scipy import stats
+
     a = np.asarray(a_correct, dtype=bool)
     b = np.asarray(b_correct, dtype=bool)
     if a.shape != b.shape or a.ndim != 1:
@@ -162,6 +164,9 @@ def bootstrap_interval(
     >>> r.value, r.low, r.high
     (1.0, 1.0, 1.0)
     """
+    # scipy.stats takes about a second to import: only the commands that test load it.
+    from scipy import stats
+
     corpus = _metric(metric)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
@@ -241,6 +246,9 @@ def paired_bootstrap(
     >>> r.a, r.b, r.diff, r.low, r.high
     (0.0, 1.0, 1.0, 1.0, 1.0)
     """
+    # scipy.stats takes about a second to import: only the commands that test load it.
+    from scipy import stats
+
     corpus = _metric(metric)
     av, bv = np.asarray(a), np.asarray(b)
     if av.shape != bv.shape or av.ndim != 1 or len(av) == 0:

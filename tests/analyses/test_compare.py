@@ -66,8 +66,25 @@ def test_pairs_by_point_and_item_and_counts_by_hand(tmp_path: Path) -> None:
         assert row["accuracy_b"] == pytest.approx(sum(ok_b.values()) / 9)
         assert row["accuracy_ci"][0] <= row["accuracy_diff"] <= row["accuracy_ci"][1]
     assert rows == compare_runs(a, b, resamples=300)  # seeded
-    table = comparison_table(rows)
-    assert table.count("\n") == 3 and "McNemar p" in table
+    # --limit 12 against --limit 9 on the smoke file (smoke-01 ... smoke-48, in order):
+    # A alone scored its 10th to 12th items, at each of the two k.
+    assert [r["only_in_a_ids"] for r in rows] == [["smoke-10", "smoke-11", "smoke-12"]] * 2
+    assert [r["only_in_b_ids"] for r in rows] == [[], []]
+    table = comparison_table(rows).splitlines()
+    assert table[:2] == [f"A: {a} (org/one)", f"B: {b} (org/two)"]
+    assert "McNemar p" in table[3] and len(table) == 3 + 4 + 3  # sides, table, notes
+    for k, line in zip((0, 2), table[-2:], strict=True):
+        assert line == f"left out of smoke k={k} seed=0: 3 only in A (smoke-10, smoke-11, smoke-12)"
+
+
+def test_the_table_names_the_first_left_out_items_and_counts_all(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    _run(a, "org/one", 4)
+    _run(b, "org/two", 12, salt="x")
+    notes = comparison_table(compare_runs(a, b, resamples=50)).splitlines()
+    # B alone: smoke-05 ... smoke-12, eight items; the first five named.
+    want = "8 only in B (smoke-05, smoke-06, smoke-07, smoke-08, smoke-09, ...)"
+    assert notes[-1] == f"left out of smoke k=2 seed=0: {want}"
 
 
 def test_other_data_and_no_shared_point_are_refused(tmp_path: Path) -> None:

@@ -179,7 +179,7 @@ def test_cli_import_then_chaosnli(
     assert main(["chaosnli-import", str(f), "--out", str(out), "--data-dir", str(chaos_dir)]) == 0
     text = capsys.readouterr().out
     assert "| SNLI_test_bert-base-uncased_1.jsonl | bert-base-uncased (Baan 2022) | 1 |" in text
-    assert "| 3 | 2 of 3 | 1 | 2/2 |" in text
+    assert "| 3 | 2 of 3 | 1 (not-in-chaosnli) | 1 (a3) | 2/2 |" in text
     assert main(["chaosnli", str(out), "--bins", "1", "--human-splits", "3"]) == 0
     text = capsys.readouterr().out
     assert "| bert-base-uncased (Baan 2022) | chaosnli_snli | 0 | 2 |" in text

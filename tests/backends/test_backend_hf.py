@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from nlieval.backends import HFOptions
 from nlieval.backends.base import ScoreRequest
 from nlieval.backends.hf import HFCausalLM
 
@@ -212,7 +213,7 @@ def test_prefix_cache_is_copied_once_not_per_batch(lm: HFCausalLM) -> None:
 def test_device_map_keeps_scores(tiny_llama: Path) -> None:
     # Loaded through accelerate (device_map): the cached path matches plain scoring.
     pytest.importorskip("accelerate")
-    lm = HFCausalLM(str(tiny_llama), batch_size=3, device_map="cpu")
+    lm = HFCausalLM(str(tiny_llama), HFOptions(device_map="cpu"), batch_size=3)
     prefix = (PROMPT + " B\n\n") * 3
     reqs = [
         ScoreRequest(prefix + PROMPT + " x" * i, (" A", " B", " C"), len(prefix)) for i in range(5)

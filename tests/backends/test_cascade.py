@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import torch
 
-from nlieval.backends import ScoreRequest, hf_cascade
+from nlieval.backends import HFOptions, ScoreRequest, hf_cascade
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.hf_cascade import PREFIX_KWARG, cascade_attention, cascade_unsupported
 from tests.helpers.tiny_models import train_tokenizer
@@ -208,7 +208,7 @@ def test_cascade_scores_as_the_whole_texts_do(
     arch: str, tmp_path: Path, tokenizer_folder: Path
 ) -> None:
     folder = _model(tmp_path, tokenizer_folder, arch)
-    lm = HFCausalLM(str(folder), device="cpu", batch_size=2)
+    lm = HFCausalLM(str(folder), HFOptions(device="cpu"), batch_size=2)
     assert cascade_unsupported(lm.model) is None
     n_pre = len(lm.split(SHOTS, " A")[0])
     assert n_pre > 16  # the windowed layers cannot see the whole prefix
@@ -231,7 +231,7 @@ def test_cascade_scores_as_the_whole_texts_do(
 def test_results_do_not_depend_on_the_batch_size(tmp_path: Path, tokenizer_folder: Path) -> None:
     folder = _model(tmp_path, tokenizer_folder, "gemma3")
     got = [
-        HFCausalLM(str(folder), device="cpu", batch_size=bs).loglikelihood(REQUESTS)
+        HFCausalLM(str(folder), HFOptions(device="cpu"), batch_size=bs).loglikelihood(REQUESTS)
         for bs in (1, 3, 16)
     ]
     _close(got[0], got[1], 1e-5)
@@ -242,17 +242,21 @@ def test_switched_off_it_copies_the_prefix_into_the_rows(
     tmp_path: Path, tokenizer_folder: Path
 ) -> None:
     folder = _model(tmp_path, tokenizer_folder, "mistral")
-    lm = HFCausalLM(str(folder), device="cpu", batch_size=2, cascade=False)
+    lm = HFCausalLM(str(folder), HFOptions(device="cpu", prefix_attention="rows"), batch_size=2)
     rows = lm.loglikelihood(REQUESTS)
     assert lm.counts["cascade_batches"] == 0 and lm.counts["kv_bytes_copied"] > 0
-    _close(rows, HFCausalLM(str(folder), device="cpu", batch_size=2).loglikelihood(REQUESTS), 1e-5)
+    _close(
+        rows,
+        HFCausalLM(str(folder), HFOptions(device="cpu"), batch_size=2).loglikelihood(REQUESTS),
+        1e-5,
+    )
 
 
 def test_an_architecture_it_does_not_cover_falls_back_with_one_warning(
     tmp_path: Path, tokenizer_folder: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     folder = _model(tmp_path, tokenizer_folder, "olmo")
-    lm = HFCausalLM(str(folder), device="cpu", batch_size=2)
+    lm = HFCausalLM(str(folder), HFOptions(device="cpu"), batch_size=2)
     with caplog.at_level(logging.WARNING, logger="nlieval.backends.hf"):
         first = lm.loglikelihood(REQUESTS)
         lm.loglikelihood(REQUESTS[:2])

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from nlieval.backends import LogLikelihoodBackend, ScoreRequest, stand_in
+from nlieval.backends import HFOptions, LogLikelihoodBackend, ScoreRequest, stand_in
 from nlieval.backends.completions import CompletionsLM, PromptLogprobsError
 from nlieval.backends.echo_logprobs import continuation_logprob
 from nlieval.backends.hf import HFCausalLM
@@ -103,7 +103,7 @@ def test_same_predictions_and_logliks_as_in_process_at_k0_and_k5(
 
 
 def test_boundary_rule_equals_the_in_process_backend(tiny_llama: Path, server: FakeServer) -> None:
-    hf = HFCausalLM(str(tiny_llama), device="cpu", batch_size=2)
+    hf = HFCausalLM(str(tiny_llama), HFOptions(device="cpu"), batch_size=2)
     want = hf.loglikelihood(REQUESTS)
     # The third request's context ends in a space that the tokenizer merges into the
     # continuation: the straddling token must be scored as the continuation's.

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from nlieval.backends import ScoreRequest
+from nlieval.backends import HFOptions, ScoreRequest
 from nlieval.backends.completions import CompletionsLM
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.openai import ServerError, ServerOptions
@@ -33,7 +33,7 @@ VOCAB = 400  # the tiny tokenizer's (tests/conftest.py): K = VOCAB finds every t
 
 @pytest.fixture(scope="module")
 def hf(tiny_llama: Path) -> HFCausalLM:
-    return HFCausalLM(str(tiny_llama), device="cpu", batch_size=2)
+    return HFCausalLM(str(tiny_llama), HFOptions(device="cpu"), batch_size=2)
 
 
 @pytest.fixture

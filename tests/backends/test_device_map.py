@@ -46,12 +46,10 @@ def _records(folder: Path) -> dict[tuple[Any, ...], Record]:
 
 def test_forced_split_puts_layers_on_two_devices_and_scores_alike(tiny_llama: Path) -> None:
     cap = _cap_between_the_layers(tiny_llama)
-    split = HFCausalLM(
-        str(tiny_llama), device_map="auto", max_memory=parse_max_memory(cap), batch_size=2
-    )
+    split = HFCausalLM(str(tiny_llama), HFOptions(device_map="auto", max_memory=cap), batch_size=2)
     placed = split.model.hf_device_map
     assert placed["model.layers.0"] == "cpu" and placed["model.layers.1"] == "disk", placed
-    one = HFCausalLM(str(tiny_llama), device="cpu", batch_size=2)
+    one = HFCausalLM(str(tiny_llama), HFOptions(device="cpu"), batch_size=2)
     got, want = split.loglikelihood(REQUESTS), one.loglikelihood(REQUESTS)
     for g, w in zip(got, want, strict=True):
         assert g == pytest.approx(w, abs=1e-4)

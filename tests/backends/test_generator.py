@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -177,21 +178,32 @@ def test_generate_command_answers_stop_once_the_json_parses(tiny_llama: Path) ->
 
 def _force(chat: LocalChat, ids: list[int]) -> None:
     """Make the model write ``ids`` (then EOS) whatever the prompt: a logits hook keyed
-    on how many tokens each row has generated so far."""
+    on the forward passes of each ``generate`` call (one per new token; the prefix run
+    outside it is left alone)."""
     import torch
 
     model = chat.model
     original: Callable[..., Any] = model.forward
-    state = {"start": 0}
+    original_generate: Callable[..., Any] = model.generate
+    state = {"active": False, "step": 0}
 
+    @functools.wraps(original_generate)
+    def generate(*args: Any, **kwargs: Any) -> Any:
+        state.update(active=True, step=0)
+        try:
+            return original_generate(*args, **kwargs)
+        finally:
+            state["active"] = False
+
+    # wraps: the hook shows forward's own parameters, so the backend hands the cache over
+    # under the name the installed transformers takes, as it does to the real forward.
+    @functools.wraps(original)
     def forward(*args: Any, **kwargs: Any) -> Any:
         out = original(*args, **kwargs)
-        mask = kwargs.get("attention_mask")
-        if mask is None:  # the prefix run: nothing is generated from it
+        if not state["active"]:  # the prefix run: nothing is generated from it
             return out
-        if kwargs["input_ids"].shape[1] > 1:
-            state["start"] = mask.shape[1]
-        step = mask.shape[1] - state["start"]
+        step = int(state["step"])
+        state["step"] = step + 1
         target = ids[step] if step < len(ids) else 1  # 1 = <eos>
         logits = torch.full_like(out.logits[:, -1:, :], -1e4)
         logits[..., target] = 0.0
@@ -199,6 +211,7 @@ def _force(chat: LocalChat, ids: list[int]) -> None:
         return out
 
     model.forward = forward
+    model.generate = generate
 
 
 @pytest.mark.parametrize(

@@ -221,7 +221,7 @@ def test_batch_sizes_1_and_7_give_the_same_records(
 def test_a_model_without_pad_id_is_run_one_pair_at_a_time(models: dict[str, Path]) -> None:
     pairs = [("A man sleeps.", "Nobody sleeps."), ("Two dogs run in the snow.", "Dogs move.")]
     pairs += [("A woman is reading a long book in the park today.", "She reads.")] * 2
-    clf = HFSequenceClassifier(str(models["llama_no_pad"]), device="cpu", batch_size=7)
+    clf = HFSequenceClassifier(str(models["llama_no_pad"]), HFOptions(device="cpu"), batch_size=7)
     assert clf.one_at_a_time and clf.labels == ("neutral", "contradiction", "entailment")
     own = _own_probs(models["llama_no_pad"], pairs, LLAMA_OUTPUTS)
     for row, mine in zip(clf.classify(pairs), own, strict=True):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from nlieval.backends import PromptTooLongError, ScoreRequest
+from nlieval.backends import HFOptions, PromptTooLongError, ScoreRequest
 from nlieval.backends.hf import HFCausalLM
 from nlieval.cli import main
 from nlieval.runs import loop
@@ -30,7 +30,7 @@ def _task(folder: Path, premises: dict[str, str]) -> Path:
 
 
 def test_the_backend_refuses_before_any_forward_pass(tiny_llama: Path) -> None:
-    lm = HFCausalLM(str(tiny_llama), device="cpu")
+    lm = HFCausalLM(str(tiny_llama), HFOptions(device="cpu"))
     assert lm.context_window == 2048  # the fixture's max_position_embeddings
     # About 3,000 tokens: under window x longest token in characters, so it is tokenized;
     # its length is checked against the tokenizer run on the whole text by itself.

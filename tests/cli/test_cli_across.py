@@ -13,6 +13,8 @@ from matplotlib.image import imread
 from nlieval.backends import stand_in
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
+from nlieval.runs import RunFolder
+from nlieval.types import Record
 from tests.helpers.hash_lm import HashLM
 
 
@@ -158,3 +160,72 @@ def test_dynamics_positions_from_a_table(
     capsys.readouterr()
     assert main([*argv, "--positions", str(table)]) == 2
     assert "step2000" in capsys.readouterr().err
+    # A missing or non-JSON table: one line naming it (a traceback before).
+    for bad, why in ((tmp_path / "none.json", ": no such file"), (table, ":1: invalid JSON")):
+        if bad == table:
+            table.write_text("{step1000: 1")
+        assert main([*argv, "--positions", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{bad}{why}" in err
+
+
+def _scored(folder: Path, model: str, ids: range, right: int) -> None:
+    # `right` of the items answered right (the first ones), the rest wrong.
+    labels = ("entailment", "neutral")
+    folder.mkdir()
+    RunFolder(folder).append(
+        [
+            Record("snli", f"snli-{i}", model, 0, 0, labels, (-0.1, -2.0), (0.87, 0.13),
+                   "entailment", "entailment" if n < right else "neutral")
+            for n, i in enumerate(ids)
+        ]
+    )  # fmt: skip
+
+
+def test_grid_refuses_cells_of_one_task_on_other_items_and_marks_them_on_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small, big, other = tmp_path / "small", tmp_path / "big", tmp_path / "other"
+    _scored(small, "m50", range(50), 25)  # 25/50 = 0.5
+    _scored(big, "m200", range(200), 150)  # 150/200 = 0.75
+    _scored(other, "o200", range(200, 400), 50)  # as many items as m200, other ones
+    assert main(["grid", str(small), str(big)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "m200 / snli (n=200), m50 / snli (n=50)" in err
+    assert "--allow-mixed" in err
+    assert main(["grid", str(big), str(other)]) == 2  # equal n, other ids: refused too
+    assert "m200 / snli (n=200), o200 / snli (n=200)" in capsys.readouterr().err
+    assert main(["grid", str(small), str(big), "--allow-mixed"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == ["| model | snli |", "|---|---|"]  # n differs: in each cell
+    assert lines[2:5] == [
+        "| m200 | 0.750 (n=200) † |",
+        "| m50 | 0.500 (n=50) † |",
+        "| Average | 0.625 † |",  # (0.5 + 0.75) / 2, over other items: marked too
+    ]
+    assert lines[-1].startswith("† scored on other items than a cell of the same task")
+    assert main(["grid", str(big), "--format", "csv", "--allow-mixed", "--no-average"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "m200,0.75,,,,200"  # nothing mixed
+
+
+def test_grid_shows_a_shared_n_once_and_digits_apply_to_csv(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    _scored(a, "ma", range(3), 1)  # 1/3
+    _scored(b, "mb", range(3), 2)  # 2/3
+    assert main(["grid", str(a), str(b)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| model | snli (n=3) |"
+    assert lines[2:] == ["| ma | 0.333 |", "| mb | 0.667 |", "| Average | 0.500 |"]
+    assert main(["grid", str(a), str(b), "--format", "csv", "--percent", "--digits", "1"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "model,snli mean,snli std,snli low,snli high,snli n",
+        "ma,33.3,,,,3",
+        "mb,66.7,,,,3",
+        "Average,50.0,,,,",
+    ]
+    assert main(["grid", str(a), "--format", "csv", "--no-average"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == f"ma,{1 / 3},,,,3"  # all digits
+    assert main(["grid", str(a), "--format", "json", "--digits", "2", "--no-average"]) == 0
+    assert json.loads(capsys.readouterr().out)["cells"][0]["mean"] == 0.33

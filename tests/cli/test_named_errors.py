@@ -64,8 +64,8 @@ def test_stats_warns_about_items_too_long_for_a_prompt(
     ds = read_items(data)
     with caplog.at_level(logging.WARNING):
         assert dataset_stats(ds)["long_items"] == 1  # 25,009 characters > 10,000
-    # Read without a field map, an item's id is its line number.
-    assert f"{data}: 1 item(s) of t/file longer than 10000 characters (ids: 2)" in caplog.text
+    # Read without a field map, an item's id is the row's own "id" field.
+    assert f"{data}: 1 item(s) of t/file longer than 10000 characters (ids: huge)" in caplog.text
 
 
 # --------------------------------------------------------------------------- report

@@ -818,7 +818,8 @@ def test_missing_field(tmp_path: Path, ext: str) -> None:
 
 
 def test_malformed_json_line(tmp_path: Path) -> None:
-    data = write_jsonl(tmp_path / "d.jsonl", [GOOD, '{"id": "2", "p": "A.', GOOD, "[1, 2]"])
+    third = {**GOOD, "id": "3"}
+    data = write_jsonl(tmp_path / "d.jsonl", [GOOD, '{"id": "2", "p": "A.', third, "[1, 2]"])
     with pytest.raises(DataError, match=r"d.jsonl:2: invalid JSON"):
         load_task(make_task(tmp_path, data))
     ds = load_task(make_task(tmp_path, data), skip_bad=True)

@@ -266,10 +266,13 @@ def test_a_one_option_task_is_refused(tmp_path: Path) -> None:
 
 
 def test_repeated_ids_never_collide_with_their_suffix(tmp_path: Path) -> None:
+    # An official file that repeats ids (alpha-NLI's story_id) gets #n suffixes.
     ids = ["x", "x", "x#2", "x", "y", "x#3"]
-    rows = "".join(json.dumps({**ROW, "id": i}) + "\n" for i in ids)
-    yml = _task(tmp_path, rows, "fields: {id: id}\n")
-    got = [it.id for it in load_task(str(yml)).items]
+    art = {"obs1": "A man sat.", "obs2": "He stood.", "hyp1": "He rested.", "hyp2": "He left."}
+    rows = "".join(json.dumps({**art, "story_id": i}) + "\n" for i in ids)
+    (tmp_path / "dev.jsonl").write_text(rows, encoding="utf-8")
+    (tmp_path / "dev-labels.lst").write_text("1\n" * len(ids), encoding="utf-8")
+    got = [it.id for it in load_task("alphanli", tmp_path).items]
     assert got == ["x", "x#4", "x#2", "x#5", "y", "x#3"]
     assert len(set(got)) == len(got)
 

@@ -180,10 +180,57 @@ def test_generate_takes_a_prompt_and_exemplar_file(
     argv = ["generate", "--task", "snli", "--limit", "1", "--api-base", "http://127.0.0.1:9"]
     bad = _write(
         tmp_path / "bad.yaml",
-        "kind: generate\nsystem: '{{ n.__class__ }}'\nuser: u\nassistant: a\n",
+        "kind: generate\nsystem: '{{ n.__class__ }}'\nuser: '{{ premise }}'\nassistant: a\n",
     )
     assert main([*argv, "--prompt", str(bad), "--out", str(tmp_path / "g")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("nlieval: error: system of prompt file") and "\n" not in err
     assert "bad.yaml line 1: refused" in err
     assert not (tmp_path / "g" / "records.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "text"),
+    [
+        (
+            "instruct",
+            MINE.replace("S1: {{ premise }} | S2: {{ hypothesis }}", "Classify this pair."),
+        ),
+        (
+            "generate",
+            "kind: generate\nsystem: S.\nuser: Write three.\nassistant: '{{ neutral }}'\n",
+        ),
+        ("generate", "kind: generate\nsystem: S.\nuser: '{{ \"premise\" }}'\nassistant: a\n"),
+    ],
+)
+def test_a_user_turn_naming_no_item_variable_is_one_line(
+    tmp_path: Path, kind: str, text: str
+) -> None:
+    # Every item would get the same prompt, and be scored against its own gold label.
+    path = _write(tmp_path / "same.yaml", text)
+    load = ip.InstructPrompt.load if kind == "instruct" else gp.GeneratePrompt.load
+    with pytest.raises(BadTemplate) as err:
+        load(path)
+    message = str(err.value)
+    assert message.startswith(f"user of prompt file {path}: names no item variable")
+    assert "\n" not in message
+
+
+def test_a_hypothesis_only_user_turn_is_a_prompt(tmp_path: Path) -> None:
+    path = _write(tmp_path / "hyp.yaml", MINE.replace("S1: {{ premise }} | ", ""))
+    prompt = ip.InstructPrompt.load(path)
+    assert prompt.user(Item("1", "A.", "B.", None)) == "S2: B."
+
+
+def test_instruct_with_a_prompt_naming_no_item_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = _write(
+        tmp_path / "same.yaml", MINE.replace("S1: {{ premise }} | S2: {{ hypothesis }}", "Go.")
+    )
+    out = tmp_path / "run"
+    argv = ["instruct", "--model", "m", "--api-base", "http://127.0.0.1:9", "--prompt", str(bad)]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "names no item variable" in err and "\n" not in err
+    assert not out.exists()

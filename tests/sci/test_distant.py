@@ -386,14 +386,11 @@ def test_cli_distant(
 
 # --------------------------------------------------------------------------- implicit
 
-# Adjacent pairs with no linker, checked by hand.
+# Adjacent pairs with no linker in either sentence, checked by hand. Left out: p1 1-2 and
+# 4-5, p2 3-4, p4 3-4 and p6 4-5, whose first sentence opens with a linker (the study's
+# rule: no linking phrase in either sentence).
 ADJACENT_UNMARKED = [
-    ("p1", 1, 2),
-    ("p1", 4, 5),
-    ("p2", 3, 4),
     ("p2", 4, 5),  # "In contrast to" is no linker
-    ("p4", 3, 4),  # nor is "Thus far"
-    ("p6", 4, 5),  # nor "That is" without a comma
     ("p5", 0, 1),
 ]
 
@@ -403,21 +400,38 @@ def test_implicit_candidates(corpus: list[Path]) -> None:
     adjacent = [(p.doc_id, p.i, p.j) for p in cands if p.adjacent]
     assert adjacent == ADJACENT_UNMARKED
     far = [p for p in cands if not p.adjacent]
-    # One non-adjacent candidate per adjacent one, per paper (as far as there are any).
+    # One non-adjacent candidate per adjacent one, per paper (as far as there are any);
+    # p5's only one: its sentences 3 and 4 open with linkers, so (0, 2).
     per_doc = {d: sum(1 for p in far if p.doc_id == d) for d in ("p1", "p2", "p4", "p5", "p6")}
-    assert per_doc == {"p1": 2, "p2": 2, "p4": 1, "p5": 1, "p6": 1}
+    assert per_doc == {"p1": 0, "p2": 1, "p4": 0, "p5": 1, "p6": 0}
+    assert [(p.i, p.j) for p in far if p.doc_id == "p5"] == [(0, 2)]
+    assert [p.i for p in far if p.doc_id == "p2"] == [0]  # 0 is p2's only plain start < 3
     assert all(p.j >= p.i + 2 and p.label is None for p in far)
     none = distant.implicit_candidates(_docs(corpus), nonadjacent_ratio=0.0)
-    assert all(p.adjacent for p in none) and len(none) == 7
+    assert all(p.adjacent for p in none) and len(none) == 2
+
+
+def test_no_implicit_pair_holds_a_sentence_that_opens_with_a_linker() -> None:
+    sents = (
+        "Therefore, the average effect is small.",
+        "The variance across sites is large.",
+        "However, few samples were taken.",
+        "Costs rose each year.",
+        "The budget was fixed.",
+        "Staff numbers fell.",
+    )
+    cands = distant.implicit_candidates([Document("d", (sents,))], seed=0, nonadjacent_ratio=5)
+    # By hand: sentences 0 and 2 open with a linker; the adjacent pairs of the others
+    # are (3, 4) and (4, 5); the non-adjacent ones (1, 3), (1, 4), (1, 5), (3, 5).
+    assert [(p.i, p.j) for p in cands if p.adjacent] == [(3, 4), (4, 5)]
+    assert sorted((p.i, p.j) for p in cands if not p.adjacent) == [(1, 3), (1, 4), (1, 5), (3, 5)]
 
 
 def _fake_probs(pair: Pair) -> list[float]:
-    # Confident contrasting on p1, unsure on p2, confident neutral elsewhere.
-    if pair.doc_id == "p1":
-        return [0.97, 0.01, 0.01, 0.01]
+    # p2: neutral on its adjacent pair, unsure on the other; p5: confident contrasting.
     if pair.doc_id == "p2":
-        return [0.4, 0.3, 0.2, 0.1]
-    return [0.02, 0.02, 0.01, 0.95]
+        return [0.02, 0.02, 0.01, 0.95] if pair.adjacent else [0.4, 0.3, 0.2, 0.1]
+    return [0.97, 0.01, 0.01, 0.01]
 
 
 def test_pseudo_label_threshold_and_adjacency(corpus: list[Path]) -> None:
@@ -429,22 +443,18 @@ def test_pseudo_label_threshold_and_adjacency(corpus: list[Path]) -> None:
         by_text = {(p.sentence1, p.sentence2): p for p in cands}
         return [_fake_probs(by_text[s]) for s in batch]
 
-    result = distant.pseudo_label(cands, classify, threshold=0.9, batch_size=4)
-    assert sum(calls) == len(cands) == 14 and max(calls) == 4
+    result = distant.pseudo_label(cands, classify, threshold=0.9, batch_size=3)
+    assert sum(calls) == len(cands) == 4 and calls == [3, 1]
     kept = {(p.doc_id, p.i, p.j, p.label.value if p.label else None) for p in result.pairs}
-    far = {(p.doc_id, p.i, p.j) for p in cands if not p.adjacent}
-    expected = {("p1", 1, 2, C), ("p1", 4, 5, C)} | {
-        (d, i, j, N) for d, i, j in far if d not in ("p1", "p2")
-    }
-    assert kept == expected
+    assert kept == {("p5", 0, 1, C)}
     assert result.stats == {
-        "candidates": 14,
-        "dropped_below_threshold": 4,  # p2: 2 adjacent + 2 non-adjacent
-        "dropped_adjacent_neutral": 3,  # p4, p6, p5 adjacent pairs called neutral
-        "dropped_nonadjacent_relation": 2,  # p1's non-adjacent pairs called contrasting
+        "candidates": 4,
+        "dropped_below_threshold": 1,  # p2's non-adjacent pair
+        "dropped_adjacent_neutral": 1,  # p2 4-5 called neutral
+        "dropped_nonadjacent_relation": 1,  # p5 0-2 called contrasting
     }
     assert all(p.confidence is not None and p.confidence >= 0.9 for p in result.pairs)
-    assert result.after == {C: 2, R: 0, E: 0, N: 3}
+    assert result.after == {C: 1, R: 0, E: 0, N: 0}
 
 
 def test_pseudo_label_checks_probabilities() -> None:
@@ -478,7 +488,7 @@ def test_cli_implicit_round_trip(
     assert args.handler(args) == 0
     assert "--scores" in capsys.readouterr().out
     cands = [json.loads(x) for x in (out / "candidates.jsonl").read_text().splitlines()]
-    assert len(cands) == 14 and all(c["label"] is None for c in cands)
+    assert len(cands) == 4 and all(c["label"] is None for c in cands)
     scores = tmp_path / "scores.jsonl"
     with scores.open("w") as fh:
         for c in cands:
@@ -489,7 +499,7 @@ def test_cli_implicit_round_trip(
     args = _parser().parse_args([*base, "--scores", str(scores)])
     assert args.handler(args) == 0
     ds = load_task(str(out / "implicit.yaml"))
-    assert ds.label_counts() == {C: 7, R: 0, E: 0, N: 7}
+    assert ds.label_counts() == {C: 2, R: 0, E: 0, N: 2}
     assert all(it.meta["adjacent"] == (it.label is Label.CONTRASTING) for it in ds.items)
 
 
@@ -515,12 +525,12 @@ def test_cli_implicit_with_classifier(
     monkeypatch.setattr(distant_build, "load_classifier", lambda folder: Fake())
     args = _parser().parse_args([*base, "--classifier", str(tmp_path), "--threshold", "0.5"])
     assert args.handler(args) == 0
-    assert "dropped_adjacent_neutral: 7" in capsys.readouterr().out
+    assert "dropped_adjacent_neutral: 2" in capsys.readouterr().out
     assert load_task(str(tmp_path / "o" / "implicit.yaml")).label_counts() == {
         C: 0,
         R: 0,
         E: 0,
-        N: 7,
+        N: 2,
     }
     # Without an importable classifier backend the command says so and fails.
     monkeypatch.setattr(distant_build, "load_classifier", lambda folder: None)
@@ -537,10 +547,62 @@ def test_load_classifier_rejects_other_folders(tmp_path: Path) -> None:
 def test_cli_implicit_bad_scores(corpus: list[Path], tmp_path: Path) -> None:
     base = _implicit_argv(corpus, tmp_path / "o")
     scores = tmp_path / "partial.jsonl"
-    scores.write_text('{"id": "p1:1-2", "probs": [1, 0, 0, 0]}\n')
+    scores.write_text('{"id": "p2:4-5", "probs": [1, 0, 0, 0]}\n')
     args = _parser().parse_args([*base, "--scores", str(scores)])
-    with pytest.raises(DataError, match="no scores for 13 of 14"):
+    with pytest.raises(DataError, match="no scores for 3 of 4"):
         args.handler(args)
-    scores.write_text('{"id": "p1:1-2", "probs": {"contrast": 1}}\n')
+    scores.write_text('{"id": "p2:4-5", "probs": {"contrast": 1}}\n')
     with pytest.raises(DataError, match="field 'probs'"):
         args.handler(args)
+
+
+def test_the_file_build_implicit_writes_is_an_instruct_exemplar_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nlieval.cli import main
+    from tests.sci.test_instruct_cli import ShapeChat, _records, _task, _use
+
+    paper = [
+        "Therefore, the average effect is small.",  # opens with a linker: in no pair
+        "Sites differ in size.",
+        "Sizes were measured twice.",
+        "Both measures agreed.",
+        "The agreement was expected.",
+    ]
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text(json.dumps({"id": "d", "text": paper}) + "\n")
+    out = tmp_path / "imp"
+    argv = ["build", "implicit", "--corpus", str(papers), "--out", str(out)]
+    assert main(argv) == 0
+    cands = [json.loads(x) for x in (out / "candidates.jsonl").read_text().splitlines()]
+    assert all(c["position"][0] != 0 for c in cands)
+    # By hand: adjacent 1-2, 2-3, 3-4 become contrasting, reasoning, entailment; the
+    # non-adjacent ones neutral (one of each class at least, as k = 4 needs).
+    by_start = {1: [1, 0, 0, 0], 2: [0, 1, 0, 0], 3: [0, 0, 1, 0]}
+    scores = tmp_path / "scores.jsonl"
+    scores.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": c["id"],
+                    "probs": by_start[c["position"][0]] if c["adjacent"] else [0, 0, 0, 1],
+                }
+            )
+            + "\n"
+            for c in cands
+        )
+    )
+    assert main([*argv, "--scores", str(scores)]) == 0
+    built = out / "implicit.jsonl"
+    assert "sentence1" in built.read_text() and "premise" not in built.read_text()
+    chat = ShapeChat()
+    _use(monkeypatch, chat)
+    run = tmp_path / "run"
+    argv = ["instruct", "--model", "fake/chat", "--task", str(_task(tmp_path)), "--shots", "4"]
+    argv += ["--runs", "1", "--exemplars", str(built), "--out", str(run), "--no-progress"]
+    assert main(argv) == 0
+    shots = {tuple(r["shots"]) for r in _records(run)}
+    ids = {json.loads(x)["id"] for x in built.read_text().splitlines()}
+    assert len(shots) == 1 and set(next(iter(shots))) <= ids
+    turns = [m["content"] for m in chat.seen[0] if m["role"] == "user"][:-1]
+    assert len(turns) == 4 and any("Sites differ in size." in t for t in turns)

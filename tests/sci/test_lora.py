@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 yaml = pytest.importorskip("yaml")
 
+from nlieval.backends import HFOptions  # noqa: E402
 from nlieval.backends.classifier import EncoderClassifier, encode_pairs, load_classifier  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from nlieval.runs import RunFolder  # noqa: E402
@@ -75,7 +76,7 @@ def test_lora_trains_saves_adapters_and_reloads_to_the_same_predictions(
     items = {it.id: it for it in load_task(task).items}
     pairs = [(items[r.item_id].premise, items[r.item_id].hypothesis) for r in records]
     for batch in (1, 7):
-        logp = EncoderClassifier(seed, device="cpu", batch_size=batch).classify(pairs)
+        logp = EncoderClassifier(seed, HFOptions(device="cpu"), batch_size=batch).classify(pairs)
         for r, row in zip(records, logp, strict=True):
             assert max(abs(a - b) for a, b in zip(r.loglik, row, strict=True)) < 1e-5
     # An independent reading: the base model plus the adapters through PEFT itself, the

@@ -19,6 +19,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from nlieval.backends import HFOptions  # noqa: E402
 from nlieval.backends.classifier import (  # noqa: E402
     EncoderClassifier,
     is_classifier_folder,
@@ -112,7 +113,7 @@ def _threshold(corpus: Path, checkpoint: Path) -> tuple[float, list[list[float]]
     computes them: chunks of 256), and a threshold between two distinct confidences
     about a quarter of the way up, so that the threshold drops some candidates."""
     cands = implicit_candidates(read_corpus([corpus]))
-    fn = classifier_fn(EncoderClassifier(checkpoint, device="cpu"))
+    fn = classifier_fn(EncoderClassifier(checkpoint, HFOptions(device="cpu")))
     probs: list[list[float]] = []
     for start in range(0, len(cands), 256):
         probs += [list(p) for p in fn([(c.sentence1, c.sentence2) for c in cands[start:][:256]])]

@@ -21,6 +21,7 @@ import pytest
 torch = pytest.importorskip("torch")
 yaml = pytest.importorskip("yaml")
 
+from nlieval.backends import HFOptions  # noqa: E402
 from nlieval.backends.classifier import (  # noqa: E402
     ClassifierError,
     EncoderClassifier,
@@ -336,7 +337,7 @@ def test_hypothesis_only_feeds_the_second_sentence(
     assert tok.decode(both["input_ids"][0]) == "[CLS] cat dog horse [SEP] a fish [SEP]"
     config = _config(tiny_bert, syn, tmp_path, hypothesis_only=True, epochs=1, limit=48)
     train(config, progress=False)
-    clf = EncoderClassifier(tmp_path / "seed0", device="cpu")
+    clf = EncoderClassifier(tmp_path / "seed0", HFOptions(device="cpu"))
     assert clf.meta.hypothesis_only
     a = clf.classify([("cat dog horse", "a fish")])
     b = clf.classify([("sheep goat cow bird", "a fish")])
@@ -383,7 +384,7 @@ def test_checkpoint_round_trip(tiny_bert: Path, syn: dict[str, str], tmp_path: P
     data = load_data(config)
     model, tok = build_model(config, data.labels, 0)
     result = fit(model, tok, data, config, 0, tmp_path / "ckpt", progress=False)
-    saved = EncoderClassifier(tmp_path / "ckpt", device="cpu")
+    saved = EncoderClassifier(tmp_path / "ckpt", HFOptions(device="cpu"))
     memory = EncoderClassifier.from_model(model, tok, saved.meta)
     assert saved.labels == LABELS and saved.meta.extra["epoch"] == result["best_epoch"]
     pairs = _pairs()
@@ -395,8 +396,8 @@ def test_checkpoint_round_trip(tiny_bert: Path, syn: dict[str, str], tmp_path: P
 
 def test_batch_size_does_not_change_results(trained: dict[str, Any]) -> None:
     folder = trained["seeds"][0]["checkpoint"]
-    one = EncoderClassifier(folder, device="cpu", batch_size=1).classify(_pairs())
-    many = EncoderClassifier(folder, device="cpu", batch_size=16).classify(_pairs())
+    one = EncoderClassifier(folder, HFOptions(device="cpu"), batch_size=1).classify(_pairs())
+    many = EncoderClassifier(folder, HFOptions(device="cpu"), batch_size=16).classify(_pairs())
     assert len(one) == len(many) == 40
     for a, b in zip(one, many, strict=True):
         assert a == pytest.approx(b, abs=1e-5)

@@ -27,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..ground import DataError
 from ..metrics import mean_std, point_metrics
 from ..runs import markdown_table
 from ..types import Record
@@ -53,13 +54,32 @@ def breakdown(records: Iterable[Record], by: Sequence[str]) -> list[dict[str, An
     """One row per model, checkpoint, task, k and value of each field in ``by``: the
     number of items (per seed), accuracy and macro F1 (mean over seeds, with ``*_std``),
     the per-class F1 (mean over seeds) and ``seeds``. Rows are sorted by their keys;
-    records whose field is missing are grouped under None.
+    records whose field is missing are grouped under None, and a field that holds a JSON
+    object or list is a :class:`~nlieval.ground.DataError` naming the record.
+
+    >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (0.7, 0.3), "a", "b",
+    ...            meta={"genre": {"x": 1}})
+    >>> breakdown([r], ["genre"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.ground.errors.DataError: field 'genre': record of item '1' (...) holds an object, ...
     """
     if not by:
         raise ValueError("name at least one field to break down by")
     groups: dict[tuple[Any, ...], dict[int, list[Record]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
-        key = (r.model, r.checkpoint, r.task, r.k, *(field_value(r, f) for f in by))
+        values = [field_value(r, f) for f in by]
+        for f, v in zip(by, values, strict=True):
+            if isinstance(v, (dict, list)):
+                # A group is one value; an object or list would be a TypeError (unhashable).
+                kind = "an object" if isinstance(v, dict) else "a list"
+                raise DataError(
+                    None,
+                    None,
+                    f,
+                    f"record of item {r.item_id!r} (model {r.model}, k {r.k}, seed {r.seed}) "
+                    f"holds {kind}, not a value to group by",
+                )
+        key = (r.model, r.checkpoint, r.task, r.k, *values)
         groups[key][r.seed].append(r)
     rows = []
     for key in sorted(groups, key=lambda k: tuple("" if v is None else str(v) for v in k)):

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from ..data import fleiss_kappa, label_change_share, load_task
@@ -40,6 +39,11 @@ from .label_distributions import (
     split_half_js,
 )
 from .predictions import load_official, official_prediction
+
+if TYPE_CHECKING:
+    # pandas takes half a second to import: loaded by the functions that build frames, so
+    # that `nlieval --help` (which imports every command's settings) does not pay it.
+    import pandas as pd
 
 __all__ = [
     "ALPHA_ORDER",
@@ -97,6 +101,8 @@ def _frame(
     correct_original: Sequence[bool],
     correct_majority: Sequence[bool],
 ) -> pd.DataFrame:
+    import pandas as pd
+
     df = pd.DataFrame(list(keys), columns=KEY)
     df["acc_original"] = np.asarray(correct_original, dtype=float)
     df["acc_majority"] = np.asarray(correct_majority, dtype=float)
@@ -153,6 +159,8 @@ def item_frame(records: Iterable[Record]) -> pd.DataFrame:
 
 
 def _as_frame(records: Iterable[Record] | pd.DataFrame) -> pd.DataFrame:
+    import pandas as pd
+
     return records if isinstance(records, pd.DataFrame) else item_frame(records)
 
 
@@ -197,6 +205,8 @@ def common_items(frame: pd.DataFrame) -> pd.DataFrame:
     >>> common_items(item_frame([])).empty
     True
     """
+    import pandas as pd
+
     if frame.empty:
         return frame
     systems = ["model", "checkpoint", "k", "seed"]

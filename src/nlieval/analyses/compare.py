@@ -58,11 +58,13 @@ def compare_runs(
     confidence: float = CONFIDENCE,
     seed: int = 0,
 ) -> list[dict[str, Any]]:
-    """One row per sweep point (task, checkpoint, k, seed) that both folders hold: items
-    scored by both (``n``) and by one side only, each side's accuracy and macro F1, McNemar
-    (exact), and the bootstrap interval and permutation p-value of B - A in accuracy and in
-    macro F1 (seeded by ``seed``; see :func:`nlieval.significance.paired_bootstrap`). Items
-    without a gold label are left out.
+    """One row per sweep point (task, checkpoint, k, seed) that both folders hold: the
+    folders and their models, items scored by both (``n``) and by one side only (counted,
+    and their ids in ``only_in_a_ids`` / ``only_in_b_ids``), each side's accuracy and
+    macro F1, McNemar (exact), and the bootstrap interval and permutation p-value of
+    B - A in accuracy and in macro F1 (seeded by ``seed``; see
+    :func:`nlieval.significance.paired_bootstrap`). Items without a gold label are left
+    out.
     """
     left, right = _by_point(a), _by_point(b)
     shared = sorted(set(left) & set(right), key=lambda p: (p[0], p[1] or "", p[2], p[3]))
@@ -101,9 +103,13 @@ def compare_runs(
                 "seed": s,
                 "model_a": next(iter(la.values())).model,
                 "model_b": next(iter(lb.values())).model,
+                "folder_a": str(a),
+                "folder_b": str(b),
                 "n": len(ids),
                 "only_in_a": len(set(la) - set(lb)),
                 "only_in_b": len(set(lb) - set(la)),
+                "only_in_a_ids": sorted(set(la) - set(lb)),
+                "only_in_b_ids": sorted(set(lb) - set(la)),
                 **{
                     f"{name}_{part}": value
                     for name, t in tests.items()
@@ -126,15 +132,52 @@ def compare_runs(
     return rows
 
 
-def comparison_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The rows of :func:`compare_runs` as a Markdown table.
+#: How many left-out item ids the table names per sweep point (the JSON rows hold all).
+NAMED = 5
 
-    >>> print(comparison_table([{"task": "t", "checkpoint": None, "k": 0, "seed": 0, "n": 4,
+
+def _sides(rows: Sequence[dict[str, Any]]) -> list[str]:
+    # A folder holds one model (_by_point): the first row names both sides.
+    r = rows[0]
+    return [
+        f"{side}: {r['folder_' + side.lower()]} ({r['model_' + side.lower()]})"
+        for side in ("A", "B")
+        if r.get("folder_" + side.lower()) is not None
+    ]
+
+
+def _left_out(r: dict[str, Any]) -> str | None:
+    parts = []
+    for side in ("a", "b"):
+        ids = r.get(f"only_in_{side}_ids") or []
+        if ids:
+            shown = ", ".join(str(i) for i in ids[:NAMED]) + (", ..." if len(ids) > NAMED else "")
+            parts.append(f"{len(ids)} only in {side.upper()} ({shown})")
+    if not parts:
+        return None
+    task = r["task"] + (f" @ {r['checkpoint']}" if r.get("checkpoint") else "")
+    return f"left out of {task} k={r['k']} seed={r['seed']}: {'; '.join(parts)}"
+
+
+def comparison_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The rows of :func:`compare_runs` as a Markdown table, under a line naming each side
+    (folder and model) and over a line per sweep point that left items out (how many
+    only one side scored, the first :data:`NAMED` of their ids).
+
+    >>> row = {"task": "t", "checkpoint": None, "k": 0, "seed": 0, "n": 4,
+    ...     "folder_a": "runs/x", "folder_b": "runs/y", "model_a": "m1", "model_b": "m2",
+    ...     "only_in_a_ids": [], "only_in_b_ids": ["7", "9"],
     ...     "accuracy_a": 0.5, "accuracy_b": 0.75, "accuracy_diff": 0.25,
     ...     "accuracy_ci": [0.0, 0.5], "accuracy_p": 1.0, "macro_f1_diff": 0.2,
     ...     "macro_f1_ci": [-0.1, 0.6], "a_only": 0, "b_only": 1, "mcnemar_p": 1.0,
-    ...     "confidence": 0.95}]).splitlines()[2].split(" | ")[4:8])
+    ...     "confidence": 0.95}
+    >>> lines = comparison_table([row]).splitlines()
+    >>> lines[:2]
+    ['A: runs/x (m1)', 'B: runs/y (m2)']
+    >>> lines[5].split(" | ")[4:8]
     ['0.500', '0.750', '+0.250 [+0.000, +0.500]', '1']
+    >>> lines[-1]
+    'left out of t k=0 seed=0: 2 only in B (7, 9)'
     """
     if not rows:
         return "(no shared items)"
@@ -161,4 +204,14 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> str:
                 f"{r['mcnemar_p']:.3g}",
             ]
         )
-    return "\n".join(markdown_table(head, body))
+    notes = [line for line in map(_left_out, rows) if line is not None]
+    sides = _sides(rows)
+    return "\n".join(
+        [
+            *sides,
+            *([""] if sides else []),
+            *markdown_table(head, body),
+            *([""] if notes else []),
+            *notes,
+        ]
+    )

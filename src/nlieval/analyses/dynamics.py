@@ -23,8 +23,16 @@ from .chaosnli import HumanBaseline, entropy_bins, score_records
 
 
 def checkpoint_order(folder: str | Path) -> list[str]:
-    """The checkpoints of a run folder in the order they were given (``--checkpoints``)."""
-    cfg = RunFolder(folder).read_config() or {}
+    """The checkpoints of a run folder in the order they were given (``--checkpoints``).
+
+    >>> checkpoint_order(run_dir + "/missing")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: .../missing: not a run folder (no config.json)
+    """
+    cfg = RunFolder(folder).read_config()
+    if cfg is None:
+        # Without this, a mistyped folder was called "made without --checkpoints".
+        raise ValueError(f"{folder}: not a run folder (no config.json)")
     if not cfg.get("checkpoints"):
         raise ValueError(f"{folder}: not a checkpoint run (made without --checkpoints)")
     return [str(c) for c in cfg["checkpoints"]]

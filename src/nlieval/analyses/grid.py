@@ -8,6 +8,11 @@ are several: the ChaosNLI table's task x {original, majority}), each cell a mean
 seeds with its std, an ``Average`` row over the table's rows, and optionally the gap of
 every row to a reference row (e.g. points over a hypothesis-only baseline).
 
+Every cell carries its number of items ``n``; when the rows say which items they were
+scored on (``item_ids``), the cells of one task must share one item set: a table that put
+a 50-item cell beside (or averaged it with) a 200-item cell of the same task is refused,
+unless ``allow_mixed``, which marks those cells instead.
+
 >>> rows = [{"model": "a", "task": "snli", "k": 0, "accuracy": 0.5, "accuracy_std": 0.1},
 ...         {"model": "b", "task": "snli", "k": 0, "accuracy": 0.7, "accuracy_std": 0.0},
 ...         {"model": "a", "task": "mnli", "k": 0, "accuracy": 0.4, "accuracy_std": 0.0}]
@@ -23,7 +28,7 @@ import io
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..metrics import group_records, listed, metrics
@@ -49,6 +54,10 @@ class Cell:
     std: float | None = None
     low: float | None = None
     high: float | None = None
+    #: Items scored (None: not known, or a derived cell).
+    n: int | None = None
+    #: Scored on other items than another cell of its task (or derived from such a cell).
+    mixed: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,7 @@ def grid(
     values: Sequence[str] = ("accuracy",),
     average: bool = True,
     reference: Mapping[str, Any] | None = None,
+    allow_mixed: bool = False,
 ) -> Grid:
     """Pivot metric rows into a :class:`Grid`.
 
@@ -105,6 +115,19 @@ def grid(
     rows that have it). ``reference`` names rows by some of their keys (``{"model":
     "hyp-only"}``): every other row gets a gap row ``<row> - <reference>`` of its
     differences to the reference row that shares its other keys (the same k, ...).
+
+    A row's ``n`` is its cells' item count; its ``item_ids`` (optional) the items it was
+    scored on. Cells of one task on different item sets are a ValueError naming them,
+    unless ``allow_mixed``: then they, and the Average and gap cells made from them, are
+    marked ``mixed``.
+
+    >>> rows = [{"model": "a", "task": "snli", "accuracy": 0.5, "n": 2, "item_ids": {"1", "2"}},
+    ...         {"model": "b", "task": "snli", "accuracy": 0.7, "n": 1, "item_ids": {"1"}}]
+    >>> grid(rows)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: the cells of task snli are scored on different items: a / snli (n=2), b / ...
+    >>> [(c.row, c.n, c.mixed) for c in grid(rows, allow_mixed=True).cells]
+    [(('a',), 2, True), (('b',), 1, True), (('Average',), None, True)]
     """
     index, columns = tuple(index), tuple(columns)
     if len(values) > 1 and "metric" not in index + columns:
@@ -113,6 +136,8 @@ def grid(
         if name not in KEYS and name != "metric":
             raise ValueError(f"unknown grid key {name!r}; use {', '.join(KEYS)} or metric")
     cells: dict[tuple[tuple[Any, ...], tuple[Any, ...]], Cell] = {}
+    # Per task, the item set of each of its cells (rows that say which items they hold).
+    item_sets: dict[Any, dict[tuple[tuple[Any, ...], tuple[Any, ...]], frozenset[str]]] = {}
     for r in rows:
         for metric in values:
             if metric not in r:
@@ -127,6 +152,7 @@ def grid(
             seeds = r.get("seeds")
             one_seed = isinstance(seeds, Sequence) and len(seeds) < 2
             ci = r.get(f"{metric}_ci")
+            n = r.get("n")
             cells[(rk, ck)] = Cell(
                 rk,
                 ck,
@@ -134,9 +160,15 @@ def grid(
                 None if std is None or one_seed else float(std),
                 None if ci is None else float(ci[0]),
                 None if ci is None else float(ci[1]),
+                None if n is None else int(n),
             )
+            if r.get("item_ids") is not None:
+                item_sets.setdefault(r.get("task"), {})[(rk, ck)] = frozenset(r["item_ids"])
     if not cells:
         raise ValueError(f"no rows hold {', '.join(values)}")
+    mixed = _mixed_cells(cells, item_sets, allow_mixed)
+    for key in mixed:
+        cells[key] = replace(cells[key], mixed=True)
     row_keys = sorted({k[0] for k in cells}, key=lambda k: _sort_key(k, index, values))
     col_keys = sorted({k[1] for k in cells}, key=lambda k: _sort_key(k, columns, values))
     out = list(cells.values())
@@ -166,17 +198,43 @@ def grid(
             for ck in col_keys:
                 a, b = cells.get((rk, ck)), cells.get((ref, ck))
                 if a is not None and b is not None:
-                    out.append(Cell(gap, ck, a.mean - b.mean))
+                    out.append(Cell(gap, ck, a.mean - b.mean, mixed=a.mixed or b.mixed))
             extra_rows.append(gap)
     if average:
         avg = (AVERAGE,) + ("",) * (len(index) - 1)
         for ck in col_keys:
-            vals = [cells[(rk, ck)].mean for rk in row_keys if (rk, ck) in cells]
-            vals = [v for v in vals if not math.isnan(v)]
-            if vals:
-                out.append(Cell(avg, ck, sum(vals) / len(vals)))
+            used = [cells[(rk, ck)] for rk in row_keys if (rk, ck) in cells]
+            used = [c for c in used if not math.isnan(c.mean)]
+            if used:
+                mean = sum(c.mean for c in used) / len(used)
+                out.append(Cell(avg, ck, mean, mixed=any(c.mixed for c in used)))
         extra_rows.insert(0, avg)
     return Grid(index, columns, tuple(row_keys) + tuple(extra_rows), tuple(col_keys), tuple(out))
+
+
+def _mixed_cells(
+    cells: Mapping[tuple[tuple[Any, ...], tuple[Any, ...]], Cell],
+    item_sets: Mapping[Any, Mapping[tuple[tuple[Any, ...], tuple[Any, ...]], frozenset[str]]],
+    allow: bool,
+) -> list[tuple[tuple[Any, ...], tuple[Any, ...]]]:
+    # Cells of one task are compared (side by side, in the Average, in a gap) only on one
+    # item set; different tasks have different items by design.
+    out = []
+    for task, sets in item_sets.items():
+        if len(set(sets.values())) < 2:
+            continue
+        if not allow:
+            named = [
+                f"{_label(rk)} / {_label(ck)} (n={len(ids)})" for (rk, ck), ids in sets.items()
+            ]
+            more = f" and {len(named) - 6} more" if len(named) > 6 else ""
+            raise ValueError(
+                f"the cells of task {task} are scored on different items: "
+                f"{', '.join(named[:6])}{more}; score them on the same items, "
+                "or pass --allow-mixed to mark them"
+            )
+        out += list(sets)
+    return out
 
 
 def intervals(
@@ -241,7 +299,21 @@ def _label(key: tuple[Any, ...]) -> str:
     return " ".join(str(v) for v in key if v not in (None, ""))
 
 
-def _fmt(cell: Cell | None, scale: float, digits: int) -> str:
+#: How Markdown marks a mixed cell, and the note under the table that says why.
+MIXED_MARK = "†"
+MIXED_NOTE = f"{MIXED_MARK} scored on other items than a cell of the same task (--allow-mixed)"
+
+
+#: Markdown's digits after the point when none are asked for (CSV and JSON keep all).
+DIGITS = 3
+
+
+def _num(value: float, scale: float, digits: int | None) -> float:
+    # The written value of CSV and JSON: scaled, and rounded when digits are asked for.
+    return value * scale if digits is None else round(value * scale, digits)
+
+
+def _fmt(cell: Cell | None, scale: float, digits: int, with_n: bool) -> str:
     if cell is None or math.isnan(cell.mean):
         return "–"
     text = f"{cell.mean * scale:.{digits}f}"
@@ -249,20 +321,41 @@ def _fmt(cell: Cell | None, scale: float, digits: int) -> str:
         text += f" ± {cell.std * scale:.{digits}f}"
     if cell.low is not None and cell.high is not None:
         text += f" [{cell.low * scale:.{digits}f}, {cell.high * scale:.{digits}f}]"
-    return text
+    if with_n and cell.n is not None:
+        text += f" (n={cell.n})"
+    return text + (f" {MIXED_MARK}" if cell.mixed else "")
 
 
-def render_grid(g: Grid, fmt: str = "md", *, percent: bool = False, digits: int = 3) -> str:
-    """A grid as Markdown (``md``), CSV (``csv``: mean and std columns) or JSON (``json``:
-    the cells). ``percent`` prints values x 100 (the papers' tables).
+def _column_n(g: Grid, col: tuple[Any, ...]) -> int | None:
+    """The one n of a column's scored cells (None: they differ, or none is known)."""
+    ns = {c.n for c in g.cells if c.column == col and c.n is not None}
+    return ns.pop() if len(ns) == 1 else None
 
-    >>> g = grid([{"model": "a", "task": "t", "accuracy": 0.5}], average=False)
+
+def render_grid(
+    g: Grid, fmt: str = "md", *, percent: bool = False, digits: int | None = None
+) -> str:
+    """A grid as Markdown (``md``), CSV (``csv``: mean, std, interval and n columns) or
+    JSON (``json``: the cells). ``percent`` prints values x 100 (the papers' tables);
+    every format rounds them to ``digits`` (None: :data:`DIGITS` in Markdown, all digits
+    in CSV and JSON). Markdown gives a column's n in its heading
+    when its cells share one, else in each cell, and marks mixed cells with
+    :data:`MIXED_MARK` and a note under the table.
+
+    >>> g = grid([{"model": "a", "task": "t", "accuracy": 0.5, "n": 200}], average=False)
     >>> print(render_grid(g, percent=True, digits=1))
-    | model | t |
+    | model | t (n=200) |
     |---|---|
     | a | 50.0 |
+    >>> print(render_grid(g, "csv", percent=True, digits=1), end="")
+    model,t mean,t std,t low,t high,t n
+    a,50.0,,,,200
     """
     scale = 100.0 if percent else 1.0
+
+    def num(value: float | None) -> float | None:
+        return None if value is None else _num(value, scale, digits)
+
     if fmt == "json":
         return json.dumps(
             {
@@ -272,36 +365,56 @@ def render_grid(g: Grid, fmt: str = "md", *, percent: bool = False, digits: int 
                     {
                         "row": list(c.row),
                         "column": list(c.column),
-                        "mean": c.mean,
-                        "std": c.std,
-                        "low": c.low,
-                        "high": c.high,
+                        "mean": num(c.mean),
+                        "std": num(c.std),
+                        "low": num(c.low),
+                        "high": num(c.high),
+                        "n": c.n,
+                        "mixed": c.mixed,
                     }
                     for c in g.cells
                 ],
             },
             indent=2,
         )
-    head = [*g.index, *(" / ".join(str(v) for v in col) for col in g.cols)]
+    names = [" / ".join(str(v) for v in col) for col in g.cols]
+    any_mixed = any(c.mixed for c in g.cells)
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        parts = ("mean", "std", "low", "high")
-        w.writerow([*g.index, *(f"{h} {part}" for h in head[len(g.index) :] for part in parts)])
+        parts = ("mean", "std", "low", "high", "n", *(("mixed",) if any_mixed else ()))
+        w.writerow([*g.index, *(f"{h} {part}" for h in names for part in parts)])
         for rk in g.rows:
             line: list[Any] = list(rk)
             for ck in g.cols:
                 c = g.value(rk, ck)
-                line += [
-                    "" if c is None or getattr(c, part) is None else getattr(c, part) * scale
-                    for part in parts
-                ]
+                for part in parts:
+                    value = None if c is None else getattr(c, part)
+                    if part == "mixed":
+                        line.append("yes" if value else "")
+                    elif value is None:
+                        line.append("")
+                    else:
+                        line.append(value if part == "n" else _num(value, scale, digits))
             w.writerow(line)
         return buf.getvalue()
     if fmt != "md":
         raise ValueError(f"unknown format {fmt!r}: md, csv or json")
+    digits = DIGITS if digits is None else digits
+    col_n = [_column_n(g, ck) for ck in g.cols]
+    head = [
+        *g.index,
+        *(name if n is None else f"{name} (n={n})" for name, n in zip(names, col_n, strict=True)),
+    ]
     body = [
-        [*(str(v) for v in rk), *(_fmt(g.value(rk, ck), scale, digits) for ck in g.cols)]
+        [
+            *(str(v) for v in rk),
+            *(
+                _fmt(g.value(rk, ck), scale, digits, with_n=n is None)
+                for ck, n in zip(g.cols, col_n, strict=True)
+            ),
+        ]
         for rk in g.rows
     ]
-    return "\n".join(markdown_table(head, body))
+    lines = markdown_table(head, body)
+    return "\n".join([*lines, *(("", MIXED_NOTE) if any_mixed else ())])

@@ -1,12 +1,14 @@
-"""Import prediction files of classifiers made elsewhere into a run folder.
+"""Import prediction files of models made elsewhere into a run folder.
 
 The predictions (:mod:`nlieval.analyses.predictions`: Baan et al. 2022, the official
-ChaosNLI format, a plain jsonl) are matched by id to the items of a ChaosNLI set and
-written as records (one per matched item, ``k`` 0, the file's seed) through the resumable
-loop of every command, so that ``nlieval chaosnli`` and ``nlieval plots`` show the
-classifiers beside language models. Items of a file that the ChaosNLI set lacks are
-counted and left out; a label the file gives for an item (Baan's ``true``) is compared
-with the ChaosNLI original label, which checks the file's label order.
+ChaosNLI format, a plain jsonl of distributions, a file of labels, the HANS prediction
+files) are matched by id to the items of a task and written as records (one per matched
+item, ``k`` 0, the file's seed) through the resumable loop of every command, so that
+``grid``, ``compare``, ``items``, ``figure``, ``nlieval chaosnli`` and ``nlieval plots``
+show them beside the models nlieval ran. Ids of a file that the task lacks, and items of
+the task the file gives nothing for, are counted and the first ones named; a label the
+file gives for an item (Baan's ``true``) is compared with the task's gold label, which
+checks the file's label order.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..data import DATA_DIR_HELP, Dataset, load_task
-from ..runs import RunFolder, Step, execute, finalize, markdown_table
+from ..metrics import summarize
+from ..runs import RunFolder, Step, execute, finalize, markdown_table, metrics_table
 from ..settings import setting
 from ..types import Item, Label, Record
 from . import chaosnli, predictions
@@ -39,8 +42,9 @@ def label_order(text: str) -> tuple[str, ...] | None:
 
 @dataclass(frozen=True)
 class ImportConfig:
-    """What ``nlieval chaosnli-import`` was asked to do. ``format`` "auto" picks each
-    file's format from its name (:func:`~nlieval.analyses.predictions.detect_format`);
+    """What ``nlieval import`` (``chaosnli-import``) was asked to do. ``format`` "auto"
+    picks each file's format from its name
+    (:func:`~nlieval.analyses.predictions.detect_format`);
     ``task``, ``model`` and ``seed`` override what a file name says (Baan et al.) and are
     needed for files that say nothing; ``label_order`` is the order of a jsonl file's
     probabilities (default: the task's, [e, n, c] or [1, 2]). A folder may take more
@@ -54,17 +58,17 @@ class ImportConfig:
     """
 
     files: tuple[str, ...] = setting(
-        help="prediction files (.json, .jsonl, .gz)", positional=True, nargs="+"
+        help="prediction files (.json, .jsonl, .csv, .tsv, .txt, .gz)", positional=True, nargs="+"
     )
     format: str = setting(
         "auto",
-        help="file format [auto: Baan et al. file names, .json official, else jsonl]",
+        help="file format [auto: Baan et al. file names, .json official ChaosNLI, "
+        ".csv/.tsv labels, HANS *preds*.txt hans, else jsonl]",
         choices=("auto", *predictions.FORMATS),
     )
     task: str | None = setting(
         None,
-        help="the ChaosNLI set (needed unless the file names say it)",
-        choices=CHAOSNLI_TASKS,
+        help="the task the predictions are for (needed unless the file names say it)",
     )
     model: str | None = setting(None, help="model name (needed for jsonl)")
     seed: int | None = setting(None, help="seed to record [file name, or 0]")
@@ -102,9 +106,13 @@ def read_predictions(
         sets = [found]
     else:
         if config.task is None:
-            raise ValueError(f"{path}: a {fmt} file does not name its ChaosNLI set; give --task")
+            raise ValueError(f"{path}: a {fmt} file does not name its task; give --task")
         labels = labels_of(config.task)
-        if fmt == "chaosnli":
+        if fmt in ("labels", "hans"):
+            if config.model is None:
+                raise ValueError(f"{path}: a {fmt} file does not name its model; give --model")
+            sets = [predictions.read_labels(path, labels, model=config.model, hans=fmt == "hans")]
+        elif fmt == "chaosnli":
             sets = predictions.read_official(path, labels, config.task)
         else:
             if config.model is None:
@@ -141,19 +149,47 @@ class _Planned:
     unmatched: int
     gold_checked: int
     gold_agree: int
+    #: The first ids of the file that the task lacks, and the first items of the task
+    #: the file gives no prediction for (their count is ``missing``).
+    unmatched_ids: tuple[str, ...] = ()
+    missing: int = 0
+    missing_ids: tuple[str, ...] = ()
+
+
+#: How many ids a listing of unmatched or missing ones names.
+SHOWN_IDS = 3
 
 
 def _plan(sets: Sequence[PredictionSet], datasets: Mapping[str, Dataset]) -> list[_Planned]:
     planned = []
     for s in sets:
         if s.task is None or s.task not in datasets:
-            raise ValueError(f"{s.path}: {s.task!r} is not a ChaosNLI set ({list(CHAOSNLI_TASKS)})")
+            raise ValueError(f"{s.path}: no task for these predictions; give --task")
         by_id = {it.id: it for it in datasets[s.task].items}
         matched = tuple((p, by_id[p.item_id]) for p in s.predictions if p.item_id in by_id)
         with_gold = [(p, it) for p, it in matched if p.gold is not None and it.label is not None]
         agree = sum(1 for p, it in with_gold if it.label is not None and p.gold == it.label.value)
+        if not matched:
+            ids = ", ".join(p.item_id for p in s.predictions[:SHOWN_IDS])
+            raise ValueError(
+                f"{s.path}: none of its {len(s.predictions)} ids (first: {ids}) names an item "
+                f"of {s.task} (its ids: {', '.join(list(by_id)[:SHOWN_IDS])}, ...): the file "
+                "was made for another copy of the task"
+            )
+        given = {p.item_id for p in s.predictions}
+        unmatched = [p.item_id for p in s.predictions if p.item_id not in by_id]
+        missing = [i for i in by_id if i not in given]
         planned.append(
-            _Planned(s, matched, len(s.predictions) - len(matched), len(with_gold), agree)
+            _Planned(
+                s,
+                matched,
+                len(unmatched),
+                len(with_gold),
+                agree,
+                tuple(unmatched[:SHOWN_IDS]),
+                len(missing),
+                tuple(missing[:SHOWN_IDS]),
+            )
         )
     return planned
 
@@ -170,7 +206,12 @@ def _record(p: Prediction, item: Item, s: PredictionSet, labels: Sequence[str]) 
         probs=tuple(p.probs),
         pred=predictions.predicted_label(p, labels),
         gold=item.label.value if item.label is not None else None,
-        meta={**dict(item.meta), "imported_from": p.where, "format": s.format},
+        meta={
+            **dict(item.meta),
+            "imported_from": p.where,
+            "format": s.format,
+            **({"label_only": True} if p.label_only else {}),
+        },
     )
 
 
@@ -184,8 +225,10 @@ def import_predictions(
     """Read every file of ``config`` (all files are read and checked before anything is
     written), write the matched predictions as records of the run folder ``out_dir``
     (resumable: records already there are skipped) and return ``files`` (per prediction
-    set: rows, items matched by id, unmatched, and the label check) and ``scores``
-    (:func:`~nlieval.analyses.chaosnli.score_records` of the folder's records).
+    set: rows, items matched by id, ids the task lacks, items given nothing, and the
+    label check), ``scores`` (:func:`~nlieval.analyses.chaosnli.score_records` of the
+    folder's records of ChaosNLI sets) and ``rows`` (:func:`~nlieval.metrics.summarize`
+    of its records of other tasks).
 
     >>> import json  # a ChaosNLI set of one item, and predictions for it and for another
     >>> _ = (Path(run_dir) / "chaosNLI_snli.jsonl").write_text(json.dumps({"uid": "u1",
@@ -196,14 +239,13 @@ def import_predictions(
     >>> cfg = ImportConfig((f"{run_dir}/p.jsonl",), task="chaosnli_snli", model="bert",
     ...                    data_dir=run_dir)
     >>> out = import_predictions(cfg, f"{run_dir}/run")
-    >>> out["files"][0]["matched"], out["files"][0]["unmatched"], out["scores"][0]["acc_original"]
-    (1, 1, 1.0)
+    >>> f = out["files"][0]
+    >>> f["matched"], f["unmatched_ids"], out["scores"][0]["acc_original"]
+    (1, ('u9',), 1.0)
     """
     datasets: dict[str, Dataset] = {}
 
     def dataset(task: str) -> Dataset:
-        if task not in CHAOSNLI_TASKS:
-            raise ValueError(f"{task!r} is not a ChaosNLI set ({list(CHAOSNLI_TASKS)})")
         if task not in datasets:
             datasets[task] = load_task(task, config.data_dir)
         return datasets[task]
@@ -276,13 +318,22 @@ def import_predictions(
             "rows": len(pl.pset.predictions),
             "matched": len(pl.matched),
             "unmatched": pl.unmatched,
+            "unmatched_ids": pl.unmatched_ids,
+            "missing": pl.missing,
+            "missing_ids": pl.missing_ids,
             "task_items": len(datasets[str(pl.pset.task)]),
             "gold_checked": pl.gold_checked,
             "gold_agree": pl.gold_agree,
         }
         for pl in planned
     ]
-    return {"files": files, "scores": chaosnli.score_records(folder.iter_records())}
+    chaos = [r for r in folder.iter_records() if r.task in CHAOSNLI_TASKS]
+    others = [r for r in folder.iter_records() if r.task not in CHAOSNLI_TASKS]
+    return {
+        "files": files,
+        "scores": chaosnli.score_records(chaos) if chaos else [],
+        "rows": summarize(others),
+    }
 
 
 def _record_key(s: PredictionSet, pair: tuple[Prediction, Item]) -> Any:
@@ -340,20 +391,34 @@ def _refuse_saved(pl: _Planned, saved: Mapping[Any, Record], labels: Sequence[st
             )
 
 
-def format_import(result: Mapping[str, Any]) -> str:
-    """The per-file table of :func:`import_predictions`, then the ChaosNLI scores.
+def _ids(count: int, first: Sequence[str]) -> str:
+    if not count:
+        return "0"
+    more = ", ..." if count > len(first) else ""
+    return f"{count} ({', '.join(first)}{more})"
 
-    >>> print(format_import({"files": [], "scores": []}).splitlines()[0])
-    | file | model | seed | task | rows | matched by id | not in ChaosNLI | file label = original |
+
+def format_import(result: Mapping[str, Any]) -> str:
+    """The per-file table of :func:`import_predictions` (ids the task lacks and items
+    the file gives nothing for, counted and the first named), then the scores: ChaosNLI's
+    for ChaosNLI sets, the results table for other tasks.
+
+    >>> print(format_import({"files": [], "scores": [], "rows": []}).splitlines()[0][:45])
+    | file | model | seed | task | rows | matched
     """
-    head = ["file", "model", "seed", "task", "rows", "matched by id", "not in ChaosNLI"]
-    head.append("file label = original")
+    head = ["file", "model", "seed", "task", "rows", "matched by id", "ids not in the task"]
+    head += ["items without one", "file label = gold"]
     body = []
     for f in result["files"]:
         check = f"{f['gold_agree']}/{f['gold_checked']}" if f["gold_checked"] else "-"
         body.append(
             [Path(f["file"]).name, f["model"], str(f["seed"]), str(f["task"]), str(f["rows"]),
-             f"{f['matched']} of {f['task_items']}", str(f["unmatched"]), check]
+             f"{f['matched']} of {f['task_items']}", _ids(f["unmatched"], f["unmatched_ids"]),
+             _ids(f["missing"], f["missing_ids"]), check]
         )  # fmt: skip
-    table = "\n".join(markdown_table(head, body))
-    return table + "\n\n" + chaosnli.format_table(result["scores"])
+    parts = ["\n".join(markdown_table(head, body))]
+    if result["scores"]:
+        parts.append(chaosnli.format_table(result["scores"]))
+    if result.get("rows"):
+        parts.append(metrics_table(result["rows"]))
+    return "\n\n".join(parts)

@@ -33,15 +33,15 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy.spatial.distance import jensenshannon
-from scipy.stats import entropy
 
 from ..types import ALPHA, NLI3
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,11 @@ def item_divergences(
     >>> float(d["js_distance"][0]), float(d["kl"][0])
     (0.0, 0.0)
     """
+    # scipy.spatial and scipy.stats take a second to import: loaded here, where they are
+    # used, not by every command that imports this package (`nlieval --help`).
+    from scipy.spatial.distance import jensenshannon
+    from scipy.stats import entropy
+
     h = human_distribution(human_counts_or_dists)
     m = model_distribution(model_probs)
     if h.shape != m.shape:
@@ -140,6 +145,8 @@ def entropy_bits(counts: ArrayLike) -> NDArray[np.float64]:
     >>> entropy_bits([[50, 50], [100, 0]]).tolist()
     [1.0, 0.0]
     """
+    from scipy.stats import entropy  # slow to import: see item_divergences
+
     return np.asarray(entropy(np.atleast_2d(np.asarray(counts, float)), base=2, axis=1))
 
 
@@ -181,6 +188,8 @@ class HumanBaseline:
 def _split_half(
     counts: tuple[int, ...], splits: int, seed: int, item_id: str
 ) -> tuple[float, float]:
+    from scipy.spatial.distance import jensenshannon  # slow to import: see item_divergences
+
     c = np.asarray(counts, dtype=np.int64)
     # Seeded per item (not per call order) so an item gets the same halves whatever
     # other items or systems are scored beside it.

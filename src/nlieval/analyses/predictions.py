@@ -1,8 +1,8 @@
 """Prediction files of classifiers made elsewhere: the one reader of each format.
 
-Three formats give a probability distribution per item id, so that fine-tuned classifiers
-can be compared with language models on ChaosNLI (:mod:`nlieval.analyses.imports` turns
-them into run folders):
+Three formats give a probability distribution per item id, and two a predicted label per
+item id, so that classifiers made elsewhere can be compared with language models on any
+task (:mod:`nlieval.analyses.imports` turns them into run folders):
 
 ``baan2022``
     The files of Baan et al. (2022), ``{SNLI,MNLI}_{dev,test}_{model}_{seed}.json[l][.gz]``:
@@ -17,6 +17,16 @@ them into run folders):
     One object per line: ``id`` (or ``uid``) and ``probs`` (or ``probabilities``,
     ``predicted_probabilities``, ``logits``), optionally ``pred`` (a label); the
     probabilities in the task's label order unless another order is given.
+``labels``
+    A predicted label per item, from a ``.jsonl``, ``.csv`` or ``.tsv`` file: the id in
+    ``id``, ``uid`` or ``pairID``, the label in ``pred``, ``prediction``, ``label`` or
+    ``predicted_label``. A label alone is no distribution: the record keeps a one-hot
+    distribution and no log-likelihood (``gold NLL`` is n/a for it).
+``hans``
+    The HANS prediction files of McCoy et al. (2019), ``bert_preds.txt`` and kin: a csv
+    ``pairID,gold_label`` whose second column, despite its name, holds each item's
+    predicted label. On a two-way task (entailment / non-entailment) the 3-way
+    predictions neutral and contradiction both count as non-entailment, HANS's own rule.
 
 Every bad entry raises ``ValueError`` with one line naming the file, the line (or the
 model and uid of a JSON document) and the field.
@@ -24,7 +34,6 @@ model and uid of a JSON document) and the field.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,15 +42,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from scipy.special import softmax
 
 from .. import ground
 from ..types import Label
 
 #: How far from 1 a file's predicted probabilities may sum (rounding in the file).
 PROB_TOLERANCE = 1e-3
-Format = Literal["baan2022", "chaosnli", "jsonl"]
-FORMATS: tuple[str, ...] = ("baan2022", "chaosnli", "jsonl")
+Format = Literal["baan2022", "chaosnli", "jsonl", "labels", "hans"]
+FORMATS: tuple[str, ...] = ("baan2022", "chaosnli", "jsonl", "labels", "hans")
 #: Baan et al.'s label indices (verified against the SNLI gold labels; see SOURCES.md).
 BAAN_ORDER: tuple[str, ...] = ("entailment", "contradiction", "neutral")
 BAAN_NAME = re.compile(
@@ -50,6 +58,8 @@ BAAN_NAME = re.compile(
 BAAN_TASKS = {"SNLI": "chaosnli_snli", "MNLI": "chaosnli_mnli"}
 PROB_FIELDS = ("probs", "probabilities", "predicted_probabilities")
 ID_FIELDS = ("id", "uid")
+LABEL_ID_FIELDS = ("id", "uid", "pairID")
+LABEL_FIELDS = ("pred", "prediction", "label", "predicted_label")
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,8 @@ class Prediction:
     pred: str | None
     where: str
     gold: str | None = None
+    #: The file gave a label, not a distribution: ``probs`` is one-hot.
+    label_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,16 +92,22 @@ class PredictionSet:
 
 def detect_format(path: str | Path) -> Format:
     """The format a file name suggests: Baan et al.'s names, ``.json`` (one document:
-    official ChaosNLI), else jsonl.
+    official ChaosNLI), ``.csv``/``.tsv`` (labels), HANS's ``*preds*.txt``, else jsonl.
 
     >>> detect_format("SNLI_dev_roberta-base_0.jsonl.gz"), detect_format("p.json")
     ('baan2022', 'chaosnli')
+    >>> detect_format("bert_preds.txt"), detect_format("mine.csv"), detect_format("p.jsonl")
+    ('hans', 'labels', 'jsonl')
     """
     name = Path(path).name
     if BAAN_NAME.match(name):
         return "baan2022"
     if name.endswith(".json"):
         return "chaosnli"
+    if name.lower().removesuffix(".gz").endswith((".csv", ".tsv")):
+        return "labels"
+    if "preds" in name and name.endswith(".txt"):
+        return "hans"
     return "jsonl"
 
 
@@ -118,6 +136,9 @@ def probabilities(values: Any, width: int, where: str, name: str) -> list[float]
     if not np.isfinite(arr).all():
         raise ValueError(f"{where}: {name} must be finite, got {arr.tolist()}")
     if name == "logits":
+        # scipy is slow to import: loaded only for a file of logits.
+        from scipy.special import softmax
+
         return [float(x) for x in softmax(arr)]
     if (arr < 0).any() or abs(float(arr.sum()) - 1.0) > PROB_TOLERANCE:
         raise ValueError(
@@ -131,10 +152,10 @@ def _field(row: Mapping[str, Any], names: Sequence[str]) -> str | None:
     return next((n for n in names if n in row), None)
 
 
-def _item_id(row: Mapping[str, Any], where: str) -> str:
-    name = _field(row, ID_FIELDS)
+def _item_id(row: Mapping[str, Any], where: str, names: Sequence[str] = ID_FIELDS) -> str:
+    name = _field(row, names)
     if name is None:
-        raise ValueError(f"{where}: no item id (field 'id' or 'uid')")
+        raise ValueError(f"{where}: no item id (field {' or '.join(map(repr, names))})")
     value = row[name]
     if isinstance(value, bool) or not isinstance(value, str | int) or str(value) == "":
         raise ValueError(f"{where}: {name} must be a non-empty string, got {value!r}")
@@ -208,6 +229,10 @@ def read_baan2022(
     )
 
 
+#: The largest official prediction file read (all models of one ChaosNLI set are a few MB).
+MAX_OFFICIAL_BYTES = 1 << 28
+
+
 def load_official(path: str | Path) -> Mapping[str, Mapping[str, Any]]:
     """The raw ``{model: {uid: prediction}}`` of an official ChaosNLI prediction file.
 
@@ -219,13 +244,8 @@ def load_official(path: str | Path) -> Mapping[str, Mapping[str, Any]]:
     Traceback (most recent call last):
     ValueError: .../p.json: expected {model: {uid: prediction}}
     """
-    try:
-        with open(path, encoding="utf-8-sig") as f:
-            raw = json.load(f)
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not UTF-8 text (byte {err.start})") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}:{err.lineno}: {ground.invalid_json(err)}") from None
+    # A regular file (a FIFO is refused, not waited on), bounded in size and depth.
+    raw = ground.read_json(path, MAX_OFFICIAL_BYTES)
     if not isinstance(raw, Mapping) or not all(isinstance(v, Mapping) for v in raw.values()):
         raise ValueError(f"{path}: expected {{model: {{uid: prediction}}}}")
     return raw
@@ -305,6 +325,64 @@ def read_jsonl(
         preds.append(Prediction(uid, _reorder(probs, order, labels), pred, where))
     _check_unique(preds, p)
     return PredictionSet(str(p), "jsonl", model, seed, task, tuple(preds))
+
+
+def two_way(label: str, labels: Sequence[str]) -> str:
+    """``label`` on the task's ``labels``: a 3-way neutral or contradiction is
+    non-entailment on a two-way entailment / non-entailment task (HANS's rule), any other
+    label stays as it is.
+
+    >>> two_way("neutral", ("entailment", "non-entailment")), two_way("neutral", ("1", "2"))
+    ('non-entailment', 'neutral')
+    """
+    two = {"entailment", "non-entailment"}
+    if set(labels) == two and label in ("neutral", "contradiction"):
+        return "non-entailment"
+    return label
+
+
+def read_labels(
+    path: str | Path,
+    labels: Sequence[str],
+    *,
+    model: str,
+    seed: int = 0,
+    task: str | None = None,
+    hans: bool = False,
+) -> PredictionSet:
+    """A file of predicted labels keyed by item id (``labels``, or ``hans``: the HANS
+    prediction files, whose ``gold_label`` column holds the predictions); each
+    prediction is one-hot over ``labels``.
+
+    >>> path = Path(run_dir) / "bert_preds.txt"
+    >>> _ = path.write_text("pairID,gold_label\\nex0,entailment\\nex1,contradiction\\n")
+    >>> s = read_labels(path, ("entailment", "non-entailment"), model="bert", hans=True)
+    >>> [(p.item_id, p.pred, p.probs) for p in s.predictions]
+    [('ex0', 'entailment', (1.0, 0.0)), ('ex1', 'non-entailment', (0.0, 1.0))]
+    """
+    from ..data import format_of, text_rows
+
+    p = Path(path)
+    fmt = "csv" if hans else format_of(p.name)
+    fields = ("gold_label",) if hans else LABEL_FIELDS
+    preds = []
+    for line, row in text_rows(p, fmt):
+        if isinstance(row, ground.DataError):
+            raise row
+        where = f"{p}:{line}"
+        uid = _item_id(row, where, ("pairID",) if hans else LABEL_ID_FIELDS)
+        name = _field(row, fields)
+        if name is None:
+            raise ValueError(f"{where}: no label (field {' or '.join(map(repr, fields))})")
+        try:
+            raw = Label.parse(row[name]).value
+        except ValueError:
+            raw = str(row[name])
+        label = _label(two_way(raw, labels), labels, where, name)
+        probs = tuple(1.0 if lab == label else 0.0 for lab in labels)
+        preds.append(Prediction(uid, probs, label, where, label_only=True))
+    _check_unique(preds, p)
+    return PredictionSet(str(p), "hans" if hans else "labels", model, seed, task, tuple(preds))
 
 
 def predicted_label(p: Prediction, labels: Sequence[str]) -> str:

@@ -27,6 +27,7 @@ from .base import (
     PromptTooLongError,
     ScoreRequest,
 )
+from .finite import NonFiniteScore, check_scores
 from .hf_classifier import label_map_dict, parse_label_map
 from .openai import ServerError, ServerOptions
 from .options import HFOptions
@@ -88,6 +89,7 @@ __all__ = [
     "ModelError",
     "ModelSpec",
     "NamesAModel",
+    "NonFiniteScore",
     "PairClassifier",
     "Progress",
     "PromptTooLongError",
@@ -96,6 +98,7 @@ __all__ = [
     "ServerError",
     "ServerOptions",
     "build_lora",
+    "check_scores",
     "classifier_checkpoints",
     "classify_records",
     "encode_pairs",

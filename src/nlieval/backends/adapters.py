@@ -10,6 +10,11 @@ from typing import Any
 #: The text between premise and hypothesis of a decoder's pair input.
 SEPARATOR = "\n"
 
+#: The largest rank ``--lora`` takes before a model is loaded: above any model's hidden
+#: size (a rank at or above it is no longer low-rank); usual ranks are 4 to 64. A rank
+#: above the model's own hidden size is refused once the model is known.
+MAX_RANK = 8192
+
 
 @dataclass(frozen=True)
 class LoraSettings:
@@ -19,6 +24,9 @@ class LoraSettings:
 
     >>> LoraSettings.parse("8,16")
     LoraSettings(r=8, alpha=16, dropout=0.05, layers=None)
+    >>> LoraSettings.parse("100000000,16")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: --lora rank 100000000 is above 8192, more than any model's hidden size: ...
     """
 
     r: int
@@ -32,6 +40,11 @@ class LoraSettings:
         if self.r < 1 or self.alpha <= 0 or not 0 <= self.dropout < 1:
             raise ValueError(
                 f"--lora needs r >= 1, alpha > 0 and 0 <= dropout < 1, got {self.to_dict()}"
+            )
+        if self.r > MAX_RANK:
+            raise ValueError(
+                f"--lora rank {self.r} is above {MAX_RANK}, more than any model's hidden "
+                "size: adapters are low-rank (usual ranks are 4 to 64)"
             )
 
     @classmethod

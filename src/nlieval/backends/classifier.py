@@ -33,8 +33,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..ground import DataError, read_json
 from ..types import NLI2, NLI3, Item, Label, Record, softmax
 from .base import ClassifierBackend, Progress
+from .finite import NonFiniteScore, check_scores
 from .lora_classifier import LoraPairClassifier, load_lora, save_lora
 from .options import HFOptions
 from .placement import pick_device
@@ -286,9 +288,9 @@ def read_meta(folder: str | Path) -> ClassifierMeta:
     if not path.is_file():
         raise ClassifierError(f"{folder} is not a classifier folder (no {META_FILE})")
     try:
-        raw = json.loads(path.read_text("utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise ClassifierError(f"{path}: cannot read: {err}") from None
+        raw = read_json(path)
+    except DataError as err:
+        raise ClassifierError(f"cannot read: {err}") from None
     return ClassifierMeta.from_dict(raw, str(path))
 
 
@@ -363,22 +365,18 @@ class EncoderClassifier:
     def __init__(
         self,
         path: str | Path,
+        options: HFOptions | None = None,
         *,
-        device: str = "auto",
-        batch_size: int = 32,
+        batch_size: int | str = "auto",
         name: str | None = None,
     ) -> None:
-        model, tokenizer, meta = load_classifier(path, pick_device(device))
-        self._attach(model, tokenizer, meta, batch_size, name or str(path))
-
-    @classmethod
-    def from_options(
-        cls, path: str | Path, options: HFOptions, *, batch_size: int | str = "auto"
-    ) -> EncoderClassifier:
-        """The classifier folder at ``path`` on the device of ``options``; ``batch_size``
-        ``auto`` is :data:`AUTO_BATCH` pairs per forward pass."""
+        """The classifier folder at ``path`` on the device of the engine's ``options``
+        (their defaults are :class:`~nlieval.backends.options.HFOptions`');
+        ``batch_size`` ``auto`` is :data:`AUTO_BATCH` pairs per forward pass."""
+        device = pick_device((options or HFOptions()).device)
+        model, tokenizer, meta = load_classifier(path, device)
         bs = batch_size if isinstance(batch_size, int) else AUTO_BATCH
-        return cls(path, device=options.device, batch_size=bs)
+        self._attach(model, tokenizer, meta, bs, name or str(path))
 
     @classmethod
     def from_model(
@@ -411,7 +409,8 @@ class EncoderClassifier:
         self.name = name
 
     def classify(self, pairs: Sequence[tuple[str, str]]) -> list[list[float]]:
-        """Per pair, the log-probability of each of :attr:`labels`."""
+        """Per pair, the log-probability of each of :attr:`labels`; a NaN or an infinity
+        is refused (:class:`~nlieval.backends.finite.NonFiniteScore`)."""
         pairs = list(pairs)
         # Similar lengths batched together waste less on padding; results go back in order.
         order = sorted(range(len(pairs)), key=lambda i: self._length(pairs[i]))
@@ -435,6 +434,7 @@ class EncoderClassifier:
                         out[i] = logp[row].tolist()
         finally:
             self.model.train(was_training)
+        check_scores(out, self.name, "log-probability")
         return out
 
     def _length(self, pair: tuple[str, str]) -> int:
@@ -518,7 +518,8 @@ def classify_records(
 ) -> list[Record]:
     """One :class:`Record` per item: the classifier's log-probabilities mapped onto the
     task's labels (see :func:`label_mapping`), ``probs`` their softmax, ``pred`` the most
-    probable label (the first one on a tie).
+    probable label (the first one on a tie). A NaN or infinite log-probability is a
+    :class:`~nlieval.backends.finite.NonFiniteScore` naming the item.
 
     >>> from transformers import AutoModel, AutoTokenizer
     >>> clf = EncoderClassifier.from_model(PairClassifier(AutoModel.from_pretrained(tiny_lm), 3),
@@ -534,7 +535,11 @@ def classify_records(
     records: list[Record] = []
     for start in range(0, len(items), chunk):
         part = items[start : start + chunk]
-        scores = backend.classify([(it.premise, it.hypothesis) for it in part])
+        try:
+            scores = backend.classify([(it.premise, it.hypothesis) for it in part])
+            check_scores(scores, backend.name, "log-probability")  # whatever the engine
+        except NonFiniteScore as err:
+            raise err.at(f"item {part[err.index].id!r} of task {task}") from None
         for item, logp in zip(part, scores, strict=True):
             records.append(_record(item, logp, mapping, names, task, model, k, seed, checkpoint))
         if progress is not None:

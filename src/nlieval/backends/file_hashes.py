@@ -21,7 +21,7 @@ import stat
 import time
 from pathlib import Path
 
-from ..ground import DataError, FolderError, atomic_write, read_small_text
+from ..ground import DataError, FolderError, atomic_write, read_json, read_small_text
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def _sha256(p: Path) -> str:
 
 def _read_cache(path: Path) -> dict[str, str]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)  # bounded; a DataError is a ValueError
     except (OSError, ValueError):
         return {}  # no cache, or a broken one: hashing again is always right
     if not isinstance(data, dict):
@@ -154,7 +154,7 @@ def indexed_shards(folder: str | Path) -> list[tuple[str, Path]]:
             continue
         try:
             data = json.loads(read_small_text(index, _INDEX_BYTES))
-        except ValueError as err:
+        except (ValueError, RecursionError) as err:  # RecursionError: nested too deeply
             raise DataError(index, None, None, f"not a JSON index of shards: {err}") from None
         names = data.get("weight_map") if isinstance(data, dict) else None
         if not isinstance(names, dict):
@@ -203,7 +203,7 @@ def conversion_holds(folder: Path, source_sha256: str, cache: Path | None = None
     the ones converted; a folder planted in the cache (no marker, another source, other
     weights) is False, and the caller converts again."""
     try:
-        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+        marker = read_json(folder / MARKER)
     except (OSError, ValueError):
         return False
     if not isinstance(marker, dict) or marker.get("source_sha256") != source_sha256:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import Any
 
 from ..ground import ChatTemplate
 from .base import Messages
+from .finite import NonFiniteScore
 from .hf_cache import cache_kwargs
 from .options import HFOptions
 from .placement import pick_placement
@@ -122,41 +124,23 @@ class LocalChat:
     #: Shorter shared starts are not worth a cache.
     MIN_PREFIX = 8
 
-    @classmethod
-    def from_options(
-        cls,
-        model: str | ModelSource,
-        options: HFOptions,
-        *,
-        batch_size: int | str = "auto",
-    ) -> LocalChat:
-        """The chat model ``model`` run with ``options`` whole (the revision theirs);
-        ``batch_size`` ``auto`` is :data:`AUTO_BATCH` rows per forward pass."""
-        return cls(
-            model,
-            revision=options.revision,
-            dtype=options.dtype,
-            device=options.device,
-            batch_size=batch_size if isinstance(batch_size, int) else AUTO_BATCH,
-            prefix_cache=options.prefix_cache,
-        )
-
     def __init__(
         self,
         model: str | ModelSource,
+        options: HFOptions | None = None,
         *,
-        revision: str | None = None,
-        dtype: str = "auto",
-        device: str = "auto",
-        batch_size: int = 16,
+        batch_size: int | str = "auto",
         trust_remote_code: bool = False,
-        prefix_cache: bool = True,
     ) -> None:
+        """The chat model ``model`` run with the engine's ``options`` whole (their
+        defaults are :class:`~nlieval.backends.options.HFOptions`'); ``batch_size``
+        ``auto`` is :data:`AUTO_BATCH` rows per forward pass."""
         import torch
 
-        self.source = loadable_source(model, revision)
+        options = options or HFOptions()
+        self.source = loadable_source(model, options.revision)
         self.name = self.source.name
-        device, self.dtype = pick_placement(device, dtype)
+        device, self.dtype = pick_placement(options.device, options.dtype)
         self.device = torch.device(device)
         self._chat: ChatTemplate | None = None
         self._check_chat_template(trust_remote_code)
@@ -172,8 +156,8 @@ class LocalChat:
         self.eos_ids: set[int] = (
             set() if eos is None else set(eos if isinstance(eos, list) else [eos])
         )
-        self.batch_size = max(1, batch_size)
-        self.prefix_cache = prefix_cache
+        self.batch_size = max(1, batch_size if isinstance(batch_size, int) else AUTO_BATCH)
+        self.prefix_cache = options.prefix_cache
         self._cached: tuple[tuple[int, ...], Any] | None = None
         #: Prompt tokens through the model: ``prompt`` real ones, ``prefix`` of them taken
         #: from the cache, ``padded`` the prompt slots computed, pads included. Read by
@@ -282,11 +266,13 @@ class LocalChat:
             group = sorted(group, key=lambda r: (len(r.suffix), r.index))
             for start in range(0, len(group), self.batch_size):
                 batch = group[start : start + self.batch_size]
-                for row, text in zip(
-                    batch,
-                    self._batch(prefix, batch, max_new_tokens, temperature, seed, stop),
-                    strict=True,
-                ):
+                try:
+                    texts = self._batch(prefix, batch, max_new_tokens, temperature, seed, stop)
+                except NonFiniteScore as err:
+                    last = str(conversations[err.index][-1].get("content", ""))
+                    shown = last if len(last) <= 60 else last[:57] + "..."
+                    raise err.at(f"the conversation whose last message is {shown!r}") from None
+                for row, text in zip(batch, texts, strict=True):
                     answers[row.index] = text
         return answers
 
@@ -370,7 +356,8 @@ class LocalChat:
             # generate() takes the cache under the name its forward pass does.
             kwargs.update(cache_kwargs(self.model, cache))
         ender = _RowStop(self, n_pre + width, stop)
-        processors = LogitsProcessorList()
+        # First of ours: the model's own scores, before a sampler sets any to -inf.
+        processors = LogitsProcessorList([_FiniteScores(self.name, [r.index for r in batch])])
         if temperature > 0:
             processors.append(_RowSampler(temperature, seed, len(batch), self.device))
         with torch.inference_mode():
@@ -434,6 +421,28 @@ class _RowStop:
                 self.ends[b] = n_new
                 done[b] = True
         return done
+
+
+class _FiniteScores:
+    """Refuses next-token scores that hold a NaN or +inf, or no finite value at all, as
+    a server's log-probabilities are refused: greedy decoding would otherwise take
+    token 0 of a NaN row and sampling fail deep in torch. ``rows`` are the rows'
+    indices in the caller's list."""
+
+    def __init__(self, model: str, rows: Sequence[int]) -> None:
+        self.model, self.rows = model, rows
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        bad = torch.isnan(scores).any(-1) | torch.isposinf(scores).any(-1)
+        bad |= ~torch.isfinite(scores).any(-1)
+        if bool(bad.any()):
+            b = int(bad.nonzero()[0, 0])
+            row = scores[b]
+            value = math.nan if bool(torch.isnan(row).any()) else float(row.max())
+            raise NonFiniteScore(self.model, "next-token score", self.rows[b], value)
+        return scores
 
 
 class _RowSampler:

@@ -11,10 +11,11 @@ import inspect
 import logging
 import tempfile
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .base import Progress, PromptTooLongError, ScoreRequest
+from .finite import check_scores
 from .hf_cache import cache_kwargs, prefix_rows_cache
 from .hf_cascade import PREFIX_KWARG, cascade_attention_on, cascade_unsupported
 from .hf_tokens import ScoreRow, TokenSplitter
@@ -66,7 +67,7 @@ class HFCausalLM(TokenSplitter):
     >>> cfg = LlamaConfig(vocab_size=257, hidden_size=16, intermediate_size=32,
     ...                   num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1)
     >>> LlamaForCausalLM(cfg).save_pretrained(folder)
-    >>> lm = HFCausalLM(folder, device="cpu")
+    >>> lm = HFCausalLM(folder, HFOptions(device="cpu"))
     >>> [len(ids) for ids in lm.split("Answer:", " A")]
     [7, 2]
     >>> shots = "Premise: a dog runs.\\nAnswer: A\\n\\n"
@@ -81,48 +82,26 @@ class HFCausalLM(TokenSplitter):
     True
     """
 
-    @classmethod
-    def from_options(
-        cls,
-        model: str | ModelSource,
-        options: HFOptions,
-        *,
-        revision: str | None = None,
-        batch_size: int | str = "auto",
-    ) -> HFCausalLM:
-        """The causal LM ``model`` run with ``options`` whole; ``batch_size`` ``auto`` is
-        the most rows that fit in half of the device's free memory
-        (:func:`auto_batch_size`)."""
-        return cls(
-            model,
-            revision=revision,
-            dtype=options.dtype,
-            device=options.device,
-            batch_size=batch_size,
-            prefix_cache=options.prefix_cache,
-            cascade=options.prefix_attention == "cascade",
-            **options.placement(),
-        )
-
     def __init__(
         self,
         model: str | ModelSource,
+        options: HFOptions | None = None,
         *,
         revision: str | None = None,
-        dtype: str = "auto",
-        device: str = "auto",
         batch_size: int | str = "auto",
-        device_map: str | None = None,
-        max_memory: Mapping[int | str, str] | None = None,
         trust_remote_code: bool = False,
-        prefix_cache: bool = True,
-        cascade: bool = True,
     ) -> None:
+        """The causal LM ``model`` run with the engine's ``options`` whole (their
+        defaults are :class:`~nlieval.backends.options.HFOptions`'); ``revision`` (a
+        checkpoint's) overrides theirs; ``batch_size`` ``auto`` is the most rows that fit
+        in half of the device's free memory (:func:`auto_batch_size`)."""
         import torch
 
-        self.source = loadable_source(model, revision)
+        options = options or HFOptions()
+        self.source = loadable_source(model, revision or options.revision)
         self.name = self.source.name
-        device, self.dtype = pick_placement(device, dtype)
+        device, self.dtype = pick_placement(options.device, options.dtype)
+        device_map, max_memory = options.device_map, options.placement()["max_memory"]
         self.device = torch.device(device if device_map is None else "cpu")
         kwargs: dict[str, Any] = {}
         if device_map is not None:
@@ -149,12 +128,12 @@ class HFCausalLM(TokenSplitter):
         params = inspect.signature(self.model.forward).parameters
         self._keep_arg = "logits_to_keep" if "logits_to_keep" in params else None
         self.batch_size = batch_size
-        self.prefix_cache = prefix_cache
+        self.prefix_cache = options.prefix_cache
         #: Score rows on top of a cached prefix with shared-prefix attention
         #: (:mod:`~nlieval.backends.hf_cascade`: the prefix held once), or, when False or
         #: when the architecture is not covered (one warning, at the first prefix), with
         #: a copy of the prefix in every row (:mod:`~nlieval.backends.hf_cache`).
-        self.cascade = cascade
+        self.cascade = options.prefix_attention == "cascade"
         self._cascade_off: str | None = cascade_unsupported(self.model)
         #: Longest sequence the model was trained for (positions); longer prompts are
         #: refused (:class:`PromptTooLongError`) instead of scored out of range.
@@ -207,7 +186,8 @@ class HFCausalLM(TokenSplitter):
     def loglikelihood(
         self, requests: Sequence[ScoreRequest], progress: Progress | None = None
     ) -> list[list[float]]:
-        """Summed log-probability of every continuation of every request."""
+        """Summed log-probability of every continuation of every request; a NaN or an
+        infinity is refused (:class:`~nlieval.backends.finite.NonFiniteScore`)."""
         out = [[float("nan")] * len(req.continuations) for req in requests]
         self._refuse_huge(requests)
         rows = self._rows(requests)
@@ -264,6 +244,7 @@ class HFCausalLM(TokenSplitter):
                     remaining[row.request] -= 1
                     if remaining[row.request] == 0 and progress is not None:
                         progress(1)
+        check_scores(out, self.name, "log-likelihood")
         return out
 
     def _prefix_state(self, prefix: tuple[int, ...]) -> list[tuple[Any, Any]]:

@@ -33,8 +33,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..ground import MAX_JSON_BYTES, DataError, parse_json, read_small_text
 from ..settings import csv_list
 from ..types import ALPHA, Label
+from .finite import check_scores
 from .options import HFOptions
 from .placement import pick_placement
 from .weights import ALIASES, ModelError, resolve_model
@@ -140,6 +142,10 @@ def task_labels_of(
     >>> task_labels_of({0: "LABEL_0", 1: "LABEL_1"})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     nlieval.backends.classifier.ClassifierError: the model: no task label for its labels ...
+    >>> task_labels_of({0: "LABEL_0", 1: "LABEL_1"}, {"0": "e", "LABEL_0": "c"})
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.backends.classifier.ClassifierError: --label-map names the output 0 of the model ...
     """
     # Imported here: the label map is read (by the run's config) without torch.
     from .classifier import ClassifierError
@@ -149,6 +155,7 @@ def task_labels_of(
         raise ClassifierError(f"{where}: id2label must number its labels 0..{n - 1}")
     names = [str(id2label[i]) for i in range(n)]
     chosen: dict[int, str] = {}
+    named_by: dict[int, str] = {}
     unknown: list[str] = []
     for key, value in (label_map or {}).items():
         label = Label.parse(value).value
@@ -159,7 +166,15 @@ def task_labels_of(
         if not hits:
             unknown.append(key)
         for i in hits:
-            chosen[i] = label
+            if i in named_by:
+                # One output, two entries (by index and by name, or two spellings): the
+                # later would silently win.
+                raise ClassifierError(
+                    f"--label-map names the output {i} of {where} ({names[i]}) twice: as "
+                    f"{named_by[i]}={chosen[i]} and as {key}={label}; give each output one "
+                    "entry"
+                )
+            chosen[i], named_by[i] = label, key
     if unknown:
         raise ClassifierError(
             f"--label-map names {', '.join(unknown)}, which {where} does not have "
@@ -206,7 +221,10 @@ def config_json(name: str, revision: str | None = None) -> dict[str, Any] | None
         file = path / "config.json"
         if not file.is_file():
             return None
-        text = file.read_text(encoding="utf-8")
+        try:
+            text = read_small_text(file, MAX_JSON_BYTES)
+        except DataError:
+            return None  # not a regular file, too large, not UTF-8: the load says why
     elif path.exists() or name.startswith((".", "/", "~")) or name.count("/") != 1:
         return None
     else:
@@ -216,12 +234,12 @@ def config_json(name: str, revision: str | None = None) -> dict[str, Any] | None
             cached = try_to_load_from_cache(name, "config.json", revision=revision)
             if not isinstance(cached, str):
                 cached = hf_hub_download(name, "config.json", revision=revision)
-            text = Path(cached).read_text(encoding="utf-8")
+            text = read_small_text(cached, MAX_JSON_BYTES)
         except Exception:  # noqa: BLE001 (offline, gated, missing: the load says why)
             return None
     try:
-        d = json.loads(text)
-    except json.JSONDecodeError:
+        d = parse_json(text, name)
+    except DataError:
         return None
     return d if isinstance(d, dict) else None
 
@@ -238,6 +256,38 @@ def is_sequence_classifier(name: str, revision: str | None = None) -> bool:
     return isinstance(arch, list) and any(str(a).endswith(ARCHITECTURE_SUFFIX) for a in arch)
 
 
+def check_id2label(name: str, revision: str | None = None) -> None:
+    """Refuse, in one line naming the file and field, a ``config.json`` whose
+    ``id2label`` is not an object of output index -> label name (a list, numbers as
+    names...), which transformers fails on deep inside. A config that cannot be read is
+    left to the load, which says why.
+
+    >>> import json, tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "config.json").write_text(json.dumps({"id2label": ["e", "c"]}))
+    >>> check_id2label(str(folder))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.ground.errors.DataError: .../config.json: field 'id2label': must map each output ...
+    """
+    config = config_json(name, revision)
+    raw = config.get("id2label") if config else None
+    if raw is None:
+        return
+    ok = isinstance(raw, dict) and all(
+        isinstance(k, str) and k.strip().isdigit() and isinstance(v, str) for k, v in raw.items()
+    )
+    if not ok:
+        where = Path(name) / "config.json" if Path(name).is_dir() else f"{name} config.json"
+        shown = json.dumps(raw)
+        raise DataError(
+            where,
+            None,
+            "id2label",
+            'must map each output index to its label name ({"0": "entailment", ...}), got '
+            f"{shown if len(shown) <= 80 else shown[:77] + '...'}",
+        )
+
+
 def model_id2label(name: str, revision: str | None = None) -> dict[int, str]:
     """A sequence classifier's ``id2label`` as transformers reads its config (no weights
     are loaded). A config that cannot be read is a one-line
@@ -249,12 +299,42 @@ def model_id2label(name: str, revision: str | None = None) -> dict[int, str]:
     """
     from transformers import AutoConfig
 
+    check_id2label(name, revision)
     try:
         config = AutoConfig.from_pretrained(name, revision=revision)
     except (OSError, ValueError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelError(f"cannot read the config of {name}: {first}") from None
     return {int(k): str(v) for k, v in config.id2label.items()}
+
+
+def _shapes_unlike_config(folder: str) -> str | None:
+    """The first tensor of a local folder's safetensors weights whose shape is not the
+    one its ``config.json`` makes (``classifier.weight: [2, 32], the config [3, 32]``),
+    read from the files' headers and a weightless copy of the model; None when all
+    agree, or when it cannot be told (no local safetensors, names that differ). Found
+    before loading, so that transformers' report of the mismatch is never printed."""
+    import torch
+    from safetensors import safe_open
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    files = sorted(Path(folder).glob("*.safetensors")) if Path(folder).is_dir() else []
+    if not files:
+        return None
+    try:
+        auto: Any = AutoModelForSequenceClassification  # from_config is unannotated
+        with torch.device("meta"):
+            skeleton = auto.from_config(AutoConfig.from_pretrained(folder))
+        expected = {k: list(v.shape) for k, v in skeleton.state_dict().items()}
+        for file in files:
+            with safe_open(str(file), framework="pt") as f:
+                for key in f.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
+                    shape = list(f.get_slice(key).get_shape())
+                    if key in expected and expected[key] != shape:
+                        return f"{key}: {shape}, the config {expected[key]}"
+    except Exception:  # noqa: BLE001 (a model it cannot tell about: the load says why)
+        return None
+    return None
 
 
 def max_pair_length(tokenizer: Any, config: Any) -> int:
@@ -301,7 +381,7 @@ class HFSequenceClassifier:
     >>> BertForSequenceClassification.from_pretrained(tiny_encoder, id2label=id2label
     ...     ).save_pretrained(run_dir)
     >>> _ = AutoTokenizer.from_pretrained(tiny_encoder).save_pretrained(run_dir)
-    >>> clf = HFSequenceClassifier(run_dir, device="cpu")
+    >>> clf = HFSequenceClassifier(run_dir, HFOptions(device="cpu"))
     >>> clf.labels
     ('contradiction', 'entailment', 'neutral')
     >>> import math
@@ -312,52 +392,32 @@ class HFSequenceClassifier:
     name: str
     labels: tuple[str, ...]
 
-    @classmethod
-    def from_options(
-        cls,
+    def __init__(
+        self,
         model: str,
-        options: HFOptions,
+        options: HFOptions | None = None,
         *,
         revision: str | None = None,
         batch_size: int | str = "auto",
         label_map: Mapping[str, str] | None = None,
-    ) -> HFSequenceClassifier:
-        """The classifier ``model`` run with ``options`` whole; ``batch_size`` ``auto`` is
-        :data:`~nlieval.backends.classifier.AUTO_BATCH` pairs per forward pass."""
-        from .classifier import AUTO_BATCH
-
-        return cls(
-            model,
-            revision=revision,
-            label_map=label_map,
-            dtype=options.dtype,
-            device=options.device,
-            batch_size=batch_size if isinstance(batch_size, int) else AUTO_BATCH,
-            **options.placement(),
-        )
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        revision: str | None = None,
-        label_map: Mapping[str, str] | None = None,
-        dtype: str = "auto",
-        device: str = "auto",
-        batch_size: int = 32,
-        device_map: str | None = None,
-        max_memory: Mapping[int | str, str] | None = None,
         name: str | None = None,
     ) -> None:
+        """The classifier ``model`` run with the engine's ``options`` whole (their
+        defaults are :class:`~nlieval.backends.options.HFOptions`'); ``revision`` (a
+        checkpoint's) overrides theirs; ``batch_size`` ``auto`` is
+        :data:`~nlieval.backends.classifier.AUTO_BATCH` pairs per forward pass."""
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        from .classifier import ClassifierError
+        from .classifier import AUTO_BATCH, ClassifierError
 
+        options = options or HFOptions()
+        batch_size = batch_size if isinstance(batch_size, int) else AUTO_BATCH
         if batch_size < 1:
             raise ClassifierError(f"batch_size must be positive, got {batch_size}")
-        source = resolve_model(model, revision)
-        device, torch_dtype = pick_placement(device, dtype)
+        source = resolve_model(model, revision or options.revision)
+        device, torch_dtype = pick_placement(options.device, options.dtype)
+        device_map, max_memory = options.device_map, options.placement()["max_memory"]
         kwargs: dict[str, Any] = {"dtype": torch_dtype}
         if source.revision:
             kwargs["revision"] = source.revision
@@ -365,6 +425,15 @@ class HFSequenceClassifier:
             kwargs["device_map"] = device_map
             if max_memory is not None:
                 kwargs["max_memory"] = dict(max_memory)
+        check_id2label(source.path, source.revision)
+        wrong = _shapes_unlike_config(source.path)
+        if wrong is not None:
+            n = len(model_id2label(source.path, source.revision))
+            raise ModelError(
+                f"cannot load classifier {source.name!r}: its weights do not fit its "
+                f"config.json, whose id2label names {n} labels: {wrong}; a head with "
+                "another number of outputs, or a config of another model"
+            )
         try:
             self.tokenizer: Any = AutoTokenizer.from_pretrained(
                 source.path, revision=source.revision
@@ -375,6 +444,17 @@ class HFSequenceClassifier:
         except (OSError, ValueError) as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else ""
             raise ModelError(f"cannot load classifier {source.name!r}: {first}") from None
+        except RuntimeError as err:
+            if "mismatch" not in str(err):
+                raise
+            # transformers refuses weights of other shapes than the config's (after
+            # printing a report): for a classifier, a head of another size than id2label.
+            n = len(model_id2label(source.path, source.revision))
+            raise ModelError(
+                f"cannot load classifier {source.name!r}: its weights do not fit its "
+                f"config.json, whose id2label names {n} labels (the outputs of its head): "
+                "a head with another number of outputs, or a config of another model"
+            ) from None
         if device_map is None:
             self.model.to(torch.device(device))
         self.model.eval()
@@ -398,7 +478,8 @@ class HFSequenceClassifier:
         self._takes_token_types = "token_type_ids" in params
 
     def classify(self, pairs: Sequence[tuple[str, str]]) -> list[list[float]]:
-        """Per pair (premise, hypothesis), the log-probability of each of :attr:`labels`."""
+        """Per pair (premise, hypothesis), the log-probability of each of :attr:`labels`;
+        a NaN or an infinity is refused (:class:`~nlieval.backends.finite.NonFiniteScore`)."""
         import torch
 
         from .classifier import encode_pairs
@@ -424,4 +505,5 @@ class HFSequenceClassifier:
                 logp = torch.log_softmax(logits.float(), dim=-1).cpu()
                 for row, i in enumerate(idx):
                     out[i] = logp[row].tolist()
+        check_scores(out, self.name, "log-probability")
         return out

@@ -163,6 +163,13 @@ def build_lora(
     tok = _tokenizer(folder)
     torch.manual_seed(seed)
     base = _base(folder, num_labels, tok.pad_token_id)
+    hidden = getattr(base.config.get_text_config(), "hidden_size", None)
+    if isinstance(hidden, int) and settings.r > hidden:
+        raise ValueError(
+            f"--lora rank {settings.r} is above the hidden size of {folder} ({hidden}): "
+            f"an adapter of that rank is no longer low-rank; give a rank of at most "
+            f"{hidden} (usual ranks are 4 to 64)"
+        )
     top: list[int] | None = None
     if settings.layers is not None:
         n = int(base.config.num_hidden_layers)

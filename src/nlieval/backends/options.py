@@ -1,6 +1,6 @@
 """The options of the transformers engine (a model run in process), whole: every engine
-in process takes them as one object (:meth:`~nlieval.backends.hf.HFCausalLM.from_options`
-and its kin), so each flag has one default, written here.
+in process takes them as one object (:class:`~nlieval.backends.hf.HFCausalLM` and its kin
+take them as their second argument), so each flag has one default, written here.
 
 >>> HFOptions(device="cpu").device
 'cpu'

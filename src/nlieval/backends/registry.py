@@ -363,11 +363,11 @@ class ResolvedModel:
         if c.kind == "classifier-folder":
             from .classifier import EncoderClassifier
 
-            return EncoderClassifier.from_options(c.model, self.hf, batch_size=self.batch_size)
+            return EncoderClassifier(c.model, self.hf, batch_size=self.batch_size)
         if c.kind == "sequence-classifier":
             from .hf_classifier import HFSequenceClassifier, label_map_dict
 
-            return HFSequenceClassifier.from_options(
+            return HFSequenceClassifier(
                 c.model,
                 self.hf,
                 revision=c.revision,
@@ -376,9 +376,7 @@ class ResolvedModel:
             )
         from .hf import HFCausalLM
 
-        return HFCausalLM.from_options(
-            c.model, self.hf, revision=c.revision, batch_size=self.batch_size
-        )
+        return HFCausalLM(c.model, self.hf, revision=c.revision, batch_size=self.batch_size)
 
     def chat(self) -> GenerationBackend:
         """A chat backend: a server's chat endpoint, or a local transformers chat model
@@ -397,7 +395,7 @@ class ResolvedModel:
             return OpenAIChat(self.spec.name, self.server)
         from .generator import LocalChat
 
-        return LocalChat.from_options(self.spec.name, self.hf, batch_size=self.batch_size)
+        return LocalChat(self.spec.name, self.hf, batch_size=self.batch_size)
 
 
 def resolve(

@@ -15,7 +15,6 @@ from ..backends import (
     label_map_dict,
     model_label,
     parse_label_map,
-    resolve,
 )
 from ..data import ItemSelection
 from ..settings import (
@@ -165,10 +164,7 @@ class RunConfig(ItemSelection, NamesAModel):
         >>> RunConfig("m", ("snli",), server=ServerOptions("http://h:8000/v1")).resolve().kind
         'server'
         """
-        return resolve(
-            self.model,
-            hf=self.hf,
-            server=self.server,
+        return super().resolve(
             checkpoints=self.checkpoints,
             label_map=self.label_map,
             batch_size=self.batch_size,

@@ -46,7 +46,7 @@ def plan(config: RunConfig) -> Planned:
     out = []
     for task, spec in zip(config.tasks, data.get_tasks(config.tasks), strict=True):
         ds = data.load_task(task, config.data_dir, config.split, skip_bad=config.skip_bad)
-        items = config.select_items(ds.items)
+        items = config.choose(ds.items, ds.labels, f"{spec.name} {ds.split}")
         pool: Sequence[Item] = ()
         pool_is_test = False
         pool_source = None
@@ -126,6 +126,7 @@ def run(
     model.check()  # a wrong model name fails before the folder is made or data is read
     # Data errors surface before anything is written.
     planned = plan(config)
+    _check_pairs(model, config, planned)
     _check_labels(model, planned)
     name = config.model
     steps: list[Step[Item]] = []
@@ -256,6 +257,16 @@ def _check_labels(model: ResolvedModel, planned: Planned) -> None:
                 label_mapping(labels, ds.labels)
             except ClassifierError as err:
                 raise ClassifierError(f"--model {name} on task {ds.task}: {err}") from None
+
+
+def _check_pairs(model: ResolvedModel, config: RunConfig, planned: Planned) -> None:
+    """Refuse, before anything is written, a sentence-pair classifier (any checkpoint)
+    for a task whose items are not pairs: it would see only the observations of an
+    alpha-NLI item, never its hypotheses."""
+    for ckpt in config.checkpoints or (None,):
+        if model.checkpoint(ckpt).classifies:
+            for ds, _, _ in planned:
+                ds.require_pairs(f"--model {ckpt or config.model}, a sentence-pair classifier,")
 
 
 def _fit(config: RunConfig, model: ResolvedModel) -> RunConfig:

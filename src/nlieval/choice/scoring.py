@@ -6,7 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ..backends import LogLikelihoodBackend, Progress, ScoreRequest
+from ..backends import (
+    LogLikelihoodBackend,
+    NonFiniteScore,
+    Progress,
+    ScoreRequest,
+    check_scores,
+)
 from ..types import Item, Label, Record, softmax
 from .prompts import Prompt, PromptBuilder, draw_shots
 
@@ -84,14 +90,21 @@ def score_items(
     progress: Progress | None = None,
 ) -> list[Record]:
     """Score ``items`` at one sweep point; one :class:`Record` per item, in order (with
-    its ``scored_by`` when the backend says how it scored it)."""
+    its ``scored_by`` when the backend says how it scored it). A NaN or infinite
+    log-likelihood is a :class:`~nlieval.backends.NonFiniteScore` naming the item."""
     prompts = [point.prompt(it) for it in items]
     requests = [ScoreRequest(p.text, p.continuations, prefix_len=len(p.prefix)) for p in prompts]
     how: Sequence[str | None]
-    if isinstance(backend, SaysHowScored):
-        scores, how = backend.loglikelihood_scored_by(requests, progress)
-    else:
-        scores, how = backend.loglikelihood(requests, progress), [None] * len(requests)
+    try:
+        if isinstance(backend, SaysHowScored):
+            scores, how = backend.loglikelihood_scored_by(requests, progress)
+        else:
+            scores, how = backend.loglikelihood(requests, progress), [None] * len(requests)
+        check_scores(scores, backend.name, "log-likelihood")  # whatever the engine
+    except NonFiniteScore as err:
+        # No record of the chunk is made: a NaN would predict the first label.
+        where = f"item {items[err.index].id!r} of task {point.task} at k={point.k}"
+        raise err.at(f"{where}, seed {point.seed}") from None
     labels = tuple(lab.value for lab in point.labels)
     records = []
     for it, p, ll, by in zip(items, prompts, scores, how, strict=True):

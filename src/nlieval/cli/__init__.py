@@ -11,28 +11,185 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from ..backends import ModelError
-from ..data import DataError
-from ..runs import RunError
-from . import across, analyses, build, contamination, generate, instruct, logic, reports, run, train
+from ..ground import DataError, FolderError
+from .commands import COMMANDS
 
-#: Command groups in the order ``nlieval --help`` lists them.
-GROUPS = (run, reports, analyses, across, logic, build, train, contamination, generate, instruct)
+# Nothing here imports a command's module or a family at import time: `nlieval --help`,
+# `--version` and each command load only what they use (the command groups, and the
+# families behind them, are imported by build_parser and main).
+
+#: Command groups (modules of this package) in the order ``nlieval --help`` lists them.
+GROUPS = tuple(dict.fromkeys(c.group for c in COMMANDS.values()))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``nlieval`` argument parser: every command group adds its subcommands, each
-    with a ``handler``."""
+def version_text() -> str:
+    """What ``nlieval --version`` prints: nlieval's version, the commit of its source
+    when that is a git checkout (and whether it has changes), where it is imported from,
+    and the versions of Python, torch and transformers (read from the installed
+    packages' metadata, without importing them).
+
+    >>> print(version_text())  # doctest: +ELLIPSIS
+    nlieval 0.1.0...from .../nlieval
+    python 3..., torch ..., transformers ...
+    """
+    source = Path(__file__).resolve().parent.parent
+    commit = _commit(source)
+    line = f"nlieval {_installed('nlieval')}" + (f" (commit {commit})" if commit else "")
+    libs = ", ".join(f"{name} {_installed(name)}" for name in ("torch", "transformers"))
+    python = ".".join(map(str, sys.version_info[:3]))
+    return f"{line} from {source}\npython {python}, {libs}"
+
+
+def _installed(name: str) -> str:
+    # importlib.metadata takes longer to import than `nlieval --help` takes to answer.
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _commit(source: Path) -> str | None:
+    # Only a source that git tracks is a clone: a site-packages inside some other
+    # checkout (a .venv in a repository) must not report that repository's commit.
+    import subprocess  # for --version only
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(source), *args], capture_output=True, text=True, timeout=10
+            )
+        except (OSError, subprocess.SubprocessError):  # no git, or it hangs
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    if git("ls-files", "--error-unmatch", "__init__.py") is None:
+        return None
+    head = git("rev-parse", "--short=12", "HEAD")
+    if head is None:
+        return None
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".")
+    return head + (", with local changes" if changed else "")
+
+
+def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction[Any]]:
     parser = argparse.ArgumentParser(
         prog="nlieval", description=__doc__.splitlines()[0] if __doc__ else None
     )
-    # The program's own flag (before the subcommand), not a setting of any command.
+    # The program's own flags (before the subcommand), not settings of any command.
     parser.add_argument("-v", "--verbose", action="store_true")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for group in GROUPS:
-        group.add_commands(sub)
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="nlieval's version and commit, and those of torch and transformers",
+    )
+    return parser, parser.add_subparsers(dest="command", required=True)
+
+
+class _Version(argparse.Action):
+    # argparse's own version action takes a fixed string: this one asks git only when
+    # --version is given.
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
+def build_parser(groups: Sequence[str] = GROUPS) -> argparse.ArgumentParser:
+    """The ``nlieval`` argument parser: each command group of ``groups`` (all of them
+    unless named) adds its subcommands, each with a ``handler``.
+
+    >>> build_parser(["tasks"]).parse_args(["tasks"]).handler.__name__
+    '_cmd_tasks'
+    """
+    parser, sub = _top_parser()
+    for group in groups:
+        _add_group(group, sub)
     return parser
+
+
+def _add_group(group: str, sub: argparse._SubParsersAction[Any]) -> None:
+    # Each import written out (no import_module): tests/test_layers.py follows them.
+    if group == "run":
+        from . import run
+
+        run.add_commands(sub)
+    elif group == "tasks":
+        from . import tasks
+
+        tasks.add_commands(sub)
+    elif group == "reports":
+        from . import reports
+
+        reports.add_commands(sub)
+    elif group == "analyses":
+        from . import analyses
+
+        analyses.add_commands(sub)
+    elif group == "across":
+        from . import across
+
+        across.add_commands(sub)
+    elif group == "logic":
+        from . import logic
+
+        logic.add_commands(sub)
+    elif group == "build":
+        from . import build
+
+        build.add_commands(sub)
+    elif group == "train":
+        from . import train
+
+        train.add_commands(sub)
+    elif group == "contamination":
+        from . import contamination
+
+        contamination.add_commands(sub)
+    elif group == "generate":
+        from . import generate
+
+        generate.add_commands(sub)
+    elif group == "instruct":
+        from . import instruct
+
+        instruct.add_commands(sub)
+    else:
+        raise ValueError(f"no command group {group!r}; the groups are {', '.join(GROUPS)}")
+
+
+def _summary_parser() -> argparse.ArgumentParser:
+    """The parser of ``nlieval --help``, ``--version`` and a mistyped command: every
+    command's name and help line from :data:`~nlieval.cli.commands.COMMANDS`, none of
+    their flags (which would import every family)."""
+    parser, sub = _top_parser()
+    for name, command in COMMANDS.items():
+        sub.add_parser(name, help=command.help)
+    return parser
+
+
+def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
+    # The first word that is not a flag names the command (nlieval's own flags take no
+    # value); its group alone is built. No command, or an unknown one: the summary.
+    word = next((a for a in argv if not a.startswith("-")), None)
+    if word in COMMANDS:
+        return build_parser([COMMANDS[word].group])
+    return _summary_parser()
+
+
+def _no_library_bars() -> None:
+    """``--no-progress``: no bar of the libraries either (transformers' "Loading weights",
+    the hub's downloads), which would print around a one-line error."""
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read when they are imported
+    if "transformers" in sys.modules:  # imported already (in-process callers)
+        from transformers.utils import logging as hf_logging
+
+        off: Any = hf_logging.disable_progress_bar  # unannotated
+        off()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -43,18 +200,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     smoke  test  entailment/neutral/contradiction   bundled 48-item ...
     0
     """
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser_for(argv).parse_args(argv)
+    if getattr(args, "progress", True) is False:
+        _no_library_bars()
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
         return int(args.handler(args))
-    except (DataError, ModelError, RunError, ValueError) as err:
-        if args.verbose:
-            raise
-        print(f"nlieval: error: {err}", file=sys.stderr)
-        return 2
+    except (DataError, FolderError, ValueError) as err:  # FolderError: a RunError too
+        return _failed(err, args)
     except KeyboardInterrupt:
         print("nlieval: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
@@ -63,3 +220,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Point stdout at /dev/null so the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except Exception as err:
+        # ModelError's package (backends) is slow to import and most commands need none
+        # of it: a command that raised one has imported it already.
+        from ..backends import ModelError
+
+        if not isinstance(err, ModelError):
+            raise
+        return _failed(err, args)
+
+
+def _failed(err: Exception, args: argparse.Namespace) -> int:
+    # An expected error, said in one line (its traceback with --verbose).
+    if args.verbose:
+        raise err
+    print(f"nlieval: error: {err}", file=sys.stderr)
+    return 2

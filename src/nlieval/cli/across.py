@@ -28,12 +28,13 @@ from ..reports import (
     listing_report,
 )
 from ..runs import RunFolders, atomic_write, make_folder
-from .args import add_command, add_settings, settings_from_args
+from .args import add_command, add_settings, command_parser, settings_from_args
 
 
 def _write_or_print(text: str, out: str | None) -> None:
     if out is None:
-        print(text)
+        # A CSV ends in its own newline: no blank line after it.
+        print(text, end="" if text.endswith("\n") else "\n")
         return
     path = Path(out)
     make_folder(path.parent)
@@ -102,12 +103,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     command = functools.partial(add_command, sub)
     command(
         "grid",
-        help="one table over many run folders (the papers' layouts)",
         handler=cmd_grid,
         settings=(RunFolders, GridConfig),
     )
 
-    p = sub.add_parser("compare", help="McNemar and paired bootstrap of two runs' items")
+    p = command_parser(sub, "compare")
     # Positionals: the settings of nlieval.settings are flags only.
     p.add_argument("a", help="run folder A")
     p.add_argument("b", help="run folder B")
@@ -116,19 +116,17 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     command(
         "breakdown",
-        help="metrics by item field (heuristic, genre, domain, ...)",
         handler=cmd_breakdown,
         settings=(RunFolders, BreakdownConfig),
     )
 
     command(
         "items",
-        help="items with several models' predictions side by side",
         handler=cmd_items,
         settings=(RunFolders, ItemsConfig),
     )
 
-    p = sub.add_parser("figure", help="accuracy vs shots / size, dynamics across models")
+    p = command_parser(sub, "figure")
     # A positional with choices: the settings of nlieval.settings are flags only.
     p.add_argument("kind", choices=FIGURES)
     add_settings(p, RunFolders)

@@ -1,5 +1,5 @@
 """Commands for the analyses: ``dynamics``, ``chaosnli``, ``chaosnli-score``,
-``chaosnli-import`` and ``plots``.
+``import`` (``chaosnli-import``) and ``plots``.
 
 All of them work from saved run folders or prediction files; none loads a model.
 :func:`add_commands` adds them to the main parser's subcommands; each subparser carries its
@@ -80,7 +80,7 @@ def cmd_chaosnli(args: argparse.Namespace) -> int:
 
 
 def cmd_chaosnli_import(args: argparse.Namespace) -> int:
-    """Prediction files of classifiers into a run folder, with their ChaosNLI scores."""
+    """Prediction files of models run elsewhere into a run folder, with their scores."""
 
     config = settings_from_args(ImportConfig, args)
     folder = settings_from_args(OutputFolder, args)
@@ -109,7 +109,7 @@ def cmd_plots(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``dynamics``, ``chaosnli``, ``chaosnli-score``, ``chaosnli-import`` and
+    """Add ``dynamics``, ``chaosnli``, ``chaosnli-score``, ``import`` and
     ``plots`` to the main subparsers.
 
     >>> parser = argparse.ArgumentParser()
@@ -122,23 +122,25 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     command = functools.partial(add_command, sub)
     command(
         "dynamics",
-        help="accuracy, gold NLL and ChaosNLI divergences over the checkpoints of a run, "
-        "Kendall tau",
         handler=cmd_dynamics,
         settings=(DynamicsConfig,),
     )
 
     command(
         "chaosnli",
-        help="ChaosNLI scores of run folders: accuracies, divergences, entropy bins",
         handler=cmd_chaosnli,
         settings=(ChaosnliConfig,),
     )
 
     command(
+        "import",
+        handler=cmd_chaosnli_import,
+        settings=(ImportConfig, OutputFolder),
+        skip=("progress",),
+    )
+
+    command(
         "chaosnli-import",
-        help="prediction files of classifiers (Baan et al. 2022, official ChaosNLI, jsonl) "
-        "into a run folder",
         handler=cmd_chaosnli_import,
         settings=(ImportConfig, OutputFolder),
         skip=("progress",),
@@ -146,14 +148,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     command(
         "chaosnli-score",
-        help="score a prediction file in the official ChaosNLI format",
         handler=cmd_chaosnli_score,
         settings=(ChaosnliScoreConfig,),
     )
 
     command(
         "plots",
-        help="PNG plots from saved run folders (no model loaded)",
         handler=cmd_plots,
         settings=(PlotsConfig,),
     )

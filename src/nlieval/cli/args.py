@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import functools
+import textwrap
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import MISSING, Field, fields
 from typing import Any, TypeVar
 
 from .. import settings
 from ..settings import UNSET, flag_of, options_of
+from .commands import COMMANDS, epilog
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -136,6 +138,39 @@ def add_settings(p: argparse.ArgumentParser, cls: type[Any], *, skip: Collection
                 _add_flag(group, sub, optional=sub.name == opt.when)
 
 
+def command_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    *,
+    examples: Sequence[str] = (),
+    **parser: Any,
+) -> argparse.ArgumentParser:
+    """The parser of the subcommand ``name`` (``parser`` are :meth:`add_parser`'s
+    keywords). A command of :data:`~nlieval.cli.commands.COMMANDS` given no ``help``
+    takes its help line and examples from there; ``examples`` (a subcommand's own) end
+    its ``--help`` as they are written.
+
+    >>> parser = argparse.ArgumentParser(prog="nlieval")
+    >>> p = command_parser(parser.add_subparsers(), "tasks")
+    >>> print(p.format_help().split("\\n\\n")[-1].strip())
+    examples:
+      nlieval tasks
+    """
+    if "help" not in parser:
+        known = COMMANDS[name]
+        parser["help"] = known.help
+        examples = examples or known.examples
+    if parser.get("description"):
+        # The examples keep their lines (a raw epilog), so a description is wrapped here.
+        parser["description"] = textwrap.fill(parser["description"], width=80)
+    return sub.add_parser(
+        name,
+        epilog=epilog(tuple(examples)),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **parser,
+    )
+
+
 def add_command(
     sub: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
@@ -145,9 +180,9 @@ def add_command(
     skip: Collection[str] = (),
     **parser: Any,
 ) -> argparse.ArgumentParser:
-    """The subcommand ``name`` (``parser`` are :meth:`add_parser`'s keywords, ``help``
-    first): a flag for every setting of each class in ``settings`` (but those in
-    ``skip``), and ``handler`` to run it.
+    """The subcommand ``name`` (``parser`` are :func:`command_parser`'s keywords): a flag
+    for every setting of each class in ``settings`` (but those in ``skip``), and
+    ``handler`` to run it.
 
     >>> from nlieval.choice import RunConfig
     >>> parser = argparse.ArgumentParser()
@@ -158,7 +193,7 @@ def add_command(
     >>> args.handler.__name__, args.tasks
     ('hello', ('snli',))
     """
-    p: argparse.ArgumentParser = sub.add_parser(name, **parser)
+    p = command_parser(sub, name, **parser)
     for cls in settings:
         add_settings(p, cls, skip=skip)
     p.set_defaults(handler=handler)

@@ -28,7 +28,7 @@ from ..sci import (
     build_distant_task,
     build_implicit_task,
 )
-from .args import add_command, settings_from_args
+from .args import add_command, command_parser, settings_from_args
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,13 +38,18 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     >>> parser.parse_args(["build", "distant", "--corpus", "a.txt", "--out", "o"]).seed
     0
     """
-    build = sub.add_parser("build", help="build scientific NLI training data from documents")
+    build = command_parser(sub, "build")
     kinds = build.add_subparsers(dest="build_command", required=True)
 
     command = functools.partial(add_command, kinds)
     command(
         "distant",
         help="explicit pairs from linking phrases + neutral pairs",
+        examples=(
+            "nlieval build distant --corpus docs/examples/papers.jsonl --out runs/sci-data",
+            "nlieval train --model minilm --task runs/sci-data/distant.yaml --no-test "
+            "--out runs/stage1",
+        ),
         handler=cmd_distant,
         settings=(DistantConfig,),
     )
@@ -52,6 +57,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     command(
         "implicit",
         help="pseudo-labelled pairs without linking phrases",
+        examples=(
+            "nlieval build implicit --corpus docs/examples/papers.jsonl "
+            "--classifier runs/sci-clf --threshold 0.4 --out runs/sci-data",
+            "nlieval build implicit --corpus docs/examples/papers.jsonl --scores scores.jsonl "
+            "--out runs/sci-data",
+        ),
         handler=cmd_implicit,
         settings=(ImplicitConfig,),
     )

@@ -30,7 +30,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_command(
         sub,
         "contamination",
-        help="score test items by n-gram overlap with a corpus; EPG against a run's records",
         description=__doc__.splitlines()[0] if __doc__ else None,
         handler=run_contamination,
         settings=(cont.ContaminationConfig,),

@@ -30,8 +30,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_command(
         sub,
         "generate",
-        help="hypotheses (entailment / neutral / contradiction) written by a chat model, "
-        "as an NLI task",
         handler=cmd_generate,
         settings=(GenerateConfig, ChatModel, OutputFolder),
         skip=("device_map", "max_memory", "prefix_attention"),

@@ -80,7 +80,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_command(
         sub,
         "instruct",
-        help="ask a chat model for the class of scientific sentence pairs (zero/k-shot)",
         description="Prompted instruct models on four-class scientific NLI (METHODS.md 4): "
         "zero-shot and k-shot with k/4 exemplars per class, greedy decoding, several runs "
         "with different exemplar sets (zero-shot is run once: the runs would repeat it). "

@@ -36,42 +36,55 @@ from ..metainference import (
     inferred_consistency,
     logic,
 )
-from .args import add_command, settings_from_args
+from .args import add_command, command_parser, settings_from_args
 
 
 def _add_logic(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "logic", help="decide meta-inferences of NLI labels in modal logic K (or KT, S4, S5)"
-    )
+    p = command_parser(sub, "logic")
     lsub = p.add_subparsers(dest="logic_command", required=True)
     command = functools.partial(add_command, lsub)
     command(
         "table",
         help="every built-in relation under every reading",
+        examples=("nlieval logic table --no-formulas", "nlieval logic table --format json"),
         handler=_cmd_table,
         settings=(LogicTableConfig,),
     )
     command(
         "check",
         help="one meta-inference, e.g. 'Eab & Ebc -> Eac'",
+        examples=(
+            "nlieval logic check 'Eab & Ebc & Ecd & Ede -> Eae'",
+            "nlieval logic check 'Eab & Ebc & Ede -> Eae' --frames S4",
+        ),
         handler=_cmd_check,
         settings=(LogicCheckConfig,),
     )
     command(
         "conclude",
         help="what input labels entail about a target pair",
+        examples=(
+            "nlieval logic conclude 'Nab & Ebc' ac",
+            "nlieval logic conclude 'Cab' ba --format json",
+        ),
         handler=_cmd_conclude,
         settings=(LogicConcludeConfig,),
     )
 
 
 def _add_infer(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("infer", help="inferred test items and their consistency report")
+    p = command_parser(sub, "infer")
     isub = p.add_subparsers(dest="infer_command", required=True)
     command = functools.partial(add_command, isub)
     command(
         "build",
         help="build inferred items from a labelled NLI task",
+        examples=(
+            "nlieval infer build --task snli --limit 100 --max-per-pattern 25 "
+            "--out runs/infer-snli",
+            "nlieval run --model smollm2-135m --task runs/infer-snli/task.yaml --shots 0 "
+            "--out runs/infer-smol",
+        ),
         handler=_cmd_build,
         settings=(InferBuildConfig,),
         skip=("progress",),
@@ -79,6 +92,11 @@ def _add_infer(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     command(
         "report",
         help="consistency of a run's predictions on inferred items",
+        examples=(
+            "nlieval infer report runs/infer-smol --items runs/infer-snli",
+            "nlieval infer report runs/infer-smol --items runs/infer-snli "
+            "--source-run runs/smol-snli --format json",
+        ),
         handler=_cmd_report,
         settings=(InferReportConfig,),
     )

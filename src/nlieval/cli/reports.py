@@ -1,5 +1,5 @@
-"""Commands that read tasks or saved run folders and load no model: ``stats``, ``report``,
-``tasks`` and ``sci-report``.
+"""Commands that read tasks or saved run folders and load no model: ``stats``, ``report``
+and ``sci-report`` (``tasks`` is :mod:`nlieval.cli.tasks`).
 
 :func:`add_commands` adds them to the main parser's subcommands; each subparser carries its
 handler as ``handler`` (a function of the parsed arguments returning an exit code).
@@ -11,7 +11,7 @@ import argparse
 import functools
 import sys
 
-from ..data import TasksToRead, format_task_list, task_stats
+from ..data import TasksToRead, task_stats
 from ..reports import ReportConfig, report
 from ..sci import SciReportConfig, sci_report
 from .args import add_command, settings_from_args
@@ -25,11 +25,6 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     cfg = settings_from_args(ReportConfig, args)
     print(report(cfg.runs, write=cfg.write))
-    return 0
-
-
-def _cmd_tasks(args: argparse.Namespace) -> int:
-    print(format_task_list())
     return 0
 
 
@@ -52,7 +47,7 @@ def cmd_sci_report(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``stats``, ``report``, ``tasks`` and ``sci-report``.
+    """``stats``, ``report`` and ``sci-report``.
 
     >>> parser = argparse.ArgumentParser()
     >>> add_commands(parser.add_subparsers(dest="command"))
@@ -62,20 +57,16 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     command = functools.partial(add_command, sub)
     command(
         "stats",
-        help="items, labels, lengths and overlap of benchmarks",
         handler=_cmd_stats,
         settings=(TasksToRead,),
     )
     command(
         "report",
-        help="tables again from saved records (no model loaded)",
         handler=_cmd_report,
         settings=(ReportConfig,),
     )
-    add_command(sub, "tasks", help="list the built-in tasks", handler=_cmd_tasks)
     command(
         "sci-report",
-        help="macro F1 overall and per domain, per-class F1, confusion matrices (from records)",
         handler=cmd_sci_report,
         settings=(SciReportConfig,),
     )

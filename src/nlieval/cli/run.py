@@ -15,8 +15,6 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_command(
         sub,
         "run",
-        help="evaluate a language model by option NLL over tasks and shot counts, or an NLI "
-        "classifier (a sequence-classification model, or a folder of nlieval train)",
         handler=_cmd_run,
         settings=(RunConfig, OutputFolder),
     )

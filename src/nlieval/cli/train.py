@@ -37,7 +37,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_command(
         sub,
         "train",
-        help="fine-tune an encoder (linear head on [CLS]) on a task",
         handler=cmd_train,
         settings=(TrainConfig, OutputFolder),
     )

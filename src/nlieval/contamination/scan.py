@@ -224,7 +224,7 @@ def _jsonl_text(block: bytes, text_field: str, result: ScanResult) -> str:
             continue
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply to read
             result.bad_lines += 1
             continue
         text = obj.get(text_field) if isinstance(obj, dict) else None

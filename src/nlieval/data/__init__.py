@@ -20,7 +20,8 @@ skipped instead, logged and counted in :attr:`Dataset.skipped_bad`.
 Formats follow the file extension: ``.jsonl`` (one JSON object a line), ``.csv``
 (standard CSV quoting), ``.tsv``/``.txt`` (tab-separated, read verbatim without quote
 processing, as the SNLI/MNLI/GLUE/SICK releases need), each optionally ``.gz``.
-User data comes in through a task YAML file (see :func:`get_task`).
+User data comes in through a task YAML file, or as a data file read with the default
+fields (see :func:`get_task`).
 
 The code is split by concern; this package re-exports the public names:
 
@@ -33,7 +34,8 @@ The code is split by concern; this package re-exports the public names:
 - :mod:`.taskyaml`: user tasks (:func:`make_parser`, :func:`write_task_yaml`);
 - :mod:`.load`: :func:`get_task`, :func:`load_task`, :func:`load_pool`,
   :func:`same_data`, :func:`read_items`, :func:`resolve_data_dir`;
-- :mod:`.selection`: :class:`ItemSelection` (``--limit`` / ``--sample``, in every command);
+- :mod:`.selection`: :class:`ItemSelection` (``--limit`` / ``--sample``, in every command)
+  and :func:`label_imbalance` (when a selection's labels are far from the task's);
 - :mod:`.source`: :class:`TaskFiles`, :class:`TaskSource` (``--data-dir``, ``--split``,
   ``--skip-bad``, ``--task``, in every command that reads tasks);
 - :mod:`.stats`: dataset statistics.
@@ -59,9 +61,18 @@ from .load import (
     same_data,
 )
 from .parsers import FieldMap, parse_label
-from .prompt_files import PromptFile, read_prompt_file, read_solved_examples, shipped_prompt
+from .prompt_files import (
+    PromptFile,
+    pair_fields,
+    read_prompt,
+    read_prompt_file,
+    read_solved_examples,
+    shipped_names,
+    shipped_prompt,
+)
+from .readers import format_of, text_rows
 from .rules import TaskSpec
-from .selection import ItemSelection
+from .selection import ItemSelection, label_imbalance
 from .source import DATA_DIR_HELP, DataDir, TaskFiles, TaskSource, TasksToRead, format_task_list
 from .stats import fleiss_kappa, label_change_share, task_stats
 from .tasks import TASKS
@@ -69,9 +80,14 @@ from .taskyaml import make_parser, write_task_yaml
 from .templates import TemplateSource, read_template_file
 
 __all__ = [
+    "format_of",
+    "text_rows",
     "PromptFile",
+    "pair_fields",
+    "read_prompt",
     "read_prompt_file",
     "read_solved_examples",
+    "shipped_names",
     "shipped_prompt",
     "fleiss_kappa",
     "label_change_share",
@@ -81,6 +97,7 @@ __all__ = [
     "items_fingerprint",
     "text_fingerprint",
     "ItemSelection",
+    "label_imbalance",
     "DATA_DIR_HELP",
     "DataDir",
     "TaskFiles",

@@ -36,6 +36,38 @@ class Dataset:
     def __len__(self) -> int:
         return len(self.items)
 
+    @property
+    def pairs(self) -> bool:
+        """Whether every item is one sentence pair whose label names its relation: False
+        when items hold choices (alpha-NLI: two observations, and the hypotheses the label
+        chooses between), which a reader of (premise, hypothesis) would never see.
+
+        >>> from nlieval.data import load_task
+        >>> load_task("smoke").pairs
+        True
+        """
+        return not any(it.choices for it in self.items)
+
+    def require_pairs(self, reader: str) -> None:
+        """Refuse, in one line, ``reader`` (something that sees an item as its premise and
+        hypothesis alone: a sentence-pair classifier) for a task whose items are not
+        pairs (see :attr:`pairs`).
+
+        >>> from nlieval.types import ALPHA, Item
+        >>> item = Item("1", "O1.", "O2.", None, ("H1.", "H2."))
+        >>> Dataset("alphanli", "dev", ALPHA, (item,), "f").require_pairs("model m,")
+        Traceback (most recent call last):
+        ValueError: model m, reads each item as one sentence pair ... (item 1: the label ...
+        """
+        first = next((it for it in self.items if it.choices), None)
+        if first is not None:
+            raise ValueError(
+                f"{reader} reads each item as one sentence pair (premise, hypothesis), but "
+                f"the items of task {self.task} hold {len(first.choices)} choices besides "
+                f"(item {first.id}: the label picks one of them), which it would never "
+                "see: score this task with a language model (--model LM)"
+            )
+
     def label_counts(self) -> dict[str, int]:
         """Items per label value, in label-set order (plus ``"none"`` for unlabelled items)."""
         counts = Counter(it.label.value if it.label else "none" for it in self.items)

@@ -22,7 +22,7 @@ from .parsers import FieldError, RowParser
 from .readers import RowOrError, format_of, text_rows
 from .rules import FileRule, TaskSpec
 from .tasks import TASKS
-from .taskyaml import make_parser, task_from_yaml
+from .taskyaml import is_data_file, make_parser, task_from_data_file, task_from_yaml
 
 log = logging.getLogger("nlieval.data")  # one logger for the whole package, as before
 
@@ -76,14 +76,18 @@ def get_tasks(names_or_paths: Sequence[str]) -> list[TaskSpec]:
 
 
 def get_task(name_or_path: str) -> TaskSpec:
-    """A built-in task by name, or a user task from a YAML file.
+    """A built-in task by name, a user task from a YAML file, or a data file (``.jsonl``,
+    ``.csv``, ``.tsv``, ``.gz`` ok) read as a task with the default fields
+    (:func:`~nlieval.data.taskyaml.task_from_data_file`).
 
     The YAML keys: ``path`` (the data, relative to the YAML file; jsonl/csv/tsv, .gz ok),
     ``labels`` (the ordered label set), and optionally ``name``, ``pool`` (few-shot
     pool file), ``fields`` (``id``, ``premise``, ``hypothesis``, ``label`` (null: no
-    labels), ``choices``, ``meta``: field names in the file; without ``id`` the line
-    number is the id), ``label_map`` (raw value -> label; keys are compared as text, so
-    ``1`` and ``"1"`` may not both be there), ``family`` (derived from the label set
+    labels), ``choices``, ``meta``: field names in the file; premise, hypothesis and
+    label default to their own name; without ``id`` a row's own ``id`` field is its id,
+    else its line number; a blank or repeated id is an error),
+    ``label_map`` (raw value -> label; keys are compared as text, so ``1`` and ``"1"``
+    may not both be there), ``family`` (derived from the label set
     when absent), ``template`` (the Jinja template text itself) or ``template_file``
     (a template file, relative to the YAML file), ``description``. The data is the
     task's ``test`` split and the pool its ``train`` split. A task needs two labels at
@@ -96,6 +100,8 @@ def get_task(name_or_path: str) -> TaskSpec:
     if name_or_path in TASKS:
         return TASKS[name_or_path]
     p = Path(name_or_path).expanduser()
+    if is_data_file(p):
+        return task_from_data_file(p)
     if p.suffix.lower() in (".yaml", ".yml") or p.is_file():
         return task_from_yaml(p)
     raise DataError(
@@ -103,7 +109,8 @@ def get_task(name_or_path: str) -> TaskSpec:
         None,
         None,
         f"unknown task {name_or_path!r}; valid tasks: "
-        f"{', '.join(TASKS)}, or the path of a task YAML file",
+        f"{', '.join(TASKS)}, or the path of a task YAML file or of a data file "
+        "(.jsonl, .csv, .tsv)",
     )
 
 
@@ -334,6 +341,9 @@ def _collect(
     items: list[Item] = []
     dropped: Counter[str] = Counter()
     bad = 0
+    # User data names its own ids: a repeated one is an error there (official files that
+    # repeat ids get a #n suffix below).
+    first_line: dict[str, int] | None = {} if getattr(parser, "strict_ids", False) else None
     for line, row in rows:
         try:
             if isinstance(row, DataError):
@@ -342,6 +352,16 @@ def _collect(
                 out = parser(row, line)
             except FieldError as err:
                 raise DataError(where, line, err.field, err.message) from None
+            if first_line is not None and isinstance(out, Item):
+                if out.id in first_line:
+                    raise DataError(
+                        where,
+                        line,
+                        None,
+                        f"id {out.id!r} is the id of line {first_line[out.id]} too: ids "
+                        "must be unique",
+                    )
+                first_line[out.id] = line
         except DataError as err:
             if not skip_bad:
                 raise

@@ -78,7 +78,8 @@ def parse_label(
 
 @dataclass(frozen=True)
 class FieldMap:
-    """Which field of a row holds what. ``id=None``: the row's line number is the id;
+    """Which field of a row holds what. ``id=None``: the row's line number is the id,
+    unless ``id_if_present`` names a field the row has (user data: a file's own ``id``);
     ``label=None``: the rows are unlabelled; ``meta``: fields copied to ``Item.meta``
     when present and not empty."""
 
@@ -88,6 +89,7 @@ class FieldMap:
     id: str | None = None
     choices: tuple[str, ...] = ()
     meta: tuple[str, ...] = ()
+    id_if_present: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,7 @@ class MappedParser:
     where: tuple[str, str] | None = None
     extra: Callable[[Row], dict[str, Any]] | None = None
     const_meta: Mapping[str, Any] = field(default_factory=dict)
+    strict_ids: bool = False
 
     def __call__(self, row: Row, line: int) -> ParseResult:
         if self.where is not None:
@@ -122,13 +125,27 @@ class MappedParser:
         if self.extra is not None:
             meta.update(self.extra(row))
         return Item(
-            id=_text(row, f.id) if f.id else str(line),
+            id=self._id(row, line),
             premise=_text(row, f.premise),
             hypothesis=_text(row, f.hypothesis),
             label=label,
             choices=tuple(_text(row, c) for c in f.choices),
             meta=meta,
         )
+
+    def _id(self, row: Row, line: int) -> str:
+        """The row's id: its id field, else the line number."""
+        f = self.fields
+        name = f.id
+        if name is None and f.id_if_present is not None and row.get(f.id_if_present) is not None:
+            name = f.id_if_present
+        if name is None:
+            return str(line)
+        value = _text(row, name)
+        if self.strict_ids and not value.strip():
+            # A blank id would be one shared key for every such item of a run.
+            raise FieldError(name, "empty id")
+        return value
 
     def _label(self, row: Row) -> Label | str | None:
         """The row's label, None (unlabelled), or a drop reason."""

@@ -10,6 +10,10 @@ the bounded sandbox task templates use:
 - ``assistant``: an exemplar's answer turn;
 - ``definitions`` (instruct only): one line of text per class, by label name, given to
   ``system`` as ``classes``;
+- ``options`` (instruct only): the option of each class, by label name, in the order the
+  prompt lists them: a letter or a word (``c``, ``C.``, ``(c)`` and ``c)`` all declare
+  ``c``), given to ``system`` as each class's ``letter``; the answers are read in exactly
+  these options (default: A, B, C, D in the task's label order);
 - ``exemplar_turns`` (default true): exemplars as earlier user/assistant turns; false when
   ``system`` writes them itself (it gets them as ``exemplars``);
 - ``description``: free text, not sent.
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -35,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ground import DataError
+from ..types import LETTERS, SCI4
 from .readers import format_of, text_rows
 from .taskyaml import read_yaml_mapping
 
@@ -47,7 +53,13 @@ MAX_EXEMPLAR_CHARS = 20_000
 
 KINDS = ("instruct", "generate")
 _TEXT_KEYS = ("system", "user", "assistant")
-_KEYS = frozenset({"kind", "description", "definitions", "exemplar_turns", *_TEXT_KEYS})
+_KEYS = frozenset({"kind", "description", "definitions", "options", "exemplar_turns", *_TEXT_KEYS})
+#: An option as declared: a letter or word, in parentheses or followed by ``.`` or ``)``.
+_OPTION = re.compile(r"\(?\s*([A-Za-z0-9]+)\s*[.)]?")
+#: The options of a prompt that declares none: A-D in the scientific classes' order.
+DEFAULT_OPTIONS: tuple[tuple[str, str], ...] = tuple(
+    (lab.value, LETTERS[n]) for n, lab in enumerate(SCI4)
+)
 
 
 @dataclass(frozen=True)
@@ -62,12 +74,15 @@ class PromptFile:
     definitions: Mapping[str, str] = field(default_factory=dict)
     exemplar_turns: bool = True
     origin: str = "prompt"
+    options: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def digest(self) -> str:
         """SHA-256 of the parts that shape a prompt (everything but ``origin`` and the
-        description): equal for two files that prompt alike, wherever they are."""
-        body = {
+        description): equal for two files that prompt alike, wherever they are. Options
+        that declare what a file without them gets (:data:`DEFAULT_OPTIONS`) change
+        nothing, so they leave the digest of the file without them."""
+        body: dict[str, Any] = {
             "kind": self.kind,
             "system": self.system,
             "user": self.user,
@@ -75,6 +90,8 @@ class PromptFile:
             "definitions": dict(sorted(self.definitions.items())),
             "exemplar_turns": self.exemplar_turns,
         }
+        if self.options and tuple(self.options.items()) != DEFAULT_OPTIONS:
+            body["options"] = list(self.options.items())  # a list: the order counts
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
     def templates(self) -> dict[str, str]:
@@ -110,7 +127,43 @@ def _parse(doc: Mapping[str, Any], origin: str, where: str | Path, kind: str) ->
     turns = doc.get("exemplar_turns", True)
     if not isinstance(turns, bool):
         raise DataError(where, None, "exemplar_turns", "must be true or false")
-    return PromptFile(kind, **parts, definitions=definitions, exemplar_turns=turns, origin=origin)
+    options = _options(doc.get("options"), where, kind)
+    return PromptFile(
+        kind, **parts, definitions=definitions, exemplar_turns=turns, origin=origin,
+        options=options,
+    )  # fmt: skip
+
+
+def _options(value: Any, where: str | Path, kind: str) -> dict[str, str]:
+    """The ``options`` of a prompt file: label name -> option, as declared, each option a
+    letter or word (``(c)``, ``c.`` and ``c)`` are ``c``), no two alike in any case."""
+    if value is None:
+        return {}
+    if kind != "instruct":
+        raise DataError(where, None, "options", "only instruct prompts have options")
+    if not isinstance(value, dict) or not value:
+        raise DataError(where, None, "options", "must map label names to option letters or words")
+    out: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for label, raw in value.items():
+        # YAML reads a bare yes/no/on/off as true/false: not the word the file shows.
+        plain = isinstance(raw, str | int) and not isinstance(raw, bool)
+        m = _OPTION.fullmatch(str(raw).strip()) if plain else None
+        if not isinstance(label, str) or m is None:
+            raise DataError(
+                where, None, f"options.{label}",
+                f"{raw!r} is no option: a letter or word, e.g. c, C., (c) or c) "
+                "(in quotes when it is yes, no, on or off)",
+            )  # fmt: skip
+        token = m.group(1)
+        if token.lower() in seen:
+            raise DataError(
+                where, None, f"options.{label}",
+                f"{token!r} is also the option of {seen[token.lower()]}: options must differ",
+            )  # fmt: skip
+        seen[token.lower()] = label
+        out[label] = token
+    return out
 
 
 def read_prompt_file(path: str | Path, kind: str) -> PromptFile:
@@ -133,19 +186,87 @@ def read_prompt_file(path: str | Path, kind: str) -> PromptFile:
     return _parse(doc, f"prompt file {path}", path, kind)
 
 
-def shipped_prompt(kind: str) -> PromptFile:
+def shipped_prompt(kind: str, name: str | None = None) -> PromptFile:
     """The default prompt of ``nlieval instruct`` or ``nlieval generate``, from the
-    package's ``resources/prompts/{kind}.yaml`` (a file like any user's).
+    package's ``resources/prompts/{kind}.yaml`` (a file like any user's), or the shipped
+    prompt ``name`` of that kind (``resources/prompts/{kind}-{name}.yaml``, see
+    :func:`shipped_names`).
 
     >>> shipped_prompt("generate").user
     'Premise: {{ premise }}'
+    >>> list(shipped_prompt("instruct", "mismatched").options.values())
+    ['a', 'b', 'c', 'd']
     """
     if kind not in KINDS:
         raise ValueError(f"unknown prompt kind {kind!r}: {', '.join(KINDS)}")
-    ref = resources.files("nlieval") / "resources" / "prompts" / f"{kind}.yaml"
+    if name is not None and name not in shipped_names(kind):
+        known = ", ".join(shipped_names(kind)) or "none"
+        raise DataError(
+            name, None, None,
+            f"no such prompt file, nor a shipped {kind} prompt (shipped: {known})",
+        )  # fmt: skip
+    stem = kind if name is None else f"{kind}-{name}"
+    ref = resources.files("nlieval") / "resources" / "prompts" / f"{stem}.yaml"
     with resources.as_file(ref) as path:
         doc = read_yaml_mapping(path, "prompt", MAX_PROMPT_BYTES)
-    return _parse(doc, f"shipped {kind} prompt", ref.name, kind)
+    return _parse(doc, f"shipped {stem} prompt", ref.name, kind)
+
+
+def shipped_names(kind: str) -> list[str]:
+    """The names of the prompts of ``kind`` the package ships besides its default.
+
+    >>> shipped_names("instruct")
+    ['mismatched']
+    """
+    folder = resources.files("nlieval") / "resources" / "prompts"
+    prefix = f"{kind}-"
+    return sorted(
+        f.name[len(prefix) : -len(".yaml")]
+        for f in folder.iterdir()
+        if f.name.startswith(prefix) and f.name.endswith(".yaml")
+    )
+
+
+def read_prompt(value: str | Path, kind: str) -> PromptFile:
+    """What ``--prompt VALUE`` names: a prompt file (:func:`read_prompt_file`), or, when
+    ``VALUE`` is a plain name (no ``/``, no ``.``) and no such file exists, the shipped
+    prompt of that name (:func:`shipped_prompt`).
+
+    >>> read_prompt("mismatched", "instruct").origin
+    'shipped instruct-mismatched prompt'
+    """
+    text = str(value)
+    if "/" not in text and "." not in text and not Path(text).exists():
+        return shipped_prompt(kind, text)
+    return read_prompt_file(value, kind)
+
+
+#: The names of a pair's sentences in a file of labelled pairs: nlieval's, or SciNLI's
+#: (the names ``nlieval build distant`` and ``build implicit`` write).
+PAIR_NAMES = (("premise", "hypothesis"), ("sentence1", "sentence2"))
+
+
+def pair_fields(path: str | Path) -> dict[str, str]:
+    """The field map of a file of labelled pairs (``instruct --exemplars``): ``premise``,
+    ``hypothesis``, ``label`` and ``id``, or ``sentence1``/``sentence2`` for the two
+    sentences when the file's first row has those and no ``premise``.
+
+    >>> p = Path(run_dir) / "built.jsonl"
+    >>> _ = p.write_text('{"sentence1": "A.", "sentence2": "B.", "label": "neutral"}\\n')
+    >>> pair_fields(p)["premise"], pair_fields(p)["hypothesis"]
+    ('sentence1', 'sentence2')
+    """
+    first: dict[str, Any] = {}
+    for _, row in text_rows(Path(path), format_of(Path(path).name)):
+        if isinstance(row, DataError):
+            raise row
+        first = row
+        break
+    names = next(
+        (pair for pair in PAIR_NAMES if pair[0] in first and PAIR_NAMES[0][0] not in first),
+        PAIR_NAMES[0],
+    )
+    return {"premise": names[0], "hypothesis": names[1], "label": "label", "id": "id"}
 
 
 def read_solved_examples(

@@ -13,9 +13,9 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
-from ..ground import DataError, open_regular, read_jsonl
+from ..ground import DataError, bounded_lines, open_regular, read_jsonl
 
 RowOrError = tuple[int, dict[str, Any] | DataError]
 
@@ -67,22 +67,21 @@ def _open_text(path: Path, member: str | None = None) -> Iterator[IO[str]]:
 def _bad_utf8_line(path: Path, member: str | None) -> int | None:
     # Text is decoded in blocks, so the error does not know its line: find it again in
     # the bytes (only on this error path).
+    # Line by line and bounded (not readlines: the file may be gigabytes).
     try:
-        if member is not None:
-            with zipfile.ZipFile(path) as zf, zf.open(member) as raw:
-                lines: Iterator[bytes] = iter(raw.readlines())
-        elif path.name.lower().endswith(".gz"):
-            with gzip.open(path, "rb") as gz:
-                lines = iter(gz.readlines())
-        else:
-            with path.open("rb") as fh:
-                lines = iter(fh.readlines())
-        for n, raw_line in enumerate(lines, 1):
-            try:
-                raw_line.decode("utf-8-sig" if n == 1 else "utf-8")
-            except UnicodeDecodeError:
-                return n
-    except (OSError, EOFError, zlib.error, zipfile.BadZipFile, KeyError):
+        with ExitStack() as stack:
+            raw: IO[bytes] = stack.enter_context(open_regular(path))
+            if member is not None:
+                zf = stack.enter_context(zipfile.ZipFile(raw))
+                raw = stack.enter_context(zf.open(member))
+            elif path.name.lower().endswith(".gz"):
+                raw = stack.enter_context(gzip.open(raw, "rb"))  # type: ignore[arg-type]
+            for n, raw_line in enumerate(bounded_lines(raw, path), 1):
+                try:
+                    cast(bytes, raw_line).decode("utf-8-sig" if n == 1 else "utf-8")
+                except UnicodeDecodeError:
+                    return n
+    except (OSError, EOFError, zlib.error, zipfile.BadZipFile, KeyError, DataError):
         pass
     return None
 
@@ -102,10 +101,13 @@ def _json_rows(fh: IO[str], where: str) -> Iterator[RowOrError]:
 def _table_rows(fh: IO[str], where: str, fmt: str) -> Iterator[RowOrError]:
     # The TSV releases (SNLI/MNLI .txt, GLUE, SICK) do not quote fields but their text
     # contains quote characters, so quotes must not be interpreted there.
+    # Lines bounded in length: a file of gigabytes without a line break is one error,
+    # not read whole into memory.
+    lines = cast(Iterator[str], bounded_lines(fh, where))
     if fmt == "tsv":
-        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        reader = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
     else:
-        reader = csv.reader(fh)
+        reader = csv.reader(lines)
     try:
         header = next(reader, None)
         if header is None:

@@ -152,4 +152,4 @@ class TaskSpec:
     )
     hub: HubSpec | None = field(default=None, compare=False, repr=False)
     template: str | None = None
-    path: str | None = None  # the YAML file of a user task
+    path: str | None = None  # the YAML file (or the data file) of a user task

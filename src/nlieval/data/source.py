@@ -59,7 +59,7 @@ class TaskSource:
     """
 
     tasks: tuple[str, ...] = setting(
-        help="comma-separated task names or task YAML files",
+        help="comma-separated task names, task YAML files or data files (.jsonl, .csv, .tsv)",
         names=("--task", "--tasks"),
         parse=csv_list,
     )

@@ -5,12 +5,12 @@ from a field map (:func:`make_parser`), and writing a task YAML (:func:`write_ta
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from ..ground import DataError, atomic_write, read_small_text
-from ..types import ALPHA, Label
+from ..ground import DataError, atomic_write, load_yaml, read_small_text
+from ..types import ALPHA, NLI3, Label
 from .parsers import FieldError, FieldMap, MappedParser, norm_key, parse_label
 from .rules import FAMILIES, FileRule, TaskSpec
 from .templates import TemplateSource, read_template_file
@@ -31,6 +31,9 @@ _YAML_KEYS = (
     "description",
 )
 _FIELD_KEYS = ("id", "premise", "hypothesis", "label", "choices", "meta")
+
+#: The endings of a data file that ``--task`` reads as a task of its own (``.gz`` ok).
+DATA_FILE_SUFFIXES = (".jsonl", ".csv", ".tsv")
 
 
 def _field_map(spec: Mapping[str, Any] | None, where: str | Path) -> FieldMap:
@@ -59,6 +62,9 @@ def _field_map(spec: Mapping[str, Any] | None, where: str | Path) -> FieldMap:
         id=spec.get("id"),
         choices=tuple(spec.get("choices", ())),
         meta=tuple(spec.get("meta", ())),
+        # Without an id key a file's own "id" field is the id where a row has one;
+        # "id: null" numbers the lines whatever the file holds.
+        id_if_present=None if "id" in spec else "id",
     )
 
 
@@ -116,7 +122,10 @@ def make_parser(
     label_map: Mapping[Any, Any] | None = None,
     where: str | Path = "<fields>",
 ) -> MappedParser:
-    """A row parser for user data from a field map (as in a task YAML's ``fields``).
+    """A row parser for user data from a field map (as in a task YAML's ``fields``; a key
+    left out reads the field of its own name, and ``id`` the row's ``id`` field where it
+    has one, else the line number). Its ids are strict: a blank id is an error, and so is
+    a repeated one when the rows are read.
 
     >>> from nlieval.types import NLI3
     >>> p = make_parser(NLI3, {"premise": "s1", "hypothesis": "s2", "label": "y"}, {0: "e"})
@@ -134,7 +143,9 @@ def make_parser(
         raise DataError(
             where, None, "fields.choices", "alpha-NLI style tasks need the two hypothesis fields"
         )
-    return MappedParser(fmap, labels, label_map=_label_map(label_map, labels, where))
+    return MappedParser(
+        fmap, labels, label_map=_label_map(label_map, labels, where), strict_ids=True
+    )
 
 
 def task_from_yaml(path: Path) -> TaskSpec:
@@ -173,6 +184,39 @@ def task_from_yaml(path: Path) -> TaskSpec:
     name = str(doc.get("name") or path.stem)
     desc = str(doc.get("description") or f"user task from {path}")
     return TaskSpec(name, labels, family, "test", desc, splits, None, template, str(path))
+
+
+def is_data_file(name: str | Path) -> bool:
+    """Whether ``--task NAME`` names a data file (jsonl, csv or tsv, ``.gz`` ok).
+
+    >>> is_data_file("my.jsonl"), is_data_file("my.CSV.gz"), is_data_file("my.yaml")
+    (True, True, False)
+    """
+    return str(name).lower().removesuffix(".gz").endswith(DATA_FILE_SUFFIXES)
+
+
+def task_from_data_file(path: Path) -> TaskSpec:
+    """A data file as a task of its own: its rows read with the default fields of
+    :func:`make_parser` (premise, hypothesis, label, and id where a row has one) and the
+    labels entailment, neutral, contradiction (another label set or other field
+    names need a task YAML); named by the file's name up to its first dot; the file is
+    the ``test`` split, and few-shot examples come from it too (never an item's own).
+
+    >>> from nlieval.data import load_task
+    >>> p = Path(run_dir) / "mine.jsonl"
+    >>> row = '{"id": "cat-1", "premise": "A cat naps.", "hypothesis": "A cat rests.", '
+    >>> _ = p.write_text(row + '"label": "entailment"}\\n', encoding="utf-8")
+    >>> task_from_data_file(p).name, [it.id for it in load_task(str(p)).items]
+    ('mine', ['cat-1'])
+    """
+    if not path.is_file():
+        why = "not a regular file" if path.exists() else "no such file"
+        raise DataError(path, None, None, f"{why} (a data file given as --task)")
+    parser = make_parser(NLI3, None, None, path)
+    splits = {"test": (FileRule(parser, path=path),)}
+    name = path.name.split(".")[0]
+    desc = f"data file {path}"
+    return TaskSpec(name, NLI3, "nli3", "test", desc, splits, None, None, str(path))
 
 
 def _template(doc: Mapping[str, Any], path: Path) -> TemplateSource | None:
@@ -215,7 +259,8 @@ def read_yaml_mapping(
     path: str | Path, what: str = "task", max_bytes: int = MAX_YAML_BYTES
 ) -> dict[str, Any]:
     """A YAML file of at most ``max_bytes`` holding one mapping (a ``what`` file: task,
-    prompt, ...), read without aliases; every failure is one
+    prompt, ...), read by :func:`nlieval.ground.load_yaml` (no aliases, no key given
+    twice); every failure is one
     :class:`~nlieval.data.DataError` line naming the file (and the line).
 
     >>> from pathlib import Path
@@ -223,36 +268,9 @@ def read_yaml_mapping(
     >>> _ = p.write_text("a: &x [1]\\nb: *x\\n")
     >>> read_yaml_mapping(p, "prompt")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    nlieval.ground.errors.DataError: ...x.yaml:2: invalid YAML: aliases ... in a prompt file
+    nlieval.ground.errors.DataError: ...x.yaml:2: invalid YAML: aliases (*name) are not allowed
     """
-    import yaml
-
-    class NoAliasLoader(yaml.SafeLoader):
-        """YAML without aliases: ``*name`` repeats a node, and nine nested levels of
-        ten repeats (a "billion laughs") are a billion strings from a 1 KB file. A
-        task file never needs one."""
-
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            if self.check_event(yaml.AliasEvent):
-                # types-PyYAML leaves peek_event unannotated; it returns the next event,
-                # whose mark (this pure-Python loader's) is the one the error takes.
-                peek: Callable[[], yaml.Event] = self.peek_event
-                mark = cast("yaml.error.Mark | None", peek().start_mark)
-                raise yaml.composer.ComposerError(
-                    None, None, f"aliases (*name) are not allowed in a {what} file", mark
-                )
-            return super().compose_node(parent, index)
-
-    text = read_small_text(path, max_bytes)
-    try:
-        doc = yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 - a SafeLoader
-    except yaml.MarkedYAMLError as err:
-        line = err.problem_mark.line + 1 if err.problem_mark is not None else None
-        raise DataError(path, line, None, f"invalid YAML: {err.problem}") from None
-    except yaml.YAMLError as err:
-        raise DataError(path, None, None, f"invalid YAML: {err}") from None
-    except RecursionError:
-        raise DataError(path, None, None, "invalid YAML: nested too deeply") from None
+    doc = load_yaml(read_small_text(path, max_bytes), path)
     if not isinstance(doc, dict):
         raise DataError(path, None, None, f"expected a mapping of {what} settings")
     return doc

@@ -4,7 +4,9 @@ that renders the templates it is given. Every other room may use it; it uses non
 Where to start: :func:`read_jsonl` reads a JSONL file into located rows (file, line,
 object), and a bad line is one :class:`DataError` naming file, line and field;
 :func:`atomic_write` replaces a file whole; :func:`read_small_text` reads a small file
-whole and bounded; :class:`FolderError` is a file or folder that cannot be used as asked.
+whole and bounded, :func:`read_json` a small JSON file (bounded in size and depth);
+:func:`load_yaml` reads YAML (no aliases, no key given twice); :class:`FolderError` is a
+file or folder that cannot be used as asked.
 :class:`BoundedSandbox` (:mod:`.sandbox`) renders someone else's Jinja template within
 bounds of time, size and depth (loaded when first used: it imports Jinja).
 
@@ -30,7 +32,17 @@ from .files import (
     stat_own,
     write_error,
 )
-from .jsonl import JsonLine, invalid_json, read_jsonl
+from .jsonl import (
+    MAX_JSON_BYTES,
+    MAX_LINE_BYTES,
+    JsonLine,
+    bounded_lines,
+    invalid_json,
+    parse_json,
+    read_json,
+    read_jsonl,
+)
+from .yaml import load_yaml
 
 if TYPE_CHECKING:
     from .sandbox import (
@@ -47,16 +59,22 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "MAX_JSON_BYTES",
+    "MAX_LINE_BYTES",
     "DataError",
     "FolderError",
     "JsonLine",
     "append_own",
     "atomic_write",
+    "bounded_lines",
     "cut_torn_tail",
     "invalid_json",
+    "load_yaml",
     "make_folder",
     "open_own",
     "open_regular",
+    "parse_json",
+    "read_json",
     "read_jsonl",
     "read_own",
     "read_small_text",

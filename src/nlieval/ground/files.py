@@ -222,17 +222,26 @@ def open_own(path: Path, flags: int, *, in_place: bool = False) -> int:
     return fd
 
 
-def read_own(path: Path) -> bytes:
-    """The whole of a file of the folder (opened as :func:`open_own` opens it).
+def read_own(path: Path, max_bytes: int | None = None) -> bytes:
+    """The whole of a file of the folder (opened as :func:`open_own` opens it); one of
+    more than ``max_bytes`` bytes is a :class:`FolderError` (not read whole into memory).
 
-    >>> p = Path(run_dir) / "a.txt"; _ = p.write_text("x"); read_own(p)
-    b'x'
+    >>> p = Path(run_dir) / "a.txt"; _ = p.write_text("xyz"); read_own(p)
+    b'xyz'
+    >>> read_own(p, 2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.ground.errors.FolderError: .../a.txt: larger than 2 bytes: ...
     """
     with os.fdopen(open_own(path, os.O_RDONLY), "rb") as f:
         try:
-            return f.read()
+            data = f.read() if max_bytes is None else f.read(max_bytes + 1)
         except OSError as err:
             raise FolderError(f"{path}: cannot read: {err.strerror or err}") from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise FolderError(
+            f"{path}: larger than {max_bytes:,} bytes: not a file nlieval wrote; move it away"
+        )
+    return data
 
 
 def append_own(path: Path, data: bytes) -> None:

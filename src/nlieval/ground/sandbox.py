@@ -735,11 +735,16 @@ def prompt_sandbox(limits: TemplateLimits | None = None) -> BoundedSandbox:
 
 
 def load_prompt_templates(
-    parts: Mapping[str, str], origin: str, variables: Mapping[str, Collection[str]]
+    parts: Mapping[str, str],
+    origin: str,
+    variables: Mapping[str, Collection[str]],
+    needs: Mapping[str, Collection[str]] | None = None,
 ) -> dict[str, BoundedTemplate]:
     """Each of ``parts`` (name -> template text) compiled in :func:`prompt_sandbox`, its
     variables checked against ``variables[name]``: an unknown one is a
-    :class:`BadTemplate` line naming ``origin``, the part and the names it knows.
+    :class:`BadTemplate` line naming ``origin``, the part and the names it knows. A part
+    of ``needs`` must use at least one of its names (the item's variables: a turn that
+    names none is the same for every item).
 
     >>> t = load_prompt_templates({"user": "Q: {{ premise }}"}, "p.yaml", {"user": ["premise"]})
     >>> t["user"].render(premise="A cat naps.")
@@ -747,6 +752,10 @@ def load_prompt_templates(
     >>> load_prompt_templates({"user": "{{ secret }}"}, "p.yaml", {"user": ["premise"]})
     Traceback (most recent call last):
     nlieval.ground.sandbox.BadTemplate: user of p.yaml: unknown variable(s) secret; user knows ...
+    >>> load_prompt_templates({"user": "Classify."}, "p.yaml", {"user": ["premise"]},
+    ...                       needs={"user": ["premise"]})
+    Traceback (most recent call last):
+    nlieval.ground.sandbox.BadTemplate: user of p.yaml: names no item variable (premise): ...
     """
     env = prompt_sandbox()
     out = {}
@@ -760,6 +769,14 @@ def load_prompt_templates(
                 None,
                 f"unknown variable(s) {', '.join(sorted(unknown))}; "
                 f"{name} knows {', '.join(sorted(variables[name]))}",
+            )
+        wanted = (needs or {}).get(name)
+        if wanted and not tpl.undeclared & set(wanted):
+            raise BadTemplate(
+                where,
+                None,
+                f"names no item variable ({' or '.join(wanted)}): every item would get "
+                "the same prompt",
             )
         out[name] = tpl
     return out

@@ -29,6 +29,10 @@ def _json_objects(text: str) -> Iterator[Any]:
             obj, _ = decoder.raw_decode(text, match.start())
         except ValueError:
             continue
+        except RecursionError:
+            # Nested too deeply to read; every "{" inside would fail the same way after
+            # as long a walk, so the search stops here.
+            raise InvalidAnswer("a JSON value nested too deeply to read") from None
         yield obj
 
 

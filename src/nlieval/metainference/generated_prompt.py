@@ -144,7 +144,9 @@ class GeneratePrompt:
     templates: dict[str, BoundedTemplate] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        compiled = load_prompt_templates(self.file.templates(), self.file.origin, VARIABLES)
+        compiled = load_prompt_templates(
+            self.file.templates(), self.file.origin, VARIABLES, needs={"user": VARIABLES["user"]}
+        )
         object.__setattr__(self, "templates", compiled)
         # A template that compiles may still fail when rendered (the sandbox refuses an
         # attribute at render time): try every part once now, before any work is done.

@@ -67,6 +67,7 @@ from typing import Literal
 
 from .logic_formulas import (
     MAX_FORMULA_CHARS,
+    MAX_MODAL_DEPTH,
     And,
     Atom,
     Box,
@@ -127,6 +128,7 @@ __all__ = [
     "LABELS",
     "MAX_ATOMS",
     "MAX_FORMULA_CHARS",
+    "MAX_MODAL_DEPTH",
     "MAX_SIZE",
     "READINGS",
     "RELATIONS",

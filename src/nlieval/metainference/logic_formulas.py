@@ -345,6 +345,13 @@ def _tokens(text: str) -> list[_Token]:
 #: the time and memory a hostile file can take).
 MAX_FORMULA_CHARS = 100_000
 
+#: Deeper nesting of box and dia in a reading's formula is refused by the parser (asked
+#: by the reading, :func:`parse`'s ``max_modal_depth``): a reading enters every relation
+#: it translates several times over, and a reading of 3,000 nested boxes ran for minutes;
+#: a reading of NLI labels needs a depth of one or two. A formula given to the decision
+#: procedures directly may nest deeper (their time limit bounds it).
+MAX_MODAL_DEPTH = 100
+
 _EXPECT_OPERATOR = "an operator (&, |, ->, <->) or the end of the formula"
 _EXPECT_CLOSE = "')' or an operator (&, |, ->, <->)"
 
@@ -358,11 +365,13 @@ class _Parser:
 
     _BINARY: ClassVar[dict[str, type[Binary]]] = {"<->": Iff, "->": Imp, "|": Or, "&": And}
     _PREFIX: ClassVar[dict[str, type[Unary]]] = {"~": Not, "[]": Box, "<>": Dia}
+    _MODAL: ClassVar[frozenset[str]] = frozenset({"[]", "<>"})
     _OPEN = "("
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, max_modal_depth: int | None = None):
         self.text = text
         self.toks = _tokens(text)
+        self.max_modal = max_modal_depth
 
     def fail(self, tok: _Token, expected: str) -> FormulaError:
         return FormulaError(self.text, tok.pos, expected, tok.describe())
@@ -371,11 +380,20 @@ class _Parser:
         operands: list[Formula] = []
         ops: list[str] = []  # binary and prefix operators in canonical spelling, and "("
         expect_operand = True
+        modal = 0  # box and dia on the stack
         for tok in self.toks:
             is_op = tok.kind == "op"
             if expect_operand:
                 if is_op and tok.value in self._PREFIX:
                     ops.append(tok.value)
+                    if tok.value in self._MODAL:
+                        # The boxes and dias on the stack all hold what comes next.
+                        modal += 1
+                        if self.max_modal is not None and modal > self.max_modal:
+                            raise LogicError(
+                                f"box and dia nested more than {self.max_modal} deep "
+                                f"(column {tok.pos + 1} of {self.text[:40]!r}...)"
+                            )
                 elif is_op and tok.value == self._OPEN:
                     ops.append(self._OPEN)
                 elif tok.kind == "atom":
@@ -389,11 +407,11 @@ class _Parser:
                 continue
             inside = self._OPEN in ops
             if is_op and tok.value in self._BINARY:
-                self._reduce(ops, operands, until=tok.value)
+                modal -= self._reduce(ops, operands, until=tok.value)
                 ops.append(tok.value)
                 expect_operand = True
             elif is_op and tok.value == ")" and inside:
-                self._reduce(ops, operands, until=self._OPEN)
+                modal -= self._reduce(ops, operands, until=self._OPEN)
                 ops.pop()  # the "("
             elif tok.kind == "end" and not inside:
                 self._reduce(ops, operands, until=None)
@@ -402,9 +420,11 @@ class _Parser:
                 raise self.fail(tok, _EXPECT_CLOSE if inside else _EXPECT_OPERATOR)
         raise AssertionError("the token list always ends with an end token")
 
-    def _reduce(self, ops: list[str], operands: list[Formula], until: str | None) -> None:
+    def _reduce(self, ops: list[str], operands: list[Formula], until: str | None) -> int:
         # Pop what binds tighter than ``until`` (a binary operator about to be pushed),
-        # everything down to the innermost "(" (until == "("), or everything (None).
+        # everything down to the innermost "(" (until == "("), or everything (None);
+        # return how many of the popped were box or dia.
+        modal = 0
         while ops and ops[-1] != self._OPEN:
             top = ops[-1]
             if until in self._BINARY and top in self._BINARY:
@@ -413,18 +433,25 @@ class _Parser:
                 if theirs < mine or (theirs == mine and until == "->"):
                     break
             ops.pop()
+            modal += top in self._MODAL
             if top in self._PREFIX:
                 operands.append(self._PREFIX[top](operands.pop()))
             else:
                 right = operands.pop()
                 operands.append(self._BINARY[top](operands.pop(), right))
+        return modal
 
 
-def parse(text: str) -> Formula:
-    """Parse a formula; raises :class:`FormulaError` naming the column and what was expected.
+def parse(text: str, max_modal_depth: int | None = None) -> Formula:
+    """Parse a formula; raises :class:`FormulaError` naming the column and what was
+    expected, or (box and dia nested deeper than ``max_modal_depth``) :class:`LogicError`
+    as soon as the parser meets the operator too many.
 
     >>> parse("dia a and box(a -> not b)") == parse("<>a & [](a -> ~b)")
     True
+    >>> parse("box box dia a", max_modal_depth=2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.metainference.logic_formulas.LogicError: box and dia nested more than 2 deep ...)
     """
     if not isinstance(text, str):
         raise LogicError(f"a formula must be a string, not {type(text).__name__}")
@@ -433,4 +460,4 @@ def parse(text: str) -> Formula:
             f"formula of {len(text):,} characters ({text[:20]!r}...); "
             f"the limit is {MAX_FORMULA_CHARS:,}"
         )
-    return _Parser(text).formula()
+    return _Parser(text, max_modal_depth).formula()

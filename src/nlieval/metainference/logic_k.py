@@ -23,12 +23,14 @@ False
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..ground import DataError, read_small_text
+from ..ground import DataError, load_yaml, read_small_text
 from .logic_formulas import (
+    MAX_MODAL_DEPTH,
     And,
     Atom,
     Binary,
@@ -36,7 +38,6 @@ from .logic_formulas import (
     Const,
     Dia,
     Formula,
-    FormulaError,
     Imp,
     LogicError,
     ModalDepthError,
@@ -395,8 +396,8 @@ def _reading_formula(name: str, label: str, text: object) -> Formula:
     if not isinstance(text, str):
         raise LogicError(f"reading {name}: {label} must be a formula string")
     try:
-        f = parse(text)
-    except FormulaError as err:
+        f = parse(text, MAX_MODAL_DEPTH)
+    except LogicError as err:  # FormulaError, or nested too deep
         raise LogicError(f"reading {name}: {label}: {err}") from None
     extra = atoms(f) - _READING_ATOMS
     if extra:
@@ -433,19 +434,14 @@ def load_reading(path: str | Path) -> Reading:
     >>> r.name, str(r.formula("C")), classify("Cab -> Cba", r), list(merge_readings([path]))
     ('strict', 'box(a -> ~b)', 'valid', ['MC', 'SC', 'EI', 'strict'])
     """
-    import yaml
-
     p = Path(path)
-    if not p.is_file():
+    if not os.path.lexists(p):
         raise LogicError(f"{p}: no such reading file")
     try:
-        text = read_small_text(p, MAX_READING_BYTES)
-    except DataError as err:  # not UTF-8, too large, not a regular file
+        # Bounded in size, a regular file (a FIFO is refused, not waited on), no aliases.
+        doc = load_yaml(read_small_text(p, MAX_READING_BYTES), p)
+    except DataError as err:
         raise LogicError(str(err)) from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise LogicError(f"{p}: invalid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(doc, dict):
         raise LogicError(f"{p}: expected a mapping with keys name, E, C, N")
     allowed = {"name", "description", "frames", *LABELS}

@@ -401,15 +401,20 @@ def checkpoint_positions(
     r"""Each checkpoint's position on a training axis from its name: the number the regular
     expression ``pattern`` captures (its first group), times ``scale`` (e.g. tokens per
     step: Pythia's ``step1000`` at 2,097,152 tokens per step is 2.1e9 tokens). A name the
-    pattern does not match is a ValueError naming it; a table of positions can be given
-    to :func:`plot_dynamics` directly instead.
+    pattern does not match, or a pattern that is no regular expression, is a ValueError
+    naming it; a table of positions can be given to :func:`plot_dynamics` directly instead.
 
     >>> checkpoint_positions(["step1000", "out/step2000"], r"step(\d+)", scale=2097152)
     {'step1000': 2097152000.0, 'out/step2000': 4194304000.0}
     """
     import re
 
-    rx = re.compile(pattern)
+    try:
+        rx = re.compile(pattern)
+    except re.error as err:
+        raise ValueError(f"the pattern {pattern!r} is not a regular expression: {err}") from None
+    except RecursionError:  # sre's parser recurses once a group: ( 1,000 deep
+        raise ValueError(f"the pattern {pattern[:40]!r}... is nested too deeply") from None
     if rx.groups < 1:
         raise ValueError(f"the pattern {pattern!r} needs a group around the number")
     out = {}

@@ -42,15 +42,16 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, overload
 
 from ..ground import (
+    MAX_JSON_BYTES,
     DataError,
     FolderError,
     JsonLine,
     append_own,
     atomic_write,
     cut_torn_tail,
-    invalid_json,
     make_folder,
     open_own,
+    parse_json,
     read_jsonl,
     read_own,
     stat_own,
@@ -461,11 +462,13 @@ class RunFolder(Generic[R]):
         path = self.path / PROVENANCE
         if not self.has(PROVENANCE):
             return []
-        lines = read_own(path).splitlines(keepends=True)
-        try:
-            return [row.value for row in read_jsonl(path, lines, whole_lines=True)]
-        except DataError as err:
-            raise RunError(str(err)) from None
+        # Streamed, each line bounded (read_jsonl): a file of gigabytes without a line
+        # break is one line of error, not read whole into memory.
+        with os.fdopen(open_own(path, os.O_RDONLY), "rb") as f:
+            try:
+                return [row.value for row in read_jsonl(path, f, whole_lines=True)]
+            except DataError as err:
+                raise RunError(str(err)) from None
 
     def read_timing(self) -> dict[str, dict[str, Any]]:
         """Scoring wall time per sweep point, summed over invocations."""
@@ -535,12 +538,10 @@ def _identity(cls: type[Any], old: Mapping[str, Any]) -> dict[str, Any]:
 def _read_json(path: Path) -> dict[str, Any]:
     """A JSON object file of the folder; anything else is a one-line :class:`RunError`."""
     try:
-        d = json.loads(read_own(path).decode("utf-8-sig"))
-    except UnicodeDecodeError as err:
-        raise RunError(f"{path}: not UTF-8 text ({err.reason})") from None
-    except json.JSONDecodeError as err:
-        what = "empty" if not err.doc.strip() else invalid_json(err)
-        raise RunError(f"{path}:{err.lineno}: {what}") from None
+        # Bounded in size and depth (ground's JSON reader): a hostile file is one line.
+        d = parse_json(read_own(path, MAX_JSON_BYTES), path)
+    except DataError as err:
+        raise RunError(str(err)) from None
     if not isinstance(d, dict):
         raise RunError(f"{path}: expected a JSON object, got {type(d).__name__}")
     return d

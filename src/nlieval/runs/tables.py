@@ -33,14 +33,16 @@ def metrics_table(
     """A Markdown table, one line per (model, checkpoint, task, k).
 
     ``timing`` maps a model name to its run folder's ``timing.json`` (seconds and items
-    per sweep point); with it the table adds the scoring rate and wall time.
+    per sweep point); with it the table adds the scoring rate and wall time. ``chance``
+    is of the items scored (:func:`nlieval.metrics.point_metrics`), and their gold labels
+    are counted beside the predicted labels' shares.
 
     >>> from nlieval.metrics import summarize
     >>> from nlieval.types import Record
     >>> r = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
     ...            (0.87, 0.13), "entailment", "neutral")
     >>> print(metrics_table(summarize([r])).splitlines()[-1])
-    | m | t | 0 | 1 | 1 | 0.000 | 0.000 | 2.000 | 0.500 | E 100% N 0% |
+    | m | t | 0 | 1 | 1 | 0.000 | 0.000 | 2.000 | 1.000 | E 100% N 0% | E 0 N 1 |
     """
 
     def cells(r: Mapping[str, Any]) -> list[str]:
@@ -53,10 +55,11 @@ def metrics_table(
             *(plus_minus(r[m.name], r[m.name + "_std"], ns, m.digits) for m in shown),
             f"{r['chance']:.3f}",
             dist,
+            " ".join(f"{_short(lab)} {n}" for lab, n in (r.get("gold_counts") or {}).items()),
         ]
 
     shown = metrics(source="records")
-    head = ["seeds", *(m.label for m in shown), "chance", "predicted labels"]
+    head = ["seeds", *(m.label for m in shown), "chance", "predicted labels", "gold labels"]
     return _row_table(rows, timing, head, cells)
 
 

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..data import DataError, write_task_yaml
-from ..ground import atomic_write, read_jsonl
+from ..ground import atomic_write, open_regular, read_jsonl
 from ..types import SCI4
 from .distant_implicit import (
     ClassifyFn,
@@ -170,9 +170,10 @@ def split_paragraphs(text: str) -> tuple[tuple[str, ...], ...]:
 
 
 def _open_bytes(path: Path) -> IO[bytes]:
+    raw = open_regular(path)  # a FIFO or a device is refused, not waited on
     if path.suffix == ".gz":
-        return gzip.open(path, "rb")  # type: ignore[return-value]  # a GzipFile is IO[bytes]
-    return path.open("rb")
+        return gzip.open(raw, "rb")  # type: ignore[return-value]  # a GzipFile is IO[bytes]
+    return raw
 
 
 def _decode(raw: bytes, path: Path, line: int, first: bool) -> str:

@@ -30,14 +30,19 @@ def implicit_candidates(
     docs: Iterable[Document], seed: int = 0, nonadjacent_ratio: float = 1.0
 ) -> list[Pair]:
     """Unlabelled candidates for pseudo-labelling: every adjacent pair with no linking
-    phrase, plus per document ``round(nonadjacent_ratio * adjacent)`` non-adjacent pairs.
+    phrase in either sentence, plus per document ``round(nonadjacent_ratio * adjacent)``
+    non-adjacent pairs under the same rule.
 
-    The non-adjacent pairs are the neutral candidates; the adjacency filter of
-    :func:`select_pseudo_labelled` drops those the classifier calls a relation.
+    A sentence that opens with a linking phrase is tied to the one before it (an explicit
+    pair when that one is there); as either sentence of an implicit pair it would show
+    the class it should hide. The non-adjacent pairs are the neutral candidates; the
+    adjacency filter of :func:`select_pseudo_labelled` drops those the classifier calls a
+    relation.
 
-    >>> doc = Document("d", (("A.", "B.", "Thus, C.", "D."),))
-    >>> [(p.i, p.j) for p in implicit_candidates([doc])]
-    [(0, 1), (2, 3), (0, 3), (1, 3)]
+    >>> doc = Document("d", (("A.", "B.", "Thus, C.", "D.", "E."),))
+    >>> cands = implicit_candidates([doc])
+    >>> [(p.i, p.j) for p in cands if p.adjacent], [2 in (p.i, p.j) for p in cands]
+    ([(0, 1), (3, 4)], [False, False, False, False])
     """
     out: list[Pair] = []
     for doc in docs:
@@ -45,10 +50,10 @@ def implicit_candidates(
         adjacent = [
             Pair(doc.id, i, i + 1, sents[i], sents[i + 1])
             for i in doc.adjacent_starts()
-            if match_linking_phrase(sents[i + 1]) is None
+            if match_linking_phrase(sents[i]) is None and match_linking_phrase(sents[i + 1]) is None
         ]
         n_far = math.floor(nonadjacent_ratio * len(adjacent) + 0.5)
-        out += adjacent + nonadjacent_pairs(doc, n_far, seed)
+        out += adjacent + nonadjacent_pairs(doc, n_far, seed, plain_starts=True)
     return out
 
 

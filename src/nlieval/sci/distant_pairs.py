@@ -227,28 +227,37 @@ def explicit_pairs(doc: Document) -> list[Pair]:
     return out
 
 
-def nonadjacent_pairs(doc: Document, n: int, seed: int = 0) -> list[Pair]:
+def nonadjacent_pairs(
+    doc: Document, n: int, seed: int = 0, *, plain_starts: bool = False
+) -> list[Pair]:
     """``n`` (or as many as there are) random pairs ``i + 2 <= j`` of a document, in
-    document order, whose second sentence does not open with a linking phrase.
+    document order, whose second sentence does not open with a linking phrase (with
+    ``plain_starts``, nor the first: the rule of implicit pairs).
 
     Sampled uniformly without replacement and without listing all O(len^2) pairs.
 
     >>> doc = Document("d", (("A.", "B.", "C."),))
     >>> [(p.i, p.j) for p in nonadjacent_pairs(doc, 5)]
     [(0, 2)]
+    >>> nonadjacent_pairs(Document("d", (("Thus, A.", "B.", "C."),)), 5, plain_starts=True)
+    []
     """
     sents = doc.sentences
-    ends = [j for j in range(2, len(sents)) if match_linking_phrase(sents[j]) is None]
-    # Pair number k maps to end ends[t] with cum[t] <= k < cum[t+1], start k - cum[t].
+    plain = [match_linking_phrase(s) is None for s in sents]
+    ends = [j for j in range(2, len(sents)) if plain[j]]
+    # The sentences a pair may start at (all of them: the starts of end j are 0 .. j-2).
+    starts = [i for i in range(len(sents)) if plain[i] or not plain_starts]
+    # Pair number k maps to end ends[t] with cum[t] <= k < cum[t+1], start
+    # starts[k - cum[t]].
     cum = [0]
     for j in ends:
-        cum.append(cum[-1] + j - 1)
+        cum.append(cum[-1] + bisect_right(starts, j - 2))
     total = cum[-1]
     picks = sorted(seeded_rng(seed, "nonadjacent", doc.id).sample(range(total), min(n, total)))
     out = []
     for k in picks:
         t = bisect_right(cum, k) - 1
-        i, j = k - cum[t], ends[t]
+        i, j = starts[k - cum[t]], ends[t]
         out.append(Pair(doc.id, i, j, sents[i], sents[j]))
     out.sort(key=lambda p: (p.i, p.j))
     return out

@@ -183,13 +183,15 @@ class InstructConfig(ItemSelection, NamesAModel):
     )
     prompt: str | None = setting(
         None,
-        help="prompt file (YAML: system, user and assistant templates, class definitions; "
-        "docs/prompts.md) [the shipped four-class prompt]",
+        help="prompt file (YAML: system, user and assistant templates, class definitions "
+        "and options; docs/prompts.md), or a shipped prompt's name (mismatched: the "
+        "MisMatched study's options a-d) [the shipped four-class prompt]",
     )
     exemplars: str | None = setting(
         None,
-        help="exemplar file (jsonl/csv: premise, hypothesis, label[, id]) the k-shot "
-        "exemplars are drawn from, instead of --pool-split",
+        help="exemplar file (jsonl/csv: premise, hypothesis, label[, id]; or sentence1, "
+        "sentence2 for the sentences, as nlieval build writes) the k-shot exemplars are "
+        "drawn from, instead of --pool-split",
     )
     #: The prompt file's content hash (:attr:`InstructPrompt.version`), set by
     #: :func:`run_instruct` from ``prompt``: the identity holds the prompt, not its path.
@@ -298,7 +300,7 @@ def plan_instruct(
         if config.limit and config.balanced_limit:
             items = take_balanced(ds.items, config.limit)
         else:
-            items = config.select_items(ds.items)
+            items = config.choose(ds.items, ds.labels, f"{spec.name} {ds.split}")
         points: list[InstructPoint] = []
         info: dict[str, Any] = {
             "source": ds.source,
@@ -314,7 +316,8 @@ def plan_instruct(
         pool: list[Item] = []
         if any(k > 0 for k in config.shots):
             if config.exemplars:
-                pool_ds = data.read_items(config.exemplars, labels=SCI4, fields=EXEMPLAR_FIELDS)
+                fields = data.pair_fields(config.exemplars)
+                pool_ds = data.read_items(config.exemplars, labels=SCI4, fields=fields)
             elif config.pool_split or ("dev" in spec.splits and ds.split != "dev"):
                 pool_ds = data.load_task(task, config.data_dir, config.pool_split or "dev")
             else:
@@ -332,10 +335,6 @@ def plan_instruct(
                 points.append(InstructPoint(spec.name, k, run, exemplars))
         out.append((dataclasses.replace(ds, items=tuple(items)), points, info))
     return out
-
-
-#: The fields of an exemplar file (``--exemplars``).
-EXEMPLAR_FIELDS = {"premise": "premise", "hypothesis": "hypothesis", "label": "label", "id": "id"}
 
 
 def instruct_backend(model: ResolvedModel) -> GenerationBackend:

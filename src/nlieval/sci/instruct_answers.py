@@ -8,6 +8,7 @@ answers that arrived before a request failed (:class:`ReceivedAnswers`,
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -19,6 +20,7 @@ from .instruct_prompt import (
     InstructPrompt,
     Message,
     build_messages,
+    default_prompt,
     exclude_items,
     render_conversation,
     select_exemplars,
@@ -47,9 +49,18 @@ _LEAD_IN = re.compile(
     r"(?:\s+is)?\s*[:=\-]?\s*)?(?:option\s+|class\s+)?",
     re.I,
 )
-# A bare letter: "B", "(B)", "B.", "B)", "B: Reasoning", "b - reasoning"; not the
-# article in "A reasoning relation".
-_LETTER = re.compile(r"^(?:\(([A-D])\)|([A-D])(?=\s*[.):,\-]|\s*$))", re.I)
+#: The options of the shipped prompt: A-D in SCI4 order.
+DEFAULT_OPTIONS: tuple[tuple[str, Label], ...] = tuple(
+    (LETTERS[n], lab) for n, lab in enumerate(SCI4)
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _option_regex(tokens: tuple[str, ...]) -> re.Pattern[str]:
+    # A bare option: "B", "(B)", "B.", "B)", "B: Reasoning", "b - reasoning"; not the
+    # article in "A reasoning relation". Longest first: "ab" before "a".
+    alt = "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
+    return re.compile(rf"^(?:\(({alt})\)|({alt})(?=\s*[.):,\-]|\s*$))", re.I)
 
 
 def _word_classes(text: str) -> set[Label]:
@@ -64,31 +75,41 @@ def _word_classes(text: str) -> set[Label]:
     return found
 
 
-def _letter_class(text: str) -> Label | None:
-    m = _LETTER.match(_LEAD_IN.sub("", text, count=1))
+def _option_class(text: str, options: Sequence[tuple[str, Label]]) -> Label | None:
+    by_token = {tok.lower(): lab for tok, lab in options}
+    m = _option_regex(tuple(by_token)).match(_LEAD_IN.sub("", text, count=1))
     if m is None:
         return None
-    return SCI4[LETTERS.index((m.group(1) or m.group(2)).upper())]
+    return by_token[(m.group(1) or m.group(2)).lower()]
 
 
-def parse_answer(text: str | None) -> Label | None:
+def parse_answer(
+    text: str | None, options: Sequence[tuple[str, Label]] = DEFAULT_OPTIONS
+) -> Label | None:
     """The class an answer names, or None when it names none or more than one.
 
-    Case, punctuation, markdown and surrounding words do not matter; option letters
-    A-D count when they stand alone or are followed by punctuation; negated class words
-    ("not neutral") are ignored. A letter and a word must agree.
+    ``options`` are the prompt's ``(option, class)`` pairs (see
+    :attr:`~nlieval.sci.instruct_prompt.InstructPrompt.options`; default A-D in SCI4
+    order): an option counts when it opens the answer and stands alone, in parentheses
+    or followed by punctuation, in any case; no other letter does. Class words count
+    anywhere, in any case, whatever the punctuation, markdown and surrounding words;
+    negated ones ("not neutral") are ignored. An option and a word must agree.
 
     >>> [parse_answer(a) for a in ("**B**", "contrast.", "Neutral or entailment")]
     [<Label.REASONING: 'reasoning'>, <Label.CONTRASTING: 'contrasting'>, None]
+    >>> table3 = [("a", Label.ENTAILMENT), ("b", Label.REASONING),
+    ...           ("c", Label.CONTRASTING), ("d", Label.NEUTRAL)]
+    >>> parse_answer("c. Sentence2 mentions a criticism", table3).value
+    'contrasting'
     """
     if not text:
         return None
     clean = re.sub(r"n['’]t\b", " not", text)  # "isn't" is a negation, not "isn" + "t"
     clean = re.sub(r"[*_`\"'“”‘’#>]", " ", clean).strip()
     found = _word_classes(clean)
-    letter = _letter_class(clean)
-    if letter is not None:
-        found.add(letter)
+    option = _option_class(clean, options)
+    if option is not None:
+        found.add(option)
     return found.pop() if len(found) == 1 else None
 
 
@@ -136,8 +157,9 @@ def evaluate_instruct(
     the test split itself; or they are given as ``exemplars`` (chosen once for a whole
     run, as :func:`~nlieval.sci.instruct.run_instruct` does; ``pool`` is then ignored).
     ``Record.seed`` is the run index; ``shots`` the exemplar ids; ``answer`` the raw text;
-    ``pred`` None when :func:`parse_answer` finds no class; ``model`` defaults to the
-    backend's name; ``prompt`` the prompt file (None: the shipped prompt).
+    ``pred`` None when :func:`parse_answer` finds no class (read in the prompt's
+    options); ``model`` defaults to the backend's name; ``prompt`` the prompt file
+    (None: the shipped prompt).
 
     >>> class Echo:
     ...     name = "echo"
@@ -164,9 +186,10 @@ def evaluate_instruct(
         answers += out
         if progress is not None:
             progress(len(batch))
+    options = (prompt or default_prompt()).options
     records = []
     for item, conv, answer in zip(items, convs, answers, strict=True):
-        pred = parse_answer(answer)
+        pred = parse_answer(answer, options)
         loglik, probs = answer_scores(pred)
         domain = item.meta.get("domain")
         records.append(

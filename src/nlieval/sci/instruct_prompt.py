@@ -7,12 +7,13 @@ The text is data: a prompt file (:mod:`nlieval.data.prompt_files`, ``kind: instr
 read into an :class:`InstructPrompt`; the shipped default is
 ``resources/prompts/instruct.yaml``. Its templates know these variables:
 
-- ``system``: ``classes`` (one mapping per class in option order: ``letter``, ``name``,
-  the display name, ``label``, the label value, ``definition``, from the file's
-  ``definitions``), ``exemplars`` (the run's exemplars: ``premise``, ``hypothesis``,
-  ``name``, ``label``) and ``k``;
+- ``system``: ``classes`` (one mapping per class in option order: ``letter``, its option
+  from the file's ``options`` (default A-D), ``name``, the display name, ``label``, the
+  label value, ``definition``, from the file's ``definitions``), ``exemplars`` (the run's
+  exemplars: ``premise``, ``hypothesis``, ``name``, ``label``) and ``k``;
 - ``user``: ``premise`` and ``hypothesis`` of one pair (an exemplar's or the test item's);
-- ``assistant``: an exemplar's answer, from its class's ``name`` and ``label``.
+- ``assistant``: an exemplar's answer, from its class's ``name``, ``label`` and ``letter``
+  (its option).
 
 :attr:`InstructPrompt.version`, a hash of the file's content, is part of a run folder's
 identity (the shipped prompt keeps :data:`PROMPT_VERSION`, its version from before
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data import PromptFile, read_prompt_file, seeded_rng, shipped_prompt
+from ..data import PromptFile, read_prompt, seeded_rng, shipped_prompt
 from ..ground import BoundedTemplate, load_prompt_templates
 from ..types import LETTERS, SCI4, Item, Label
 
@@ -36,7 +37,7 @@ Message = dict[str, str]
 VARIABLES = {
     "system": ("classes", "exemplars", "k"),
     "user": ("premise", "hypothesis"),
-    "assistant": ("name", "label"),
+    "assistant": ("name", "label", "letter"),
 }
 
 #: The version of the shipped prompt: the hash the prompt text had before it became a
@@ -58,19 +59,29 @@ class InstructPrompt:
     file: PromptFile
     labels: tuple[Label, ...] = SCI4
     templates: dict[str, BoundedTemplate] = field(init=False, compare=False, repr=False)
+    #: ``(option, class)`` in the order the prompt lists them: the file's ``options``, or
+    #: A, B, C, D in ``labels`` order. The answers are read in exactly these.
+    options: tuple[tuple[str, Label], ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         names = {lab.value for lab in self.labels}
-        defined = set(self.file.definitions)
-        if defined and defined != names:
-            missing, extra = sorted(names - defined), sorted(defined - names)
-            raise ValueError(
-                f"{self.file.origin}: definitions must name the classes "
-                f"{', '.join(sorted(names))}"
-                + (f"; missing {', '.join(missing)}" if missing else "")
-                + (f"; unknown {', '.join(extra)}" if extra else "")
-            )
-        compiled = load_prompt_templates(self.file.templates(), self.file.origin, VARIABLES)
+        for key, given in (("definitions", self.file.definitions), ("options", self.file.options)):
+            if given and set(given) != names:
+                missing, extra = sorted(names - set(given)), sorted(set(given) - names)
+                raise ValueError(
+                    f"{self.file.origin}: {key} must name the classes "
+                    f"{', '.join(sorted(names))}"
+                    + (f"; missing {', '.join(missing)}" if missing else "")
+                    + (f"; unknown {', '.join(extra)}" if extra else "")
+                )
+        if self.file.options:
+            options = tuple((tok, Label(name)) for name, tok in self.file.options.items())
+        else:
+            options = tuple((LETTERS[n], lab) for n, lab in enumerate(self.labels))
+        object.__setattr__(self, "options", options)
+        compiled = load_prompt_templates(
+            self.file.templates(), self.file.origin, VARIABLES, needs={"user": VARIABLES["user"]}
+        )
         object.__setattr__(self, "templates", compiled)
         # A template that compiles may still fail when rendered (the sandbox refuses an
         # attribute at render time): try every part once now, before any work is done.
@@ -81,8 +92,9 @@ class InstructPrompt:
 
     @classmethod
     def load(cls, path: str | Path | None = None, labels: Sequence[Label] = SCI4) -> InstructPrompt:
-        """The prompt file at ``path`` (None: the shipped default), compiled."""
-        file = shipped_prompt("instruct") if path is None else read_prompt_file(path, "instruct")
+        """The prompt file at ``path`` (None: the shipped default; a plain name: a shipped
+        prompt, see :func:`nlieval.data.read_prompt`), compiled."""
+        file = shipped_prompt("instruct") if path is None else read_prompt(path, "instruct")
         return cls(file, tuple(labels))
 
     @property
@@ -94,15 +106,15 @@ class InstructPrompt:
         return self.file.digest[:12]
 
     def classes(self) -> list[dict[str, str]]:
-        """The ``classes`` of the system template."""
+        """The ``classes`` of the system template, in option order."""
         return [
             {
-                "letter": LETTERS[n],
+                "letter": option,
                 "name": lab.display,
                 "label": lab.value,
                 "definition": self.file.definitions.get(lab.value, ""),
             }
-            for n, lab in enumerate(self.labels)
+            for option, lab in self.options
         ]
 
     def system(self, exemplars: Sequence[Item] = ()) -> str:
@@ -123,7 +135,10 @@ class InstructPrompt:
 
     def answer(self, label: Label) -> str:
         """An exemplar's answer turn."""
-        return self.templates["assistant"].render(name=label.display, label=label.value)
+        letter = next(tok for tok, lab in self.options if lab is label)
+        return self.templates["assistant"].render(
+            name=label.display, label=label.value, letter=letter
+        )
 
     def build_messages(
         self, item: Item, exemplars: Sequence[Item] = (), system_role: bool = True

@@ -54,6 +54,7 @@ from typing import Any
 
 from ..backends import ModelError, resolve
 from ..data import items_fingerprint
+from ..ground import DataError, read_json
 from ..metrics import mean_std, point_metrics
 from ..runs import RunError, RunFolder, Step, atomic_write, execute, finalize
 from ..types import Item, Record
@@ -179,10 +180,10 @@ def _seed_trained(out: Path, seed: int, key: Mapping[str, Any]) -> dict[str, Any
     if not path.is_file():
         return None
     try:
-        done: dict[str, Any] = json.loads(path.read_text("utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
-    return done if done.get("run_key") == key else None
+        done = read_json(path)
+    except DataError:
+        return None  # unreadable: the seed is trained again
+    return done if isinstance(done, dict) and done.get("run_key") == key else None
 
 
 def _clear_seed(run: RunFolder[Record], seed: int) -> None:
@@ -304,7 +305,7 @@ def train(
     >>> train(cfg, progress=False)["seeds"] == results["seeds"]
     True
     """
-    from ..backends import EncoderClassifier, classify_records, read_meta
+    from ..backends import EncoderClassifier, HFOptions, classify_records, read_meta
 
     if init_from is not None:
         config = replace(config, init_from=str(init_from))
@@ -353,7 +354,9 @@ def train(
         folder = run.path / f"seed{seed}"
         bs = config.eval_batch_size
         if seed in trained:
-            return EncoderClassifier(folder, device=config.device, batch_size=bs, name=name)
+            return EncoderClassifier(
+                folder, HFOptions(device=config.device), batch_size=bs, name=name
+            )
         trained[seed], model, tokenizer = train_seed(
             config, data, seed, run, on_epoch=on_epoch, progress=progress
         )

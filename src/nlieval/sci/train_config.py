@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any, ClassVar
 
 from ..backends import LoraSettings
 from ..data import ItemSelection
+from ..ground import DataError, read_json
 from ..settings import seed_list, setting
 
 #: Packaged encoders that ``--model`` accepts by name: alias -> (module, pip package).
@@ -277,9 +277,9 @@ def check_encoder(source: str) -> None:
     if not cfg_path.is_file():
         return
     try:
-        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise TrainError(f"{cfg_path}: unreadable model config ({err})") from None
+        cfg = read_json(cfg_path)
+    except DataError as err:
+        raise TrainError(f"unreadable model config: {err}") from None
     archs = [str(a) for a in cfg.get("architectures") or []] if isinstance(cfg, dict) else []
     causal = [a for a in archs if a.endswith(("ForCausalLM", "LMHeadModel"))]
     if causal or (isinstance(cfg, dict) and cfg.get("is_decoder")):

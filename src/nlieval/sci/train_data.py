@@ -14,7 +14,7 @@ import numpy as np
 
 from ..data import load_task, same_data, sample_items
 from ..types import Item
-from .train_config import TrainConfig, TrainError, parse_sources
+from .train_config import Source, TrainConfig, TrainError, parse_sources
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +108,57 @@ def _labelled(part: Part) -> Part:
 
 def _load_part(name: str, split: str | None, data_dir: str | None) -> Part:
     ds = load_task(name, data_dir, split)
+    ds.require_pairs("nlieval train, which trains a sentence-pair classifier,")
     labels = tuple(lab.value for lab in ds.labels)
     return Part(name, ds.split, labels, ds.items, ds.source, len(ds.items), dict(ds.dropped))
+
+
+def _key(item: Item) -> tuple[str, str, str]:
+    # One item, whatever file or task name it was read through: its id and its text.
+    return (item.id, item.premise, item.hypothesis)
+
+
+def _overlap(a: Part, b: Part, what: str) -> str | None:
+    """What is wrong when ``b`` shares items (same id, same text) with ``a``: None when
+    they share none; a warning is logged when they share some, and the text of the
+    error returned when one holds all of the other (the same file read twice, or one a
+    part of the other), which ``what`` (the two parts' names) begins."""
+    keys = {_key(it) for it in a.items}
+    shared = [it.id for it in b.items if _key(it) in keys]
+    if not shared:
+        return None
+    n = f"{len(shared)} items (e.g. {shared[0]!r})"
+    if len(shared) < min(len(a.items), len(b.items)):
+        # Short texts under line-number ids can meet by chance: said, not refused.
+        log.warning("%s share %s", what, n)
+        return None
+    whole = "the first" if len(a.items) == len(shared) else "the second"
+    return f"{what} share {n}, all of {whole}"
+
+
+def _load_sources(config: TrainConfig) -> list[tuple[Source, Part]]:
+    """Every training source's split, whole (before any sample), its ids its own. Two
+    sources one of which holds every item of the other (one given twice, under another
+    split name or through a task YAML on the same file) are a :class:`TrainError`: its
+    items would be trained on twice.
+
+    >>> _load_sources(TrainConfig("minilm", "smoke@train,smoke"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.sci.train_config.TrainError: --task: the sources smoke@train and smoke share 12 ...
+    """
+    loaded: list[tuple[Source, Part]] = []
+    for src in parse_sources(config.task):
+        part = _load_part(src.task, src.split or config.train_split, config.data_dir)
+        for other, seen in loaded:
+            a, b = (f"{x.task}@{x.split}" if x.split else x.task for x in (other, src))
+            why = _overlap(seen, part, f"--task: the sources {a} and {b}")
+            if why is not None:
+                raise TrainError(
+                    f"{why}: one source given twice, or one file under two names; give "
+                    "each item once"
+                )
+        loaded.append((src, part))
+    return loaded
 
 
 def load_train(config: TrainConfig) -> Part:
@@ -123,13 +172,16 @@ def load_train(config: TrainConfig) -> Part:
     >>> part.sources, part.items[0].id.split("/")[0]
     ({'smoke@train': 6, 'smoke@test': 9}, 'smoke@train')
     """
-    sources = parse_sources(config.task)
+    return _combine(_load_sources(config), config)
+
+
+def _combine(loaded: Sequence[tuple[Source, Part]], config: TrainConfig) -> Part:
+    """The training part of :func:`load_train` out of the loaded sources."""
+    sources = [src for src, _ in loaded]
     if len(sources) == 1 and sources[0].n is None:
-        only = sources[0]
-        return _load_part(only.task, only.split or config.train_split, config.data_dir)
+        return loaded[0][1]
     parts = []
-    for src in sources:
-        part = _load_part(src.task, src.split or config.train_split, config.data_dir)
+    for src, part in loaded:
         items = part.items
         if src.n is not None:
             labelled = [it for it in items if it.label is not None]
@@ -147,7 +199,7 @@ def load_train(config: TrainConfig) -> Part:
                 f"({', '.join(first.labels)}); a combined training set needs one label set"
             )
     return Part(
-        sources[0].task,
+        loaded[0][0].task,
         "+".join(f"{p.task}@{p.split}" for p in parts),
         first.labels,
         tuple(it for p in parts for it in p.items),
@@ -170,7 +222,8 @@ def load_data(config: TrainConfig) -> TrainData:
     """
     from ..backends import label_mapping
 
-    train = load_train(config)
+    loaded = _load_sources(config)
+    train = _combine(loaded, config)
     labels = train.labels
     if config.dev_split is not None:
         dev = _load_part(config.dev_task or config.first_task, config.dev_split, config.data_dir)
@@ -198,7 +251,16 @@ def load_data(config: TrainConfig) -> TrainData:
                 f"the test split {test.task} {test.split} is the training data; give "
                 "another --test-task (e.g. scinli) or --no-test"
             )
-    chosen = config.select_items(train.items)
+        for src, part in loaded:
+            # The same items read through another name (a task YAML on the test file).
+            what = f"the training source {src.task}@{part.split} and the test split {test.task}"
+            why = _overlap(part, test, f"{what} {test.split}")
+            if why is not None:
+                raise TrainError(
+                    f"{why}: the model would be tested on items it was trained on; give "
+                    "another --test-task (e.g. scinli) or --no-test"
+                )
+    chosen = config.choose(train.items, labels, f"training part {train.task} {train.split}")
     train = _labelled(replace(train, items=chosen, sources=_counts(chosen, train.sources)))
     present = sorted({it.label.value for it in train.items if it.label is not None})
     if len(present) < 2:
@@ -210,7 +272,10 @@ def load_data(config: TrainConfig) -> TrainData:
             train.split,
             present[0],
         )
-    dev = _labelled(replace(dev, items=config.select_items(dev.items)))
+    dev = _labelled(
+        replace(dev, items=config.choose(dev.items, labels, f"dev part {dev.task} {dev.split}"))
+    )
     if test is not None:
-        test = _labelled(replace(test, items=config.select_items(test.items)))
+        where = f"test part {test.task} {test.split}"
+        test = _labelled(replace(test, items=config.choose(test.items, test.labels, where)))
     return TrainData(labels, train, dev, test)

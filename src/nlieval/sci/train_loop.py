@@ -22,13 +22,15 @@ scores the dev part as it did during training:
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .train_config import TrainConfig
+from ..backends import NonFiniteScore
+from .train_config import TrainConfig, TrainError
 from .train_data import Part, TrainData
 from .train_model import make_optimizer
 
@@ -75,7 +77,11 @@ def _train_epoch(
     optimizer: Any,
     generator: Any,
     bar: Any,
+    where: str = "",
 ) -> float:
+    """The mean training loss of one epoch; a loss that is not a finite number (the
+    run diverged: a learning rate far too high) is a :class:`TrainError` naming the
+    step, before the optimizer takes it."""
     import torch
     import torch.nn.functional as F
 
@@ -87,7 +93,7 @@ def _train_epoch(
     model.train()
     total = 0.0
     order = torch.randperm(len(items), generator=generator).tolist()
-    for start in range(0, len(order), config.batch_size):
+    for step, start in enumerate(range(0, len(order), config.batch_size), 1):
         idx = order[start : start + config.batch_size]
         enc = encode_pairs(
             tokenizer,
@@ -97,6 +103,12 @@ def _train_epoch(
             separator=_separator(config),
         ).to(device)
         loss = F.cross_entropy(model(**enc), targets[idx].to(device))
+        value = float(loss.item())
+        if not math.isfinite(value):
+            raise TrainError(
+                f"{where}step {step}: the training loss is {value} (the run diverged); "
+                f"train again with a lower --lr (now {config.lr:g})"
+            )
         optimizer.zero_grad(set_to_none=True)
         # torch leaves Tensor.backward unannotated; called without arguments it returns None.
         backward: Callable[[], None] = loss.backward
@@ -105,9 +117,9 @@ def _train_epoch(
             trainable = [p for p in model.parameters() if p.requires_grad]
             torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
         optimizer.step()
-        total += float(loss.item()) * len(idx)
+        total += value * len(idx)
         bar.update(1)
-        bar.set_postfix(loss=f"{loss.item():.4f}")
+        bar.set_postfix(loss=f"{value:.4f}")
     return total / len(items)
 
 
@@ -152,10 +164,19 @@ def _epoch(
 
     n_batches = -(-len(data.train.items) // config.batch_size)
     desc = f"seed {seed} epoch {epoch}/{config.epochs}"
+    where = f"seed {seed} epoch {epoch} "
     with tqdm(total=n_batches, desc=desc, disable=not progress, leave=False) as bar:
-        loss = _train_epoch(model, tokenizer, data, config, optimizer, generator, bar)
+        loss = _train_epoch(model, tokenizer, data, config, optimizer, generator, bar, where)
     meta = _meta_for(model, data, config, {})
-    dev, _ = evaluate(model, tokenizer, meta, data.dev, batch_size=config.eval_batch_size)
+    try:
+        dev, _ = evaluate(model, tokenizer, meta, data.dev, batch_size=config.eval_batch_size)
+    except NonFiniteScore as err:
+        # A finite last loss, and yet weights that overflow: diverged all the same.
+        raise TrainError(
+            f"{where}(after its last step): the model computes a non-finite score for the "
+            f"dev {err.where} (the run diverged); train again with a lower --lr (now "
+            f"{config.lr:g})"
+        ) from None
     return loss, dev
 
 

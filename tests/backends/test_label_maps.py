@@ -1,0 +1,124 @@
+"""A sequence classifier's outputs get one task label each: a ``--label-map`` that names
+one output twice, an ``id2label`` that is a list, or one that names more labels than the
+head has outputs, are each one line before anything is written (issue 34: the map was
+accepted, the later entry winning; the others were an AttributeError and a RuntimeError)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from transformers import AutoTokenizer, BertForSequenceClassification  # noqa: E402
+
+from nlieval.backends.classifier import ClassifierError  # noqa: E402
+from nlieval.backends.hf_classifier import task_labels_of  # noqa: E402
+from nlieval.cli import main  # noqa: E402
+from tests.helpers.records import saved_records  # noqa: E402
+from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh_logging() -> Iterator[None]:
+    # main() sets up logging once, onto the stderr of the test that first calls it.
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    root.handlers = []
+    yield
+    root.handlers = saved
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tiny_bert(tmp_path_factory.mktemp("bert"), ["a", "man", "walks", "."])
+
+
+def _classifier(bert: Path, folder: Path, outputs: int, config: dict[str, Any]) -> str:
+    """A BertForSequenceClassification of ``outputs`` outputs named LABEL_i, then its
+    config.json updated with ``config``."""
+    model = BertForSequenceClassification.from_pretrained(bert, num_labels=outputs)
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(bert).save_pretrained(folder)
+    path = folder / "config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **config}))
+    return str(folder)
+
+
+def _run(model: str, out: Path, *extra: str) -> list[str]:
+    return ["run", "--model", model, "--task", "smoke", "--limit", "3", "--device", "cpu",
+            "--no-progress", "--out", str(out), *extra]  # fmt: skip
+
+
+def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("nlieval: error: "), lines
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("entries", "first", "second"),
+    [
+        ({"0": "entailment", "LABEL_0": "contradiction"}, "0=entailment", "LABEL_0=contradiction"),
+        ({"LABEL_0": "entailment", "label_0": "neutral"}, "LABEL_0=entailment", "label_0=neutral"),
+    ],
+)
+def test_a_label_map_naming_one_output_twice_is_refused(
+    entries: dict[str, str], first: str, second: str
+) -> None:
+    id2label = {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"}
+    with pytest.raises(ClassifierError) as err:
+        task_labels_of(id2label, {**entries, "1": "neutral", "2": "contradiction"})
+    assert f"names the output 0 of the model (LABEL_0) twice: as {first} and as {second}" in str(
+        err.value
+    )
+    # One entry per output is a map.
+    ok = task_labels_of(id2label, {"LABEL_0": "e", "1": "n", "label_2": "c"})
+    assert ok == ("entailment", "neutral", "contradiction")
+
+
+def test_the_run_refuses_such_a_map_before_anything_is_written(
+    bert: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = _classifier(bert, tmp_path / "clf", 3, {})
+    out = tmp_path / "run"
+    capsys.readouterr()  # what making the model printed
+    label_map = "0=entailment,LABEL_0=contradiction,1=neutral,2=contradiction"
+    assert main(_run(model, out, "--label-map", label_map)) == 2
+    assert "--label-map names the output 0 of" in _one_line(capsys)
+    assert not (out / "records.jsonl").exists()
+
+
+def test_an_id2label_list_is_one_line_naming_the_file(
+    bert: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    labels = ["entailment", "neutral", "contradiction"]
+    model = _classifier(bert, tmp_path / "clf", 3, {"id2label": labels})
+    out = tmp_path / "run"
+    capsys.readouterr()  # what making the model printed
+    assert main(_run(model, out)) == 2
+    line = _one_line(capsys)
+    assert f"{tmp_path / 'clf' / 'config.json'}: field 'id2label': must map each output" in line
+    assert not (out / "records.jsonl").exists()
+
+
+def test_three_labels_over_a_two_output_head_is_one_line(
+    bert: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    three = {"id2label": {"0": "entailment", "1": "neutral", "2": "contradiction"},
+             "label2id": {"entailment": 0, "neutral": 1, "contradiction": 2}}  # fmt: skip
+    model = _classifier(bert, tmp_path / "clf", 2, three)
+    out = tmp_path / "run"
+    capsys.readouterr()  # what making the model printed
+    assert main(_run(model, out)) == 2
+    line = _one_line(capsys)
+    assert "its weights do not fit its config.json, whose id2label names 3 labels" in line
+    assert "classifier.bias: [2], the config [3]" in line
+    assert saved_records(out) == []

@@ -1,0 +1,107 @@
+"""Commands on selections that miss labels: ``run --limit 12`` and ``train --limit 1000`` on
+SciNLI's files (sorted by label) warn with the counts per label, and the printed table's
+chance and gold counts are those of the items scored; a data file as ``--task`` keeps its
+own ids through a run."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from nlieval.cli import main
+from tests.helpers.records import saved_records
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def _table_row(out: str) -> dict[str, str]:
+    """The printed table's one row, by column name."""
+    table = [line for line in out.splitlines() if line.startswith("|")]
+    head = [c.strip() for c in table[0].strip("|").split("|")]
+    return dict(zip(head, (c.strip() for c in table[-1].strip("|").split("|")), strict=True))
+
+
+def _labels(path: Path) -> list[str]:
+    return [json.loads(line)["label"] for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_run_limit_12_on_scinli_warns_and_shows_the_scored_items_chance(
+    data_dir: Path,
+    tiny_llama: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    gold = _labels(data_dir / "scinli" / "test.jsonl")
+    assert Counter(gold[:12]) == {"contrasting": 12}  # the file is sorted by label
+    assert Counter(gold) == dict.fromkeys(
+        ["contrasting", "reasoning", "entailment", "neutral"], 1000
+    )
+    argv = ["run", "--model", str(tiny_llama), "--task", "scinli", "--limit", "12",
+            "--shots", "0", "--data-dir", str(data_dir), "--out", str(tmp_path / "run"),
+            "--no-progress"]  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        assert main(argv) == 0
+    assert (
+        "scinli test: --limit 12 takes the first 12 items, labelled contrasting=12 reasoning=0 "
+        "entailment=0 neutral=0 (the split: contrasting=1,000 reasoning=1,000 entailment=1,000 "
+        "neutral=1,000): no item labelled reasoning, entailment, neutral; --sample 12 takes a "
+        "seeded sample stratified by label"
+    ) in _warnings(caplog)
+    row = _table_row(capsys.readouterr().out)
+    # 12 items of one label: answering at random in the gold shares is right every time.
+    assert (row["n"], row["chance"], row["gold labels"]) == (
+        "12",
+        "1.000",
+        "contrasting 12 reasoning 0 E 0 N 0",
+    )
+
+
+def test_run_sample_on_scinli_is_balanced_and_silent(
+    data_dir: Path,
+    tiny_llama: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    argv = ["run", "--model", str(tiny_llama), "--task", "scinli", "--sample", "8",
+            "--shots", "0", "--data-dir", str(data_dir), "--out", str(tmp_path / "run"),
+            "--no-progress"]  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        assert main(argv) == 0
+    assert not [m for m in _warnings(caplog) if "labelled" in m]
+    row = _table_row(capsys.readouterr().out)
+    # 2 of each of 4 labels: 4 * (1/4)^2.
+    assert (row["n"], row["chance"], row["gold labels"]) == (
+        "8",
+        "0.250",
+        "contrasting 2 reasoning 2 E 2 N 2",
+    )
+
+
+def test_a_data_file_as_task_keeps_its_ids_through_a_run(
+    tiny_llama: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        {"id": f"q{i}", "premise": "A dog runs.", "hypothesis": "An animal moves.", "label": lab}
+        for i, lab in enumerate(["entailment", "neutral", "contradiction"] * 2)
+    ]
+    data = tmp_path / "mine.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "run"
+    argv = ["run", "--model", str(tiny_llama), "--task", str(data), "--shots", "0,1",
+            "--out", str(out), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    records = saved_records(out)
+    assert {r.task for r in records} == {"mine"}
+    assert sorted({r.item_id for r in records}) == [f"q{i}" for i in range(6)]
+    # The one-shot examples come from the file itself, never the item's own.
+    one_shot = [r for r in records if r.k == 1]
+    assert len(one_shot) == 6 and all(r.item_id not in r.shots for r in one_shot)
+    assert "| mine | 0 | 6 |" in capsys.readouterr().out.replace(str(tiny_llama), "M")
