@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from nlieval.backends import EncoderClassifier  # noqa: E402
+from nlieval.backends import EncoderClassifier, HFOptions  # noqa: E402
 from nlieval.backends.lora_classifier import lora_base  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from nlieval.runs import RunFolder  # noqa: E402
@@ -92,7 +92,7 @@ def test_a_relative_base_is_the_same_base_from_another_directory(
 
     items = {it.id: it for it in load_task(task).items}
     pairs = [(items[r.item_id].premise, items[r.item_id].hypothesis) for r in records]
-    logp = EncoderClassifier(out / "seed0", device="cpu").classify(pairs)
+    logp = EncoderClassifier(out / "seed0", HFOptions(device="cpu")).classify(pairs)
     for r, row in zip(records, logp, strict=True):
         assert max(abs(a - b) for a, b in zip(r.loglik, row, strict=True)) < 1e-5
     assert os.getcwd() == str(tmp_path / "b")
