@@ -801,6 +801,7 @@ CASE_FILES = (
     "reliability_folders",
     "reliability_numbers",
     "reliability_bounds",
+    "reliability_trust",
 )
 
 
@@ -971,7 +972,7 @@ def main() -> int:
         "--files",
         default=None,
         help="comma-separated case files to run (main: this script's own; identity, "
-        "server, templates, folders, numbers, bounds: reliability_<name>.py) [all]",
+        "server, templates, folders, numbers, bounds, trust: reliability_<name>.py) [all]",
     )
     ap.add_argument("--timeout", type=float, default=180, help="seconds per case [180]")
     ap.add_argument("--seed", type=int, default=0)

@@ -122,3 +122,34 @@ def test_ctrl_c_on_the_command_then_the_same_command(tmp_path: Path, server: Fak
     # Even-numbered premises parse at once (1 row), odd ones never (2 answers each).
     assert per == {f"t{i}": 1 if i % 2 == 0 else 2 for i in range(n)}
     assert len(_lines(out / ITEMS)) == 3 * (n // 2)
+
+
+def test_a_full_disk_while_answers_arrive_is_one_line_and_resumes(
+    tmp_path: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from nlieval.runs import RunError
+    from tests.runs.test_folder_files import FullDisk
+
+    yaml = _write_task(tmp_path, TARGETS)
+    config = GenerateConfig(str(yaml), attempts=2)
+    with _chat(server, concurrency=1) as chat:
+        generate_items(_given(chat), config, tmp_path / "reference")
+    out = tmp_path / "gen"
+    monkeypatch.setattr(os, "write", FullDisk(900, only=RECORDS))  # room for a few rows
+    with _chat(server, concurrency=1) as chat, pytest.raises(RunError) as info:
+        generate_items(_given(chat), config, out)
+    monkeypatch.undo()
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(str(out / RECORDS))
+    assert "No space left on device" in message and "run the same command again" in message
+    before = (out / RECORDS).read_bytes()
+    assert before.endswith(b"}\n") and 0 < before.count(b"\n") < len(_rows(tmp_path / "reference"))
+    with _chat(server, concurrency=1) as chat:
+        generate_items(_given(chat), config, out)  # space freed: the same command
+    assert (out / RECORDS).read_bytes().startswith(before)
+    reference = _rows(tmp_path / "reference")
+    assert sorted((r[0], r[2], r[3]) for r in _rows(out)) == sorted(
+        (r[0], r[2], r[3]) for r in reference
+    )

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from nlieval.backends import EncoderClassifier  # noqa: E402
+from nlieval.backends import EncoderClassifier, HFOptions  # noqa: E402
 from nlieval.backends.lora_classifier import lora_base  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from nlieval.runs import RunFolder  # noqa: E402
@@ -92,7 +92,7 @@ def test_a_relative_base_is_the_same_base_from_another_directory(
 
     items = {it.id: it for it in load_task(task).items}
     pairs = [(items[r.item_id].premise, items[r.item_id].hypothesis) for r in records]
-    logp = EncoderClassifier(out / "seed0", device="cpu").classify(pairs)
+    logp = EncoderClassifier(out / "seed0", HFOptions(device="cpu")).classify(pairs)
     for r, row in zip(records, logp, strict=True):
         assert max(abs(a - b) for a, b in zip(r.loglik, row, strict=True)) < 1e-5
     assert os.getcwd() == str(tmp_path / "b")
@@ -114,3 +114,22 @@ def test_a_resumed_train_lora_refuses_a_changed_base(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "model" in err[0] and "other contents" in err[0], err
     assert _records(out) == before and not (out / "seed1").exists()
+
+
+def test_a_resumed_train_without_test_records_refuses_a_changed_base(
+    llama: Path,  # noqa: F811
+    task: str,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # --no-test: no record says which weights made seed 0, its checkpoint does.
+    base, out = tmp_path / "base", tmp_path / "lora"
+    shutil.copytree(llama, base)
+    assert main([*_argv(base, task, out), "--no-test"]) == 0
+    saved = (out / "config.json").read_text()
+    _replace(base)
+    capsys.readouterr()
+    assert main([*_argv(base, task, out, seeds="0,1"), "--no-test"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "other contents" in err[0] and "model:" in err[0], err
+    assert not (out / "seed1").exists() and (out / "config.json").read_text() == saved

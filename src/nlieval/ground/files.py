@@ -62,11 +62,10 @@ def atomic_write(path: str | Path, text: str) -> None:
     """
     path = Path(path)
     stat_own(path)  # a link is refused, not silently replaced by a file of its own
+    tmp = ""
     try:
+        # Made inside the try: an interrupt (Ctrl-C) right after it still removes it.
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
-    except OSError as err:
-        raise write_error(path, err) from None
-    try:
         try:
             _write_all(fd, text.encode("utf-8"))
             # mkstemp makes the file private (0600); a result file is as readable as
@@ -80,7 +79,7 @@ def atomic_write(path: str | Path, text: str) -> None:
     except OSError as err:
         raise write_error(path, err) from None
     finally:
-        if os.path.lexists(tmp):
+        if tmp and os.path.lexists(tmp):
             try:
                 os.unlink(tmp)
             except OSError:

@@ -56,6 +56,7 @@ def execute(
     timed_chunks: bool = False,
     stream: bool = False,
     fingerprints: Mapping[str, str] | None = None,
+    kept: bool = False,
 ) -> float | None:
     """Start (or resume) ``folder`` for ``config`` and do what its steps still lack.
 
@@ -67,9 +68,10 @@ def execute(
     provenance is appended when it has work. The rest is
     :func:`~nlieval.runs.loop.run_steps`; returns the seconds spent, or None when there
     was nothing to do. ``fingerprints`` (of the data and prompts the numbers depend on)
-    are checked against those the folder was made with (:meth:`RunFolder.start`).
+    are checked against those the folder was made with (:meth:`RunFolder.start`), also
+    before any record when ``kept`` (the folder holds other work made from them).
     """
-    folder.start(config, overwrite=overwrite, fingerprints=fingerprints)
+    folder.start(config, overwrite=overwrite, fingerprints=fingerprints, kept=kept)
     folder.repair()
     planned = steps(folder) if callable(steps) else steps
     done = folder.done_keys()

@@ -143,37 +143,46 @@ def _acquire(folder: Path) -> Path:
         # Never through a link: the PID written below would truncate its target.
         fd = open_own(key / LOCK, os.O_RDWR | os.O_CREAT, in_place=True)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            if err.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP):
-                # Some network file systems have no locks: go on, but say what is lost.
-                log.warning(
-                    "%s: this file system cannot lock %s (%s): nothing stops a second "
-                    "process from writing the folder at the same time",
-                    folder,
-                    LOCK,
-                    err.strerror,
-                )
-            else:
-                try:
-                    pid = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
-                finally:
-                    os.close(fd)
-                if err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                    raise RunError(
-                        f"{folder} is being written by another nlieval process (PID {pid}); "
-                        "wait for it to finish, or choose another --out"
-                    ) from None
-                raise RunError(f"{folder}: cannot lock {LOCK}: {err.strerror}") from None
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError as err:
-            os.close(fd)
-            raise write_error(key / LOCK, err) from None
-        held = _HELD[key] = _Lock(fd)
+            held = _HELD[key] = _lock(fd, folder, key)
+        except BaseException:
+            # An interrupt (Ctrl-C) between the open and the bookkeeping would leave this
+            # process holding a lock it cannot release (a notebook, a second run in it).
+            if key not in _HELD:
+                os.close(fd)
+            raise
     held.users += 1
     return key
+
+
+def _lock(fd: int, folder: Path, key: Path) -> _Lock:
+    """Take the ``flock`` on the open lock file ``fd`` and write this PID into it (the
+    caller closes ``fd`` on any failure)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        if err.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP):
+            # Some network file systems have no locks: go on, but say what is lost.
+            log.warning(
+                "%s: this file system cannot lock %s (%s): nothing stops a second "
+                "process from writing the folder at the same time",
+                folder,
+                LOCK,
+                err.strerror,
+            )
+        else:
+            pid = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+            if err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise RunError(
+                    f"{folder} is being written by another nlieval process (PID {pid}); "
+                    "wait for it to finish, or choose another --out"
+                ) from None
+            raise RunError(f"{folder}: cannot lock {LOCK}: {err.strerror}") from None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError as err:
+        raise write_error(key / LOCK, err) from None
+    return _Lock(fd)
 
 
 def _release(key: Path) -> None:
@@ -264,14 +273,17 @@ class RunFolder(Generic[R]):
         config: FolderConfig,
         overwrite: bool = False,
         fingerprints: Mapping[str, str] | None = None,
+        *,
+        kept: bool = False,
     ) -> None:
         """Create the folder, or check that an existing one was made by a compatible config;
         either way lock it for this process first (see the class docstring).
 
         ``fingerprints`` (name -> fingerprint of what the numbers depend on: the data as
-        read, the prompt template) are kept in ``config.json``; a name saved with another
-        fingerprint is a :class:`RunError` saying what changed. Names new to the folder
-        (a task added) are kept beside the saved ones."""
+        read, the prompt template) are kept in ``config.json``; once the folder holds
+        records, or (``kept``) other work made from them (a trained checkpoint), a name
+        saved with another fingerprint is a :class:`RunError` saying what changed. Names
+        new to the folder (a task added) are kept beside the saved ones."""
         make_folder(self.path)
         self.check_files()
         if self._lock is None:
@@ -318,7 +330,7 @@ class RunFolder(Generic[R]):
             # Before any record exists (a crash or Ctrl-C before scoring, a wrong
             # --data-dir corrected) nothing depends on the saved fingerprints yet.
             records = stat_own(self.records_path)
-            has_records = records is not None and records.st_size > 0
+            has_records = kept or (records is not None and records.st_size > 0)
             changed = [k for k, v in now.items() if has_records and k in known and known[k] != v]
             if changed:
                 detail = ", ".join(f"{k}: {known[k]} -> {now[k]}" for k in changed)

@@ -190,9 +190,25 @@ class _Writer(Generic[R]):
         self.jobs.put((rows, key, seconds, items))
 
     def close(self, *, raise_error: bool = True) -> None:
-        """Write every queued chunk, stop the thread and raise a failed write."""
-        self.jobs.put(None)
-        self.thread.join()
+        """Write every queued chunk, stop the thread and raise a failed write.
+
+        A Ctrl-C while waiting is raised only once the thread has stopped: returning
+        earlier would let the caller release the folder's lock while a chunk is still
+        being appended, and a second run started then (in this process: a notebook)
+        would write that chunk again."""
+        interrupted: BaseException | None = None
+        stopped = False
+        while True:
+            try:
+                if not stopped:
+                    self.jobs.put(None)
+                    stopped = True
+                self.thread.join()
+                break
+            except KeyboardInterrupt as err:  # at most one chunk's write to wait for
+                interrupted = err
+        if interrupted is not None:
+            raise interrupted
         if raise_error and self.error is not None:
             raise self.error
 

@@ -390,6 +390,9 @@ def train(
         overwrite=not resume,
         progress=progress,
         fingerprints=prints,
+        # A trained seed was made from these fingerprints even when no test record is
+        # there yet (--no-test): another base or data is refused, not trained beside it.
+        kept=any(run.path.glob(f"seed*/{SEED_RESULTS}")),
     )
     if test is None:
         for seed in config.seeds:
