@@ -14,6 +14,7 @@ import logging
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,11 @@ from transformers import (  # noqa: E402
     BertForSequenceClassification,
 )
 
-from nlieval.backends import NonFiniteScore, ScoreRequest  # noqa: E402
+from nlieval.backends import (  # noqa: E402
+    HFOptions,  # noqa: E402
+    NonFiniteScore,
+    ScoreRequest,
+)
 from nlieval.backends.classifier import (  # noqa: E402
     ClassifierMeta,
     EncoderClassifier,
@@ -94,18 +99,20 @@ SHOTS = "Premise: A man is playing a guitar on stage.\nAnswer: A\n\n"
 
 
 @pytest.mark.parametrize(
-    "how", [{}, {"prefix_cache": False}, {"cascade": False}], ids=["cascade", "plain", "cached"]
+    "how",
+    [{}, {"prefix_cache": False}, {"prefix_attention": "rows"}],
+    ids=["cascade", "plain", "cached"],
 )
 @pytest.mark.parametrize("poisoned", ["suffix", "prefix"])
 def test_every_path_of_the_causal_lm_refuses_a_nan(
-    z_llama: Path, how: dict[str, bool], poisoned: str
+    z_llama: Path, how: dict[str, Any], poisoned: str
 ) -> None:
     shots = SHOTS.replace("man", "Zed man") if poisoned == "prefix" else SHOTS
     premises = ("a cat naps.", "a Zebra naps.", "two dogs.")
     reqs = [
         ScoreRequest(f"{shots}Premise: {p}\nAnswer:", (" A", " B"), len(shots)) for p in premises
     ]
-    lm = HFCausalLM(str(z_llama), device="cpu", **how)
+    lm = HFCausalLM(str(z_llama), HFOptions(device="cpu", **how))
     with pytest.raises(NonFiniteScore) as err:
         lm.loglikelihood(reqs)
     # The Z of the suffix poisons request 1 alone; the Z of the shared shots every request.
@@ -225,7 +232,7 @@ def test_a_local_chat_model_with_nan_weights_names_the_conversation(
     with torch.no_grad():
         model.lm_head.weight[5] = float("nan")  # one vocabulary row: every step's scores
     model.save_pretrained(folder)
-    chat = LocalChat(str(folder), device="cpu")
+    chat = LocalChat(str(folder), HFOptions(device="cpu"))
     convs = [[{"role": "user", "content": "Premise: A man naps."}]]
     for temperature in (0.0, 1.0):  # greedy would take token 0; sampling failed in torch
         with pytest.raises(NonFiniteScore) as err:
