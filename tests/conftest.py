@@ -7,6 +7,7 @@ conversions out of the user's cache (``NLIEVAL_CACHE``) for these tests and the 
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,3 +54,15 @@ def data_dir() -> Path:
     if not value or not Path(value).is_dir():
         pytest.skip("NLIEVAL_DATA_DIR is not set")
     return Path(value)
+
+
+@pytest.fixture
+def fresh_logging() -> Iterator[None]:
+    """No root log handlers during the test: ``main()`` sets logging up once, onto the
+    stderr of the test that first calls it, and a later test's warnings would go to that
+    closed stream (a "Logging error" trace). Not for tests that use ``caplog``."""
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    root.handlers = []
+    yield
+    root.handlers = saved

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -17,28 +16,9 @@ from nlieval.types import Record
 from tests.helpers.hash_lm import HashLM
 
 
-class SaltedLM(HashLM):
-    """Another stand-in model: the checksum of the context with a salt."""
-
-    def __init__(self, salt: str) -> None:
-        self.salt = salt
-
-    def loglikelihood(self, requests: Any, progress: Any = None) -> list[list[float]]:
-        out = [
-            [
-                -(zlib.crc32((self.salt + r.context + c).encode()) % 97) / 10 - 0.1
-                for c in r.continuations
-            ]
-            for r in requests
-        ]
-        if progress:
-            progress(len(requests))
-        return out
-
-
 def _run(out: Path, model: str, limit: int, salt: str = "") -> None:
     cfg = RunConfig(model, ("smoke",), shots=(0, 2), seeds=(0,), limit=limit)
-    run(cfg, out, model=stand_in(cfg, lambda ck: SaltedLM(salt)), progress=False)
+    run(cfg, out, model=stand_in(cfg, lambda ck: HashLM(salt)), progress=False)
 
 
 def _records(folder: Path) -> list[dict[str, Any]]:

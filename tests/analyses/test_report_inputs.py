@@ -7,7 +7,6 @@ written and the run folder's records are left as they were."""
 from __future__ import annotations
 
 import os
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -23,26 +22,11 @@ from tests.helpers.hash_lm import HashLM
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
-class _LM(HashLM):
-    def __init__(self, salt: str) -> None:
-        self.salt = salt
-
-    def loglikelihood(self, requests: Any, progress: Any = None) -> list[list[float]]:
-        out = [
-            [-(zlib.crc32((self.salt + r.context + c).encode()) % 97) / 10 - 0.1
-             for c in r.continuations]
-            for r in requests
-        ]  # fmt: skip
-        if progress:
-            progress(len(requests))
-        return out
-
-
 @pytest.fixture(scope="module")
 def ckpts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("bounds") / "ckpts"
     cfg = RunConfig("org/pythia", ("smoke",), limit=6, checkpoints=("step1000", "step2000"))
-    run(cfg, folder, model=stand_in(cfg, lambda ck: _LM(str(ck))), progress=False)
+    run(cfg, folder, model=stand_in(cfg, lambda ck: HashLM(str(ck))), progress=False)
     return folder
 
 

@@ -6,8 +6,6 @@ accepted, the later entry winning; the others were an AttributeError and a Runti
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +21,7 @@ from nlieval.cli import main  # noqa: E402
 from tests.helpers.records import saved_records  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _fresh_logging() -> Iterator[None]:
-    # main() sets up logging once, onto the stderr of the test that first calls it.
-    root = logging.getLogger()
-    saved = root.handlers[:]
-    root.handlers = []
-    yield
-    root.handlers = saved
+pytestmark = pytest.mark.usefixtures("fresh_logging")
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,7 @@ classifier's head bias.
 from __future__ import annotations
 
 import json
-import logging
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,16 +45,7 @@ from nlieval.types import NLI3, Item  # noqa: E402
 from tests.helpers.records import saved_records  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _fresh_logging() -> Iterator[None]:
-    # main() sets up logging once, onto the stderr of the test that first calls it;
-    # a later test's warnings would go to that closed stream (a "Logging error" trace).
-    root = logging.getLogger()
-    saved = root.handlers[:]
-    root.handlers = []
-    yield
-    root.handlers = saved
+pytestmark = pytest.mark.usefixtures("fresh_logging")
 
 
 WORDS = ["a", "man", "walks", "dog", "number", "cat", "sits", ".", *"0123456"]

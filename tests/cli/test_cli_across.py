@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -18,21 +17,6 @@ from nlieval.types import Record
 from tests.helpers.hash_lm import HashLM
 
 
-class SaltedLM(HashLM):
-    def __init__(self, salt: str) -> None:
-        self.salt = salt
-
-    def loglikelihood(self, requests: Any, progress: Any = None) -> list[list[float]]:
-        out = [
-            [-(zlib.crc32((self.salt + r.context + c).encode()) % 97) / 10 - 0.1
-             for c in r.continuations]
-            for r in requests
-        ]  # fmt: skip
-        if progress:
-            progress(len(requests))
-        return out
-
-
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("across")
@@ -40,11 +24,11 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name in ("org/small", "org/big", "org/hyp-only"):
         folder = root / name.split("/")[1]
         cfg = RunConfig(name, ("smoke",), shots=(0, 2), seeds=(0, 1), limit=12)
-        run(cfg, folder, model=stand_in(cfg, lambda ck, s=name: SaltedLM(s)), progress=False)
+        run(cfg, folder, model=stand_in(cfg, lambda ck, s=name: HashLM(s)), progress=False)
         out[name.split("/")[1]] = folder
     ckpt = root / "ckpts"
     cfg = RunConfig("org/pythia", ("smoke",), limit=12, checkpoints=("step1000", "step2000"))
-    run(cfg, ckpt, model=stand_in(cfg, lambda ck: SaltedLM(str(ck))), progress=False)
+    run(cfg, ckpt, model=stand_in(cfg, lambda ck: HashLM(str(ck))), progress=False)
     out["ckpts"] = ckpt
     return out
 

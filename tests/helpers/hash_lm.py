@@ -8,15 +8,20 @@ from typing import Any
 
 
 class HashLM:
-    """Log-likelihoods from a checksum of the context and option: no model."""
+    """Log-likelihoods from a checksum of the context and option: no model. A ``salt``
+    makes another "model" (other scores for the same prompts)."""
 
     name = "hash"
 
+    def __init__(self, salt: str = "") -> None:
+        self.salt = salt
+
     def loglikelihood(self, requests: Any, progress: Any = None) -> list[list[float]]:
         out = [
-            [-(zlib.crc32((r.context + c).encode()) % 97) / 10 - 0.1 for c in r.continuations]
+            [-(zlib.crc32((self.salt + r.context + c).encode()) % 97) / 10 - 0.1
+             for c in r.continuations]
             for r in requests
-        ]
+        ]  # fmt: skip
         if progress:
             progress(len(requests))
         return out

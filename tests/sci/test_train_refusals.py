@@ -6,10 +6,8 @@ longer low-rank. Records written before the refusal stay as they were."""
 from __future__ import annotations
 
 import json
-import logging
 import random
 import shutil
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -26,16 +24,7 @@ from nlieval.sci.train_data import load_data, load_train  # noqa: E402
 from tests.helpers.records import saved_records  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _fresh_logging() -> Iterator[None]:
-    # main() sets up logging once, onto the stderr of the test that first calls it;
-    # a later test's warnings would go to that closed stream (a "Logging error" trace).
-    root = logging.getLogger()
-    saved = root.handlers[:]
-    root.handlers = []
-    yield
-    root.handlers = saved
+pytestmark = pytest.mark.usefixtures("fresh_logging")
 
 
 CUE = {"entailment": "a", "neutral": "the", "contradiction": "no"}
