@@ -9,7 +9,6 @@ classifier's head bias.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from nlieval.cli import main  # noqa: E402
 from nlieval.runs import loop  # noqa: E402
 from nlieval.types import NLI3, Item  # noqa: E402
 from tests.helpers.records import saved_records  # noqa: E402
+from tests.helpers.task_files import premise_task  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("fresh_logging")
@@ -63,19 +63,6 @@ def z_llama(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
-
-
-def _task(folder: Path, premises: dict[str, str]) -> Path:
-    with open(folder / "items.jsonl", "w") as f:
-        for i, p in premises.items():
-            row = {"id": i, "premise": p, "hypothesis": "A cat sits.", "label": "entailment"}
-            f.write(json.dumps(row) + "\n")
-    yaml = folder / "task.yaml"
-    yaml.write_text(
-        "name: nf\npath: items.jsonl\nlabels: [entailment, neutral, contradiction]\n"
-        "fields: {id: id, premise: premise, hypothesis: hypothesis, label: label}\n"
-    )
-    return yaml
 
 
 def _one_error_line(stderr: str) -> str:
@@ -121,7 +108,7 @@ def test_run_stops_at_the_nan_item_in_one_line_and_keeps_earlier_records(
 ) -> None:  # fmt: skip
     premises = {f"i{n}": f"A man walks dog {n}." for n in range(6)}
     premises["zed"] = "A Zebra walks a very long way through the snow to the park."  # longest
-    yaml = _task(tmp_path, premises)
+    yaml = premise_task(tmp_path, "nf", premises)
     monkeypatch.setattr(loop, "CHUNK", 3)  # shortest first: two chunks before the Z item
     monkeypatch.setattr(loop, "CHUNK_SECONDS", 0)
     out = tmp_path / "run"

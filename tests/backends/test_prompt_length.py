@@ -3,7 +3,6 @@ them costs a forward pass (issue: a 5 MB premise took 16.8 GB and never finished
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,19 +13,7 @@ from nlieval.backends.hf import HFCausalLM
 from nlieval.cli import main
 from nlieval.runs import loop
 from tests.helpers.records import saved_records
-
-
-def _task(folder: Path, premises: dict[str, str]) -> Path:
-    with open(folder / "items.jsonl", "w") as f:
-        for i, p in premises.items():
-            row = {"id": i, "premise": p, "hypothesis": "A cat sits.", "label": "entailment"}
-            f.write(json.dumps(row) + "\n")
-    yaml = folder / "task.yaml"
-    yaml.write_text(
-        "name: long\npath: items.jsonl\nlabels: [entailment, neutral, contradiction]\n"
-        "fields: {id: id, premise: premise, hypothesis: hypothesis, label: label}\n"
-    )
-    return yaml
+from tests.helpers.task_files import premise_task
 
 
 def test_the_backend_refuses_before_any_forward_pass(tiny_llama: Path) -> None:
@@ -51,7 +38,7 @@ def test_a_5mb_premise_stops_the_run_with_one_line_and_keeps_earlier_records(
 ) -> None:  # fmt: skip
     premises = {f"i{n}": f"A man walks dog number {n}." for n in range(6)}
     premises["huge"] = "The cat sat on the mat. " * (5_000_000 // 24)
-    yaml = _task(tmp_path, premises)
+    yaml = premise_task(tmp_path, "long", premises)
     monkeypatch.setattr(loop, "CHUNK", 3)  # shortest first: two chunks before the huge item
     monkeypatch.setattr(loop, "CHUNK_SECONDS", 0)  # chunks of 3 throughout
     out = tmp_path / "run"
