@@ -147,7 +147,7 @@ def test_a_sequence_classifier_with_a_non_finite_head_stops_in_one_line(
     bert: Path, tmp_path: Path, value: float, capsys: pytest.CaptureFixture[str]
 ) -> None:
     clf = _poisoned_classifier(bert, tmp_path / "clf", value)
-    yaml = _task(tmp_path, {f"i{n}": f"a man walks dog {n} ." for n in range(6)})
+    yaml = premise_task(tmp_path, "nf", {f"i{n}": f"a man walks dog {n} ." for n in range(6)})
     out = tmp_path / "run"
     argv = ["run", "--model", str(clf), "--task", str(yaml), "--out", str(out), "--no-progress",
             "--device", "cpu"]  # fmt: skip
@@ -170,7 +170,7 @@ def test_a_classifier_folder_with_a_nan_head_stops_in_one_line(
     bert: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = _pair_folder(bert, tmp_path / "ckpt", float("nan"))
-    yaml = _task(tmp_path, {f"i{n}": f"a man walks dog {n} ." for n in range(4)})
+    yaml = premise_task(tmp_path, "nf", {f"i{n}": f"a man walks dog {n} ." for n in range(4)})
     out = tmp_path / "run"
     argv = ["run", "--model", str(folder), "--task", str(yaml), "--out", str(out),
             "--no-progress", "--device", "cpu"]  # fmt: skip
