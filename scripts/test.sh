@@ -20,6 +20,25 @@ if [ -z "${NLIEVAL_DATA_DIR:-}" ] && [ -d ../shared/data ]; then
 fi
 stage ruff "ruff check src tests benchmarks scripts" ruff check src tests benchmarks scripts
 stage mypy "mypy (src/nlieval)" mypy
+# What the stages below started is stopped on exit, in any case.
+at_exit=()
+stop_all() { for cmd in "${at_exit[@]}"; do $cmd || true; done; }
+trap stop_all EXIT
+# NLIEVAL_SLURM=1 (set by .ci/run): a one-node Slurm on this machine for the tests marked
+# `slurm` (apt-get and root; stopped afterwards unless it was running already). Without
+# it those tests skip when no Slurm answers; with it they fail.
+if [ "${NLIEVAL_SLURM:-0}" = 1 ]; then
+    [ "$(sinfo -h -N -o %T 2>/dev/null | head -1)" = idle ] || at_exit+=("bash scripts/slurm_stop.sh")
+    stage slurm-setup "scripts/setup_slurm.sh: Slurm (slurm-wlm, munge) on this machine, one node" \
+        bash scripts/setup_slurm.sh
+fi
+# NLIEVAL_BROWSER=1 (set by .ci/run): Debian's Chromium for the tests marked `browser`
+# (Playwright drives it). Without it those tests skip when Chromium is missing; with it
+# they fail.
+if [ "${NLIEVAL_BROWSER:-0}" = 1 ]; then
+    stage browser-setup "scripts/setup_browser.sh: Debian's Chromium, launched once by Playwright" \
+        bash scripts/setup_browser.sh
+fi
 # NLIEVAL_VLLM=1 (set by .ci/run): build the vLLM CPU environment, serve the packaged
 # SmolLM2 on a free port for the tests marked `vllm`, stop it afterwards. Without it those
 # tests skip unless NLIEVAL_VLLM_URL names a running server.
@@ -29,7 +48,7 @@ if [ "${NLIEVAL_VLLM:-0}" = 1 ] && [ -z "${NLIEVAL_VLLM_URL:-}" ]; then
         bash scripts/setup_vllm.sh
     stage vllm-serve "scripts/vllm_serve.sh: vLLM serving the packaged SmolLM2 on port $PORT" \
         bash scripts/vllm_serve.sh "$PORT"
-    trap 'bash scripts/vllm_stop.sh "$PORT"' EXIT
+    at_exit+=("bash scripts/vllm_stop.sh $PORT")
     export NLIEVAL_VLLM_URL="http://127.0.0.1:$PORT/v1"
 fi
 workers=${NLIEVAL_TEST_WORKERS:-2}

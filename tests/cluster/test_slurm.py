@@ -1,0 +1,90 @@
+"""A real Slurm cluster: submitit submits Python functions to the one-node Slurm of
+``scripts/setup_slurm.sh`` (started by ``scripts/test.sh`` when ``NLIEVAL_SLURM=1``, as in
+``.ci/run``) and reads back what the jobs returned and printed.
+
+Marked ``slurm``. Without a Slurm that answers these tests skip, and with ``NLIEVAL_SLURM=1``
+they fail. The functions are defined inside the tests, so cloudpickle sends them by value:
+the job's Python needs only submitit, not this checkout on its path.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.engines import absent
+
+pytestmark = pytest.mark.slurm
+
+#: How long a job may take from submission to its result (a job here takes about a second).
+WAIT_S = 60
+
+
+@pytest.fixture(scope="module")
+def slurm() -> Any:
+    """The submitit module, once ``sinfo`` shows a node that takes jobs."""
+    if shutil.which("sinfo") is None:
+        absent("Slurm", "NLIEVAL_SLURM", "no sinfo on PATH; run scripts/setup_slurm.sh")
+    try:
+        out = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True, timeout=20
+        )
+    except subprocess.TimeoutExpired:
+        absent("Slurm", "NLIEVAL_SLURM", "sinfo got no answer in 20 s")
+    states = out.stdout.split()
+    if out.returncode != 0 or not {"idle", "mixed", "allocated"} & set(states):
+        why = out.stderr.strip() or f"node states {states}"
+        absent("Slurm", "NLIEVAL_SLURM", f"no node takes jobs ({why}); run scripts/setup_slurm.sh")
+    try:
+        import submitit
+    except ImportError:
+        absent("Slurm", "NLIEVAL_SLURM", "submitit is not installed (the extra 'cluster')")
+    return submitit
+
+
+def _executor(slurm: Any, folder: Path) -> Any:
+    executor = slurm.AutoExecutor(folder=folder, cluster="slurm")
+    executor.update_parameters(timeout_min=2, cpus_per_task=1, slurm_mem="200M")
+    return executor
+
+
+def _wait(job: Any) -> Any:
+    """The job's result, or a failure naming its state and stderr after WAIT_S."""
+    deadline = time.monotonic() + WAIT_S
+    while not job.done():
+        if time.monotonic() > deadline:
+            queue = subprocess.run(["squeue"], capture_output=True, text=True).stdout
+            pytest.fail(f"job {job.job_id} not done after {WAIT_S} s; squeue:\n{queue}")
+        time.sleep(0.5)
+    return job.result()
+
+
+def test_a_job_returns_a_value_computed_from_its_argument_inside_slurm(
+    slurm: Any, tmp_path: Path
+) -> None:
+    def squares_up_to(n: int) -> tuple[int, str | None]:
+        import os
+
+        return sum(i * i for i in range(n + 1)), os.environ.get("SLURM_JOB_ID")
+
+    job = _executor(slurm, tmp_path).submit(squares_up_to, 10)
+    total, job_id = _wait(job)
+    # 1 + 4 + 9 + 16 + 25 + 36 + 49 + 64 + 81 + 100
+    assert total == 385
+    # It ran as a Slurm job, the one submitit submitted.
+    assert job_id == str(job.job_id)
+
+
+def test_a_jobs_stdout_is_read_back(slurm: Any, tmp_path: Path) -> None:
+    def greet(name: str) -> int:
+        print(f"hello {name} from the cluster", flush=True)
+        return len(name)
+
+    job = _executor(slurm, tmp_path).submit(greet, "nlieval")
+    assert _wait(job) == 7
+    assert "hello nlieval from the cluster" in (job.stdout() or "")
