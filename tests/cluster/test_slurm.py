@@ -49,17 +49,30 @@ def slurm() -> Any:
 
 def _executor(slurm: Any, folder: Path) -> Any:
     executor = slurm.AutoExecutor(folder=folder, cluster="slurm")
-    executor.update_parameters(timeout_min=2, cpus_per_task=1, slurm_mem="200M")
+    # Time limit 10 min: submitit asks Slurm for SIGUSR2 90 s before the limit, and Slurm
+    # may send it up to 60 s early; with a 2 min limit a job got it at its start and died.
+    executor.update_parameters(timeout_min=10, cpus_per_task=1, slurm_mem="200M")
     return executor
 
 
 def _wait(job: Any) -> Any:
-    """The job's result, or a failure naming its state and stderr after WAIT_S."""
+    """The job's result, or a failure with its stderr once it has left the queue without
+    one (no accounting database here, so submitit alone would wait on) or after WAIT_S."""
     deadline = time.monotonic() + WAIT_S
     while not job.done():
-        if time.monotonic() > deadline:
-            queue = subprocess.run(["squeue"], capture_output=True, text=True).stdout
-            pytest.fail(f"job {job.job_id} not done after {WAIT_S} s; squeue:\n{queue}")
+        queued = subprocess.run(
+            ["squeue", "-h", "-j", str(job.job_id), "-o", "%T"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout.split()
+        gone = not {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING"} & set(queued)
+        if gone or time.monotonic() > deadline:
+            time.sleep(1)  # the result file is written just before the job ends
+            if job.done():
+                break
+            why = f"ended ({queued or 'gone'})" if gone else f"not done after {WAIT_S} s"
+            pytest.fail(f"Slurm job {job.job_id} {why} without a result; stderr:\n{job.stderr()}")
         time.sleep(0.5)
     return job.result()
 
