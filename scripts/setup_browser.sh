@@ -20,7 +20,7 @@ if [ ! -x "$CHROMIUM" ]; then
     if ! apt-cache show chromium >/dev/null 2>&1; then
         stage apt-update "apt-get update (the package lists)" apt-get update -qq
     fi
-    stage chromium-apt "apt-get install chromium (Debian's Chromium: about 100 MB, a minute or two the first time)" \
+    stage chromium-apt "apt-get install chromium (Debian's Chromium and its libraries: 15-20 s the first time)" \
         apt-get install -y -qq -o Dpkg::Use-Pty=0 --no-install-recommends chromium
 fi
 [ -x "$CHROMIUM" ] || { echo "setup_browser.sh: $CHROMIUM is still missing after apt-get" >&2; exit 1; }
