@@ -22,7 +22,11 @@ MUNGE_KEY=/etc/munge/munge.key
 [ "$(id -u)" = 0 ] || { echo "setup_slurm.sh: needs root (apt-get, the daemons run as root)" >&2; exit 1; }
 export DEBIAN_FRONTEND=noninteractive
 
-node_state() { sinfo -h -N -o '%T' 2>/dev/null | head -1; }
+# The node's state ('' when no controller answers in 20 s).
+node_state() { timeout 20 sinfo -h -N -o '%T' 2>/dev/null | head -1; }
+# Whether the daemon of this pid file runs (checked before sinfo: with no controller,
+# sinfo retries for about 10 s before it gives up).
+running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 # 1. The packages. apt-get update only when the lists do not know them (a fresh machine).
 if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
@@ -75,7 +79,8 @@ if [ "$(cat "$CONF" 2>/dev/null)" != "$want" ]; then
 fi
 
 # Everything already runs with this configuration: nothing to do.
-if [ "$changed" = 0 ] && [ "$(node_state)" = idle ]; then
+if [ "$changed" = 0 ] && running /run/slurmctld.pid && running /run/slurmd.pid \
+        && [ "$(node_state)" = idle ]; then
     echo "==> slurm: node $host idle (sinfo): already running"
     exit 0
 fi
@@ -105,7 +110,6 @@ fi
 
 # 4. The controller and the node daemon (they fork into the background themselves). A
 # running one is restarted when the configuration changed.
-running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 if [ "$changed" = 1 ]; then
     for pidfile in /run/slurmd.pid /run/slurmctld.pid; do
         if running "$pidfile"; then

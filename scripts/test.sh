@@ -28,7 +28,8 @@ trap stop_all EXIT
 # `slurm` (apt-get and root; stopped afterwards unless it was running already). Without
 # it those tests skip when no Slurm answers; with it they fail.
 if [ "${NLIEVAL_SLURM:-0}" = 1 ]; then
-    [ "$(sinfo -h -N -o %T 2>/dev/null | head -1)" = idle ] || at_exit+=("bash scripts/slurm_stop.sh")
+    [ -f /run/slurmctld.pid ] && kill -0 "$(cat /run/slurmctld.pid)" 2>/dev/null \
+        || at_exit+=("bash scripts/slurm_stop.sh")
     stage slurm-setup "scripts/setup_slurm.sh: Slurm (slurm-wlm, munge) on this machine, one node" \
         bash scripts/setup_slurm.sh
 fi
