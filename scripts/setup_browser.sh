@@ -13,15 +13,11 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/stage.sh
 . scripts/stage.sh
 CHROMIUM=${NLIEVAL_CHROMIUM:-/usr/bin/chromium}
-export DEBIAN_FRONTEND=noninteractive
 
 if [ ! -x "$CHROMIUM" ]; then
     [ "$(id -u)" = 0 ] || { echo "setup_browser.sh: no $CHROMIUM, and apt-get needs root" >&2; exit 1; }
-    if ! apt-cache show chromium >/dev/null 2>&1; then
-        stage apt-update "apt-get update (the package lists)" apt-get update -qq
-    fi
     stage chromium-apt "apt-get install chromium (Debian's Chromium and its libraries: 15-20 s the first time)" \
-        apt-get install -y -qq -o Dpkg::Use-Pty=0 --no-install-recommends chromium
+        apt_install chromium
 fi
 [ -x "$CHROMIUM" ] || { echo "setup_browser.sh: $CHROMIUM is still missing after apt-get" >&2; exit 1; }
 

@@ -20,7 +20,6 @@ CONF=$CONF_DIR/slurm.conf
 LOG_DIR=/var/log/slurm
 MUNGE_KEY=/etc/munge/munge.key
 [ "$(id -u)" = 0 ] || { echo "setup_slurm.sh: needs root (apt-get, the daemons run as root)" >&2; exit 1; }
-export DEBIAN_FRONTEND=noninteractive
 
 # The node's state ('' when no controller answers in 20 s).
 node_state() { timeout 20 sinfo -h -N -o '%T' 2>/dev/null | head -1; }
@@ -28,14 +27,11 @@ node_state() { timeout 20 sinfo -h -N -o '%T' 2>/dev/null | head -1; }
 # sinfo retries for about 10 s before it gives up).
 running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
-# 1. The packages. apt-get update only when the lists do not know them (a fresh machine).
+# 1. The packages.
 if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
         || ! command -v sinfo >/dev/null || ! command -v munged >/dev/null; then
-    if ! apt-cache show slurm-wlm munge >/dev/null 2>&1; then
-        stage apt-update "apt-get update (the package lists)" apt-get update -qq
-    fi
     stage slurm-apt "apt-get install slurm-wlm munge (Debian's Slurm, about 4 MB: 10-20 s the first time)" \
-        apt-get install -y -qq -o Dpkg::Use-Pty=0 --no-install-recommends slurm-wlm munge
+        apt_install slurm-wlm munge
 fi
 
 # 2. The configuration: this node as slurmd sees it (CPUs, sockets, cores, memory), so

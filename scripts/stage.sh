@@ -14,3 +14,18 @@ stage() {
     fi
     return "$rc"
 }
+
+# `apt_install PACKAGE...`: apt-get install, non-interactive, one line per package. The
+# package lists are updated first when they do not know a package (a fresh machine), and
+# once more after a failed install (stale lists name files the mirror no longer has).
+apt_install() {
+    export DEBIAN_FRONTEND=noninteractive
+    local install=(apt-get install -y -qq -o Dpkg::Use-Pty=0 --no-install-recommends "$@")
+    if ! apt-cache show "$@" >/dev/null 2>&1; then
+        echo "==> apt-get update (the package lists do not know $*)"
+        apt-get update -qq
+    fi
+    "${install[@]}" && return 0
+    echo "==> apt-get install failed: apt-get update, then once more"
+    apt-get update -qq && "${install[@]}"
+}
