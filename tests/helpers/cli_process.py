@@ -23,7 +23,14 @@ def start_cli(*args: str, cwd: Path, one_thread: bool = False) -> subprocess.Pop
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A pytest-xdist worker ignores SIGINT, and a child inherits an ignored signal: the
+        # command must get Ctrl-C as a user's shell gives it.
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def kill_once_written(proc: subprocess.Popen[str], path: Path, timeout: float = 300) -> None:

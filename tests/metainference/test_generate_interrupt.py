@@ -43,6 +43,14 @@ class Invalid(Responder):
         return ("ok", "no JSON here") if number % 2 else answer
 
 
+@pytest.fixture(autouse=True)
+def _sigint_raises() -> Iterator[None]:
+    # A pytest-xdist worker ignores SIGINT, so the simulated Ctrl-C would do nothing.
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
     with running() as s:

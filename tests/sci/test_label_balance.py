@@ -52,10 +52,10 @@ def test_limit_1000_on_scinli_dev_warns_for_the_training_and_test_parts(
     assert _said(caplog) == []
 
 
-def _sorted_file(path: Path, per_label: int) -> str:
+def _sorted_file(path: Path, per_label: int, premise: str = "the cat sees") -> str:
     labels = ("entailment", "neutral", "contradiction")
     rows = [
-        {"id": f"{lab}-{i}", "premise": "the cat sees", "hypothesis": "a dog", "label": lab}
+        {"id": f"{lab}-{i}", "premise": premise, "hypothesis": "a dog", "label": lab}
         for lab in labels
         for i in range(per_label)
     ]
@@ -68,7 +68,8 @@ def test_train_command_warns_on_its_stderr(
 ) -> None:
     model = make_tiny_bert(tmp_path / "bert", ["the", "cat", "sees", "a", "dog"])
     train_file = _sorted_file(tmp_path / "train.jsonl", 10)  # 1 of each held out: 9 e first
-    test_file = _sorted_file(tmp_path / "test.jsonl", 4)  # first 9: 4 e, 4 n, 1 c
+    # Other texts under the same ids: not the training items (train refuses those).
+    test_file = _sorted_file(tmp_path / "test.jsonl", 4, "the dog sees")  # first 9: 4 e, 4 n, 1 c
     argv = ["train", "--model", str(model), "--task", train_file, "--train-split", "test",
             "--test-task", test_file, "--limit", "9", "--seeds", "0,", "--epochs", "1",
             "--max-length", "8", "--device", "cpu", "--no-progress",

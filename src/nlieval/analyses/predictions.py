@@ -197,7 +197,7 @@ def read_baan2022(
 ) -> PredictionSet:
     """A prediction file of Baan et al. (2022); probabilities put in ``labels`` order.
 
-    >>> import gzip
+    >>> import gzip, json
     >>> path = Path(run_dir) / "SNLI_dev_roberta-base_0.jsonl.gz"  # probs in order e, c, n
     >>> with gzip.open(path, "wt") as f:
     ...     _ = f.write(json.dumps({"uid": "u1", "probs": [0.7, 0.1, 0.2], "pred": 2, "true": 1}))
