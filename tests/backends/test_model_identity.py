@@ -7,12 +7,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from nlieval.backends import ServerOptions, resolve
+from nlieval.backends import ServerOptions, resolve, weights
 from nlieval.backends.file_hashes import (
     conversion_holds,
     file_sha256,
@@ -149,10 +150,8 @@ def test_hub_commit_is_read_from_the_local_hub_cache(
 
 @pytest.mark.models
 def test_a_planted_conversion_of_the_packaged_model_is_converted_again(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # In the tests' cache (conftest): the real-model tests' conversion is reused, and
-    # converting again restores it for them.
     try:
         source = resolve_model("smollm2-135m")
     except ModelError as err:
@@ -160,16 +159,41 @@ def test_a_planted_conversion_of_the_packaged_model_is_converted_again(
     assert source.gguf_file is not None
     gguf = Path(source.path) / source.gguf_file
     expected = "gguf:" + hashlib.sha256(gguf.read_bytes()).hexdigest()
-    converted = Path(local_hf_folder(source).path)
+    converted = Path(local_hf_folder(source).path)  # the tests' one real conversion
     assert model_fingerprint(source) == expected
+    # A cache of its own holding that conversion, its files hard links (no copy of the
+    # weights): the planted file below replaces a link, never the shared conversion.
+    cache = tmp_path / "cache"
+    mine = cache / "models" / converted.name
+    shutil.copytree(converted, mine, copy_function=os.link)
+    monkeypatch.setenv("NLIEVAL_CACHE", str(cache))
+    assert conversion_holds(mine, expected.removeprefix("gguf:"), cache)
     # Plant other weights under the cache entry's name: the config of another model.
-    cfg = json.loads((converted / "config.json").read_text())
+    cfg = json.loads((mine / "config.json").read_text())
     cfg["rms_norm_eps"] = 0.5
-    (converted / "config.json").write_text(json.dumps(cfg))
+    (mine / "config.json").unlink()
+    (mine / "config.json").write_text(json.dumps(cfg))
+    # The conversion itself is the one every packaged-model test runs on a fresh cache;
+    # here it is counted, and stands in by linking the real conversion's files again.
+    calls = []
+
+    def convert(src: object, target: Path, sha: str) -> None:
+        calls.append(sha)
+        shutil.rmtree(target)
+        shutil.copytree(converted, target, copy_function=os.link)
+
+    monkeypatch.setattr(weights, "_convert_gguf", convert)
     with caplog.at_level(logging.WARNING):
         again = Path(local_hf_folder(source).path)
+    assert again == mine and calls == [expected.removeprefix("gguf:")]
     assert "converting again" in caplog.text
     assert json.loads((again / "config.json").read_text())["rms_norm_eps"] != 0.5
+    assert json.loads((converted / "config.json").read_text())["rms_norm_eps"] != 0.5
+    # Converted again, the folder holds: the next load converts nothing.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        local_hf_folder(source)
+    assert "converting again" not in caplog.text and len(calls) == 1
 
 
 def _replace_weights(model: Path, seed: int) -> None:
