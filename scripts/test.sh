@@ -14,6 +14,11 @@ stage setup "scripts/setup.sh: .venv with nlieval, its test tools and the packag
     bash scripts/setup.sh
 # shellcheck disable=SC1091
 . .venv/bin/activate
+# The packaged models' conversions (GGUF -> safetensors, 30-120 s each) are made once and
+# kept in .cache/nlieval (ignored by git) for the vLLM server and every later test run;
+# the tests keep everything else they convert out of it (conftest.py), and the one test
+# that plants a file in a conversion works on a linked copy.
+export NLIEVAL_CACHE="${NLIEVAL_CACHE:-$PWD/.cache/nlieval}"
 if [ -z "${NLIEVAL_DATA_DIR:-}" ] && [ -d ../shared/data ]; then
     NLIEVAL_DATA_DIR="$(cd ../shared/data && pwd)"
     export NLIEVAL_DATA_DIR
