@@ -831,6 +831,8 @@ def classify(case: Case, rc: int | None, err: str) -> str:
         return "traceback"
     lines = [ln for ln in err.strip().splitlines() if ln.strip()]
     if rc != 0:
+        # A warning said before the error (a --limit that misses labels) is not part of it.
+        lines = [ln for ln in lines if not ln.startswith("WARNING ")] or lines
         # One `nlieval: error: ...` line, or argparse's usage line and its error line.
         last = lines[-1] if lines else ""
         one_line = len(lines) == 1 or (len(lines) >= 2 and lines[0].startswith("usage:"))
