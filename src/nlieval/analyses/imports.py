@@ -327,8 +327,9 @@ def import_predictions(
         }
         for pl in planned
     ]
-    chaos = [r for r in folder.iter_records() if r.task in CHAOSNLI_TASKS]
-    others = [r for r in folder.iter_records() if r.task not in CHAOSNLI_TASKS]
+    records = list(folder.iter_records())
+    chaos = [r for r in records if r.task in CHAOSNLI_TASKS]
+    others = [r for r in records if r.task not in CHAOSNLI_TASKS]
     return {
         "files": files,
         "scores": chaosnli.score_records(chaos) if chaos else [],
