@@ -21,7 +21,7 @@ import stat
 import time
 from pathlib import Path
 
-from ..ground import DataError, FolderError, atomic_write, read_json, read_small_text
+from ..ground import DataError, FolderError, atomic_write, read_json
 
 log = logging.getLogger(__name__)
 
@@ -153,8 +153,8 @@ def indexed_shards(folder: str | Path) -> list[tuple[str, Path]]:
         if not index.name.endswith(".index.json"):
             continue
         try:
-            data = json.loads(read_small_text(index, _INDEX_BYTES))
-        except (ValueError, RecursionError) as err:  # RecursionError: nested too deeply
+            data = read_json(index, _INDEX_BYTES)  # bounded in size and depth
+        except DataError as err:
             raise DataError(index, None, None, f"not a JSON index of shards: {err}") from None
         names = data.get("weight_map") if isinstance(data, dict) else None
         if not isinstance(names, dict):
