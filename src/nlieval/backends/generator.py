@@ -435,8 +435,9 @@ class _FiniteScores:
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
 
-        bad = torch.isnan(scores).any(-1) | torch.isposinf(scores).any(-1)
-        bad |= ~torch.isfinite(scores).any(-1)
+        # One reduction per step: a row's max is NaN when the row holds a NaN (amax
+        # propagates it), +inf when it holds one, -inf when no value is finite.
+        bad = ~torch.isfinite(scores.amax(-1))
         if bool(bad.any()):
             b = int(bad.nonzero()[0, 0])
             row = scores[b]
