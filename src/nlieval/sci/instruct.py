@@ -2,8 +2,9 @@
 
 A system message defines the classes (lettered A-D in :data:`~nlieval.types.SCI4`
 order) and asks for the class name. k-shot exemplars are earlier user/assistant turns,
-``k / 4`` per class; run ``r`` draws its own set and order, and every test item of that
-run sees exactly the same turns. Decoding is greedy with a small ``max_new_tokens``.
+``k / 4`` per class (or per source, or fixed ids: :mod:`~nlieval.sci.instruct_exemplars`);
+run ``r`` draws its own set and order, and every test item of that run sees exactly the
+same turns. Decoding is greedy with a small ``max_new_tokens``.
 
 The answer text is mapped to a class by :func:`parse_answer`; answers mapped to nothing
 get ``pred=None`` and are kept: :func:`nlieval.metrics.point_metrics` scores them wrong
@@ -65,6 +66,7 @@ from ..settings import (
     positive_int,
     seed_list,
     setting,
+    shot_counts,
 )
 from ..types import SCI4, Item, Label, Record
 from .instruct_answers import (
@@ -74,6 +76,7 @@ from .instruct_answers import (
     evaluate_instruct,
     parse_answer,
 )
+from .instruct_exemplars import ExemplarRule, exemplar_ids
 from .instruct_prompt import (
     CLASS_DEFINITIONS,
     PROMPT_VERSION,
@@ -90,6 +93,7 @@ from .instruct_prompt import (
 
 __all__ = [
     "CLASS_DEFINITIONS",
+    "ExemplarRule",
     "PROMPT_VERSION",
     "SHOTS",
     "SYSTEM_PROMPT",
@@ -154,7 +158,10 @@ class InstructConfig(ItemSelection, NamesAModel):
         parse=csv_list,
     )
     shots: tuple[int, ...] = setting(
-        SHOTS, help="comma-separated shot counts, multiples of 4", parse=shot_counts_of_4
+        SHOTS,
+        help="comma-separated shot counts, multiples of 4 (with --exemplar-ids: at most "
+        "their number)",
+        parse=shot_counts,
     )
     runs: tuple[int, ...] = setting(
         (0, 1, 2),
@@ -193,6 +200,20 @@ class InstructConfig(ItemSelection, NamesAModel):
         "sentence2 for the sentences, as nlieval build writes) the k-shot exemplars are "
         "drawn from, instead of --pool-split",
     )
+    exemplar_sources: str | None = setting(
+        None,
+        help="per source: among the k exemplars at least one of each value of this item "
+        "field of the pool (the dataset of a combined set such as MSciNLI+, a domain), "
+        "k / 4 per class as ever [per class only]",
+        metavar="FIELD",
+    )
+    exemplar_ids: tuple[str, ...] = setting(
+        (),
+        help="fixed exemplars: exactly these pool ids in this order (k takes the first k; "
+        "one run), from a file of ids (one a line) or joined by commas [drawn per class]",
+        parse=exemplar_ids,
+        metavar="FILE|ID,ID",
+    )
     #: The prompt file's content hash (:attr:`InstructPrompt.version`), set by
     #: :func:`run_instruct` from ``prompt``: the identity holds the prompt, not its path.
     prompt_version: str = PROMPT_VERSION
@@ -216,6 +237,8 @@ class InstructConfig(ItemSelection, NamesAModel):
         "max_new_tokens",
         "system_role",
         "exemplar_seed",
+        "exemplar_sources",
+        "exemplar_ids",
         "dtype",
         "revision",
         "prompt_version",
@@ -227,11 +250,21 @@ class InstructConfig(ItemSelection, NamesAModel):
             raise ValueError("--balanced-limit goes with --limit")
         if self.exemplars and self.pool_split:
             raise ValueError("--exemplars replaces --pool-split: give one of them")
+        self.exemplar_rule.check_shots(self.shots)
         self.spec  # noqa: B018  (a model string that means nothing fails here)
         object.__setattr__(self, "model", model_label(self.model))
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.KIND, **flat_dict(self), "engine": self.engine}
+
+    @property
+    def exemplar_rule(self) -> ExemplarRule:
+        """How the exemplars are chosen (:mod:`~nlieval.sci.instruct_exemplars`).
+
+        >>> InstructConfig("m", exemplar_sources="domain").exemplar_rule.name
+        'per source'
+        """
+        return ExemplarRule(self.exemplar_sources, self.exemplar_ids)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> InstructConfig:
@@ -314,9 +347,12 @@ def plan_instruct(
             "fingerprint": data.items_fingerprint(ds.items),
         }
         pool: list[Item] = []
+        rule = config.exemplar_rule
         if any(k > 0 for k in config.shots):
             if config.exemplars:
-                fields = data.pair_fields(config.exemplars)
+                fields: dict[str, Any] = dict(data.pair_fields(config.exemplars))
+                if rule.sources is not None:
+                    fields["meta"] = [rule.sources]
                 pool_ds = data.read_items(config.exemplars, labels=SCI4, fields=fields)
             elif config.pool_split or ("dev" in spec.splits and ds.split != "dev"):
                 pool_ds = data.load_task(task, config.data_dir, config.pool_split or "dev")
@@ -329,12 +365,25 @@ def plan_instruct(
             info["pool_items"] = len(pool)
             info["pool_items_removed_as_test_items"] = len(labelled) - len(pool)
             info["pool_fingerprint"] = data.items_fingerprint(pool_ds.items)
+            _check_pool(rule, pool, labelled, info["pool"])
         for k in config.shots:
-            for run in config.runs if k > 0 else config.runs[:1]:
-                exemplars = tuple(select_exemplars(pool, k, run, config.exemplar_seed))
+            for run in config.runs if k > 0 and rule.varies_by_run else config.runs[:1]:
+                exemplars = tuple(rule.select(pool, k, run, config.exemplar_seed))
                 points.append(InstructPoint(spec.name, k, run, exemplars))
         out.append((dataclasses.replace(ds, items=tuple(items)), points, info))
     return out
+
+
+def _check_pool(rule: ExemplarRule, pool: list[Item], labelled: list[Item], where: str) -> None:
+    # A fixed id of an evaluated item (taken out of the pool) is named as such.
+    left = {it.id for it in pool}
+    taken = [i for i in rule.ids if i not in left and i in {it.id for it in labelled}]
+    if taken:
+        raise ValueError(
+            f"{where}: the exemplar id {taken[0]} is an item of the evaluated split "
+            "(never an exemplar)"
+        )
+    rule.check_pool(pool, where)
 
 
 def instruct_backend(model: ResolvedModel) -> GenerationBackend:

@@ -240,17 +240,30 @@ def select_exemplars(pool: Sequence[Item], k: int, run: int, seed: int = 0) -> l
     per_class = k // len(SCI4)
     chosen: list[Item] = []
     for lab in SCI4 if per_class else ():
-        members = sorted((it for it in pool if it.label is lab), key=lambda it: it.id)
-        if len(members) < per_class:
-            raise ValueError(
-                f"{per_class} exemplars of class {lab.value} needed, the pool has {len(members)}"
-            )
-        seeded_rng(seed, "exemplars", lab.value).shuffle(members)
-        # Blocks as wide as the largest usual k: nested over k, disjoint over runs.
-        start = run * max(per_class, max(SHOTS) // len(SCI4))
-        chosen += [members[(start + n) % len(members)] for n in range(per_class)]
+        chosen += class_walk(pool, lab, per_class, run, seed)[:per_class]
     seeded_rng(seed, "order", run, k).shuffle(chosen)
     return chosen
+
+
+def class_walk(pool: Sequence[Item], lab: Label, per_class: int, run: int, seed: int) -> list[Item]:
+    """Every pool item of class ``lab`` in the order run ``run`` takes them (the order
+    :func:`select_exemplars` takes its first ``per_class`` from): one seeded order of the
+    class, read from the run's start position, wrapping around. Fewer than
+    ``per_class`` items is a ``ValueError``.
+
+    >>> pool = [Item(str(n), "a", "b", lab) for n, lab in enumerate(SCI4 * 3)]
+    >>> sorted(it.id for it in class_walk(pool, Label.NEUTRAL, 1, 0, 0))
+    ['11', '3', '7']
+    """
+    members = sorted((it for it in pool if it.label is lab), key=lambda it: it.id)
+    if len(members) < per_class:
+        raise ValueError(
+            f"{per_class} exemplars of class {lab.value} needed, the pool has {len(members)}"
+        )
+    seeded_rng(seed, "exemplars", lab.value).shuffle(members)
+    # Blocks as wide as the largest usual k: nested over k, disjoint over runs.
+    start = run * max(per_class, max(SHOTS) // len(SCI4))
+    return [members[(start + n) % len(members)] for n in range(len(members))]
 
 
 def exclude_items(pool: Sequence[Item], items: Sequence[Item], by_id: bool = True) -> list[Item]:
