@@ -168,9 +168,15 @@ def legacy_message(path: str | Path) -> str:
 
 
 def _run_key(config: TrainConfig) -> dict[str, Any]:
-    # What makes a finished seed reusable: the settings that must match to resume.
+    # What makes a finished seed reusable: the settings that must match to resume. A
+    # setting added later is left out at the value older seeds were trained with, so
+    # that their saved keys still match.
     d = config.to_dict()
-    return {name: d[name] for name in config.IDENTITY}
+    return {
+        name: d[name]
+        for name in config.IDENTITY
+        if name not in config.ADDED or d[name] != config.ADDED[name]
+    }
 
 
 def _seed_trained(out: Path, seed: int, key: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from ..backends import LoraSettings
 from ..data import ItemSelection
 from ..ground import DataError, read_json
-from ..settings import seed_list, setting
+from ..settings import positive_int, seed_list, setting
 
 #: Packaged encoders that ``--model`` accepts by name: alias -> (module, pip package).
 ENCODER_ALIASES: dict[str, tuple[str, str]] = {
@@ -23,6 +23,9 @@ ENCODER_ALIASES: dict[str, tuple[str, str]] = {
 }
 
 OPTIMIZERS = ("adam", "adamw")
+
+#: ``--precision``: float32 throughout, or bfloat16 autocast of the forward pass.
+PRECISIONS = ("fp32", "bf16")
 
 
 class TrainError(ValueError):
@@ -123,7 +126,20 @@ class TrainConfig(ItemSelection):
     data_dir: str | None = setting(None, help="folder of official files [$NLIEVAL_DATA_DIR]")
     epochs: int = setting(5, help="most epochs per seed")
     lr: float = setting(2e-5, help="learning rate")
-    batch_size: int = setting(16, help="training batch size")
+    batch_size: int = setting(16, help="training batch size (with --grad-accum: per micro-batch)")
+    grad_accum: int = setting(
+        1,
+        help="gradient accumulation: one optimizer step per N micro-batches of --batch-size "
+        "(an effective batch of batch size x N, on the memory of one micro-batch)",
+        metavar="N",
+        parse=positive_int,
+    )
+    precision: str = setting(
+        "fp32",
+        help="bf16: the forward pass in bfloat16 mixed precision (torch.autocast; weights, "
+        "gradients and optimizer state stay float32), on a GPU or the CPU",
+        choices=PRECISIONS,
+    )
     eval_batch_size: int = setting(64, help="batch size of evaluation")
     max_length: int = setting(128, help="tokens per input pair")
     optimizer: str = setting("adam", help="the optimizer", choices=OPTIMIZERS)
@@ -195,7 +211,12 @@ class TrainConfig(ItemSelection):
         "fresh_head",
         "lora",
         "lora_layers",
+        "grad_accum",
+        "precision",
     )
+    #: Identity fields added after train folders existed, with the value that folders
+    #: made before them had: a seed trained then is reused while they are at it.
+    ADDED: ClassVar[dict[str, Any]] = {"grad_accum": 1, "precision": "fp32"}
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -206,6 +227,10 @@ class TrainConfig(ItemSelection):
             problems.append("epochs and patience must be at least 1")
         if self.batch_size < 1 or self.eval_batch_size < 1 or self.max_length < 2:
             problems.append("batch sizes must be positive and max_length at least 2")
+        if self.grad_accum < 1:
+            problems.append(f"--grad-accum must be at least 1, got {self.grad_accum}")
+        if self.precision not in PRECISIONS:
+            problems.append(f"--precision must be one of {', '.join(PRECISIONS)}")
         if self.lr < 0 or self.weight_decay < 0:
             problems.append("lr and weight_decay cannot be negative")
         if not 0.0 < self.dev_fraction < 1.0:

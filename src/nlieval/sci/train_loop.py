@@ -81,7 +81,14 @@ def _train_epoch(
 ) -> float:
     """The mean training loss of one epoch; a loss that is not a finite number (the
     run diverged: a learning rate far too high) is a :class:`TrainError` naming the
-    step, before the optimizer takes it."""
+    step, before the optimizer takes it.
+
+    One optimizer step per ``config.grad_accum`` micro-batches of ``config.batch_size``
+    items: their gradients add up, each micro-batch's mean loss weighted by its share of
+    the step's items (``1 / grad_accum`` when they are all full), so a step is the step
+    of one batch of ``batch_size * grad_accum`` items. With ``precision`` bf16 the
+    forward pass runs under :func:`torch.autocast` (bfloat16 matrix products, float32
+    weights, gradients and optimizer state)."""
     import torch
     import torch.nn.functional as F
 
@@ -93,34 +100,56 @@ def _train_epoch(
     model.train()
     total = 0.0
     order = torch.randperm(len(items), generator=generator).tolist()
-    for step, start in enumerate(range(0, len(order), config.batch_size), 1):
-        idx = order[start : start + config.batch_size]
-        enc = encode_pairs(
-            tokenizer,
-            [(items[i].premise, items[i].hypothesis) for i in idx],
-            max_length=config.max_length,
-            hypothesis_only=config.hypothesis_only,
-            separator=_separator(config),
-        ).to(device)
-        loss = F.cross_entropy(model(**enc), targets[idx].to(device))
-        value = float(loss.item())
-        if not math.isfinite(value):
-            raise TrainError(
-                f"{where}step {step}: the training loss is {value} (the run diverged); "
-                f"train again with a lower --lr (now {config.lr:g})"
-            )
+    step_size = config.batch_size * config.grad_accum
+    micro = 0
+    for step, start in enumerate(range(0, len(order), step_size), 1):
+        group = order[start : start + step_size]
         optimizer.zero_grad(set_to_none=True)
-        # torch leaves Tensor.backward unannotated; called without arguments it returns None.
-        backward: Callable[[], None] = loss.backward
-        backward()
+        for first in range(0, len(group), config.batch_size):
+            idx = group[first : first + config.batch_size]
+            micro += 1
+            enc = encode_pairs(
+                tokenizer,
+                [(items[i].premise, items[i].hypothesis) for i in idx],
+                max_length=config.max_length,
+                hypothesis_only=config.hypothesis_only,
+                separator=_separator(config),
+            ).to(device)
+            with _autocast(config, device):
+                logits = model(**enc)
+            loss = F.cross_entropy(logits.float(), targets[idx].to(device))
+            value = float(loss.item())
+            if not math.isfinite(value):
+                at = f"step {step}" + (f" (micro-batch {micro})" if config.grad_accum > 1 else "")
+                raise TrainError(
+                    f"{where}{at}: the training loss is {value} (the run diverged); "
+                    f"train again with a lower --lr (now {config.lr:g})"
+                )
+            # torch leaves Tensor.backward unannotated; called without arguments it
+            # returns None. Unscaled when the step is one micro-batch: the old step, bit
+            # for bit.
+            scaled = loss if len(idx) == len(group) else loss * (len(idx) / len(group))
+            backward: Callable[[], None] = scaled.backward
+            backward()
+            total += value * len(idx)
+            bar.update(1)
+            bar.set_postfix(loss=f"{value:.4f}")
         if config.max_grad_norm is not None:
             trainable = [p for p in model.parameters() if p.requires_grad]
             torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
         optimizer.step()
-        total += value * len(idx)
-        bar.update(1)
-        bar.set_postfix(loss=f"{value:.4f}")
     return total / len(items)
+
+
+def _autocast(config: TrainConfig, device: Any) -> Any:
+    """The forward pass's precision: bfloat16 autocast, or nothing changed (fp32)."""
+    import contextlib
+
+    import torch
+
+    if config.precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
 
 
 def _separator(config: TrainConfig) -> str:
