@@ -222,3 +222,23 @@ def test_cli_ids_from_a_file_and_one_line_refusals(
         assert not (bad / "records.jsonl").exists()
     assert main([*argv, "--shots", "6", "--out", str(tmp_path / "six")]) == 2
     assert "multiples of 4" in capsys.readouterr().err
+
+
+def test_per_source_from_an_exemplar_file(tmp_path: Path) -> None:
+    # The sentence1/sentence2 file `build` writes, with a source per row: the only row of
+    # source "distant" (a neutral one) is in every run's four.
+    task = str(_task(tmp_path / "d"))
+    rows = [
+        {"id": f"x{n}", "sentence1": f"A {n}.", "sentence2": f"B {n}.",
+         "label": SCI4[n % 4].value, "source": "distant" if n == 7 else "scinli"}
+        for n in range(12)
+    ]  # fmt: skip
+    file = tmp_path / "ex.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = InstructConfig(
+        "org/bot", (task,), shots=(4,), runs=(0, 1, 2), split=None, limit=1,
+        exemplars=str(file), exemplar_sources="source",
+    )  # fmt: skip
+    records = _run(cfg, tmp_path / "o")
+    assert len(records) == 3 and all("x7" in r["shots"] for r in records)
+    assert all(len(r["shots"]) == 4 for r in records)
