@@ -5,7 +5,9 @@ Per seed: a pretrained encoder plus a freshly initialised linear head on the fir
 (no weight decay on biases and LayerNorm weights), up to ``epochs`` epochs with early
 stopping on the dev macro F1 (``patience`` epochs without a strict improvement). The best
 epoch is saved to ``out/seed{n}/`` (see :mod:`nlieval.backends.classifier` for the layout)
-and scored on the test split.
+and scored on the test split. ``grad_accum`` micro-batches make one optimizer step, and
+``precision="bf16"`` runs the training forward passes under bfloat16 autocast
+(:func:`~nlieval.sci.train_loop.fit`).
 
 The output folder is a run folder (:mod:`nlieval.runs`) for the test records::
 
