@@ -1,6 +1,7 @@
 """``--format latex`` compiles: a table of grid, compare, breakdown, chaosnli, sci-report
-and infer report, each pasted into a document that pdflatex (Debian's texlive with
-booktabs, ``scripts/setup_latex.sh``) must turn into a PDF (issue 31, acceptance 3).
+and infer report (issue 31, acceptance 3), and of report, items, stats and dynamics, each
+pasted into a document that pdflatex (Debian's texlive with booktabs,
+``scripts/setup_latex.sh``) must turn into a PDF.
 
 Marked ``latex``: without pdflatex the tests skip, and with ``NLIEVAL_LATEX=1``
 (``.ci/run``) they fail.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -53,9 +55,11 @@ def _compile(pdflatex: str, table: str, where: Path) -> None:
     assert (where / "t.pdf").read_bytes()[:5] == b"%PDF-"
 
 
-def _folder(path: Path, model: str, task: str, records: list[Record]) -> str:
+def _folder(
+    path: Path, model: str, task: str, records: list[Record], checkpoints: tuple[str, ...] = ()
+) -> str:
     rf = RunFolder(path)
-    rf.start(RunConfig(model=model, tasks=(task,)))
+    rf.start(RunConfig(model=model, tasks=(task,), checkpoints=checkpoints))
     rf.append(records)
     return str(path)
 
@@ -105,6 +109,27 @@ def test_tables_of_six_commands_compile(
     assert r"org/model\_a" in tables["grid"] and r"fic\_tion \& 50\%" in tables["breakdown"]
     for name, table in tables.items():
         _compile(pdflatex, table, tmp_path / name.replace(" ", "-"))
+
+
+def test_tables_of_the_other_table_commands_compile(
+    pdflatex: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = _folder(tmp_path / "a", "org/model_a", "smoke", _records("org/model_a", 1))
+    steps = [
+        replace(r, checkpoint=f"step{step}", pred=NLI[(i + step) % 3])
+        for step in (0, 10, 20)
+        for i, r in enumerate(_chaos("m"))
+    ]
+    dyn = _folder(tmp_path / "dyn", "m", "chaosnli_snli", steps, ("step0", "step10", "step20"))
+    tables = {
+        "report": _latex(["report", a, "--no-write"], capsys),
+        "items": _latex(["items", a, "--full"], capsys),
+        "stats": _latex(["stats", "--task", "smoke"], capsys),
+        "dynamics": _latex(["dynamics", dyn], capsys),
+    }
+    assert "seed" in tables["items"].splitlines()[2]
+    for name, table in tables.items():
+        _compile(pdflatex, table, tmp_path / name)
 
 
 def _infer_report(tmp: Path) -> list[str]:
