@@ -427,9 +427,11 @@ class GridConfig(Resampling, _GridLayout):
         "(refused without it)",
     )
     format: str = _table_format()
-    percent: bool = setting(False, help="values x 100")
+    percent: bool = setting(
+        False, help="proportions (accuracy, F1) x 100; a gold NLL, JS or KL as it is"
+    )
     digits: int | None = setting(
-        None, help="digits after the point, in every format [md: 3; csv, json: all]"
+        None, help="digits after the point, in every format [md, latex: 3; csv, json: all]"
     )
     out: str | None = _table_out()
 

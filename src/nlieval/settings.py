@@ -114,7 +114,7 @@ def table_format(*choices: str) -> Any:
     >>> table_format("csv", "json").metadata["flag"].choices
     ('md', 'csv', 'json', 'latex')
     """
-    return setting("md", help="table format", choices=("md", *choices, "latex"))
+    return setting("md", help="table format (latex: booktabs)", choices=("md", *choices, "latex"))
 
 
 def options(
