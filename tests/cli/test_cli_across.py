@@ -305,6 +305,8 @@ def test_items_a_row_per_seed_ids_formats_and_full_texts(
         (0, "smoke-01", 0), (0, "smoke-16", 0), (1, "smoke-01", 1), (1, "smoke-16", 1)
     ]  # fmt: skip
     assert got[1]["premise"] == premise["smoke-16"]
+    assert main(["items", str(folder), "--ids", "smoke-01,smoke-99"]) == 2
+    assert capsys.readouterr().err.strip() == "nlieval: error: --ids: no record of item 'smoke-99'"
     out = tmp_path / "items.tex"
     assert main([*argv, "--format", "latex", "--out", str(out)]) == 0
     assert out.read_text().splitlines()[2] == (

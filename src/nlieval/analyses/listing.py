@@ -59,7 +59,7 @@ def item_listing(
     ``filters`` (:data:`FILTERS`), sorted by ``sort`` (:data:`SORTS`; entropy and wrong
     descending), at most ``limit`` rows. ``items`` maps task -> item id -> item for the
     texts (an item missing there keeps empty texts). ``ids``: only the items of these ids
-    (None: all).
+    (None: all); an id no record holds is a ValueError naming it.
     """
     for f in filters:
         if f not in FILTERS:
@@ -73,6 +73,10 @@ def item_listing(
             continue
         name = r.model + (f"@{r.checkpoint}" if r.checkpoint else "")
         joined[(r.task, r.k, r.seed, r.item_id)][name] = r
+    if wanted is not None:
+        missing = sorted(wanted - {key[3] for key in joined})
+        if missing:
+            raise ValueError(f"--ids: no record of item {', '.join(map(repr, missing))}")
     rows = []
     for (task, k, seed, item_id), by_model in joined.items():
         first = next(iter(by_model.values()))
