@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# pdflatex and booktabs for the tests marked `latex` (tests/reports/test_latex_tables.py):
+# pdflatex and booktabs for the tests marked `latex` (tests/cli/test_latex_tables.py):
 # Debian's texlive-latex-base (pdflatex) and texlive-latex-recommended (booktabs), without
-# their recommended packages. Measured on the 2-core test machine (2026-11-28): 39 s the
-# first time (16 packages, 14.6 MB fetched, 151 MB on disk); then a check of about 1 s.
+# their recommended packages. Measured on the 2-core test machine (2026-11-28): 39-105 s the
+# first time (16 packages, 48 MB of archives, 151 MB on disk); then a check of about 1 s.
 #
 #   bash scripts/setup_latex.sh   # apt-get install (once), then one table compiled
 #
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 if ! command -v pdflatex >/dev/null || ! kpsewhich booktabs.sty >/dev/null 2>&1; then
     [ "$(id -u)" = 0 ] || { echo "setup_latex.sh: no pdflatex with booktabs, and apt-get needs root" >&2; exit 1; }
-    stage latex-apt "apt-get install texlive-latex-base texlive-latex-recommended (pdflatex, booktabs: 30-40 s the first time)" \
+    stage latex-apt "apt-get install texlive-latex-base texlive-latex-recommended (pdflatex, booktabs: 40-110 s the first time)" \
         apt_install texlive-latex-base texlive-latex-recommended
 fi
 check() {
