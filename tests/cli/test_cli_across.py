@@ -242,9 +242,9 @@ def test_grid_percent_scales_proportions_only_in_every_format(
     assert capsys.readouterr().out.splitlines()[1] == "m,50.0,,,,2,2.1,,,,2"
     assert main([*argv, "--format", "json", "--digits", "2"]) == 0
     cells = json.loads(capsys.readouterr().out)["cells"]
-    assert [(c["column"], c["mean"]) for c in cells] == [
-        (["snli", "accuracy"], 50.0),
-        (["snli", "gold_nll"], 2.08),
+    assert [(c["column"], c["metric"], c["mean"]) for c in cells] == [
+        (["snli", "accuracy"], "accuracy", 50.0),
+        (["snli", "gold_nll"], "gold_nll", 2.08),
     ]
     assert main([*argv, "--format", "latex", "--digits", "2"]) == 0
     out = capsys.readouterr().out

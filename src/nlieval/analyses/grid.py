@@ -386,6 +386,7 @@ def render_grid(
                         "high": num(c.high, c),
                         "n": c.n,
                         "mixed": c.mixed,
+                        "metric": c.metric,
                     }
                     for c in g.cells
                 ],
