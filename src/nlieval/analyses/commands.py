@@ -126,6 +126,7 @@ class ChaosnliScoreConfig(DataDir, EntropyBins):
     )
     json: str | None = setting(None, help="also write the scores to this JSON file")
     against: Against = setting("original", help=_SUBSET, choices=("original", "majority"))
+    format: str = table_format()
 
 
 @dataclass(frozen=True)

@@ -100,9 +100,7 @@ def cmd_chaosnli_score(args: argparse.Namespace) -> int:
     """Scores of a prediction file in the official ChaosNLI format."""
 
     cfg = settings_from_args(ChaosnliScoreConfig, args)
-    _print_scores(score_file(cfg))
-    if cfg.json:
-        print(f"\nwritten: {cfg.json}")
+    _print_scores(score_file(cfg), cfg.format, cfg.json or "")
     return 0
 
 
