@@ -45,6 +45,12 @@ if [ "${NLIEVAL_BROWSER:-0}" = 1 ]; then
     stage browser-setup "scripts/setup_browser.sh: Debian's Chromium, launched once by Playwright" \
         bash scripts/setup_browser.sh
 fi
+# NLIEVAL_LATEX=1 (set by .ci/run): Debian's pdflatex and booktabs for the tests marked
+# `latex`. Without it those tests skip when pdflatex is missing; with it they fail.
+if [ "${NLIEVAL_LATEX:-0}" = 1 ]; then
+    stage latex-setup "scripts/setup_latex.sh: Debian's pdflatex with booktabs" \
+        bash scripts/setup_latex.sh
+fi
 # NLIEVAL_VLLM=1 (set by .ci/run): build the vLLM CPU environment, serve the packaged
 # SmolLM2 on a free port for the tests marked `vllm`, stop it afterwards. Without it those
 # tests skip unless NLIEVAL_VLLM_URL names a running server.

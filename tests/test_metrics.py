@@ -87,3 +87,14 @@ def test_the_metric_table_refuses_instead_of_dropping() -> None:
     c = Record("t", "3", "m", 0, 0, ("a", "b"), (-1.0, math.inf), (0.5, 0.5), "b", None)
     with pytest.raises(NonFiniteRecord, match=r"item '3' .* of inf"):
         point_metrics([c])  # no gold label: its prediction is counted, so refused too
+
+
+def test_percent_scales_the_proportions_only() -> None:
+    # Shares of items (and means of per-class shares) are proportions; a loss or a
+    # divergence is not: --percent leaves an NLL of 2.08 at 2.08 (issue 31).
+    from nlieval.metrics import METRICS
+
+    scaled = {name for name, m in METRICS.items() if m.scale(True) == 100.0}
+    assert scaled == {"accuracy", "macro_f1", "acc_original", "acc_majority"}
+    assert all(m.scale(False) == 1.0 for m in METRICS.values())
+    assert 2.08 * METRICS["gold_nll"].scale(True) == 2.08

@@ -145,9 +145,12 @@ class Metric:
     values of a point's seeds into their mean and spread. ``bootstrap``: ``grid --ci``
     may resample it over items. ``label`` and ``digits`` are how tables show it, ``axis``
     how a plot's axis names it (a metric with one can be followed by ``figure dynamics``).
-    ``source`` says which rows hold it: ``records``, those of :func:`summarize`;
-    ``chaosnli``, those of :func:`nlieval.analyses.chaosnli.score_records` (which computes
-    these from the human label counts).
+    ``proportion``: a share of items (or a mean of per-class shares) in [0, 1], which
+    ``--percent`` shows x 100; a loss or a divergence (gold NLL, JS, KL) is never
+    scaled (:meth:`scale`). ``source`` says which rows hold it: ``records``, those of
+    :func:`summarize`; ``chaosnli``, those of
+    :func:`nlieval.analyses.chaosnli.score_records` (which computes these from the human
+    label counts).
     """
 
     name: str
@@ -159,6 +162,16 @@ class Metric:
     digits: int = 3
     axis: str = ""
     source: Literal["records", "chaosnli"] = "records"
+    proportion: bool = False
+
+    def scale(self, percent: bool) -> float:
+        """What a table multiplies the metric by: 100 for a proportion under
+        ``--percent``, else 1 (an NLL of 2.08 stays 2.08).
+
+        >>> METRICS["accuracy"].scale(True), METRICS["gold_nll"].scale(True)
+        (100.0, 1.0)
+        """
+        return 100.0 if percent and self.proportion else 1.0
 
     def of(self, records: Sequence[Record], labels: Sequence[str]) -> float:
         """The metric of ``records`` (each with a gold label) over the task's ``labels``.
@@ -180,8 +193,8 @@ class Metric:
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in (
-        Metric("accuracy", "accuracy", corpus=accuracy, axis="accuracy"),
-        Metric("macro_f1", "macro F1", corpus=macro_f1),
+        Metric("accuracy", "accuracy", corpus=accuracy, axis="accuracy", proportion=True),
+        Metric("macro_f1", "macro F1", corpus=macro_f1, proportion=True),
         Metric("gold_nll", "gold NLL", item=_gold_nll, axis="NLL of the gold option"),
         Metric(
             "js_distance",
@@ -193,8 +206,22 @@ METRICS: dict[str, Metric] = {
         ),  # fmt: skip
         Metric("js_divergence", "JS divergence", bootstrap=False, digits=4, source="chaosnli"),
         Metric("kl", "KL(human‖model)", bootstrap=False, digits=4, source="chaosnli"),
-        Metric("acc_original", "acc original", bootstrap=False, digits=4, source="chaosnli"),
-        Metric("acc_majority", "acc majority", bootstrap=False, digits=4, source="chaosnli"),
+        Metric(
+            "acc_original",
+            "acc original",
+            bootstrap=False,
+            digits=4,
+            source="chaosnli",
+            proportion=True,
+        ),  # fmt: skip
+        Metric(
+            "acc_majority",
+            "acc majority",
+            bootstrap=False,
+            digits=4,
+            source="chaosnli",
+            proportion=True,
+        ),  # fmt: skip
     )
 }
 

@@ -45,7 +45,7 @@ from .runs import (
     read_results,
     run_timing,
 )
-from .settings import csv_list, setting
+from .settings import csv_list, setting, table_format
 from .significance import CONFIDENCE, RESAMPLES, Resampling
 from .types import Record
 
@@ -99,6 +99,7 @@ class ReportConfig(RunFolders):
     write: bool = setting(
         True, help="print only; leave results.json as it is", names=("--no-write",)
     )
+    format: str = table_format()
 
 
 def grid_report(
@@ -347,9 +348,14 @@ def listing_report(
     sort: str = "id",
     limit: int | None = 20,
     data_dir: str | Path | None = None,
+    ids: Sequence[str] | None = None,
+    fmt: str = "md",
+    full: bool = False,
 ) -> str:
-    """The items of ``folders`` side by side (:func:`nlieval.analyses.listing.item_listing`)
-    as a Markdown table, their texts read from each folder's tasks (its ``config.json``:
+    """The items of ``folders`` side by side (:func:`nlieval.analyses.listing.item_listing`,
+    only those of ``ids`` when given), a row per task, k, seed and item, as a table in
+    ``fmt`` (:func:`nlieval.analyses.listing_table`: texts cut in Markdown and LaTeX
+    unless ``full``), their texts read from each folder's tasks (its ``config.json``:
     tasks, split and data folder; ``data_dir`` replaces the saved one).
 
     >>> from nlieval.types import Record
@@ -357,8 +363,8 @@ def listing_report(
     ...     "neutral", "contradiction"), (-1.0, -2.0, -3.0), (0.6, 0.3, 0.1), "entailment",
     ...     "entailment")])
     >>> _ = (Path(run_dir) / "config.json").write_text('{"tasks": ["smoke"]}')
-    >>> print(listing_report([run_dir]).splitlines()[2][:33])
-    | smoke | 0 | smoke-01 | A man in
+    >>> print(listing_report([run_dir]).splitlines()[2][:37])
+    | smoke | 0 | 0 | smoke-01 | A man in
     """
     items: dict[str, dict[str, Any]] = {}
     for folder in folders:
@@ -366,8 +372,8 @@ def listing_report(
         for spec in cfg.get("tasks") or []:
             ds = load_task(str(spec), data_dir or cfg.get("data_dir"), cfg.get("split"))
             items.setdefault(ds.task, {}).update({it.id: it for it in ds.items})
-    rows = item_listing(iter_run_records(folders), items, filters, sort, limit)
-    return listing_table(rows)
+    rows = item_listing(iter_run_records(folders), items, filters, sort, limit, ids)
+    return listing_table(rows, None if full else 60, fmt)
 
 
 # --------------------------------------------------------------------------- commands
@@ -377,7 +383,7 @@ def listing_report(
 
 
 def _table_format() -> Any:
-    return setting("md", help="table format", choices=("md", "csv", "json"))
+    return table_format("csv", "json")
 
 
 def _table_out() -> Any:
@@ -421,9 +427,11 @@ class GridConfig(Resampling, _GridLayout):
         "(refused without it)",
     )
     format: str = _table_format()
-    percent: bool = setting(False, help="values x 100")
+    percent: bool = setting(
+        False, help="proportions (accuracy, F1) x 100; a gold NLL, JS or KL as it is"
+    )
     digits: int | None = setting(
-        None, help="digits after the point, in every format [md: 3; csv, json: all]"
+        None, help="digits after the point, in every format [md, latex: 3; csv, json: all]"
     )
     out: str | None = _table_out()
 
@@ -467,6 +475,7 @@ class CompareConfig(Resampling):
     b: str = ""
     confidence: float = setting(CONFIDENCE, help="level of the intervals")
     json: str | None = setting(None, help="also write the rows as JSON here")
+    format: str = table_format()
 
 
 def compare_report(cfg: CompareConfig) -> list[dict[str, Any]]:
@@ -505,6 +514,12 @@ class ItemsConfig:
     sort: str = setting("id", help="order of the items", choices=SORTS)
     limit: int = setting(20, help="rows at most")
     data_dir: str | None = setting(None, help="where the tasks' data is [as saved]")
+    ids: tuple[str, ...] | None = setting(
+        None, help="only these item ids, e.g. 12,407", parse=csv_list
+    )
+    full: bool = setting(False, help="whole texts (md, latex; csv and json always have them)")
+    format: str = _table_format()
+    out: str | None = _table_out()
 
 
 #: The figures of ``nlieval figure``.

@@ -105,6 +105,18 @@ def setting(
     return dataclasses.field(default=default, metadata={"flag": flag})
 
 
+def table_format(*choices: str) -> Any:
+    """The ``--format`` of a command that prints a table: ``md`` (Markdown) by default,
+    ``latex`` (booktabs, :func:`nlieval.ground.as_format`) always, and the ``choices``
+    the command adds (``csv``, ``json``). Every table command takes its format here, so
+    the flag reads the same everywhere.
+
+    >>> table_format("csv", "json").metadata["flag"].choices
+    ('md', 'csv', 'json', 'latex')
+    """
+    return setting("md", help="table format (latex: booktabs)", choices=("md", *choices, "latex"))
+
+
 def options(
     cls: type[Any], *, when: str | None = None, optional: bool = False, title: str | None = None
 ) -> Any:

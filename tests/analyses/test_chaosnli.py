@@ -308,10 +308,26 @@ def test_cli_chaosnli_on_a_run_folder(tmp_path: Path, capsys: pytest.CaptureFixt
             for k in (0, 2)
         ]
     )  # fmt: skip
+    before = sorted(p.name for p in folder.path.iterdir())
     args = _parser().parse_args(["chaosnli", str(folder.path), "--bins", "2"])
     assert args.handler(args) == 0
     out = capsys.readouterr().out
     assert "JS distance" in out and "uniform (baseline)" in out
+    # A report leaves its input folder as it was, unless asked to write (issue 31, point 7).
+    assert sorted(p.name for p in folder.path.iterdir()) == before
+    assert "written" not in out
+    elsewhere = tmp_path / "scores"
+    args = _parser().parse_args(
+        ["chaosnli", str(folder.path), "--bins", "2", "--out", str(elsewhere)]
+    )
+    assert args.handler(args) == 0
+    assert f"written: {elsewhere / CHAOSNLI_JSON}" in capsys.readouterr().out
+    assert sorted(p.name for p in folder.path.iterdir()) == before
+    args = _parser().parse_args(["chaosnli", str(folder.path), "--bins", "2", "--write"])
+    assert args.handler(args) == 0
+    assert json.loads((elsewhere / CHAOSNLI_JSON).read_text()) == json.loads(
+        (folder.path / CHAOSNLI_JSON).read_text()
+    )
     saved = json.loads((folder.path / CHAOSNLI_JSON).read_text())
     assert [r["k"] for r in saved["scores"]] == [0, 2]
     assert saved["scores"][0]["acc_original"] == 0.5

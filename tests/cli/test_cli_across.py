@@ -213,3 +213,102 @@ def test_grid_shows_a_shared_n_once_and_digits_apply_to_csv(
     assert capsys.readouterr().out.splitlines()[1] == f"ma,{1 / 3},,,,3"  # all digits
     assert main(["grid", str(a), "--format", "json", "--digits", "2", "--no-average"]) == 0
     assert json.loads(capsys.readouterr().out)["cells"][0]["mean"] == 0.33
+
+
+def _nll_folder(folder: Path) -> None:
+    # Two items, one right: accuracy 0.5; the gold option's log-likelihood is -2.08 on both:
+    # gold NLL 2.08.
+    labels = ("entailment", "neutral")
+    folder.mkdir()
+    RunFolder(folder).append(
+        [
+            Record("snli", "1", "m", 0, 0, labels, (-0.1, -2.08), (0.87, 0.13), "entailment",
+                   "neutral"),
+            Record("snli", "2", "m", 0, 0, labels, (-2.08, -2.5), (0.6, 0.4), "entailment",
+                   "entailment"),
+        ]
+    )  # fmt: skip
+
+
+def test_grid_percent_scales_proportions_only_in_every_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _nll_folder(tmp_path / "a")
+    argv = ["grid", str(tmp_path / "a"), "--metrics", "accuracy,gold_nll", "--no-average"]
+    argv += ["--percent"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "| m | 50.000 | 2.080 |"
+    assert main([*argv, "--format", "csv", "--digits", "1"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "m,50.0,,,,2,2.1,,,,2"
+    assert main([*argv, "--format", "json", "--digits", "2"]) == 0
+    cells = json.loads(capsys.readouterr().out)["cells"]
+    assert [(c["column"], c["metric"], c["mean"]) for c in cells] == [
+        (["snli", "accuracy"], "accuracy", 50.0),
+        (["snli", "gold_nll"], "gold_nll", 2.08),
+    ]
+    assert main([*argv, "--format", "latex", "--digits", "2"]) == 0
+    out = capsys.readouterr().out
+    assert r"m & 50.00 & 2.08 \\" in out.splitlines()
+    assert out.splitlines()[1] == r"\toprule"
+
+
+def _two_seed_folder(folder: Path) -> None:
+    rf = RunFolder(folder)
+    rf.start(RunConfig(model="m", tasks=("smoke",)))
+    labels = ("entailment", "neutral", "contradiction")
+    rf.append(
+        [
+            Record("smoke", item, "m", 0, seed, labels, (-1.0, -2.0, -3.0), (0.6, 0.3, 0.1),
+                   "entailment" if seed == 0 else "neutral", "entailment")
+            for seed in (0, 1)
+            for item in ("smoke-01", "smoke-16", "smoke-02")
+        ]
+    )  # fmt: skip
+
+
+def test_items_a_row_per_seed_ids_formats_and_full_texts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nlieval.data import load_task
+
+    premise = {it.id: it.premise for it in load_task("smoke").items}
+    assert len(premise["smoke-16"]) == 62  # longer than the 60 characters a cell shows
+    folder = tmp_path / "run"
+    _two_seed_folder(folder)
+    argv = ["items", str(folder), "--ids", "smoke-16,smoke-01"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        lines[0] == "| task | k | seed | id | premise | hypothesis | gold | humans (majority) | m |"
+    )
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+    # Two ids x two seeds: four rows, none alike; seed 1 predicted neutral.
+    assert [(c[2], c[3], c[-1]) for c in cells] == [
+        ("0", "smoke-01", "entailment"),
+        ("0", "smoke-16", "entailment"),
+        ("1", "smoke-01", "neutral"),
+        ("1", "smoke-16", "neutral"),
+    ]
+    assert cells[1][4] == premise["smoke-16"][:59] + "…"
+    assert main([*argv, "--full"]) == 0
+    full = capsys.readouterr().out.splitlines()[3]
+    assert f"| {premise['smoke-16']} |" in full
+    assert main([*argv, "--format", "csv"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0] == "task,k,seed,id,premise,hypothesis,gold,human,majority,entropy,wrong,m"
+    assert [r.split(",")[2:4] for r in rows[1:]] == [
+        ["0", "smoke-01"], ["0", "smoke-16"], ["1", "smoke-01"], ["1", "smoke-16"]
+    ]  # fmt: skip
+    assert main([*argv, "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [(r["seed"], r["id"], r["wrong"]) for r in got] == [
+        (0, "smoke-01", 0), (0, "smoke-16", 0), (1, "smoke-01", 1), (1, "smoke-16", 1)
+    ]  # fmt: skip
+    assert got[1]["premise"] == premise["smoke-16"]
+    assert main(["items", str(folder), "--ids", "smoke-01,smoke-99"]) == 2
+    assert capsys.readouterr().err.strip() == "nlieval: error: --ids: no record of item 'smoke-99'"
+    out = tmp_path / "items.tex"
+    assert main([*argv, "--format", "latex", "--out", str(out)]) == 0
+    assert out.read_text().splitlines()[2] == (
+        r"task & k & seed & id & premise & hypothesis & gold & humans (majority) & m \\"
+    )

@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..ground import DataError
+from ..ground import DataError, as_format
 from ..metrics import mean_std, point_metrics
 from ..runs import markdown_table
 from ..types import Record
@@ -114,9 +114,10 @@ def breakdown(records: Iterable[Record], by: Sequence[str]) -> list[dict[str, An
 
 
 def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str], fmt: str = "md") -> str:
-    """The rows of :func:`breakdown` as a table: Markdown (``md``), CSV (``csv``) or JSON
-    (``json``: the rows as they are). Per-class F1 gets a column per class (the papers'
-    per-class F1 per domain layout); a row whose group lacks a class shows ``–``.
+    """The rows of :func:`breakdown` as a table: Markdown (``md``), CSV (``csv``), JSON
+    (``json``: the rows as they are) or LaTeX (``latex``: the Markdown cells, booktabs).
+    Per-class F1 gets a column per class (the papers' per-class F1 per domain layout); a
+    row whose group lacks a class shows ``–``.
 
     >>> rows = [{"model": "m", "checkpoint": None, "task": "t", "k": 0, "genre": "fiction",
     ...          "n": 3, "accuracy": 0.5, "accuracy_std": 0.0, "macro_f1": 0.4,
@@ -153,8 +154,8 @@ def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str], fmt: str 
                         r["macro_f1"], r["macro_f1_std"], *(f1.get(c, "") for c in classes),
                         r["seeds"]])  # fmt: skip
         return buf.getvalue()
-    if fmt != "md":
-        raise ValueError(f"unknown format {fmt!r}: md, csv or json")
+    if fmt not in ("md", "latex"):
+        raise ValueError(f"unknown format {fmt!r}: md, csv, json or latex")
     body = []
     for r in rows:
         model = r["model"] + (f" @ {r['checkpoint']}" if r.get("checkpoint") else "")
@@ -176,4 +177,4 @@ def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str], fmt: str 
                 *(f"{f1[c]:.3f}" if c in f1 else "–" for c in classes),
             ]
         )
-    return "\n".join(markdown_table(head, body))
+    return as_format("\n".join(markdown_table(head, body)), fmt)

@@ -17,7 +17,7 @@ from .. import plotting as plots
 from ..data import DataDir
 from ..metrics import summarize
 from ..runs import RunFolders, atomic_write, iter_run_records, make_folder
-from ..settings import positive_int, setting
+from ..settings import positive_int, setting, table_format
 from . import chaosnli
 from .chaosnli import Against, HumanBaseline
 
@@ -95,17 +95,22 @@ class DynamicsConfig(HumanSettings):
         help="write accuracy by human-label entropy bin, one curve per checkpoint, to this PNG",
     )
     against: str = setting("original", help=_CURVES, choices=("both", "original", "majority"))
+    format: str = table_format()
 
 
 @dataclass(frozen=True)
 class ChaosnliConfig(HumanSettings, RunFolders):
     """What ``nlieval chaosnli`` is asked (see :func:`chaosnli_scores`)."""
 
-    out: str | None = setting(None, help=f"folder for {CHAOSNLI_JSON} [the first RUN]")
+    out: str | None = setting(
+        None, help=f"write the scores as {CHAOSNLI_JSON} into this folder [nothing written]"
+    )
+    write: bool = setting(False, help=f"write {CHAOSNLI_JSON} into the first RUN folder")
     common_items: bool = setting(
         False, help="score every system of a task on the items all of them have"
     )
     against: Against = setting("original", help=_SUBSET, choices=("original", "majority"))
+    format: str = table_format()
 
 
 @dataclass(frozen=True)
@@ -121,6 +126,7 @@ class ChaosnliScoreConfig(DataDir, EntropyBins):
     )
     json: str | None = setting(None, help="also write the scores to this JSON file")
     against: Against = setting("original", help=_SUBSET, choices=("original", "majority"))
+    format: str = table_format()
 
 
 @dataclass(frozen=True)
@@ -148,11 +154,12 @@ def write_json(path: Path, payload: Any) -> None:
     atomic_write(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")
 
 
-def chaosnli_scores(config: ChaosnliConfig) -> tuple[dict[str, Any], Path] | None:
+def chaosnli_scores(config: ChaosnliConfig) -> tuple[dict[str, Any], Path | None] | None:
     """What ``nlieval chaosnli`` does: :func:`~nlieval.analyses.chaosnli.report` of the
-    ChaosNLI records of the run folders, written to ``chaosnli.json`` in ``out`` (default:
-    the first folder); returns the report and the file, or None when no folder has
-    ChaosNLI records.
+    ChaosNLI records of the run folders, written to ``chaosnli.json`` only when asked:
+    in ``out``, or with ``write`` in the first folder (a report leaves its input folders
+    as they are); returns the report and the file written (None: none), or None when no
+    folder has ChaosNLI records.
 
     >>> import tempfile  # a run folder without records
     >>> folder = Path(tempfile.mkdtemp()); _ = (folder / "config.json").write_text("{}")
@@ -166,6 +173,8 @@ def chaosnli_scores(config: ChaosnliConfig) -> tuple[dict[str, Any], Path] | Non
     result = chaosnli.report(
         frame, config.bins, config.against, config.human(), config.common_items
     )
+    if config.out is None and not config.write:
+        return result, None
     out = Path(config.out or config.runs[0]) / CHAOSNLI_JSON
     write_json(out, result)
     return result, out

@@ -31,7 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..metrics import group_records, listed, metrics
+from ..ground import as_format
+from ..metrics import METRICS, group_records, listed, metrics
 from ..runs import markdown_table
 from ..significance import CONFIDENCE, MEAN, RESAMPLES, bootstrap_interval
 from ..types import Record
@@ -58,6 +59,8 @@ class Cell:
     n: int | None = None
     #: Scored on other items than another cell of its task (or derived from such a cell).
     mixed: bool = False
+    #: The metric of :data:`nlieval.metrics.METRICS` it holds (how ``--percent`` scales it).
+    metric: str = ""
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,7 @@ def grid(
                 None if ci is None else float(ci[0]),
                 None if ci is None else float(ci[1]),
                 None if n is None else int(n),
+                metric=metric,
             )
             if r.get("item_ids") is not None:
                 item_sets.setdefault(r.get("task"), {})[(rk, ck)] = frozenset(r["item_ids"])
@@ -198,7 +202,9 @@ def grid(
             for ck in col_keys:
                 a, b = cells.get((rk, ck)), cells.get((ref, ck))
                 if a is not None and b is not None:
-                    out.append(Cell(gap, ck, a.mean - b.mean, mixed=a.mixed or b.mixed))
+                    out.append(
+                        Cell(gap, ck, a.mean - b.mean, mixed=a.mixed or b.mixed, metric=a.metric)
+                    )
             extra_rows.append(gap)
     if average:
         avg = (AVERAGE,) + ("",) * (len(index) - 1)
@@ -207,7 +213,8 @@ def grid(
             used = [c for c in used if not math.isnan(c.mean)]
             if used:
                 mean = sum(c.mean for c in used) / len(used)
-                out.append(Cell(avg, ck, mean, mixed=any(c.mixed for c in used)))
+                marked = any(c.mixed for c in used)
+                out.append(Cell(avg, ck, mean, mixed=marked, metric=used[0].metric))
         extra_rows.insert(0, avg)
     return Grid(index, columns, tuple(row_keys) + tuple(extra_rows), tuple(col_keys), tuple(out))
 
@@ -308,6 +315,13 @@ MIXED_NOTE = f"{MIXED_MARK} scored on other items than a cell of the same task (
 DIGITS = 3
 
 
+def _scale(cell: Cell | None, percent: bool) -> float:
+    # x 100 under --percent for a proportion only (METRICS decides which metrics are).
+    if cell is None or cell.metric not in METRICS:
+        return 1.0
+    return METRICS[cell.metric].scale(percent)
+
+
 def _num(value: float, scale: float, digits: int | None) -> float:
     # The written value of CSV and JSON: scaled, and rounded when digits are asked for.
     return value * scale if digits is None else round(value * scale, digits)
@@ -335,12 +349,14 @@ def _column_n(g: Grid, col: tuple[Any, ...]) -> int | None:
 def render_grid(
     g: Grid, fmt: str = "md", *, percent: bool = False, digits: int | None = None
 ) -> str:
-    """A grid as Markdown (``md``), CSV (``csv``: mean, std, interval and n columns) or
-    JSON (``json``: the cells). ``percent`` prints values x 100 (the papers' tables);
-    every format rounds them to ``digits`` (None: :data:`DIGITS` in Markdown, all digits
-    in CSV and JSON). Markdown gives a column's n in its heading
-    when its cells share one, else in each cell, and marks mixed cells with
-    :data:`MIXED_MARK` and a note under the table.
+    """A grid as Markdown (``md``), CSV (``csv``: mean, std, interval and n columns),
+    JSON (``json``: the cells) or LaTeX (``latex``: the Markdown cells as a booktabs
+    table, :func:`nlieval.ground.as_format`). ``percent`` prints the proportions
+    (accuracy, F1: :attr:`nlieval.metrics.Metric.proportion`) x 100, the papers'
+    tables, and leaves a gold NLL, JS or KL as it is; every format rounds to ``digits``
+    (None: :data:`DIGITS` in Markdown and LaTeX, all digits in CSV and JSON). Markdown
+    gives a column's n in its heading when its cells share one, else in each cell, and
+    marks mixed cells with :data:`MIXED_MARK` and a note under the table.
 
     >>> g = grid([{"model": "a", "task": "t", "accuracy": 0.5, "n": 200}], average=False)
     >>> print(render_grid(g, percent=True, digits=1))
@@ -351,10 +367,9 @@ def render_grid(
     model,t mean,t std,t low,t high,t n
     a,50.0,,,,200
     """
-    scale = 100.0 if percent else 1.0
 
-    def num(value: float | None) -> float | None:
-        return None if value is None else _num(value, scale, digits)
+    def num(value: float | None, cell: Cell) -> float | None:
+        return None if value is None else _num(value, _scale(cell, percent), digits)
 
     if fmt == "json":
         return json.dumps(
@@ -365,12 +380,13 @@ def render_grid(
                     {
                         "row": list(c.row),
                         "column": list(c.column),
-                        "mean": num(c.mean),
-                        "std": num(c.std),
-                        "low": num(c.low),
-                        "high": num(c.high),
+                        "mean": num(c.mean, c),
+                        "std": num(c.std, c),
+                        "low": num(c.low, c),
+                        "high": num(c.high, c),
                         "n": c.n,
                         "mixed": c.mixed,
+                        "metric": c.metric,
                     }
                     for c in g.cells
                 ],
@@ -395,11 +411,12 @@ def render_grid(
                     elif value is None:
                         line.append("")
                     else:
+                        scale = _scale(c, percent)
                         line.append(value if part == "n" else _num(value, scale, digits))
             w.writerow(line)
         return buf.getvalue()
-    if fmt != "md":
-        raise ValueError(f"unknown format {fmt!r}: md, csv or json")
+    if fmt not in ("md", "latex"):
+        raise ValueError(f"unknown format {fmt!r}: md, csv, json or latex")
     digits = DIGITS if digits is None else digits
     col_n = [_column_n(g, ck) for ck in g.cols]
     head = [
@@ -410,11 +427,11 @@ def render_grid(
         [
             *(str(v) for v in rk),
             *(
-                _fmt(g.value(rk, ck), scale, digits, with_n=n is None)
+                _fmt(g.value(rk, ck), _scale(g.value(rk, ck), percent), digits, with_n=n is None)
                 for ck, n in zip(g.cols, col_n, strict=True)
             ),
         ]
         for rk in g.rows
     ]
     lines = markdown_table(head, body)
-    return "\n".join([*lines, *(("", MIXED_NOTE) if any_mixed else ())])
+    return as_format("\n".join([*lines, *(("", MIXED_NOTE) if any_mixed else ())]), fmt)

@@ -19,11 +19,15 @@ got the item wrong.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..ground import as_format
 from ..runs import markdown_table
 from ..types import Item, Record
 
@@ -46,6 +50,7 @@ def item_listing(
     filters: Sequence[str] = (),
     sort: str = "id",
     limit: int | None = None,
+    ids: Iterable[str] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (task, k, seed, item) of ``records``: ``premise``, ``hypothesis``,
     ``gold``, ``human`` (label -> count, ChaosNLI), ``majority`` (ChaosNLI), ``entropy``
@@ -53,17 +58,25 @@ def item_listing(
     ``wrong`` (how many models missed the gold label); kept by every filter in
     ``filters`` (:data:`FILTERS`), sorted by ``sort`` (:data:`SORTS`; entropy and wrong
     descending), at most ``limit`` rows. ``items`` maps task -> item id -> item for the
-    texts (an item missing there keeps empty texts).
+    texts (an item missing there keeps empty texts). ``ids``: only the items of these ids
+    (None: all); an id no record holds is a ValueError naming it.
     """
     for f in filters:
         if f not in FILTERS:
             raise ValueError(f"unknown filter {f!r}: {', '.join(FILTERS)}")
     if sort not in SORTS:
         raise ValueError(f"unknown sort {sort!r}: {', '.join(SORTS)}")
+    wanted = None if ids is None else set(ids)
     joined: dict[tuple[str, int, int, str], dict[str, Record]] = defaultdict(dict)
     for r in records:
+        if wanted is not None and r.item_id not in wanted:
+            continue
         name = r.model + (f"@{r.checkpoint}" if r.checkpoint else "")
         joined[(r.task, r.k, r.seed, r.item_id)][name] = r
+    if wanted is not None:
+        missing = sorted(wanted - {key[3] for key in joined})
+        if missing:
+            raise ValueError(f"--ids: no record of item {', '.join(map(repr, missing))}")
     rows = []
     for (task, k, seed, item_id), by_model in joined.items():
         first = next(iter(by_model.values()))
@@ -103,23 +116,53 @@ def item_listing(
     return rows[:limit] if limit is not None else rows
 
 
-def listing_table(rows: Sequence[Mapping[str, Any]], width: int = 60) -> str:
-    """The rows of :func:`item_listing` as a Markdown table (texts cut to ``width``).
+#: The formats of :func:`listing_table`.
+LISTING_FORMATS = ("md", "csv", "json", "latex")
 
-    >>> print(listing_table([{"task": "t", "k": 0, "id": "1", "premise": "P.",
+
+def listing_table(
+    rows: Sequence[Mapping[str, Any]], width: int | None = 60, fmt: str = "md"
+) -> str:
+    """The rows of :func:`item_listing` as a table: Markdown (``md``) or LaTeX
+    (``latex``), texts cut to ``width`` characters (None: whole); CSV (``csv``) or JSON
+    (``json``), texts always whole, the human counts and every model's prediction a column
+    (a field) of their own. The seed is a column: two seeds of one item are two rows.
+
+    >>> row = {"task": "t", "k": 0, "seed": 1, "id": "1", "premise": "P.",
     ...     "hypothesis": "H.", "gold": "neutral", "human": None, "majority": None,
-    ...     "predictions": {"a": "neutral"}}]).splitlines()[2])
-    | t | 0 | 1 | P. | H. | neutral |  | neutral |
+    ...     "entropy": None, "wrong": 0, "predictions": {"a": "neutral"}}
+    >>> print(listing_table([row]).splitlines()[2])
+    | t | 0 | 1 | 1 | P. | H. | neutral |  | neutral |
+    >>> print(listing_table([row], fmt="csv"), end="")
+    task,k,seed,id,premise,hypothesis,gold,human,majority,entropy,wrong,a
+    t,0,1,1,P.,H.,neutral,,,,0,neutral
     """
+    if fmt not in LISTING_FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: {', '.join(LISTING_FORMATS)}")
+    models = sorted({m for r in rows for m in r["predictions"]})
+    if fmt == "json":
+        return json.dumps([dict(r) for r in rows], indent=2)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        fixed = ["task", "k", "seed", "id", "premise", "hypothesis", "gold", "human"]
+        fixed += ["majority", "entropy", "wrong"]
+        w.writerow([*fixed, *models])
+        for r in rows:
+            human = " ".join(f"{lab}={n}" for lab, n in (r.get("human") or {}).items())
+            line = [r[f] if f != "human" else human for f in fixed]
+            preds = [r["predictions"].get(m) for m in models]
+            w.writerow(["" if v is None else v for v in [*line, *preds]])
+        return buf.getvalue()
     if not rows:
         return "(no items)"
-    models = sorted({m for r in rows for m in r["predictions"]})
 
     def cut(text: str) -> str:
         text = " ".join(str(text).split()).replace("|", "/")
-        return text if len(text) <= width else text[: width - 1] + "…"
+        return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
-    head = ["task", "k", "id", "premise", "hypothesis", "gold", "humans (majority)", *models]
+    head = ["task", "k", "seed", "id", "premise", "hypothesis", "gold", "humans (majority)"]
+    head += models
     body = []
     for r in rows:
         human = ""
@@ -128,7 +171,7 @@ def listing_table(rows: Sequence[Mapping[str, Any]], width: int = 60) -> str:
             human += f" ({r['majority']})"
         preds = [str(r["predictions"].get(m, "–")) for m in models]
         body.append(
-            [r["task"], str(r["k"]), r["id"], cut(r["premise"]), cut(r["hypothesis"]),
-             str(r["gold"]), human, *preds]
+            [r["task"], str(r["k"]), str(r["seed"]), r["id"], cut(r["premise"]),
+             cut(r["hypothesis"]), str(r["gold"]), human, *preds]
         )  # fmt: skip
-    return "\n".join(markdown_table(head, body))
+    return as_format("\n".join(markdown_table(head, body)), fmt)

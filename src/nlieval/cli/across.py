@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from ..analyses import comparison_table
+from ..ground import as_format
 from ..reports import (
     FIGURES,
     BreakdownConfig,
@@ -57,7 +58,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Print McNemar and bootstrap intervals per shared sweep point."""
     cfg = settings_from_args(CompareConfig, args, a=args.a, b=args.b)
     rows = compare_report(cfg)
-    print(comparison_table(rows))
+    print(as_format(comparison_table(rows), cfg.format))
     if cfg.json:
         _write_or_print(json.dumps(rows, indent=2), cfg.json)
     return 0
@@ -73,12 +74,17 @@ def cmd_breakdown(args: argparse.Namespace) -> int:
 def cmd_items(args: argparse.Namespace) -> int:
     """Print the items of the folders side by side."""
     cfg = settings_from_args(ItemsConfig, args, runs=_runs(args))
-    filters = cfg.filter or ()
-    print(
-        listing_report(
-            cfg.runs, filters=filters, sort=cfg.sort, limit=cfg.limit, data_dir=cfg.data_dir
-        )
+    text = listing_report(
+        cfg.runs,
+        filters=cfg.filter or (),
+        sort=cfg.sort,
+        limit=cfg.limit,
+        data_dir=cfg.data_dir,
+        ids=cfg.ids,
+        fmt=cfg.format,
+        full=cfg.full,
     )
+    _write_or_print(text, cfg.out)
     return 0
 
 

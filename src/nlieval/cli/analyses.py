@@ -31,6 +31,7 @@ from ..analyses import (
     score_file,
     write_plots,
 )
+from ..ground import as_format
 from ..runs import OutputFolder
 from .args import add_command, settings_from_args
 
@@ -47,26 +48,32 @@ def cmd_dynamics(args: argparse.Namespace) -> int:
         bins=cfg.bins,
         against=cfg.against,
     )
-    print(format_dynamics(result["rows"]))
+    lines = [format_dynamics(result["rows"])]
     if result["written"]:
-        print()
-    for path in result["written"]:
-        print(f"plot: {path}")
-    for note in result["skipped"]:
-        print(note)
+        lines.append("")
+    lines += [f"plot: {path}" for path in result["written"]]
+    lines += list(result["skipped"])
+    print(as_format("\n".join(lines), cfg.format))
     return 0
 
 
-def _print_scores(result: Mapping[str, Any]) -> None:
-    print(chaosnli.format_table(result["scores"]))
-    print("\nAccuracy by human-label entropy (quantile bins):\n")
-    print(chaosnli.format_bins_table(result["entropy_bins"]))
-    print("\nItems every compared system got right:\n")
-    print(chaosnli.format_all_correct(result["all_correct"]))
+def _print_scores(result: Mapping[str, Any], fmt: str = "md", written: str = "") -> None:
+    text = "\n".join(
+        [
+            chaosnli.format_table(result["scores"]),
+            "\nAccuracy by human-label entropy (quantile bins):\n",
+            chaosnli.format_bins_table(result["entropy_bins"]),
+            "\nItems every compared system got right:\n",
+            chaosnli.format_all_correct(result["all_correct"]),
+            *([f"\nwritten: {written}"] if written else []),
+        ]
+    )
+    print(as_format(text, fmt))
 
 
 def cmd_chaosnli(args: argparse.Namespace) -> int:
-    """Scores of the ChaosNLI records of run folders: tables printed, JSON written."""
+    """Scores of the ChaosNLI records of run folders: tables printed, JSON written when
+    asked (``--out``, ``--write``)."""
 
     cfg = settings_from_args(ChaosnliConfig, args)
     found = chaosnli_scores(cfg)
@@ -74,8 +81,7 @@ def cmd_chaosnli(args: argparse.Namespace) -> int:
         print(f"no ChaosNLI records in {', '.join(cfg.runs)}", file=sys.stderr)
         return 1
     result, out = found
-    _print_scores(result)
-    print(f"\nwritten: {out}")
+    _print_scores(result, cfg.format, "" if out is None else str(out))
     return 0
 
 
@@ -94,9 +100,7 @@ def cmd_chaosnli_score(args: argparse.Namespace) -> int:
     """Scores of a prediction file in the official ChaosNLI format."""
 
     cfg = settings_from_args(ChaosnliScoreConfig, args)
-    _print_scores(score_file(cfg))
-    if cfg.json:
-        print(f"\nwritten: {cfg.json}")
+    _print_scores(score_file(cfg), cfg.format, cfg.json or "")
     return 0
 
 

@@ -73,6 +73,7 @@ COMMANDS: dict[str, Command] = {
         (
             "nlieval chaosnli runs/gemma-chaos",
             "nlieval chaosnli runs/smol-chaos runs/baan2022 --common-items --against original",
+            "nlieval chaosnli runs/gemma-chaos --out runs/gemma-chaos-scores --format latex",
         ),
     ),
     "import": Command(
@@ -116,7 +117,8 @@ COMMANDS: dict[str, Command] = {
         "across",
         "one table over many run folders (the papers' layouts)",
         (
-            "nlieval grid runs/smollm2-135m runs/gemma3-270m --rows model,k --percent --digits 1",
+            "nlieval grid runs/smollm2-135m runs/gemma3-270m --rows model,k --percent --digits 1 "
+            "--format latex",
             "nlieval grid runs/smollm2-135m runs/gemma3-270m --metrics acc_original,acc_majority",
             "nlieval grid runs/minilm-sci runs/minilm-sci-hyp --metrics macro_f1 "
             "--reference runs/minilm-sci-hyp --format csv --out grid.csv",
@@ -146,6 +148,7 @@ COMMANDS: dict[str, Command] = {
             "nlieval items runs/smollm2-135m runs/gemma3-270m --filter disagree",
             "nlieval items runs/smollm2-135m runs/gemma3-270m --filter majority-changed "
             "--sort entropy --limit 5",
+            "nlieval items runs/smollm2-135m runs/gemma3-270m --ids 67610c --full --format json",
         ),
     ),
     "figure": Command(

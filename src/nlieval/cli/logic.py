@@ -22,6 +22,7 @@ import functools
 import json
 import sys
 
+from ..ground import as_format
 from ..metainference import (
     InferBuildConfig,
     InferReportConfig,
@@ -173,6 +174,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
         frames = {r.name: r.frames for r in readings.values()}
         print(json.dumps([{**row, "frames": frames} for row in got["rows"]], indent=2))
     else:
-        print(inferred.format_report(got["rows"]), end="")
-        print("\n" + logic.frames_note(readings))
+        text = inferred.format_report(got["rows"]).rstrip("\n")
+        print(as_format(f"{text}\n\n{logic.frames_note(readings)}", cfg.format))
     return 0

@@ -12,6 +12,7 @@ import functools
 import sys
 
 from ..data import TasksToRead, task_stats
+from ..ground import as_format
 from ..reports import ReportConfig, report
 from ..sci import SciReportConfig, sci_report
 from .args import add_command, settings_from_args
@@ -24,7 +25,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     cfg = settings_from_args(ReportConfig, args)
-    print(report(cfg.runs, write=cfg.write))
+    print(as_format(report(cfg.runs, write=cfg.write), cfg.format))
     return 0
 
 
@@ -37,12 +38,14 @@ def cmd_sci_report(args: argparse.Namespace) -> int:
         print(f"no labelled records in {', '.join(cfg.runs)}", file=sys.stderr)
         return 1
     print(result["text"])
+    # In LaTeX, what was written is said in comments: the output stays one pasteable table.
+    mark = "% " if cfg.format == "latex" else ""
     if cfg.plot_dir:
         print()
         for path in result["plots"]:
-            print(f"plot: {path}")
+            print(f"{mark}plot: {path}")
     if result["json"] is not None:
-        print(f"written: {result['json']}")
+        print(f"{mark}written: {result['json']}")
     return 0
 
 

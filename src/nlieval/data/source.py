@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..settings import csv_list, setting
+from ..settings import csv_list, setting, table_format
 from .dataset import Dataset
 from .load import get_task, load_task
 from .tasks import TASKS
@@ -76,6 +76,8 @@ class TasksToRead(TaskFiles, TaskSource):
     >>> [(ds.task, len(ds)) for ds in TasksToRead(tasks=("smoke",)).datasets()]
     [('smoke', 48)]
     """
+
+    format: str = table_format()
 
     def datasets(self) -> list[Dataset]:
         """Each task's chosen split, in the order given."""

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ground import latex_table
 from ..types import Item
 from .dataset import Dataset
 from .source import TasksToRead
@@ -148,8 +149,10 @@ def _cells(row: dict[str, Any]) -> list[str]:
     ]
 
 
-def format_stats(rows: Sequence[dict[str, Any]]) -> str:
-    """A plain-text table of :func:`dataset_stats` rows (numbers right-aligned).
+def format_stats(rows: Sequence[dict[str, Any]], fmt: str = "text") -> str:
+    """A plain-text table of :func:`dataset_stats` rows (numbers right-aligned), or with
+    ``fmt`` ``latex`` a booktabs table (:func:`nlieval.ground.latex_table`) with the
+    notes as comments under it.
 
     >>> from nlieval.data import load_task
     >>> table = format_stats([dataset_stats(load_task("smoke"))])
@@ -157,6 +160,15 @@ def format_stats(rows: Sequence[dict[str, Any]]) -> str:
     ['smoke', 'test', '48']
     """
     table = [list(_COLUMNS)] + [_cells(r) for r in rows]
+    notes = [
+        f"{r['task']}: the majority of the new human labels differs from the original label "
+        f"on {r['label_change_pct']:.2f}% of items"
+        + (f"; Fleiss' kappa {r['fleiss_kappa']:.3f}" if "fleiss_kappa" in r else "")
+        for r in rows
+        if "label_change_pct" in r
+    ]
+    if fmt == "latex":
+        return "\n".join([latex_table(table[0], table[1:]), *(f"% {n}" for n in notes)])
     widths = [max(len(r[i]) for r in table) for i in range(len(_COLUMNS))]
 
     def line(cells: list[str]) -> str:
@@ -167,23 +179,18 @@ def format_stats(rows: Sequence[dict[str, Any]]) -> str:
         return "  ".join(out).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
-    notes = [
-        f"{r['task']}: the majority of the new human labels differs from the original label "
-        f"on {r['label_change_pct']:.2f}% of items"
-        + (f"; Fleiss' kappa {r['fleiss_kappa']:.3f}" if "fleiss_kappa" in r else "")
-        for r in rows
-        if "label_change_pct" in r
-    ]
     return "\n".join([line(table[0]), rule] + [line(r) for r in table[1:]] + notes)
 
 
 def task_stats(source: TasksToRead) -> str:
-    """What ``nlieval stats`` prints: :func:`format_stats` of every task of ``source``.
+    """What ``nlieval stats`` prints: :func:`format_stats` of every task of ``source``,
+    in its ``format`` (``md``: the aligned plain text, ``latex``).
 
     >>> task_stats(TasksToRead(tasks=("smoke",))).splitlines()[2].split()[:3]
     ['smoke', 'test', '48']
     """
-    return format_stats([dataset_stats(ds) for ds in source.datasets()])
+    fmt = "latex" if source.format == "latex" else "text"
+    return format_stats([dataset_stats(ds) for ds in source.datasets()], fmt)
 
 
 def fleiss_kappa(counts: Sequence[Sequence[float]] | Any) -> float:

@@ -7,6 +7,8 @@ object), and a bad line is one :class:`DataError` naming file, line and field;
 whole and bounded, :func:`read_json` a small JSON file (bounded in size and depth);
 :func:`load_yaml` reads YAML (no aliases, no key given twice); :class:`FolderError` is a
 file or folder that cannot be used as asked.
+:func:`markdown_table` and :func:`as_format` write a printed table as Markdown or
+LaTeX (booktabs), the one place that knows those formats.
 :class:`BoundedSandbox` (:mod:`.sandbox`) renders someone else's Jinja template within
 bounds of time, size and depth (loaded when first used: it imports Jinja).
 
@@ -42,6 +44,7 @@ from .jsonl import (
     read_json,
     read_jsonl,
 )
+from .tables import TEXT_FORMATS, as_format, latex_table, markdown_table
 from .yaml import load_yaml
 
 if TYPE_CHECKING:
@@ -61,16 +64,20 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_JSON_BYTES",
     "MAX_LINE_BYTES",
+    "TEXT_FORMATS",
     "DataError",
     "FolderError",
     "JsonLine",
     "append_own",
+    "as_format",
     "atomic_write",
     "bounded_lines",
     "cut_torn_tail",
     "invalid_json",
+    "latex_table",
     "load_yaml",
     "make_folder",
+    "markdown_table",
     "open_own",
     "open_regular",
     "parse_json",

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..data import ItemSelection, TaskFiles
 from ..runs import OutputFolder, iter_run_records
-from ..settings import csv_list, setting
+from ..settings import csv_list, setting, table_format
 from ..types import Item
 from . import logic
 from .inferred import PATTERNS, build, consistency_report, read_task, source_coverage, write_task
@@ -165,7 +165,7 @@ class InferReportConfig(ReadingsSettings):
     run: str = setting(help="run folder of `nlieval run --task ITEMS/task.yaml`", positional=True)
     items: str = setting(help="folder written by `infer build`")
     source_run: str | None = setting(None, help="run on the source items (for filtering)")
-    format: str = setting("md", help="", choices=("md", "json"))
+    format: str = table_format("json")
 
 
 def inferred_consistency(config: InferReportConfig) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 # next to a run folder reach them where they reach the folder.
 from ..ground import atomic_write as atomic_write
 from ..ground import make_folder as make_folder
+from ..ground import markdown_table as markdown_table
 from .execute import execute, fingerprints_of, saved_config
 from .folder import (
     CONFIG,
@@ -30,7 +31,6 @@ from .schema import RESULTS_VERSION, Provenance, Results
 from .tables import (
     instruct_table,
     markdown_summary,
-    markdown_table,
     metrics_table,
     plus_minus,
     run_timing,

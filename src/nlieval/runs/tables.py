@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..ground import markdown_table
 from ..metrics import METRICS, metrics
 from .schema import Results
 
@@ -123,17 +124,6 @@ def _row_table(
             line.extend(_rate(timing, r))
         body.append(line)
     return "\n".join(markdown_table(names, body))
-
-
-def markdown_table(head: Sequence[str], body: Iterable[Sequence[str]]) -> list[str]:
-    """The lines of a Markdown table: a header, the rule, one line per row of cells.
-
-    >>> markdown_table(["a", "b"], [["1", "2"]])
-    ['| a | b |', '|---|---|', '| 1 | 2 |']
-    """
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(cells) + " |" for cells in body]
-    return lines
 
 
 def _rate(timing: Mapping[str, Mapping[str, Any]], row: Mapping[str, Any]) -> list[str]:

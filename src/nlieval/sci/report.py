@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from ..ground import as_format
 from ..metrics import mean_std, point_metrics
 from ..plotting import plot_confusion
 from ..runs import RunFolders, atomic_write, make_folder, markdown_table, plus_minus
-from ..settings import setting
+from ..settings import setting, table_format
 from ..types import Record
 
 UNPARSED = "unparsed"
@@ -398,6 +399,7 @@ class SciReportConfig(RunFolders):
         help="count a model's checkpoints as runs (the seed checkpoints that "
         "`nlieval run --model <train folder>` scores)",
     )
+    format: str = table_format()
 
     def __post_init__(self) -> None:
         if (self.in_domain is None) != (self.out_of_domain is None):
@@ -422,7 +424,8 @@ def sci_report(config: SciReportConfig) -> dict[str, Any] | None:
     if config.in_domain and config.out_of_domain:
         shift = (config.in_domain, config.out_of_domain)
     pairs = shift_rows(rows, *shift) if shift else None
-    out: dict[str, Any] = {"text": format_report(rows, pairs, shift), "plots": [], "json": None}
+    text = as_format(format_report(rows, pairs, shift), config.format)
+    out: dict[str, Any] = {"text": text, "plots": [], "json": None}
     if config.plot_dir:
         out["plots"] = plot_confusions(rows, config.plot_dir)
     if config.json:
