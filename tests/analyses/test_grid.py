@@ -53,7 +53,9 @@ def test_the_chaosnli_layout_with_an_average_row() -> None:
     assert m1 is not None and (m1.mean, m1.std) == (0.50, 0.01)
     md = render_grid(g, percent=True, digits=1)
     assert "| m2 | 62.0 ± 1.0 | 64.0 ± 2.0 |" in md  # alpha-NLI first: sorted by name
-    assert md.splitlines()[-1].startswith("| Average | 57.0 | 61.0 |")
+    *table, blank, note = md.splitlines()
+    assert table[-1].startswith("| Average | 57.0 | 61.0 |") and blank == ""
+    assert note == "± sample standard deviation over 2 seeds"  # every ± is over seeds [0, 1]
 
 
 def test_gaps_to_a_reference_row_and_missing_cells() -> None:
