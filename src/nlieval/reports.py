@@ -217,7 +217,11 @@ def grid_report(
     name = "reference"
     if reference_by is not None:
         own = reference_pairs(paths, held, configs, labels, reference_by)
-        name = reference_by.partition("=")[2]
+        # The gap column names the reference by its value (hyp-only), or by KEY=VALUE where
+        # the value alone says nothing (true, 0).
+        key, _, value = reference_by.partition("=")
+        is_literal = value.lower() in ("true", "false", "null") or value.lstrip("-").isdigit()
+        name = reference_by if is_literal else value
     return grid(
         rows,
         index=index,
