@@ -8,6 +8,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -136,9 +137,10 @@ def grid_report(
     once more (:func:`nlieval.analyses.grid.by_fields`).
 
     ``reference_by`` (``KEY=VALUE``) gives each model its own reference: the folders whose
-    ``config.json`` holds KEY=VALUE (a path matches by its file name or stem) are the
-    references, and every other folder's rows get a gap column to the reference folder
-    of its model (``config.json``'s ``model``): :func:`reference_pairs`.
+    ``config.json`` holds KEY=VALUE (VALUE may be a glob, ``*hyp*``; a path matches by its
+    file name or stem, a list by any of its values) are the references, and every other
+    folder's rows get a gap column to the reference folder of its model (``config.json``'s
+    ``model``): :func:`reference_pairs`.
 
     ``ci`` (a confidence level such as 0.95) adds each cell's bootstrap interval over items
     (:func:`nlieval.analyses.grid.intervals`, ``resamples`` draws seeded by ``seed``).
@@ -221,7 +223,7 @@ def grid_report(
         # the value alone says nothing (true, 0).
         key, _, value = reference_by.partition("=")
         is_literal = value.lower() in ("true", "false", "null") or value.lstrip("-").isdigit()
-        name = reference_by if is_literal else value
+        name = reference_by if is_literal else value.strip("*?") or reference_by
     return grid(
         rows,
         index=index,
@@ -302,11 +304,14 @@ def run_labels(
 
 
 def _matches(value: Any, wanted: str) -> bool:
-    # A config value matches as written, or a path by its file name or stem.
+    # A config value matches as written or as a glob (*hyp*); a path also by its file
+    # name or stem; a list when one of its values does.
+    if isinstance(value, list):
+        return any(_matches(v, wanted) for v in value)
     if isinstance(value, bool):
         return wanted.lower() == str(value).lower()
     if isinstance(value, str):
-        return wanted in (value, Path(value).name, Path(value).stem)
+        return any(fnmatchcase(v, wanted) for v in (value, Path(value).name, Path(value).stem))
     return value is not None and wanted == json.dumps(value)
 
 
@@ -318,7 +323,8 @@ def reference_pairs(
     reference_by: str,
 ) -> dict[str, str | None]:
     """Each model's own reference (``reference_by``: ``KEY=VALUE``): a folder whose
-    ``config.json`` KEY is VALUE (a path by its file name or stem) is a reference run; any
+    ``config.json`` KEY is VALUE (or matches it as a glob; a path by its file name or
+    stem, a list by any value) is a reference run; any
     other folder's model (by its ``config.json`` ``model``, else the records' model) gets
     the model name (``labels``, :func:`run_labels`) of the reference run of the same
     model, or None where there is none. Two references of one model are an error, and so
