@@ -244,6 +244,8 @@ def _point(row: Mapping[str, Any]) -> tuple[Any, ...]:
 #: Keys of ``config.json`` that never tell two runs apart: where the folder is, and what
 #: follows from the rest (the fingerprints of data and prompts).
 _NOT_TELLING = ("out", "fingerprints", "folder_format")
+#: At most this many differing keys name a run; more, and its folder name does.
+_MOST_KEYS = 3
 
 
 def _config_value(value: Any) -> str:
@@ -266,8 +268,9 @@ def run_labels(
     named keeps its name): a model that another folder holds on one of the same sweep
     points (task, checkpoint, k) is ``model (key=value, ...)`` by the keys of
     ``config.json`` whose values differ between those folders (template, balanced,
-    prompt, ...), or ``model (folder)`` where no key tells them apart. Folders of one
-    model on other points (one per task) keep one name: their cells fill one row.
+    prompt, ...), or ``model (folder)`` where no key (or more than three) tells them
+    apart. Folders of one model on other points (one per task) keep one name: their
+    cells fill one row.
 
     >>> from nlieval.types import Record
     >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), "a", "a")
@@ -276,6 +279,8 @@ def run_labels(
     [{'m': 'm (template=none)'}, {'m': 'm (template=hyp-only.yaml)'}, {'m': 'm (template=q)'}]
     >>> run_labels(["x", "z"], [[r], [replace(r, task="u")]], [{}, {"template": "q"}])
     [{}, {}]
+    >>> run_labels(["runs/x", "runs/y"], [[r], [r]], [{"a": 1, "b": 1, "c": 1, "d": 1}, {}])
+    [{'m': 'm (x)'}, {'m': 'm (y)'}]
     """
     points: dict[str, list[set[tuple[Any, ...]]]] = {}
     for i, recs in enumerate(records):
@@ -294,7 +299,9 @@ def run_labels(
         names = {
             i: ", ".join(f"{k}={_config_value(configs[i].get(k))}" for k in differ) for i in holders
         }
-        if not differ or len(set(names.values())) < len(holders):
+        # More than a few keys (folders made by different commands): the folder names read
+        # better than a list of every setting.
+        if not differ or len(differ) > _MOST_KEYS or len(set(names.values())) < len(holders):
             names = {i: Path(folders[i]).name for i in holders}
             if len(set(names.values())) < len(holders):
                 names = {i: str(folders[i]) for i in holders}
