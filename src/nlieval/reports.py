@@ -565,7 +565,8 @@ class _GridLayout:
     rows: tuple[str, ...] = setting(
         ("model",),
         help="row keys: model, checkpoint, task, k, metric, or a field of the items (domain, "
-        "genre, round, heuristic, a task YAML's meta field), which adds an Overall row",
+        "genre, round, heuristic, a task YAML's meta field), which adds an Overall row: all "
+        "the items pooled, not the mean of the field's cells",
         parse=csv_list,
     )
     cols: tuple[str, ...] = setting(
@@ -582,9 +583,10 @@ class _GridLayout:
     reference: str | None = setting(None, help="run folder to take each row's gap to")
     reference_by: str | None = setting(
         None,
-        help="KEY=VALUE of config.json (template=hyp-only, hypothesis_only=true) that marks "
-        "the reference runs: a gap column of each model to its own reference run (n/a and "
-        "a note where it has none)",
+        help="KEY=VALUE of config.json that marks the reference runs (template=hyp-only, "
+        "hypothesis_only=true, a glob: files=*hyp*): a gap column of each model to the "
+        "reference run of its own model (config.json's model); n/a and a note where it has "
+        "none",
         metavar="KEY=VALUE",
     )
     no_average: bool = setting(False, help="no Average row")
