@@ -171,6 +171,11 @@ def grid_report(
     if chaos and ci is not None:
         bounded = metrics(source="records", bootstrap=True)
         raise ValueError(f"intervals (--ci) are for {listed(bounded, last=' and ')}")
+    seen: dict[Path, str | Path] = {}
+    for path in paths:
+        if Path(path).resolve() in seen:
+            raise ValueError(f"{path} is given twice (as {seen[Path(path).resolve()]})")
+        seen[Path(path).resolve()] = path
     held: list[list[Record]] = []
     for path in paths:
         # Each folder read once.
@@ -203,6 +208,10 @@ def grid_report(
             raise DataError(where, err.line, err.field, err.message) from None
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
+        if not folder_rows:
+            # A folder that fills no cell would vanish from the table without a word.
+            what = "ChaosNLI records" if chaos else "records"
+            raise ValueError(f"{path}: no {what} to score for {', '.join(values)}")
         rows += [{**r, "model": names.get(r["model"], r["model"])} for r in folder_rows]
     # The cells in the order of the models (as one summary of all folders gave them), each
     # point's field values in by_fields' order.

@@ -158,6 +158,12 @@ def test_two_folders_of_one_model_are_two_rows_told_apart_by_their_config(
     assert main(["grid", str(plain), str(same), "--no-average"]) == 0
     assert capsys.readouterr().out.splitlines()[2:] == ["| m (again) | 1.000 |",
                                                        "| m (plain) | 0.667 |"]  # fmt: skip
+    # The same folder twice, or a folder with nothing to score: refused, never dropped.
+    assert main(["grid", str(plain), str(tmp_path / "plain" / ".")]) == 2
+    assert "is given twice" in capsys.readouterr().err
+    assert main(["grid", str(plain), str(hyp), "--metrics", "acc_original"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no ChaosNLI records to score for acc_original" in err
     # One model over two tasks in two folders: one row, no renaming.
     other = _folder(tmp_path / "mnli", "m", [wrong] * 3, {"template": "x"}, task="mnli")
     assert main(["grid", str(plain), str(other), "--no-average"]) == 0
