@@ -153,6 +153,14 @@ def test_two_folders_of_one_model_are_two_rows_told_apart_by_their_config(
     assert lines[0] == "| model | snli (n=6) |"
     assert lines[2:] == ["| m (template=hyp-only.yaml) | 0.167 |",
                          "| m (template=none) | 0.667 |", "| Average | 0.417 |"]  # fmt: skip
+    # An LM's hypothesis-only template as its own reference (matched by the file's stem):
+    # 4/6 - 1/6 = 0.5.
+    assert main(["grid", str(plain), str(hyp), "--reference-by", "template=hyp-only",
+                 "--no-average"]) == 0  # fmt: skip
+    assert capsys.readouterr().out.splitlines() == [
+        "| model | snli (n=6) | snli - hyp-only |", "|---|---|---|",
+        "| m (template=hyp-only.yaml) | 0.167 | – |",
+        "| m (template=none) | 0.667 | 0.500 |"]  # fmt: skip
     # Nothing in config.json tells them apart: the folder names do.
     same = _folder(tmp_path / "again", "m", [right] * 6, {"template": None})
     assert main(["grid", str(plain), str(same), "--no-average"]) == 0
