@@ -165,6 +165,8 @@ def test_two_item_fields_are_pooled_alone_and_together() -> None:
     }  # fmt: skip
     assert len(rows) == len(counts)  # no pooled group twice
     assert len(by_fields(recs, ["domain"], lambda rs: [{"n": len(rs)}], overall=False)) == 3
+    with pytest.raises(ValueError, match="has the value 'Overall' itself"):
+        by_fields([_field_record(1, "Overall", "g")], ["domain"], lambda rs: [{"n": len(rs)}])
     bad = [_field_record(1, {"a": 1}, "g")]
     with pytest.raises(DataError, match="field 'domain'.*holds an object"):
         by_fields(bad, ["domain"], lambda rs: [{"n": len(rs)}])

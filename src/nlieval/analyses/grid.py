@@ -327,9 +327,9 @@ def _own_gaps(
     eligible: dict[tuple[Any, ...], set[tuple[Any, ...]]] = {}
     missing = sorted(m for m, ref in references.items() if ref is None)
     for r in rows:
-        ref_model = references.get(str(r.get("model")))
         if str(r.get("model")) not in references:
-            continue
+            continue  # a reference run itself
+        ref_model = references[str(r.get("model"))]
         for metric in values:
             if metric not in r:
                 continue
@@ -378,6 +378,9 @@ def by_fields(
     for i, name in enumerate(fields):
         if groups and all(key[i] is None for key in groups):
             raise ValueError(f"no record holds the field {name!r} (a typo, or a task without it?)")
+        if overall and any(key[i] == OVERALL for key in groups):
+            # Its cell and the pooled one would fill one cell of the table.
+            raise ValueError(f"field {name!r} has the value {OVERALL!r} itself: pass --no-overall")
     out: list[dict[str, Any]] = []
     # Each subset of the fields pooled: none (the per-value cells), then each alone, ...
     pooled_sets = [()] + (
