@@ -260,7 +260,7 @@ def grid(
                 )
             )
             if len(used) < could:
-                short.append(f"{_label(ck)} {len(used)} of {could}")
+                short.append(f"{' / '.join(map(str, ck))} {len(used)} of {could}")
         if short:
             notes.append(f"{SHORT_MARK} {AVERAGE} over fewer rows (the rest lack it): "
                          + ", ".join(short))  # fmt: skip
