@@ -207,6 +207,8 @@ def grid_report(
             where = RunFolder(path).records_path
             raise DataError(where, err.line, err.field, err.message) from None
         except ValueError as err:
+            if type(err) is not ValueError:
+                raise  # a record's own error names its item already (NonFiniteRecord)
             raise ValueError(f"{path}: {err}") from None
         if not folder_rows:
             # A folder that fills no cell would vanish from the table without a word.
