@@ -546,7 +546,10 @@ def render_grid(
     every format rounds them to ``digits`` (None: :data:`DIGITS` in Markdown, all digits
     in CSV and JSON). Markdown gives a column's n in its heading
     when its cells share one, else in each cell, and marks mixed cells with
-    :data:`MIXED_MARK` and a note under the table.
+    :data:`MIXED_MARK` and a note under the table. The grid's notes (missing references,
+    an Average over fewer rows, marked :data:`SHORT_MARK`) follow, then how many seeds
+    are behind a ± (in each cell too where they differ); CSV has a ``seeds`` column
+    when any cell has a ±, JSON each cell's ``seeds`` and ``short`` and the ``notes``.
 
     >>> g = grid([{"model": "a", "task": "t", "accuracy": 0.5, "n": 200}], average=False)
     >>> print(render_grid(g, percent=True, digits=1))
