@@ -121,6 +121,7 @@ def grid_report(
     allow_mixed: bool = False,
     reference_by: str | None = None,
     overall: bool = True,
+    names: Mapping[str, str] | None = None,
 ) -> Grid:
     """The grid table (:func:`nlieval.analyses.grid`) of the metric rows of ``folders``,
     recomputed from their records: :func:`nlieval.metrics.summarize` rows, or for the
@@ -141,6 +142,9 @@ def grid_report(
     file name or stem, a list by any of its values) are the references, and every other
     folder's rows get a gap column to the reference folder of its model (``config.json``'s
     ``model``): :func:`reference_pairs`.
+
+    ``names`` (folder -> name) names a folder's rows as the user wants them (``Llama
+    8B``): a folder of one model by the name, of several by ``name / model``.
 
     ``ci`` (a confidence level such as 0.95) adds each cell's bootstrap interval over items
     (:func:`nlieval.analyses.grid.intervals`, ``resamples`` draws seeded by ``seed``).
@@ -183,6 +187,12 @@ def grid_report(
         held.append(over_replicates(recs) if over_checkpoints else recs)
     configs = [RunFolder(p).read_config() or {} for p in paths]
     labels = run_labels(paths, held, configs)
+    for folder, name in (names or {}).items():
+        at = [i for i, p in enumerate(paths) if Path(p).resolve() == Path(folder).resolve()]
+        if not at:
+            raise ValueError(f"--names {folder}={name}: {folder} is none of the run folders")
+        models = sorted({r.model for r in held[at[0]]})
+        labels[at[0]] = {m: name if len(models) == 1 else f"{name} / {m}" for m in models}
 
     def score(records: list[Record]) -> list[dict[str, Any]]:
         if chaos:
@@ -601,6 +611,13 @@ class _GridLayout:
         metavar="KEY=VALUE",
     )
     no_average: bool = setting(False, help="no Average row")
+    names: tuple[str, ...] = setting(
+        (),
+        help="FOLDER=NAME,...: the rows of a folder under a name of yours (Llama 8B); "
+        "a folder of several models: NAME / model",
+        parse=csv_list,
+        metavar="FOLDER=NAME,...",
+    )
     no_overall: bool = setting(
         False,
         help="no Overall row or column for an item field (Overall: all items pooled and "
@@ -637,6 +654,24 @@ class GridConfig(Resampling, _GridLayout):
     out: str | None = _table_out()
 
 
+def folder_names(pairs: Sequence[str]) -> dict[str, str]:
+    """``FOLDER=NAME`` pairs as a mapping; a pair without ``=`` or with an empty side, or a
+    folder named twice, is a ValueError.
+
+    >>> folder_names(["runs/a=Llama 8B", "runs/b=Gemma 270M"])
+    {'runs/a': 'Llama 8B', 'runs/b': 'Gemma 270M'}
+    """
+    out: dict[str, str] = {}
+    for pair in pairs:
+        folder, sep, name = pair.partition("=")
+        if not sep or not folder.strip() or not name.strip():
+            raise ValueError(f"--names {pair!r}: write FOLDER=NAME")
+        if folder.strip() in out:
+            raise ValueError(f"--names: {folder.strip()} is named twice")
+        out[folder.strip()] = name.strip()
+    return out
+
+
 def grid_table(cfg: GridConfig) -> str:
     """The grid of ``cfg`` (:func:`grid_report`) rendered as ``cfg.format``
     (:func:`nlieval.analyses.render_grid`).
@@ -661,6 +696,7 @@ def grid_table(cfg: GridConfig) -> str:
         allow_mixed=cfg.allow_mixed,
         reference_by=cfg.reference_by,
         overall=not cfg.no_overall,
+        names=folder_names(cfg.names),
     )
     return render_grid(g, cfg.format, percent=cfg.percent, digits=cfg.digits)
 
