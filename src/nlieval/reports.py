@@ -167,7 +167,8 @@ def grid_report(
     [('m1', 1.0), ('m2', 0.0), ('m1 - m2', 1.0), ('Average', 0.5)]
     """
     paths = list(folders)
-    if reference is not None and Path(reference) not in map(Path, paths):
+    resolved = [Path(p).resolve() for p in paths]
+    if reference is not None and Path(reference).resolve() not in resolved:
         paths.append(reference)
     chaos = [v for v in values if v in METRICS and METRICS[v].source == "chaosnli"]
     if chaos and len(chaos) != len(values):
@@ -230,7 +231,7 @@ def grid_report(
     rows.sort(key=lambda r: (str(r["model"]), str(r["checkpoint"] or ""), str(r["task"]), r["k"]))
     ref_key: dict[str, Any] | None = None
     if reference is not None:
-        ref_at = [Path(p) for p in paths].index(Path(reference))
+        ref_at = [Path(p).resolve() for p in paths].index(Path(reference).resolve())
         ref_models = {(labels[ref_at].get(r.model, r.model), r.checkpoint) for r in held[ref_at]}
         if len(ref_models) != 1:
             raise RunError(f"{reference}: a reference run holds one model, not {len(ref_models)}")
