@@ -211,7 +211,7 @@ def grid_report(
 
     fields = [n for n in (*index, *columns) if n not in GRID_KEYS and n != "metric"]
     rows: list[dict[str, Any]] = []
-    for path, records, names in zip(paths, held, labels, strict=True):
+    for path, records, named in zip(paths, held, labels, strict=True):
         try:
             folder_rows = by_fields(records, fields, score, overall=overall)
         except DataError as err:
@@ -225,10 +225,10 @@ def grid_report(
             # A folder that fills no cell would vanish from the table without a word.
             what = "ChaosNLI records" if chaos else "records"
             raise ValueError(f"{path}: no {what} to score for {', '.join(values)}")
-        rows += [{**r, "model": names.get(r["model"], r["model"])} for r in folder_rows]
+        rows += [{**r, "model": named.get(r["model"], r["model"])} for r in folder_rows]
     # The cells in the order of the models (as one summary of all folders gave them), each
     # point's field values in by_fields' order.
-    rows.sort(key=lambda r: (str(r["model"]), str(r["checkpoint"] or ""), str(r["task"]), r["k"]))
+    rows.sort(key=_row_order)
     ref_key: dict[str, Any] | None = None
     if reference is not None:
         ref_at = [Path(p).resolve() for p in paths].index(Path(reference).resolve())
@@ -243,7 +243,7 @@ def grid_report(
         own = reference_pairs(paths, held, configs, labels, reference_by)
         # The gap column names the reference by its value (hyp-only), or by KEY=VALUE where
         # the value alone says nothing (true, 0).
-        key, _, value = reference_by.partition("=")
+        value = reference_by.partition("=")[2]
         is_literal = value.lower() in ("true", "false", "null") or value.lstrip("-").isdigit()
         name = reference_by if is_literal else value.strip("*?") or reference_by
     return grid(
@@ -257,6 +257,12 @@ def grid_report(
         references=own,
         reference_name=name,
     )
+
+
+def _row_order(row: Mapping[str, Any]) -> tuple[str, str, str, int]:
+    k = row.get("k")
+    return (str(row["model"]), str(row.get("checkpoint") or ""), str(row.get("task")),
+            k if isinstance(k, int) else -1)  # fmt: skip
 
 
 def _point(row: Mapping[str, Any]) -> tuple[Any, ...]:
