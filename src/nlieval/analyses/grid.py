@@ -564,7 +564,11 @@ def render_grid(
     tables, and leaves a gold NLL, JS or KL as it is; every format rounds to ``digits``
     (None: :data:`DIGITS` in Markdown and LaTeX, all digits in CSV and JSON). Markdown
     gives a column's n in its heading when its cells share one, else in each cell, and
-    marks mixed cells with :data:`MIXED_MARK` and a note under the table.
+    marks mixed cells with :data:`MIXED_MARK` and a note under the table. The grid's notes
+    (missing references, an Average over fewer rows, marked :data:`SHORT_MARK`) follow,
+    then how many seeds are behind a ± (in each cell too where they differ); CSV has a
+    ``seeds`` column when any cell has a ±, JSON each cell's ``seeds`` and ``short`` and
+    the ``notes``.
 
     >>> g = grid([{"model": "a", "task": "t", "accuracy": 0.5, "n": 200}], average=False)
     >>> print(render_grid(g, percent=True, digits=1))
