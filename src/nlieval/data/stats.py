@@ -190,8 +190,8 @@ def fleiss_kappa(counts: Sequence[Sequence[float]] | Any) -> float:
     """Fleiss' kappa of items x categories annotation counts (every item rated by the same
     number of annotators, as ChaosNLI's 100 per item): (P_bar - P_e) / (1 - P_e), with
     P_bar the mean per-item agreement and P_e the chance agreement from the overall
-    category shares (Fleiss 1971). Written out here: the formula is five lines and the
-    library that has it (statsmodels) is not a dependency.
+    category shares (Fleiss 1971). Written out here: the formula is five lines, and
+    statsmodels' gives NaN (0 / 0) where every rating is of one category.
 
     >>> fleiss_kappa([[10, 0], [0, 10]])  # perfect agreement
     1.0
