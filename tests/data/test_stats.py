@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from nlieval.cli import main
 from nlieval.data import Dataset, load_task
 from nlieval.data.stats import dataset_stats, format_stats, overlap_pct, words
 from nlieval.types import ALPHA, NLI3, Item, Label
@@ -78,3 +82,67 @@ def test_format_stats_table() -> None:
 
 def test_format_stats_no_rows() -> None:
     assert len(format_stats([]).splitlines()) == 2
+
+
+def _domain_task(tmp_path: Path) -> Path:
+    """A task YAML with a domain field: test (5 items) and a pool, the train split (3)."""
+    rows = {
+        "test": [
+            ("CL", "entailment"),
+            ("Sec", "neutral"),
+            ("CL", "neutral"),
+            ("Bio", "entailment"),
+            (None, "contradiction"),
+        ],
+        "train": [("CL", "entailment"), ("Med", "neutral"), ("CL", "contradiction")],
+    }
+    for split, items in rows.items():
+        lines = []
+        for n, (domain, label) in enumerate(items):
+            row = {"id": f"{split}{n}", "premise": "a b", "hypothesis": "a", "label": label}
+            if domain is not None:
+                row["domain"] = domain
+            lines.append(json.dumps(row))
+        (tmp_path / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
+    yaml = tmp_path / "dom.yaml"
+    yaml.write_text(
+        "name: dom\npath: test.jsonl\npool: train.jsonl\n"
+        "labels: [entailment, neutral, contradiction]\nfields: {meta: [domain]}\n"
+    )
+    return yaml
+
+
+def test_domains_and_all_splits_in_one_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    yaml = _domain_task(tmp_path)
+    # Counted by hand: test has CL, Sec, Bio (one item has none), train CL, Med; the
+    # task's four are CL, Sec, Bio, Med. smoke has no domain field.
+    assert dataset_stats(load_task(str(yaml)))["domains"] == 3
+    assert dataset_stats(load_task(str(yaml), split="train"))["domains"] == 2
+    assert dataset_stats(load_task("smoke"))["domains"] is None
+    assert main(["stats", "--task", f"{yaml},smoke", "--split", "all"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = lines[0].split()
+    cells = {(ln.split()[0], ln.split()[1]): ln.split() for ln in lines[2:6]}
+    at = head.index("domains") + 2  # "labels" spans its three label=count words
+    assert [cells[k][2] for k in (("dom", "train"), ("dom", "test"))] == ["3", "5"]
+    assert cells[("dom", "train")][at] == "2" and cells[("dom", "test")][at] == "3"
+    assert cells[("smoke", "test")][at] == "n/a"
+    assert lines[6] == ""
+    assert lines[7].split() == ["task", "train", "test", "domains"]
+    assert lines[9].split() == ["dom", "3", "5", "4"]
+    assert lines[10].split() == ["smoke", "12", "48", "n/a"]
+    # A list of splits reads those, in that order; one split prints no split table.
+    assert main(["stats", "--task", str(yaml), "--split", "test,train"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [ln.split()[1] for ln in out[2:4]] == ["test", "train"] and out[-1].split() == [
+        "dom",
+        "3",
+        "5",
+        "4",
+    ]
+    assert main(["stats", "--task", str(yaml), "--split", "test"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3
+    assert main(["stats", "--task", str(yaml), "--split", "dev"]) == 2
+    assert "task dom has no split 'dev'" in capsys.readouterr().err

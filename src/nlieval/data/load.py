@@ -260,6 +260,22 @@ def _plan(spec: TaskSpec, split: str, root: Path | None) -> tuple[FileRule, Path
     return None
 
 
+def available_splits(name_or_path: str, data_dir: str | Path | None = None) -> tuple[str, ...]:
+    """The splits of a task that :func:`load_task` can read here (a file found, or a hub
+    copy when no data folder is set), in the task's split order.
+
+    >>> available_splits("smoke")
+    ('train', 'test')
+    """
+    spec = get_task(name_or_path)
+    root = resolve_data_dir(data_dir)
+    names = [
+        *spec.splits,
+        *(s for s in (spec.hub.splits if spec.hub else ()) if s not in spec.splits),
+    ]
+    return tuple(s for s in names if _available(spec, s, root))
+
+
 def _available(spec: TaskSpec, split: str, root: Path | None) -> bool:
     plan = _plan(spec, split, root)
     if plan is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..settings import csv_list, setting
 from .dataset import Dataset
-from .load import get_task, load_task
+from .load import available_splits, get_task, load_task
 from .tasks import TASKS
 
 #: The help of ``--data-dir``, for a configuration whose field order is a file format
@@ -69,17 +69,39 @@ class TaskSource:
         return tuple(get_task(name).name for name in self.tasks)
 
 
+#: The value of ``nlieval stats --split`` that reads every split a task has data for.
+ALL_SPLITS = "all"
+
+
 @dataclass(frozen=True, kw_only=True)
 class TasksToRead(TaskFiles, TaskSource):
-    """Tasks and where to read them (``nlieval stats``).
+    """Tasks and where to read them (``nlieval stats``): ``split`` may name several
+    splits, comma-separated, or be ``all``.
 
     >>> [(ds.task, len(ds)) for ds in TasksToRead(tasks=("smoke",)).datasets()]
     [('smoke', 48)]
+    >>> [(ds.split, len(ds)) for ds in TasksToRead(tasks=("smoke",), split="all").datasets()]
+    [('train', 12), ('test', 48)]
     """
 
+    split: str | None = setting(
+        None,
+        help="splits to read: one, several comma-separated (train,dev,test), or "
+        f"{ALL_SPLITS} (every split with data here) [the task's]",
+    )
+
+    def splits(self, name: str) -> tuple[str | None, ...]:
+        """The splits of the task ``name`` to read (None: its default split)."""
+        if self.split is None:
+            return (None,)
+        if self.split.strip() == ALL_SPLITS:
+            # A task with no split here reads its default one: its error names the files.
+            return available_splits(name, self.data_dir) or (None,)
+        return tuple(s.strip() for s in self.split.split(",") if s.strip()) or (None,)
+
     def datasets(self) -> list[Dataset]:
-        """Each task's chosen split, in the order given."""
-        return [self.load(name, self.split) for name in self.tasks]
+        """Each task's chosen splits, in the order given."""
+        return [self.load(name, split) for name in self.tasks for split in self.splits(name)]
 
 
 def format_task_list() -> str:

@@ -1,6 +1,7 @@
-"""Dataset statistics (METHODS.md section 1): items per split and label, what was
-dropped, mean words of premise and hypothesis, and how many hypothesis words also occur
-in the premise.
+"""Dataset statistics (METHODS.md section 1): items per split and label, the number of
+domains (where items have a ``domain`` field), what was dropped, mean words of premise and
+hypothesis, and how many hypothesis words also occur in the premise; with several splits,
+also one table of items per split.
 
 A *word* is a maximal run of word characters (the regex ``\\w+``: letters, digits and
 underscore, Unicode-aware) in the lower-cased text, so ``"Don't stop!"`` has the words
@@ -62,7 +63,8 @@ def dataset_stats(ds: Dataset) -> dict[str, Any]:
 
     Keys: ``task, split, items, labels`` (label value -> count, in label-set order, plus
     ``none`` for unlabelled items), ``dropped`` (reason -> count), ``skipped_bad``,
-    ``premise_words`` and ``hypothesis_words`` (mean words per item), ``overlap_pct``
+    ``domains`` (how many distinct values the items' ``domain`` field takes; None when no
+    item has one), ``premise_words`` and ``hypothesis_words`` (mean words per item), ``overlap_pct``
     (mean over items of the % of hypothesis words also in the premise; items whose
     hypothesis has no words are left out of this mean), ``long_items`` (how many items
     have more than :data:`LONG_CHARS` characters; a warning names the first ids).
@@ -76,6 +78,7 @@ def dataset_stats(ds: Dataset) -> dict[str, Any]:
     overlaps = [
         o for o in (overlap_pct(it.premise, it.hypothesis) for it in items) if o is not None
     ]
+    domains = domains_of(items)
     long_ids = [it.id for it in items if _chars(it) > LONG_CHARS]
     if long_ids:
         shown = ", ".join(long_ids[:5]) + (", ..." if len(long_ids) > 5 else "")
@@ -94,6 +97,7 @@ def dataset_stats(ds: Dataset) -> dict[str, Any]:
         "split": ds.split,
         "items": len(items),
         "labels": ds.label_counts(),
+        "domains": None if domains is None else len(domains),
         "dropped": dict(ds.dropped),
         "skipped_bad": ds.skipped_bad,
         "premise_words": fmean(len(words(it.premise)) for it in items) if items else 0.0,
@@ -123,12 +127,47 @@ def human_label_stats(items: Sequence[Item]) -> dict[str, float]:
     return out
 
 
+#: The item field whose distinct values ``stats`` counts as domains (SciNLI, MisMatched,
+#: a task YAML's ``fields: {meta: [domain]}``).
+DOMAIN = "domain"
+
+
+def domains_of(items: Iterable[Item]) -> set[str] | None:
+    """The distinct values of the items' ``domain`` field; None when no item has one.
+
+    >>> sorted(domains_of([Item("1", "p", "h", None, meta={"domain": "CL"}),
+    ...                    Item("2", "p", "h", None, meta={"domain": "Sec"}),
+    ...                    Item("3", "p", "h", None, meta={"domain": "CL"})]))
+    ['CL', 'Sec']
+    >>> domains_of([Item("1", "p", "h", None)]) is None
+    True
+    """
+    found = {str(v) for it in items if (v := it.meta.get(DOMAIN)) not in (None, "")}
+    return found or None
+
+
 def _chars(item: Item) -> int:
     return len(item.premise) + len(item.hypothesis) + sum(len(c) for c in item.choices)
 
 
-_COLUMNS = ("task", "split", "items", "labels", "dropped", "prem words", "hyp words", "overlap %")
-_NUMERIC = {"items", "prem words", "hyp words", "overlap %"}
+_COLUMNS = (
+    "task",
+    "split",
+    "items",
+    "labels",
+    "domains",
+    "dropped",
+    "prem words",
+    "hyp words",
+    "overlap %",
+)
+_NUMERIC = {"items", "domains", "prem words", "hyp words", "overlap %"}
+#: What a cell says where a task has no domain field, or no such split.
+NA = "n/a"
+
+
+def _count(n: int | None) -> str:
+    return NA if n is None else f"{n:,}"
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
@@ -141,6 +180,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
         str(row.get("split", "")),
         f"{row.get('items', 0):,}",
         labels,
+        _count(row.get("domains")),
         " ".join(f"{k}={v:,}" for k, v in dropped.items()) or "-",
         f"{row.get('premise_words', 0.0):.1f}",
         f"{row.get('hypothesis_words', 0.0):.1f}",
@@ -156,17 +196,6 @@ def format_stats(rows: Sequence[dict[str, Any]]) -> str:
     >>> table.splitlines()[2].split()[:3]
     ['smoke', 'test', '48']
     """
-    table = [list(_COLUMNS)] + [_cells(r) for r in rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(_COLUMNS))]
-
-    def line(cells: list[str]) -> str:
-        out = [
-            c.rjust(w) if name in _NUMERIC else c.ljust(w)
-            for c, w, name in zip(cells, widths, _COLUMNS, strict=True)
-        ]
-        return "  ".join(out).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
     notes = [
         f"{r['task']}: the majority of the new human labels differs from the original label "
         f"on {r['label_change_pct']:.2f}% of items"
@@ -174,16 +203,69 @@ def format_stats(rows: Sequence[dict[str, Any]]) -> str:
         for r in rows
         if "label_change_pct" in r
     ]
-    return "\n".join([line(table[0]), rule] + [line(r) for r in table[1:]] + notes)
+    return "\n".join(_aligned(list(_COLUMNS), [_cells(r) for r in rows], _NUMERIC) + notes)
+
+
+def _aligned(head: list[str], body: list[list[str]], numeric: Iterable[str]) -> list[str]:
+    """A plain-text table: the header, a rule, the rows; ``numeric`` columns right-aligned."""
+    table = [head, *body]
+    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
+    right = set(numeric)
+
+    def line(cells: list[str]) -> str:
+        out = [
+            c.rjust(w) if name in right else c.ljust(w)
+            for c, w, name in zip(cells, widths, head, strict=True)
+        ]
+        return "  ".join(out).rstrip()
+
+    return [line(head), "  ".join("-" * w for w in widths), *(line(r) for r in body)]
+
+
+_ORDER = ("train", "dev", "test")
+
+
+def split_table(datasets: Sequence[Dataset]) -> str:
+    """Items per split, a column per split (train, dev, test, then others in the order
+    read; ``n/a`` where a task has not that split), and the number of domains over all of
+    a task's splits: the layout of the papers' dataset tables.
+
+    >>> from nlieval.data import load_task
+    >>> print(split_table([load_task("smoke", split="train"), load_task("smoke")]))
+    task   train  test  domains
+    -----  -----  ----  -------
+    smoke     12    48      n/a
+    """
+    read = list(dict.fromkeys(ds.split for ds in datasets))
+    # The papers' order (train, dev, test), then any other split in the order read.
+    splits = sorted(
+        read, key=lambda s: (_ORDER.index(s) if s in _ORDER else len(_ORDER), read.index(s))
+    )
+    tasks: dict[str, dict[str, Dataset]] = {}
+    for ds in datasets:
+        tasks.setdefault(ds.task, {})[ds.split] = ds
+    body = []
+    for task, by_split in tasks.items():
+        domains = domains_of(it for ds in by_split.values() for it in ds.items)
+        counts = [_count(len(by_split[s])) if s in by_split else NA for s in splits]
+        body.append([task, *counts, _count(None if domains is None else len(domains))])
+    return "\n".join(_aligned(["task", *splits, "domains"], body, [*splits, "domains"]))
 
 
 def task_stats(source: TasksToRead) -> str:
-    """What ``nlieval stats`` prints: :func:`format_stats` of every task of ``source``.
+    """What ``nlieval stats`` prints: :func:`format_stats` of every split read of every
+    task of ``source``, and where a task has several, :func:`split_table` under it.
 
     >>> task_stats(TasksToRead(tasks=("smoke",))).splitlines()[2].split()[:3]
     ['smoke', 'test', '48']
+    >>> print(task_stats(TasksToRead(tasks=("smoke",), split="all")).splitlines()[-1])
+    smoke     12    48      n/a
     """
-    return format_stats([dataset_stats(ds) for ds in source.datasets()])
+    datasets = source.datasets()
+    text = format_stats([dataset_stats(ds) for ds in datasets])
+    if len({(ds.task, ds.split) for ds in datasets}) > len({ds.task for ds in datasets}):
+        text += "\n\n" + split_table(datasets)
+    return text
 
 
 def fleiss_kappa(counts: Sequence[Sequence[float]] | Any) -> float:
