@@ -136,13 +136,52 @@ def test_domains_and_all_splits_in_one_table(
     # A list of splits reads those, in that order; one split prints no split table.
     assert main(["stats", "--task", str(yaml), "--split", "test,train"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert [ln.split()[1] for ln in out[2:4]] == ["test", "train"] and out[-1].split() == [
-        "dom",
-        "3",
-        "5",
-        "4",
-    ]
+    # Columns in the order asked.
+    assert [ln.split()[1] for ln in out[2:4]] == ["test", "train"]
+    assert out[-1].split() == ["dom", "5", "3", "4"]
     assert main(["stats", "--task", str(yaml), "--split", "test"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3
     assert main(["stats", "--task", str(yaml), "--split", "dev"]) == 2
     assert "task dom has no split 'dev'" in capsys.readouterr().err
+
+
+def test_a_split_list_reads_what_each_task_has_and_names_what_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    yaml = _domain_task(tmp_path)
+    # dom declares test and train (its pool); smoke the same; neither has a dev split.
+    assert main(["stats", "--task", f"{yaml},smoke", "--split", "train,dev,test"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split()[:3] for ln in lines[2:6]] == [
+        ["dom", "train", "3"],
+        ["dom", "test", "5"],
+        ["smoke", "train", "12"],
+        ["smoke", "test", "48"],
+    ]
+    assert lines[7].split() == ["task", "train", "dev", "test", "domains"]
+    assert lines[9].split() == ["dom", "3", "n/a", "5", "4"]
+    assert len(lines) == 11  # no split declared and missing: no note
+    # SciNLI declares train, dev and test; a data folder with its test file alone: the
+    # two others are n/a and named under the table. Its items' domain field is counted.
+    folder = tmp_path / "data" / "scinli"
+    folder.mkdir(parents=True)
+    rows = [("ACL", "reasoning"), ("Sec", "neutral"), ("ACL", "contrasting")]
+    folder.joinpath("test.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {"id": str(n), "sentence1": "a b", "sentence2": "b", "label": lab, "domain": dom}
+            )
+            + "\n"
+            for n, (dom, lab) in enumerate(rows)
+        )
+    )
+    argv = ["stats", "--task", "scinli", "--split", "all", "--data-dir", str(tmp_path / "data")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].split()[:3] == ["scinli", "test", "3"]
+    assert out[-4:] == [
+        "task    test  domains",
+        "------  ----  -------",
+        "scinli     3        2",
+        "n/a: a split the task does not have, or no data here: scinli train, scinli dev",
+    ]

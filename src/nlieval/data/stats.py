@@ -225,10 +225,10 @@ def _aligned(head: list[str], body: list[list[str]], numeric: Iterable[str]) -> 
 _ORDER = ("train", "dev", "test")
 
 
-def split_table(datasets: Sequence[Dataset]) -> str:
-    """Items per split, a column per split (train, dev, test, then others in the order
-    read; ``n/a`` where a task has not that split), and the number of domains over all of
-    a task's splits: the layout of the papers' dataset tables.
+def split_table(datasets: Sequence[Dataset], columns: Sequence[str] = ()) -> str:
+    """Items per split, a column per split (``columns``, else train, dev, test, then
+    others in the order read; ``n/a`` where a task has not that split), and the number of
+    domains over all of a task's splits: the layout of the papers' dataset tables.
 
     >>> from nlieval.data import load_task
     >>> print(split_table([load_task("smoke", split="train"), load_task("smoke")]))
@@ -236,10 +236,14 @@ def split_table(datasets: Sequence[Dataset]) -> str:
     -----  -----  ----  -------
     smoke     12    48      n/a
     """
-    read = list(dict.fromkeys(ds.split for ds in datasets))
-    # The papers' order (train, dev, test), then any other split in the order read.
-    splits = sorted(
-        read, key=lambda s: (_ORDER.index(s) if s in _ORDER else len(_ORDER), read.index(s))
+    read = list(dict.fromkeys([*columns, *(ds.split for ds in datasets)]))
+    # The columns asked in their order; else the papers' (train, dev, test), then others.
+    splits = (
+        read
+        if columns
+        else sorted(
+            read, key=lambda s: (_ORDER.index(s) if s in _ORDER else len(_ORDER), read.index(s))
+        )
     )
     tasks: dict[str, dict[str, Dataset]] = {}
     for ds in datasets:
@@ -254,7 +258,7 @@ def split_table(datasets: Sequence[Dataset]) -> str:
 
 def task_stats(source: TasksToRead) -> str:
     """What ``nlieval stats`` prints: :func:`format_stats` of every split read of every
-    task of ``source``, and where a task has several, :func:`split_table` under it.
+    task of ``source``, and when several splits are asked, :func:`split_table` under it.
 
     >>> task_stats(TasksToRead(tasks=("smoke",))).splitlines()[2].split()[:3]
     ['smoke', 'test', '48']
@@ -263,8 +267,11 @@ def task_stats(source: TasksToRead) -> str:
     """
     datasets = source.datasets()
     text = format_stats([dataset_stats(ds) for ds in datasets])
-    if len({(ds.task, ds.split) for ds in datasets}) > len({ds.task for ds in datasets}):
-        text += "\n\n" + split_table(datasets)
+    if source.several:
+        text += "\n\n" + split_table(datasets, source.columns())
+        unread = [f"{name} {s}" for name in source.tasks for s in source.unread(name)]
+        if unread:
+            text += f"\n{NA}: a split the task does not have, or no data here: {', '.join(unread)}"
     return text
 
 
