@@ -365,3 +365,14 @@ def test_a_train_folder_compares_with_a_run_over_it(tmp_path: Path) -> None:
         ("mine", None, 3),
     ]
     assert [(r["accuracy_a"], r["accuracy_b"]) for r in rows] == [(1 / 3, 1.0)] * 3
+
+
+def test_points_only_one_side_holds_are_named(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    _run(a, "org/one", 4)  # k = 0 and 2
+    cfg = RunConfig("org/two", ("smoke",), shots=(0,), seeds=(0,), limit=4)
+    run(cfg, b, model=stand_in(cfg, lambda ck: HashLM("x")), progress=False)
+    rows = compare_runs(a, b, resamples=50)
+    assert [r["k"] for r in rows] == [0]
+    assert (rows[0]["not_compared_a"], rows[0]["not_compared_b"]) == (["smoke k=2"], [])
+    assert "not compared, only in A: smoke k=2" in comparison_table(rows).splitlines()

@@ -151,7 +151,8 @@ def compare_runs(
     Every p-value (``mcnemar_p``, ``accuracy_p``, ``macro_f1_p`` of every row) is one test
     of a family, adjusted in ``*_p_adj`` by ``correction`` (a key of
     :data:`nlieval.significance.CORRECTIONS`), with the family's size in ``tests``. The
-    intervals are not adjusted.
+    intervals are not adjusted. Every row also names the (task, k, checkpoint) points one
+    side holds and the other not (``not_compared_a``, ``not_compared_b``).
     """
     if correction not in CORRECTIONS:
         raise ValueError(f"unknown correction {correction!r}; one of {', '.join(CORRECTIONS)}")
@@ -170,11 +171,14 @@ def compare_runs(
         "permutation_test": PERMUTATION,
         "interval": INTERVAL,
     }
+    used: tuple[set[Any], set[Any]] = (set(), set())
     for ca, cb in _pairs(a, b, _checkpoints(left), _checkpoints(right)):
         tasks_k = sorted(
             {(p[0], p[2]) for p in left if p[1] == ca} & {(p[0], p[2]) for p in right if p[1] == cb}
         )
         for task, k in tasks_k:
+            used[0].add((task, ca, k))
+            used[1].add((task, cb, k))
             seeds_a = sorted(p[3] for p in left if p[:3] == (task, ca, k))
             seeds_b = sorted(p[3] for p in right if p[:3] == (task, cb, k))
             where = {**common, "task": task, "k": k, "checkpoint": ca if ca == cb else None}
@@ -196,6 +200,16 @@ def compare_runs(
         raise RunError(
             f"{a} and {b} share no sweep point (task, checkpoint, k, seed): nothing to compare"
         )
+    # What one side holds and the other not (another k, task or checkpoint): named, not
+    # silently dropped.
+    unpaired = [
+        sorted(
+            f"{t} k={k}" + (f" @ {c}" if c else "") for t, c, k in {p[:3] for p in folder} - done
+        )
+        for folder, done in zip((left, right), used, strict=True)
+    ]
+    for r in rows:
+        r["not_compared_a"], r["not_compared_b"] = unpaired
     _adjust(rows, correction)
     return rows
 
@@ -409,6 +423,14 @@ def comparison_tables(
         yield f"Over seeds ({OVER_SEEDS}):", head, body
 
 
+def _not_compared(rows: Sequence[dict[str, Any]]) -> list[str]:
+    return [
+        f"not compared, only in {side.upper()}: {'; '.join(points)}"
+        for side in ("a", "b")
+        if (points := rows[0].get(f"not_compared_{side}"))
+    ]
+
+
 def _family_note(rows: Sequence[dict[str, Any]]) -> str | None:
     r = rows[0]
     named = CORRECTIONS.get(r.get("correction", "none"), (None, None))[0]
@@ -429,8 +451,9 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> str:
     """The rows of :func:`compare_runs` as Markdown tables, under a line naming each side
     (folder and model): one row per seed, then (where a side has several seeds or the two
     sides other seeds) one per sweep point over the seeds, with the number of seeds
-    beside each ±; under them the correction, and a line per sweep point that left items
-    out (how many only one side scored, the first :data:`NAMED` of their ids).
+    beside each ±; under them the correction, the points only one side holds, and a line
+    per sweep point that left items out (how many only one side scored, the first
+    :data:`NAMED` of their ids).
 
     >>> row = {"task": "t", "checkpoint": None, "k": 0, "seed": 0, "n": 4,
     ...     "folder_a": "runs/x", "folder_b": "runs/y", "model_a": "m1", "model_b": "m2",
@@ -459,5 +482,5 @@ intervals per comparison, not adjusted', 'left out of t k=0 seed=0: 2 only in B 
         out += ([""] if i else []) + ([title, ""] if title else []) + markdown_table(head, body)
     notes = [line for line in map(_left_out, rows) if line is not None]
     family = _family_note(rows)
-    notes = ([family] if family else []) + notes
+    notes = ([family] if family else []) + _not_compared(rows) + notes
     return "\n".join([*out, *([""] if notes else []), *notes])
