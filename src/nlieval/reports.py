@@ -51,7 +51,7 @@ from .runs import (
     run_timing,
 )
 from .settings import csv_list, setting, table_format
-from .significance import CONFIDENCE, RESAMPLES, Resampling
+from .significance import CONFIDENCE, CORRECTIONS, RESAMPLES, Resampling
 from .types import Record
 
 
@@ -728,6 +728,12 @@ class CompareConfig(Resampling):
     a: str = ""
     b: str = ""
     confidence: float = setting(CONFIDENCE, help="level of the intervals")
+    correction: str = setting(
+        "holm",
+        help="correction of the p-values for multiple comparisons over the table's tests: "
+        "holm (family-wise error), bh (Benjamini-Hochberg false discovery rate), none",
+        choices=tuple(CORRECTIONS),
+    )
     json: str | None = setting(None, help="also write the rows as JSON here")
     format: str = table_format()
 
@@ -735,7 +741,12 @@ class CompareConfig(Resampling):
 def compare_report(cfg: CompareConfig) -> list[dict[str, Any]]:
     """The rows of :func:`nlieval.analyses.compare_runs` of ``cfg``."""
     return compare_runs(
-        cfg.a, cfg.b, resamples=cfg.resamples, confidence=cfg.confidence, seed=cfg.seed
+        cfg.a,
+        cfg.b,
+        resamples=cfg.resamples,
+        confidence=cfg.confidence,
+        seed=cfg.seed,
+        correction=cfg.correction,
     )
 
 

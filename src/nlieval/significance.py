@@ -6,6 +6,8 @@
   system's accuracy, macro F1 (any corpus metric of :data:`nlieval.metrics.METRICS`) or
   mean per-item score over items resampled with replacement (averaged over seeds when a
   system has several);
+* :func:`adjusted`: p-values of a family of tests corrected for multiple comparisons
+  (Holm's step-down, or Benjamini-Hochberg's false discovery rate; ``statsmodels``);
 * :func:`paired_bootstrap`: a seeded percentile bootstrap confidence interval of the
   difference ``B - A`` in accuracy, macro F1 or a per-item score (such as the JS distance to
   human labels) over items resampled in pairs, and a paired permutation p-value (each
@@ -36,6 +38,13 @@ MEAN = "mean"
 #: The bootstrap's defaults, for every interval and test of the package.
 RESAMPLES = 2000
 CONFIDENCE = 0.95
+#: Corrections for multiple comparisons: a setting's value -> the name a table prints
+#: (None: no correction) and the method of ``statsmodels``' ``multipletests``.
+CORRECTIONS: dict[str, tuple[str | None, str | None]] = {
+    "holm": ("Holm", "holm"),
+    "bh": ("Benjamini-Hochberg", "fdr_bh"),
+    "none": (None, None),
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -325,3 +334,27 @@ def paired_bootstrap(
     return PairedBootstrap(
         metric, value_a, value_b, observed, low, high, p, confidence, resamples, seed
     )
+
+
+def adjusted(p_values: Sequence[float], correction: str = "holm") -> list[float]:
+    """The p-values of one family of tests adjusted for multiple comparisons by
+    ``correction`` (a key of :data:`CORRECTIONS`: ``holm``, Holm's step-down method,
+    which bounds the family-wise error rate; ``bh``, Benjamini-Hochberg, which bounds the
+    false discovery rate; ``none``, as they are), through ``statsmodels``'
+    ``multipletests``.
+
+    >>> adjusted([0.01, 0.04, 0.03])  # Holm: 3 x 0.01, then max(2 x 0.03, 0.03), ...
+    [0.03, 0.06, 0.06]
+    >>> adjusted([0.01, 0.04, 0.03], "none")
+    [0.01, 0.04, 0.03]
+    """
+    if correction not in CORRECTIONS:
+        raise ValueError(f"unknown correction {correction!r}; one of {', '.join(CORRECTIONS)}")
+    method = CORRECTIONS[correction][1]
+    values = [float(p) for p in p_values]
+    if method is None or not values:
+        return values
+    # statsmodels takes a while to import: only the commands that correct load it.
+    from statsmodels.stats.multitest import multipletests
+
+    return [float(p) for p in multipletests(values, method=method)[1]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,9 @@ def test_pairs_by_point_and_item_and_counts_by_hand(tmp_path: Path) -> None:
     assert [r["only_in_b_ids"] for r in rows] == [[], []]
     table = comparison_table(rows).splitlines()
     assert table[:2] == [f"A: {a} (org/one)", f"B: {b} (org/two)"]
-    assert "McNemar p" in table[3] and len(table) == 3 + 4 + 3  # sides, table, notes
+    assert "p (McNemar exact, Holm)" in table[3]
+    assert len(table) == 3 + 4 + 4  # sides, table, notes: the correction and two left out
+    assert table[-3].startswith("p-values adjusted (Holm) over the 6 tests")  # 2 rows x 3
     for k, line in zip((0, 2), table[-2:], strict=True):
         assert line == f"left out of smoke k={k} seed=0: 3 only in A (smoke-10, smoke-11, smoke-12)"
 
@@ -92,3 +95,284 @@ def test_other_data_and_no_shared_point_are_refused(tmp_path: Path) -> None:
     RunFolder(c).append([rec("1", "entailment", k=5)])
     with pytest.raises(RunError, match="share no sweep point"):
         compare_runs(a, c)
+
+
+# --------------------------------------------------------------------------- corrections
+
+LABELS3 = ("entailment", "neutral", "contradiction")
+
+
+def _rec(task: str, i: int, model: str, seed: int, pred: str, gold: str, k: int = 0) -> Record:
+    return Record(
+        task, f"i{i}", model, k, seed, LABELS3, (-1.0, -2.0, -3.0), (0.6, 0.3, 0.1), pred, gold
+    )
+
+
+def _exact_permutation_p(a: Any, b: Any, stat: Any) -> float:
+    """A paired permutation test's two-sided p-value by enumerating every swap of the
+    items' two values (2**n), as an exact test defines it: 2 x the smaller tail."""
+    import itertools
+
+    import numpy as np
+
+    a, b = np.asarray(a), np.asarray(b)
+    observed = stat(a, b)
+    null = []
+    for flips in itertools.product((False, True), repeat=len(a)):
+        f = np.array(flips)
+        null.append(stat(np.where(f, b, a), np.where(f, a, b)))
+    tol = 1e-12 * max(1.0, abs(observed))
+    null_arr = np.array(null)
+    greater = np.mean(null_arr >= observed - tol)
+    less = np.mean(null_arr <= observed + tol)
+    return float(min(1.0, 2 * min(greater, less)))
+
+
+# Two tasks: t with two seeds (so a row over seeds), u with one; 8 items each, so that
+# with resamples >= 2**8 = 256 swaps, scipy's permutation test enumerates them (exact).
+GOLD = [
+    "entailment",
+    "neutral",
+    "contradiction",
+    "entailment",
+    "neutral",
+    "contradiction",
+    "entailment",
+    "neutral",
+]
+PREDS = {
+    ("a", "t", 0): [
+        "entailment",
+        "neutral",
+        "neutral",
+        "neutral",
+        "neutral",
+        "entailment",
+        "entailment",
+        "contradiction",
+    ],
+    ("b", "t", 0): [
+        "entailment",
+        "neutral",
+        "contradiction",
+        "entailment",
+        "neutral",
+        "contradiction",
+        "neutral",
+        "neutral",
+    ],
+    ("a", "t", 1): [
+        "neutral",
+        "neutral",
+        "contradiction",
+        "entailment",
+        "entailment",
+        "entailment",
+        "entailment",
+        "neutral",
+    ],
+    ("b", "t", 1): [
+        "entailment",
+        "neutral",
+        "contradiction",
+        "entailment",
+        "neutral",
+        "neutral",
+        "entailment",
+        "neutral",
+    ],
+    ("a", "u", 0): [
+        "entailment",
+        "entailment",
+        "entailment",
+        "entailment",
+        "neutral",
+        "neutral",
+        "neutral",
+        "neutral",
+    ],
+    ("b", "u", 0): [
+        "entailment",
+        "neutral",
+        "contradiction",
+        "entailment",
+        "neutral",
+        "contradiction",
+        "entailment",
+        "neutral",
+    ],
+}
+
+
+def _hand_folders(tmp_path: Path) -> tuple[Path, Path]:
+    folders = {}
+    for side in ("a", "b"):
+        folder = tmp_path / side
+        folder.mkdir()
+        RunFolder(folder).append(
+            [
+                _rec(task, i, f"m{side}", seed, pred, GOLD[i])
+                for (s, task, seed), preds in PREDS.items()
+                if s == side
+                for i, pred in enumerate(preds)
+            ]
+        )
+        folders[side] = folder
+    return folders["a"], folders["b"]
+
+
+@pytest.mark.parametrize(("correction", "method"), [("holm", "holm"), ("bh", "fdr_bh")])
+def test_adjusted_p_values_are_multipletests_of_independent_raw_p_values(
+    tmp_path: Path, correction: str, method: str
+) -> None:
+    import numpy as np
+    from scipy.stats import binomtest
+    from sklearn.metrics import f1_score
+    from statsmodels.stats.multitest import multipletests
+
+    a, b = _hand_folders(tmp_path)
+    rows = compare_runs(a, b, resamples=256, correction=correction)
+    # Per seed: (t, 0), (t, 1), (u, 0); then over seeds: t (two seeds), not u (one).
+    assert [(r["task"], r["seed"]) for r in rows] == [("t", 0), ("t", 1), ("u", 0), ("t", None)]
+    want_raw = []
+    for r in rows[:3]:
+        pa, pb = PREDS[("a", r["task"], r["seed"])], PREDS[("b", r["task"], r["seed"])]
+        ok_a = [p == g for p, g in zip(pa, GOLD, strict=True)]
+        ok_b = [p == g for p, g in zip(pb, GOLD, strict=True)]
+        a_only = sum(x and not y for x, y in zip(ok_a, ok_b, strict=True))
+        b_only = sum(y and not x for x, y in zip(ok_a, ok_b, strict=True))
+        assert (r["a_only"], r["b_only"]) == (a_only, b_only)
+        mcnemar_p = binomtest(b_only, a_only + b_only, 0.5).pvalue if a_only + b_only else 1.0
+        acc_p = _exact_permutation_p(ok_a, ok_b, lambda x, y: float(np.mean(y) - np.mean(x)))
+
+        @functools.cache
+        def f1(preds: tuple[str, ...]) -> float:
+            # Items the two sides predict alike swap to the same list: one call each.
+            return float(f1_score(GOLD, list(preds), average="macro", zero_division=0))
+
+        def f1_diff(x: Any, y: Any) -> float:
+            return f1(tuple(y)) - f1(tuple(x))
+
+        f1_p = _exact_permutation_p(pa, pb, f1_diff)
+        assert r["mcnemar_p"] == pytest.approx(mcnemar_p)
+        assert r["accuracy_p"] == pytest.approx(acc_p)
+        assert r["macro_f1_p"] == pytest.approx(f1_p)
+        want_raw += [mcnemar_p, acc_p, f1_p]
+    # Over seeds: each item's correctness averaged over the two seeds, per side.
+    over = rows[3]
+    mean_a = np.mean(
+        [[p == g for p, g in zip(PREDS[("a", "t", s)], GOLD, strict=True)] for s in (0, 1)], axis=0
+    )
+    mean_b = np.mean(
+        [[p == g for p, g in zip(PREDS[("b", "t", s)], GOLD, strict=True)] for s in (0, 1)], axis=0
+    )
+    # Seed 0: A 4/8, B 7/8; seed 1: A 5/8, B 7/8 (counted from PREDS by hand).
+    assert over["accuracy_a"] == pytest.approx(4.5 / 8)
+    assert over["accuracy_b"] == pytest.approx(7 / 8)
+    assert over["accuracy_a_std"] == pytest.approx(np.std([4 / 8, 5 / 8], ddof=1))
+    assert over["accuracy_b_std"] == 0.0
+    assert (over["seeds_a"], over["seeds_b"], over["n"]) == ([0, 1], [0, 1], 8)
+    over_p = _exact_permutation_p(mean_a, mean_b, lambda x, y: float(np.mean(y) - np.mean(x)))
+    assert over["accuracy_p"] == pytest.approx(over_p)
+    want_raw.append(over_p)
+    # The family: every p-value of the table, in row order (McNemar, accuracy, macro F1).
+    got_adj = [
+        r[k] for r in rows[:3] for k in ("mcnemar_p_adj", "accuracy_p_adj", "macro_f1_p_adj")
+    ]
+    got_adj.append(over["accuracy_p_adj"])
+    assert got_adj == pytest.approx(list(multipletests(want_raw, method=method)[1]))
+    assert {r["tests"] for r in rows} == {10} and {r["correction"] for r in rows} == {correction}
+    table = comparison_table(rows)
+    name = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[correction]
+    assert f"p (McNemar exact, {name})" in table and "[bootstrap percentile 95%]" in table
+    # Every ± with its number of seeds: seed 0 of A 0.500, seed 1 0.625.
+    assert f"{4.5 / 8:.3f} ± {np.std([4 / 8, 5 / 8], ddof=1):.3f} (2 seeds)" in table
+
+
+def test_no_correction_keeps_the_raw_p_values(tmp_path: Path) -> None:
+    a, b = _hand_folders(tmp_path)
+    rows = compare_runs(a, b, resamples=300, correction="none")
+    assert all(r["mcnemar_p_adj"] == r["mcnemar_p"] for r in rows if r["seed"] is not None)
+    assert "p (McNemar exact) |" in comparison_table(rows)
+    with pytest.raises(ValueError, match="unknown correction 'bonferroni'"):
+        compare_runs(a, b, correction="bonferroni")
+
+
+def _folder(path: Path, records: list[Record]) -> Path:
+    path.mkdir()
+    RunFolder(path).append(records)
+    return path
+
+
+def test_a_checkpoint_series_compares_with_a_single_model(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    gold = ["entailment", "neutral", "contradiction", "entailment"]
+    plain = [_rec("t", i, "x", 0, "entailment", g) for i, g in enumerate(gold)]
+    series = [
+        replace(
+            _rec("t", i, "y", 0, g if i < right else "neutral", g), checkpoint=f"y/step-{right}"
+        )
+        for right in (1, 3)
+        for i, g in enumerate(gold)
+    ]
+    a, b = _folder(tmp_path / "a", plain), _folder(tmp_path / "b", series)
+    rows = compare_runs(a, b, resamples=100)
+    # Each checkpoint of B against A's one model: A right on items 0 and 3 (entailment);
+    # step-1 right on item 0 and on item 1 (its "neutral" is gold there); step-3 on 0-2.
+    assert [
+        (r["checkpoint_a"], r["checkpoint_b"], r["accuracy_a"], r["accuracy_b"]) for r in rows
+    ] == [
+        (None, "y/step-1", 0.5, 0.5),
+        (None, "y/step-3", 0.5, 0.75),
+    ]
+    assert "t @ A -, B y/step-3" in comparison_table(rows)
+    c = _folder(
+        tmp_path / "c",
+        [
+            replace(r, checkpoint=r.checkpoint.replace("y/", "z/"))  # type: ignore[union-attr]
+            for r in series
+        ],
+    )
+    with pytest.raises(RunError, match="share no checkpoint .y/step-1, y/step-3 against z/step-1"):
+        compare_runs(b, c)
+
+
+def test_a_train_folder_compares_with_a_run_over_it(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    # `nlieval train --test-task my.yaml` names the task by that path and the seeds by
+    # the record's seed; `run --model TRAIN_FOLDER --task my.yaml` by the name the YAML
+    # declares and by the seed model's folder.
+    (tmp_path / "items.jsonl").write_text("")
+    task = tmp_path / "my.yaml"
+    task.write_text("name: mine\npath: items.jsonl\nlabels: [entailment, neutral, contradiction]\n")
+    gold = ["entailment", "neutral", "contradiction"]
+    train = tmp_path / "train"
+    own = [
+        _rec(str(task), i, "train", s, "entailment", g) for s in (0, 1) for i, g in enumerate(gold)
+    ]
+    _folder(train, own)
+    over = [
+        replace(_rec("mine", i, str(train), 0, g, g), checkpoint=str(train / f"seed{s}"))
+        for s in (0, 1)
+        for i, g in enumerate(gold)
+    ]
+    rows = compare_runs(train, _folder(tmp_path / "run", over), resamples=100)
+    assert [(r["task"], r["seed"], r["n"]) for r in rows] == [
+        ("mine", 0, 3),
+        ("mine", 1, 3),
+        ("mine", None, 3),
+    ]
+    assert [(r["accuracy_a"], r["accuracy_b"]) for r in rows] == [(1 / 3, 1.0)] * 3
+
+
+def test_points_only_one_side_holds_are_named(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    _run(a, "org/one", 4)  # k = 0 and 2
+    cfg = RunConfig("org/two", ("smoke",), shots=(0,), seeds=(0,), limit=4)
+    run(cfg, b, model=stand_in(cfg, lambda ck: HashLM("x")), progress=False)
+    rows = compare_runs(a, b, resamples=50)
+    assert [r["k"] for r in rows] == [0]
+    assert (rows[0]["not_compared_a"], rows[0]["not_compared_b"]) == (["smoke k=2"], [])
+    assert "not compared, only in A: smoke k=2" in comparison_table(rows).splitlines()

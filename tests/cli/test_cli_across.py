@@ -56,7 +56,9 @@ def test_compare_breakdown_and_figures(
 ) -> None:
     assert main(["compare", str(folders["small"]), str(folders["big"]), "--resamples", "200"]) == 0
     out = capsys.readouterr().out
-    assert out.count("| smoke |") == 3  # k=0 seed 0, k=2 seeds 0 and 1
+    # Per seed: k=0 seed 0, k=2 seeds 0 and 1; over seeds: k=2 (two seeds).
+    assert out.count("| smoke |") == 3 + 1 and "Over seeds" in out
+    assert "(2 seeds)" in out and "over the 10 tests" in out  # 3 rows x 3 p-values, 1 over
     assert main(["breakdown", str(folders["small"]), "--by", "gold"]) == 0
     assert capsys.readouterr().out.count("| org/small |") == 2 * 3  # two k x three labels
     png = tmp_path / "shots.png"

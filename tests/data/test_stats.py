@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from nlieval.cli import main
 from nlieval.data import Dataset, load_task
 from nlieval.data.stats import dataset_stats, format_stats, overlap_pct, words
 from nlieval.types import ALPHA, NLI3, Item, Label
@@ -78,3 +82,106 @@ def test_format_stats_table() -> None:
 
 def test_format_stats_no_rows() -> None:
     assert len(format_stats([]).splitlines()) == 2
+
+
+def _domain_task(tmp_path: Path) -> Path:
+    """A task YAML with a domain field: test (5 items) and a pool, the train split (3)."""
+    rows = {
+        "test": [
+            ("CL", "entailment"),
+            ("Sec", "neutral"),
+            ("CL", "neutral"),
+            ("Bio", "entailment"),
+            (None, "contradiction"),
+        ],
+        "train": [("CL", "entailment"), ("Med", "neutral"), ("CL", "contradiction")],
+    }
+    for split, items in rows.items():
+        lines = []
+        for n, (domain, label) in enumerate(items):
+            row = {"id": f"{split}{n}", "premise": "a b", "hypothesis": "a", "label": label}
+            if domain is not None:
+                row["domain"] = domain
+            lines.append(json.dumps(row))
+        (tmp_path / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
+    yaml = tmp_path / "dom.yaml"
+    yaml.write_text(
+        "name: dom\npath: test.jsonl\npool: train.jsonl\n"
+        "labels: [entailment, neutral, contradiction]\nfields: {meta: [domain]}\n"
+    )
+    return yaml
+
+
+def test_domains_and_all_splits_in_one_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    yaml = _domain_task(tmp_path)
+    # Counted by hand: test has CL, Sec, Bio (one item has none), train CL, Med; the
+    # task's four are CL, Sec, Bio, Med. smoke has no domain field.
+    assert dataset_stats(load_task(str(yaml)))["domains"] == 3
+    assert dataset_stats(load_task(str(yaml), split="train"))["domains"] == 2
+    assert dataset_stats(load_task("smoke"))["domains"] is None
+    assert main(["stats", "--task", f"{yaml},smoke", "--split", "all"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = lines[0].split()
+    cells = {(ln.split()[0], ln.split()[1]): ln.split() for ln in lines[2:6]}
+    at = head.index("domains") + 2  # "labels" spans its three label=count words
+    assert [cells[k][2] for k in (("dom", "train"), ("dom", "test"))] == ["3", "5"]
+    assert cells[("dom", "train")][at] == "2" and cells[("dom", "test")][at] == "3"
+    assert cells[("smoke", "test")][at] == "n/a"
+    assert lines[6] == ""
+    assert lines[7].split() == ["task", "train", "test", "domains"]
+    assert lines[9].split() == ["dom", "3", "5", "4"]
+    assert lines[10].split() == ["smoke", "12", "48", "n/a"]
+    # A list of splits reads those, in that order; one split prints no split table.
+    assert main(["stats", "--task", str(yaml), "--split", "test,train"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # Columns in the order asked.
+    assert [ln.split()[1] for ln in out[2:4]] == ["test", "train"]
+    assert out[-1].split() == ["dom", "5", "3", "4"]
+    assert main(["stats", "--task", str(yaml), "--split", "test"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3
+    assert main(["stats", "--task", str(yaml), "--split", "dev"]) == 2
+    assert "task dom has no split 'dev'" in capsys.readouterr().err
+
+
+def test_a_split_list_reads_what_each_task_has_and_names_what_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    yaml = _domain_task(tmp_path)
+    # dom declares test and train (its pool); smoke the same; neither has a dev split.
+    assert main(["stats", "--task", f"{yaml},smoke", "--split", "train,dev,test"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split()[:3] for ln in lines[2:6]] == [
+        ["dom", "train", "3"],
+        ["dom", "test", "5"],
+        ["smoke", "train", "12"],
+        ["smoke", "test", "48"],
+    ]
+    assert lines[7].split() == ["task", "train", "dev", "test", "domains"]
+    assert lines[9].split() == ["dom", "3", "n/a", "5", "4"]
+    assert len(lines) == 11  # no split declared and missing: no note
+    # SciNLI declares train, dev and test; a data folder with its test file alone: the
+    # two others are n/a and named under the table. Its items' domain field is counted.
+    folder = tmp_path / "data" / "scinli"
+    folder.mkdir(parents=True)
+    rows = [("ACL", "reasoning"), ("Sec", "neutral"), ("ACL", "contrasting")]
+    folder.joinpath("test.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {"id": str(n), "sentence1": "a b", "sentence2": "b", "label": lab, "domain": dom}
+            )
+            + "\n"
+            for n, (dom, lab) in enumerate(rows)
+        )
+    )
+    argv = ["stats", "--task", "scinli", "--split", "all", "--data-dir", str(tmp_path / "data")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].split()[:3] == ["scinli", "test", "3"]
+    assert out[-4:] == [
+        "task    test  domains",
+        "------  ----  -------",
+        "scinli     3        2",
+        "n/a: a split the task does not have, or no data here: scinli train, scinli dev",
+    ]

@@ -1,9 +1,16 @@
-"""Two run folders compared on the items both scored: McNemar and a paired bootstrap.
+"""Two run folders compared on the items both scored: McNemar, a paired bootstrap, a test
+over items of the seed-averaged scores, and a correction for multiple comparisons.
 
 Records are paired by (task, k, seed, item id) — the sweep point and the item, not the
 model — so two models, two checkpoints or two templates run on the same items compare
 directly; a sweep point's items scored by only one side are counted, never guessed.
+The seed models of a train folder (``nlieval run --model TRAIN_FOLDER``) are that
+classifier's training seeds, as in the train folder's own records; two folders that share
+no checkpoint compare each checkpoint of one with the single one (or none) of the other.
 Everything is read from the folders' saved records (no model needed).
+
+Every p-value of the result is one test of a family, and is also given adjusted for the
+family (Holm by default): see :func:`compare_runs`.
 
 >>> from nlieval.runs import RunFolder
 >>> from nlieval.types import Record
@@ -23,18 +30,53 @@ Everything is read from the folders' saved records (no model needed).
 
 from __future__ import annotations
 
+import functools
+import itertools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ..backends import training_seed
+from ..data import get_task
+from ..ground import DataError
+from ..metrics import mean_std
 from ..runs import RunError, RunFolder, markdown_table
-from ..significance import CONFIDENCE, RESAMPLES, mcnemar, paired_bootstrap
+from ..significance import (
+    CONFIDENCE,
+    CORRECTIONS,
+    RESAMPLES,
+    adjusted,
+    mcnemar,
+    paired_bootstrap,
+)
 from ..types import Record
 
 PointKey = tuple[str, str | None, int, int]  # task, checkpoint, k, seed
 #: The metrics of :data:`nlieval.metrics.METRICS` whose difference B - A is tested.
 COMPARED = ("accuracy", "macro_f1")
+#: The names of the tests and of the interval, as tables and JSON rows print them.
+MCNEMAR = "McNemar exact"
+PERMUTATION = "paired permutation"
+INTERVAL = "bootstrap percentile"
+#: What the seed-averaged rows test: each item's correctness averaged over a side's seeds.
+OVER_SEEDS = "per-item correctness averaged over seeds"
+
+
+@functools.cache
+def _task_name(task: str) -> str:
+    """The name a task's records carry in a run folder: ``nlieval train`` names a task
+    YAML given as ``--test-task`` by its path (kept so, for its folders to resume), ``run``
+    by the name the file declares."""
+    if not Path(task).is_file():
+        return task
+    try:
+        return get_task(task).name
+    except (DataError, OSError, ValueError):
+        return task
 
 
 def _by_point(folder: str | Path) -> dict[PointKey, dict[str, Record]]:
@@ -42,12 +84,44 @@ def _by_point(folder: str | Path) -> dict[PointKey, dict[str, Record]]:
     models: set[str] = set()
     for r in RunFolder(folder).records():
         models.add(r.model)
-        out[(r.task, r.checkpoint, r.k, r.seed)][r.item_id] = r
+        seed = training_seed(r.model, r.checkpoint)
+        if seed is not None:
+            # A classifier takes one run seed; its replicates are its training seeds.
+            r = replace(r, checkpoint=None, seed=seed)
+        out[(_task_name(r.task), r.checkpoint, r.k, r.seed)][r.item_id] = r
     if not out:
         raise RunError(f"{folder}: no records to compare")
     if len(models) > 1:
         raise RunError(f"{folder} holds records of several models ({', '.join(sorted(models))})")
     return out
+
+
+def _checkpoints(folder: dict[PointKey, dict[str, Record]]) -> list[str | None]:
+    return sorted({p[1] for p in folder}, key=lambda c: c or "")
+
+
+def _pairs(
+    a: str | Path, b: str | Path, left: list[str | None], right: list[str | None]
+) -> list[tuple[str | None, str | None]]:
+    """Which checkpoint of A is compared with which of B: the same ones, else each with
+    the single one of the other side."""
+    shared = [c for c in left if c in right]
+    if shared:
+        return [(c, c) for c in shared]
+    if len(left) == 1 or len(right) == 1:
+        return list(itertools.product(left, right))
+    raise RunError(
+        f"{a} and {b} share no checkpoint ({', '.join(map(str, left))} against "
+        f"{', '.join(map(str, right))}): compare one checkpoint's folder with the other"
+    )
+
+
+def _gold_checked(a: str | Path, b: str | Path, task: str, la: Record, lb: Record) -> None:
+    if la.gold != lb.gold:
+        raise RunError(
+            f"item {la.item_id} of {task} has gold {la.gold!r} in {a} and "
+            f"{lb.gold!r} in {b}: not the same data"
+        )
 
 
 def compare_runs(
@@ -57,79 +131,193 @@ def compare_runs(
     resamples: int = RESAMPLES,
     confidence: float = CONFIDENCE,
     seed: int = 0,
+    correction: str = "holm",
 ) -> list[dict[str, Any]]:
     """One row per sweep point (task, checkpoint, k, seed) that both folders hold: the
     folders and their models, items scored by both (``n``) and by one side only (counted,
     and their ids in ``only_in_a_ids`` / ``only_in_b_ids``), each side's accuracy and
-    macro F1, McNemar (exact), and the bootstrap interval and permutation p-value of
-    B - A in accuracy and in macro F1 (seeded by ``seed``; see
-    :func:`nlieval.significance.paired_bootstrap`). Items without a gold label are left
-    out.
+    macro F1, McNemar's exact test (``mcnemar_p``), and the percentile bootstrap interval
+    and paired permutation p-value of B - A in accuracy and in macro F1 (seeded by
+    ``seed``; see :func:`nlieval.significance.paired_bootstrap`). Items without a gold
+    label are left out.
+
+    Then one row per (task, checkpoint, k) with ``seed`` None whenever the two sides'
+    seeds are not one and the same: each item's correctness averaged over each side's
+    seeds (``seeds_a``, ``seeds_b``; items every seed of both scored), each side's mean
+    accuracy with its standard deviation over seeds (``accuracy_a_std``), and B - A in
+    the mean with its bootstrap interval and the p-value of a paired permutation test over
+    items (each item's two seed-means swapped at random).
+
+    Every p-value (``mcnemar_p``, ``accuracy_p``, ``macro_f1_p`` of every row) is one test
+    of a family, adjusted in ``*_p_adj`` by ``correction`` (a key of
+    :data:`nlieval.significance.CORRECTIONS`), with the family's size in ``tests``. The
+    intervals are not adjusted. Every row also names the (task, k, checkpoint) points one
+    side holds and the other not (``not_compared_a``, ``not_compared_b``).
     """
+    if correction not in CORRECTIONS:
+        raise ValueError(f"unknown correction {correction!r}; one of {', '.join(CORRECTIONS)}")
     left, right = _by_point(a), _by_point(b)
-    shared = sorted(set(left) & set(right), key=lambda p: (p[0], p[1] or "", p[2], p[3]))
-    if not shared:
+    rows: list[dict[str, Any]] = []
+    averaged: list[dict[str, Any]] = []
+    common = {
+        "model_a": next(iter(next(iter(left.values())).values())).model,
+        "model_b": next(iter(next(iter(right.values())).values())).model,
+        "folder_a": str(a),
+        "folder_b": str(b),
+        "confidence": confidence,
+        "resamples": resamples,
+        "seed_bootstrap": seed,
+        "mcnemar_test": MCNEMAR,
+        "permutation_test": PERMUTATION,
+        "interval": INTERVAL,
+    }
+    used: tuple[set[Any], set[Any]] = (set(), set())
+    for ca, cb in _pairs(a, b, _checkpoints(left), _checkpoints(right)):
+        tasks_k = sorted(
+            {(p[0], p[2]) for p in left if p[1] == ca} & {(p[0], p[2]) for p in right if p[1] == cb}
+        )
+        for task, k in tasks_k:
+            used[0].add((task, ca, k))
+            used[1].add((task, cb, k))
+            seeds_a = sorted(p[3] for p in left if p[:3] == (task, ca, k))
+            seeds_b = sorted(p[3] for p in right if p[:3] == (task, cb, k))
+            where = {**common, "task": task, "k": k, "checkpoint": ca if ca == cb else None}
+            where |= {"checkpoint_a": ca, "checkpoint_b": cb}
+            for s in (s for s in seeds_a if s in seeds_b):
+                row = _one_seed(a, b, left[(task, ca, k, s)], right[(task, cb, k, s)], where, s)
+                if row is not None:
+                    rows.append(row)
+            if not (seeds_a == seeds_b and len(seeds_a) == 1):
+                sides = (
+                    [left[(task, ca, k, s)] for s in seeds_a],
+                    [right[(task, cb, k, s)] for s in seeds_b],
+                )
+                row = _over_seeds(a, b, sides, where, seeds_a, seeds_b)
+                if row is not None:
+                    averaged.append(row)
+    rows += averaged
+    if not rows:
         raise RunError(
             f"{a} and {b} share no sweep point (task, checkpoint, k, seed): nothing to compare"
         )
-    rows = []
-    for point in shared:
-        la, lb = left[point], right[point]
-        ids = sorted(i for i in set(la) & set(lb) if la[i].gold is not None)
-        for i in ids:
-            if la[i].gold != lb[i].gold:
-                raise RunError(
-                    f"item {i} of {point[0]} has gold {la[i].gold!r} in {a} and "
-                    f"{lb[i].gold!r} in {b}: not the same data"
-                )
-        if not ids:
-            continue
-        gold = [la[i].gold for i in ids]
-        pa = [str(la[i].pred) for i in ids]
-        pb = [str(lb[i].pred) for i in ids]
-        test = mcnemar([la[i].correct for i in ids], [lb[i].correct for i in ids])
-        tests = {
-            name: paired_bootstrap(
-                pa, pb, gold, metric=name, resamples=resamples, confidence=confidence, seed=seed
-            )
-            for name in COMPARED
-        }
-        task, ckpt, k, s = point
-        rows.append(
-            {
-                "task": task,
-                "checkpoint": ckpt,
-                "k": k,
-                "seed": s,
-                "model_a": next(iter(la.values())).model,
-                "model_b": next(iter(lb.values())).model,
-                "folder_a": str(a),
-                "folder_b": str(b),
-                "n": len(ids),
-                "only_in_a": len(set(la) - set(lb)),
-                "only_in_b": len(set(lb) - set(la)),
-                "only_in_a_ids": sorted(set(la) - set(lb)),
-                "only_in_b_ids": sorted(set(lb) - set(la)),
-                **{
-                    f"{name}_{part}": value
-                    for name, t in tests.items()
-                    for part, value in (
-                        ("a", t.a),
-                        ("b", t.b),
-                        ("diff", t.diff),
-                        ("ci", [t.low, t.high]),
-                        ("p", t.p_value),
-                    )
-                },
-                "a_only": test.a_only,
-                "b_only": test.b_only,
-                "mcnemar_p": test.p_value,
-                "confidence": confidence,
-                "resamples": resamples,
-                "seed_bootstrap": seed,
-            }
+    # What one side holds and the other not (another k, task or checkpoint): named, not
+    # silently dropped.
+    unpaired = [
+        sorted(
+            f"{t} k={k}" + (f" @ {c}" if c else "") for t, c, k in {p[:3] for p in folder} - done
         )
+        for folder, done in zip((left, right), used, strict=True)
+    ]
+    for r in rows:
+        r["not_compared_a"], r["not_compared_b"] = unpaired
+    _adjust(rows, correction)
     return rows
+
+
+def _one_seed(
+    a: str | Path,
+    b: str | Path,
+    la: dict[str, Record],
+    lb: dict[str, Record],
+    where: dict[str, Any],
+    s: int,
+) -> dict[str, Any] | None:
+    ids = sorted(i for i in set(la) & set(lb) if la[i].gold is not None)
+    for i in ids:
+        _gold_checked(a, b, where["task"], la[i], lb[i])
+    if not ids:
+        return None
+    resamples, confidence, seed = where["resamples"], where["confidence"], where["seed_bootstrap"]
+    gold = [la[i].gold for i in ids]
+    pa = [str(la[i].pred) for i in ids]
+    pb = [str(lb[i].pred) for i in ids]
+    test = mcnemar([la[i].correct for i in ids], [lb[i].correct for i in ids])
+    tests = {
+        name: paired_bootstrap(
+            pa, pb, gold, metric=name, resamples=resamples, confidence=confidence, seed=seed
+        )
+        for name in COMPARED
+    }
+    return {
+        **where,
+        "seed": s,
+        "n": len(ids),
+        "only_in_a": len(set(la) - set(lb)),
+        "only_in_b": len(set(lb) - set(la)),
+        "only_in_a_ids": sorted(set(la) - set(lb)),
+        "only_in_b_ids": sorted(set(lb) - set(la)),
+        **{
+            f"{name}_{part}": value
+            for name, t in tests.items()
+            for part, value in (
+                ("a", t.a),
+                ("b", t.b),
+                ("diff", t.diff),
+                ("ci", [t.low, t.high]),
+                ("p", t.p_value),
+            )
+        },
+        "a_only": test.a_only,
+        "b_only": test.b_only,
+        "mcnemar_p": test.p_value,
+    }
+
+
+def _over_seeds(
+    a: str | Path,
+    b: str | Path,
+    sides: tuple[list[dict[str, Record]], list[dict[str, Record]]],
+    where: dict[str, Any],
+    seeds_a: list[int],
+    seeds_b: list[int],
+) -> dict[str, Any] | None:
+    every = [set(by_id) for side in sides for by_id in side]
+    first = sides[0][0]
+    ids = sorted(i for i in set.intersection(*every) if first[i].gold is not None)
+    for i in ids:
+        for by_id in (*sides[0], *sides[1]):
+            _gold_checked(a, b, where["task"], first[i], by_id[i])
+    if not ids:
+        return None
+    # One row per seed, one column per item: 1 where that seed got it right.
+    ok_a, ok_b = (np.array([[s[i].correct for i in ids] for s in side], float) for side in sides)
+    t = paired_bootstrap(
+        ok_a.mean(axis=0),
+        ok_b.mean(axis=0),
+        metric="mean",
+        resamples=where["resamples"],
+        confidence=where["confidence"],
+        seed=where["seed_bootstrap"],
+    )
+    (mean_a, std_a), (mean_b, std_b) = mean_std(ok_a.mean(axis=1)), mean_std(ok_b.mean(axis=1))
+    return {
+        **where,
+        "seed": None,
+        "seeds_a": seeds_a,
+        "seeds_b": seeds_b,
+        "n": len(ids),
+        "averaged": OVER_SEEDS,
+        "accuracy_a": mean_a,
+        "accuracy_b": mean_b,
+        "accuracy_a_std": std_a,
+        "accuracy_b_std": std_b,
+        "accuracy_diff": t.diff,
+        "accuracy_ci": [t.low, t.high],
+        "accuracy_p": t.p_value,
+    }
+
+
+#: The p-values of a row, in the order they enter the family.
+_P_KEYS = ("mcnemar_p", "accuracy_p", "macro_f1_p")
+
+
+def _adjust(rows: list[dict[str, Any]], correction: str) -> None:
+    where = [(r, key) for r in rows for key in _P_KEYS if key in r]
+    for (r, key), p in zip(where, adjusted([r[key] for r, key in where], correction), strict=True):
+        r[f"{key}_adj"] = p
+    for r in rows:
+        r["correction"] = correction
+        r["tests"] = len(where)
 
 
 #: How many left-out item ids the table names per sweep point (the JSON rows hold all).
@@ -146,6 +334,13 @@ def _sides(rows: Sequence[dict[str, Any]]) -> list[str]:
     ]
 
 
+def _task(r: dict[str, Any]) -> str:
+    ca, cb = r.get("checkpoint_a", r.get("checkpoint")), r.get("checkpoint_b", r.get("checkpoint"))
+    if ca == cb:
+        return str(r["task"]) + (f" @ {ca}" if ca else "")
+    return f"{r['task']} @ A {ca or '-'}, B {cb or '-'}"
+
+
 def _left_out(r: dict[str, Any]) -> str | None:
     parts = []
     for side in ("a", "b"):
@@ -155,63 +350,137 @@ def _left_out(r: dict[str, Any]) -> str | None:
             parts.append(f"{len(ids)} only in {side.upper()} ({shown})")
     if not parts:
         return None
-    task = r["task"] + (f" @ {r['checkpoint']}" if r.get("checkpoint") else "")
-    return f"left out of {task} k={r['k']} seed={r['seed']}: {'; '.join(parts)}"
+    return f"left out of {_task(r)} k={r['k']} seed={r['seed']}: {'; '.join(parts)}"
+
+
+def _p(r: dict[str, Any], key: str) -> str:
+    return f"{r.get(key + '_adj', r[key]):.3g}"
+
+
+def _seeds(mean: float, std: float, seeds: Sequence[int]) -> str:
+    return f"{mean:.3f} ± {std:.3f} ({len(seeds)} seed{'s' if len(seeds) != 1 else ''})"
+
+
+def _names(r: dict[str, Any]) -> tuple[str, str]:
+    """The interval's and the adjusted p-values' words in a header."""
+    level = int(round(100 * r["confidence"]))
+    named = CORRECTIONS.get(r.get("correction", "none"), (None, None))[0]
+    return f"{INTERVAL} {level}%", f", {named}" if named else ""
+
+
+def comparison_tables(
+    rows: Sequence[dict[str, Any]],
+) -> Iterator[tuple[str | None, list[str], list[list[str]]]]:
+    """The title (None: the per-seed table), header and cells of each table of
+    :func:`comparison_table`: per seed, then over seeds (either left out when no row is
+    of its kind)."""
+    per_seed = [r for r in rows if r["seed"] is not None]
+    over = [r for r in rows if r["seed"] is None]
+    if per_seed:
+        interval, adj = _names(per_seed[0])
+        head = ["task", "k", "seed", "n", "acc A", "acc B", f"B - A [{interval}]"]
+        head += [f"p ({PERMUTATION}{adj})", f"F1 B - A [{interval}]"]
+        head += [f"F1 p ({PERMUTATION}{adj})", "A only/B only", f"p ({MCNEMAR}{adj})"]
+        body = []
+        for r in per_seed:
+            lo, hi = r["accuracy_ci"]
+            flo, fhi = r["macro_f1_ci"]
+            body.append(
+                [
+                    _task(r),
+                    str(r["k"]),
+                    str(r["seed"]),
+                    str(r["n"]),
+                    f"{r['accuracy_a']:.3f}",
+                    f"{r['accuracy_b']:.3f}",
+                    f"{r['accuracy_diff']:+.3f} [{lo:+.3f}, {hi:+.3f}]",
+                    _p(r, "accuracy_p"),
+                    f"{r['macro_f1_diff']:+.3f} [{flo:+.3f}, {fhi:+.3f}]",
+                    _p(r, "macro_f1_p"),
+                    f"{r['a_only']}/{r['b_only']}",
+                    _p(r, "mcnemar_p"),
+                ]
+            )
+        yield None, head, body
+    if over:
+        interval, adj = _names(over[0])
+        head = ["task", "k", "n", "acc A (mean ± std)", "acc B (mean ± std)"]
+        head += [f"B - A [{interval}]", f"p ({PERMUTATION}{adj})"]
+        body = []
+        for r in over:
+            lo, hi = r["accuracy_ci"]
+            body.append(
+                [
+                    _task(r),
+                    str(r["k"]),
+                    str(r["n"]),
+                    _seeds(r["accuracy_a"], r["accuracy_a_std"], r["seeds_a"]),
+                    _seeds(r["accuracy_b"], r["accuracy_b_std"], r["seeds_b"]),
+                    f"{r['accuracy_diff']:+.3f} [{lo:+.3f}, {hi:+.3f}]",
+                    _p(r, "accuracy_p"),
+                ]
+            )
+        yield f"Over seeds ({OVER_SEEDS}):", head, body
+
+
+def _not_compared(rows: Sequence[dict[str, Any]]) -> list[str]:
+    return [
+        f"not compared, only in {side.upper()}: {'; '.join(points)}"
+        for side in ("a", "b")
+        if (points := rows[0].get(f"not_compared_{side}"))
+    ]
+
+
+def _family_note(rows: Sequence[dict[str, Any]]) -> str | None:
+    r = rows[0]
+    named = CORRECTIONS.get(r.get("correction", "none"), (None, None))[0]
+    if "tests" not in r:
+        return None
+    if named is None:
+        return (
+            f"p-values not adjusted for the {r['tests']} tests of these tables; intervals "
+            "per comparison"
+        )
+    return (
+        f"p-values adjusted ({named}) over the {r['tests']} tests of these tables (raw ones "
+        "in the JSON); intervals per comparison, not adjusted"
+    )
 
 
 def comparison_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The rows of :func:`compare_runs` as a Markdown table, under a line naming each side
-    (folder and model) and over a line per sweep point that left items out (how many
-    only one side scored, the first :data:`NAMED` of their ids).
+    """The rows of :func:`compare_runs` as Markdown tables, under a line naming each side
+    (folder and model): one row per seed, then (where a side has several seeds or the two
+    sides other seeds) one per sweep point over the seeds, with the number of seeds
+    beside each ±; under them the correction, the points only one side holds, and a line
+    per sweep point that left items out (how many only one side scored, the first
+    :data:`NAMED` of their ids).
 
     >>> row = {"task": "t", "checkpoint": None, "k": 0, "seed": 0, "n": 4,
     ...     "folder_a": "runs/x", "folder_b": "runs/y", "model_a": "m1", "model_b": "m2",
     ...     "only_in_a_ids": [], "only_in_b_ids": ["7", "9"],
     ...     "accuracy_a": 0.5, "accuracy_b": 0.75, "accuracy_diff": 0.25,
-    ...     "accuracy_ci": [0.0, 0.5], "accuracy_p": 1.0, "macro_f1_diff": 0.2,
-    ...     "macro_f1_ci": [-0.1, 0.6], "a_only": 0, "b_only": 1, "mcnemar_p": 1.0,
-    ...     "confidence": 0.95}
+    ...     "accuracy_ci": [0.0, 0.5], "accuracy_p": 1.0, "accuracy_p_adj": 1.0,
+    ...     "macro_f1_diff": 0.2, "macro_f1_ci": [-0.1, 0.6], "macro_f1_p": 0.5,
+    ...     "macro_f1_p_adj": 1.0, "a_only": 0, "b_only": 1, "mcnemar_p": 1.0,
+    ...     "mcnemar_p_adj": 1.0, "confidence": 0.95, "correction": "holm", "tests": 3}
     >>> lines = comparison_table([row]).splitlines()
     >>> lines[:2]
     ['A: runs/x (m1)', 'B: runs/y (m2)']
+    >>> lines[3].split(" | ")[6:8]
+    ['B - A [bootstrap percentile 95%]', 'p (paired permutation, Holm)']
     >>> lines[5].split(" | ")[4:8]
     ['0.500', '0.750', '+0.250 [+0.000, +0.500]', '1']
-    >>> lines[-1]
-    'left out of t k=0 seed=0: 2 only in B (7, 9)'
+    >>> lines[-2:]
+    ['p-values adjusted (Holm) over the 3 tests of these tables (raw ones in the JSON); \
+intervals per comparison, not adjusted', 'left out of t k=0 seed=0: 2 only in B (7, 9)']
     """
     if not rows:
         return "(no shared items)"
-    level = int(round(100 * rows[0]["confidence"]))
-    head = ["task", "k", "seed", "n", "acc A", "acc B", f"B - A ({level}% CI)", "p (perm.)"]
-    head += [f"F1 B - A ({level}% CI)", "A only/B only", "McNemar p"]
-    body = []
-    for r in rows:
-        task = r["task"] + (f" @ {r['checkpoint']}" if r.get("checkpoint") else "")
-        lo, hi = r["accuracy_ci"]
-        flo, fhi = r["macro_f1_ci"]
-        body.append(
-            [
-                task,
-                str(r["k"]),
-                str(r["seed"]),
-                str(r["n"]),
-                f"{r['accuracy_a']:.3f}",
-                f"{r['accuracy_b']:.3f}",
-                f"{r['accuracy_diff']:+.3f} [{lo:+.3f}, {hi:+.3f}]",
-                f"{r['accuracy_p']:.3g}",
-                f"{r['macro_f1_diff']:+.3f} [{flo:+.3f}, {fhi:+.3f}]",
-                f"{r['a_only']}/{r['b_only']}",
-                f"{r['mcnemar_p']:.3g}",
-            ]
-        )
-    notes = [line for line in map(_left_out, rows) if line is not None]
     sides = _sides(rows)
-    return "\n".join(
-        [
-            *sides,
-            *([""] if sides else []),
-            *markdown_table(head, body),
-            *([""] if notes else []),
-            *notes,
-        ]
-    )
+    out = [*sides, *([""] if sides else [])]
+    for i, (title, head, body) in enumerate(comparison_tables(rows)):
+        out += ([""] if i else []) + ([title, ""] if title else []) + markdown_table(head, body)
+    notes = [line for line in map(_left_out, rows) if line is not None]
+    family = _family_note(rows)
+    notes = ([family] if family else []) + _not_compared(rows) + notes
+    return "\n".join([*out, *([""] if notes else []), *notes])

@@ -44,6 +44,7 @@ from .registry import (
     parse_model,
     resolve,
     stand_in,
+    training_seed,
 )
 from .weights import DEFAULT_MODEL, ModelError, parameter_count, resolve_model
 
@@ -116,6 +117,7 @@ __all__ = [
     "resolve_model",
     "save_classifier",
     "stand_in",
+    "training_seed",
 ]
 
 #: The names of the trained pair classifier (torch is imported with them).

@@ -123,6 +123,25 @@ def model_label(model: str) -> str:
     return model[len(HF_PREFIX) :] if model.startswith(HF_PREFIX) else model
 
 
+def training_seed(model: str, checkpoint: str | None) -> int | None:
+    """The training seed ``n`` when ``checkpoint`` is the ``seed{n}`` model of the train
+    folder ``model`` (what :func:`resolve` sweeps for ``run --model TRAIN_FOLDER``), else
+    None: such checkpoints are replicates of one classifier, not points of a sweep.
+
+    >>> training_seed("runs/clf", "runs/clf/seed2"), training_seed("hf:runs/clf/", "runs/clf/seed0")
+    (2, 0)
+    >>> training_seed("org/m", "org/m/step-100") is None, training_seed("m", None) is None
+    (True, True)
+    """
+    if checkpoint is None:
+        return None
+    path = Path(checkpoint)
+    digits = path.name[len("seed") :]
+    if not path.name.startswith("seed") or not digits.isdigit():
+        return None
+    return int(digits) if path.parent == Path(model_label(model)) else None
+
+
 class NamesAModel:
     """What a settings class that holds ``model`` and ``server`` (its options, None
     without ``--api-base``) says of its model: one rule, in every command's config.

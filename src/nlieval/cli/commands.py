@@ -43,8 +43,12 @@ COMMANDS: dict[str, Command] = {
     "tasks": Command("tasks", "list the built-in tasks", ("nlieval tasks",)),
     "stats": Command(
         "reports",
-        "items, labels, lengths and overlap of benchmarks",
-        ("nlieval stats --task smoke", "nlieval stats --task snli,hans --split test"),
+        "items, labels, domains, lengths and overlap of benchmarks, one split or several",
+        (
+            "nlieval stats --task smoke",
+            "nlieval stats --task snli,hans --split test",
+            "nlieval stats --task scinli,hans --split all",
+        ),
     ),
     "report": Command(
         "reports",
@@ -126,9 +130,11 @@ COMMANDS: dict[str, Command] = {
     ),
     "compare": Command(
         "across",
-        "McNemar and paired bootstrap of two runs' items",
+        "McNemar, paired bootstrap and permutation tests of two runs' items, per seed and "
+        "over seeds, corrected for multiple comparisons",
         (
             "nlieval compare runs/smollm2-135m runs/gemma3-270m",
+            "nlieval compare runs/bert-snli runs/roberta-snli --correction bh",
             "nlieval compare runs/minilm-sci-hyp runs/minilm-sci --resamples 5000 "
             "--json compare.json",
         ),

@@ -260,6 +260,28 @@ def _plan(spec: TaskSpec, split: str, root: Path | None) -> tuple[FileRule, Path
     return None
 
 
+def available_splits(name_or_path: str, data_dir: str | Path | None = None) -> tuple[str, ...]:
+    """The splits of a task that :func:`load_task` can read here (a file found, or a hub
+    copy when no data folder is set), in the task's split order.
+
+    >>> available_splits("smoke")
+    ('train', 'test')
+    """
+    spec = get_task(name_or_path)
+    root = resolve_data_dir(data_dir)
+    return tuple(s for s in declared_splits(spec) if _available(spec, s, root))
+
+
+def declared_splits(spec: TaskSpec) -> tuple[str, ...]:
+    """The splits a task declares (files, then those only on the hub), in its order.
+
+    >>> declared_splits(get_task("hans"))
+    ('train', 'eval')
+    """
+    hub = spec.hub.splits if spec.hub else ()
+    return (*spec.splits, *(s for s in hub if s not in spec.splits))
+
+
 def _available(spec: TaskSpec, split: str, root: Path | None) -> bool:
     plan = _plan(spec, split, root)
     if plan is not None:
@@ -268,7 +290,7 @@ def _available(spec: TaskSpec, split: str, root: Path | None) -> bool:
 
 
 def _check_split(spec: TaskSpec, split: str) -> None:
-    known = set(spec.splits) | (set(spec.hub.splits) if spec.hub else set())
+    known = declared_splits(spec)
     if split not in known:
         raise DataError(
             None,

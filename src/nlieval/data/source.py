@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..settings import csv_list, setting, table_format
 from .dataset import Dataset
-from .load import get_task, load_task
+from .load import available_splits, declared_splits, get_task, load_task
 from .tasks import TASKS
 
 #: The help of ``--data-dir``, for a configuration whose field order is a file format
@@ -69,19 +69,87 @@ class TaskSource:
         return tuple(get_task(name).name for name in self.tasks)
 
 
+#: The value of ``nlieval stats --split`` that reads every split a task has data for.
+ALL_SPLITS = "all"
+
+
 @dataclass(frozen=True, kw_only=True)
 class TasksToRead(TaskFiles, TaskSource):
-    """Tasks and where to read them (``nlieval stats``).
+    """Tasks and where to read them (``nlieval stats``): ``split`` may name several
+    splits, comma-separated, or be ``all``.
 
     >>> [(ds.task, len(ds)) for ds in TasksToRead(tasks=("smoke",)).datasets()]
     [('smoke', 48)]
+    >>> [(ds.split, len(ds)) for ds in TasksToRead(tasks=("smoke",), split="all").datasets()]
+    [('train', 12), ('test', 48)]
     """
 
     format: str = table_format()
 
+    split: str | None = setting(
+        None,
+        help="splits to read: one, several comma-separated (train,dev,test), or "
+        f"{ALL_SPLITS} (every split with data here) [the task's]",
+    )
+
+    @property
+    def several(self) -> bool:
+        """Whether ``split`` asks for more than one split (a list, or ``all``)."""
+        return self.split is not None and (self.split.strip() == ALL_SPLITS or "," in self.split)
+
+    def _asked(self, name: str) -> tuple[str, ...]:
+        """The splits of the task ``name`` that ``split`` names (all it declares for
+        ``all``), in the order asked."""
+        declared = declared_splits(get_task(name))
+        if self.split is None:
+            return ()
+        if self.split.strip() == ALL_SPLITS:
+            return declared
+        return tuple(s.strip() for s in self.split.split(",") if s.strip())
+
+    def splits(self, name: str) -> tuple[str | None, ...]:
+        """The splits of the task ``name`` to read (None: its default split). Of several,
+        those with data here (HANS has no dev split, the shared SciNLI no train file:
+        ``n/a`` in the table, see :meth:`unread`); all of them when none has, for the
+        error to name the files.
+
+        >>> TasksToRead(tasks=("hans",), split="train,dev,test").splits("hans")
+        ('train',)
+        """
+        asked = self._asked(name)
+        if not self.several:
+            return asked or (None,)
+        here = available_splits(name, self.data_dir)
+        return tuple(s for s in asked if s in here) or asked or (None,)
+
+    def columns(self) -> tuple[str, ...]:
+        """The splits a list names, in its order (none for one split or ``all``).
+
+        >>> TasksToRead(tasks=("smoke",), split="train, dev").columns()
+        ('train', 'dev')
+        """
+        if not self.several or self.split is None or self.split.strip() == ALL_SPLITS:
+            return ()
+        return tuple(s.strip() for s in self.split.split(",") if s.strip())
+
+    def unread(self, name: str) -> tuple[str, ...]:
+        """The splits asked that the task ``name`` declares but has no data for here.
+
+        >>> TasksToRead(tasks=("smoke",), split="train,dev,test").unread("smoke")
+        ()
+        """
+        if not self.several:
+            return ()
+        here = available_splits(name, self.data_dir)
+        declared = declared_splits(get_task(name))
+        read = self.splits(name)
+        return tuple(
+            s for s in self._asked(name) if s in declared and s not in here and s not in read
+        )
+
     def datasets(self) -> list[Dataset]:
-        """Each task's chosen split, in the order given."""
-        return [self.load(name, self.split) for name in self.tasks]
+        """Each task's chosen splits, in the order given."""
+        return [self.load(name, split) for name in self.tasks for split in self.splits(name)]
 
 
 def format_task_list() -> str:

@@ -1,6 +1,7 @@
-"""Dataset statistics (METHODS.md section 1): items per split and label, what was
-dropped, mean words of premise and hypothesis, and how many hypothesis words also occur
-in the premise.
+"""Dataset statistics (METHODS.md section 1): items per split and label, the number of
+domains (where items have a ``domain`` field), what was dropped, mean words of premise and
+hypothesis, and how many hypothesis words also occur in the premise; with several splits,
+also one table of items per split.
 
 A *word* is a maximal run of word characters (the regex ``\\w+``: letters, digits and
 underscore, Unicode-aware) in the lower-cased text, so ``"Don't stop!"`` has the words
@@ -63,7 +64,8 @@ def dataset_stats(ds: Dataset) -> dict[str, Any]:
 
     Keys: ``task, split, items, labels`` (label value -> count, in label-set order, plus
     ``none`` for unlabelled items), ``dropped`` (reason -> count), ``skipped_bad``,
-    ``premise_words`` and ``hypothesis_words`` (mean words per item), ``overlap_pct``
+    ``domains`` (how many distinct values the items' ``domain`` field takes; None when no
+    item has one), ``premise_words`` and ``hypothesis_words`` (mean words per item), ``overlap_pct``
     (mean over items of the % of hypothesis words also in the premise; items whose
     hypothesis has no words are left out of this mean), ``long_items`` (how many items
     have more than :data:`LONG_CHARS` characters; a warning names the first ids).
@@ -77,6 +79,7 @@ def dataset_stats(ds: Dataset) -> dict[str, Any]:
     overlaps = [
         o for o in (overlap_pct(it.premise, it.hypothesis) for it in items) if o is not None
     ]
+    domains = domains_of(items)
     long_ids = [it.id for it in items if _chars(it) > LONG_CHARS]
     if long_ids:
         shown = ", ".join(long_ids[:5]) + (", ..." if len(long_ids) > 5 else "")
@@ -95,6 +98,7 @@ def dataset_stats(ds: Dataset) -> dict[str, Any]:
         "split": ds.split,
         "items": len(items),
         "labels": ds.label_counts(),
+        "domains": None if domains is None else len(domains),
         "dropped": dict(ds.dropped),
         "skipped_bad": ds.skipped_bad,
         "premise_words": fmean(len(words(it.premise)) for it in items) if items else 0.0,
@@ -124,12 +128,47 @@ def human_label_stats(items: Sequence[Item]) -> dict[str, float]:
     return out
 
 
+#: The item field whose distinct values ``stats`` counts as domains (SciNLI, MisMatched,
+#: a task YAML's ``fields: {meta: [domain]}``).
+DOMAIN = "domain"
+
+
+def domains_of(items: Iterable[Item]) -> set[str] | None:
+    """The distinct values of the items' ``domain`` field; None when no item has one.
+
+    >>> sorted(domains_of([Item("1", "p", "h", None, meta={"domain": "CL"}),
+    ...                    Item("2", "p", "h", None, meta={"domain": "Sec"}),
+    ...                    Item("3", "p", "h", None, meta={"domain": "CL"})]))
+    ['CL', 'Sec']
+    >>> domains_of([Item("1", "p", "h", None)]) is None
+    True
+    """
+    found = {str(v) for it in items if (v := it.meta.get(DOMAIN)) not in (None, "")}
+    return found or None
+
+
 def _chars(item: Item) -> int:
     return len(item.premise) + len(item.hypothesis) + sum(len(c) for c in item.choices)
 
 
-_COLUMNS = ("task", "split", "items", "labels", "dropped", "prem words", "hyp words", "overlap %")
-_NUMERIC = {"items", "prem words", "hyp words", "overlap %"}
+_COLUMNS = (
+    "task",
+    "split",
+    "items",
+    "labels",
+    "domains",
+    "dropped",
+    "prem words",
+    "hyp words",
+    "overlap %",
+)
+_NUMERIC = {"items", "domains", "prem words", "hyp words", "overlap %"}
+#: What a cell says where a task has no domain field, or no such split.
+NA = "n/a"
+
+
+def _count(n: int | None) -> str:
+    return NA if n is None else f"{n:,}"
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
@@ -142,6 +181,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
         str(row.get("split", "")),
         f"{row.get('items', 0):,}",
         labels,
+        _count(row.get("domains")),
         " ".join(f"{k}={v:,}" for k, v in dropped.items()) or "-",
         f"{row.get('premise_words', 0.0):.1f}",
         f"{row.get('hypothesis_words', 0.0):.1f}",
@@ -159,7 +199,6 @@ def format_stats(rows: Sequence[dict[str, Any]], fmt: str = "text") -> str:
     >>> table.splitlines()[2].split()[:3]
     ['smoke', 'test', '48']
     """
-    table = [list(_COLUMNS)] + [_cells(r) for r in rows]
     notes = [
         f"{r['task']}: the majority of the new human labels differs from the original label "
         f"on {r['label_change_pct']:.2f}% of items"
@@ -168,37 +207,92 @@ def format_stats(rows: Sequence[dict[str, Any]], fmt: str = "text") -> str:
         if "label_change_pct" in r
     ]
     if fmt == "latex":
-        return "\n".join([latex_table(table[0], table[1:]), *(f"% {n}" for n in notes)])
-    widths = [max(len(r[i]) for r in table) for i in range(len(_COLUMNS))]
+        body = [_cells(r) for r in rows]
+        return "\n".join([latex_table(list(_COLUMNS), body), *(f"% {n}" for n in notes)])
+    return "\n".join(_aligned(list(_COLUMNS), [_cells(r) for r in rows], _NUMERIC) + notes)
+
+
+def _aligned(head: list[str], body: list[list[str]], numeric: Iterable[str]) -> list[str]:
+    """A plain-text table: the header, a rule, the rows; ``numeric`` columns right-aligned."""
+    table = [head, *body]
+    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
+    right = set(numeric)
 
     def line(cells: list[str]) -> str:
         out = [
-            c.rjust(w) if name in _NUMERIC else c.ljust(w)
-            for c, w, name in zip(cells, widths, _COLUMNS, strict=True)
+            c.rjust(w) if name in right else c.ljust(w)
+            for c, w, name in zip(cells, widths, head, strict=True)
         ]
         return "  ".join(out).rstrip()
 
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(table[0]), rule] + [line(r) for r in table[1:]] + notes)
+    return [line(head), "  ".join("-" * w for w in widths), *(line(r) for r in body)]
+
+
+_ORDER = ("train", "dev", "test")
+
+
+def split_table(datasets: Sequence[Dataset], columns: Sequence[str] = (), fmt: str = "text") -> str:
+    """Items per split, a column per split (``columns``, else train, dev, test, then
+    others in the order read; ``n/a`` where a task has not that split), and the number of
+    domains over all of a task's splits: the layout of the papers' dataset tables (with
+    ``fmt`` ``latex`` a booktabs table).
+
+    >>> from nlieval.data import load_task
+    >>> print(split_table([load_task("smoke", split="train"), load_task("smoke")]))
+    task   train  test  domains
+    -----  -----  ----  -------
+    smoke     12    48      n/a
+    """
+    read = list(dict.fromkeys([*columns, *(ds.split for ds in datasets)]))
+    # The columns asked in their order; else the papers' (train, dev, test), then others.
+    splits = (
+        read
+        if columns
+        else sorted(
+            read, key=lambda s: (_ORDER.index(s) if s in _ORDER else len(_ORDER), read.index(s))
+        )
+    )
+    tasks: dict[str, dict[str, Dataset]] = {}
+    for ds in datasets:
+        tasks.setdefault(ds.task, {})[ds.split] = ds
+    body = []
+    for task, by_split in tasks.items():
+        domains = domains_of(it for ds in by_split.values() for it in ds.items)
+        counts = [_count(len(by_split[s])) if s in by_split else NA for s in splits]
+        body.append([task, *counts, _count(None if domains is None else len(domains))])
+    if fmt == "latex":
+        return latex_table(["task", *splits, "domains"], body)
+    return "\n".join(_aligned(["task", *splits, "domains"], body, [*splits, "domains"]))
 
 
 def task_stats(source: TasksToRead) -> str:
-    """What ``nlieval stats`` prints: :func:`format_stats` of every task of ``source``,
+    """What ``nlieval stats`` prints: :func:`format_stats` of every split read of every
+    task of ``source``, and when several splits are asked, :func:`split_table` under it,
     in its ``format`` (``md``: the aligned plain text, ``latex``).
 
     >>> task_stats(TasksToRead(tasks=("smoke",))).splitlines()[2].split()[:3]
     ['smoke', 'test', '48']
+    >>> print(task_stats(TasksToRead(tasks=("smoke",), split="all")).splitlines()[-1])
+    smoke     12    48      n/a
     """
     fmt = "latex" if source.format == "latex" else "text"
-    return format_stats([dataset_stats(ds) for ds in source.datasets()], fmt)
+    datasets = source.datasets()
+    text = format_stats([dataset_stats(ds) for ds in datasets], fmt)
+    if source.several:
+        text += "\n\n" + split_table(datasets, source.columns(), fmt)
+        unread = [f"{name} {s}" for name in source.tasks for s in source.unread(name)]
+        if unread:
+            note = f"{NA}: a split the task does not have, or no data here: {', '.join(unread)}"
+            text += "\n" + (f"% {note}" if fmt == "latex" else note)
+    return text
 
 
 def fleiss_kappa(counts: Sequence[Sequence[float]] | Any) -> float:
     """Fleiss' kappa of items x categories annotation counts (every item rated by the same
     number of annotators, as ChaosNLI's 100 per item): (P_bar - P_e) / (1 - P_e), with
     P_bar the mean per-item agreement and P_e the chance agreement from the overall
-    category shares (Fleiss 1971). Written out here: the formula is five lines and the
-    library that has it (statsmodels) is not a dependency.
+    category shares (Fleiss 1971). Written out here: the formula is five lines, and
+    statsmodels' gives NaN (0 / 0) where every rating is of one category.
 
     >>> fleiss_kappa([[10, 0], [0, 10]])  # perfect agreement
     1.0
