@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from .adapters import SEPARATOR, LoraSettings
 from .base import (
+    ChoiceBackend,
     ClassifierBackend,
     GenerationBackend,
     LogLikelihoodBackend,
@@ -34,6 +35,7 @@ from .options import HFOptions
 from .placement import pick_device
 from .registry import (
     CLASSIFIERS,
+    NO_PROMPT,
     ChatModel,
     Checkpoint,
     Kind,
@@ -49,6 +51,8 @@ from .weights import DEFAULT_MODEL, ModelError, parameter_count, resolve_model
 
 if TYPE_CHECKING:
     from .classifier import (
+        CHOICE_HEAD,
+        PAIR_HEAD,
         ClassifierError,
         ClassifierMeta,
         EncoderClassifier,
@@ -56,6 +60,7 @@ if TYPE_CHECKING:
         classifier_checkpoints,
         classify_records,
         encode_pairs,
+        head_for,
         label_mapping,
         load_head,
         read_meta,
@@ -66,12 +71,24 @@ if TYPE_CHECKING:
     from .hf import HFCausalLM
     from .hf_classifier import HFSequenceClassifier
     from .lora_classifier import build_lora
+    from .multiple_choice import (
+        HFMultipleChoice,
+        backend_from_model,
+        choice_logits,
+        choose_records,
+        item_records,
+        load_checkpoint,
+    )
 
 __all__ = [
+    "CHOICE_HEAD",
     "CLASSIFIERS",
     "DEFAULT_MODEL",
+    "NO_PROMPT",
+    "PAIR_HEAD",
     "SEPARATOR",
     "ChatModel",
+    "ChoiceBackend",
     "Checkpoint",
     "ClassifierBackend",
     "ClassifierError",
@@ -80,6 +97,7 @@ __all__ = [
     "EncoderClassifier",
     "GenerationBackend",
     "HFCausalLM",
+    "HFMultipleChoice",
     "HFOptions",
     "HFSequenceClassifier",
     "Kind",
@@ -97,14 +115,20 @@ __all__ = [
     "ScoreRequest",
     "ServerError",
     "ServerOptions",
+    "backend_from_model",
     "build_lora",
+    "choice_logits",
+    "choose_records",
     "check_scores",
     "classifier_checkpoints",
     "classify_records",
     "encode_pairs",
+    "head_for",
+    "item_records",
     "json_object_closed",
     "label_map_dict",
     "label_mapping",
+    "load_checkpoint",
     "load_head",
     "model_label",
     "parse_label_map",
@@ -121,10 +145,13 @@ __all__ = [
 #: The names of the trained pair classifier (torch is imported with them).
 _CLASSIFIER = frozenset(
     {
+        "CHOICE_HEAD",
+        "PAIR_HEAD",
         "ClassifierError",
         "ClassifierMeta",
         "EncoderClassifier",
         "PairClassifier",
+        "head_for",
         "classifier_checkpoints",
         "classify_records",
         "encode_pairs",
@@ -132,6 +159,18 @@ _CLASSIFIER = frozenset(
         "load_head",
         "read_meta",
         "save_classifier",
+    }
+)
+
+#: The names of the multiple-choice classifier (torch is imported with them).
+_MULTIPLE_CHOICE = frozenset(
+    {
+        "HFMultipleChoice",
+        "backend_from_model",
+        "choice_logits",
+        "choose_records",
+        "item_records",
+        "load_checkpoint",
     }
 )
 
@@ -143,6 +182,10 @@ def __getattr__(name: str) -> object:
         from . import classifier
 
         return getattr(classifier, name)
+    if name in _MULTIPLE_CHOICE:
+        from . import multiple_choice
+
+        return getattr(multiple_choice, name)
     if name == "build_lora":
         from .lora_classifier import build_lora
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..types import Item
 from .train_config import TrainConfig, TrainError, resolve_encoder
 
 
@@ -47,13 +48,17 @@ def build_model(
     *,
     init_from: str | Path | None = None,
     fresh_head: bool = True,
+    head: str = "pair",
 ) -> tuple[Any, Any]:
     """(model, tokenizer) for one seed: the encoder of ``config.model`` (or of the
     checkpoint ``init_from``) with a head drawn from ``seed``, frozen below
     ``config.top_layers``; with ``config.lora``, the model with LoRA adapters and a
     fresh head (:func:`nlieval.backends.lora_classifier.build_lora`).
     ``fresh_head=False`` keeps the checkpoint's head instead (its labels must be
-    ``labels``, in that order).
+    ``labels``, in that order). ``head`` ``multiple-choice`` (items with choices, see
+    :func:`nlieval.backends.head_for`) is the encoder as transformers'
+    ``AutoModelForMultipleChoice``: one score per choice from a fresh linear layer on
+    the encoder's pooled first token, the choices compared by a softmax.
 
     >>> enc = Path(tiny_encoder)  # a tiny random BERT: every word is [UNK] to it
     >>> labels = ("entailment", "neutral", "contradiction")
@@ -67,9 +72,16 @@ def build_model(
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from ..backends import PairClassifier, build_lora, load_head, read_meta
+    from ..backends import CHOICE_HEAD, PairClassifier, build_lora, load_head, read_meta
 
     lora = config.lora_settings
+    if head == CHOICE_HEAD:
+        from transformers import AutoModelForMultipleChoice
+
+        torch.manual_seed(seed)  # the fresh choice head (and a pooler the encoder lacks)
+        source = resolve_encoder(config.model)
+        auto: Any = AutoModelForMultipleChoice
+        return auto.from_pretrained(source), AutoTokenizer.from_pretrained(source)
     if lora is not None:
         return build_lora(config.model, len(labels), lora, seed)
     source = str(init_from) if init_from is not None else resolve_encoder(config.model)
@@ -89,6 +101,32 @@ def build_model(
     if config.top_layers is not None:
         freeze_below_top(model, config.top_layers)
     return model, tokenizer
+
+
+def batch_logits(
+    model: Any,
+    tokenizer: Any,
+    items: Sequence[Item],
+    config: TrainConfig,
+    head: str,
+    separator: str = "",
+) -> Any:
+    """The logits of a training batch, (items, labels) for a pair head or (items,
+    choices) for a multiple-choice one: the model's inputs made as its head reads them
+    (the pair encoding, ``separator`` before each hypothesis, or one input per choice:
+    :func:`nlieval.backends.choice_pairs`)."""
+    from ..backends import CHOICE_HEAD, choice_logits, encode_pairs
+
+    if head == CHOICE_HEAD:
+        return choice_logits(model, tokenizer, items, max_length=config.max_length)
+    enc = encode_pairs(
+        tokenizer,
+        [(it.premise, it.hypothesis) for it in items],
+        max_length=config.max_length,
+        hypothesis_only=config.hypothesis_only,
+        separator=separator,
+    ).to(next(model.parameters()).device)
+    return model(**enc)
 
 
 def encoder_layers(encoder: Any) -> Any:
