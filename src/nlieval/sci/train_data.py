@@ -134,8 +134,8 @@ def _load_part(name: str, split: str | None, data_dir: str | None, head: str | N
 def _check_head(config: TrainConfig, part: Part) -> None:
     """Refuse, in one line, the settings a multiple-choice head does not take: LoRA
     (PEFT has no multiple-choice task type: its adapters wrap a sequence-classification
-    head), and the pair head's options (frozen lower layers, a pair checkpoint to start
-    from, hypothesis-only input)."""
+    head), and the pair head's options (a pair checkpoint to start from, hypothesis-only
+    input)."""
     from ..backends import CHOICE_HEAD
 
     if part.head != CHOICE_HEAD:
@@ -144,7 +144,6 @@ def _check_head(config: TrainConfig, part: Part) -> None:
         flag
         for flag, value in (
             ("--lora", config.lora),
-            ("--top-layers", config.top_layers),
             ("--init-from", config.init_from),
             ("--hypothesis-only", config.hypothesis_only or None),
         )
@@ -153,7 +152,7 @@ def _check_head(config: TrainConfig, part: Part) -> None:
     if given:
         raise TrainError(
             f"the items of {part.task} hold choices, so nlieval train fine-tunes a "
-            f"multiple-choice head on the whole encoder, which does not take "
+            f"multiple-choice head, which does not take "
             f"{', '.join(given)}; train without {'them' if len(given) > 1 else 'it'}"
         )
 

@@ -81,7 +81,10 @@ def build_model(
         torch.manual_seed(seed)  # the fresh choice head (and a pooler the encoder lacks)
         source = resolve_encoder(config.model)
         auto: Any = AutoModelForMultipleChoice
-        return auto.from_pretrained(source), AutoTokenizer.from_pretrained(source)
+        choice_model = auto.from_pretrained(source)
+        if config.top_layers is not None:
+            freeze_below_top(choice_model, config.top_layers)
+        return choice_model, AutoTokenizer.from_pretrained(source)
     if lora is not None:
         return build_lora(config.model, len(labels), lora, seed)
     source = str(init_from) if init_from is not None else resolve_encoder(config.model)
@@ -146,14 +149,30 @@ def encoder_layers(encoder: Any) -> Any:
 
 def freeze_below_top(model: Any, n: int) -> None:
     """Train only the top ``n`` encoder layers and the head: embeddings, lower layers and
-    anything else in the encoder (e.g. an unused pooler) get ``requires_grad = False``."""
-    layers = encoder_layers(model.encoder)
+    anything else in the encoder (e.g. an unused pooler) get ``requires_grad = False``.
+    A transformers multiple-choice model's head reads the encoder's pooler, which then
+    trains with it.
+
+    >>> from transformers import BertConfig, BertForMultipleChoice
+    >>> mc = BertForMultipleChoice(BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=2,
+    ...                                       num_attention_heads=2, intermediate_size=16))
+    >>> freeze_below_top(mc, 0)
+    >>> sorted({n.split(".")[0] + "." + n.split(".")[1] for n, p in mc.named_parameters()
+    ...         if p.requires_grad})
+    ['bert.pooler', 'classifier.bias', 'classifier.weight']
+    """
+    from ..backends import PairClassifier
+
+    pair = isinstance(model, PairClassifier)
+    body = model.encoder if pair else model.base_model
+    layers = encoder_layers(body)
     if n > len(layers):
         raise TrainError(f"top_layers={n}, but the encoder has {len(layers)} layers")
-    for p in model.encoder.parameters():
+    for p in body.parameters():
         p.requires_grad_(False)
-    for layer in list(layers)[len(layers) - n :]:
-        for p in layer.parameters():
+    pooler = None if pair else getattr(body, "pooler", None)
+    for part in [*list(layers)[len(layers) - n :], *([pooler] if pooler is not None else [])]:
+        for p in part.parameters():
             p.requires_grad_(True)
 
 
