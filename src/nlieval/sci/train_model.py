@@ -4,6 +4,7 @@ imported inside the functions."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,15 @@ def build_model(
         torch.manual_seed(seed)  # the fresh choice head (and a pooler the encoder lacks)
         source = resolve_encoder(config.model)
         auto: Any = AutoModelForMultipleChoice
-        choice_model = auto.from_pretrained(source)
+        # Its report that the head is missing from the encoder's files says only that
+        # the head is new, which it is meant to be: not printed.
+        quiet = logging.getLogger("transformers.modeling_utils")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            choice_model = auto.from_pretrained(source)
+        finally:
+            quiet.setLevel(level)
         if config.top_layers is not None:
             freeze_below_top(choice_model, config.top_layers)
         return choice_model, AutoTokenizer.from_pretrained(source)
