@@ -80,8 +80,8 @@ def encode_choices(tokenizer: Any, items: Sequence[ChoicePairs], *, max_length: 
     >>> from transformers import AutoTokenizer
     >>> tok = AutoTokenizer.from_pretrained(tiny_encoder)
     >>> enc = encode_choices(tok, [(("a b", "c"), ("a", "c"))] * 3, max_length=8)
-    >>> tuple(enc["input_ids"].shape)
-    (3, 2, 5)
+    >>> tuple(enc["input_ids"].shape)  # [CLS] a b [SEP] c [SEP]: 6 tokens, the other padded
+    (3, 2, 6)
     """
     sizes = {len(pairs) for pairs in items}
     if len(sizes) != 1:
@@ -330,7 +330,7 @@ def item_records(
     >>> item = Item("7", "O1.", "O2.", None, ("H1.", "H2."))
     >>> item_records(Fixed(), [item], ("1", "2"), task="t", model="m")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    nlieval.backends.finite.NonFiniteScore: ... item '7' of task t ...
+    nlieval.backends.finite.NonFiniteScore: fixed computed a -inf ... for item '7' of task t: ...
     """
     if isinstance(backend, ChoiceBackend):
         return choose_records(backend, items, task_labels, **where)
