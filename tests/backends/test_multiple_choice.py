@@ -182,3 +182,15 @@ def test_run_refuses_a_multiple_choice_model_on_pairs(
     assert err.startswith(f"nlieval: error: --model {mc_folder}, a multiple-choice classifier,")
     assert "items of task smoke are sentence pairs" in err and "item smoke-01" in err
     assert not (out / "records.jsonl").exists()
+
+
+def test_run_refuses_a_multiple_choice_model_on_real_snli(
+    mc_folder: Path, tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r"
+    argv = ["run", "--model", str(mc_folder), "--task", "snli", "--limit", "5", "--out", str(out)]
+    assert main([*argv, "--no-progress", "--device", "cpu", "--data-dir", str(data_dir)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"nlieval: error: --model {mc_folder}, a multiple-choice classifier,")
+    assert "items of task snli are sentence pairs" in err
+    assert not (out / "records.jsonl").exists()
