@@ -2,10 +2,11 @@
 
 Where to start: :func:`~nlieval.backends.registry.resolve` says what a ``--model`` string
 is (``hf:NAME``, ``server:NAME``, a plain name with or without ``--api-base``; a causal
-LM, a sequence classifier, a classifier folder, a train folder of seeds or a served
-model) and returns the one :class:`~nlieval.backends.registry.ResolvedModel` every command
-takes: its checkpoints, labels, fingerprints, early check, and the backend of each
-checkpoint, made with the options of its engine whole
+LM, a sequence classifier, a classifier folder, a train folder of seeds, a
+multiple-choice model or a served model) and returns the one
+:class:`~nlieval.backends.registry.ResolvedModel` every command takes: its checkpoints,
+labels, fingerprints, early check, and the backend of each checkpoint, made with the
+options of its engine whole
 (:class:`~nlieval.backends.options.HFOptions` or
 :class:`~nlieval.backends.openai.ServerOptions`). Each engine implements the small
 protocols of :mod:`.base`; a new engine is one more branch of :mod:`.registry`.
