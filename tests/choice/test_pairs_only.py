@@ -1,6 +1,7 @@
 """A sentence-pair classifier given a task whose items are not pairs (alpha-NLI: two
 observations and the hypotheses to choose from) is refused in one line by ``run`` and
-``train``, before anything is written: it would see the observations alone."""
+``train`` (a pair head: trained on pairs), before anything is written: it would see the
+observations alone."""
 
 from __future__ import annotations
 
@@ -68,13 +69,17 @@ def test_run_refuses_a_sequence_classifier_on_alpha_nli(
     _refused(capsys, [*argv, "--no-progress", "--device", "cpu"], out)
 
 
-def test_train_refuses_alpha_nli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_train_of_a_pair_head_refuses_alpha_nli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Trained on pairs (smoke), so a pair head: alpha-NLI as its test task is refused.
+    # (Trained on alpha-NLI itself, the head is a multiple-choice one: tests/sci.)
     pytest.importorskip("transformers")
     from tests.helpers.tiny_bert import make_tiny_bert
 
     bert = make_tiny_bert(tmp_path / "enc", ["kim", "left", "home"])
     out = tmp_path / "t"
-    argv = ["train", "--model", str(bert), "--task", str(_alpha(tmp_path)), "--no-test"]
+    argv = ["train", "--model", str(bert), "--task", "smoke", "--test-task", str(_alpha(tmp_path))]
     err = _refused(capsys, [*argv, "--out", str(out), "--no-progress", "--device", "cpu"], out)
     assert "nlieval train, which trains a sentence-pair classifier," in err
 

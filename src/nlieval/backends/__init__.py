@@ -2,10 +2,11 @@
 
 Where to start: :func:`~nlieval.backends.registry.resolve` says what a ``--model`` string
 is (``hf:NAME``, ``server:NAME``, a plain name with or without ``--api-base``; a causal
-LM, a sequence classifier, a classifier folder, a train folder of seeds or a served
-model) and returns the one :class:`~nlieval.backends.registry.ResolvedModel` every command
-takes: its checkpoints, labels, fingerprints, early check, and the backend of each
-checkpoint, made with the options of its engine whole
+LM, a sequence classifier, a classifier folder, a train folder of seeds, a
+multiple-choice model or a served model) and returns the one
+:class:`~nlieval.backends.registry.ResolvedModel` every command takes: its checkpoints,
+labels, fingerprints, early check, and the backend of each checkpoint, made with the
+options of its engine whole
 (:class:`~nlieval.backends.options.HFOptions` or
 :class:`~nlieval.backends.openai.ServerOptions`). Each engine implements the small
 protocols of :mod:`.base`; a new engine is one more branch of :mod:`.registry`.
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from .adapters import SEPARATOR, LoraSettings
 from .base import (
+    ChoiceBackend,
     ClassifierBackend,
     GenerationBackend,
     LogLikelihoodBackend,
@@ -34,6 +36,7 @@ from .options import HFOptions
 from .placement import pick_device
 from .registry import (
     CLASSIFIERS,
+    NO_PROMPT,
     ChatModel,
     Checkpoint,
     Kind,
@@ -50,6 +53,8 @@ from .weights import DEFAULT_MODEL, ModelError, parameter_count, resolve_model
 
 if TYPE_CHECKING:
     from .classifier import (
+        CHOICE_HEAD,
+        PAIR_HEAD,
         ClassifierError,
         ClassifierMeta,
         EncoderClassifier,
@@ -57,6 +62,7 @@ if TYPE_CHECKING:
         classifier_checkpoints,
         classify_records,
         encode_pairs,
+        head_for,
         label_mapping,
         load_head,
         read_meta,
@@ -67,12 +73,24 @@ if TYPE_CHECKING:
     from .hf import HFCausalLM
     from .hf_classifier import HFSequenceClassifier
     from .lora_classifier import build_lora
+    from .multiple_choice import (
+        HFMultipleChoice,
+        backend_from_model,
+        choice_logits,
+        choose_records,
+        item_records,
+        load_checkpoint,
+    )
 
 __all__ = [
+    "CHOICE_HEAD",
     "CLASSIFIERS",
     "DEFAULT_MODEL",
+    "NO_PROMPT",
+    "PAIR_HEAD",
     "SEPARATOR",
     "ChatModel",
+    "ChoiceBackend",
     "Checkpoint",
     "ClassifierBackend",
     "ClassifierError",
@@ -81,6 +99,7 @@ __all__ = [
     "EncoderClassifier",
     "GenerationBackend",
     "HFCausalLM",
+    "HFMultipleChoice",
     "HFOptions",
     "HFSequenceClassifier",
     "Kind",
@@ -98,14 +117,20 @@ __all__ = [
     "ScoreRequest",
     "ServerError",
     "ServerOptions",
+    "backend_from_model",
     "build_lora",
+    "choice_logits",
+    "choose_records",
     "check_scores",
     "classifier_checkpoints",
     "classify_records",
     "encode_pairs",
+    "head_for",
+    "item_records",
     "json_object_closed",
     "label_map_dict",
     "label_mapping",
+    "load_checkpoint",
     "load_head",
     "model_label",
     "parse_label_map",
@@ -123,10 +148,13 @@ __all__ = [
 #: The names of the trained pair classifier (torch is imported with them).
 _CLASSIFIER = frozenset(
     {
+        "CHOICE_HEAD",
+        "PAIR_HEAD",
         "ClassifierError",
         "ClassifierMeta",
         "EncoderClassifier",
         "PairClassifier",
+        "head_for",
         "classifier_checkpoints",
         "classify_records",
         "encode_pairs",
@@ -134,6 +162,18 @@ _CLASSIFIER = frozenset(
         "load_head",
         "read_meta",
         "save_classifier",
+    }
+)
+
+#: The names of the multiple-choice classifier (torch is imported with them).
+_MULTIPLE_CHOICE = frozenset(
+    {
+        "HFMultipleChoice",
+        "backend_from_model",
+        "choice_logits",
+        "choose_records",
+        "item_records",
+        "load_checkpoint",
     }
 )
 
@@ -145,6 +185,10 @@ def __getattr__(name: str) -> object:
         from . import classifier
 
         return getattr(classifier, name)
+    if name in _MULTIPLE_CHOICE:
+        from . import multiple_choice
+
+        return getattr(multiple_choice, name)
     if name == "build_lora":
         from .lora_classifier import build_lora
 

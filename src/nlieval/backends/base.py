@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from ..types import Item
+
 Progress = Callable[[int], None]
 """Called with the number of requests just finished (drives a progress bar)."""
 
@@ -91,4 +93,16 @@ class ClassifierBackend(Protocol):
 
     def classify(self, pairs: Sequence[tuple[str, str]]) -> list[list[float]]:
         """Per pair, the log-probability of each of ``labels``."""
+        ...
+
+
+@runtime_checkable
+class ChoiceBackend(Protocol):
+    """A multiple-choice classifier (a fine-tuned encoder with a multiple-choice head):
+    it reads each item with its choices (alpha-NLI's hypotheses)."""
+
+    name: str
+
+    def choose(self, items: Sequence[Item]) -> list[list[float]]:
+        """Per item, the log-probability of each of its choices, in the item's order."""
         ...

@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -45,6 +45,23 @@ META_FILE = "nlieval_classifier.json"
 HEAD_FILE = "classifier_head.safetensors"
 FORMAT = "nlieval-pair-classifier"
 FORMAT_VERSION = 1
+
+#: The heads a classifier folder may hold: a sentence-pair head (an item read as premise
+#: and hypothesis) or a multiple-choice head (one score per choice of an item, the
+#: choices compared by a softmax: alpha-NLI's hypotheses).
+PAIR_HEAD = "pair"
+CHOICE_HEAD = "multiple-choice"
+
+
+def head_for(pairs: bool) -> str:
+    """The head that reads items of this shape (:attr:`nlieval.data.Dataset.pairs`): the
+    one place that chooses it, for ``nlieval train`` and every check of a folder.
+
+    >>> head_for(True), head_for(False)
+    ('pair', 'multiple-choice')
+    """
+    return PAIR_HEAD if pairs else CHOICE_HEAD
+
 
 # Encoders whose summary token is the last one (XLNet puts <cls> at the end, pads left).
 _LAST_TOKEN_TYPES = frozenset({"xlnet"})
@@ -64,8 +81,11 @@ class ClassifierMeta:
     ``pool`` is ``"first"`` (the first token, [CLS]) or ``"last"`` (XLNet's <cls>, a
     decoder's last token); ``separator`` goes before the hypothesis (a decoder reads the
     pair as one text); ``adapter`` describes a LoRA checkpoint (``base_model`` is then
-    the model its adapters go on: :mod:`nlieval.backends.lora_classifier`); ``extra``
-    holds the training configuration and scores (informative only).
+    the model its adapters go on: :mod:`nlieval.backends.lora_classifier`); ``head``
+    is :data:`PAIR_HEAD`, or :data:`CHOICE_HEAD` for a transformers multiple-choice model
+    saved whole (:mod:`nlieval.backends.multiple_choice`; ``labels`` then name the
+    choices in item order); ``extra`` holds the training configuration and scores
+    (informative only).
 
     >>> ClassifierMeta(("entailment", "neutral", "contradiction")).to_dict()["labels"]
     ['entailment', 'neutral', 'contradiction']
@@ -79,9 +99,12 @@ class ClassifierMeta:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
     separator: str = ""
     adapter: Mapping[str, Any] | None = None
+    head: str = PAIR_HEAD
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            # Written only for another head: a pair folder's description is as it was.
+            **({"head": self.head} if self.head != PAIR_HEAD else {}),
             **({"separator": self.separator} if self.separator else {}),
             **({"adapter": dict(self.adapter)} if self.adapter else {}),
             "format": FORMAT,
@@ -107,7 +130,16 @@ class ClassifierMeta:
             extra=dict(d.get("extra") or {}),
             separator=str(d.get("separator", "")),
             adapter=dict(d["adapter"]) if isinstance(d.get("adapter"), dict) else None,
+            head=_head(d.get("head", PAIR_HEAD), where),
         )
+
+
+def _head(value: Any, where: str) -> str:
+    if value not in (PAIR_HEAD, CHOICE_HEAD):
+        raise ClassifierError(
+            f"{where}: field 'head' must be {PAIR_HEAD!r} or {CHOICE_HEAD!r}, got {value!r}"
+        )
+    return str(value)
 
 
 def is_classifier_folder(path: str | Path) -> bool:
@@ -117,6 +149,20 @@ def is_classifier_folder(path: str | Path) -> bool:
     False
     """
     return (Path(path) / META_FILE).is_file()
+
+
+def folder_head(path: str | Path) -> str:
+    """The head of the classifier folder at ``path``, as its description names it: a
+    description that cannot be read is taken for a pair head (its load says what is
+    wrong with it).
+
+    >>> folder_head("/nonexistent")
+    'pair'
+    """
+    try:
+        return read_meta(path).head
+    except ClassifierError:
+        return PAIR_HEAD
 
 
 def classifier_checkpoints(path: str | Path) -> list[Path]:
@@ -258,7 +304,12 @@ def save_classifier(
     """
     from safetensors.torch import save_file
 
-    outputs = model.num_labels if isinstance(model, LoraPairClassifier) else model.head.out_features
+    if meta.head == CHOICE_HEAD:
+        outputs = len(meta.labels)  # one score per choice, whatever their number
+    elif isinstance(model, LoraPairClassifier):
+        outputs = model.num_labels
+    else:
+        outputs = model.head.out_features
     if len(meta.labels) != outputs:
         raise ClassifierError(f"{len(meta.labels)} labels for a head with {outputs} outputs")
     folder = Path(folder)
@@ -266,7 +317,9 @@ def save_classifier(
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         tokenizer.save_pretrained(tmp)
-        if isinstance(model, LoraPairClassifier):
+        if meta.head == CHOICE_HEAD:
+            cast(Any, model).save_pretrained(tmp)  # the whole model: it loads as it is, anywhere
+        elif isinstance(model, LoraPairClassifier):
             save_lora(model, tmp)  # adapters and head; the base model is named in meta
         else:
             model.encoder.save_pretrained(tmp)
@@ -321,6 +374,8 @@ def load_classifier(
     from transformers import AutoModel, AutoTokenizer
 
     meta = read_meta(folder)
+    if meta.head != PAIR_HEAD:
+        raise ClassifierError(f"{folder} holds a {meta.head} head, not a sentence-pair classifier")
     if meta.adapter is not None:
         lora, tok = load_lora(folder, meta.base_model, len(meta.labels), meta.adapter)
         lora.to(torch.device(device)).eval()

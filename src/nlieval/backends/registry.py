@@ -7,7 +7,9 @@ command (``run``, ``instruct``, ``generate``, ``train``'s evaluation):
   alias such as ``smollm2-135m``, a model folder, a ``.gguf`` file or a hub id; for
   ``run`` also a classifier folder written by ``nlieval train``, or any transformers
   sequence-classification model, folder or hub id, whose ``config.json`` architecture
-  ends in ``ForSequenceClassification``: see :mod:`nlieval.backends.hf_classifier`);
+  ends in ``ForSequenceClassification``: see :mod:`nlieval.backends.hf_classifier`; or
+  a multiple-choice model, a folder ``nlieval train`` wrote for alpha-NLI or any one
+  whose architecture ends in ``ForMultipleChoice``: :mod:`nlieval.backends.multiple_choice`);
 - ``server:NAME`` (``openai-completions:NAME`` is the same): the model ``NAME`` served by
   an OpenAI-compatible server (vLLM, SGLang, ...) at ``--api-base``;
 - a plain ``NAME`` together with ``--api-base`` is the server's model ``NAME`` too;
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..settings import options, setting
-from .base import ClassifierBackend, GenerationBackend, LogLikelihoodBackend
+from .base import ChoiceBackend, ClassifierBackend, GenerationBackend, LogLikelihoodBackend
 from .openai import ServerOptions
 from .options import HFOptions
 from .weights import DEFAULT_MODEL, ModelError, ModelSource, model_fingerprint, resolve_model
@@ -199,10 +201,22 @@ class NamesAModel:
 #: What a model string names, decided once, by :func:`resolve`: a causal language model,
 #: an off-the-shelf sequence classifier (config.json architecture
 #: ``*ForSequenceClassification``), a classifier folder written by ``nlieval train``, a
-#: ``nlieval train`` output folder (one such checkpoint per seed), or a model on a server.
-Kind = Literal["causal-lm", "sequence-classifier", "classifier-folder", "train-folder", "server"]
+#: ``nlieval train`` output folder (one such checkpoint per seed), a multiple-choice model
+#: (architecture ``*ForMultipleChoice``, or a classifier folder with a multiple-choice
+#: head: it reads an item with its choices), or a model on a server.
+Kind = Literal[
+    "causal-lm",
+    "sequence-classifier",
+    "classifier-folder",
+    "train-folder",
+    "multiple-choice",
+    "server",
+]
 #: The kinds that classify a sentence pair: no prompt, so no shots.
 CLASSIFIERS: tuple[Kind, ...] = ("sequence-classifier", "classifier-folder", "train-folder")
+#: The kinds that read no prompt (so take no shots): the pair classifiers, and a
+#: multiple-choice model.
+NO_PROMPT: tuple[Kind, ...] = (*CLASSIFIERS, "multiple-choice")
 
 #: A backend the caller makes itself, for one checkpoint (None: the model).
 Load = Callable[[str | None], Any]
@@ -226,6 +240,16 @@ class Checkpoint:
     def classifies(self) -> bool:
         """Whether it classifies pairs (its records come from its label probabilities)."""
         return self.kind in CLASSIFIERS
+
+    @property
+    def chooses(self) -> bool:
+        """Whether it is a multiple-choice model (its records come from a softmax over
+        each item's choices).
+
+        >>> Checkpoint(None, "folder", None, "multiple-choice").chooses
+        True
+        """
+        return self.kind == "multiple-choice"
 
 
 @dataclass(frozen=True)
@@ -262,8 +286,8 @@ class ResolvedModel:
 
     @property
     def takes_shots(self) -> bool:
-        """False for a classifier: it reads the pair alone, no prompt, no exemplars."""
-        return self.kind not in CLASSIFIERS
+        """False for a classifier: it reads the item alone, no prompt, no exemplars."""
+        return self.kind not in NO_PROMPT
 
     def checkpoint(self, key: str | None) -> Checkpoint:
         """The checkpoint of ``key`` (one of ``sweep``; None: the model).
@@ -356,18 +380,21 @@ class ResolvedModel:
             raise ValueError(not_a_sequence_classifier(self.model))
         return out
 
-    def scorer(self, key: str | None = None) -> LogLikelihoodBackend | ClassifierBackend:
+    def scorer(
+        self, key: str | None = None
+    ) -> LogLikelihoodBackend | ClassifierBackend | ChoiceBackend:
         """The backend that scores options at checkpoint ``key`` (None: the model): a
         server's completions endpoint, a fine-tuned classifier folder, an off-the-shelf
-        sequence classifier (its outputs named through ``label_map``) or a causal LM in
-        process, each with its engine's options whole.
+        sequence classifier (its outputs named through ``label_map``), a multiple-choice
+        model or a causal LM in process, each with its engine's options whole.
 
         >>> lm = resolve(tiny_lm, batch_size=2).scorer()
         >>> type(lm).__name__, lm.batch_size
         ('HFCausalLM', 2)
         """
         if self.load_with is not None:
-            backend: LogLikelihoodBackend | ClassifierBackend = self.load_with(key)
+            backend: LogLikelihoodBackend | ClassifierBackend | ChoiceBackend
+            backend = self.load_with(key)
             return backend
         c = self.checkpoint(key)
         if c.kind == "server":
@@ -383,6 +410,12 @@ class ResolvedModel:
             from .classifier import EncoderClassifier
 
             return EncoderClassifier(c.model, self.hf, batch_size=self.batch_size)
+        if c.kind == "multiple-choice":
+            from .multiple_choice import HFMultipleChoice
+
+            return HFMultipleChoice(
+                c.model, self.hf, revision=c.revision, batch_size=self.batch_size
+            )
         if c.kind == "sequence-classifier":
             from .hf_classifier import HFSequenceClassifier, label_map_dict
 
@@ -443,8 +476,9 @@ def resolve(
     >>> resolve("server:org/m", server=ServerOptions("http://h:8000/v1")).spec
     ModelSpec(engine='server', name='org/m')
     """
-    from .classifier import classifier_checkpoints, is_classifier_folder
+    from .classifier import CHOICE_HEAD, classifier_checkpoints, folder_head, is_classifier_folder
     from .hf_classifier import is_sequence_classifier
+    from .multiple_choice import is_multiple_choice
 
     spec = parse_model(model, server.api_base if server else None)
     opts = hf or HFOptions()
@@ -467,9 +501,12 @@ def resolve(
 
     def kind_of(name: str, revision: str | None) -> Kind:
         if is_classifier_folder(name):
-            return "classifier-folder"
+            multiple = folder_head(name) == CHOICE_HEAD
+            return "multiple-choice" if multiple else "classifier-folder"
         if checked and is_sequence_classifier(name, revision):
             return "sequence-classifier"
+        if checked and is_multiple_choice(name, revision):
+            return "multiple-choice"
         return "causal-lm"
 
     found = classifier_checkpoints(spec.name) if Path(spec.name).is_dir() else []

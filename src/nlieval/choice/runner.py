@@ -11,6 +11,8 @@ from typing import Any, cast
 
 from .. import data
 from ..backends import (
+    Checkpoint,
+    ChoiceBackend,
     ClassifierBackend,
     LogLikelihoodBackend,
     Progress,
@@ -33,7 +35,7 @@ from .scoring import SweepPoint, make_sweep_point, score_items
 
 log = logging.getLogger(__name__)
 
-AnyBackend = LogLikelihoodBackend | ClassifierBackend
+AnyBackend = LogLikelihoodBackend | ClassifierBackend | ChoiceBackend
 Planned = list[tuple[data.Dataset, list[SweepPoint], dict[str, Any]]]
 
 
@@ -151,8 +153,8 @@ def run(
     ) -> list[Record]:
         ckpt = step.group if isinstance(step.group, str) else None
         try:
-            classifies = model.checkpoint(ckpt).classifies
-            return _score(backend, classifies, step.point, chunk, name, ckpt, config, progress)
+            c = model.checkpoint(ckpt)
+            return _score(backend, c, step.point, chunk, name, ckpt, config, progress)
         except PromptTooLongError as err:
             # One line naming the file and the item; the chunks before are in the folder.
             point: SweepPoint = step.point
@@ -209,7 +211,7 @@ def _length(item: Item) -> int:
 
 def _score(
     backend: AnyBackend,
-    classifies: bool,
+    loaded: Checkpoint,
     point: SweepPoint,
     items: Sequence[Item],
     model: str,
@@ -217,11 +219,11 @@ def _score(
     config: RunConfig,
     progress: Progress,
 ) -> list[Record]:
-    if classifies:
-        from ..backends import classify_records  # torch: only for a classifier
+    if loaded.classifies or loaded.chooses:
+        from ..backends import item_records  # torch: only for a classifier
 
-        return classify_records(
-            cast(ClassifierBackend, backend),
+        return item_records(
+            cast(ClassifierBackend | ChoiceBackend, backend),
             items,
             point.labels,
             task=point.task,
@@ -262,11 +264,16 @@ def _check_labels(model: ResolvedModel, planned: Planned) -> None:
 def _check_pairs(model: ResolvedModel, config: RunConfig, planned: Planned) -> None:
     """Refuse, before anything is written, a sentence-pair classifier (any checkpoint)
     for a task whose items are not pairs: it would see only the observations of an
-    alpha-NLI item, never its hypotheses."""
+    alpha-NLI item, never its hypotheses; and a multiple-choice classifier for a task
+    whose items hold no choices."""
     for ckpt in config.checkpoints or (None,):
-        if model.checkpoint(ckpt).classifies:
-            for ds, _, _ in planned:
+        loaded = model.checkpoint(ckpt)
+        for ds, _, _ in planned:
+            if loaded.classifies:
                 ds.require_pairs(f"--model {ckpt or config.model}, a sentence-pair classifier,")
+            elif loaded.chooses:
+                name = ckpt or config.model
+                ds.require_choices(f"--model {name}, a multiple-choice classifier,")
 
 
 def _fit(config: RunConfig, model: ResolvedModel) -> RunConfig:

@@ -195,7 +195,8 @@ COMMANDS: dict[str, Command] = {
     ),
     "train": Command(
         "train",
-        "fine-tune an encoder (linear head on [CLS]) on a task",
+        "fine-tune an encoder (linear head on [CLS]; a multiple-choice head for items with "
+        "choices, alpha-NLI) on a task",
         (
             "nlieval train --model minilm --task sick --seeds 3 --out runs/minilm-sick",
             "nlieval train --model minilm --task scinli --train-split dev --sample 1000 "

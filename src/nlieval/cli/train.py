@@ -1,4 +1,5 @@
-"""The ``train`` command: fine-tune an encoder as a sentence-pair classifier.
+"""The ``train`` command: fine-tune an encoder as a sentence-pair classifier (or, on
+items with choices such as alpha-NLI's, a multiple-choice one).
 
 :func:`add_commands` adds it to the main parser's subcommands; the subparser carries its
 handler as ``handler`` (a function of the parsed arguments returning an exit code).

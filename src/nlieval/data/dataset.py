@@ -68,6 +68,26 @@ class Dataset:
                 "see: score this task with a language model (--model LM)"
             )
 
+    def require_choices(self, reader: str) -> None:
+        """Refuse, in one line, ``reader`` (a multiple-choice classifier: it reads each
+        item's choices and picks one) for a task whose items hold none: a sentence pair
+        whose label names its relation, which no choice stands for.
+
+        >>> from nlieval.data import load_task
+        >>> load_task("smoke").require_choices("--model m, a multiple-choice classifier,")
+        ... # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: --model m, a multiple-choice classifier, picks one of each item's ...
+        """
+        first = next((it for it in self.items if not it.choices), None)
+        if first is not None:
+            raise ValueError(
+                f"{reader} picks one of each item's choices, but the items of task "
+                f"{self.task} are sentence pairs labelled by their relation (item "
+                f"{first.id} holds no choices): score this task with a pair classifier or "
+                "a language model"
+            )
+
     def label_counts(self) -> dict[str, int]:
         """Items per label value, in label-set order (plus ``"none"`` for unlabelled items)."""
         counts = Counter(it.label.value if it.label else "none" for it in self.items)

@@ -251,7 +251,7 @@ def train_seed(
     folder = run.path / f"seed{seed}"
     start = None if config.init_from is None else seed_checkpoint(config.init_from, seed)
     model, tokenizer = build_model(
-        config, data.labels, seed, init_from=start, fresh_head=config.fresh_head
+        config, data.labels, seed, init_from=start, fresh_head=config.fresh_head, head=data.head
     )
     extra = {"init_from": None if start is None else str(start), "fresh_head": config.fresh_head}
     result = fit(
@@ -313,7 +313,15 @@ def train(
     >>> train(cfg, progress=False)["seeds"] == results["seeds"]
     True
     """
-    from ..backends import EncoderClassifier, HFOptions, classify_records, read_meta
+    from ..backends import (
+        ChoiceBackend,
+        ClassifierBackend,
+        HFOptions,
+        backend_from_model,
+        item_records,
+        load_checkpoint,
+        read_meta,
+    )
 
     if init_from is not None:
         config = replace(config, init_from=str(init_from))
@@ -357,31 +365,29 @@ def train(
             for seed in config.seeds
         ]
 
-    def make_backend(seed: Hashable) -> EncoderClassifier:
+    def make_backend(seed: Hashable) -> ClassifierBackend | ChoiceBackend:
         assert isinstance(seed, int)
         folder = run.path / f"seed{seed}"
         bs = config.eval_batch_size
         if seed in trained:
-            return EncoderClassifier(
+            return load_checkpoint(
                 folder, HFOptions(device=config.device), batch_size=bs, name=name
             )
         trained[seed], model, tokenizer = train_seed(
             config, data, seed, run, on_epoch=on_epoch, progress=progress
         )
         meta = read_meta(folder)
-        return EncoderClassifier.from_model(model, tokenizer, meta, batch_size=bs, name=name)
+        return backend_from_model(model, tokenizer, meta, batch_size=bs, name=name)
 
     def work(
-        backend: EncoderClassifier,
+        backend: ClassifierBackend | ChoiceBackend,
         step: Step[Item],
         chunk: Sequence[Item],
         advance: Callable[[int], Any],
     ) -> list[Record]:
         seed = step.group
         assert isinstance(seed, int) and test is not None
-        records = classify_records(
-            backend, chunk, test.labels, task=test.task, model=name, seed=seed
-        )
+        records = item_records(backend, chunk, test.labels, task=test.task, model=name, seed=seed)
         advance(len(chunk))
         return records
 

@@ -33,6 +33,8 @@ class Part:
     dropped: Mapping[str, int] = field(default_factory=dict, compare=False)
     #: A combined training set: items per source (``task@split``), in source order.
     sources: Mapping[str, int] = field(default_factory=dict)
+    #: The head that reads its items (:func:`nlieval.backends.head_for`).
+    head: str = "pair"
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"task": self.task, "split": self.split, "n": len(self.items)}
@@ -60,6 +62,12 @@ class TrainData:
     train: Part
     dev: Part
     test: Part | None
+
+    @property
+    def head(self) -> str:
+        """The head of the model: the one its training items' shape calls for (every
+        part has that shape)."""
+        return self.train.head
 
 
 def stratified_split(
@@ -106,11 +114,47 @@ def _labelled(part: Part) -> Part:
     return part
 
 
-def _load_part(name: str, split: str | None, data_dir: str | None) -> Part:
+def _load_part(name: str, split: str | None, data_dir: str | None, head: str | None = None) -> Part:
+    """One split as a part; its items must fit ``head`` (None: the head is chosen from
+    their shape, :func:`~nlieval.backends.head_for`: the first training source's)."""
+    from ..backends import PAIR_HEAD, head_for
+
     ds = load_task(name, data_dir, split)
-    ds.require_pairs("nlieval train, which trains a sentence-pair classifier,")
+    head = head or head_for(ds.pairs)
+    if head == PAIR_HEAD:
+        ds.require_pairs("nlieval train, which trains a sentence-pair classifier,")
+    else:
+        ds.require_choices("nlieval train, which trains a multiple-choice classifier,")
     labels = tuple(lab.value for lab in ds.labels)
-    return Part(name, ds.split, labels, ds.items, ds.source, len(ds.items), dict(ds.dropped))
+    return Part(
+        name, ds.split, labels, ds.items, ds.source, len(ds.items), dict(ds.dropped), head=head
+    )
+
+
+def _check_head(config: TrainConfig, part: Part) -> None:
+    """Refuse, in one line, the settings a multiple-choice head does not take: LoRA
+    (PEFT has no multiple-choice task type: its adapters wrap a sequence-classification
+    head), and the pair head's options (a pair checkpoint to start from, hypothesis-only
+    input)."""
+    from ..backends import CHOICE_HEAD
+
+    if part.head != CHOICE_HEAD:
+        return
+    given = [
+        flag
+        for flag, value in (
+            ("--lora", config.lora),
+            ("--init-from", config.init_from),
+            ("--hypothesis-only", config.hypothesis_only or None),
+        )
+        if value is not None
+    ]
+    if given:
+        raise TrainError(
+            f"the items of {part.task} hold choices, so nlieval train fine-tunes a "
+            f"multiple-choice head, which does not take "
+            f"{', '.join(given)}; train without {'them' if len(given) > 1 else 'it'}"
+        )
 
 
 def _key(item: Item) -> tuple[str, str, str]:
@@ -148,7 +192,9 @@ def _load_sources(config: TrainConfig) -> list[tuple[Source, Part]]:
     """
     loaded: list[tuple[Source, Part]] = []
     for src in parse_sources(config.task):
-        part = _load_part(src.task, src.split or config.train_split, config.data_dir)
+        head = loaded[0][1].head if loaded else None
+        part = _load_part(src.task, src.split or config.train_split, config.data_dir, head)
+        _check_head(config, part)
         for other, seen in loaded:
             a, b = (f"{x.task}@{x.split}" if x.split else x.task for x in (other, src))
             why = _overlap(seen, part, f"--task: the sources {a} and {b}")
@@ -206,6 +252,7 @@ def _combine(loaded: Sequence[tuple[Source, Part]], config: TrainConfig) -> Part
         "; ".join(p.source for p in parts),
         sum(p.items_in_split for p in parts),
         sources={f"{p.task}@{p.split}": len(p.items) for p in parts},
+        head=first.head,
     )
 
 
@@ -226,7 +273,8 @@ def load_data(config: TrainConfig) -> TrainData:
     train = _combine(loaded, config)
     labels = train.labels
     if config.dev_split is not None:
-        dev = _load_part(config.dev_task or config.first_task, config.dev_split, config.data_dir)
+        dev_task = config.dev_task or config.first_task
+        dev = _load_part(dev_task, config.dev_split, config.data_dir, train.head)
         if set(dev.labels) != set(labels):
             raise TrainError(
                 f"dev task {dev.task} is labelled ({', '.join(dev.labels)}), the training "
@@ -234,12 +282,13 @@ def load_data(config: TrainConfig) -> TrainData:
             )
     else:
         kept, held = stratified_split(train.items, config.dev_fraction, config.split_seed)
-        dev = Part(train.task, f"{train.split}[held-out {config.dev_fraction:g}]", labels, held)
+        held_out = f"{train.split}[held-out {config.dev_fraction:g}]"
+        dev = Part(train.task, held_out, labels, held, head=train.head)
         train = replace(train, items=kept, sources=_counts(kept, train.sources))
     test = None
     if not config.skip_test:
         test_task = config.test_task or config.first_task
-        test = _load_part(test_task, config.test_split, config.data_dir)
+        test = _load_part(test_task, config.test_split, config.data_dir, train.head)
         label_mapping(labels, test.labels)  # fail now, not after hours of training
         same = any(
             src.task == test_task

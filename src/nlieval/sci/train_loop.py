@@ -32,7 +32,7 @@ from typing import Any
 from ..backends import NonFiniteScore
 from .train_config import TrainConfig, TrainError
 from .train_data import Part, TrainData
-from .train_model import make_optimizer
+from .train_model import batch_logits, make_optimizer
 
 #: Called after each epoch with its row of the dev curve (seed, epoch, loss, dev scores).
 EpochCallback = Callable[[dict[str, Any]], None]
@@ -53,11 +53,11 @@ def evaluate(
     per-class F1 and the confusion matrix (:func:`nlieval.metrics.point_metrics`).
     (The module's example scores a saved best epoch with it.)
     """
-    from ..backends import EncoderClassifier, classify_records
+    from ..backends import backend_from_model, item_records
     from ..metrics import point_metrics
 
-    backend = EncoderClassifier.from_model(model, tokenizer, meta, batch_size=batch_size, name=name)
-    records = classify_records(
+    backend = backend_from_model(model, tokenizer, meta, batch_size=batch_size, name=name)
+    records = item_records(
         backend,
         part.items,
         part.labels,
@@ -92,8 +92,6 @@ def _train_epoch(
     import torch
     import torch.nn.functional as F
 
-    from ..backends import encode_pairs
-
     items = data.train.items
     targets = torch.tensor([data.labels.index(it.label.value) for it in items if it.label])
     device = next(model.parameters()).device
@@ -108,15 +106,11 @@ def _train_epoch(
         for first in range(0, len(group), config.batch_size):
             idx = group[first : first + config.batch_size]
             micro += 1
-            enc = encode_pairs(
-                tokenizer,
-                [(items[i].premise, items[i].hypothesis) for i in idx],
-                max_length=config.max_length,
-                hypothesis_only=config.hypothesis_only,
-                separator=_separator(config),
-            ).to(device)
+            batch = [items[i] for i in idx]
             with _autocast(config, device):
-                logits = model(**enc)
+                logits = batch_logits(
+                    model, tokenizer, batch, config, data.head, _separator(config)
+                )
             loss = F.cross_entropy(logits.float(), targets[idx].to(device))
             value = float(loss.item())
             if not math.isfinite(value):
@@ -169,11 +163,12 @@ def _meta_for(model: Any, data: TrainData, config: TrainConfig, extra: Mapping[s
         labels=data.labels,
         hypothesis_only=config.hypothesis_only,
         max_length=config.max_length,
-        pool=model.pool,
+        pool=getattr(model, "pool", "first"),  # a multiple-choice model has its own
         base_model=base.get("base_path", config.model),
         extra=dict(extra),
         separator=_separator(config),
         adapter=None if lora is None else {"method": "lora", **lora.to_dict(), **base},
+        head=data.head,
     )
 
 

@@ -4,10 +4,12 @@ imported inside the functions."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..types import Item
 from .train_config import TrainConfig, TrainError, resolve_encoder
 
 
@@ -47,13 +49,17 @@ def build_model(
     *,
     init_from: str | Path | None = None,
     fresh_head: bool = True,
+    head: str = "pair",
 ) -> tuple[Any, Any]:
     """(model, tokenizer) for one seed: the encoder of ``config.model`` (or of the
     checkpoint ``init_from``) with a head drawn from ``seed``, frozen below
     ``config.top_layers``; with ``config.lora``, the model with LoRA adapters and a
     fresh head (:func:`nlieval.backends.lora_classifier.build_lora`).
     ``fresh_head=False`` keeps the checkpoint's head instead (its labels must be
-    ``labels``, in that order).
+    ``labels``, in that order). ``head`` ``multiple-choice`` (items with choices, see
+    :func:`nlieval.backends.head_for`) is the encoder as transformers'
+    ``AutoModelForMultipleChoice``: one score per choice from a fresh linear layer on
+    the encoder's pooled first token, the choices compared by a softmax.
 
     >>> enc = Path(tiny_encoder)  # a tiny random BERT: every word is [UNK] to it
     >>> labels = ("entailment", "neutral", "contradiction")
@@ -67,9 +73,27 @@ def build_model(
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from ..backends import PairClassifier, build_lora, load_head, read_meta
+    from ..backends import CHOICE_HEAD, PairClassifier, build_lora, load_head, read_meta
 
     lora = config.lora_settings
+    if head == CHOICE_HEAD:
+        from transformers import AutoModelForMultipleChoice
+
+        torch.manual_seed(seed)  # the fresh choice head (and a pooler the encoder lacks)
+        source = resolve_encoder(config.model)
+        auto: Any = AutoModelForMultipleChoice
+        # Its report that the head is missing from the encoder's files says only that
+        # the head is new, which it is meant to be: not printed.
+        quiet = logging.getLogger("transformers.modeling_utils")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            choice_model = auto.from_pretrained(source)
+        finally:
+            quiet.setLevel(level)
+        if config.top_layers is not None:
+            freeze_below_top(choice_model, config.top_layers)
+        return choice_model, AutoTokenizer.from_pretrained(source)
     if lora is not None:
         return build_lora(config.model, len(labels), lora, seed)
     source = str(init_from) if init_from is not None else resolve_encoder(config.model)
@@ -91,6 +115,32 @@ def build_model(
     return model, tokenizer
 
 
+def batch_logits(
+    model: Any,
+    tokenizer: Any,
+    items: Sequence[Item],
+    config: TrainConfig,
+    head: str,
+    separator: str = "",
+) -> Any:
+    """The logits of a training batch, (items, labels) for a pair head or (items,
+    choices) for a multiple-choice one: the model's inputs made as its head reads them
+    (the pair encoding, ``separator`` before each hypothesis, or one input per choice:
+    :func:`nlieval.backends.choice_pairs`)."""
+    from ..backends import CHOICE_HEAD, choice_logits, encode_pairs
+
+    if head == CHOICE_HEAD:
+        return choice_logits(model, tokenizer, items, max_length=config.max_length)
+    enc = encode_pairs(
+        tokenizer,
+        [(it.premise, it.hypothesis) for it in items],
+        max_length=config.max_length,
+        hypothesis_only=config.hypothesis_only,
+        separator=separator,
+    ).to(next(model.parameters()).device)
+    return model(**enc)
+
+
 def encoder_layers(encoder: Any) -> Any:
     """The encoder's stack of layers: the first ``nn.ModuleList`` as long as
     ``config.num_hidden_layers`` (``encoder.layer`` in BERT, RoBERTa, ELECTRA, DeBERTa)."""
@@ -108,14 +158,30 @@ def encoder_layers(encoder: Any) -> Any:
 
 def freeze_below_top(model: Any, n: int) -> None:
     """Train only the top ``n`` encoder layers and the head: embeddings, lower layers and
-    anything else in the encoder (e.g. an unused pooler) get ``requires_grad = False``."""
-    layers = encoder_layers(model.encoder)
+    anything else in the encoder (e.g. an unused pooler) get ``requires_grad = False``.
+    A transformers multiple-choice model's head reads the encoder's pooler, which then
+    trains with it.
+
+    >>> from transformers import BertConfig, BertForMultipleChoice
+    >>> mc = BertForMultipleChoice(BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=2,
+    ...                                       num_attention_heads=2, intermediate_size=16))
+    >>> freeze_below_top(mc, 0)
+    >>> sorted({n.split(".")[0] + "." + n.split(".")[1] for n, p in mc.named_parameters()
+    ...         if p.requires_grad})
+    ['bert.pooler', 'classifier.bias', 'classifier.weight']
+    """
+    from ..backends import PairClassifier
+
+    pair = isinstance(model, PairClassifier)
+    body = model.encoder if pair else model.base_model
+    layers = encoder_layers(body)
     if n > len(layers):
         raise TrainError(f"top_layers={n}, but the encoder has {len(layers)} layers")
-    for p in model.encoder.parameters():
+    for p in body.parameters():
         p.requires_grad_(False)
-    for layer in list(layers)[len(layers) - n :]:
-        for p in layer.parameters():
+    pooler = None if pair else getattr(body, "pooler", None)
+    for part in [*list(layers)[len(layers) - n :], *([pooler] if pooler is not None else [])]:
+        for p in part.parameters():
             p.requires_grad_(True)
 
 
