@@ -4,19 +4,24 @@ the papers' grids across runs (:func:`grid_report`), breakdowns by item field
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 from .analyses import (
     FILTERS,
+    GRID_KEYS,
     SORTS,
     Grid,
     baseline_levels,
     breakdown,
     breakdown_table,
+    by_fields,
     chaosnli,
     checkpoint_positions,
     compare_runs,
@@ -115,6 +120,8 @@ def grid_report(
     seed: int = 0,
     over_checkpoints: bool = False,
     allow_mixed: bool = False,
+    reference_by: str | None = None,
+    overall: bool = True,
 ) -> Grid:
     """The grid table (:func:`nlieval.analyses.grid`) of the metric rows of ``folders``,
     recomputed from their records: :func:`nlieval.metrics.summarize` rows, or for the
@@ -122,6 +129,19 @@ def grid_report(
     rows of :func:`nlieval.analyses.chaosnli.score_records` over the ChaosNLI records.
     ``reference`` is a run folder (also one of ``folders`` or not) of one model whose row
     the others' gaps are taken to.
+
+    Each folder is scored on its own: two folders of one model on the same sweep point
+    (two templates, balanced or not) are two rows, named by what differs in their
+    ``config.json`` (:func:`run_labels`), never one row over both folders' items. A row or
+    column key that is no key of the metric rows is a field of the items (``domain``,
+    ``genre``, ...): each value is scored apart, and with ``overall`` all items pooled
+    once more (:func:`nlieval.analyses.grid.by_fields`).
+
+    ``reference_by`` (``KEY=VALUE``) gives each model its own reference: the folders whose
+    ``config.json`` holds KEY=VALUE (VALUE may be a glob, ``*hyp*``; a path matches by its
+    file name or stem, a list by any of its values) are the references, and every other
+    folder's rows get a gap column to the reference folder of its model (``config.json``'s
+    ``model``): :func:`reference_pairs`.
 
     ``ci`` (a confidence level such as 0.95) adds each cell's bootstrap interval over items
     (:func:`nlieval.analyses.grid.intervals`, ``resamples`` draws seeded by ``seed``).
@@ -146,51 +166,76 @@ def grid_report(
     paths = list(folders)
     if reference is not None and Path(reference) not in map(Path, paths):
         paths.append(reference)
-    records = []
-    ref_models: set[tuple[str, str | None]] = set()
-    for path in paths:
-        # Each folder read once; the reference's own records say which model it is.
-        held = list(iter_run_records([path]))
-        if over_checkpoints:
-            held = over_replicates(held)
-        if reference is not None and Path(path) == Path(reference):
-            ref_models = {(r.model, r.checkpoint) for r in held}
-        records += held
     chaos = [v for v in values if v in METRICS and METRICS[v].source == "chaosnli"]
     if chaos and len(chaos) != len(values):
         raise ValueError(f"ChaosNLI values ({', '.join(chaos)}) cannot share a grid with others")
-    if chaos:
-        if ci is not None:
-            bounded = metrics(source="records", bootstrap=True)
-            raise ValueError(f"intervals (--ci) are for {listed(bounded, last=' and ')}")
-        rows = chaosnli.score_records([r for r in records if "human_counts" in r.meta])
-    else:
-        rows = summarize(records)
+    if chaos and ci is not None:
+        bounded = metrics(source="records", bootstrap=True)
+        raise ValueError(f"intervals (--ci) are for {listed(bounded, last=' and ')}")
+    seen: dict[Path, str | Path] = {}
+    for path in paths:
+        if Path(path).resolve() in seen:
+            raise ValueError(f"{path} is given twice (as {seen[Path(path).resolve()]})")
+        seen[Path(path).resolve()] = path
+    held: list[list[Record]] = []
+    for path in paths:
+        # Each folder read once.
+        recs = list(iter_run_records([path]))
+        held.append(over_replicates(recs) if over_checkpoints else recs)
+    configs = [RunFolder(p).read_config() or {} for p in paths]
+    labels = run_labels(paths, held, configs)
+
+    def score(records: list[Record]) -> list[dict[str, Any]]:
+        if chaos:
+            rows = chaosnli.score_records([r for r in records if "human_counts" in r.meta])
+        else:
+            rows = summarize(records)
         if ci is not None:
             bounds = intervals(records, values, confidence=ci, resamples=resamples, seed=seed)
             rows = [
-                {
-                    **r,
-                    **{
-                        f"{m}_ci": lh
-                        for m, lh in bounds.get(
-                            (r["model"], r["checkpoint"], r["task"], r["k"]), {}
-                        ).items()
-                    },
-                }
+                {**r, **{f"{m}_ci": lh for m, lh in bounds.get(_point(r), {}).items()}}
                 for r in rows
             ]
-    scored = scored_items(records)
-    rows = [
-        {**r, "item_ids": scored.get((r["model"], r["checkpoint"], r["task"], r["k"]))}
-        for r in rows
-    ]
+        scored = scored_items(records)
+        return [{**r, "item_ids": scored.get(_point(r))} for r in rows]
+
+    fields = [n for n in (*index, *columns) if n not in GRID_KEYS and n != "metric"]
+    rows: list[dict[str, Any]] = []
+    for path, records, names in zip(paths, held, labels, strict=True):
+        try:
+            folder_rows = by_fields(records, fields, score, overall=overall)
+        except DataError as err:
+            where = RunFolder(path).records_path
+            raise DataError(where, err.line, err.field, err.message) from None
+        except ValueError as err:
+            if type(err) is not ValueError:
+                raise  # a record's own error names its item already (NonFiniteRecord)
+            raise ValueError(f"{path}: {err}") from None
+        if not folder_rows:
+            # A folder that fills no cell would vanish from the table without a word.
+            what = "ChaosNLI records" if chaos else "records"
+            raise ValueError(f"{path}: no {what} to score for {', '.join(values)}")
+        rows += [{**r, "model": names.get(r["model"], r["model"])} for r in folder_rows]
+    # The cells in the order of the models (as one summary of all folders gave them), each
+    # point's field values in by_fields' order.
+    rows.sort(key=lambda r: (str(r["model"]), str(r["checkpoint"] or ""), str(r["task"]), r["k"]))
     ref_key: dict[str, Any] | None = None
     if reference is not None:
+        ref_at = [Path(p) for p in paths].index(Path(reference))
+        ref_models = {(labels[ref_at].get(r.model, r.model), r.checkpoint) for r in held[ref_at]}
         if len(ref_models) != 1:
             raise RunError(f"{reference}: a reference run holds one model, not {len(ref_models)}")
         model, ckpt = ref_models.pop()
         ref_key = {"model": model, "checkpoint": ckpt}
+    own: dict[str, str | None] | None = None
+    name = "reference"
+    if reference_by is not None:
+        own = reference_pairs(paths, held, configs, labels, reference_by)
+        # The gap column names the reference by its value (hyp-only), or by KEY=VALUE where
+        # the value alone says nothing (true, 0).
+        key, _, value = reference_by.partition("=")
+        is_literal = value.lower() in ("true", "false", "null") or value.lstrip("-").isdigit()
+        name = reference_by if is_literal else value.strip("*?") or reference_by
     return grid(
         rows,
         index=index,
@@ -199,7 +244,148 @@ def grid_report(
         average=average,
         reference=ref_key,
         allow_mixed=allow_mixed,
+        references=own,
+        reference_name=name,
     )
+
+
+def _point(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (row["model"], row["checkpoint"], row["task"], row["k"])
+
+
+#: Keys of ``config.json`` that never tell two runs apart: where the folder is, and what
+#: follows from the rest (the fingerprints of data and prompts).
+_NOT_TELLING = ("out", "fingerprints", "folder_format")
+#: At most this many differing keys name a run; more, and its folder name does.
+_MOST_KEYS = 3
+
+
+def _config_value(value: Any) -> str:
+    # A path by its file name (prompts/hyp-only.yaml -> hyp-only.yaml), a list joined.
+    if isinstance(value, list):
+        return ",".join(_config_value(v) for v in value)
+    if isinstance(value, str) and ("/" in value or "\\" in value):
+        return Path(value).name
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "none" if value is None else str(value)
+
+
+def run_labels(
+    folders: Sequence[str | Path],
+    records: Sequence[Sequence[Record]],
+    configs: Sequence[Mapping[str, Any]],
+) -> list[dict[str, str]]:
+    """Per folder, the models it names otherwise in a table (model -> name; a model not
+    named keeps its name): a model that another folder holds on one of the same sweep
+    points (task, checkpoint, k) is ``model (key=value, ...)`` by the keys of
+    ``config.json`` whose values differ between those folders (template, balanced,
+    prompt, ...), or ``model (folder)`` where no key (or more than three) tells them
+    apart. Folders of one model on other points (one per task) keep one name: their
+    cells fill one row.
+
+    >>> from nlieval.types import Record
+    >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), "a", "a")
+    >>> run_labels(["x", "y", "z"], [[r], [r], [replace(r, task="u")]],
+    ...            [{"template": None}, {"template": "p/hyp-only.yaml"}, {"template": "q"}])
+    [{'m': 'm (template=none)'}, {'m': 'm (template=hyp-only.yaml)'}, {'m': 'm (template=q)'}]
+    >>> run_labels(["x", "z"], [[r], [replace(r, task="u")]], [{}, {"template": "q"}])
+    [{}, {}]
+    >>> run_labels(["runs/x", "runs/y"], [[r], [r]], [{"a": 1, "b": 1, "c": 1, "d": 1}, {}])
+    [{'m': 'm (x)'}, {'m': 'm (y)'}]
+    """
+    points: dict[str, list[set[tuple[Any, ...]]]] = {}
+    for i, recs in enumerate(records):
+        for r in recs:
+            at = points.setdefault(r.model, [set() for _ in folders])
+            at[i].add((r.checkpoint, r.task, r.k))
+    out: list[dict[str, str]] = [{} for _ in folders]
+    for model, per_folder in points.items():
+        holders = [i for i, pts in enumerate(per_folder) if pts]
+        clash = any(per_folder[i] & per_folder[j] for i, j in combinations(holders, 2))
+        if not clash:
+            continue
+        keys = sorted({k for i in holders for k in configs[i]} - set(_NOT_TELLING))
+        seen = {k: {json.dumps(configs[i].get(k), sort_keys=True) for i in holders} for k in keys}
+        differ = [k for k in keys if len(seen[k]) > 1]
+        names = {
+            i: ", ".join(f"{k}={_config_value(configs[i].get(k))}" for k in differ) for i in holders
+        }
+        # More than a few keys (folders made by different commands): the folder names read
+        # better than a list of every setting.
+        if not differ or len(differ) > _MOST_KEYS or len(set(names.values())) < len(holders):
+            names = {i: Path(folders[i]).name for i in holders}
+            if len(set(names.values())) < len(holders):
+                names = {i: str(folders[i]) for i in holders}
+        for i in holders:
+            out[i][model] = f"{model} ({names[i]})"
+    return out
+
+
+def _matches(value: Any, wanted: str) -> bool:
+    # A config value matches as written or as a glob (*hyp*); a path also by its file
+    # name or stem; a list when one of its values does.
+    if isinstance(value, list):
+        return any(_matches(v, wanted) for v in value)
+    if isinstance(value, bool):
+        return wanted.lower() == str(value).lower()
+    if isinstance(value, str):
+        return any(fnmatchcase(v, wanted) for v in (value, Path(value).name, Path(value).stem))
+    return value is not None and wanted == json.dumps(value)
+
+
+def reference_pairs(
+    folders: Sequence[str | Path],
+    records: Sequence[Sequence[Record]],
+    configs: Sequence[Mapping[str, Any]],
+    labels: Sequence[Mapping[str, str]],
+    reference_by: str,
+) -> dict[str, str | None]:
+    """Each model's own reference (``reference_by``: ``KEY=VALUE``): a folder whose
+    ``config.json`` KEY is VALUE (or matches it as a glob; a path by its file name or
+    stem, a list by any value) is a reference run; any
+    other folder's model (by its ``config.json`` ``model``, else the records' model) gets
+    the model name (``labels``, :func:`run_labels`) of the reference run of the same
+    model, or None where there is none. Two references of one model are an error, and so
+    is a KEY=VALUE that no folder holds.
+
+    >>> from nlieval.types import Record
+    >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), "a", "a")
+    >>> recs = [[r], [replace(r, model="m-hyp")], [replace(r, model="n")]]
+    >>> cfgs = [{"model": "base"}, {"model": "base", "hypothesis_only": True}, {"model": "n"}]
+    >>> reference_pairs(["a", "b", "c"], recs, cfgs, [{}, {}, {}], "hypothesis_only=true")
+    {'m': 'm-hyp', 'n': None}
+    """
+    key, sep, wanted = reference_by.partition("=")
+    if not sep or not key or not wanted:
+        raise ValueError(f"--reference-by {reference_by!r}: write KEY=VALUE (template=hyp-only)")
+
+    def identity(i: int, model: str) -> str:
+        return str(configs[i].get("model") or model)
+
+    refs: dict[str, list[tuple[int, str]]] = {}
+    mains: list[tuple[int, str]] = []
+    for i, recs in enumerate(records):
+        is_ref = _matches(configs[i].get(key), wanted)
+        for model in sorted({r.model for r in recs}):
+            if is_ref:
+                refs.setdefault(identity(i, model), []).append((i, model))
+            else:
+                mains.append((i, model))
+    if not refs:
+        raise ValueError(f"no run folder's config.json holds {key}={wanted}: no reference run")
+    out: dict[str, str | None] = {}
+    for i, model in mains:
+        found = refs.get(identity(i, model), [])
+        if len({j for j, _ in found}) > 1:
+            named = ", ".join(str(folders[j]) for j, _ in found)
+            raise ValueError(f"{folders[i]}: several reference runs of its model: {named}")
+        # One reference folder of several models: the one of this model, if it holds it.
+        if len(found) > 1:
+            found = [(j, m) for j, m in found if m == model]
+        label = labels[i].get(model, model)
+        out[label] = labels[found[0][0]].get(found[0][1], found[0][1]) if found else None
+    return out
 
 
 def scored_items(records: Iterable[Record]) -> dict[tuple[Any, ...], frozenset[str]]:
@@ -393,8 +579,18 @@ def _table_out() -> Any:
 @dataclass(frozen=True, kw_only=True)
 class _GridLayout:
     runs: tuple[str, ...] = ()
-    rows: tuple[str, ...] = setting(("model",), help="row keys", parse=csv_list)
-    cols: tuple[str, ...] = setting(("task",), help="column keys", parse=csv_list)
+    rows: tuple[str, ...] = setting(
+        ("model",),
+        help="row keys: model, checkpoint, task, k, metric, or a field of the items (domain, "
+        "genre, round, heuristic, a task YAML's meta field), which adds an Overall row: all "
+        "the items pooled, not the mean of the field's cells",
+        parse=csv_list,
+    )
+    cols: tuple[str, ...] = setting(
+        ("task",),
+        help="column keys, as --rows (an item field adds an Overall column)",
+        parse=csv_list,
+    )
     metrics: tuple[str, ...] = setting(
         ("accuracy",),
         help=f"values: {listed(metrics(source='records'))}, or the ChaosNLI "
@@ -402,7 +598,20 @@ class _GridLayout:
         parse=csv_list,
     )
     reference: str | None = setting(None, help="run folder to take each row's gap to")
+    reference_by: str | None = setting(
+        None,
+        help="KEY=VALUE of config.json that marks the reference runs (template=hyp-only, "
+        "hypothesis_only=true, a glob: files=*hyp*): a gap column of each model to the "
+        "reference run of its own model (config.json's model); n/a and a note where it has "
+        "none",
+        metavar="KEY=VALUE",
+    )
     no_average: bool = setting(False, help="no Average row")
+    no_overall: bool = setting(
+        False,
+        help="no Overall row or column for an item field (Overall: all items pooled and "
+        "scored at once, not the mean of the field's cells)",
+    )
     ci: float | None = setting(
         None,
         help="add each cell's bootstrap interval over items at this level, e.g. 0.95",
@@ -458,6 +667,8 @@ def grid_table(cfg: GridConfig) -> str:
         seed=cfg.seed,
         over_checkpoints=cfg.over_checkpoints,
         allow_mixed=cfg.allow_mixed,
+        reference_by=cfg.reference_by,
+        overall=not cfg.no_overall,
     )
     return render_grid(g, cfg.format, percent=cfg.percent, digits=cfg.digits)
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
-from nlieval.analyses.grid import grid, intervals, render_grid
+from nlieval.analyses.grid import by_fields, grid, intervals, render_grid
+from nlieval.ground import DataError
 from nlieval.metrics import METRICS, Metric, point_metrics, summarize
 from nlieval.types import Record
 
@@ -53,7 +54,9 @@ def test_the_chaosnli_layout_with_an_average_row() -> None:
     assert m1 is not None and (m1.mean, m1.std) == (0.50, 0.01)
     md = render_grid(g, percent=True, digits=1)
     assert "| m2 | 62.0 ± 1.0 | 64.0 ± 2.0 |" in md  # alpha-NLI first: sorted by name
-    assert md.splitlines()[-1].startswith("| Average | 57.0 | 61.0 |")
+    *table, blank, note = md.splitlines()
+    assert table[-1].startswith("| Average | 57.0 | 61.0 |") and blank == ""
+    assert note == "± sample standard deviation over 2 seeds"  # every ± is over seeds [0, 1]
 
 
 def test_gaps_to_a_reference_row_and_missing_cells() -> None:
@@ -140,3 +143,65 @@ def test_a_metric_added_to_the_table_reaches_summaries_and_intervals(
     g = grid([{**row, "gold_prob_ci": [low, high]}], values=("gold_prob",), average=False)
     cell = g.value(("m",), ("t",))
     assert cell is not None and (cell.low, cell.high) == (low, high)
+
+
+def _field_record(i: int, domain: object, genre: str) -> Record:
+    return Record("t", str(i), "m", 0, 0, ("a", "b"), (-1.0, -2.0), (0.7, 0.3), "a", "a",
+                  meta={"domain": domain, "genre": genre})  # fmt: skip
+
+
+def test_two_item_fields_are_pooled_alone_and_together() -> None:
+    # Items by (domain, genre): (x, g) 1, (x, h) 2, (y, g) 3; a record without a domain.
+    recs = [_field_record(1, "x", "g"), _field_record(2, "x", "h"), _field_record(3, "x", "h"),
+            _field_record(4, "y", "g"), _field_record(5, "y", "g"), _field_record(6, "y", "g"),
+            _field_record(7, None, "h")]  # fmt: skip
+    rows = by_fields(recs, ["domain", "genre"], lambda rs: [{"n": len(rs)}])
+    counts = {(r["domain"], r["genre"]): r["n"] for r in rows}
+    assert counts == {
+        ("x", "g"): 1, ("x", "h"): 2, ("y", "g"): 3, (None, "h"): 1,
+        ("Overall", "g"): 4, ("Overall", "h"): 3,  # each genre over every domain
+        ("x", "Overall"): 3, ("y", "Overall"): 3, (None, "Overall"): 1,
+        ("Overall", "Overall"): 7,
+    }  # fmt: skip
+    assert len(rows) == len(counts)  # no pooled group twice
+    assert len(by_fields(recs, ["domain"], lambda rs: [{"n": len(rs)}], overall=False)) == 3
+    with pytest.raises(ValueError, match="has the value 'Overall' itself"):
+        by_fields([_field_record(1, "Overall", "g")], ["domain"], lambda rs: [{"n": len(rs)}])
+    bad = [_field_record(1, {"a": 1}, "g")]
+    with pytest.raises(DataError, match="field 'domain'.*holds an object"):
+        by_fields(bad, ["domain"], lambda rs: [{"n": len(rs)}])
+
+
+def test_overall_is_no_row_of_the_average_and_domains_are_no_mixed_items() -> None:
+    rows = [
+        {"model": "m", "task": "t", "domain": d, "accuracy": acc, "n": len(ids), "item_ids": ids}
+        for d, acc, ids in (("x", 1.0, {"1"}), ("y", 0.0, {"2", "3"}), ("Overall", 1 / 3,
+                                                                          {"1", "2", "3"}))
+    ]  # fmt: skip
+    # The domains hold other items by design: not refused as mixed cells.
+    g = grid(rows, index=("domain",), columns=("model",))
+    assert g.rows == (("x",), ("y",), ("Overall",), ("Average",))
+    avg = g.value(("Average",), ("m",))
+    assert avg is not None and avg.mean == 0.5 and not avg.short  # (1 + 0) / 2, not with 1/3
+    with pytest.raises(ValueError, match="unknown grid key 'genre'"):
+        grid(rows, index=("genre",))
+
+
+def test_an_average_over_fewer_rows_is_marked_and_its_note_names_the_column() -> None:
+    rows = [
+        {"model": "a", "task": "snli", "accuracy": 0.5, "accuracy_std": 0.1, "seeds": [0, 1]},
+        {"model": "b", "task": "snli", "accuracy": 0.7, "accuracy_std": 0.1, "seeds": [0, 1]},
+        {"model": "a", "task": "mnli", "accuracy": 0.4},
+    ]
+    g = grid(rows)
+    mnli, snli = g.value(("Average",), ("mnli",)), g.value(("Average",), ("snli",))
+    assert mnli is not None and mnli.short and snli is not None and not snli.short
+    assert g.notes == ("‡ Average over fewer rows (the rest lack it): mnli 1 of 2",)
+    md = render_grid(g).splitlines()
+    assert md[4] == "| Average | 0.400 ‡ | 0.600 |"
+    assert md[-2:] == [g.notes[0], "± sample standard deviation over 2 seeds"]
+    cells = json.loads(render_grid(g, "json"))
+    assert cells["notes"] == list(g.notes)
+    seeds = {(c["row"][0], c["column"][0]): c["seeds"] for c in cells["cells"]}
+    assert seeds == {("a", "snli"): 2, ("b", "snli"): 2, ("a", "mnli"): None,
+                     ("Average", "snli"): None, ("Average", "mnli"): None}  # fmt: skip

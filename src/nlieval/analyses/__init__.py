@@ -16,7 +16,8 @@ and prediction files of classifiers made elsewhere. Where to start:
   genre, round, domain, gold label), :func:`breakdown_table`;
 * ``nlieval grid``: :func:`grid` pivots metric rows of many folders into the papers'
   model x benchmark tables (Average row, gaps to a reference, bootstrap intervals on
-  request: :func:`intervals`), :func:`render_grid`;
+  request: :func:`intervals`; item fields as keys with an Overall: :func:`by_fields`),
+  :func:`render_grid`;
 * ``nlieval items``: :func:`item_listing` of several folders' predictions side by side,
   filtered for error analysis;
 * ``nlieval plots``: :func:`plot_accuracy_vs_shots`, :func:`plot_accuracy_by_entropy`
@@ -57,13 +58,15 @@ from .commands import (
 )
 from .compare import compare_runs, comparison_table
 from .dynamics import follow_run, format_dynamics
-from .grid import Grid, grid, intervals, render_grid
+from .grid import KEYS as GRID_KEYS
+from .grid import Grid, by_fields, grid, intervals, render_grid
 from .imports import ImportConfig, format_import, import_predictions
 from .listing import FILTERS, SORTS, item_listing, listing_table
 
 __all__ = [
     "FILTERS",
     "SORTS",
+    "GRID_KEYS",
     "Grid",
     "HumanBaseline",
     "ImportConfig",
@@ -75,6 +78,7 @@ __all__ = [
     "compare_runs",
     "comparison_table",
     "follow_run",
+    "by_fields",
     "grid",
     "intervals",
     "import_predictions",

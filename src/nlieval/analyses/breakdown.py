@@ -50,6 +50,32 @@ def field_value(record: Record, name: str) -> Any:
     return record.meta.get(name)
 
 
+def group_value(record: Record, name: str) -> Any:
+    """:func:`field_value` as a value to group by: a field that holds a JSON object or
+    list is a :class:`~nlieval.ground.DataError` naming the record.
+
+    >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (0.7, 0.3), "a", "b",
+    ...            meta={"genre": ["x"]})
+    >>> group_value(r, "gold")
+    'b'
+    >>> group_value(r, "genre")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.ground.errors.DataError: field 'genre': record of item '1' (...) holds a list, ...
+    """
+    v = field_value(record, name)
+    if isinstance(v, (dict, list)):
+        # A group is one value; an object or list would be a TypeError (unhashable).
+        kind = "an object" if isinstance(v, dict) else "a list"
+        raise DataError(
+            None,
+            None,
+            name,
+            f"record of item {record.item_id!r} (model {record.model}, k {record.k}, "
+            f"seed {record.seed}) holds {kind}, not a value to group by",
+        )
+    return v
+
+
 def breakdown(records: Iterable[Record], by: Sequence[str]) -> list[dict[str, Any]]:
     """One row per model, checkpoint, task, k and value of each field in ``by``: the
     number of items (per seed), accuracy and macro F1 (mean over seeds, with ``*_std``),
@@ -67,18 +93,7 @@ def breakdown(records: Iterable[Record], by: Sequence[str]) -> list[dict[str, An
         raise ValueError("name at least one field to break down by")
     groups: dict[tuple[Any, ...], dict[int, list[Record]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
-        values = [field_value(r, f) for f in by]
-        for f, v in zip(by, values, strict=True):
-            if isinstance(v, (dict, list)):
-                # A group is one value; an object or list would be a TypeError (unhashable).
-                kind = "an object" if isinstance(v, dict) else "a list"
-                raise DataError(
-                    None,
-                    None,
-                    f,
-                    f"record of item {r.item_id!r} (model {r.model}, k {r.k}, seed {r.seed}) "
-                    f"holds {kind}, not a value to group by",
-                )
+        values = [group_value(r, f) for f in by]
         key = (r.model, r.checkpoint, r.task, r.k, *values)
         groups[key][r.seed].append(r)
     rows = []

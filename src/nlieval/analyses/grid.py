@@ -13,6 +13,12 @@ scored on (``item_ids``), the cells of one task must share one item set: a table
 a 50-item cell beside (or averaged it with) a 200-item cell of the same task is refused,
 unless ``allow_mixed``, which marks those cells instead.
 
+A row or column key may also be any field of the items (``domain``, ``genre``, ``round``,
+``heuristic``, a task YAML's own ``meta`` field): :func:`by_fields` scores the records of
+each value apart and once more all pooled, the ``Overall`` row or column (a score over all
+the items, not a mean of the per-value cells: macro F1 over pooled items is not the mean of
+per-domain macro F1s).
+
 >>> rows = [{"model": "a", "task": "snli", "k": 0, "accuracy": 0.5, "accuracy_std": 0.1},
 ...         {"model": "b", "task": "snli", "k": 0, "accuracy": 0.7, "accuracy_std": 0.0},
 ...         {"model": "a", "task": "mnli", "k": 0, "accuracy": 0.4, "accuracy_std": 0.0}]
@@ -27,8 +33,9 @@ import csv
 import io
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import combinations
 from typing import Any
 
 from ..ground import as_format
@@ -36,10 +43,13 @@ from ..metrics import METRICS, group_records, listed, metrics
 from ..runs import markdown_table
 from ..significance import CONFIDENCE, MEAN, RESAMPLES, bootstrap_interval
 from ..types import Record
+from .breakdown import group_value
 
-#: Keys a grid may put in rows or columns (besides ``metric``).
+#: Keys of every metric row (besides ``metric``); any other key is a field of the items.
 KEYS = ("model", "checkpoint", "task", "k")
 AVERAGE = "Average"
+#: The value of an item-field key in the row or column scored on all items pooled.
+OVERALL = "Overall"
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,10 @@ class Cell:
     mixed: bool = False
     #: The metric of :data:`nlieval.metrics.METRICS` it holds (how ``--percent`` scales it).
     metric: str = ""
+    #: Seeds behind ``mean`` and ``std`` (None: not known, or a derived cell).
+    seeds: int | None = None
+    #: An Average cell over fewer rows than the column could have (the others lack it).
+    short: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,8 @@ class Grid:
     rows: tuple[tuple[Any, ...], ...]
     cols: tuple[tuple[Any, ...], ...]
     cells: tuple[Cell, ...]
+    #: Lines that say what the table cannot (missing references, short averages).
+    notes: tuple[str, ...] = ()
 
     def value(self, row: tuple[Any, ...], col: tuple[Any, ...]) -> Cell | None:
         """The cell at ``row`` and ``col``, if the table has one."""
@@ -87,16 +103,23 @@ def _key(row: Mapping[str, Any], names: Sequence[str], metric: str) -> tuple[Any
 
 
 def _sort_key(key: tuple[Any, ...], names: Sequence[str], values: Sequence[str]) -> tuple[str, ...]:
-    # Numbers in numeric order, metrics in the order asked for, the rest by name.
+    # Numbers in numeric order, metrics in the order asked for, the Overall of an item
+    # field after its values, the rest by name.
     out = []
     for name, v in zip(names, key, strict=True):
         if name == "metric":
             out.append(f"{values.index(v):06d}")
         elif isinstance(v, int):
             out.append(f"{v:012d}")
+        elif name not in KEYS and v == OVERALL:
+            out.append("\uffff")
         else:
             out.append("" if v is None else str(v))
     return tuple(out)
+
+
+def _gap_column(col: tuple[Any, ...], name: str) -> tuple[Any, ...]:
+    return (*col[:-1], f"{col[-1]} - {name}")
 
 
 def grid(
@@ -108,21 +131,33 @@ def grid(
     average: bool = True,
     reference: Mapping[str, Any] | None = None,
     allow_mixed: bool = False,
+    references: Mapping[str, str | None] | None = None,
+    reference_name: str = "reference",
 ) -> Grid:
     """Pivot metric rows into a :class:`Grid`.
 
-    ``index`` and ``columns`` name keys of the rows (:data:`KEYS`) or ``metric`` (one of
-    ``values``; when there are several values and neither names ``metric``, it is added
-    to the columns). Two rows with one cell are an error (pick keys that tell them apart,
-    e.g. add ``k``). ``average`` adds a row of the mean over rows of each column (over the
-    rows that have it). ``reference`` names rows by some of their keys (``{"model":
-    "hyp-only"}``): every other row gets a gap row ``<row> - <reference>`` of its
-    differences to the reference row that shares its other keys (the same k, ...).
+    ``index`` and ``columns`` name keys of the rows (:data:`KEYS`, a field of the items
+    that the rows hold, as :func:`by_fields` gives them) or ``metric`` (one of ``values``;
+    when there are several values and neither names ``metric``, it is added to the
+    columns). Two rows with one cell are an error (pick keys that tell them apart, e.g.
+    add ``k``). ``average`` adds a row of the mean over rows of each column (over the rows
+    that have it; a column that fewer rows hold is marked ``short`` and named in a note;
+    an item field's ``Overall`` row is no row of the mean). ``reference`` names rows by
+    some of their keys (``{"model": "hyp-only"}``): every other row gets a gap row
+    ``<row> - <reference>`` of its differences to the reference row that shares its other
+    keys (the same k, ...).
+
+    ``references`` gives each model its own reference instead (model -> the model of its
+    reference run, or None where it has none): a gap column ``<column> -
+    <reference_name>`` beside the columns, each cell the model's cell minus its own
+    reference's cell at the same other keys; a model without a reference gets no gap
+    cells and a note, never another model's reference. ``model`` must then be a row or
+    column key.
 
     A row's ``n`` is its cells' item count; its ``item_ids`` (optional) the items it was
-    scored on. Cells of one task on different item sets are a ValueError naming them,
-    unless ``allow_mixed``: then they, and the Average and gap cells made from them, are
-    marked ``mixed``.
+    scored on. Cells of one task (and one value of each item field) on different item
+    sets are a ValueError naming them, unless ``allow_mixed``: then they, and the Average
+    and gap cells made from them, are marked ``mixed``.
 
     >>> rows = [{"model": "a", "task": "snli", "accuracy": 0.5, "n": 2, "item_ids": {"1", "2"}},
     ...         {"model": "b", "task": "snli", "accuracy": 0.7, "n": 1, "item_ids": {"1"}}]
@@ -131,15 +166,29 @@ def grid(
     ValueError: the cells of task snli are scored on different items: a / snli (n=2), b / ...
     >>> [(c.row, c.n, c.mixed) for c in grid(rows, allow_mixed=True).cells]
     [(('a',), 2, True), (('b',), 1, True), (('Average',), None, True)]
+    >>> own = [{"model": "m", "task": "t", "accuracy": 0.8}, {"model": "m hyp", "task": "t",
+    ...         "accuracy": 0.6}, {"model": "n", "task": "t", "accuracy": 0.7}]
+    >>> g = grid(own, references={"m": "m hyp", "n": None}, reference_name="hyp")
+    >>> g.cols, round(g.value(("m",), ("t - hyp",)).mean, 6), g.value(("n",), ("t - hyp",))
+    ((('t',), ('t - hyp',)), 0.2, None)
+    >>> g.notes[0]  # and the Average of the gap column is over 1 of 2 rows: marked
+    'n: no reference run (hyp) among the folders: its gap is n/a'
     """
     index, columns = tuple(index), tuple(columns)
     if len(values) > 1 and "metric" not in index + columns:
         columns = (*columns, "metric")
-    for name in index + columns:
-        if name not in KEYS and name != "metric":
-            raise ValueError(f"unknown grid key {name!r}; use {', '.join(KEYS)} or metric")
+    fields = [n for n in index + columns if n not in KEYS and n != "metric"]
+    for name in fields:
+        if not any(name in r for r in rows):
+            raise ValueError(
+                f"unknown grid key {name!r}: no row holds it; use {', '.join(KEYS)}, metric "
+                "or a field of the items"
+            )
+    if references is not None and "model" not in index + columns:
+        raise ValueError("a gap to each model's own reference needs model in the rows or columns")
     cells: dict[tuple[tuple[Any, ...], tuple[Any, ...]], Cell] = {}
-    # Per task, the item set of each of its cells (rows that say which items they hold).
+    # Per task and item-field values, the item set of each of its cells (rows that say
+    # which items they hold): a domain's cells hold that domain's items by design.
     item_sets: dict[Any, dict[tuple[tuple[Any, ...], tuple[Any, ...]], frozenset[str]]] = {}
     for r in rows:
         for metric in values:
@@ -153,21 +202,23 @@ def grid(
                 )
             std = r.get(f"{metric}_std")
             seeds = r.get("seeds")
-            one_seed = isinstance(seeds, Sequence) and len(seeds) < 2
+            count = len(seeds) if isinstance(seeds, Sequence) else seeds
             ci = r.get(f"{metric}_ci")
             n = r.get("n")
             cells[(rk, ck)] = Cell(
                 rk,
                 ck,
                 float(r[metric]),
-                None if std is None or one_seed else float(std),
+                None if std is None or (count is not None and count < 2) else float(std),
                 None if ci is None else float(ci[0]),
                 None if ci is None else float(ci[1]),
                 None if n is None else int(n),
                 metric=metric,
+                seeds=None if count is None else int(count),
             )
             if r.get("item_ids") is not None:
-                item_sets.setdefault(r.get("task"), {})[(rk, ck)] = frozenset(r["item_ids"])
+                group = (r.get("task"), *(r.get(f) for f in fields))
+                item_sets.setdefault(group, {})[(rk, ck)] = frozenset(r["item_ids"])
     if not cells:
         raise ValueError(f"no rows hold {', '.join(values)}")
     mixed = _mixed_cells(cells, item_sets, allow_mixed)
@@ -176,47 +227,185 @@ def grid(
     row_keys = sorted({k[0] for k in cells}, key=lambda k: _sort_key(k, index, values))
     col_keys = sorted({k[1] for k in cells}, key=lambda k: _sort_key(k, columns, values))
     out = list(cells.values())
+    notes: list[str] = []
+    # Per gap column, the rows that could hold it (their model has a reference entry).
+    eligible: dict[tuple[Any, ...], set[tuple[Any, ...]]] = {}
+    if references is not None:
+        gaps, notes, eligible = _own_gaps(
+            rows, cells, index, columns, values, references, reference_name
+        )
+        out += gaps
+        col_keys += [_gap_column(ck, reference_name) for ck in col_keys]
     extra_rows: list[tuple[Any, ...]] = []
     if reference is not None:
-        named = [n for n in index if n in reference]
-        if not named:
-            raise ValueError(f"the reference {dict(reference)} names none of the row keys")
-        pos = [index.index(n) for n in named]
-
-        def is_ref(rk: tuple[Any, ...]) -> bool:
-            return all(rk[i] == reference[index[i]] for i in pos)
-
-        if not any(is_ref(rk) for rk in row_keys):
-            raise ValueError(f"no row { ({n: reference[n] for n in named}) } to take gaps to")
-        for rk in row_keys:
-            if is_ref(rk):
-                continue
-            # The reference row at the row's other keys (the same k, ...).
-            ref = tuple(reference[n] if n in named else v for n, v in zip(index, rk, strict=True))
-            if ref not in row_keys:
-                continue
-            gap = tuple(
-                f"{_label((v,))} - {_label((r,))}" if n in named else v
-                for n, v, r in zip(index, rk, ref, strict=True)
-            )
-            for ck in col_keys:
-                a, b = cells.get((rk, ck)), cells.get((ref, ck))
-                if a is not None and b is not None:
-                    out.append(
-                        Cell(gap, ck, a.mean - b.mean, mixed=a.mixed or b.mixed, metric=a.metric)
-                    )
-            extra_rows.append(gap)
+        extra_rows, gap_cells = _reference_rows(cells, row_keys, col_keys, index, reference)
+        out += gap_cells
     if average:
         avg = (AVERAGE,) + ("",) * (len(index) - 1)
+        # An item field's Overall row pools the others' items: no row of the mean.
+        pos = [i for i, n in enumerate(index) if n in fields]
+        data_rows = [rk for rk in row_keys if not any(rk[i] == OVERALL for i in pos)]
+        by_key = {(c.row, c.column): c for c in out}
+        short: list[str] = []
         for ck in col_keys:
-            used = [cells[(rk, ck)] for rk in row_keys if (rk, ck) in cells]
-            used = [c for c in used if not math.isnan(c.mean)]
-            if used:
-                mean = sum(c.mean for c in used) / len(used)
-                marked = any(c.mixed for c in used)
-                out.append(Cell(avg, ck, mean, mixed=marked, metric=used[0].metric))
+            have = [rk for rk in data_rows if (rk, ck) in by_key]
+            used = [by_key[(rk, ck)] for rk in have if not math.isnan(by_key[(rk, ck)].mean)]
+            if not used:
+                continue
+            could = len(eligible[ck]) if ck in eligible else len(data_rows)
+            mean = sum(c.mean for c in used) / len(used)
+            out.append(
+                Cell(
+                    avg,
+                    ck,
+                    mean,
+                    mixed=any(c.mixed for c in used),
+                    short=len(used) < could,
+                    metric=used[0].metric,
+                )
+            )
+            if len(used) < could:
+                short.append(f"{' / '.join(map(str, ck))} {len(used)} of {could}")
+        if short:
+            notes.append(f"{SHORT_MARK} {AVERAGE} over fewer rows (the rest lack it): "
+                         + ", ".join(short))  # fmt: skip
         extra_rows.insert(0, avg)
-    return Grid(index, columns, tuple(row_keys) + tuple(extra_rows), tuple(col_keys), tuple(out))
+    return Grid(
+        index,
+        columns,
+        tuple(row_keys) + tuple(extra_rows),
+        tuple(col_keys),
+        tuple(out),
+        tuple(notes),
+    )
+
+
+def _reference_rows(
+    cells: Mapping[tuple[tuple[Any, ...], tuple[Any, ...]], Cell],
+    row_keys: Sequence[tuple[Any, ...]],
+    col_keys: Sequence[tuple[Any, ...]],
+    index: Sequence[str],
+    reference: Mapping[str, Any],
+) -> tuple[list[tuple[Any, ...]], list[Cell]]:
+    # One gap row per row, to the reference row at its other keys (the same k, ...).
+    named = [n for n in index if n in reference]
+    if not named:
+        raise ValueError(f"the reference {dict(reference)} names none of the row keys")
+    pos = [index.index(n) for n in named]
+
+    def is_ref(rk: tuple[Any, ...]) -> bool:
+        return all(rk[i] == reference[index[i]] for i in pos)
+
+    if not any(is_ref(rk) for rk in row_keys):
+        raise ValueError(f"no row { ({n: reference[n] for n in named}) } to take gaps to")
+    extra, out = [], []
+    for rk in row_keys:
+        if is_ref(rk):
+            continue
+        ref = tuple(reference[n] if n in named else v for n, v in zip(index, rk, strict=True))
+        if ref not in row_keys:
+            continue
+        gap = tuple(
+            f"{_label((v,))} - {_label((r,))}" if n in named else v
+            for n, v, r in zip(index, rk, ref, strict=True)
+        )
+        for ck in col_keys:
+            a, b = cells.get((rk, ck)), cells.get((ref, ck))
+            if a is not None and b is not None:
+                out.append(
+                    Cell(gap, ck, a.mean - b.mean, mixed=a.mixed or b.mixed, metric=a.metric)
+                )
+        extra.append(gap)
+    return extra, out
+
+
+def _own_gaps(
+    rows: Sequence[Mapping[str, Any]],
+    cells: Mapping[tuple[tuple[Any, ...], tuple[Any, ...]], Cell],
+    index: tuple[str, ...],
+    columns: tuple[str, ...],
+    values: Sequence[str],
+    references: Mapping[str, str | None],
+    name: str,
+) -> tuple[list[Cell], list[str], dict[tuple[Any, ...], set[tuple[Any, ...]]]]:
+    # Each model's cells minus its own reference's cells at the same other keys; the
+    # reference row is found by its model and every other key of the grid.
+    out: list[Cell] = []
+    eligible: dict[tuple[Any, ...], set[tuple[Any, ...]]] = {}
+    missing = sorted(m for m, ref in references.items() if ref is None)
+    for r in rows:
+        if str(r.get("model")) not in references:
+            continue  # a reference run itself
+        ref_model = references[str(r.get("model"))]
+        for metric in values:
+            if metric not in r:
+                continue
+            rk, ck = _key(r, index, metric), _key(r, columns, metric)
+            gap_ck = _gap_column(ck, name)
+            eligible.setdefault(gap_ck, set()).add(rk)
+            if ref_model is None:
+                continue
+            ref_row = {**r, "model": ref_model}
+            b = cells.get((_key(ref_row, index, metric), _key(ref_row, columns, metric)))
+            a = cells[(rk, ck)]
+            if b is not None:
+                out.append(
+                    Cell(rk, gap_ck, a.mean - b.mean, mixed=a.mixed or b.mixed, metric=a.metric)
+                )
+    notes = [f"{m}: no reference run ({name}) among the folders: its gap is n/a" for m in missing]
+    return out, notes, eligible
+
+
+def by_fields(
+    records: Iterable[Record],
+    fields: Sequence[str],
+    score: Callable[[list[Record]], list[dict[str, Any]]],
+    *,
+    overall: bool = True,
+) -> list[dict[str, Any]]:
+    """The metric rows ``score`` gives for the records of each value of ``fields`` (item
+    fields such as ``domain``, or record fields: :func:`nlieval.analyses.breakdown.field_value`),
+    each row holding its field values; with ``overall``, also the rows of the records of
+    every value pooled, their field value :data:`OVERALL` (with two fields, each pooled
+    alone and both together). A record without the field counts under None; one whose field
+    is an object or a list is a DataError naming it.
+
+    >>> from nlieval.types import Record
+    >>> def rec(i, domain, pred):
+    ...     return Record("t", str(i), "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), pred, "a",
+    ...                   meta={"domain": domain})
+    >>> recs = [rec(1, "cl", "a"), rec(2, "cl", "b"), rec(3, "med", "a")]
+    >>> count = lambda rs: [{"model": "m", "n": len(rs)}]
+    >>> [(r["domain"], r["n"]) for r in by_fields(recs, ["domain"], count)]
+    [('cl', 2), ('med', 1), ('Overall', 3)]
+    """
+    if not fields:
+        return score(list(records))
+    groups: dict[tuple[Any, ...], list[Record]] = {}
+    for r in records:
+        groups.setdefault(tuple(group_value(r, f) for f in fields), []).append(r)
+    for i, name in enumerate(fields):
+        if groups and all(key[i] is None for key in groups):
+            raise ValueError(f"no record holds the field {name!r} (a typo, or a task without it?)")
+        if overall and any(key[i] == OVERALL for key in groups):
+            # Its cell and the pooled one would fill one cell of the table.
+            raise ValueError(f"field {name!r} has the value {OVERALL!r} itself: pass --no-overall")
+    out: list[dict[str, Any]] = []
+    # Each subset of the fields pooled: none (the per-value cells), then each alone, ...
+    pooled_sets = [()] + (
+        [c for size in range(1, len(fields) + 1) for c in combinations(range(len(fields)), size)]
+        if overall
+        else []
+    )
+    for pooled in pooled_sets:
+        merged: dict[tuple[Any, ...], list[Record]] = {}
+        for key, recs in groups.items():
+            at = tuple(OVERALL if i in pooled else v for i, v in enumerate(key))
+            merged.setdefault(at, []).extend(recs)
+        for key in sorted(merged, key=lambda k: tuple("" if v is None else str(v) for v in k)):
+            for row in score(merged[key]):
+                out.append({**row, **dict(zip(fields, key, strict=True))})
+    return out
 
 
 def _mixed_cells(
@@ -227,16 +416,17 @@ def _mixed_cells(
     # Cells of one task are compared (side by side, in the Average, in a gap) only on one
     # item set; different tasks have different items by design.
     out = []
-    for task, sets in item_sets.items():
+    for group, sets in item_sets.items():
         if len(set(sets.values())) < 2:
             continue
         if not allow:
+            at = f" at {_label(group[1:])}" if len(group) > 1 else ""
             named = [
                 f"{_label(rk)} / {_label(ck)} (n={len(ids)})" for (rk, ck), ids in sets.items()
             ]
             more = f" and {len(named) - 6} more" if len(named) > 6 else ""
             raise ValueError(
-                f"the cells of task {task} are scored on different items: "
+                f"the cells of task {_label(group[:1])}{at} are scored on different items: "
                 f"{', '.join(named[:6])}{more}; score them on the same items, "
                 "or pass --allow-mixed to mark them"
             )
@@ -309,6 +499,8 @@ def _label(key: tuple[Any, ...]) -> str:
 #: How Markdown marks a mixed cell, and the note under the table that says why.
 MIXED_MARK = "†"
 MIXED_NOTE = f"{MIXED_MARK} scored on other items than a cell of the same task (--allow-mixed)"
+#: How Markdown marks an Average cell over fewer rows than its column could hold.
+SHORT_MARK = "‡"
 
 
 #: Markdown's digits after the point when none are asked for (CSV and JSON keep all).
@@ -327,17 +519,33 @@ def _num(value: float, scale: float, digits: int | None) -> float:
     return value * scale if digits is None else round(value * scale, digits)
 
 
-def _fmt(cell: Cell | None, scale: float, digits: int, with_n: bool) -> str:
+def _fmt(
+    cell: Cell | None, scale: float, digits: int, with_n: bool, with_seeds: bool = False
+) -> str:
     if cell is None or math.isnan(cell.mean):
         return "–"
     text = f"{cell.mean * scale:.{digits}f}"
     if cell.std is not None:
         text += f" ± {cell.std * scale:.{digits}f}"
+        if with_seeds and cell.seeds is not None:
+            text += f" ({cell.seeds} seeds)"
     if cell.low is not None and cell.high is not None:
         text += f" [{cell.low * scale:.{digits}f}, {cell.high * scale:.{digits}f}]"
     if with_n and cell.n is not None:
         text += f" (n={cell.n})"
-    return text + (f" {MIXED_MARK}" if cell.mixed else "")
+    marks = (MIXED_MARK if cell.mixed else "") + (SHORT_MARK if cell.short else "")
+    return text + (f" {marks}" if marks else "")
+
+
+def _seeds_note(g: Grid) -> tuple[str | None, bool]:
+    """The note that says how many seeds are behind each ±, and whether each cell must
+    say it (the cells with a ± have several counts)."""
+    counts = {c.seeds for c in g.cells if c.std is not None}
+    if not counts:
+        return None, False
+    if len(counts) == 1 and None not in counts:
+        return f"± sample standard deviation over {counts.pop()} seeds", False
+    return "± sample standard deviation over the seeds each cell names", True
 
 
 def _column_n(g: Grid, col: tuple[Any, ...]) -> int | None:
@@ -385,11 +593,14 @@ def render_grid(
                         "low": num(c.low, c),
                         "high": num(c.high, c),
                         "n": c.n,
+                        "seeds": c.seeds,
                         "mixed": c.mixed,
                         "metric": c.metric,
+                        "short": c.short,
                     }
                     for c in g.cells
                 ],
+                "notes": list(g.notes),
             },
             indent=2,
         )
@@ -398,7 +609,16 @@ def render_grid(
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        parts = ("mean", "std", "low", "high", "n", *(("mixed",) if any_mixed else ()))
+        with_std = any(c.std is not None for c in g.cells)
+        parts = (
+            "mean",
+            "std",
+            "low",
+            "high",
+            "n",
+            *(("seeds",) if with_std else ()),
+            *(("mixed",) if any_mixed else ()),
+        )
         w.writerow([*g.index, *(f"{h} {part}" for h in names for part in parts)])
         for rk in g.rows:
             line: list[Any] = list(rk)
@@ -412,13 +632,14 @@ def render_grid(
                         line.append("")
                     else:
                         scale = _scale(c, percent)
-                        line.append(value if part == "n" else _num(value, scale, digits))
+                        line.append(value if part in ("n", "seeds") else _num(value, scale, digits))
             w.writerow(line)
         return buf.getvalue()
     if fmt not in ("md", "latex"):
         raise ValueError(f"unknown format {fmt!r}: md, csv, json or latex")
     digits = DIGITS if digits is None else digits
     col_n = [_column_n(g, ck) for ck in g.cols]
+    seeds_note, with_seeds = _seeds_note(g)
     head = [
         *g.index,
         *(name if n is None else f"{name} (n={n})" for name, n in zip(names, col_n, strict=True)),
@@ -427,11 +648,19 @@ def render_grid(
         [
             *(str(v) for v in rk),
             *(
-                _fmt(g.value(rk, ck), _scale(g.value(rk, ck), percent), digits, with_n=n is None)
+                _fmt(
+                    g.value(rk, ck),
+                    _scale(g.value(rk, ck), percent),
+                    digits,
+                    with_n=n is None,
+                    with_seeds=with_seeds,
+                )
                 for ck, n in zip(g.cols, col_n, strict=True)
             ),
         ]
         for rk in g.rows
     ]
     lines = markdown_table(head, body)
-    return as_format("\n".join([*lines, *(("", MIXED_NOTE) if any_mixed else ())]), fmt)
+    notes = [*((MIXED_NOTE,) if any_mixed else ()), *g.notes]
+    notes += [seeds_note] if seeds_note else []
+    return as_format("\n".join([*lines, *(("", *notes) if notes else ())]), fmt)

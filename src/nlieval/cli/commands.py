@@ -120,8 +120,8 @@ COMMANDS: dict[str, Command] = {
             "nlieval grid runs/smollm2-135m runs/gemma3-270m --rows model,k --percent --digits 1 "
             "--format latex",
             "nlieval grid runs/smollm2-135m runs/gemma3-270m --metrics acc_original,acc_majority",
-            "nlieval grid runs/minilm-sci runs/minilm-sci-hyp --metrics macro_f1 "
-            "--reference runs/minilm-sci-hyp --format csv --out grid.csv",
+            "nlieval grid runs/mm-bert runs/mm-bert-hyp runs/mm-roberta --cols domain "
+            "--metrics macro_f1 --reference-by 'files=*hyp*'",
         ),
     ),
     "compare": Command(

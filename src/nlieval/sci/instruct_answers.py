@@ -191,7 +191,6 @@ def evaluate_instruct(
     for item, conv, answer in zip(items, convs, answers, strict=True):
         pred = parse_answer(answer, options)
         loglik, probs = answer_scores(pred)
-        domain = item.meta.get("domain")
         records.append(
             Record(
                 task=task,
@@ -207,7 +206,9 @@ def evaluate_instruct(
                 prompt=render_conversation(conv) if save_prompt else "",
                 shots=shots,
                 answer=answer,
-                meta={} if domain is None else {"domain": domain},
+                # Every field the task keeps (domain, genre, a task YAML's meta), as a
+                # run's records hold them: grid and breakdown group by any of them.
+                meta=dict(item.meta),
             )
         )
     return records
