@@ -109,6 +109,24 @@ def run_name(text: str) -> tuple[str, str]:
     return run.strip(), name.strip()
 
 
+def _split(
+    text: str,
+    where: Sequence[Path],
+    models: Sequence[Sequence[str]],
+    labels: Sequence[Mapping[str, str]],
+) -> tuple[str, str]:
+    # A model as a table names it may hold "=" itself (m (template=x)): RUN ends at the
+    # first "=" after which the rest names a folder or a model; else at the first "=".
+    known = {lab.get(m, m) for ms, lab in zip(models, labels, strict=True) for m in ms}
+    known |= {m for ms in models for m in ms}
+    cuts = [i for i, c in enumerate(text) if c == "="]
+    for i in cuts:
+        run, name = text[:i].strip(), text[i + 1 :].strip()
+        if name and (run in known or Path(run).resolve() in where):
+            return run, name
+    return run_name(text)
+
+
 def given_names(
     folders: Sequence[str | Path],
     records: Sequence[Sequence[Record]],
@@ -122,8 +140,8 @@ def given_names(
     model; a RUN that is none of these is a ValueError naming what there is.
 
     >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), "a", "a")
-    >>> given_names(["runs/a", "runs/b"], [[r], [r]], [{"m": "m (a)"}, {"m": "m (b)"}],
-    ...             [("runs/a", "Llama 8B"), ("m (b)", "Llama 8B, balanced")])
+    >>> given_names(["runs/a", "runs/b"], [[r], [r]], [{"m": "m (a)"}, {"m": "m (b=1)"}],
+    ...             [("runs/a", "Llama 8B"), ("m (b", "1)=Llama 8B, balanced")])
     [{'m': 'Llama 8B'}, {'m': 'Llama 8B, balanced'}]
     >>> given_names(["runs/a"], [[r]], [{}], [("runs/c", "C")])
     Traceback (most recent call last):
@@ -132,7 +150,8 @@ def given_names(
     out = [dict(lab) for lab in labels]
     where = [Path(f).resolve() for f in folders]
     models = [sorted({r.model for r in recs}) for recs in records]
-    for run, name in names:
+    for given, also in names:
+        run, name = _split(f"{given}={also}", where, models, labels)
         hit = False
         if Path(run).resolve() in where:
             i = where.index(Path(run).resolve())
