@@ -66,6 +66,12 @@ def test_report_shows_a_row_per_folder_pools_on_request_and_takes_names(
     names = ["--name", f"{plain}=Llama 8B", "--name", "m (template=hyp.yaml)=Llama 8B, hyp"]
     assert main(["report", plain, hyp, "--no-write", *names]) == 0
     assert [r[0] for r in _rows(capsys.readouterr().out)] == ["Llama 8B", "Llama 8B, hyp"]
+    # A NAME alone names the folders in their order.
+    assert main(["report", hyp, plain, "--no-write", "--name", "H", "--name", "P"]) == 0
+    assert [(r[0], r[5]) for r in _rows(capsys.readouterr().out)] == [
+        ("H", "0.250"),
+        ("P", "0.750"),
+    ]
 
 
 def test_report_keeps_one_name_for_folders_on_other_points(

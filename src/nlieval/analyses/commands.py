@@ -16,7 +16,7 @@ from typing import Any
 from .. import plotting as plots
 from ..data import DataDir
 from ..metrics import summarize
-from ..runs import NamedRuns, atomic_write, flat, make_folder, read_named
+from ..runs import NamedRuns, RunFolders, atomic_write, flat, make_folder, read_named
 from ..settings import positive_int, setting, table_format
 from . import chaosnli
 from .chaosnli import Against, HumanBaseline
@@ -130,7 +130,7 @@ class ChaosnliScoreConfig(DataDir, EntropyBins):
 
 
 @dataclass(frozen=True)
-class PlotsConfig(HumanSettings, NamedRuns):
+class PlotsConfig(HumanSettings, RunFolders):
     """What ``nlieval plots`` is asked (see :func:`write_plots`)."""
 
     out: str = setting(help="folder for the PNG files")
@@ -211,7 +211,8 @@ def write_plots(config: PlotsConfig) -> list[str]:
     >>> write_plots(PlotsConfig(runs=(str(folder),), out=str(folder / "figs")))[0]
     'skipped accuracy_vs_shots.png: no scored records'
     """
-    records = flat(read_named(config.runs, config.name or (), poolable=False))
+    # Two folders of one model on one task: two systems, named by what differs.
+    records = flat(read_named(config.runs, poolable=False))
     out = Path(config.out)
     lines = []
     metrics_rows = summarize(records)

@@ -93,19 +93,19 @@ def run_labels(
 
 def run_name(text: str) -> tuple[str, str]:
     """``--name``'s ``RUN=NAME``: a run folder (or a model as a table names it) and the
-    name it is shown under.
+    name it is shown under; a NAME alone (RUN ``""``) names the run folders in their order.
 
-    >>> run_name("runs/llama=Llama 8B")
-    ('runs/llama', 'Llama 8B')
-    >>> run_name("runs/llama")
+    >>> run_name("runs/llama=Llama 8B"), run_name("Llama 8B")
+    (('runs/llama', 'Llama 8B'), ('', 'Llama 8B'))
+    >>> run_name("runs/llama=")
     Traceback (most recent call last):
-    ValueError: --name: expected RUN=NAME (a run folder or model, then its name), got 'runs/llama'
+    ValueError: --name: expected RUN=NAME or NAME, got 'runs/llama='
     """
     run, sep, name = text.partition("=")
-    if not sep or not run.strip() or not name.strip():
-        raise ValueError(
-            f"--name: expected RUN=NAME (a run folder or model, then its name), got {text!r}"
-        )
+    if not sep:
+        run, name = "", run
+    if not name.strip() or (sep and not run.strip()):
+        raise ValueError(f"--name: expected RUN=NAME or NAME, got {text!r}")
     return run.strip(), name.strip()
 
 
@@ -143,6 +143,8 @@ def given_names(
     >>> given_names(["runs/a", "runs/b"], [[r], [r]], [{"m": "m (a)"}, {"m": "m (b=1)"}],
     ...             [("runs/a", "Llama 8B"), ("m (b", "1)=Llama 8B, balanced")])
     [{'m': 'Llama 8B'}, {'m': 'Llama 8B, balanced'}]
+    >>> given_names(["runs/a", "runs/b"], [[r], [r]], [{}, {}], [("", "A"), ("", "B")])
+    [{'m': 'A'}, {'m': 'B'}]
     >>> given_names(["runs/a"], [[r]], [{}], [("runs/c", "C")])
     Traceback (most recent call last):
     ValueError: --name runs/c=C: no run folder or model of that name (folders: runs/a; models: m)
@@ -150,6 +152,15 @@ def given_names(
     out = [dict(lab) for lab in labels]
     where = [Path(f).resolve() for f in folders]
     models = [sorted({r.model for r in recs}) for recs in records]
+    names = list(names)
+    bare = [name for run, name in names if not run]
+    if bare:
+        if len(bare) != len(names) or len(bare) != len(folders):
+            raise ValueError(
+                f"--name: {len(bare)} names for {len(folders)} run folders: one NAME per "
+                "RUN in their order, or RUN=NAME"
+            )
+        names = [(str(f), name) for f, name in zip(folders, bare, strict=True)]
     for given, also in names:
         run, name = _split(f"{given}={also}", where, models, labels)
         hit = False
@@ -274,11 +285,12 @@ class NamedRuns(RunFolders):
     name: tuple[tuple[str, str], ...] | None = setting(
         None,
         help="show the model of run folder RUN (or the model a table names RUN) as NAME, "
-        "e.g. --name runs/llama='Llama 8B' (repeatable); without it, folders of one model "
-        "on the same task are told apart by what differs in their config.json",
+        "e.g. --name runs/llama='Llama 8B' (repeatable; NAME alone: one per RUN, in their "
+        "order); without it, folders of one model on the same task are told apart by what "
+        "differs in their config.json",
         parse=run_name,
         action="append",
-        metavar="RUN=NAME",
+        metavar="[RUN=]NAME",
     )
 
 
