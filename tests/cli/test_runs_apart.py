@@ -158,3 +158,16 @@ def test_breakdown_and_grid_rows_per_folder_and_names(
         ["Llama 8B", "0.750"],
         ["m (template=hyp.yaml)", "0.250"],
     ]
+
+
+def test_sci_report_rows_per_folder(
+    two: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain, hyp = two
+    assert main(["sci-report", plain, hyp]) == 0
+    rows = _rows(capsys.readouterr().out.split("\n\n")[0])
+    # model, n, accuracy (the seventh column: model task k n runs macro-F1 accuracy).
+    assert [(r[0], r[3], r[6]) for r in rows] == [
+        ("m (template=hyp.yaml)", "4", "0.250"),
+        ("m (template=plain.yaml)", "4", "0.750"),
+    ]
