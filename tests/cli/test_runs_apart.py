@@ -98,8 +98,10 @@ def test_what_cannot_be_told_apart_is_refused_in_one_line(
         assert err.count("\n") == 1
         assert f"{plain} and {hyp} both hold X on task smoke, k=0" in err
         assert ("--pool" in err) == (command[0] != "chaosnli")  # only where it exists
-    assert main(["items", plain, plain]) == 2
-    assert capsys.readouterr().err == f"nlieval: error: {plain} is given twice (as {plain})\n"
+    for command in (["items"], ["sci-report"], ["plots", "--out", str(tmp_path / "figs")]):
+        assert main([command[0], plain, plain, *command[1:]]) == 2
+        assert capsys.readouterr().err == f"nlieval: error: {plain} is given twice (as {plain})\n"
+    assert not (tmp_path / "figs").exists()
     assert main(["report", plain, "--no-write", "--name", "nowhere=N"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--name nowhere=N: no run folder or model" in err
