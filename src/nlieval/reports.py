@@ -9,7 +9,6 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
-from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -40,14 +39,20 @@ from .ground import DataError, read_json
 from .metrics import METRICS, group_records, listed, metrics, summarize
 from .plotting import DYNAMICS_METRICS
 from .runs import (
+    NamedRuns,
+    PooledRuns,
     RunError,
     RunFolder,
-    RunFolders,
     finalize,
+    flat,
+    given_names,
     instruct_table,
     iter_run_records,
+    keep_apart,
     metrics_table,
+    read_named,
     read_results,
+    run_labels,
     run_timing,
 )
 from .settings import csv_list, setting, table_format
@@ -55,11 +60,20 @@ from .significance import CONFIDENCE, CORRECTIONS, RESAMPLES, Resampling
 from .types import Record
 
 
-def report(folders: Iterable[str | Path], write: bool = True) -> str:
+def report(
+    folders: Iterable[str | Path],
+    write: bool = True,
+    *,
+    names: Sequence[tuple[str, str]] = (),
+    pool: bool = False,
+) -> str:
     """Recompute metrics from the records of one or more run folders; no model is loaded.
 
     With ``write``, each folder's ``results.json`` and ``summary.md`` are rewritten from its
-    records. Returns a Markdown table over all folders.
+    records. Returns a Markdown table over all folders: a row per model, task and k, where
+    two folders of one model on the same task and k are two rows named by what differs
+    in their ``config.json`` or by ``names`` (:func:`nlieval.runs.read_named`), or with
+    ``pool`` one row over both folders' items.
 
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
@@ -74,28 +88,35 @@ def report(folders: Iterable[str | Path], write: bool = True) -> str:
     for rf in runs:
         if not rf.exists():
             raise RunError(f"{rf.path} is not a run folder (no config.json or records.jsonl)")
+    # Read (and refused where two folders cannot be told apart) before anything is written.
+    named = read_named(folders, names, pool=pool)
     results = [
         finalize(rf, rf.read_config(), invocation="report") if write else read_results(rf)
         for rf in runs
     ]
-    # One folder: finalize has just summarised its records; several: summarise them together
-    # (two folders may hold the same model and task).
-    if write and len(runs) == 1:
+    # One folder: finalize has just summarised its records; several: each folder's models
+    # under their own names.
+    if write and len(runs) == 1 and not names:
         rows: Sequence[Mapping[str, Any]] = results[0].metrics
     else:
-        rows = summarize(iter_run_records(folders))
+        rows = summarize(flat(named))
     timing: dict[str, Any] = {}
-    for res in results:
-        timing.update(run_timing(res))
+    for res, recs in zip(results, named, strict=True):
+        own = run_timing(res)
+        shown = {r.model for r in recs}
+        if own and len(shown) == 1:
+            # The folder's one model as the table names it (two folders: two timings).
+            own = {shown.pop(): next(iter(own.values()))}
+        timing.update(own)
     if all((res.config or {}).get("kind") == "instruct" for res in results):
         return instruct_table(rows, timing)
     return metrics_table(rows, timing)
 
 
 @dataclass(frozen=True)
-class ReportConfig(RunFolders):
-    """What ``nlieval report`` is asked: the run folders, and whether to rewrite their
-    ``results.json`` and ``summary.md`` (:func:`report`).
+class ReportConfig(PooledRuns):
+    """What ``nlieval report`` is asked: the run folders (their names, pooled or not), and
+    whether to rewrite their ``results.json`` and ``summary.md`` (:func:`report`).
 
     >>> ReportConfig(runs=("runs/a",)).write
     True
@@ -122,7 +143,7 @@ def grid_report(
     allow_mixed: bool = False,
     reference_by: str | None = None,
     overall: bool = True,
-    names: Mapping[str, str] | None = None,
+    names: Sequence[tuple[str, str]] = (),
 ) -> Grid:
     """The grid table (:func:`nlieval.analyses.grid`) of the metric rows of ``folders``,
     recomputed from their records: :func:`nlieval.metrics.summarize` rows, or for the
@@ -133,7 +154,8 @@ def grid_report(
 
     Each folder is scored on its own: two folders of one model on the same sweep point
     (two templates, balanced or not) are two rows, named by what differs in their
-    ``config.json`` (:func:`run_labels`), never one row over both folders' items. A row or
+    ``config.json`` (:func:`~nlieval.runs.run_labels`), or by the user's ``names`` (RUN,
+    NAME: :func:`~nlieval.runs.given_names`), never one row over both folders' items. A row or
     column key that is no key of the metric rows is a field of the items (``domain``,
     ``genre``, ...): each value is scored apart, and with ``overall`` all items pooled
     once more (:func:`nlieval.analyses.grid.by_fields`).
@@ -188,13 +210,13 @@ def grid_report(
         recs = list(iter_run_records([path]))
         held.append(over_replicates(recs) if over_checkpoints else recs)
     configs = [RunFolder(p).read_config() or {} for p in paths]
-    labels = run_labels(paths, held, configs)
-    for folder, name in (names or {}).items():
-        at = [i for i, p in enumerate(paths) if Path(p).resolve() == Path(folder).resolve()]
-        if not at:
-            raise ValueError(f"--names {folder}={name}: {folder} is none of the run folders")
-        models = sorted({r.model for r in held[at[0]]})
-        labels[at[0]] = {m: name if len(models) == 1 else f"{name} / {m}" for m in models}
+    labels = given_names(paths, held, run_labels(paths, held, configs), names)
+    # Two folders the user named alike would share a row.
+    renamed = [
+        [replace(r, model=lab.get(r.model, r.model)) for r in recs]
+        for recs, lab in zip(held, labels, strict=True)
+    ]
+    keep_apart(paths, renamed, poolable=False)
 
     def score(records: list[Record]) -> list[dict[str, Any]]:
         if chaos:
@@ -212,7 +234,7 @@ def grid_report(
 
     fields = [n for n in (*index, *columns) if n not in GRID_KEYS and n != "metric"]
     rows: list[dict[str, Any]] = []
-    for path, records, named in zip(paths, held, labels, strict=True):
+    for path, records, shown in zip(paths, held, labels, strict=True):
         try:
             folder_rows = by_fields(records, fields, score, overall=overall)
         except DataError as err:
@@ -226,7 +248,7 @@ def grid_report(
             # A folder that fills no cell would vanish from the table without a word.
             what = "ChaosNLI records" if chaos else "records"
             raise ValueError(f"{path}: no {what} to score for {', '.join(values)}")
-        rows += [{**r, "model": named.get(r["model"], r["model"])} for r in folder_rows]
+        rows += [{**r, "model": shown.get(r["model"], r["model"])} for r in folder_rows]
     # The cells in the order of the models (as one summary of all folders gave them), each
     # point's field values in by_fields' order.
     rows.sort(key=_row_order)
@@ -268,75 +290,6 @@ def _row_order(row: Mapping[str, Any]) -> tuple[str, str, str, int]:
 
 def _point(row: Mapping[str, Any]) -> tuple[Any, ...]:
     return (row["model"], row["checkpoint"], row["task"], row["k"])
-
-
-#: Keys of ``config.json`` that never tell two runs apart: where the folder is, and what
-#: follows from the rest (the fingerprints of data and prompts).
-_NOT_TELLING = ("out", "fingerprints", "folder_format")
-#: At most this many differing keys name a run; more, and its folder name does.
-_MOST_KEYS = 3
-
-
-def _config_value(value: Any) -> str:
-    # A path by its file name (prompts/hyp-only.yaml -> hyp-only.yaml), a list joined.
-    if isinstance(value, list):
-        return ",".join(_config_value(v) for v in value)
-    if isinstance(value, str) and ("/" in value or "\\" in value):
-        return Path(value).name
-    if isinstance(value, bool):
-        return str(value).lower()
-    return "none" if value is None else str(value)
-
-
-def run_labels(
-    folders: Sequence[str | Path],
-    records: Sequence[Sequence[Record]],
-    configs: Sequence[Mapping[str, Any]],
-) -> list[dict[str, str]]:
-    """Per folder, the models it names otherwise in a table (model -> name; a model not
-    named keeps its name): a model that another folder holds on one of the same sweep
-    points (task, checkpoint, k) is ``model (key=value, ...)`` by the keys of
-    ``config.json`` whose values differ between those folders (template, balanced,
-    prompt, ...), or ``model (folder)`` where no key (or more than three) tells them
-    apart. Folders of one model on other points (one per task) keep one name: their
-    cells fill one row.
-
-    >>> from nlieval.types import Record
-    >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), "a", "a")
-    >>> run_labels(["x", "y", "z"], [[r], [r], [replace(r, task="u")]],
-    ...            [{"template": None}, {"template": "p/hyp-only.yaml"}, {"template": "q"}])
-    [{'m': 'm (template=none)'}, {'m': 'm (template=hyp-only.yaml)'}, {'m': 'm (template=q)'}]
-    >>> run_labels(["x", "z"], [[r], [replace(r, task="u")]], [{}, {"template": "q"}])
-    [{}, {}]
-    >>> run_labels(["runs/x", "runs/y"], [[r], [r]], [{"a": 1, "b": 1, "c": 1, "d": 1}, {}])
-    [{'m': 'm (x)'}, {'m': 'm (y)'}]
-    """
-    points: dict[str, list[set[tuple[Any, ...]]]] = {}
-    for i, recs in enumerate(records):
-        for r in recs:
-            at = points.setdefault(r.model, [set() for _ in folders])
-            at[i].add((r.checkpoint, r.task, r.k))
-    out: list[dict[str, str]] = [{} for _ in folders]
-    for model, per_folder in points.items():
-        holders = [i for i, pts in enumerate(per_folder) if pts]
-        clash = any(per_folder[i] & per_folder[j] for i, j in combinations(holders, 2))
-        if not clash:
-            continue
-        keys = sorted({k for i in holders for k in configs[i]} - set(_NOT_TELLING))
-        seen = {k: {json.dumps(configs[i].get(k), sort_keys=True) for i in holders} for k in keys}
-        differ = [k for k in keys if len(seen[k]) > 1]
-        names = {
-            i: ", ".join(f"{k}={_config_value(configs[i].get(k))}" for k in differ) for i in holders
-        }
-        # More than a few keys (folders made by different commands): the folder names read
-        # better than a list of every setting.
-        if not differ or len(differ) > _MOST_KEYS or len(set(names.values())) < len(holders):
-            names = {i: Path(folders[i]).name for i in holders}
-            if len(set(names.values())) < len(holders):
-                names = {i: str(folders[i]) for i in holders}
-        for i in holders:
-            out[i][model] = f"{model} ({names[i]})"
-    return out
 
 
 def _matches(value: Any, wanted: str) -> bool:
@@ -440,9 +393,19 @@ def over_replicates(records: Sequence[Record]) -> list[Record]:
     return [replace(r, checkpoint=None, seed=index[(r.checkpoint or "", r.seed)]) for r in records]
 
 
-def breakdown_report(folders: Sequence[str | Path], by: Sequence[str], fmt: str = "md") -> str:
+def breakdown_report(
+    folders: Sequence[str | Path],
+    by: Sequence[str],
+    fmt: str = "md",
+    *,
+    names: Sequence[tuple[str, str]] = (),
+    pool: bool = False,
+) -> str:
     """:func:`nlieval.analyses.breakdown` of the records of ``folders`` as a table
-    (``fmt``: ``md``, ``csv`` or ``json``; :func:`nlieval.analyses.breakdown_table`).
+    (``fmt``: ``md``, ``csv`` or ``json``; :func:`nlieval.analyses.breakdown_table`),
+    each folder's model under its own name where two folders hold one model on the same
+    task and k (:func:`nlieval.runs.read_named`: ``names``, or ``pool`` for one row over
+    both folders' items).
 
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
@@ -451,11 +414,12 @@ def breakdown_report(folders: Sequence[str | Path], by: Sequence[str], fmt: str 
     | m | t | 0 | fiction | 1 | 1.000 | 0.500 | 1.000 | 0.000 |
     """
     reading: list[Path] = []  # the folder whose records are being read
+    named = read_named(folders, names, pool=pool)
 
     def records() -> Iterable[Record]:
-        for folder in folders:
+        for folder, recs in zip(folders, named, strict=True):
             reading[:] = [RunFolder(folder).records_path]
-            yield from iter_run_records([folder])
+            yield from recs
 
     try:
         rows = breakdown(records(), by)
@@ -554,12 +518,16 @@ def listing_report(
     ids: Sequence[str] | None = None,
     fmt: str = "md",
     full: bool = False,
+    names: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The items of ``folders`` side by side (:func:`nlieval.analyses.listing.item_listing`,
     only those of ``ids`` when given), a row per task, k, seed and item, as a table in
     ``fmt`` (:func:`nlieval.analyses.listing_table`: texts cut in Markdown and LaTeX
     unless ``full``), their texts read from each folder's tasks (its ``config.json``:
-    tasks, split and data folder; ``data_dir`` replaces the saved one).
+    tasks, split and data folder; ``data_dir`` replaces the saved one). Each folder's
+    model is a column of its own: two folders of one model on the same task and k are
+    named by what differs in their ``config.json``, or by ``names``
+    (:func:`nlieval.runs.read_named`), and the filters compare those columns.
 
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("smoke", "smoke-01", "m", 0, 0, ("entailment",
@@ -575,7 +543,8 @@ def listing_report(
         for spec in cfg.get("tasks") or []:
             ds = load_task(str(spec), data_dir or cfg.get("data_dir"), cfg.get("split"))
             items.setdefault(ds.task, {}).update({it.id: it for it in ds.items})
-    rows = item_listing(iter_run_records(folders), items, filters, sort, limit, ids)
+    named = flat(read_named(folders, names, poolable=False))
+    rows = item_listing(named, items, filters, sort, limit, ids)
     return listing_table(rows, None if full else 60, fmt)
 
 
@@ -594,7 +563,7 @@ def _table_out() -> Any:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _GridLayout:
+class _GridLayout(NamedRuns):
     runs: tuple[str, ...] = ()
     rows: tuple[str, ...] = setting(
         ("model",),
@@ -624,13 +593,6 @@ class _GridLayout:
         metavar="KEY=VALUE",
     )
     no_average: bool = setting(False, help="no Average row")
-    names: tuple[str, ...] = setting(
-        (),
-        help="FOLDER=NAME,...: the rows of a folder under a name of yours (Llama 8B); "
-        "a folder of several models: NAME / model",
-        parse=csv_list,
-        metavar="FOLDER=NAME,...",
-    )
     no_overall: bool = setting(
         False,
         help="no Overall row or column for an item field (Overall: all items pooled and "
@@ -669,24 +631,6 @@ class GridConfig(Resampling, _GridLayout):
     out: str | None = _table_out()
 
 
-def folder_names(pairs: Sequence[str]) -> dict[str, str]:
-    """``FOLDER=NAME`` pairs as a mapping; a pair without ``=`` or with an empty side, or a
-    folder named twice, is a ValueError.
-
-    >>> folder_names(["runs/a=Llama 8B", "runs/b=Gemma 270M"])
-    {'runs/a': 'Llama 8B', 'runs/b': 'Gemma 270M'}
-    """
-    out: dict[str, str] = {}
-    for pair in pairs:
-        folder, sep, name = pair.partition("=")
-        if not sep or not folder.strip() or not name.strip():
-            raise ValueError(f"--names {pair!r}: write FOLDER=NAME")
-        if folder.strip() in out:
-            raise ValueError(f"--names: {folder.strip()} is named twice")
-        out[folder.strip()] = name.strip()
-    return out
-
-
 def grid_table(cfg: GridConfig) -> str:
     """The grid of ``cfg`` (:func:`grid_report`) rendered as ``cfg.format``
     (:func:`nlieval.analyses.render_grid`).
@@ -711,7 +655,7 @@ def grid_table(cfg: GridConfig) -> str:
         allow_mixed=cfg.allow_mixed,
         reference_by=cfg.reference_by,
         overall=not cfg.no_overall,
-        names=folder_names(cfg.names),
+        names=cfg.name or (),
     )
     return render_grid(g, cfg.format, percent=cfg.percent, digits=cfg.digits)
 
@@ -751,7 +695,7 @@ def compare_report(cfg: CompareConfig) -> list[dict[str, Any]]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class BreakdownConfig:
+class BreakdownConfig(PooledRuns):
     """What ``nlieval breakdown`` tabulates: :func:`breakdown_report` of ``runs`` by ``by``.
 
     >>> BreakdownConfig(by=("genre",)).format
@@ -765,7 +709,7 @@ class BreakdownConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ItemsConfig:
+class ItemsConfig(NamedRuns):
     """What ``nlieval items`` lists: :func:`listing_report` of ``runs``.
 
     >>> ItemsConfig().limit

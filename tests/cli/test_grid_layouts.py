@@ -173,12 +173,20 @@ def test_two_folders_of_one_model_are_two_rows_told_apart_by_their_config(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no ChaosNLI records to score for acc_original" in err
     # Names of the user's own, for each folder.
-    argv = ["grid", str(plain), str(hyp), "--names", f"{plain}=Llama 8B,{hyp}=Llama 8B hyp"]
+    argv = [
+        "grid",
+        str(plain),
+        str(hyp),
+        "--name",
+        f"{plain}=Llama 8B",
+        "--name",
+        f"{hyp}=Llama 8B hyp",
+    ]
     assert main([*argv, "--no-average"]) == 0
     assert capsys.readouterr().out.splitlines()[2:] == ["| Llama 8B | 0.667 |",
                                                        "| Llama 8B hyp | 0.167 |"]  # fmt: skip
-    assert main(["grid", str(plain), "--names", f"{hyp}=x"]) == 2
-    assert "is none of the run folders" in capsys.readouterr().err
+    assert main(["grid", str(plain), "--name", f"{hyp}=x"]) == 2
+    assert "no run folder or model of that name" in capsys.readouterr().err
     # One model over two tasks in two folders: one row, no renaming.
     other = _folder(tmp_path / "mnli", "m", [wrong] * 3, {"template": "x"}, task="mnli")
     assert main(["grid", str(plain), str(other), "--no-average"]) == 0

@@ -16,7 +16,7 @@ from typing import Any
 from .. import plotting as plots
 from ..data import DataDir
 from ..metrics import summarize
-from ..runs import RunFolders, atomic_write, iter_run_records, make_folder
+from ..runs import NamedRuns, RunFolders, atomic_write, flat, make_folder, read_named
 from ..settings import positive_int, setting, table_format
 from . import chaosnli
 from .chaosnli import Against, HumanBaseline
@@ -99,7 +99,7 @@ class DynamicsConfig(HumanSettings):
 
 
 @dataclass(frozen=True)
-class ChaosnliConfig(HumanSettings, RunFolders):
+class ChaosnliConfig(HumanSettings, NamedRuns):
     """What ``nlieval chaosnli`` is asked (see :func:`chaosnli_scores`)."""
 
     out: str | None = setting(
@@ -156,7 +156,9 @@ def write_json(path: Path, payload: Any) -> None:
 
 def chaosnli_scores(config: ChaosnliConfig) -> tuple[dict[str, Any], Path | None] | None:
     """What ``nlieval chaosnli`` does: :func:`~nlieval.analyses.chaosnli.report` of the
-    ChaosNLI records of the run folders, written to ``chaosnli.json`` only when asked:
+    ChaosNLI records of the run folders, each folder's model a system of its own (two
+    folders of one model on one task named by what differs in their ``config.json``, or
+    by ``name``: :func:`~nlieval.runs.read_named`), written to ``chaosnli.json`` only when asked:
     in ``out``, or with ``write`` in the first folder (a report leaves its input folders
     as they are); returns the report and the file written (None: none), or None when no
     folder has ChaosNLI records.
@@ -167,7 +169,9 @@ def chaosnli_scores(config: ChaosnliConfig) -> tuple[dict[str, Any], Path | None
     >>> print(chaosnli_scores(ChaosnliConfig(runs=(str(folder),))))
     None
     """
-    frame = chaosnli.item_frame(iter_run_records(config.runs))
+    # Each folder scored apart: two folders of one model on one task are two systems.
+    named = read_named(config.runs, config.name or (), poolable=False)
+    frame = chaosnli.item_frame(flat(named))
     if frame.empty:
         return None
     result = chaosnli.report(
@@ -207,7 +211,8 @@ def write_plots(config: PlotsConfig) -> list[str]:
     >>> write_plots(PlotsConfig(runs=(str(folder),), out=str(folder / "figs")))[0]
     'skipped accuracy_vs_shots.png: no scored records'
     """
-    records = list(iter_run_records(config.runs))
+    # Two folders of one model on one task: two systems, named by what differs.
+    records = flat(read_named(config.runs, poolable=False))
     out = Path(config.out)
     lines = []
     metrics_rows = summarize(records)

@@ -67,7 +67,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_breakdown(args: argparse.Namespace) -> int:
     """Print metrics by the named fields."""
     cfg = settings_from_args(BreakdownConfig, args, runs=_runs(args))
-    _write_or_print(breakdown_report(cfg.runs, cfg.by, cfg.format), cfg.out)
+    text = breakdown_report(cfg.runs, cfg.by, cfg.format, names=cfg.name or (), pool=cfg.pool)
+    _write_or_print(text, cfg.out)
     return 0
 
 
@@ -83,6 +84,7 @@ def cmd_items(args: argparse.Namespace) -> int:
         ids=cfg.ids,
         fmt=cfg.format,
         full=cfg.full,
+        names=cfg.name or (),
     )
     _write_or_print(text, cfg.out)
     return 0

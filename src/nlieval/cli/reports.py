@@ -25,7 +25,8 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     cfg = settings_from_args(ReportConfig, args)
-    print(as_format(report(cfg.runs, write=cfg.write), cfg.format))
+    table = report(cfg.runs, write=cfg.write, names=cfg.name or (), pool=cfg.pool)
+    print(as_format(table, cfg.format))
     return 0
 
 

@@ -24,6 +24,16 @@ from .folder import (
     RunFolder,
     iter_run_records,
 )
+from .labels import (
+    NamedRuns,
+    PooledRuns,
+    flat,
+    given_names,
+    keep_apart,
+    read_named,
+    run_labels,
+    run_name,
+)
 from .loop import CHUNK, Step, run_steps
 from .output import OutputFolder, RunFolders
 from .results import Draws, finalize, read_results
@@ -45,6 +55,8 @@ __all__ = [
     "TIMING",
     "Draws",
     "FolderConfig",
+    "NamedRuns",
+    "PooledRuns",
     "OutputFolder",
     "RunFolders",
     "RunError",
@@ -60,13 +72,19 @@ __all__ = [
     "saved_config",
     "fingerprints_of",
     "finalize",
+    "flat",
+    "given_names",
     "instruct_table",
     "iter_run_records",
+    "keep_apart",
     "markdown_summary",
     "markdown_table",
     "metrics_table",
     "plus_minus",
+    "read_named",
     "read_results",
+    "run_labels",
+    "run_name",
     "run_steps",
     "run_timing",
 ]

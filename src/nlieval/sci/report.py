@@ -104,18 +104,21 @@ def iter_report_records(folders: Iterable[str | Path]) -> Iterator[Record]:
     ``records.jsonl`` holds each seed's test records, so a trained classifier is reported
     without scoring the test set again). A train folder of an older version (per-seed
     ``test_records.jsonl``) is refused with a :class:`~nlieval.runs.RunError` saying
-    what to do.
+    what to do. Two folders of one model on the same task and k are two models, named
+    by what differs in their ``config.json`` (:func:`nlieval.runs.read_named`), never
+    one row over both folders' items.
 
     >>> list(iter_report_records([]))
     []
     """
-    from ..runs import RunError, iter_run_records
+    from ..runs import RunError, flat, read_named
     from .train import is_legacy_folder, legacy_message
 
+    folders = list(folders)
     for folder in folders:
         if is_legacy_folder(folder):
             raise RunError(legacy_message(folder))
-        yield from iter_run_records([folder])
+    yield from flat(read_named(folders, poolable=False))
 
 
 def sci_rows(records: Iterable[Record], *, over_checkpoints: bool = False) -> list[Row]:
