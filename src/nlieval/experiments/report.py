@@ -157,9 +157,10 @@ def _cells_of(out: Output, cells: Sequence[Cell]) -> list[Cell]:
 
 
 def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set[str]) -> list[str]:
-    """Write ``folder/report``: each output whose cells are all done, and ``index.md``
-    (an output with a cell not done is listed there as not written, with the cells it
-    waits for). Returns the paths written, relative to ``folder``."""
+    """Write ``folder/report``: each output from those of its cells that are done, and
+    ``index.md`` listing its files and its cells (those not done named as missing; an
+    output with none done is listed as not written). Returns the paths written,
+    relative to ``folder``."""
     report = folder / REPORT
     make_folder(report)
     written: list[str] = []
@@ -175,19 +176,22 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
         own = _cells_of(out, cells)
         title = f"## {out.label + ': ' if out.label else ''}{out.name} ({out.kind})"
         index += [title, ""]
-        waiting = [c.name for c in own if c.name not in done]
-        if not own or waiting:
-            index += [
-                f"not written: waiting for {', '.join(waiting) or 'cells (none planned)'}",
-                "",
-            ]
+        ready = [c for c in own if c.name in done]
+        missing = [c.name for c in own if c.name not in done]
+        if not ready:
+            waiting = ", ".join(missing) or "cells (its blocks have none)"
+            index += [f"not written: waiting for {waiting}", ""]
             continue
-        runs = tuple(str(folder / "cells" / c.name) for c in own)
+        runs = tuple(str(folder / "cells" / c.name) for c in ready)
         files, notes = _write_output(exp, out, runs, report)
         written += [str(Path(REPORT) / f) for f in files]
         index += [f"- [{f}]({f})" for f in files]
         index += [f"- {n}" for n in notes]
-        index += ["", f"cells: {', '.join(c.name for c in own)}", ""]
+        index += ["", f"cells: {', '.join(c.name for c in ready)}"]
+        if missing:
+            # What is shown without them says so: never a table that looks whole.
+            index += [f"without (not done): {', '.join(missing)}"]
+        index += [""]
     atomic_write(report / "index.md", "\n".join(index).rstrip() + "\n")
     written.append(str(Path(REPORT) / "index.md"))
     return written
