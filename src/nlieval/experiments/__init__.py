@@ -18,10 +18,12 @@ run folder each, its settings checked by the command's own classes);
 from __future__ import annotations
 
 from .config import (
+    EXECUTORS,
     ExperimentPlan,
     ExperimentRun,
     ExperimentSchema,
     ExperimentStatus,
+    executor_named,
     plan_text,
     run_file,
     status_text,
@@ -32,7 +34,6 @@ from .driver import (
     LocalExecutor,
     Outcome,
     Summary,
-    executor_named,
     experiment_status,
     format_status,
     run_experiment,
@@ -43,6 +44,7 @@ from .schema import experiment_schema, schema_text
 from .spec import Experiment, parse_experiment
 
 __all__ = [
+    "EXECUTORS",
     "ExperimentPlan",
     "ExperimentRun",
     "ExperimentSchema",

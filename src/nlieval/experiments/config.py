@@ -7,12 +7,41 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..settings import setting
-from .driver import Summary, executor_named, experiment_status, format_status, run_experiment
+from .driver import (
+    Executor,
+    LocalExecutor,
+    Summary,
+    experiment_status,
+    format_status,
+    run_experiment,
+)
 from .overrides import read_experiment
 from .plan import ASK_ABOVE, format_plan, plan_cells
 from .schema import schema_text
+from .slurm import SlurmExecutor
+
+#: The executors of ``--executor``.
+EXECUTORS = ("local", "slurm")
+
+
+def executor_named(name: str, out: str | Path = ".", partition: str | None = None) -> Executor:
+    """The executor ``name`` (``local``, or ``slurm`` with its job files under
+    ``out/slurm``); another, or one whose engine is not installed, is one line.
+
+    >>> executor_named("ray")
+    Traceback (most recent call last):
+    ValueError: --executor ray: not available in this version (the executors: local, slurm)
+    """
+    if name == "local":
+        return LocalExecutor()
+    if name == "slurm":
+        return SlurmExecutor(Path(out) / "slurm", partition=partition)
+    raise ValueError(
+        f"--executor {name}: not available in this version (the executors: {', '.join(EXECUTORS)})"
+    )
 
 
 def _file() -> str:
@@ -55,7 +84,13 @@ class ExperimentRun:
     out: str = setting(help="the experiment folder (cells/, state/, report/, experiment.json)")
     set: tuple[str, ...] = _overrides()
     yes: bool = _yes()
-    executor: str = setting("local", help="what runs the cells", choices=("local",))
+    executor: str = setting(
+        "local",
+        help="what runs the cells: local (this process, one after another) or slurm (a "
+        "job per cell through submitit, with each model's resources)",
+        choices=EXECUTORS,
+    )
+    partition: str | None = setting(None, help="with --executor slurm: the partition")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,7 +121,7 @@ def plan_text(cfg: ExperimentPlan) -> str:
 
 def run_file(cfg: ExperimentRun) -> Summary:
     """:func:`run_experiment` of the file with its overrides."""
-    executor = executor_named(cfg.executor)
+    executor = executor_named(cfg.executor, cfg.out, cfg.partition)
     return run_experiment(
         read_experiment(cfg.file, cfg.set), cfg.out, executor=executor, yes=cfg.yes
     )
@@ -101,7 +136,9 @@ __all__ = [
     "ExperimentPlan",
     "ExperimentRun",
     "ExperimentSchema",
+    "EXECUTORS",
     "ExperimentStatus",
+    "executor_named",
     "plan_text",
     "run_file",
     "schema_text",

@@ -74,6 +74,16 @@ def run_cell(job: CellJob) -> None:
     command(cell.command).execute(cell.configs(), Path(job.folder))
 
 
+def cell_outcome(job: CellJob) -> tuple[str, str | None, bool]:
+    """:func:`run_cell` of ``job`` as data, for an executor whose worker is another
+    process: (``done`` or ``failed``, the error line, whether it is a refusal)."""
+    try:
+        run_cell(job)
+    except Exception as err:  # noqa: BLE001 - every failure of a cell is its outcome
+        return "failed", _one_line(err), isinstance(err, REFUSALS)
+    return "done", None, False
+
+
 def _one_line(err: BaseException) -> str:
     text = " ".join(str(err).split()) or type(err).__name__
     return text if isinstance(err, (DataError, FolderError)) else f"{type(err).__name__}: {text}"
@@ -122,18 +132,6 @@ class LocalExecutor:
                 job.cell.name, "failed", attempts, _one_line(err), self.name, str(os.getpid())
             )
         return Outcome(job.cell.name, "done", attempts, None, self.name, str(os.getpid()))
-
-
-def executor_named(name: str) -> Executor:
-    """The executor ``name`` (only ``local`` in this version); another is one line.
-
-    >>> executor_named("ray")
-    Traceback (most recent call last):
-    ValueError: --executor ray: not available in this version (the executors: local)
-    """
-    if name == "local":
-        return LocalExecutor()
-    raise ValueError(f"--executor {name}: not available in this version (the executors: local)")
 
 
 @dataclass(frozen=True)
