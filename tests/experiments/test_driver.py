@@ -243,3 +243,65 @@ def test_plan_lists_cells_with_their_command_lines(done: tuple[Path, Path]) -> N
     assert cells[1].argv[-4:] == ("--shots", "2", "--seeds", "1,")
     # 2 items: k=0 and k=1 -> 4 records; k=2 seed 1 -> 2.
     assert [c.records for c in cells] == [4, 2, 2]
+
+
+def _all_records(out: Path) -> dict[tuple[object, ...], dict[str, object]]:
+    got: dict[tuple[object, ...], dict[str, object]] = {}
+    for cell in sorted((out / "cells").iterdir()):
+        for line in (cell / "records.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            key = (cell.name, r["k"], r["seed"], r["item_id"])
+            assert key not in got, f"duplicate record {key}"
+            got[key] = r
+    return got
+
+
+def test_kill_9_of_the_driver_at_several_moments_then_it_goes_on(
+    tmp_path: Path, tiny_llama: Path
+) -> None:
+    import signal
+    import time
+
+    from tests.helpers.cli_process import start_cli
+
+    path = _file(tmp_path, tiny_llama)
+    # One row per forward pass: the cells last long enough to be killed in.
+    args = ["experiment", "run", str(path), "--set", "batch_size=1"]
+    ref = start_cli(*args, "--out", str(tmp_path / "ref"), cwd=tmp_path, one_thread=True)
+    assert ref.wait(timeout=600) == 0, ref.stderr.read() if ref.stderr else ""
+    out = tmp_path / "killed"
+    cells = out / "cells"
+    # The moments: a first record of the first cell, its outcome saved, a first record of
+    # the second and of the third cell, the report's folder made.
+    moments = [
+        cells / "base-tiny" / "records.jsonl",
+        out / "state" / "base-tiny.json",
+        cells / "base-tiny-seed1" / "records.jsonl",
+        cells / "base-tiny-seed2" / "records.jsonl",
+        out / "report",
+    ]
+    killed = 0
+    for moment in moments:
+        proc = start_cli(*args, "--out", str(out), cwd=tmp_path, one_thread=True)
+        deadline = time.time() + 300
+        while time.time() < deadline and proc.poll() is None:
+            if moment.exists() and (moment.is_dir() or moment.stat().st_size > 0):
+                break
+            time.sleep(0.005)
+        if proc.poll() is None:
+            killed += 1
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    assert killed >= 3, "the driver ended before most of the moments"
+    last = start_cli(*args, "--out", str(out), cwd=tmp_path, one_thread=True)
+    assert last.wait(timeout=600) == 0, last.stderr.read() if last.stderr else ""
+    got, want = _all_records(out), _all_records(tmp_path / "ref")
+    assert sorted(got) == sorted(want)  # 0 missing, and (checked above) 0 duplicates
+    for key, r in got.items():
+        assert r["pred"] == want[key]["pred"]
+        diff = max(abs(a - b) for a, b in zip(r["loglik"], want[key]["loglik"], strict=True))  # type: ignore[call-overload]
+        assert diff < 1e-4
+    assert (out / "report" / "table.md").read_bytes() == (
+        tmp_path / "ref" / "report" / "table.md"
+    ).read_bytes()
+    assert [r["state"] for r in experiment_status(out)] == ["done"] * 3
