@@ -202,7 +202,7 @@ def test_an_executor_not_available_is_one_line() -> None:
             "--out",
             "x",
             "--executor",
-            "ray",
+            "dask",
         ],
         capture_output=True,
         text=True,
@@ -212,6 +212,23 @@ def test_an_executor_not_available_is_one_line() -> None:
     assert (
         proc.stderr.strip()
         .splitlines()[-1]
-        .endswith("argument --executor: invalid choice: 'ray' (choose from 'local')")
+        .endswith(
+            "argument --executor: invalid choice: 'dask' (choose from 'local', 'slurm', 'ray')"
+        )
     )
     assert main is not None
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "extra"), [("slurm", "submitit", "cluster"), ("ray", "ray", "scale")]
+)
+def test_an_executor_not_installed_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, module: str, extra: str
+) -> None:
+    from nlieval.experiments import executor_named
+
+    monkeypatch.setitem(sys.modules, module, None)  # import fails as when not installed
+    with pytest.raises(ValueError) as err:
+        executor_named(name, tmp_path)
+    assert str(err.value).startswith(f"--executor {name} needs ")
+    assert str(err.value).endswith(f"pip install 'nlieval[{extra}]'")

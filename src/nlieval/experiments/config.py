@@ -20,25 +20,31 @@ from .driver import (
 )
 from .overrides import read_experiment
 from .plan import ASK_ABOVE, format_plan, plan_cells
+from .ray_executor import RayExecutor
 from .schema import schema_text
 from .slurm import SlurmExecutor
 
 #: The executors of ``--executor``.
-EXECUTORS = ("local", "slurm")
+EXECUTORS = ("local", "slurm", "ray")
 
 
-def executor_named(name: str, out: str | Path = ".", partition: str | None = None) -> Executor:
-    """The executor ``name`` (``local``, or ``slurm`` with its job files under
-    ``out/slurm``); another, or one whose engine is not installed, is one line.
+def executor_named(
+    name: str, out: str | Path = ".", partition: str | None = None, address: str | None = None
+) -> Executor:
+    """The executor ``name``: ``local``, ``slurm`` (its job files under ``out/slurm``)
+    or ``ray`` (the cluster at ``address``); another, or one whose engine is not
+    installed or not reachable, is one line.
 
-    >>> executor_named("ray")
+    >>> executor_named("dask")
     Traceback (most recent call last):
-    ValueError: --executor ray: not available in this version (the executors: local, slurm)
+    ValueError: --executor dask: not available in this version (the executors: local, slurm, ray)
     """
     if name == "local":
         return LocalExecutor()
     if name == "slurm":
         return SlurmExecutor(Path(out) / "slurm", partition=partition)
+    if name == "ray":
+        return RayExecutor(address)
     raise ValueError(
         f"--executor {name}: not available in this version (the executors: {', '.join(EXECUTORS)})"
     )
@@ -86,11 +92,15 @@ class ExperimentRun:
     yes: bool = _yes()
     executor: str = setting(
         "local",
-        help="what runs the cells: local (this process, one after another) or slurm (a "
-        "job per cell through submitit, with each model's resources)",
+        help="what runs the cells: local (this process, one after another), slurm (a job "
+        "per cell through submitit, with each model's resources) or ray (a task per cell "
+        "on a Ray cluster)",
         choices=EXECUTORS,
     )
     partition: str | None = setting(None, help="with --executor slurm: the partition")
+    address: str | None = setting(
+        None, help="with --executor ray: the cluster's address, e.g. 10.0.0.1:6379 [RAY_ADDRESS]"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,7 +131,7 @@ def plan_text(cfg: ExperimentPlan) -> str:
 
 def run_file(cfg: ExperimentRun) -> Summary:
     """:func:`run_experiment` of the file with its overrides."""
-    executor = executor_named(cfg.executor, cfg.out, cfg.partition)
+    executor = executor_named(cfg.executor, cfg.out, cfg.partition, cfg.address)
     return run_experiment(
         read_experiment(cfg.file, cfg.set), cfg.out, executor=executor, yes=cfg.yes
     )
