@@ -65,6 +65,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="the cells of an experiment file with their command lines and estimates",
         examples=(
             "nlieval experiment plan experiments/lost-in-inference.yaml --set models=smollm2-135m",
+            "nlieval experiment plan docs/examples/experiment.yaml --set limit=4 --no-estimate",
         ),
         handler=_cmd_plan,
         settings=(ExperimentPlan,),
@@ -75,6 +76,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         examples=(
             "nlieval experiment run experiments/lost-in-inference.yaml --set models=smollm2-135m "
             "--set limit=5 --out runs/lii",
+            "nlieval experiment run docs/examples/experiment.yaml --executor slurm --partition gpu "
+            "--out runs/smoke-study",
         ),
         handler=_cmd_run,
         settings=(ExperimentRun,),
@@ -82,14 +85,20 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     command(
         "status",
         help="each cell of an experiment folder: done, partial, failed or pending",
-        examples=("nlieval experiment status runs/lii",),
+        examples=(
+            "nlieval experiment status runs/lii",
+            "nlieval experiment status runs/smoke-study",
+        ),
         handler=_cmd_status,
         settings=(ExperimentStatus,),
     )
     command(
         "schema",
         help="the JSON Schema of experiment files (for editors)",
-        examples=("nlieval experiment schema --out experiments/schema.json",),
+        examples=(
+            "nlieval experiment schema --out experiments/schema.json",
+            "nlieval experiment schema",
+        ),
         handler=_cmd_schema,
         settings=(ExperimentSchema,),
     )
