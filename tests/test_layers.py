@@ -43,9 +43,11 @@ FLOORS: dict[str, int] = {
     "sci": 3,
     "metainference": 3,
     "reports": 4,
-    "cli": 5,
+    # A study's grid of runs: the families' commands and the reports, from one file.
+    "experiments": 5,
+    "cli": 6,
     # `python -m nlieval`: the command line, one floor above it.
-    "__main__": 6,
+    "__main__": 7,
 }
 
 
@@ -199,6 +201,7 @@ PACKAGES = sorted(r for r in FLOORS if (SRC / r).is_dir() and r != "cli")
 def test_packages_are_the_families() -> None:
     families = ["choice", "analyses", "contamination", "sci", "metainference", "data", "runs"]
     families += ["plotting"]  # not a family: the one room of every plot, below them
+    families += ["experiments"]  # not a family: a study's grid of the families' commands
     assert sorted([*families, "backends", "ground"]) == PACKAGES
 
 

@@ -231,6 +231,17 @@ COMMANDS: dict[str, Command] = {
             "nlieval sci-report runs/smol-scinli-instruct",
         ),
     ),
+    "experiment": Command(
+        "experiment",
+        "a study's grid of runs from one YAML file: plan, run (resumable, retried), status, "
+        "and its tables and figures",
+        (
+            "nlieval experiment plan experiments/lost-in-inference.yaml --set models=smollm2-135m",
+            "nlieval experiment run experiments/lost-in-inference.yaml --set models=smollm2-135m "
+            "--set limit=5 --out runs/lii",
+            "nlieval experiment status runs/lii",
+        ),
+    ),
 }
 
 

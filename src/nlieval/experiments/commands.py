@@ -1,0 +1,354 @@
+"""The commands a block may name, each with the settings classes its flags come from and
+the library function that writes its folder (the one its ``nlieval`` command calls).
+
+A block's settings are exactly the fields of those classes (the flag's name without
+``--``, with ``_``: ``batch_size``, ``save_prompts``); :func:`build_config` builds the
+classes from a block's settings the way the command line does (a text is read by the
+flag's own parser, so ``shots: "0,5"`` and ``shots: [0, 5]`` mean ``--shots 0,5``).
+
+>>> from nlieval.experiments.spec import Setting
+>>> s = [Setting("tasks", ["smoke"], "e.yaml", 3), Setting("shots", [0, 5], "e.yaml", 4)]
+>>> cfg, = build_config("run", "smollm2-135m", s, "e.yaml", 2)
+>>> cfg.tasks, cfg.shots, cfg.seeds
+(('smoke',), (0, 5), (0,))
+>>> bad = [Setting("tsks", ["smoke"], "e.yaml", 3)]
+>>> build_config("run", "m", bad, "e.yaml", 2)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+nlieval.ground.errors.DataError: e.yaml:3: field 'tsks': not a setting of command run...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import MISSING, Field, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ..ground import DataError
+from ..settings import UNSET, flag_of, from_flat_dict, options_of
+from .spec import Setting, suggest
+
+#: The fields a cell's folder sets itself: never a block's setting.
+DRIVER_FIELDS = ("out", "overwrite", "progress")
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command of a block: its settings classes (the first holds ``model``), the
+    function that runs a cell (its configs, its folder) and which axis of the matrix
+    feeds which setting."""
+
+    name: str
+    classes: tuple[type[Any], ...]
+    execute: Callable[[Sequence[Any], Path], None]
+    #: the setting a model's name goes to (None: the command takes no model)
+    model_field: str | None = "model"
+
+
+def _run(configs: Sequence[Any], out: Path) -> None:
+    from ..choice import run
+
+    run(configs[0], out, progress=False)
+
+
+def _instruct(configs: Sequence[Any], out: Path) -> None:
+    from ..sci import run_instruct
+
+    run_instruct(configs[0], out, progress=False)
+
+
+def _train(configs: Sequence[Any], out: Path) -> None:
+    from ..sci import train_classifier
+
+    train_classifier(dataclasses.replace(configs[0], out=str(out)), progress=False, resume=True)
+
+
+def _generate(configs: Sequence[Any], out: Path) -> None:
+    from ..metainference import generate_items
+    from ..runs import RunError
+
+    chat, config = configs
+    summary = generate_items(chat.resolve(), config, out, progress=False)
+    if summary.get("stopped"):
+        raise RunError(f"stopped: {summary['stopped']}")
+
+
+def _import(configs: Sequence[Any], out: Path) -> None:
+    from ..analyses import import_predictions
+
+    import_predictions(configs[0], out)
+
+
+def _classes(name: str) -> tuple[type[Any], ...]:
+    # Imported when a block names the command: each family loads its own libraries.
+    if name == "run":
+        from ..choice import RunConfig
+
+        return (RunConfig,)
+    if name == "instruct":
+        from ..sci import InstructConfig
+
+        return (InstructConfig,)
+    if name == "train":
+        from ..sci import TrainConfig
+
+        return (TrainConfig,)
+    if name == "generate":
+        from ..backends import ChatModel
+        from ..metainference import GenerateConfig
+
+        return (ChatModel, GenerateConfig)
+    if name == "import":
+        from ..analyses import ImportConfig
+
+        return (ImportConfig,)
+    raise KeyError(name)
+
+
+_EXECUTE: dict[str, Callable[[Sequence[Any], Path], None]] = {
+    "run": _run,
+    "instruct": _instruct,
+    "train": _train,
+    "generate": _generate,
+    "import": _import,
+}
+
+#: The commands a block may name.
+COMMAND_NAMES = tuple(_EXECUTE)
+
+
+def command(name: str) -> Command:
+    """The command ``name`` (KeyError: none such).
+
+    >>> command("run").classes[0].__name__
+    'RunConfig'
+    """
+    return Command(name, _classes(name), _EXECUTE[name])
+
+
+def _fields(cls: type[Any]) -> Iterator[tuple[Field[Any], bool]]:
+    """Each setting field of ``cls`` (and of the options it holds), with whether it
+    belongs to options."""
+    for f in fields(cls):
+        opt = options_of(f)
+        if opt is None:
+            if f.name not in DRIVER_FIELDS and (
+                flag_of(f) is not None or f.name == "runs" or f.name == "files"
+            ):
+                yield f, False
+        else:
+            for sub in fields(opt.cls):
+                if flag_of(sub) is not None:
+                    yield sub, True
+
+
+def setting_fields(name: str) -> dict[str, Field[Any]]:
+    """The settings of command ``name`` by key (KeyError: no such command).
+
+    >>> "limit" in setting_fields("run"), "out" in setting_fields("train")
+    (True, False)
+    """
+    out: dict[str, Field[Any]] = {}
+    for cls in _classes(name):
+        for f, _ in _fields(cls):
+            out.setdefault(f.name, f)
+    return out
+
+
+def setting_keys(name: str) -> list[str]:
+    """The keys a block of command ``name`` may set."""
+    return list(setting_fields(name))
+
+
+def takes(name: str, key: str) -> bool:
+    """Whether command ``name`` has the setting ``key`` (False for an unknown command).
+
+    >>> takes("run", "limit"), takes("train", "shots"), takes("nope", "limit")
+    (True, False, False)
+    """
+    try:
+        return key in setting_fields(name)
+    except KeyError:
+        return False
+
+
+def engine_option_keys() -> list[str]:
+    """The keys a model entry may give besides ``model`` and ``resources``: the engine
+    options of every command (dtype, device_map, api_base, ...)."""
+    keys: dict[str, None] = {}
+    for name in COMMAND_NAMES:
+        for cls in _classes(name):
+            for f, in_options in _fields(cls):
+                if in_options:
+                    keys[f.name] = None
+    return list(keys)
+
+
+_TRUE = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def _base_type(f: Field[Any]) -> str:
+    return str(f.type).replace(" | None", "").strip()
+
+
+def coerce(f: Field[Any], s: Setting) -> Any:
+    """The value of setting ``s`` for field ``f``, read as its flag reads it; a value the
+    flag would refuse is ``s``'s one-line error.
+
+    >>> from nlieval.choice import RunConfig
+    >>> shots = {f.name: f for f in fields(RunConfig)}["shots"]
+    >>> coerce(shots, Setting("shots", [0, 5], "e.yaml", 3))
+    (0, 5)
+    >>> coerce(shots, Setting("shots", "0,2", "--set", None))
+    (0, 2)
+    >>> coerce(shots, Setting("shots", [-1], "e.yaml", 3))
+    Traceback (most recent call last):
+    nlieval.ground.errors.DataError: e.yaml:3: field 'shots': shot counts are 0 or more, got '-1,'
+    """
+    value = s.value
+    flag = flag_of(f)
+    kind = _base_type(f)
+    if value is None:
+        if "None" not in str(f.type):
+            raise s.error("needs a value (null is not one)")
+        return None
+    if kind == "bool":
+        if isinstance(value, str) and value.lower() in _TRUE:
+            return _TRUE[value.lower()]
+        if not isinstance(value, bool):
+            raise s.error(f"expected true or false, found {value!r}")
+        return value
+    if isinstance(value, (dict, bool)) or (
+        isinstance(value, list) and any(isinstance(v, (dict, list, bool)) for v in value)
+    ):
+        raise s.error(f"expected {kind}, found {value!r}")
+    if flag is not None and flag.parse is not None:
+        if isinstance(value, list):
+            if not value:
+                return ()
+            # One value and a comma: "7," is the list of 7 (a count, alone, means range).
+            text = ",".join(str(v) for v in value) + ("," if len(value) == 1 else "")
+        else:
+            text = str(value)
+        try:
+            parsed = flag.parse(text)
+        except ValueError as err:
+            raise s.error(str(err)) from None
+        value = parsed
+    elif kind.startswith("tuple"):
+        value = tuple(str(v) for v in (value if isinstance(value, list) else [value]))
+    elif kind == "int":
+        try:
+            value = int(value) if isinstance(value, str) else value
+        except ValueError:
+            raise s.error(f"expected an integer, found {value!r}") from None
+        if not isinstance(value, int):
+            raise s.error(f"expected an integer, found {value!r}")
+    elif kind == "float":
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise s.error(f"expected a number, found {value!r}") from None
+    elif kind == "str":
+        if isinstance(value, list):
+            raise s.error(f"expected text, found a list {value!r}")
+        value = str(value)
+    if flag is not None and flag.choices is not None and value not in flag.choices:
+        raise s.error(f"expected one of {', '.join(flag.choices)}, found {value!r}")
+    return value
+
+
+def build_config(
+    name: str,
+    model: str | None,
+    settings: Sequence[Setting],
+    source: str,
+    line: int | None,
+) -> tuple[Any, ...]:
+    """The settings classes of command ``name`` built from ``settings`` (and ``model``),
+    as its command line would build them; an unknown key, a bad value or a config the
+    class refuses is one DataError naming ``source``, the line and the key (``line``:
+    the block's, for what no one key is to blame)."""
+    known = setting_fields(name)
+    flat: dict[str, Any] = {}
+    for s in settings:
+        f = known.get(s.key)
+        if f is None:
+            raise s.error(f"not a setting of command {name}{suggest(s.key, known)}")
+        flat[s.key] = coerce(f, s)
+    com = command(name)
+    if model is not None and com.model_field is not None:
+        flat[com.model_field] = model
+    out = []
+    for cls in com.classes:
+        missing = [
+            f.name
+            for f, in_options in _fields(cls)
+            if not in_options
+            and f.default is MISSING
+            and f.default_factory is MISSING
+            and f.name not in flat
+            and (flag_of(f) is None or flag_of(f).cli_default is UNSET)  # type: ignore[union-attr]
+        ]
+        if missing:
+            raise DataError(
+                source, line, missing[0], f"command {name} needs the setting {missing[0]!r}"
+            )
+        kw = dict(flat)
+        for f in fields(cls):
+            flag = flag_of(f)
+            if (
+                f.name not in kw
+                and flag is not None
+                and flag.cli_default is not UNSET
+                and f.default is MISSING
+            ):
+                kw[f.name] = flag.cli_default
+        try:
+            out.append(from_flat_dict(cls, kw))
+        except (ValueError, TypeError) as err:
+            raise DataError(source, line, None, f"command {name}: {err}") from None
+    return tuple(out)
+
+
+def json_type(f: Field[Any]) -> dict[str, Any]:
+    """A JSON Schema for the values of field ``f`` as a block may write them.
+
+    >>> from nlieval.choice import RunConfig
+    >>> json_type({f.name: f for f in fields(RunConfig)}["limit"])["type"]
+    ['integer', 'null']
+    """
+    kind = _base_type(f)
+    nullable = "None" in str(f.type)
+    flag = flag_of(f)
+    schema: dict[str, Any]
+    if kind == "bool":
+        schema = {"type": "boolean"}
+    elif kind == "int":
+        schema = {"type": "integer"}
+    elif kind == "float":
+        schema = {"type": "number"}
+    elif kind.startswith("tuple[int"):
+        schema = {
+            "anyOf": [
+                {"type": "array", "items": {"type": "integer"}},
+                {"type": ["string", "integer"]},
+            ]
+        }
+    elif kind.startswith("tuple"):
+        schema = {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]}
+    elif kind == "int | str":
+        schema = {"type": ["integer", "string"]}
+    else:
+        schema = {"type": "string"}
+    if flag is not None and flag.choices is not None:
+        schema = {"enum": list(flag.choices)}
+    if nullable:
+        if "type" in schema and isinstance(schema["type"], str):
+            schema["type"] = [schema["type"], "null"]
+        else:
+            schema = {"anyOf": [schema, {"type": "null"}]}
+    if flag is not None and flag.help:
+        schema["description"] = flag.help
+    return schema

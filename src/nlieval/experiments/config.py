@@ -1,0 +1,156 @@
+"""The settings of the ``nlieval experiment`` commands, and the function each calls.
+
+>>> ExperimentRun(file="e.yaml", out="runs/x").executor
+'local'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..settings import setting
+from .driver import (
+    Executor,
+    LocalExecutor,
+    Summary,
+    experiment_status,
+    format_status,
+    run_experiment,
+)
+from .overrides import read_experiment
+from .plan import ASK_ABOVE, format_plan, plan_cells
+from .ray_executor import RayExecutor
+from .schema import schema_text
+from .slurm import SlurmExecutor
+
+#: The executors of ``--executor``.
+EXECUTORS = ("local", "slurm", "ray")
+
+
+def executor_named(
+    name: str, out: str | Path = ".", partition: str | None = None, address: str | None = None
+) -> Executor:
+    """The executor ``name``: ``local``, ``slurm`` (its job files under ``out/slurm``)
+    or ``ray`` (the cluster at ``address``); another, or one whose engine is not
+    installed or not reachable, is one line.
+
+    >>> executor_named("dask")
+    Traceback (most recent call last):
+    ValueError: --executor dask: not available in this version (the executors: local, slurm, ray)
+    """
+    if name == "local":
+        return LocalExecutor()
+    if name == "slurm":
+        return SlurmExecutor(Path(out) / "slurm", partition=partition)
+    if name == "ray":
+        return RayExecutor(address)
+    raise ValueError(
+        f"--executor {name}: not available in this version (the executors: {', '.join(EXECUTORS)})"
+    )
+
+
+def _file() -> str:
+    return setting(help="the experiment file (YAML)", positional=True)  # type: ignore[no-any-return]
+
+
+def _overrides() -> tuple[str, ...]:
+    return setting(  # type: ignore[no-any-return]
+        (),
+        help="KEY=VALUE: models=a,b (also tasks, shots, seeds, checkpoints) replaces that axis "
+        "of every matrix entry; BLOCK.KEY=VALUE one block's setting; KEY=VALUE that setting "
+        "of every block that has it (repeatable)",
+        names=("--set",),
+        action="append",
+        metavar="KEY=VALUE",
+    )
+
+
+def _yes() -> bool:
+    return setting(False, help=f"go on with more than {ASK_ABOVE} cells")  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentPlan:
+    """What ``nlieval experiment plan`` shows: :func:`plan_text`."""
+
+    file: str = _file()
+    set: tuple[str, ...] = _overrides()
+    yes: bool = _yes()
+    estimate: bool = setting(
+        True, help="do not read the data to estimate records and words", names=("--no-estimate",)
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentRun:
+    """What ``nlieval experiment run`` does: :func:`run_file`."""
+
+    file: str = _file()
+    out: str = setting(help="the experiment folder (cells/, state/, report/, experiment.json)")
+    set: tuple[str, ...] = _overrides()
+    yes: bool = _yes()
+    executor: str = setting(
+        "local",
+        help="what runs the cells: local (this process, one after another), slurm (a job "
+        "per cell through submitit, with each model's resources) or ray (a task per cell "
+        "on a Ray cluster)",
+        choices=EXECUTORS,
+    )
+    partition: str | None = setting(None, help="with --executor slurm: the partition")
+    address: str | None = setting(
+        None, help="with --executor ray: the cluster's address, e.g. 10.0.0.1:6379 [RAY_ADDRESS]"
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentStatus:
+    """What ``nlieval experiment status`` shows: :func:`status_text`."""
+
+    folder: str = setting(help="an experiment folder", positional=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentSchema:
+    """Where ``nlieval experiment schema`` writes: :func:`nlieval.experiments.schema_text`."""
+
+    out: str | None = setting(None, help="write the schema here instead of printing it")
+
+
+def plan_text(cfg: ExperimentPlan) -> str:
+    """The cells of the file with their command lines and estimates; more than
+    :data:`ASK_ABOVE` cells need ``yes`` (the plan of a typo is a long list)."""
+    cells = plan_cells(read_experiment(cfg.file, cfg.set), estimate=cfg.estimate)
+    text = format_plan(cells)
+    if len(cells) > ASK_ABOVE and not cfg.yes:
+        raise ValueError(
+            f"{cfg.file}: {len(cells)} cells (more than {ASK_ABOVE}): give --yes to see them"
+        )
+    return text
+
+
+def run_file(cfg: ExperimentRun) -> Summary:
+    """:func:`run_experiment` of the file with its overrides."""
+    executor = executor_named(cfg.executor, cfg.out, cfg.partition, cfg.address)
+    return run_experiment(
+        read_experiment(cfg.file, cfg.set), cfg.out, executor=executor, yes=cfg.yes
+    )
+
+
+def status_text(cfg: ExperimentStatus) -> str:
+    """Each cell of the folder: done, partial (n of N records), failed (its error) or pending."""
+    return format_status(experiment_status(cfg.folder))
+
+
+__all__ = [
+    "ExperimentPlan",
+    "ExperimentRun",
+    "ExperimentSchema",
+    "EXECUTORS",
+    "ExperimentStatus",
+    "executor_named",
+    "plan_text",
+    "run_file",
+    "schema_text",
+    "status_text",
+]

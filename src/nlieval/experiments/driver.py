@@ -1,0 +1,337 @@
+"""Running the cells of an experiment and saying where each stands.
+
+:func:`run_experiment` plans the cells, writes ``DIR/experiment.json`` (the resolved plan,
+so that :func:`experiment_status` needs no file), hands each cell not done to an
+executor, records each outcome in ``DIR/state/<cell>.json`` and ends with the report
+(:mod:`.report`). A cell is run by its command's own library function into its own run
+folder: resume, lock and the refusal of another configuration are the folder's own. A
+cell that fails is tried again (``retries`` of the file, with back-off); a refusal of
+its folder (another configuration, a lock held by another process, bad data) is not, as
+trying again would not change it. The other cells go on either way.
+
+An executor is a callable that takes a :class:`CellJob` and returns its
+:class:`Outcome`; :class:`LocalExecutor` runs it in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..ground import DataError, FolderError, read_json
+from ..runs import RECORDS, RunFolder, atomic_write, make_folder
+from .plan import ASK_ABOVE, Cell, plan_cells
+from .spec import Experiment
+
+#: The resolved plan in an experiment folder.
+PLAN = "experiment.json"
+
+#: The folders of the cells and of their outcomes.
+CELLS = "cells"
+STATE = "state"
+
+
+@dataclass(frozen=True)
+class CellJob:
+    """What an executor is given: the cell and the folder to write it into."""
+
+    cell: Cell
+    folder: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a cell: ``done`` or ``failed`` (with its last error line), after
+    how many ``attempts``, run by which executor (and its job id, when it has one)."""
+
+    cell: str
+    state: str
+    attempts: int
+    error: str | None = None
+    executor: str = "local"
+    job: str | None = None
+
+
+class Executor(Protocol):
+    """Runs one cell: a job in, its outcome out."""
+
+    name: str
+
+    def __call__(self, job: CellJob, retries: int, backoff: float) -> Outcome: ...
+
+
+def run_cell(job: CellJob) -> None:
+    """Run ``job``'s cell by its command's library function into its folder (any
+    executor ends here, in whatever process it runs the cell)."""
+    from .commands import command
+
+    cell = job.cell
+    command(cell.command).execute(cell.configs(), Path(job.folder))
+
+
+def cell_outcome(job: CellJob) -> tuple[str, str | None, bool]:
+    """:func:`run_cell` of ``job`` as data, for an executor whose worker is another
+    process: (``done`` or ``failed``, the error line, whether it is a refusal)."""
+    try:
+        run_cell(job)
+    except Exception as err:  # noqa: BLE001 - every failure of a cell is its outcome
+        return "failed", _one_line(err), isinstance(err, REFUSALS)
+    return "done", None, False
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if isinstance(err, (DataError, FolderError)) else f"{type(err).__name__}: {text}"
+
+
+#: Errors that trying again would not change: the folder refuses (another configuration,
+#: held by another process), or the data or settings are bad.
+REFUSALS: tuple[type[BaseException], ...] = (FolderError, DataError)
+
+
+class LocalExecutor:
+    """Runs each cell in this process, one after another; a failure other than a
+    refusal is tried again ``retries`` times, waiting ``backoff`` seconds, then twice
+    that, ... (tenacity's exponential wait)."""
+
+    name = "local"
+
+    def __init__(self, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.sleep = sleep
+
+    def __call__(self, job: CellJob, retries: int, backoff: float) -> Outcome:
+        import tenacity
+
+        attempts = 0
+
+        def attempt() -> None:
+            nonlocal attempts
+            attempts += 1
+            run_cell(job)
+
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(retries + 1),
+            wait=tenacity.wait_exponential(
+                multiplier=backoff, min=backoff, max=max(backoff, 600.0)
+            ),
+            retry=tenacity.retry_if_exception(
+                lambda e: isinstance(e, Exception) and not isinstance(e, REFUSALS)
+            ),
+            sleep=self.sleep,
+            reraise=True,
+        )
+        try:
+            retrying(attempt)
+        except Exception as err:  # noqa: BLE001 - every failure of a cell is its outcome
+            return Outcome(
+                job.cell.name, "failed", attempts, _one_line(err), self.name, str(os.getpid())
+            )
+        return Outcome(job.cell.name, "done", attempts, None, self.name, str(os.getpid()))
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a call of :func:`run_experiment` did: the outcome of each cell (those
+    already done are ``done`` with 0 attempts) and the report's files."""
+
+    outcomes: tuple[Outcome, ...]
+    report: tuple[str, ...]
+
+    @property
+    def failed(self) -> list[Outcome]:
+        """The cells that failed."""
+        return [o for o in self.outcomes if o.state == "failed"]
+
+    def text(self) -> str:
+        """One line per cell that was run or failed, and a closing count."""
+        lines = []
+        for o in self.outcomes:
+            if o.state == "failed":
+                lines.append(f"failed  {o.cell} ({o.attempts} attempts): {o.error}")
+            elif o.attempts:
+                lines.append(f"done    {o.cell}")
+        ran = sum(1 for o in self.outcomes if o.attempts)
+        done = sum(1 for o in self.outcomes if o.state == "done")
+        lines.append(
+            f"{done} of {len(self.outcomes)} cells done ({ran} run in this call), "
+            f"{len(self.failed)} failed; report: {len(self.report)} files"
+        )
+        return "\n".join(lines)
+
+
+def _state_path(out: Path, cell: str) -> Path:
+    return out / STATE / f"{cell}.json"
+
+
+def read_state(out: str | Path, cell: str) -> dict[str, Any] | None:
+    """The last outcome saved for ``cell`` in the experiment folder ``out`` (None: none)."""
+    path = _state_path(Path(out), cell)
+    if not path.exists():
+        return None
+    saved = read_json(path)
+    return saved if isinstance(saved, dict) else None
+
+
+def _write_state(out: Path, cell: Cell, outcome: Outcome) -> None:
+    make_folder(out / STATE)
+    body = {
+        "cell": cell.name,
+        "state": outcome.state,
+        "identity": cell.identity,
+        "attempts": outcome.attempts,
+        "error": outcome.error,
+        "executor": outcome.executor,
+        "job": outcome.job,
+    }
+    atomic_write(_state_path(out, cell.name), json.dumps(body, indent=1, sort_keys=True) + "\n")
+
+
+def write_plan(out: Path, exp: Experiment, cells: Sequence[Cell]) -> None:
+    """``DIR/experiment.json``: the file's name and source, every cell resolved, the outputs."""
+    make_folder(out)
+    body = {
+        "experiment": exp.name,
+        "source": exp.source,
+        "cells": [c.to_dict() for c in cells],
+        "outputs": [
+            {"name": o.name, "kind": o.kind, "label": o.label, "blocks": list(o.blocks)}
+            for o in exp.outputs
+        ],
+    }
+    atomic_write(out / PLAN, json.dumps(body, indent=1, sort_keys=True) + "\n")
+
+
+def is_done(out: Path, cell: Cell) -> bool:
+    """Whether ``cell`` was completed in ``out`` under its present configuration."""
+    state = read_state(out, cell.name)
+    return bool(state and state.get("state") == "done" and state.get("identity") == cell.identity)
+
+
+def run_experiment(
+    exp: Experiment,
+    out: str | Path,
+    *,
+    executor: Executor | None = None,
+    yes: bool = False,
+    report: bool = True,
+) -> Summary:
+    """Run every cell of ``exp`` not done yet into ``out/cells`` and write ``out/report``.
+
+    A cell done under its present configuration is skipped (no model is loaded); a cell
+    whose configuration changed is given to its command again, whose folder resumes,
+    grows or refuses (one line naming the cell). More than :data:`ASK_ABOVE` cells
+    need ``yes``.
+    """
+    from .report import check_outputs, write_report
+
+    out = Path(out)
+    cells = plan_cells(exp)
+    check_outputs(exp)  # a bad output fails before any model work
+    if len(cells) > ASK_ABOVE and not yes:
+        raise ValueError(
+            f"{exp.source}: {len(cells)} cells (more than {ASK_ABOVE}): give --yes to run them"
+        )
+    executor = executor or LocalExecutor()
+    write_plan(out, exp, cells)
+    outcomes = []
+    for cell in cells:
+        if is_done(out, cell):
+            outcomes.append(Outcome(cell.name, "done", 0))
+            continue
+        folder = out / CELLS / cell.name
+        make_folder(folder.parent)
+        outcome = executor(CellJob(cell, str(folder)), exp.retries, exp.backoff)
+        if outcome.state == "failed":
+            outcome = Outcome(
+                outcome.cell,
+                outcome.state,
+                outcome.attempts,
+                f"cell {cell.name}: {outcome.error}",
+                outcome.executor,
+                outcome.job,
+            )
+        _write_state(out, cell, outcome)
+        outcomes.append(outcome)
+    files: tuple[str, ...] = ()
+    if report:
+        done = {o.cell for o in outcomes if o.state == "done"}
+        files = tuple(write_report(exp, cells, out, done))
+    return Summary(tuple(outcomes), files)
+
+
+# --------------------------------------------------------------------------- status
+
+
+def _records(folder: Path) -> int:
+    if not (folder / RECORDS).exists():
+        return 0
+    return len(RunFolder(folder).done_keys())
+
+
+def experiment_status(out: str | Path) -> list[dict[str, Any]]:
+    """Where each cell of the experiment folder ``out`` stands, from its
+    ``experiment.json``, the outcomes and the cells' folders: ``done``, ``failed`` (its
+    last error line), ``partial`` (n of N records) or ``pending``."""
+    out = Path(out)
+    if not (out / PLAN).exists():
+        raise FolderError(f"{out} is not an experiment folder (no {PLAN})")
+    plan = read_json(out / PLAN)
+    rows = []
+    for cell in plan.get("cells", []):
+        name = cell["name"]
+        state = read_state(out, name) or {}
+        n = _records(out / CELLS / name)
+        expected = cell.get("records")
+        row = {
+            "cell": name,
+            "records": n,
+            "expected": expected,
+            "executor": state.get("executor"),
+            "job": state.get("job"),
+            "error": None,
+        }
+        if state.get("state") == "done" and state.get("identity") == cell.get("identity"):
+            row["state"] = "done"
+        elif state.get("state") == "failed":
+            row["state"] = "failed"
+            row["error"] = state.get("error")
+        elif n or (out / CELLS / name).exists():
+            row["state"] = "partial"
+        else:
+            row["state"] = "pending"
+        rows.append(row)
+    return rows
+
+
+def format_status(rows: Sequence[dict[str, Any]]) -> str:
+    """The status rows as text, one line per cell and a count per state.
+
+    >>> print(format_status([{"cell": "a", "state": "partial", "records": 3, "expected": 8,
+    ...                       "executor": "local", "job": "12", "error": None}]))
+    partial  a  3 of 8 records  (local 12)
+    partial: 1
+    """
+    lines = []
+    for r in rows:
+        if r["state"] == "partial":
+            detail = (
+                f"{r['records']} of {r['expected'] if r['expected'] is not None else '?'} records"
+            )
+        elif r["state"] == "failed":
+            detail = str(r["error"])
+        elif r["state"] == "done":
+            detail = f"{r['records']} records"
+        else:
+            detail = ""
+        job = f"  ({r['executor']} {r['job']})" if r.get("executor") else ""
+        lines.append(f"{r['state']:<8} {r['cell']}  {detail}".rstrip() + job)
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["state"]] = counts.get(r["state"], 0) + 1
+    lines.append(", ".join(f"{k}: {v}" for k, v in counts.items()))
+    return "\n".join(lines)

@@ -1,0 +1,414 @@
+"""The cells of an experiment: each matrix entry expanded over its models and the axes it
+splits, each cell one command's run folder under ``DIR/cells/<name>``, its settings built
+and checked by the command's own settings classes before anything runs.
+
+>>> from nlieval.experiments.spec import parse_experiment
+>>> exp = parse_experiment('''
+... models: {a: smollm2-135m, b: gemma3-270m}
+... blocks: {base: {command: run, tasks: [smoke], limit: 4}}
+... matrix: [{block: base, models: [a, b], shots: [0, 2], each: [shots]}]
+... ''', "e.yaml")
+>>> [c.name for c in plan_cells(exp, estimate=False)]
+['base-a-k0', 'base-a-k2', 'base-b-k0', 'base-b-k2']
+>>> plan_cells(exp, estimate=False)[1].argv[:6]
+('nlieval', 'run', '--model', 'smollm2-135m', '--task', 'smoke')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ..ground import DataError
+from ..settings import flag_of, flat_dict
+from .commands import build_config, command, engine_option_keys, setting_fields, takes
+from .spec import Experiment, MatrixEntry, ModelEntry, Resources, Setting, suggest
+
+#: The most cells a file may expand to (a typo of a list is not a week of GPU time).
+MAX_CELLS = 10_000
+
+#: More cells than this: ``plan`` and ``run`` ask for ``--yes``.
+ASK_ABOVE = 100
+
+#: The setting each axis feeds, by preference (a singular one gives a cell per value).
+AXIS_FIELDS = {
+    "tasks": ("tasks", "task"),
+    "shots": ("shots",),
+    "seeds": ("seeds", "seed"),
+    "checkpoints": ("checkpoints",),
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run folder of the experiment: its name (and folder ``cells/<name>``), the
+    block and model it comes from, the settings its command is given (the block's, the
+    model's engine options, the matrix entry's axes), the equivalent command line and
+    the estimate of its work (records and prompt words; None: not estimated)."""
+
+    name: str
+    block: str
+    command: str
+    model_name: str | None
+    model: str | None
+    settings: tuple[Setting, ...]
+    resources: Resources
+    source: str
+    line: int | None
+    config: dict[str, Any]
+    argv: tuple[str, ...]
+    records: int | None = None
+    words: int | None = None
+
+    @property
+    def identity(self) -> str:
+        """A digest of the cell's configuration: a cell done under another one is run
+        again (its folder then resumes, grows or refuses, as the command decides)."""
+        text = json.dumps(self.config, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def configs(self) -> tuple[Any, ...]:
+        """The command's settings classes of this cell, built again (they are not kept:
+        a cell travels to an executor as plain data)."""
+        return build_config(self.command, self.model, self.settings, self.source, self.line)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The cell as ``experiment.json`` keeps it."""
+        return {
+            "name": self.name,
+            "block": self.block,
+            "command": self.command,
+            "model": self.model_name,
+            "config": self.config,
+            "identity": self.identity,
+            "argv": list(self.argv),
+            "records": self.records,
+            "words": self.words,
+            "resources": {
+                "gpus": self.resources.gpus,
+                "memory": self.resources.memory,
+                "time": self.resources.time,
+            },
+        }
+
+
+def _slug(value: Any) -> str:
+    text = Path(str(value)).stem if "/" in str(value) else str(value)
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
+
+
+_PREFIX = {"shots": "k", "seeds": "seed", "tasks": "", "checkpoints": ""}
+
+
+def _axis_field(cmd: str, axis: str, source: str, line: int | None) -> str:
+    for name in AXIS_FIELDS[axis]:
+        if takes(cmd, name):
+            return name
+    raise DataError(source, line, axis, f"command {cmd} has no setting for the axis {axis!r}")
+
+
+def _check_tasks(s: Setting) -> None:
+    from ..data import get_tasks
+
+    tasks = s.value if isinstance(s.value, (list, tuple)) else str(s.value).split(",")
+    try:
+        get_tasks([str(t).strip() for t in tasks if str(t).strip()])
+    except (ValueError, KeyError) as err:
+        message = str(err).strip("'\"")
+        from ..data import TASKS
+
+        bad = next(
+            (str(t) for t in tasks if str(t) not in TASKS and not Path(str(t)).exists()), None
+        )
+        hint = suggest(bad, TASKS) if bad else ""
+        raise s.error(f"{message}{hint}") from None
+
+
+def count_cells(exp: Experiment) -> int:
+    """How many cells the matrix expands to, counted before any is made.
+
+    >>> from nlieval.experiments.spec import parse_experiment
+    >>> count_cells(parse_experiment('''
+    ... models: {a: m1, b: m2}
+    ... blocks: {base: {command: run, tasks: [smoke]}}
+    ... matrix: [{block: base, models: [a, b], seeds: [0, 1, 2], each: [seeds]}]
+    ... ''', "e.yaml"))
+    6
+    """
+    total = 0
+    for e in exp.matrix:
+        total += _entry_count(exp, e)
+    return total
+
+
+def _entry_count(exp: Experiment, e: MatrixEntry) -> int:
+    axes = dict(e.axes)
+    n = max(1, len(e.models))
+    for axis in e.each:
+        values = axes.get(axis)
+        if values is None:
+            values = _as_list(exp.block(e.block).value(axis if axis != "tasks" else "tasks", ()))
+        n *= max(1, len(values))
+    return n
+
+
+def _as_list(value: Any) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return tuple(v.strip() for v in str(value).split(",") if v.strip())
+
+
+def plan_cells(exp: Experiment, *, estimate: bool = True) -> list[Cell]:
+    """Every cell of ``exp``, in the file's order; a name collision, a setting its
+    command lacks, an unknown task or a matrix of more than :data:`MAX_CELLS` cells is
+    one DataError naming the file, the line and the key. ``estimate``: count each run
+    cell's records and prompt words from its data (read, never a model)."""
+    for i, e in enumerate(exp.matrix):
+        n = _entry_count(exp, e)
+        if n > MAX_CELLS:
+            raise DataError(
+                exp.source,
+                e.line,
+                "matrix",
+                f"entry {i + 1} expands to {n} cells; at most {MAX_CELLS}",
+            )
+    total = count_cells(exp)
+    if total > MAX_CELLS:
+        raise DataError(exp.source, None, "matrix", f"{total} cells; at most {MAX_CELLS}")
+    engine_keys = engine_option_keys()
+    for entry in exp.models:
+        for s in entry.options:
+            if s.key not in engine_keys:
+                raise s.error(
+                    f"not an engine option of a model (those are: model, resources, "
+                    f"{', '.join(engine_keys)}){suggest(s.key, engine_keys)}"
+                )
+    blocks = {b.name: b for b in exp.blocks}
+    for b in exp.blocks:
+        try:
+            command(b.command)
+        except KeyError:
+            from .commands import COMMAND_NAMES
+
+            raise DataError(
+                exp.source,
+                b.line,
+                "command",
+                f"no command {b.command!r}{suggest(b.command, COMMAND_NAMES)} "
+                f"(the commands: {', '.join(COMMAND_NAMES)})",
+            ) from None
+    cells: list[Cell] = []
+    seen: dict[str, int | None] = {}
+    for e in exp.matrix:
+        b = blocks[e.block]
+        axes = dict(e.axes)
+        axis_settings: list[tuple[str, str, tuple[Any, ...], int | None]] = []
+        for axis, values in e.axes:
+            field = _axis_field(b.command, axis, exp.source, e.line)
+            axis_settings.append((axis, field, values, e.line))
+        splits = []
+        for axis in e.each:
+            field = _axis_field(b.command, axis, exp.source, e.line)
+            values = axes.get(axis, _as_list(b.value(field)))
+            splits.append((axis, field, values))
+        for axis, field, values, _ in axis_settings:
+            if field in ("task", "seed") and axis not in e.each:
+                splits.append((axis, field, values))  # a singular setting: one cell each
+        command_ = command(b.command)
+        models: list[ModelEntry | None] = (
+            [exp.model(m) for m in e.models] if command_.model_field else []
+        )
+        if command_.model_field and not models:
+            raise DataError(
+                exp.source, e.line, "models", f"matrix entry of block {b.name!r} names no model"
+            )
+        for m in models or [None]:
+            combos: list[list[tuple[str, str, Any]]] = [[]]
+            for axis, field, values in splits:
+                combos = [c + [(axis, field, v)] for c in combos for v in values]
+            for combo in combos:
+                settings = list(b.settings)
+                if m is not None:
+                    settings += [s for s in m.options if takes(b.command, s.key)]
+                for _axis, field, values, line in axis_settings:
+                    settings = [s for s in settings if s.key != field]
+                    settings.append(Setting(field, list(values), exp.source, line))
+                name = "-".join(
+                    [b.name]
+                    + ([m.name] if m else [])
+                    + [f"{_PREFIX[a]}{_slug(v)}" for a, _, v in combo]
+                )
+                for _axis, field, v in combo:
+                    settings = [s for s in settings if s.key != field]
+                    single = field in ("task", "seed")
+                    settings.append(Setting(field, v if single else [v], exp.source, e.line))
+                if name in seen:
+                    raise DataError(
+                        exp.source,
+                        e.line,
+                        "matrix",
+                        f"cell {name} comes twice (first from line {seen[name]}): "
+                        "two cells in one folder would mix their records",
+                    )
+                seen[name] = e.line
+                for s in settings:
+                    if s.key in ("tasks", "task"):
+                        _check_tasks(s)
+                cell = _cell(exp, name, b.name, b.command, m, settings, e)
+                if estimate and b.command == "run":
+                    cell = _estimated(cell)
+                cells.append(cell)
+    return cells
+
+
+def _cell(
+    exp: Experiment,
+    name: str,
+    block: str,
+    cmd: str,
+    m: ModelEntry | None,
+    settings: list[Setting],
+    e: MatrixEntry,
+) -> Cell:
+    model = m.model if m is not None else None
+    configs = build_config(cmd, model, settings, exp.source, e.line)
+    config: dict[str, Any] = {}
+    for c in configs:
+        config.update(flat_dict(c))
+    config = json.loads(json.dumps(config, default=str))
+    return Cell(
+        name,
+        block,
+        cmd,
+        m.name if m is not None else None,
+        model,
+        tuple(settings),
+        m.resources if m is not None else Resources(),
+        exp.source,
+        e.line,
+        config,
+        _argv(cmd, model, settings, command(cmd).model_field),
+    )
+
+
+def _argv(
+    cmd: str, model: str | None, settings: Sequence[Setting], model_field: str | None
+) -> tuple[str, ...]:
+    known = setting_fields(cmd)
+    argv = ["nlieval", cmd]
+    if model is not None and model_field is not None:
+        argv += ["--model", model]
+    for s in settings:
+        f = known[s.key]
+        flag = flag_of(f)
+        if flag is None or flag.positional:
+            values = s.value if isinstance(s.value, (list, tuple)) else [s.value]
+            argv += [str(v) for v in values]
+            continue
+        name = (flag.names or ("--" + s.key.replace("_", "-"),))[0]
+        if isinstance(f.default, bool):
+            given = (
+                s.value
+                if isinstance(s.value, bool)
+                else str(s.value).lower() in ("true", "yes", "1")
+            )
+            if given != f.default:
+                argv.append(name)
+            continue
+        if s.value is None:
+            continue
+        value = (
+            ",".join(str(v) for v in s.value)
+            + ("," if len(s.value) == 1 and s.key == "seeds" else "")
+            if isinstance(s.value, (list, tuple))
+            else str(s.value)
+        )
+        argv += [name, value]
+    return tuple(argv)
+
+
+def _estimated(cell: Cell) -> Cell:
+    records, words = _estimate(
+        json.dumps({k: v for k, v in cell.config.items() if k != "model"}, sort_keys=True), cell
+    )
+    return Cell(
+        **{
+            **{f.name: getattr(cell, f.name) for f in fields(cell)},
+            "records": records,
+            "words": words,
+        }
+    )
+
+
+#: The estimates by configuration less its model (the data and prompts do not depend on
+#: the model: nine models of one block read the data once).
+_ESTIMATES: dict[str, tuple[int, int]] = {}
+
+
+def _cached(key: str, run_config: Any) -> tuple[int, int]:
+    if key not in _ESTIMATES:
+        _ESTIMATES[key] = _count(run_config)
+    return _ESTIMATES[key]
+
+
+def clear_estimates() -> None:
+    """Forget the estimates read so far (a benchmark's second call pays for them again)."""
+    _ESTIMATES.clear()
+
+
+def _count(run_config: Any) -> tuple[int, int]:
+    from ..choice import plan
+
+    records = 0
+    words = 0.0
+    for ds, points, _ in plan(run_config):
+        n = len(ds.items)
+        mean = sum(len(i.premise.split()) + len(i.hypothesis.split()) for i in ds.items) / max(1, n)
+        for p in points:
+            records += n
+            # A k-shot prompt holds k solved items of about the same length before the item.
+            words += n * (p.k + 1) * mean
+    return records, int(math.ceil(words))
+
+
+def _estimate(key: str, cell: Cell) -> tuple[int | None, int | None]:
+    (cfg,) = cell.configs()
+    records, words = _cached(key, cfg)
+    n_ckpt = max(1, len(cfg.checkpoints))
+    return records * n_ckpt, words * n_ckpt
+
+
+def format_plan(cells: Sequence[Cell]) -> str:
+    """The cells as text: each with its estimate and its equivalent command line (the
+    folder ``DIR/cells/<name>`` as ``--out``), then the totals.
+
+    >>> from nlieval.experiments.spec import parse_experiment
+    >>> text = "models: {a: smollm2-135m}\\nblocks: {b: {command: run, tasks: smoke}}\\n"
+    >>> exp = parse_experiment(text + "matrix: [{block: b, models: [a]}]", "e.yaml")
+    >>> print(format_plan(plan_cells(exp, estimate=False)))
+    b-a  records ?  words ?
+      nlieval run --model smollm2-135m --task smoke --out DIR/cells/b-a
+    1 cells; records 0, prompt words 0 (of the cells estimated)
+    """
+    import shlex
+
+    lines = []
+    for c in cells:
+        records = "?" if c.records is None else str(c.records)
+        words = "?" if c.words is None else str(c.words)
+        lines.append(f"{c.name}  records {records}  words {words}")
+        lines.append("  " + shlex.join([*c.argv, "--out", f"DIR/cells/{c.name}"]))
+    total_r = sum(c.records or 0 for c in cells)
+    total_w = sum(c.words or 0 for c in cells)
+    lines.append(
+        f"{len(cells)} cells; records {total_r}, prompt words {total_w} (of the cells estimated)"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,312 @@
+"""The report of an experiment: every table and figure its ``outputs`` ask for, written
+into ``DIR/report/`` by the library functions the commands across run folders call
+(``grid``, ``figure``, ``compare``, ``breakdown``, ``items``, ``chaosnli``, ``dynamics``,
+``sci-report``), and ``index.md`` listing each file with the study's label and the cells
+it was made from. Everything is recomputed from the cells' records: a second call
+writes the same bytes.
+
+An output's options are the settings of its command (``rows``, ``metrics``,
+``percent`` of ``grid``; ``by`` of ``breakdown``; ...), but for the run folders, which
+are its blocks' cells, and the files, which the report names. A ``figure`` output names
+which figure with ``figure: shots`` (``size``, ``dynamics``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ..ground import DataError
+from ..runs import atomic_write, make_folder
+from .commands import coerce
+from .plan import Cell
+from .spec import Experiment, Output, suggest
+
+#: The folder of the report in an experiment folder.
+REPORT = "report"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """An output kind: its settings class and the fields the report sets itself."""
+
+    name: str
+    cls: Callable[[], type[Any]]
+    own: tuple[str, ...]
+
+
+def _grid() -> type[Any]:
+    from ..reports import GridConfig
+
+    return GridConfig
+
+
+def _figure() -> type[Any]:
+    from ..reports import FigureConfig
+
+    return FigureConfig
+
+
+def _compare() -> type[Any]:
+    from ..reports import CompareConfig
+
+    return CompareConfig
+
+
+def _breakdown() -> type[Any]:
+    from ..reports import BreakdownConfig
+
+    return BreakdownConfig
+
+
+def _items() -> type[Any]:
+    from ..reports import ItemsConfig
+
+    return ItemsConfig
+
+
+def _chaosnli() -> type[Any]:
+    from ..analyses import ChaosnliConfig
+
+    return ChaosnliConfig
+
+
+def _dynamics() -> type[Any]:
+    from ..analyses import DynamicsConfig
+
+    return DynamicsConfig
+
+
+def _sci() -> type[Any]:
+    from ..sci import SciReportConfig
+
+    return SciReportConfig
+
+
+#: The kinds of output, by name.
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        Kind("grid", _grid, ("runs", "format", "out")),
+        Kind("figure", _figure, ("kind", "runs", "out", "baseline", "positions")),
+        Kind("compare", _compare, ("a", "b", "json")),
+        Kind("breakdown", _breakdown, ("runs", "format", "out")),
+        Kind("items", _items, ("runs",)),
+        Kind("chaosnli", _chaosnli, ("runs", "out", "human_js")),
+        Kind("dynamics", _dynamics, ("run", "plot", "entropy_plot", "human_js")),
+        Kind("sci-report", _sci, ("runs", "plot_dir", "json")),
+    )
+}
+
+
+def option_fields(kind: Kind) -> dict[str, Any]:
+    """The options an output of ``kind`` may set (its settings less the report's own)."""
+    return {f.name: f for f in fields(kind.cls()) if f.name not in kind.own}
+
+
+def output_options(exp: Experiment, out: Output) -> dict[str, Any]:
+    """The options of ``out`` read as its command's flags; an unknown kind or option is
+    one DataError naming the file, the line and the key."""
+    kind = KINDS.get(out.kind)
+    if kind is None:
+        raise DataError(
+            exp.source,
+            out.line,
+            "kind",
+            f"no output kind {out.kind!r}{suggest(out.kind, KINDS)} "
+            f"(the kinds: {', '.join(KINDS)})",
+        )
+    known = option_fields(kind)
+    values: dict[str, Any] = {}
+    for s in out.options:
+        if out.kind == "figure" and s.key == "figure":
+            from ..reports import FIGURES
+
+            if s.value not in FIGURES:
+                raise s.error(f"expected one of {', '.join(FIGURES)}, found {s.value!r}")
+            values["figure"] = s.value
+            continue
+        f = known.get(s.key)
+        if f is None:
+            extra = ["figure"] if out.kind == "figure" else []
+            raise s.error(
+                f"not an option of output kind {out.kind}{suggest(s.key, [*known, *extra])}"
+            )
+        values[s.key] = coerce(f, s)
+    if out.kind == "figure" and "figure" not in values:
+        raise DataError(
+            exp.source,
+            out.line,
+            "figure",
+            "a figure output names its figure (figure: shots, size or dynamics)",
+        )
+    return values
+
+
+def check_outputs(exp: Experiment) -> None:
+    """Every output's kind and options, checked before any cell runs."""
+    for out in exp.outputs:
+        output_options(exp, out)
+
+
+def _cells_of(out: Output, cells: Sequence[Cell]) -> list[Cell]:
+    return [c for c in cells if c.block in out.blocks]
+
+
+def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set[str]) -> list[str]:
+    """Write ``folder/report``: each output from those of its cells that are done, and
+    ``index.md`` listing its files and its cells (those not done named as missing; an
+    output with none done is listed as not written). Returns the paths written,
+    relative to ``folder``."""
+    report = folder / REPORT
+    make_folder(report)
+    written: list[str] = []
+    index = [f"# {exp.name}: report", ""]
+    if exp.description:
+        index += [exp.description.strip(), ""]
+    index += [
+        f"From {len(cells)} cells of `{Path(exp.source).name}`; every file below is "
+        "recomputed from the cells' records.",
+        "",
+    ]
+    for out in exp.outputs:
+        own = _cells_of(out, cells)
+        title = f"## {out.label + ': ' if out.label else ''}{out.name} ({out.kind})"
+        index += [title, ""]
+        ready = [c for c in own if c.name in done]
+        missing = [c.name for c in own if c.name not in done]
+        if not ready:
+            waiting = ", ".join(missing) or "cells (its blocks have none)"
+            index += [f"not written: waiting for {waiting}", ""]
+            continue
+        runs = tuple(str(folder / "cells" / c.name) for c in ready)
+        files, notes = _write_output(exp, out, runs, report)
+        written += [str(Path(REPORT) / f) for f in files]
+        index += [f"- [{f}]({f})" for f in files]
+        index += [f"- {n}" for n in notes]
+        index += ["", f"cells: {', '.join(c.name for c in ready)}"]
+        if missing:
+            # What is shown without them says so: never a table that looks whole.
+            index += [f"without (not done): {', '.join(missing)}"]
+        index += [""]
+    atomic_write(report / "index.md", "\n".join(index).rstrip() + "\n")
+    written.append(str(Path(REPORT) / "index.md"))
+    return written
+
+
+def _write(path: Path, text: str) -> None:
+    atomic_write(path, text if text.endswith("\n") else text + "\n")
+
+
+def _write_output(
+    exp: Experiment, out: Output, runs: tuple[str, ...], report: Path
+) -> tuple[list[str], list[str]]:
+    opts = output_options(exp, out)
+    name = out.name
+    files: list[str] = []
+    notes: list[str] = []
+    if out.kind == "grid":
+        from ..reports import GridConfig, grid_table
+
+        flag = {f.name: f for f in fields(GridConfig)}["format"].metadata["flag"]
+        for fmt, ext in (("md", "md"), ("csv", "csv"), ("latex", "tex")):
+            if fmt in (flag.choices or ()):
+                _write(
+                    report / f"{name}.{ext}", grid_table(GridConfig(runs=runs, format=fmt, **opts))
+                )
+                files.append(f"{name}.{ext}")
+    elif out.kind == "figure":
+        from ..reports import FigureConfig, figure_from
+
+        kind = opts.pop("figure")
+        figure_from(FigureConfig(kind=kind, runs=runs, out=str(report / f"{name}.png"), **opts))
+        files.append(f"{name}.png")
+        notes.append("PDF: not written (the figure code writes PNG only)")
+    elif out.kind == "compare":
+        from ..analyses import comparison_table
+        from ..reports import CompareConfig, compare_report
+
+        if len(runs) != 2:
+            raise DataError(
+                exp.source,
+                out.line,
+                "blocks",
+                f"a compare output reads 2 cells, its blocks have {len(runs)}",
+            )
+        rows = compare_report(CompareConfig(a=runs[0], b=runs[1], **opts))
+        _write(report / f"{name}.md", comparison_table(rows))
+        _write(report / f"{name}.json", json.dumps(rows, indent=2, sort_keys=True, default=str))
+        files += [f"{name}.md", f"{name}.json"]
+    elif out.kind == "breakdown":
+        from ..reports import breakdown_report
+
+        for fmt in ("md", "csv"):
+            _write(report / f"{name}.{fmt}", breakdown_report(runs, opts["by"], fmt))
+            files.append(f"{name}.{fmt}")
+    elif out.kind == "items":
+        from ..reports import listing_report
+
+        text = listing_report(
+            runs,
+            filters=opts.get("filter") or (),
+            sort=opts.get("sort", "id"),
+            limit=opts.get("limit", 20),
+            data_dir=opts.get("data_dir"),
+        )
+        _write(report / f"{name}.md", text)
+        files.append(f"{name}.md")
+    elif out.kind == "chaosnli":
+        from ..analyses import ChaosnliConfig, chaosnli, chaosnli_scores
+
+        found = chaosnli_scores(ChaosnliConfig(runs=runs, out=str(report / name), **opts))
+        if found is None:
+            notes.append("no ChaosNLI records in its cells")
+        else:
+            result, path = found
+            text = "\n\n".join(
+                (
+                    chaosnli.format_table(result["scores"]),
+                    "Accuracy by human-label entropy (quantile bins):",
+                    chaosnli.format_bins_table(result["entropy_bins"]),
+                    "Items every compared system got right:",
+                    chaosnli.format_all_correct(result["all_correct"]),
+                )
+            )
+            _write(report / f"{name}.md", text)
+            files += [f"{name}.md", str(path.relative_to(report))]
+    elif out.kind == "dynamics":
+        from ..analyses import DynamicsConfig, follow_run, format_dynamics
+
+        for run in runs:
+            cell = Path(run).name
+            cfg = DynamicsConfig(run=run, **opts)
+            result = follow_run(
+                run,
+                human=cfg.human(),
+                plot=report / f"{name}-{cell}.png",
+                entropy_plot=report / f"{name}-{cell}-entropy.png",
+                bins=cfg.bins,
+                against=cfg.against,
+            )
+            _write(report / f"{name}-{cell}.md", format_dynamics(result["rows"]))
+            files.append(f"{name}-{cell}.md")
+            files += [str(Path(p).relative_to(report)) for p in result["written"]]
+            notes += list(result["skipped"])
+    elif out.kind == "sci-report":
+        from ..sci import SciReportConfig, sci_report
+
+        sci = sci_report(
+            SciReportConfig(
+                runs=runs, plot_dir=str(report / name), json=str(report / f"{name}.json"), **opts
+            )
+        )
+        if sci is None:
+            notes.append("no labelled records in its cells")
+        else:
+            _write(report / f"{name}.md", sci["text"])
+            files += [f"{name}.md", f"{name}.json"]
+            files += [str(Path(p).relative_to(report)) for p in sci["plots"]]
+    return files, notes

@@ -1,0 +1,148 @@
+"""The ``slurm`` executor: each cell one Slurm job, submitted through submitit (the extra
+``cluster``) with the resources its model declares (GPUs, memory, time) and the
+partition of ``--partition``. The job calls the same function the local executor does
+(:func:`~nlieval.experiments.driver.cell_outcome`), so the same cells write the same
+records; the driver waits for it, and a failed job (not a refusal of its folder) is
+submitted again after the back-off.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .driver import CellJob, Outcome, cell_outcome
+from .spec import Resources
+
+#: How long a cell's job may wait in the queue and run when its model declares no time.
+DEFAULT_MINUTES = 60
+
+_LIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED"}
+
+
+def minutes(time_limit: str | None) -> int:
+    """A Slurm time (``MM``, ``H:MM:SS``, ``D-HH:MM:SS``) in whole minutes, at least 1.
+
+    >>> minutes("1:30:00"), minutes("2-00:00:00"), minutes("45"), minutes(None)
+    (90, 2880, 45, 60)
+    """
+    if time_limit is None:
+        return DEFAULT_MINUTES
+    days, _, rest = str(time_limit).rpartition("-")
+    parts = [int(p) for p in rest.split(":")]
+    if len(parts) == 1:
+        total = parts[0]
+    else:
+        while len(parts) < 3:
+            parts.insert(0, 0)
+        total = parts[0] * 60 + parts[1] + (1 if parts[2] else 0)
+    return max(1, total + (int(days) * 1440 if days else 0))
+
+
+def memory(text: str | None) -> str | None:
+    """A memory size as Slurm's ``--mem`` writes it.
+
+    >>> memory("40GB"), memory("512MB"), memory("8G"), memory(None)
+    ('40G', '512M', '8G', None)
+    """
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)i?B?\s*", str(text), re.IGNORECASE)
+    if match is None:
+        raise ValueError(f"resources: memory {text!r} is not a size such as 8GB")
+    return match.group(1) + match.group(2).upper()
+
+
+def parameters(resources: Resources, partition: str | None) -> dict[str, Any]:
+    """submitit's parameters of a cell that needs ``resources``.
+
+    >>> parameters(Resources(gpus=2, memory="40GB", time="4:00:00"), "gpu")
+    {'timeout_min': 240, 'slurm_mem': '40G', 'gpus_per_node': 2, 'slurm_partition': 'gpu'}
+    """
+    out: dict[str, Any] = {"timeout_min": minutes(resources.time)}
+    mem = memory(resources.memory)
+    if mem is not None:
+        out["slurm_mem"] = mem
+    if resources.gpus:
+        out["gpus_per_node"] = resources.gpus
+    if partition:
+        out["slurm_partition"] = partition
+    return out
+
+
+def _submitit() -> Any:
+    try:
+        import submitit
+    except ImportError:
+        raise ValueError(
+            "--executor slurm needs submitit: pip install 'nlieval[cluster]'"
+        ) from None
+    return submitit
+
+
+class SlurmExecutor:
+    """Runs each cell as a Slurm job (one job per cell), waiting for it."""
+
+    name = "slurm"
+
+    def __init__(
+        self,
+        folder: Path,
+        partition: str | None = None,
+        *,
+        poll: float = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.submitit = _submitit()
+        self.folder = folder
+        self.partition = partition
+        self.poll = poll
+        self.sleep = sleep
+
+    def __call__(self, job: CellJob, retries: int, backoff: float) -> Outcome:
+        executor = self.submitit.AutoExecutor(folder=self.folder / job.cell.name, cluster="slurm")
+        executor.update_parameters(
+            name=f"nlieval-{job.cell.name}", **parameters(job.cell.resources, self.partition)
+        )
+        error: str | None = None
+        job_id = None
+        for attempt in range(retries + 1):
+            if attempt:
+                self.sleep(backoff * 2 ** (attempt - 1))
+            submitted = executor.submit(cell_outcome, job)
+            job_id = str(submitted.job_id)
+            state, error, refusal = self._wait(submitted)
+            if state == "done":
+                return Outcome(job.cell.name, "done", attempt + 1, None, self.name, job_id)
+            if refusal:
+                return Outcome(job.cell.name, "failed", attempt + 1, error, self.name, job_id)
+        return Outcome(job.cell.name, "failed", retries + 1, error, self.name, job_id)
+
+    def _wait(self, submitted: Any) -> tuple[str, str | None, bool]:
+        # No accounting database is needed: a job that has left the queue without a
+        # result file is a failure (submitit alone would wait for sacct).
+        while not submitted.done():
+            queued = subprocess.run(
+                ["squeue", "-h", "-j", str(submitted.job_id), "-o", "%T"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout.split()
+            if not _LIVE & set(queued):
+                self.sleep(1.0)  # the result file is written just before the job ends
+                if submitted.done():
+                    break
+                tail = (submitted.stderr() or "").strip().splitlines()
+                last = tail[-1] if tail else f"left the queue ({queued or 'gone'})"
+                return "failed", f"Slurm job {submitted.job_id}: {last}", False
+            self.sleep(self.poll)
+        try:
+            result: tuple[str, str | None, bool] = submitted.result()
+        except Exception as err:  # noqa: BLE001 - the job's own failure, in one line
+            lines = str(err).strip().splitlines()
+            return "failed", f"Slurm job {submitted.job_id}: {lines[-1] if lines else err}", False
+        return result

@@ -1,0 +1,307 @@
+"""Running an experiment on a tiny random-weight model and the bundled smoke task: its
+cells' records are those of the command run by hand, a second call does no model work
+and writes the same report, a failing cell is retried and leaves the others done, a
+folder's refusal (another configuration, a lock) is one line naming the cell."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nlieval.choice import RunConfig, run
+from nlieval.cli import main
+from nlieval.experiments import (
+    LocalExecutor,
+    driver,
+    experiment_status,
+    format_status,
+    plan_cells,
+    read_experiment,
+    run_experiment,
+)
+
+TEXT = """\
+experiment: tiny
+backoff: 0
+models:
+  tiny: {model: MODEL}
+  missing: {model: MISSING}
+blocks:
+  base: {command: run, tasks: [smoke], limit: 3, shots: [0, 1]}
+matrix:
+  - {block: base, models: [tiny]}
+  - {block: base, models: [tiny], seeds: [1, 2], shots: [2], each: [seeds]}
+outputs:
+  table: {kind: grid, label: Table 3, blocks: [base], rows: [model, k]}
+  shots: {kind: figure, figure: shots, label: Figure 5, blocks: [base]}
+"""
+
+
+def _file(folder: Path, model: Path, text: str = TEXT) -> Path:
+    path = folder / "e.yaml"
+    path.write_text(
+        text.replace("MISSING", str(folder / "no-such-model")).replace("MODEL", str(model))
+    )
+    return path
+
+
+def _records(folder: Path) -> list[dict[str, object]]:
+    lines = (folder / "records.jsonl").read_text().splitlines()
+    return sorted(
+        (json.loads(line) for line in lines), key=lambda r: (r["k"], r["seed"], r["item_id"])
+    )
+
+
+def _report(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((out / "report").iterdir())}
+
+
+@pytest.fixture(scope="module")
+def done(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("exp")
+    path = _file(root, tiny_llama)
+    summary = run_experiment(read_experiment(path), root / "out")
+    assert not summary.failed
+    return path, root / "out"
+
+
+def test_cells_are_the_command_run_by_hand(
+    done: tuple[Path, Path], tiny_llama: Path, tmp_path: Path
+) -> None:
+    path, out = done
+    assert sorted(p.name for p in (out / "cells").iterdir()) == [
+        "base-tiny",
+        "base-tiny-seed1",
+        "base-tiny-seed2",
+    ]
+    # The same settings, typed as `nlieval run` flags would give them.
+    by_hand = {
+        "base-tiny": RunConfig(str(tiny_llama), ("smoke",), limit=3, shots=(0, 1)),
+        "base-tiny-seed2": RunConfig(str(tiny_llama), ("smoke",), limit=3, shots=(2,), seeds=(2,)),
+    }
+    for name, cfg in by_hand.items():
+        run(cfg, tmp_path / name, progress=False)
+        assert _records(out / "cells" / name) == _records(tmp_path / name)
+    # 3 items x (k=0 once, k=1 seed 0): 6 records; k=2 seed 2: 3.
+    assert len(_records(out / "cells" / "base-tiny")) == 6
+
+
+def test_second_call_does_no_model_work_and_writes_the_same_report(
+    done: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, out = done
+    before = _report(out)
+    records = {p.name: (p / "records.jsonl").read_bytes() for p in (out / "cells").iterdir()}
+    assert sorted(before) == ["index.md", "shots.png", "table.csv", "table.md"]
+
+    def no_work(job: object) -> None:
+        raise AssertionError("a done cell was run again")
+
+    monkeypatch.setattr(driver, "run_cell", no_work)
+    summary = run_experiment(read_experiment(path), out)
+    assert [o.attempts for o in summary.outcomes] == [0, 0, 0]
+    assert _report(out) == before
+    assert {
+        p.name: (p / "records.jsonl").read_bytes() for p in (out / "cells").iterdir()
+    } == records
+
+
+def test_index_names_each_artifact_and_its_cells(done: tuple[Path, Path]) -> None:
+    _, out = done
+    index = (out / "report" / "index.md").read_text()
+    assert "## Table 3: table (grid)" in index and "- [table.csv](table.csv)" in index
+    assert "## Figure 5: shots (figure)" in index and "- [shots.png](shots.png)" in index
+    assert index.count("cells: base-tiny, base-tiny-seed1, base-tiny-seed2") == 2
+    table = (out / "report" / "table.md").read_text().splitlines()
+    # Rows model x k: k = 0, 1, 2 and the Average.
+    assert [line.split("|")[2].strip() for line in table[2:]] == ["0", "1", "2", ""]
+
+
+def test_status_of_a_partial_cell_counts_its_records(
+    done: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, out = done
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
+    # As a driver killed mid-cell leaves it: no outcome, 2 of the 6 records written.
+    (copy / "state" / "base-tiny.json").unlink()
+    lines = (copy / "cells" / "base-tiny" / "records.jsonl").read_text().splitlines(keepends=True)
+    (copy / "cells" / "base-tiny" / "records.jsonl").write_text("".join(lines[:2]))
+    rows = {r["cell"]: r for r in experiment_status(copy)}
+    assert rows["base-tiny"]["state"] == "partial"
+    assert (rows["base-tiny"]["records"], rows["base-tiny"]["expected"]) == (2, 6)
+    assert rows["base-tiny-seed1"]["state"] == "done"
+    assert "partial  base-tiny  2 of 6 records" in format_status(list(rows.values()))
+
+
+def test_a_failing_cell_is_retried_and_the_others_complete(
+    tmp_path: Path, tiny_llama: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = TEXT.replace("models: [tiny]}", "models: [missing, tiny]}", 1)
+    path = _file(tmp_path, tiny_llama, text)
+    code = main(["experiment", "run", str(path), "--out", str(tmp_path / "out")])
+    printed = capsys.readouterr().out
+    assert code == 1
+    # retries: 2 (the default): 3 attempts in all.
+    assert "failed  base-missing (3 attempts): cell base-missing: ModelError: " in printed
+    assert printed.splitlines()[-1].startswith("3 of 4 cells done (4 run in this call), 1 failed")
+    main(["experiment", "status", str(tmp_path / "out")])
+    status = capsys.readouterr().out.splitlines()
+    failed = [line for line in status if line.startswith("failed   base-missing")]
+    assert len(failed) == 1 and "does not exist" in failed[0]
+    assert status[-1] == "done: 3, failed: 1" or status[-1] == "failed: 1, done: 3"
+    index = (tmp_path / "out" / "report" / "index.md").read_text()
+    assert "without (not done): base-missing" in index
+
+
+def test_retry_waits_with_back_off(
+    tmp_path: Path, tiny_llama: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _file(tmp_path, tiny_llama, TEXT.replace("backoff: 0", "backoff: 3"))
+    exp = read_experiment(path)
+    calls: list[str] = []
+    real = driver.run_cell
+
+    def flaky(job: driver.CellJob) -> None:
+        calls.append(job.cell.name)
+        if calls.count(job.cell.name) < 3:
+            raise RuntimeError("CUDA error: an illegal memory access")  # as a flaky node says
+        real(job)
+
+    monkeypatch.setattr(driver, "run_cell", flaky)
+    slept: list[float] = []
+    summary = run_experiment(exp, tmp_path / "out", executor=LocalExecutor(sleep=slept.append))
+    assert [o.attempts for o in summary.outcomes] == [3, 3, 3]
+    assert not summary.failed
+    # Exponential: 3 s, then 6 s, per cell.
+    assert slept == [3.0, 6.0] * 3
+
+
+def test_an_edited_cell_is_refused_in_one_line_naming_it(
+    done: tuple[Path, Path], tmp_path: Path
+) -> None:
+    path, out = done
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
+    before = (copy / "cells" / "base-tiny" / "records.jsonl").read_bytes()
+    edited = read_experiment(path, ["base.balanced=true"])
+    summary = run_experiment(edited, copy, executor=LocalExecutor(sleep=lambda s: None))
+    outcome = {o.cell: o for o in summary.outcomes}["base-tiny"]
+    assert outcome.state == "failed" and outcome.attempts == 1  # a refusal: not tried again
+    assert outcome.error is not None and "\n" not in outcome.error
+    assert outcome.error.startswith("cell base-tiny: ")
+    assert "balanced: False -> True" in outcome.error
+    assert (copy / "cells" / "base-tiny" / "records.jsonl").read_bytes() == before
+
+
+HOLD = """
+import sys, time
+from nlieval.runs import RunFolder
+from nlieval.choice import RunConfig
+folder = RunFolder(sys.argv[1])
+folder.start(RunConfig.from_dict(__import__("json").load(open(sys.argv[1] + "/config.json"))))
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_cell_locked_by_another_process_is_one_line(
+    done: tuple[Path, Path], tmp_path: Path
+) -> None:
+    path, out = done
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
+    (copy / "state" / "base-tiny.json").unlink()  # not done: the driver goes to its folder
+    folder = copy / "cells" / "base-tiny"
+    before = (folder / "records.jsonl").read_bytes()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+        summary = run_experiment(
+            read_experiment(path), copy, executor=LocalExecutor(sleep=lambda s: None)
+        )
+    finally:
+        proc.kill()
+        proc.wait()
+    outcome = {o.cell: o for o in summary.outcomes}["base-tiny"]
+    assert outcome.state == "failed" and outcome.attempts == 1
+    assert outcome.error is not None and "\n" not in outcome.error
+    assert outcome.error.startswith("cell base-tiny: ") and f"PID {proc.pid}" in outcome.error
+    assert (folder / "records.jsonl").read_bytes() == before
+
+
+def test_plan_lists_cells_with_their_command_lines(done: tuple[Path, Path]) -> None:
+    path, _ = done
+    cells = plan_cells(read_experiment(path, ["limit=2"]))
+    assert [c.name for c in cells] == ["base-tiny", "base-tiny-seed1", "base-tiny-seed2"]
+    assert cells[1].argv[-4:] == ("--shots", "2", "--seeds", "1,")
+    # 2 items: k=0 and k=1 -> 4 records; k=2 seed 1 -> 2.
+    assert [c.records for c in cells] == [4, 2, 2]
+
+
+def _all_records(out: Path) -> dict[tuple[object, ...], dict[str, object]]:
+    got: dict[tuple[object, ...], dict[str, object]] = {}
+    for cell in sorted((out / "cells").iterdir()):
+        for line in (cell / "records.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            key = (cell.name, r["k"], r["seed"], r["item_id"])
+            assert key not in got, f"duplicate record {key}"
+            got[key] = r
+    return got
+
+
+def test_kill_9_of_the_driver_at_several_moments_then_it_goes_on(
+    tmp_path: Path, tiny_llama: Path
+) -> None:
+    import signal
+    import time
+
+    from tests.helpers.cli_process import start_cli
+
+    path = _file(tmp_path, tiny_llama)
+    # One row per forward pass: the cells last long enough to be killed in.
+    args = ["experiment", "run", str(path), "--set", "batch_size=1"]
+    ref = start_cli(*args, "--out", str(tmp_path / "ref"), cwd=tmp_path, one_thread=True)
+    assert ref.wait(timeout=600) == 0, ref.stderr.read() if ref.stderr else ""
+    out = tmp_path / "killed"
+    cells = out / "cells"
+    # The moments: a first record of the first cell, its outcome saved, a first record of
+    # the second and of the third cell, the report's folder made.
+    moments = [
+        cells / "base-tiny" / "records.jsonl",
+        out / "state" / "base-tiny.json",
+        cells / "base-tiny-seed1" / "records.jsonl",
+        cells / "base-tiny-seed2" / "records.jsonl",
+        out / "report",
+    ]
+    killed = 0
+    for moment in moments:
+        proc = start_cli(*args, "--out", str(out), cwd=tmp_path, one_thread=True)
+        deadline = time.time() + 300
+        while time.time() < deadline and proc.poll() is None:
+            if moment.exists() and (moment.is_dir() or moment.stat().st_size > 0):
+                break
+            time.sleep(0.005)
+        if proc.poll() is None:
+            killed += 1
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    assert killed >= 3, "the driver ended before most of the moments"
+    last = start_cli(*args, "--out", str(out), cwd=tmp_path, one_thread=True)
+    assert last.wait(timeout=600) == 0, last.stderr.read() if last.stderr else ""
+    got, want = _all_records(out), _all_records(tmp_path / "ref")
+    assert sorted(got) == sorted(want)  # 0 missing, and (checked above) 0 duplicates
+    for key, r in got.items():
+        assert r["pred"] == want[key]["pred"]
+        diff = max(abs(a - b) for a, b in zip(r["loglik"], want[key]["loglik"], strict=True))  # type: ignore[call-overload]
+        assert diff < 1e-4
+    assert (out / "report" / "table.md").read_bytes() == (
+        tmp_path / "ref" / "report" / "table.md"
+    ).read_bytes()
+    assert [r["state"] for r in experiment_status(out)] == ["done"] * 3

@@ -1,0 +1,86 @@
+"""The ``slurm`` executor on a real Slurm (``scripts/setup_slurm.sh``; marked ``slurm``):
+the same cells give the same records as the local executor, each cell one job whose id
+``status`` shows, and a failing cell is submitted again and reported in one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nlieval.experiments import LocalExecutor, experiment_status, read_experiment, run_experiment
+from tests.helpers.engines import absent
+
+pytestmark = pytest.mark.slurm
+
+TEXT = """\
+experiment: tiny
+backoff: 0
+retries: 1
+models:
+  tiny: {model: MODEL, resources: {memory: 1GB, time: "0:10:00"}}
+  missing: {model: MISSING}
+blocks:
+  base: {command: run, tasks: [smoke], limit: 3, shots: [0, 1]}
+matrix:
+  - {block: base, models: [tiny, missing]}
+outputs:
+  table: {kind: grid, blocks: [base], rows: [model, k]}
+"""
+
+
+@pytest.fixture(scope="module")
+def slurm() -> None:
+    if shutil.which("sinfo") is None:
+        absent("Slurm", "NLIEVAL_SLURM", "no sinfo on PATH; run scripts/setup_slurm.sh")
+    out = subprocess.run(
+        ["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True, timeout=20
+    )
+    if out.returncode != 0 or not {"idle", "mixed", "allocated"} & set(out.stdout.split()):
+        absent("Slurm", "NLIEVAL_SLURM", "no node takes jobs; run scripts/setup_slurm.sh")
+    try:
+        import submitit  # noqa: F401
+    except ImportError:
+        absent("Slurm", "NLIEVAL_SLURM", "submitit is not installed (the extra 'cluster')")
+
+
+def _records(folder: Path) -> list[dict[str, object]]:
+    rows = [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
+    return sorted(rows, key=lambda r: (r["k"], r["seed"], r["item_id"]))
+
+
+def test_slurm_cells_equal_local_cells(slurm: None, tmp_path: Path, tiny_llama: Path) -> None:
+    from nlieval.experiments.slurm import SlurmExecutor
+
+    path = tmp_path / "e.yaml"
+    missing = tmp_path / "no-such-model"
+    path.write_text(TEXT.replace("MISSING", str(missing)).replace("MODEL", str(tiny_llama)))
+    exp = read_experiment(path)
+    local = run_experiment(exp, tmp_path / "local", executor=LocalExecutor(sleep=lambda s: None))
+    slurm_out = tmp_path / "slurm"
+    on_slurm = run_experiment(exp, slurm_out, executor=SlurmExecutor(slurm_out / "slurm", poll=0.5))
+    for summary in (local, on_slurm):
+        assert [(o.cell, o.state) for o in summary.outcomes] == [
+            ("base-tiny", "done"),
+            ("base-missing", "failed"),
+        ]
+    assert _records(tmp_path / "local" / "cells" / "base-tiny") == _records(
+        slurm_out / "cells" / "base-tiny"
+    )
+    failed = on_slurm.outcomes[1]
+    assert failed.attempts == 2 and failed.executor == "slurm"
+    assert (
+        failed.error is not None and "\n" not in failed.error and "does not exist" in failed.error
+    )
+    rows = {r["cell"]: r for r in experiment_status(slurm_out)}
+    assert rows["base-tiny"]["executor"] == "slurm"
+    assert (
+        rows["base-tiny"]["job"] == on_slurm.outcomes[0].job and rows["base-tiny"]["job"].isdigit()
+    )
+    # The report of either is the same table (the folders' paths are not in it).
+    assert (slurm_out / "report" / "table.md").read_bytes() == (
+        tmp_path / "local" / "report" / "table.md"
+    ).read_bytes()
