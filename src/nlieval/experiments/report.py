@@ -276,7 +276,9 @@ def _write_output(
                 )
             )
             _write(report / f"{name}.md", text)
-            files += [f"{name}.md", str(path.relative_to(report))]
+            files.append(f"{name}.md")
+            if path is not None:  # written: out= names the report folder
+                files.append(str(path.relative_to(report)))
     elif out.kind == "dynamics":
         from ..analyses import DynamicsConfig, follow_run, format_dynamics
 
