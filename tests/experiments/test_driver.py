@@ -96,7 +96,7 @@ def test_second_call_does_no_model_work_and_writes_the_same_report(
     path, out = done
     before = _report(out)
     records = {p.name: (p / "records.jsonl").read_bytes() for p in (out / "cells").iterdir()}
-    assert sorted(before) == ["index.md", "shots.png", "table.csv", "table.md"]
+    assert sorted(before) == ["index.md", "shots.png", "table.csv", "table.md", "table.tex"]
 
     def no_work(job: object) -> None:
         raise AssertionError("a done cell was run again")
@@ -116,8 +116,8 @@ def test_index_names_each_artifact_and_its_cells(done: tuple[Path, Path]) -> Non
     assert "## Table 3: table (grid)" in index and "- [table.csv](table.csv)" in index
     assert "## Figure 5: shots (figure)" in index and "- [shots.png](shots.png)" in index
     assert index.count("cells: base-tiny, base-tiny-seed1, base-tiny-seed2") == 2
-    table = (out / "report" / "table.md").read_text().splitlines()
-    # Rows model x k: k = 0, 1, 2 and the Average.
+    table = [x for x in (out / "report" / "table.md").read_text().splitlines() if x[:1] == "|"]
+    # Rows model x k: k = 0, 1, 2 and the Average (the notes under the table aside).
     assert [line.split("|")[2].strip() for line in table[2:]] == ["0", "1", "2", ""]
 
 
