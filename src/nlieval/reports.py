@@ -277,17 +277,21 @@ def _levels(folder: str | Path, metric: str = "accuracy") -> dict[str, dict[str,
 
 
 def _named(folders: Sequence[str | Path], names: Sequence[str]) -> list[Record]:
-    """The records of ``folders``; with ``names`` (one per folder), each folder's records
-    under its name as the model, so that a series is named by the user, not by a path."""
+    """The records of ``folders``, each folder's under a name as the model: the one of
+    ``names`` (one per folder) given; else, for a checkpoint run of one model, the
+    folder's own name (its model is often the first checkpoint's path, which names a
+    series badly); else the model as recorded."""
     if names and len(names) != len(folders):
         raise ValueError(f"--name: {len(names)} names for {len(folders)} run folders")
-    if not names:
-        return list(iter_run_records(folders))
-    return [
-        replace(r, model=name)
-        for folder, name in zip(folders, names, strict=True)
-        for r in iter_run_records([folder])
-    ]
+    out: list[Record] = []
+    for i, folder in enumerate(folders):
+        records = list(iter_run_records([folder]))
+        name = names[i] if names else None
+        one_model = len({r.model for r in records}) == 1
+        if name is None and one_model and all(r.checkpoint for r in records):
+            name = Path(folder).resolve().name
+        out += [replace(r, model=name) for r in records] if name else records
+    return out
 
 
 def figure_report(
@@ -316,7 +320,8 @@ def figure_report(
       one panel (positions from the checkpoint names by ``pattern`` times ``scale``, or
       the ``positions`` table; ``js_distance`` needs ChaosNLI records).
 
-    ``names`` (one per folder) name the series instead of the model paths. Each of
+    ``names`` (one per folder) name the series instead of the model paths (a checkpoint
+    run of one model is named by its folder without them). Each of
     ``baselines`` is a run folder drawn as one line per system at the figure's own
     metric (accuracy, or a dynamics figure's ``metric``): a system scored at several k
     at its largest k, stated in its name (:func:`nlieval.plotting.reference_levels`).

@@ -168,16 +168,21 @@ def test_plots_one_style_per_model_in_all_three_figures(tmp_path: Path, drawn: l
         "accuracy_by_entropy.pdf", "accuracy_vs_shots.pdf", "divergence.pdf"]  # fmt: skip
     assert all(_is("pdf", p) for p in figs.iterdir())
     shots, entropy, divergence = drawn
-    # alpha sorts first: C0 and a circle in each figure, zeta C1 and a square.
-    for fig in (shots, entropy):
-        for line in fig.axes[0].get_lines():
-            if line.get_label().startswith("alpha"):
-                assert (line.get_color(), line.get_marker()) == ("C0", "o")
-            if line.get_label().startswith("zeta"):
-                assert (line.get_color(), line.get_marker()) == ("C1", "s")
-    bars = [p.get_facecolor() for p in divergence.axes[0].patches]
-    from matplotlib.colors import to_rgba
+    # alpha sorts first: C0 and a circle in each figure, zeta C1 and a square; in the
+    # entropy figure a model's smaller k is a lighter shade of its colour.
+    from matplotlib.colors import to_rgb, to_rgba
 
+    seen = {}
+    for fig in (shots, entropy):
+        for bars in fig.axes[0].containers:  # an errorbar: its data line, then the bars
+            line = bars.lines[0]
+            seen[(fig is shots, bars.get_label())] = (to_rgb(line.get_color()), line.get_marker())
+    assert seen[(True, "alpha")] == seen[(False, "alpha k=2")] == (to_rgb("C0"), "o")
+    assert seen[(True, "zeta")] == seen[(False, "zeta k=2")] == (to_rgb("C1"), "s")
+    light, marker = seen[(False, "alpha k=0")]
+    assert marker == "o" and all(a >= b for a, b in zip(light, to_rgb("C0"), strict=True))
+    assert light != to_rgb("C0")
+    bars = [p.get_facecolor() for p in divergence.axes[0].patches]
     assert bars == [to_rgba("C0"), to_rgba("C0"), to_rgba("C1"), to_rgba("C1")]
     # The baseline classifier (accuracy 8/8... its gold is entailment, it says entailment).
     assert _hlines(shots)["cls"] == pytest.approx(1.0)

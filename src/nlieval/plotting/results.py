@@ -172,6 +172,32 @@ def plot_accuracy_vs_shots(
     return save(fig, path)
 
 
+def _k_shades(rows: Sequence[Row]) -> dict[str, float]:
+    """How far toward white each (model, k) series' colour is mixed: 0 for a model's
+    largest k, lighter for its smaller ones, so that a model keeps its hue and marker
+    and its k still differ.
+
+    >>> _k_shades([{"model": "m", "k": 0}, {"model": "m", "k": 4}, {"model": "n", "k": 0}])
+    {'m k=4': 0.0, 'm k=0': 0.6, 'n k=0': 0.0}
+    """
+    ks: dict[str, set[int]] = {}
+    for r in rows:
+        ks.setdefault(series_name(r), set()).add(int(r["k"]))
+    out = {}
+    for name, values in sorted(ks.items()):
+        ordered = sorted(values, reverse=True)
+        for i, k in enumerate(ordered):
+            out[f"{name} k={k}"] = 0.6 * i / max(1, len(ordered) - 1)
+    return out
+
+
+def _shade(color: str, amount: float) -> tuple[float, float, float]:
+    from matplotlib.colors import to_rgb
+
+    r, g, b = to_rgb(color)
+    return (r + (1 - r) * amount, g + (1 - g) * amount, b + (1 - b) * amount)
+
+
 def _bin_labels(rows: Sequence[Row]) -> dict[int, str]:
     # A bin's entropy range and its items (the largest n of the systems in it: they
     # differ only where systems scored different items).
@@ -193,7 +219,7 @@ def plot_accuracy_by_entropy(
     names: Iterable[str] | None = None,
 ) -> Path:
     """Accuracy per entropy bin of the human labels (± std over seeds), one panel per
-    task, one colour and marker per model (and checkpoint; k in the legend); solid
+    task, one colour and marker per model (and checkpoint), its smaller k lighter; solid
     against the original label, dashed against the majority label. ``against``
     "original" or "majority" draws only that one: one curve per model and checkpoint,
     so that many fit on one figure. Each bin's tick gives its entropy range and items.
@@ -223,10 +249,12 @@ def plot_accuracy_by_entropy(
     palette = _palette(names, bin_rows)
     fig = grid(len(tasks), size=(5.0, 3.6), width=width)
     axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    shades = _k_shades(bin_rows)
     for ax, (task, rows) in zip(axes, sorted(tasks.items()), strict=True):
         for label, series in _series(rows, with_k=True):
             series = sorted(series, key=lambda r: r["bin"])
-            style = palette[series_name(series[0])]
+            style: dict[str, Any] = {**palette[series_name(series[0])]}
+            style["color"] = _shade(style["color"], shades[label])
             for metric, ls, _, _ in styles_used:
                 ax.errorbar(
                     [r["bin"] for r in series],
@@ -327,8 +355,8 @@ def plot_accuracy_vs_size(
 ) -> Path:
     """Accuracy (± std over seeds) against model size in parameters (log axis), one panel
     per task, one line per number of shots, each point a model (``sizes``: model -> its
-    parameters, e.g. from :func:`nlieval.backends.weights.parameter_count`) with the
-    model's marker and its name beside the first line's point; chance dashed and
+    parameters, e.g. from :func:`nlieval.backends.weights.parameter_count`) drawn with the
+    model's marker (named in the legend); chance dashed and
     ``baselines`` dotted as in :func:`plot_accuracy_vs_shots`. Models without a size are
     left out with the other rows of their model.
 
@@ -339,6 +367,9 @@ def plot_accuracy_vs_size(
     >>> plot_accuracy_vs_size(rows, {"s": 1.35e8, "b": 8e9}, out).name
     's.png'
     """
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import NullFormatter
+
     rows = [r for r in metrics_rows if str(r["model"]) in sizes]
     if not rows:
         raise ValueError("no metrics rows of a model with a known size")
@@ -362,22 +393,25 @@ def plot_accuracy_vs_size(
             for x, r in pts:
                 ax.errorbar([x], [r["accuracy"]], yerr=[r.get("accuracy_std", 0.0)],
                             color=color, marker=markers[series_name(r)]["marker"])  # fmt: skip
-        # Each model named once, below its point of the first k, turned so that names of
-        # models close in size do not run into each other.
-        for x, r in sorted((sizes[str(r["model"])], r) for r in task_rows
-                           if int(r["k"]) == ks[0]):  # fmt: skip
-            ax.annotate(series_name(r), (x, r["accuracy"]), fontsize=7, rotation=30,
-                        textcoords="offset points", xytext=(4, -4), va="top",
-                        annotation_clip=False)  # fmt: skip
         if task_rows[0].get("chance") is not None:
             ax.axhline(task_rows[0]["chance"], ls="--", color="grey", label="chance", zorder=0)
         _reference_lines(ax, str(task), baselines)
         ax.set_xscale("log")
         xs = [sizes[str(r["model"])] for r in task_rows]
-        # Room on either side (a third of a decade) so that no name is cut at the edge.
-        ax.set_xlim(min(xs) / 2.2, max(xs) * 4.5)
+        # Whole decades, labelled at the decades only: every axis has a labelled tick and
+        # no two labels of minor ticks run into each other.
+        ax.set_xlim(10 ** math.floor(math.log10(min(xs) / 1.3)),
+                    10 ** math.ceil(math.log10(max(xs) * 1.3)))  # fmt: skip
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set(title=str(task), xlabel="parameters", ylabel="accuracy", ylim=(0, 1))
-    extra: list[Any] = [std_note()] if _has_spread(rows, "accuracy") else []
+    # The models by their markers, in the legend: names beside points overlap and clip.
+    extra: list[Any] = [
+        Line2D([], [], color="0.3", ls="none", label=name, marker=style["marker"])
+        for name, style in markers.items()
+        if any(series_name(r) == name for r in rows)
+    ]
+    if _has_spread(rows, "accuracy"):
+        extra.append(std_note())
     legend(fig, axes, extra)
     return save(fig, path)
 
