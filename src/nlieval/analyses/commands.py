@@ -63,12 +63,13 @@ class HumanSettings(EntropyBins):
     {'chaosnli_snli': 0.07}
     """
 
-    human_splits: int = setting(
-        10,
-        help="random half-splits per item for the human split-half estimate",
+    human_splits: int | None = setting(
+        None,
+        help="estimate the human split-half line from this many random half-splits per "
+        "item [exact: the expectation over every split]",
         parse=positive_int,
     )
-    human_seed: int = setting(0, help="seed of the half-splits")
+    human_seed: int = setting(0, help="seed of the random half-splits of --human-splits")
     human_js: tuple[tuple[str, float], ...] | None = setting(
         None,
         help="a published human JS distance for TASK, shown instead of the estimate",
