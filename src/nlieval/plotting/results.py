@@ -310,6 +310,7 @@ def plot_divergence(
     if not rows:
         raise ValueError("no ChaosNLI rows to plot")
     tasks = sorted(_by(rows, "task").items())
+    widest = max(len(task_rows) for _, task_rows in tasks)
     palette = _palette(names, rows)
     fig = grid(len(tasks), len(DIVERGENCE_PANELS), size=(4.5, 2.4), width=width)
     panels = fig.subplots(len(DIVERGENCE_PANELS), len(tasks), squeeze=False, sharex="col")
@@ -338,6 +339,8 @@ def plot_divergence(
             ax.set_ylim(0, top * 1.15 if math.isfinite(top) and top > 0 else 1)
             ax.set(ylabel=title, title=str(task) if metric == DIVERGENCE_PANELS[0][0] else "")
         panels[-1, col].set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+        # Bars of one width in every column, however many systems a task has.
+        panels[-1, col].set_xlim(-0.6, max(widest, 2) - 0.4)
     spread = any(_has_spread(rows, m) for m, _ in DIVERGENCE_PANELS)
     legend(fig, list(panels.flat), [std_note()] if spread else [])
     return save(fig, path)

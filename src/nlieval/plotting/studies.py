@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .canvas import grid, legend, save, series_name, std_note, styled, styles
+from .canvas import WIDTHS, grid, legend, save, series_name, std_note, styled, styles
 
 
 @styled
@@ -77,8 +77,13 @@ def plot_confusion(
     shares = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
     cols = row["confusion_columns"][:ncol]
     labels = row["labels"]
-    fig = grid(2, size=(0.7 * ncol + 1.9, 0.6 * len(labels) + 1.7), width=width)
-    axes = fig.subplots(1, 2)
+    # Side by side in the text width; one above the other in a column, where two panels
+    # would leave a cell too narrow for its number.
+    inches = WIDTHS["text"] if width is None else width
+    stacked = inches < 0.7 * ncol + 2.6
+    shape = (0.7 * ncol + 1.9, 0.6 * len(labels) + 1.7)
+    fig = grid(1 if stacked else 2, 2 if stacked else 1, size=shape, width=inches)
+    axes = fig.subplots(2, 1) if stacked else fig.subplots(1, 2)
     panels = (
         (axes[0], counts, "counts", "{:.0f}"),
         (axes[1], shares, "share of gold row", "{:.0%}"),
@@ -108,7 +113,7 @@ def plot_confusion(
         ax.grid(False)
     runs = f"{row['runs']} runs summed" if row["runs"] > 1 else "1 run"
     fig.suptitle(
-        f"{series_name(row)} · {row['task']} · k={row['k']} · n={row['n']} · {runs} · "
-        f"macro F1 {row['macro_f1']:.3f}",
+        f"{series_name(row)} · {row['task']} · k={row['k']}\n"
+        f"n={row['n']} · {runs} · macro F1 {row['macro_f1']:.3f}",
     )
     return save(fig, path)
