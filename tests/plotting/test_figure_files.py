@@ -85,13 +85,7 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 def _hlines(fig: Any) -> dict[str, float]:
     # Each labelled horizontal line of the figure's panels: its label -> its level.
-    out = {}
-    for ax in fig.axes:
-        for line in ax.get_lines():
-            y = list(line.get_ydata())
-            if len(y) == 2 and y[0] == y[1] and not line.get_label().startswith("_"):
-                out[line.get_label()] = float(y[0])
-    return out
+    return {k: v for ax in fig.axes for k, v in _hlines_of(ax).items()}
 
 
 @pytest.mark.parametrize("metric", ["js_distance", "gold_nll", "accuracy"])
@@ -246,3 +240,29 @@ def test_an_unknown_extension_is_one_line_before_any_work(
     assert err.count("\n") == 0 and "unknown extension '.jpg'" in err and "d.jpg" in err
     with pytest.raises(SystemExit):
         main(["figure", "shots", run, "--out", str(tmp_path / "x.png"), "--width", "wide"])
+
+
+def test_run_dynamics_has_chance_uniform_and_checkpoint_curves_named_by_checkpoint(
+    tmp_path: Path, drawn: list[Any]
+) -> None:
+    run = _checkpoint_run(tmp_path / "ft", str(tmp_path / "ft" / "step-10"))
+    out = ["dynamics", run, "--plot", str(tmp_path / "d.png")]
+    assert main([*out, "--entropy-plot", str(tmp_path / "b.png"), "--bins", "1"]) == 0
+    curves, bins = drawn
+    # Gold labels all entailment: a guess from the gold distribution is right always.
+    levels = {ax.get_ylabel(): _hlines_of(ax) for ax in curves.axes}
+    assert levels["accuracy"]["chance"] == pytest.approx(1.0)
+    assert levels["mean NLL of gold option"]["uniform guess (ln 3)"] == pytest.approx(math.log(3))
+    assert "uniform" in levels["JS distance to human labels"]
+    assert curves.axes[-1].get_xlabel() == "checkpoint (in training order)"
+    labels = [t.get_text() for t in bins.legends[0].get_texts()]
+    assert labels[:2] == ["step-10 k=0", "step-20 k=0"]
+
+
+def _hlines_of(ax: Any) -> dict[str, float]:
+    out = {}
+    for line in ax.get_lines():
+        y = list(line.get_ydata())
+        if len(y) == 2 and y[0] == y[1] and not str(line.get_label()).startswith("_"):
+            out[str(line.get_label())] = float(y[0])
+    return out

@@ -208,6 +208,15 @@ def follow_run(
         written.append(plot_run_dynamics(rows, plot, width=width))
     if entropy_plot:
         binned = entropy_bins(records, bins)
+        if len({r["model"] for r in binned}) == 1:
+            # One model: a curve is a checkpoint, named by it (the model is often the
+            # first checkpoint's path, which would name every curve alike).
+            binned = [
+                {**r, "model": Path(str(r["checkpoint"])).name, "checkpoint": None}
+                if r.get("checkpoint")
+                else r
+                for r in binned
+            ]
         if binned:
             written.append(plot_accuracy_by_entropy(binned, entropy_plot, against, width=width))
         else:
