@@ -172,17 +172,17 @@ def plot_accuracy_vs_shots(
     return save(fig, path)
 
 
-def _k_shades(rows: Sequence[Row]) -> dict[str, float]:
-    """How far toward white each (model, k) series' colour is mixed: 0 for a model's
-    largest k, lighter for its smaller ones, so that a model keeps its hue and marker
-    and its k still differ.
+def _k_shades(series: Iterable[tuple[str, int]]) -> dict[str, float]:
+    """How far toward white each ``<name> k=<k>`` series' colour is mixed: 0 for a
+    model's largest k, lighter for its smaller ones, so that a model keeps its hue and
+    marker and its k still differ.
 
-    >>> _k_shades([{"model": "m", "k": 0}, {"model": "m", "k": 4}, {"model": "n", "k": 0}])
+    >>> _k_shades([("m", 0), ("m", 4), ("n", 0)])
     {'m k=4': 0.0, 'm k=0': 0.6, 'n k=0': 0.0}
     """
     ks: dict[str, set[int]] = {}
-    for r in rows:
-        ks.setdefault(series_name(r), set()).add(int(r["k"]))
+    for name, k in series:
+        ks.setdefault(name, set()).add(int(k))
     out = {}
     for name, values in sorted(ks.items()):
         ordered = sorted(values, reverse=True)
@@ -249,7 +249,7 @@ def plot_accuracy_by_entropy(
     palette = _palette(names, bin_rows)
     fig = grid(len(tasks), size=(5.0, 3.6), width=width)
     axes = fig.subplots(1, len(tasks), squeeze=False)[0]
-    shades = _k_shades(bin_rows)
+    shades = _k_shades((series_name(r), r["k"]) for r in bin_rows)
     for ax, (task, rows) in zip(axes, sorted(tasks.items()), strict=True):
         for label, series in _series(rows, with_k=True):
             series = sorted(series, key=lambda r: r["bin"])
@@ -457,15 +457,16 @@ def plot_dynamics(
     axis: str = "training tokens",
     lines: Mapping[str, Mapping[str, float]] | None = None,
     width: float | None = None,
-    names: Mapping[str, str] | None = None,
+    names: Iterable[str] | None = None,
 ) -> Path:
     r"""Training dynamics of several models in one panel per task: ``metric`` (±std over
     seeds) of each model's checkpoints at their ``position`` on the x axis (checkpoint ->
     training tokens or steps: :func:`checkpoint_positions`), one line per model (and k),
-    named by ``names`` (model -> a name the user gave) or by the shortest tail of its
-    path that tells it apart. The axis' own reference levels are dashed (chance accuracy,
-    a uniform guess's gold NLL, the uniform and human JS distance: the last checkpoint's
-    items) and ``lines`` (name -> task -> level of this metric: a reference model,
+    named by the shortest tail of its model path that tells it apart, in the model's
+    colour and marker (:func:`~.canvas.styles` of ``names``, the call's model names, and
+    these; a smaller k of a model lighter). The axis' own reference levels are dashed
+    (chance accuracy, a uniform guess's gold NLL, the uniform and human JS distance: the
+    last checkpoint's items) and ``lines`` (name -> task -> level of this metric: a reference model,
     :func:`reference_levels`) dotted. Checkpoints without a position are left out.
 
     >>> import tempfile
@@ -482,13 +483,17 @@ def plot_dynamics(
         raise ValueError(f"no checkpoint rows with {metric} and a position on the x axis")
     tasks = _by(rows, "task")
     short = short_names(str(r["model"]) for r in rows)
-    given = names or {}
 
     def label(r: Row) -> str:
-        model = str(r["model"])
-        return f"{given.get(model, short[model])} k={r['k']}"
+        return f"{short[str(r['model'])]} k={r['k']}"
 
-    palette = styles({label(r) for r in rows})
+    by_model = styles([*(names or ()), *short.values()])
+    shades = _k_shades((short[str(r["model"])], r["k"]) for r in rows)
+    palette = {
+        label(r): {**by_model[short[str(r["model"])]],
+                   "color": _shade(by_model[short[str(r["model"])]]["color"], shades[label(r)])}
+        for r in rows
+    }  # fmt: skip
     fig = grid(len(tasks), width=width)
     axes = fig.subplots(1, len(tasks), squeeze=False)[0]
     for ax, (task, task_rows) in zip(axes, sorted(tasks.items()), strict=True):
