@@ -4,7 +4,7 @@ and draws on :func:`~nlieval.plotting.canvas.grid`; matplotlib loads when drawin
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +13,16 @@ from .canvas import WIDTHS, grid, legend, save, series_name, std_note, styled, s
 
 @styled
 def plot_epg(
-    rows: Sequence[Mapping[str, Any]], path: str | Path, *, width: float | None = None
+    rows: Sequence[Mapping[str, Any]],
+    path: str | Path,
+    *,
+    width: float | None = None,
+    names: Iterable[str] | None = None,
 ) -> Path:
     """EPG (± std over seeds) against the % of items marked contaminated: one panel per
     task, one line per (model, checkpoint, k), each model in its colour and marker
-    (:func:`~nlieval.plotting.canvas.styles`), points of the first line labelled with
+    (:func:`~nlieval.plotting.canvas.styles` of ``names``, the call's model names, and
+    the rows'), points of the first line labelled with
     their threshold. Writes the format of ``path``'s extension, ``width`` inches wide.
 
     >>> import tempfile
@@ -28,7 +33,7 @@ def plot_epg(
     True
     """
     tasks = sorted({r["task"] for r in rows}) or [""]
-    palette = styles(series_name(r) for r in rows)
+    palette = styles([*(names or ()), *(series_name(r) for r in rows)])
     fig = grid(len(tasks), size=(4.8, 3.8), width=width)
     axes = fig.subplots(1, len(tasks), squeeze=False)[0]
     for ax, task in zip(axes, tasks, strict=True):
