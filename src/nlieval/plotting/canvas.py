@@ -159,7 +159,7 @@ def grid(
     """An empty figure on an Agg canvas, ``n_panels`` wide and ``n_rows`` high, with
     constrained layout; add the axes with ``fig.subplots``. The figure is ``width``
     inches wide (the text width when None); ``size`` (width, height) gives a panel's
-    shape, and a panel is kept between 1.4 and 3 inches high.
+    shape, and a panel is kept between 1.4 and 3 inches high (2.4 in several rows).
 
     >>> fig = grid(2, size=(4.0, 3.0), width=6.0)
     >>> [round(float(x), 2) for x in fig.get_size_inches()]
@@ -169,7 +169,9 @@ def grid(
     from matplotlib.figure import Figure
 
     inches = WIDTHS["text"] if width is None else width
-    panel_height = min(3.0, max(1.4, inches / max(1, n_panels) * size[1] / size[0]))
+    # A figure of several rows stays within a page: its panels at most 2.4 inches high.
+    tallest = 3.0 if n_rows == 1 else 2.4
+    panel_height = min(tallest, max(1.4, inches / max(1, n_panels) * size[1] / size[0]))
     fig = Figure(figsize=(inches, panel_height * n_rows), layout="constrained")
     FigureCanvasAgg(fig)
     return fig
