@@ -276,22 +276,28 @@ def _levels(folder: str | Path, metric: str = "accuracy") -> dict[str, dict[str,
     return reference_levels(rows, metric)
 
 
-def _named(folders: Sequence[str | Path], names: Sequence[str]) -> list[Record]:
+def _named(
+    folders: Sequence[str | Path], names: Sequence[str]
+) -> tuple[list[Record], dict[str, str]]:
     """The records of ``folders``, each folder's under a name as the model: the one of
     ``names`` (one per folder) given; else, for a checkpoint run of one model, the
     folder's own name (its model is often the first checkpoint's path, which names a
-    series badly); else the model as recorded."""
+    series badly); else the model as recorded. Also each renamed model -> its name."""
     if names and len(names) != len(folders):
         raise ValueError(f"--name: {len(names)} names for {len(folders)} run folders")
     out: list[Record] = []
+    renamed: dict[str, str] = {}
     for i, folder in enumerate(folders):
         records = list(iter_run_records([folder]))
         name = names[i] if names else None
         one_model = len({r.model for r in records}) == 1
         if name is None and one_model and all(r.checkpoint for r in records):
             name = Path(folder).resolve().name
-        out += [replace(r, model=name) for r in records] if name else records
-    return out
+        if name:
+            renamed.update((r.model, name) for r in records)
+            records = [replace(r, model=name) for r in records]
+        out += records
+    return out, renamed
 
 
 def figure_report(
@@ -326,7 +332,7 @@ def figure_report(
     metric (accuracy, or a dynamics figure's ``metric``): a system scored at several k
     at its largest k, stated in its name (:func:`nlieval.plotting.reference_levels`).
     """
-    records = _named(folders, names)
+    records, renamed = _named(folders, names)
     lines: dict[str, dict[str, float]] = {}
     for f in baselines:
         lines.update(_levels(f, metric if kind == "dynamics" else "accuracy"))
@@ -335,10 +341,16 @@ def figure_report(
     if kind == "size":
         rows = summarize(records)
         if sizes is None:
+            # Weights are found by the model as recorded, whatever name it is drawn under.
+            models = dict(renamed)
+            kept = {str(r["model"]) for r in rows} - set(renamed.values())
+            models.update((m, m) for m in kept)
             sizes = {
-                str(m): float(parameter_count(resolve_model(str(m))))
-                for m in {r["model"] for r in rows}
+                name: float(parameter_count(resolve_model(original)))
+                for original, name in models.items()
             }
+        else:  # a size given for the model as recorded holds for its new name too
+            sizes = {**sizes, **{n: sizes[m] for m, n in renamed.items() if m in sizes}}
         return plot_accuracy_vs_size(rows, sizes, path, lines, width=width)
     if kind == "dynamics":
         rows = _metric_rows(records, metric)

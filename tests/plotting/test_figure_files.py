@@ -266,3 +266,16 @@ def _hlines_of(ax: Any) -> dict[str, float]:
         if len(y) == 2 and y[0] == y[1] and not str(line.get_label()).startswith("_"):
             out[str(line.get_label())] = float(y[0])
     return out
+
+
+def test_size_figure_under_a_given_name_keeps_the_recorded_models_size(
+    tmp_path: Path, drawn: list[Any]
+) -> None:
+    plain = [_rec("org/m", i, k=k) for i in range(6) for k in (0, 2)]
+    run = _run(tmp_path / "r", plain, shots=(0, 2))
+    argv = ["figure", "size", run, "--sizes", "org/m=1e8", "--name", "My model"]
+    assert main([*argv, "--out", str(tmp_path / "s.pdf")]) == 0
+    (fig,) = drawn
+    assert "My model" in [t.get_text() for t in fig.legends[0].get_texts()]
+    (bars,) = fig.axes[0].containers[:1]
+    assert list(bars.lines[0].get_xdata()) == [1e8]
