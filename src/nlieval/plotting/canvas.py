@@ -1,6 +1,7 @@
-"""Plotting chores shared by every PNG the package writes: a figure grid on an Agg canvas
-(no display, no pyplot state), one legend for a figure, saving it, naming and colouring a
-series.
+"""Plotting chores shared by every figure the package writes: the one style (an rc file
+shipped with the package, :func:`styled`), a figure grid at a paper's width on an Agg
+canvas (no display, no pyplot state), one legend for a figure, saving it in the format of
+its extension, naming a series and giving each model one colour and marker (:func:`styles`).
 
 Every plot goes through these helpers with matplotlib's object API: a
 :class:`~matplotlib.figure.Figure` from :func:`grid`, its axes from ``fig.subplots``,
