@@ -150,6 +150,14 @@ def styled(draw: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+#: The narrowest a panel of a one-row figure is drawn: more panels wrap onto new rows.
+MIN_PANEL = 1.6
+
+
+def _columns(n_panels: int, inches: float) -> int:
+    return max(1, min(n_panels, int(inches // MIN_PANEL)))
+
+
 def grid(
     n_panels: int,
     n_rows: int = 1,
@@ -157,25 +165,45 @@ def grid(
     *,
     width: float | None = None,
 ) -> Figure:
-    """An empty figure on an Agg canvas, ``n_panels`` wide and ``n_rows`` high, with
-    constrained layout; add the axes with ``fig.subplots``. The figure is ``width``
-    inches wide (the text width when None); ``size`` (width, height) gives a panel's
-    shape, and a panel is kept between 1.4 and 3 inches high (2.4 in several rows).
+    """An empty figure on an Agg canvas for ``n_panels`` panels a row and ``n_rows`` rows,
+    with constrained layout. The figure is ``width`` inches wide (the text width when
+    None); ``size`` (width, height) gives a panel's shape, and a panel is kept between
+    1.7 and 3 inches high (2.4 in several rows). Panels of one row narrower than
+    :data:`MIN_PANEL` wrap onto more rows: add them with :func:`panels` (a figure of
+    several rows adds its axes with ``fig.subplots``).
 
     >>> fig = grid(2, size=(4.0, 3.0), width=6.0)
     >>> [round(float(x), 2) for x in fig.get_size_inches()]
     [6.0, 2.25]
+    >>> [round(float(x), 2) for x in grid(3, width=3.3).get_size_inches()]  # 2 + 1 panels
+    [3.3, 3.4]
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     inches = WIDTHS["text"] if width is None else width
+    cols = n_panels if n_rows > 1 else _columns(n_panels, inches)
+    rows = n_rows if n_rows > 1 else math.ceil(n_panels / cols)
     # A figure of several rows stays within a page: its panels at most 2.4 inches high.
-    tallest = 3.0 if n_rows == 1 else 2.4
-    panel_height = min(tallest, max(1.4, inches / max(1, n_panels) * size[1] / size[0]))
-    fig = Figure(figsize=(inches, panel_height * n_rows), layout="constrained")
+    tallest = 3.0 if rows == 1 else 2.4
+    panel_height = min(tallest, max(1.7, inches / max(1, cols) * size[1] / size[0]))
+    fig = Figure(figsize=(inches, panel_height * rows), layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+def panels(fig: Figure, n_panels: int) -> list[Axes]:
+    """The axes of a figure of :func:`grid` for ``n_panels``: one row, or as many rows
+    as its width needs (:data:`MIN_PANEL`), left to right and top to bottom.
+
+    >>> len(panels(grid(3, width=3.3), 3)), len(panels(grid(3), 3))
+    (3, 3)
+    """
+    cols = _columns(n_panels, float(fig.get_figwidth()))
+    axes = list(fig.subplots(math.ceil(n_panels / cols), cols, squeeze=False).flat)
+    for ax in axes[n_panels:]:  # the empty end of the last row
+        ax.remove()
+    return axes[:n_panels]
 
 
 class PlotWriteError(ValueError):
@@ -210,8 +238,8 @@ def save(fig: Figure, path: str | Path) -> Path:
 def legend(fig: Figure, axes: Sequence[Axes], extra: Sequence[Artist] = ()) -> None:
     """One legend for the whole figure, below the panels: each label of ``axes`` once
     (series repeat across panels), then the ``extra`` handles (e.g. line-style proxies);
-    as many columns as fit the figure's width (about 1.6 inches each). Nothing without
-    labels.
+    as many columns as fit the figure's width, the figure made taller by its rows.
+    Nothing without labels.
 
     >>> fig = grid(2)
     >>> axes = fig.subplots(1, 2)
@@ -232,6 +260,9 @@ def legend(fig: Figure, axes: Sequence[Axes], extra: Sequence[Artist] = ()) -> N
         # A 7-pt character is about 0.055 in wide; the handle and padding about 0.5 in.
         per_entry = max(1.2, 0.5 + 0.055 * longest)
         ncols = max(1, min(len(seen), int(fig.get_figwidth() // per_entry)))
+        # The legend's rows are added below the panels, not taken from them (7-pt lines).
+        rows = math.ceil(len(seen) / ncols)
+        fig.set_figheight(fig.get_figheight() + 0.16 * rows + 0.08)
         fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=ncols)
 
 
@@ -245,7 +276,7 @@ def colors(names: Iterable[str]) -> dict[str, str]:
     return {name: f"C{i % 10}" for i, name in enumerate(sorted(set(names)))}
 
 
-def styles(names: Iterable[str]) -> dict[str, dict[str, str]]:
+def styles(names: Iterable[str]) -> dict[str, dict[str, Any]]:
     """A colour and a marker per series name, by the name's place in the sorted names:
     the i-th name gets colour ``C<i mod 10>`` and the i-th of :data:`MARKERS`, so the same
     names give every figure of a call the same styles, whichever subset a figure draws

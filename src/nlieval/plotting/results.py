@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics import METRICS
-from .canvas import grid, legend, save, series_name, short_names, std_note, styled, styles
+from .canvas import grid, legend, panels, save, series_name, short_names, std_note, styled, styles
 
 Row = Mapping[str, Any]
 ACC_STYLES = (
@@ -103,7 +103,7 @@ def _has_spread(rows: Iterable[Row], metric: str) -> bool:
     return any(float(r.get(f"{metric}_std") or 0.0) > 0 for r in rows)
 
 
-def _palette(names: Iterable[str] | None, rows: Iterable[Row]) -> dict[str, dict[str, str]]:
+def _palette(names: Iterable[str] | None, rows: Iterable[Row]) -> dict[str, dict[str, Any]]:
     # The call's names when given (every figure of a call the same styles), else this
     # figure's own.
     return styles([*(names or ()), *(series_name(r) for r in rows)])
@@ -153,7 +153,7 @@ def plot_accuracy_vs_shots(
     tasks = _by(metrics_rows, "task")
     palette = _palette(names, metrics_rows)
     fig = grid(len(tasks), width=width)
-    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    axes = panels(fig, len(tasks))
     for ax, (task, rows) in zip(axes, sorted(tasks.items()), strict=True):
         for name, series in _series(rows):
             series = sorted(series, key=lambda r: r["k"])
@@ -248,7 +248,7 @@ def plot_accuracy_by_entropy(
     tasks = _by(bin_rows, "task")
     palette = _palette(names, bin_rows)
     fig = grid(len(tasks), size=(5.0, 3.6), width=width)
-    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    axes = panels(fig, len(tasks))
     shades = _k_shades((series_name(r), r["k"]) for r in bin_rows)
     for ax, (task, rows) in zip(axes, sorted(tasks.items()), strict=True):
         for label, series in _series(rows, with_k=True):
@@ -313,10 +313,10 @@ def plot_divergence(
     widest = max(len(task_rows) for _, task_rows in tasks)
     palette = _palette(names, rows)
     fig = grid(len(tasks), len(DIVERGENCE_PANELS), size=(4.5, 2.4), width=width)
-    panels = fig.subplots(len(DIVERGENCE_PANELS), len(tasks), squeeze=False, sharex="col")
+    cells = fig.subplots(len(DIVERGENCE_PANELS), len(tasks), squeeze=False, sharex="col")
     for col, (task, task_rows) in enumerate(tasks):
         labels = [series_name(r, with_k=True) for r in task_rows]
-        for (metric, title), ax in zip(DIVERGENCE_PANELS, panels[:, col], strict=True):
+        for (metric, title), ax in zip(DIVERGENCE_PANELS, cells[:, col], strict=True):
             values = [r[metric] for r in task_rows]
             errors = [r.get(metric + "_std", 0.0) for r in task_rows]
             bar_colors = [palette[series_name(r)]["color"] for r in task_rows]
@@ -338,11 +338,11 @@ def plot_divergence(
             top = max([*heights, *(v + e for v, e in zip(values, errors, strict=True))])
             ax.set_ylim(0, top * 1.15 if math.isfinite(top) and top > 0 else 1)
             ax.set(ylabel=title, title=str(task) if metric == DIVERGENCE_PANELS[0][0] else "")
-        panels[-1, col].set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+        cells[-1, col].set_xticks(range(len(labels)), labels, rotation=30, ha="right")
         # Bars of one width in every column, however many systems a task has.
-        panels[-1, col].set_xlim(-0.6, max(widest, 2) - 0.4)
+        cells[-1, col].set_xlim(-0.6, max(widest, 2) - 0.4)
     spread = any(_has_spread(rows, m) for m, _ in DIVERGENCE_PANELS)
-    legend(fig, list(panels.flat), [std_note()] if spread else [])
+    legend(fig, list(cells.flat), [std_note()] if spread else [])
     return save(fig, path)
 
 
@@ -378,7 +378,7 @@ def plot_accuracy_vs_size(
         raise ValueError("no metrics rows of a model with a known size")
     tasks = _by(rows, "task")
     fig = grid(len(tasks), width=width)
-    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    axes = panels(fig, len(tasks))
     ks = sorted({int(r["k"]) for r in rows})
     line_styles = styles(f"k={k}" for k in ks)
     markers = _palette(names, rows)
@@ -489,13 +489,13 @@ def plot_dynamics(
 
     by_model = styles([*(names or ()), *short.values()])
     shades = _k_shades((short[str(r["model"])], r["k"]) for r in rows)
-    palette = {
+    palette: dict[str, dict[str, Any]] = {
         label(r): {**by_model[short[str(r["model"])]],
                    "color": _shade(by_model[short[str(r["model"])]]["color"], shades[label(r)])}
         for r in rows
     }  # fmt: skip
     fig = grid(len(tasks), width=width)
-    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    axes = panels(fig, len(tasks))
     for ax, (task, task_rows) in zip(axes, sorted(tasks.items()), strict=True):
         series: dict[str, list[Row]] = {}
         for r in task_rows:
@@ -564,7 +564,7 @@ def plot_run_dynamics(rows: Sequence[Row], path: str | Path, *, width: float | N
                         label=f"uniform guess (ln {r['n_labels']})", zorder=0)  # fmt: skip
         nll.set_title(f"gold NLL  tau(-NLL)={r['tau_nll']:.2f}")
         nll.set(ylabel="mean NLL of gold option", ylim=(0, None))
-        panels = [acc, nll]
+        shown = [acc, nll]
         if n_rows == 3:
             ax = axes[2][i]
             if "js_distance" in r:
@@ -576,12 +576,12 @@ def plot_run_dynamics(rows: Sequence[Row], path: str | Path, *, width: float | N
                 ax.set_title(f"JS distance (n={r['n']})  tau(-JS)={r['tau_js']:.2f}")
                 ax.set_ylabel("JS distance to human labels")
                 ax.set_ylim(bottom=0)
-                panels.append(ax)
+                shown.append(ax)
             else:
                 ax.set_axis_off()
-        for ax in panels:
+        for ax in shown:
             ax.legend(loc="best")
-        bottom = panels[-1]
+        bottom = shown[-1]
         bottom.set_xticks(list(x))
         bottom.set_xticklabels(_short(r["checkpoints"]), rotation=45, ha="right")
         bottom.set_xlabel("checkpoint (in training order)")

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .canvas import WIDTHS, grid, legend, save, series_name, std_note, styled, styles
+from .canvas import WIDTHS, grid, legend, panels, save, series_name, std_note, styled, styles
 
 
 @styled
@@ -35,7 +35,7 @@ def plot_epg(
     tasks = sorted({r["task"] for r in rows}) or [""]
     palette = styles([*(names or ()), *(series_name(r) for r in rows)])
     fig = grid(len(tasks), size=(4.8, 3.8), width=width)
-    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    axes = panels(fig, len(tasks))
     for ax, task in zip(axes, tasks, strict=True):
         series: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
         for r in rows:
