@@ -271,9 +271,10 @@ def _metric_rows(records: Iterable[Record], metric: str) -> list[dict[str, Any]]
 def _levels(folder: str | Path, metric: str = "accuracy") -> dict[str, dict[str, float]]:
     # A baseline folder's reference lines at the figure's own metric, one per system.
     rows = [r for r in _metric_rows(RunFolder(folder).records(), metric) if metric in r]
-    if not rows:
-        raise RunError(f"{folder}: no records with {metric} for a reference line")
-    return reference_levels(rows, metric)
+    levels = reference_levels(rows, metric)
+    if not levels:  # refused, not dropped: the figure would lack a line it was asked for
+        raise RunError(f"{folder}: no records with a finite {metric} for a reference line")
+    return levels
 
 
 def _named(

@@ -74,7 +74,8 @@ def reference_levels(
     """
     systems: dict[str, list[Row]] = {}
     for r in rows:
-        if r.get(metric) is not None:
+        # A system without the metric (gold NLL of label-only imports) draws no line.
+        if r.get(metric) is not None and math.isfinite(float(r[metric])):
             systems.setdefault(series_name(r), []).append(r)
     out: dict[str, dict[str, float]] = {}
     for system, sys_rows in sorted(systems.items()):
