@@ -279,3 +279,17 @@ def test_size_figure_under_a_given_name_keeps_the_recorded_models_size(
     assert "My model" in [t.get_text() for t in fig.legends[0].get_texts()]
     (bars,) = fig.axes[0].containers[:1]
     assert list(bars.lines[0].get_xdata()) == [1e8]
+
+
+def test_a_baseline_without_the_axis_metric_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _checkpoint_run(tmp_path / "ft", "ft")
+    plain = [Record("snli", str(i), "cls", 0, 0, NLI, (0.0,) * 3, (0.5, 0.3, 0.2), "entailment",
+                    "entailment") for i in range(3)]  # fmt: skip
+    base = _run(tmp_path / "base", plain)
+    argv = ["figure", "dynamics", run, "--pattern", r"step-(\d+)", "--metric", "js_distance"]
+    assert main([*argv, "--baseline", base, "--out", str(tmp_path / "d.pdf")]) != 0
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no records with a finite js_distance" in err
+    assert not (tmp_path / "d.pdf").exists()
