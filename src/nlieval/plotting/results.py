@@ -321,7 +321,9 @@ def plot_divergence(
             values = [r[metric] for r in task_rows]
             errors = [r.get(metric + "_std", 0.0) for r in task_rows]
             bar_colors = [palette[series_name(r)]["color"] for r in task_rows]
-            ax.bar(range(len(values)), values, yerr=errors, color=bar_colors)
+            # No error bars from one seed: a std of 0 would still draw its caps.
+            spread = any(float(e or 0.0) > 0 for e in errors)
+            ax.bar(range(len(values)), values, yerr=errors if spread else None, color=bar_colors)
             xs = range(len(values))
             uniform = [r["uniform"][metric] for r in task_rows]
             ax.scatter(xs, uniform, marker="_", s=300, color="grey", zorder=3,
