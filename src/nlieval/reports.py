@@ -17,7 +17,6 @@ from .analyses import (
     GRID_KEYS,
     SORTS,
     Grid,
-    baseline_levels,
     breakdown,
     breakdown_table,
     by_fields,
@@ -37,7 +36,7 @@ from .backends import parameter_count, resolve_model
 from .data import load_task
 from .ground import DataError, read_json
 from .metrics import METRICS, group_records, listed, metrics, summarize
-from .plotting import DYNAMICS_METRICS
+from .plotting import DYNAMICS_METRICS, FigureWidth, figure_format, reference_levels
 from .runs import (
     NamedRuns,
     PooledRuns,
@@ -430,12 +429,44 @@ def breakdown_report(
     return breakdown_table(rows, by, fmt)
 
 
-def _levels(folder: str | Path, metric: str = "accuracy") -> tuple[str, dict[str, float]]:
-    rows = summarize(RunFolder(folder).records())
-    if not rows:
-        raise RunError(f"{folder}: no records for a reference line")
-    models = {Path(str(r["model"])).name for r in rows}
-    return " + ".join(sorted(models)), baseline_levels(rows, metric)
+def _metric_rows(records: Iterable[Record], metric: str) -> list[dict[str, Any]]:
+    # The rows that hold ``metric``: ChaosNLI scores for a divergence, else the summary.
+    if metric in METRICS and METRICS[metric].source == "chaosnli":
+        return chaosnli.score_records([r for r in records if "human_counts" in r.meta])
+    return summarize(records)
+
+
+def _levels(folder: str | Path, metric: str = "accuracy") -> dict[str, dict[str, float]]:
+    # A baseline folder's reference lines at the figure's own metric, one per system.
+    rows = [r for r in _metric_rows(RunFolder(folder).records(), metric) if metric in r]
+    levels = reference_levels(rows, metric)
+    if not levels:  # refused, not dropped: the figure would lack a line it was asked for
+        raise RunError(f"{folder}: no records with a finite {metric} for a reference line")
+    return levels
+
+
+def _named(
+    folders: Sequence[str | Path], names: Sequence[str]
+) -> tuple[list[Record], dict[str, str]]:
+    """The records of ``folders``, each folder's under a name as the model: the one of
+    ``names`` (one per folder) given; else, for a checkpoint run of one model, the
+    folder's own name (its model is often the first checkpoint's path, which names a
+    series badly); else the model as recorded. Also each renamed model -> its name."""
+    if names and len(names) != len(folders):
+        raise ValueError(f"--name: {len(names)} names for {len(folders)} run folders")
+    out: list[Record] = []
+    renamed: dict[str, str] = {}
+    for i, folder in enumerate(folders):
+        records = list(iter_run_records([folder]))
+        name = names[i] if names else None
+        one_model = len({r.model for r in records}) == 1
+        if name is None and one_model and all(r.checkpoint for r in records):
+            name = Path(folder).resolve().name
+        if name:
+            renamed.update((r.model, name) for r in records)
+            records = [replace(r, model=name) for r in records]
+        out += records
+    return out, renamed
 
 
 def figure_report(
@@ -450,8 +481,11 @@ def figure_report(
     positions: Mapping[str, float] | None = None,
     metric: str = "accuracy",
     axis: str = "training tokens",
+    width: float | None = None,
+    names: Sequence[str] = (),
 ) -> Path:
-    """One figure across the models of ``folders`` (recomputed from their records):
+    """One figure across the models of ``folders`` (recomputed from their records), in
+    the format of ``path``'s extension, ``width`` inches wide (the text width if None):
 
     * ``shots``: accuracy vs shots, a line per model, one panel per task
       (:func:`nlieval.analyses.plot_accuracy_vs_shots`);
@@ -461,26 +495,34 @@ def figure_report(
       one panel (positions from the checkpoint names by ``pattern`` times ``scale``, or
       the ``positions`` table; ``js_distance`` needs ChaosNLI records).
 
-    Each of ``baselines`` is a run folder drawn as a dotted line per task (its best
-    accuracy: a fine-tuned classifier, a hypothesis-only model).
+    ``names`` (one per folder) name the series instead of the model paths (a checkpoint
+    run of one model is named by its folder without them). Each of
+    ``baselines`` is a run folder drawn as one line per system at the figure's own
+    metric (accuracy, or a dynamics figure's ``metric``): a system scored at several k
+    at its largest k, stated in its name (:func:`nlieval.plotting.reference_levels`).
     """
-    records = list(iter_run_records(folders))
-    lines = dict(_levels(f) for f in baselines)
+    records, renamed = _named(folders, names)
+    lines: dict[str, dict[str, float]] = {}
+    for f in baselines:
+        lines.update(_levels(f, metric if kind == "dynamics" else "accuracy"))
     if kind == "shots":
-        return plot_accuracy_vs_shots(summarize(records), path, lines)
+        return plot_accuracy_vs_shots(summarize(records), path, lines, width=width)
     if kind == "size":
         rows = summarize(records)
         if sizes is None:
+            # Weights are found by the model as recorded, whatever name it is drawn under.
+            models = dict(renamed)
+            kept = {str(r["model"]) for r in rows} - set(renamed.values())
+            models.update((m, m) for m in kept)
             sizes = {
-                str(m): float(parameter_count(resolve_model(str(m))))
-                for m in {r["model"] for r in rows}
+                name: float(parameter_count(resolve_model(original)))
+                for original, name in models.items()
             }
-        return plot_accuracy_vs_size(rows, sizes, path, lines)
+        else:  # a size given for the model as recorded holds for its new name too
+            sizes = {**sizes, **{n: sizes[m] for m, n in renamed.items() if m in sizes}}
+        return plot_accuracy_vs_size(rows, sizes, path, lines, width=width)
     if kind == "dynamics":
-        if metric in METRICS and METRICS[metric].source == "chaosnli":
-            rows = chaosnli.score_records([r for r in records if "human_counts" in r.meta])
-        else:
-            rows = summarize(records)
+        rows = _metric_rows(records, metric)
         ckpts = sorted({str(r["checkpoint"]) for r in rows if r.get("checkpoint")})
         if positions is None:
             if pattern is None:
@@ -488,7 +530,9 @@ def figure_report(
             positions = checkpoint_positions(ckpts, pattern, scale)
         else:
             positions = _match_positions(ckpts, positions)
-        return plot_dynamics(rows, positions, path, metric=metric, axis=axis, lines=lines)
+        return plot_dynamics(
+            rows, positions, path, metric=metric, axis=axis, lines=lines, width=width
+        )
     raise ValueError(f"unknown figure {kind!r}: shots, size or dynamics")
 
 
@@ -736,7 +780,7 @@ FIGURES = ("shots", "size", "dynamics")
 
 
 @dataclass(frozen=True, kw_only=True)
-class FigureConfig:
+class FigureConfig(FigureWidth):
     """What ``nlieval figure`` draws: :func:`figure_from`.
 
     >>> FigureConfig(kind="shots", out="f.png").metric
@@ -745,8 +789,14 @@ class FigureConfig:
 
     kind: str = "shots"
     runs: tuple[str, ...] = ()
-    out: str = setting(help="PNG to write")
+    out: str = setting(help="figure to write: .pdf or .svg (vector) or .png (300 dpi)")
     baseline: tuple[str, ...] = ()
+    name: tuple[str, ...] | None = setting(
+        None,
+        help="the name of each RUN's series, in the order of the RUNs (repeat the flag)",
+        action="append",
+        metavar="NAME",
+    )
     sizes: tuple[str, ...] | None = setting(None, help="MODEL=PARAMETERS,...", parse=csv_list)
     pattern: str | None = setting(None, help=r"checkpoint name -> number, e.g. step(\d+)")
     # 1, not 1.0: the help shows it as [1].
@@ -800,6 +850,7 @@ def figure_from(cfg: FigureConfig) -> Path:
                 raise ValueError(f"--sizes: {pair!r} is not MODEL=PARAMETERS") from None
             if not math.isfinite(sizes[name]):
                 raise ValueError(f"--sizes: {pair!r}: the size is not a finite number")
+    figure_format(cfg.out)  # an unknown extension before any record is read
     positions = _positions(cfg.positions) if cfg.positions else None
     return figure_report(
         cfg.kind,
@@ -812,4 +863,6 @@ def figure_from(cfg: FigureConfig) -> Path:
         positions=positions,
         metric=cfg.metric,
         axis=cfg.axis,
+        width=cfg.inches,
+        names=cfg.name or (),
     )

@@ -67,7 +67,7 @@ def test_js_and_kl_per_checkpoint_and_their_tau() -> None:
     assert row["n"] == 2
     # Uniform baseline: the ck0 model is uniform, so the two agree.
     assert row["uniform"]["js_distance"] == pytest.approx(row["js_distance"][0], abs=1e-12)
-    assert "estimate" in row["human"]["label"]
+    assert row["human"]["label"] == "human split-half (exact)"
     table = format_dynamics([row])
     assert "| tau(-JS) | tau(-KL) |" in table
     assert f"| m | chaosnli_snli | 0 | 2 | {row['js_distance'][0]:.4f} " in table

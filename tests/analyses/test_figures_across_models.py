@@ -56,7 +56,7 @@ def test_baseline_lines_are_drawn(tmp_path: Path) -> None:
     # Same size; the reference line (and its legend entry) change the picture.
     assert plain.shape == lined.shape and not np.array_equal(plain, lined)
     sized = plot_accuracy_vs_size(_rows(), {"small": 1.35e8, "big": 8e9}, tmp_path / "s.png")
-    assert imread(sized).shape[1] == 2 * 540  # two tasks, two panels
+    assert imread(sized).shape[1] == 1950  # two panels in the text width, 6.5 in at 300 dpi
     with pytest.raises(ValueError, match="known size"):
         plot_accuracy_vs_size(_rows(), {"other": 1.0}, tmp_path / "x.png")
 
@@ -70,6 +70,6 @@ def test_dynamics_of_two_models_on_a_token_axis(tmp_path: Path) -> None:
     ]  # fmt: skip
     pos = checkpoint_positions([f"step{s}" for s in (1000, 10000, 100000)], r"step(\d+)", 2e6)
     out = plot_dynamics(rows, pos, tmp_path / "d.png", lines={"human": {"chaosnli_snli": 0.9}})
-    assert imread(out).shape[1] == 540
+    assert imread(out).shape[1] == 1950
     with pytest.raises(ValueError, match="no checkpoint rows"):
         plot_dynamics(rows, {"other": 1.0}, tmp_path / "e.png")

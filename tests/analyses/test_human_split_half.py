@@ -13,7 +13,7 @@ from scipy.stats import hypergeom
 
 from nlieval import plotting as plots
 from nlieval.analyses import chaosnli
-from nlieval.analyses.chaosnli import HumanBaseline, split_half_js
+from nlieval.analyses.chaosnli import HumanBaseline, split_half_exact, split_half_js
 from nlieval.types import Record
 
 NLI = ("entailment", "neutral", "contradiction")
@@ -44,6 +44,38 @@ def test_split_half_two_labels_equals_the_exact_hypergeometric_expectation() -> 
         for a in range(51)
     )
     assert est_div == pytest.approx(exact_div, abs=0.0005)
+
+
+def test_split_half_exact_on_a_tiny_item_by_hand() -> None:
+    # Labels e, e, n, c; a half takes 2 of the 4 labels, each of the C(4, 2) = 6 pairs
+    # equally likely: {e,e} once (other half {n,c}), {e,n} twice, {e,c} twice, {n,c} once.
+    # {e,e} vs {n,c}: disjoint supports, JS divergence ln 2; {e,n} vs {e,c}: the halves
+    # (1/2, 1/2, 0) and (1/2, 0, 1/2), mixture (1/2, 1/4, 1/4), JS divergence (ln 2) / 2.
+    ln2 = math.log(2)
+    distance, divergence = split_half_exact([2, 1, 1])
+    assert distance == pytest.approx(2 / 6 * math.sqrt(ln2) + 4 / 6 * math.sqrt(ln2 / 2), abs=1e-12)
+    assert divergence == pytest.approx(2 / 6 * ln2 + 4 / 6 * ln2 / 2, abs=1e-12)
+    # An odd total: halves of 1 and 2 labels of (1, 2): {a} w.p. 1/3 vs {b, b}: ln 2;
+    # {b} w.p. 2/3 vs {a, b}: halves (0, 1) and (1/2, 1/2), mixture (1/4, 3/4).
+    js_ab = js_distance([0, 1], [0.5, 0.5])
+    assert split_half_exact([1, 2])[0] == pytest.approx(math.sqrt(ln2) / 3 + 2 / 3 * js_ab)
+
+
+def test_split_half_exact_equals_the_hypergeometric_sum_and_the_simulation_tends_to_it() -> None:
+    exact = sum(
+        hypergeom.pmf(a, 100, 50, 50) * js_distance([a / 50, 1 - a / 50], [1 - a / 50, a / 50])
+        for a in range(51)
+    )
+    assert split_half_exact([50, 50])[0] == pytest.approx(exact, abs=1e-12)
+    # The default line is the exact one; --human-splits asks for the simulation.
+    items = {"a": [60, 30, 10], "b": [34, 33, 33]}
+    records = [rec(i, c, (1 / 3, 1 / 3, 1 / 3)) for i, c in items.items()]
+    (row,) = chaosnli.score_records(records)
+    assert row["human"]["label"] == "human split-half (exact)"
+    mean = float(np.mean([split_half_exact(c)[0] for c in items.values()]))
+    assert row["human"]["js_distance"] == pytest.approx(mean, abs=1e-15)
+    (sim,) = chaosnli.score_records(records, HumanBaseline(splits=4000, seed=1))
+    assert sim["human"]["js_distance"] == pytest.approx(mean, abs=0.003)
 
 
 def test_split_half_three_labels_matches_a_direct_simulation() -> None:
@@ -99,7 +131,7 @@ def test_published_value_replaces_the_estimate_in_table_and_plot(tmp_path: Path)
     records += [rec(i, c, (0.2, 0.3, 0.5), model="other") for i, c in ITEMS.items()]
     est_rows = chaosnli.score_records(records)
     table = chaosnli.format_table(est_rows)
-    assert "| human split-half (estimate, 10 splits) | chaosnli_snli | - | 3 |" in table
+    assert "| human split-half (exact) | chaosnli_snli | - | 3 |" in table
     pub = chaosnli.score_records(records, HumanBaseline(published={"chaosnli_snli": 0.0712}))
     table = chaosnli.format_table(pub)
     assert "| human (published) | chaosnli_snli | - | 3 | 0.0712 | - | - | - | - |" in table

@@ -36,6 +36,7 @@ from .label_distributions import (
     human_line,
     item_divergences,
     model_distribution,
+    split_half_exact,
     split_half_js,
 )
 from .predictions import load_official, official_prediction
@@ -79,6 +80,7 @@ __all__ = [
     "score_prediction_file",
     "score_predictions",
     "score_records",
+    "split_half_exact",
     "split_half_js",
 ]
 
@@ -507,6 +509,7 @@ def report(
         "entropy_bins": entropy_bins(frame, n_bins),
         "all_correct": all_correct_subset(frame, against),
         "human": {
+            "exact": (human or HumanBaseline()).splits is None,
             "splits": (human or HumanBaseline()).splits,
             "seed": (human or HumanBaseline()).seed,
             "published": dict((human or HumanBaseline()).published),

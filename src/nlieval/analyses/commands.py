@@ -23,8 +23,10 @@ from .chaosnli import Against, HumanBaseline
 
 #: The file ``nlieval chaosnli`` writes.
 CHAOSNLI_JSON = "chaosnli.json"
-#: The files ``nlieval plots`` writes.
+#: The files ``nlieval plots`` writes (with the extension of ``--plot-format``).
 PLOTS = ("accuracy_vs_shots.png", "accuracy_by_entropy.png", "divergence.png")
+#: The formats of ``--plot-format``: vector PDF or SVG, or PNG at 300 dpi.
+PLOT_FORMATS = ("png", "pdf", "svg")
 
 
 def task_value(text: str) -> tuple[str, float]:
@@ -61,12 +63,13 @@ class HumanSettings(EntropyBins):
     {'chaosnli_snli': 0.07}
     """
 
-    human_splits: int = setting(
-        10,
-        help="random half-splits per item for the human split-half estimate",
+    human_splits: int | None = setting(
+        None,
+        help="estimate the human split-half line from this many random half-splits per "
+        "item [exact: the expectation over every split]",
         parse=positive_int,
     )
-    human_seed: int = setting(0, help="seed of the half-splits")
+    human_seed: int = setting(0, help="seed of the random half-splits of --human-splits")
     human_js: tuple[tuple[str, float], ...] | None = setting(
         None,
         help="a published human JS distance for TASK, shown instead of the estimate",
@@ -85,14 +88,15 @@ _SUBSET = "label for the all-correct subset [original]; the reference uses major
 
 
 @dataclass(frozen=True)
-class DynamicsConfig(HumanSettings):
+class DynamicsConfig(HumanSettings, plots.FigureWidth):
     """What ``nlieval dynamics`` is asked (:func:`~nlieval.analyses.dynamics.follow_run`)."""
 
     run: str = setting(help="run folder made with --checkpoints", positional=True)
-    plot: str | None = setting(None, help="write the curves to this PNG")
+    plot: str | None = setting(None, help="write the curves to this .pdf, .svg or .png")
     entropy_plot: str | None = setting(
         None,
-        help="write accuracy by human-label entropy bin, one curve per checkpoint, to this PNG",
+        help="write accuracy by human-label entropy bin, one curve per checkpoint, to this "
+        ".pdf, .svg or .png",
     )
     against: str = setting("original", help=_CURVES, choices=("both", "original", "majority"))
     format: str = table_format()
@@ -130,10 +134,18 @@ class ChaosnliScoreConfig(DataDir, EntropyBins):
 
 
 @dataclass(frozen=True)
-class PlotsConfig(HumanSettings, RunFolders):
+class PlotsConfig(HumanSettings, RunFolders, plots.FigureWidth):
     """What ``nlieval plots`` is asked (see :func:`write_plots`)."""
 
-    out: str = setting(help="folder for the PNG files")
+    out: str = setting(help="folder for the figures")
+    plot_format: str = setting("png", help="format of the figures", choices=PLOT_FORMATS)
+    baseline: tuple[str, ...] | None = setting(
+        None,
+        help="run folder drawn as a reference line per system on accuracy vs shots "
+        "(repeat the flag)",
+        action="append",
+        metavar="RUN",
+    )
     common_items: bool = setting(
         False, help="plot every system of a task on the items all of them have"
     )
@@ -202,8 +214,11 @@ def score_file(config: ChaosnliScoreConfig) -> dict[str, Any]:
 
 
 def write_plots(config: PlotsConfig) -> list[str]:
-    """What ``nlieval plots`` does: the three PNGs of :data:`PLOTS` from saved run
-    folders; returns one line per plot, written or skipped (a plot without data).
+    """What ``nlieval plots`` does: the three figures of :data:`PLOTS` (in
+    ``plot_format``) from saved run folders; returns one line per plot, written or
+    skipped (a plot without data). A model has the same colour and marker in the three
+    (:func:`nlieval.plotting.styles` of every model of the folders); each ``baseline``
+    folder is one reference line per system on accuracy vs shots.
 
     >>> import tempfile  # a run folder without records
     >>> folder = Path(tempfile.mkdtemp()); _ = (folder / "config.json").write_text("{}")
@@ -214,21 +229,35 @@ def write_plots(config: PlotsConfig) -> list[str]:
     # Two folders of one model on one task: two systems, named by what differs.
     records = flat(read_named(config.runs, poolable=False))
     out = Path(config.out)
+    names = [Path(n).with_suffix(f".{config.plot_format}").name for n in PLOTS]
     lines = []
     metrics_rows = summarize(records)
+    every = {plots.series_name(r) for r in metrics_rows}
     if metrics_rows:
-        lines.append(f"written: {plots.plot_accuracy_vs_shots(metrics_rows, out / PLOTS[0])}")
+        levels: dict[str, dict[str, float]] = {}
+        for folder in config.baseline or ():
+            rows = summarize(iter_run_records([folder]))
+            if not rows:
+                raise ValueError(f"{folder}: no records for a reference line")
+            levels.update(plots.reference_levels(rows))
+        shots = plots.plot_accuracy_vs_shots(
+            metrics_rows, out / names[0], levels, width=config.inches, names=every
+        )
+        lines.append(f"written: {shots}")
     else:
-        lines.append(f"skipped {PLOTS[0]}: no scored records")
+        lines.append(f"skipped {names[0]}: no scored records")
     frame = chaosnli.item_frame(records)
     if frame.empty:
-        lines.append(f"skipped {PLOTS[1]} and {PLOTS[2]}: no ChaosNLI records in these runs")
+        lines.append(f"skipped {names[1]} and {names[2]}: no ChaosNLI records in these runs")
         return lines
     if config.common_items:
         frame = chaosnli.common_items(frame)
     bins = chaosnli.entropy_bins(frame, config.bins)
-    by_entropy = plots.plot_accuracy_by_entropy(bins, out / PLOTS[1], config.against)
+    by_entropy = plots.plot_accuracy_by_entropy(
+        bins, out / names[1], config.against, width=config.inches, names=every
+    )
     lines.append(f"written: {by_entropy}")
     scores = chaosnli.score_records(frame, config.human())
-    lines.append(f"written: {plots.plot_divergence(scores, out / PLOTS[2])}")
+    divergence = plots.plot_divergence(scores, out / names[2], width=config.inches, names=every)
+    lines.append(f"written: {divergence}")
     return lines

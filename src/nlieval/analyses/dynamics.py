@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics import summarize
-from ..plotting import plot_accuracy_by_entropy, plot_run_dynamics
+from ..plotting import figure_format, plot_accuracy_by_entropy, plot_run_dynamics
 from ..runs import RunFolder
 from ..types import Record
 from .chaosnli import HumanBaseline, entropy_bins, score_records
@@ -42,10 +42,11 @@ def dynamics(
     records: Iterable[Record], order: Sequence[str], human: HumanBaseline | None = None
 ) -> list[dict[str, Any]]:
     """Per (model, task, k): the accuracy and gold-NLL series over ``order`` and their
-    Kendall tau against the checkpoint order; on ChaosNLI tasks also ``js_distance`` and
-    ``kl`` series, ``tau_js`` and ``tau_kl`` (of minus the divergence), ``n`` (items of
-    the last checkpoint), and the ``uniform`` and ``human`` lines of the last checkpoint's
-    items (see :func:`nlieval.analyses.chaosnli.score_records`).
+    Kendall tau against the checkpoint order, the ``chance`` accuracy and the number of
+    options ``n_labels`` (a uniform guess has gold NLL ln ``n_labels``); on ChaosNLI
+    tasks also ``js_distance`` and ``kl`` series, ``tau_js`` and ``tau_kl`` (of minus the
+    divergence), ``n`` (items of the last checkpoint), and the ``uniform`` and ``human``
+    lines of the last checkpoint's items (see :func:`nlieval.analyses.chaosnli.score_records`).
 
     Checkpoints missing from the records are left out of the series (a run still going).
 
@@ -61,12 +62,16 @@ def dynamics(
     records = list(records)
     rank = {ck: i for i, ck in enumerate(order)}
     series: dict[tuple[str, str, int], list[tuple[int, str, float, float]]] = {}
+    # The chance accuracy and the number of options of each series (for its plot's
+    # reference lines); the same at every checkpoint, as the items are.
+    levels: dict[tuple[str, str, int], tuple[float, int]] = {}
     for m in summarize(records):
         ck = m["checkpoint"]
         if ck not in rank:
             continue
         key = (m["model"], m["task"], m["k"])
         series.setdefault(key, []).append((rank[ck], ck, m["accuracy"], m["gold_nll"]))
+        levels[key] = (float(m["chance"]), len(m["labels"]))
     chaos: dict[tuple[str, str, int, str], dict[str, Any]] = {
         (r["model"], r["task"], r["k"], r["checkpoint"]): r
         for r in score_records(records, human)
@@ -87,6 +92,8 @@ def dynamics(
             "gold_nll": nll,
             "tau_accuracy": _tau(steps, acc),
             "tau_nll": _tau(steps, [-x for x in nll]),
+            "chance": levels[(model, task, k)][0],
+            "n_labels": levels[(model, task, k)][1],
         }
         scored = [chaos.get((model, task, k, p[1])) for p in points]
         if all(scored):
@@ -163,11 +170,13 @@ def follow_run(
     entropy_plot: str | Path | None = None,
     bins: int = 5,
     against: str = "original",
+    width: float | None = None,
 ) -> dict[str, Any]:
     """What ``nlieval dynamics`` does with a checkpoint run folder: the :func:`dynamics`
     rows, the curves written to ``plot`` and accuracy by human-label entropy bin (one
     curve per checkpoint, against ``against``) to ``entropy_plot``. Returns ``rows``,
-    ``written`` (paths) and ``skipped`` (notes for a plot without data).
+    ``written`` (paths) and ``skipped`` (notes for a plot without data). The figures are
+    ``width`` inches wide (the text width if None), in the format of their extension.
 
     A checkpoint run folder of one item, wrong at ``s1`` and right at ``s2``; it has no
     ChaosNLI records, so there is no entropy plot:
@@ -188,16 +197,28 @@ def follow_run(
     >>> out["skipped"] == [f"skipped {folder / 'bins.png'}: no ChaosNLI records in {folder}"]
     True
     """
+    for path in (plot, entropy_plot):
+        if path:
+            figure_format(path)  # an unknown extension before the work, not after it
     records = RunFolder(folder).records()
     rows = dynamics(records, checkpoint_order(folder), human)
     written: list[Path] = []
     skipped: list[str] = []
     if plot:
-        written.append(plot_run_dynamics(rows, plot))
+        written.append(plot_run_dynamics(rows, plot, width=width))
     if entropy_plot:
         binned = entropy_bins(records, bins)
+        if len({r["model"] for r in binned}) == 1:
+            # One model: a curve is a checkpoint, named by it (the model is often the
+            # first checkpoint's path, which would name every curve alike).
+            binned = [
+                {**r, "model": Path(str(r["checkpoint"])).name, "checkpoint": None}
+                if r.get("checkpoint")
+                else r
+                for r in binned
+            ]
         if binned:
-            written.append(plot_accuracy_by_entropy(binned, entropy_plot, against))
+            written.append(plot_accuracy_by_entropy(binned, entropy_plot, against, width=width))
         else:
             skipped.append(f"skipped {entropy_plot}: no ChaosNLI records in {folder}")
     return {"rows": rows, "written": written, "skipped": skipped}

@@ -15,12 +15,13 @@ The divergences follow the ChaosNLI reference evaluation (easonnie/ChaosNLI,
   and the divergence (its square, per item, then averaged) as ``js_divergence``;
 - ``kl`` is KL(human || model) (``scipy.stats.entropy(human, model)``), natural log.
 
-Human vs human: no second independent set of 100 labels exists, so the human line is an
-*estimate*: each item's labels are split at random into two halves (counts drawn without
-replacement, seeded per item) and the JS distance between the halves is averaged over
-several splits and then over items (:func:`split_half_js`). It compares two sets of 50
-labels, which differ more than two sets of 100 would; a published value can replace it
-(:class:`HumanBaseline`).
+Human vs human: no second independent set of 100 labels exists, so the human line compares
+two halves of each item's labels: the JS distance between the halves, its expectation over
+every way of splitting the labels in two (:func:`split_half_exact`: a sum over the
+multivariate hypergeometric distribution of one half's counts), then averaged over items.
+A Monte-Carlo estimate over random splits (:func:`split_half_js`) is kept for comparison.
+It compares two sets of 50 labels, which differ more than two sets of 100 would; a
+published value can replace it (:class:`HumanBaseline`).
 
 >>> round(divergences([[50, 50]], [[0.5, 0.5]])["kl"], 6)
 0.0
@@ -167,21 +168,81 @@ def bin_edges(values: ArrayLike, n_bins: int = 5) -> NDArray[np.float64]:
 
 @dataclass(frozen=True)
 class HumanBaseline:
-    """How the human-vs-human line is got: the split-half estimate (``splits`` random
-    halves per item, ``seed``), or for a task in ``published`` that JS distance instead.
+    """How the human-vs-human line is got: the split-half expectation computed exactly
+    (``splits`` None, the default), a Monte-Carlo estimate over ``splits`` random halves
+    per item (``seed``), or for a task in ``published`` that JS distance instead.
 
     >>> HumanBaseline(published={"chaosnli_snli": 0.1}).label("chaosnli_snli")
     'human (published)'
+    >>> HumanBaseline().label("chaosnli_snli"), HumanBaseline(10).label("chaosnli_snli")
+    ('human split-half (exact)', 'human split-half (estimate, 10 splits)')
     """
 
-    splits: int = 10
+    splits: int | None = None
     seed: int = 0
     published: Mapping[str, float] = field(default_factory=dict)
 
     def label(self, task: str) -> str:
         if task in self.published:
             return "human (published)"
+        if self.splits is None:
+            return "human split-half (exact)"
         return f"human split-half (estimate, {self.splits} splits)"
+
+    def item(self, counts: Sequence[int], item_id: str) -> tuple[float, float]:
+        """One item's split-half JS distance and JS divergence, as this baseline asks."""
+        if self.splits is None:
+            return split_half_exact(counts, item_id)
+        return split_half_js(counts, self.splits, self.seed, item_id)
+
+
+def _checked_counts(counts: Sequence[int], item_id: str) -> tuple[int, ...]:
+    c = np.asarray(counts, dtype=float)
+    if (c < 0).any() or not np.isfinite(c).all() or (c != np.round(c)).any() or c.sum() < 2:
+        raise ValueError(f"item {item_id!r}: split-half needs integer label counts, got {counts}")
+    return tuple(int(x) for x in c)
+
+
+@lru_cache(maxsize=1 << 16)
+def _split_half_exact(counts: tuple[int, ...]) -> tuple[float, float]:
+    from scipy.spatial.distance import jensenshannon  # slow to import: see item_divergences
+    from scipy.special import gammaln
+
+    c = np.asarray(counts, dtype=np.int64)
+    total, half = int(c.sum()), int(c.sum()) // 2
+    # Every count vector of one half: all but the last label free, the last the rest.
+    grids = np.meshgrid(*(np.arange(n + 1) for n in c[:-1]), indexing="ij")
+    a = np.stack([g.ravel() for g in grids] + [half - sum(g.ravel() for g in grids)], axis=1)
+    a = a[(a[:, -1] >= 0) & (a[:, -1] <= c[-1])]
+
+    def log_comb(n: Any, k: Any) -> Any:
+        return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+
+    # P(half = a) = prod_i C(c_i, a_i) / C(total, half): multivariate hypergeometric.
+    weight = np.exp(log_comb(c, a).sum(axis=1) - log_comb(total, half))
+    halves_a, halves_b = human_distribution(a), human_distribution(c - a)
+    with np.errstate(invalid="ignore"):
+        js = np.asarray(jensenshannon(halves_a, halves_b, axis=1), dtype=float)
+    js = np.nan_to_num(js, nan=0.0)  # equal halves can round below 0 under the root
+    weight = weight / weight.sum()  # exactly 1 but for rounding
+    return float(weight @ js), float(weight @ js**2)
+
+
+def split_half_exact(counts: Sequence[int], item_id: str = "") -> tuple[float, float]:
+    """The expected JS distance and JS divergence (natural log) between two halves of
+    one item's human labels, over every split: one half takes ``sum // 2`` labels, each
+    set of them equally likely (so its label counts are multivariate hypergeometric),
+    the other half the rest. No randomness: the expectation :func:`split_half_js`
+    estimates.
+
+    Two labels, one of each: the halves always disagree, JS divergence ln 2.
+
+    >>> [round(v, 6) for v in split_half_exact([1, 1])]
+    [0.832555, 0.693147]
+    >>> split_half_exact([100, 0, 0])
+    (0.0, 0.0)
+    """
+    return _split_half_exact(_checked_counts(counts, item_id))
 
 
 @lru_cache(maxsize=1 << 16)
@@ -218,24 +279,21 @@ def split_half_js(
     """
     if splits < 1:
         raise ValueError("splits must be at least 1")
-    c = np.asarray(counts, dtype=float)
-    if (c < 0).any() or not np.isfinite(c).all() or (c != np.round(c)).any() or c.sum() < 2:
-        raise ValueError(f"item {item_id!r}: split-half needs integer label counts, got {counts}")
-    return _split_half(tuple(int(x) for x in c), splits, seed, item_id)
+    return _split_half(_checked_counts(counts, item_id), splits, seed, item_id)
 
 
 def human_line(items: pd.DataFrame, task: str, human: HumanBaseline) -> dict[str, Any]:
     """The human-vs-human row of a task on the distinct items of ``items`` (a frame of
     :func:`~nlieval.analyses.chaosnli.item_frame` with ``item_id`` and ``human_counts``):
-    the split-half estimate, or the published JS distance of ``task``. ``js_divergence``
-    is None for a published value (the mean of squares is not the square of the mean).
+    the split-half line (exact, or estimated), or the published JS distance of ``task``.
+    ``js_divergence`` is None for a published value (the mean of squares is not the square
+    of the mean).
     """
     if task in human.published:
         value = float(human.published[task])
         return {"label": human.label(task), "js_distance": value, "js_divergence": None}
     pairs = [
-        split_half_js(c, human.splits, human.seed, str(i))
-        for i, c in zip(items["item_id"], items["human_counts"], strict=True)
+        human.item(c, str(i)) for i, c in zip(items["item_id"], items["human_counts"], strict=True)
     ]
     arr = np.asarray(pairs, dtype=float).reshape(-1, 2)
     return {

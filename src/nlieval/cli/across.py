@@ -141,6 +141,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_settings(p, FigureConfig)
     # Repeatable (action "append"), which a setting's flag cannot be.
     p.add_argument(
-        "--baseline", action="append", help="run folder drawn as a dotted line (repeatable)"
+        "--baseline",
+        action="append",
+        help="run folder drawn as reference lines, one per system at the figure's metric "
+        "(a system with several k at its largest; repeatable)",
     )
     p.set_defaults(handler=cmd_figure)

@@ -47,6 +47,7 @@ def cmd_dynamics(args: argparse.Namespace) -> int:
         entropy_plot=cfg.entropy_plot,
         bins=cfg.bins,
         against=cfg.against,
+        width=cfg.inches,
     )
     lines = [format_dynamics(result["rows"])]
     if result["written"]:
@@ -105,7 +106,7 @@ def cmd_chaosnli_score(args: argparse.Namespace) -> int:
 
 
 def cmd_plots(args: argparse.Namespace) -> int:
-    """The three PNGs from saved run folders (a plot without data is skipped, with a note)."""
+    """The three figures from saved run folders (a plot without data is skipped, with a note)."""
 
     for line in write_plots(settings_from_args(PlotsConfig, args)):
         print(line)

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..data import ItemSelection, TaskFiles, get_task
 from ..metrics import metrics
-from ..plotting import plot_epg
+from ..plotting import FigureWidth, figure_format, plot_epg
 from ..runs import atomic_write, iter_run_records
 from ..settings import csv_list, setting
 from .epg import DEFAULT_THRESHOLDS, epg
@@ -38,7 +38,7 @@ def thresholds(text: str) -> tuple[float, ...] | str:
 
 
 @dataclass(frozen=True)
-class ContaminationConfig(TaskFiles, ItemSelection):
+class ContaminationConfig(TaskFiles, ItemSelection, FigureWidth):
     """What ``nlieval contamination`` is asked: a scan of ``corpus`` for the items of
     ``tasks`` (or the scores of a ``scores`` file, kept to ``tasks`` when given), then,
     with ``run``, EPG over ``thresholds``.
@@ -82,7 +82,13 @@ class ContaminationConfig(TaskFiles, ItemSelection):
     shard_mb: int = setting(SHARD_BYTES >> 20, help=f"[{SHARD_BYTES >> 20}]")
     out: str = setting("contamination.jsonl", help="per-item scores")
     scores: str | None = setting(None, help="read scores from this file; do not scan")
-    run: str | None = setting(None, help="run folder whose records EPG is computed on")
+    run: str | tuple[str, ...] | None = setting(
+        None,
+        help="run folder whose records EPG is computed on (repeat the flag for several: "
+        "one line per model in each panel of --plot)",
+        action="append",
+        metavar="RUN",
+    )
     thresholds: tuple[float, ...] | str = setting(
         DEFAULT_THRESHOLDS,
         help="comma-separated t, or 'distinct' (every score seen) [0,0.1,...,0.9]",
@@ -92,14 +98,23 @@ class ContaminationConfig(TaskFiles, ItemSelection):
     metric: str = setting(
         "accuracy", help="", choices=tuple(m.name for m in metrics(source="records"))
     )
-    plot: str | None = setting(None, help="write EPG vs %% contaminated to this PNG")
+    plot: str | None = setting(None, help="write EPG vs %% contaminated to this .pdf, .svg or .png")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.scores and (not self.tasks or not self.corpus):
             raise ValueError("contamination needs --task and --corpus (or --scores FILE)")
-        if self.run is None and self.plot:
+        if not self.run and self.plot:
             raise ValueError("--plot needs --run (EPG is computed on a run's records)")
+        if self.plot:
+            figure_format(self.plot)
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        """The run folders of ``run`` (one name, or those of the repeated flag)."""
+        if self.run is None:
+            return ()
+        return (self.run,) if isinstance(self.run, str) else tuple(self.run)
 
 
 def _scan(config: ContaminationConfig) -> dict[str, Any]:
@@ -160,17 +175,18 @@ def contamination_report(config: ContaminationConfig) -> dict[str, Any]:
         got = {"scores": scores}
     else:
         got = _scan(config)
-    if config.run is None:
+    if not config.runs:
         return got
     cuts: Sequence[float]
     if isinstance(config.thresholds, str):  # "distinct"
         cuts = sorted({float(s["score"]) for s in got["scores"]})
     else:
         cuts = config.thresholds
-    rows = epg(iter_run_records([config.run]), got["scores"], cuts, config.metric)
+    # Every folder's records: EPG has a row per model (and checkpoint, k) of them all.
+    rows = epg(iter_run_records(config.runs), got["scores"], cuts, config.metric)
     got["epg"] = rows
     if config.plot:
-        got["plot"] = plot_epg(rows, config.plot)
+        got["plot"] = plot_epg(rows, config.plot, width=config.inches)
     return got
 
 

@@ -1,6 +1,7 @@
-"""Every PNG the package draws, in one room: the canvas chores (:mod:`.canvas`: a figure
-grid on an Agg canvas, one legend per figure, saving, naming and colouring a series) and
-the plots of results (:mod:`.results`). Where to start:
+"""Every figure the package draws, in one room: the canvas chores (:mod:`.canvas`: the
+package style, a figure grid at a paper's width, one legend per figure, saving as PDF, SVG
+or PNG by the extension, naming and styling a series) and the plots of results
+(:mod:`.results`). Where to start:
 
 * ``nlieval plots``: :func:`plot_accuracy_vs_shots`, :func:`plot_accuracy_by_entropy`,
   :func:`plot_divergence`;
@@ -9,7 +10,8 @@ the plots of results (:mod:`.results`). Where to start:
 * ``nlieval dynamics --plot``: :func:`plot_run_dynamics` (one checkpoint run);
 * ``nlieval contamination --plot``: :func:`plot_epg`; ``nlieval sci-report --plot-dir``:
   :func:`plot_confusion`;
-* a new plot: a function of rows that draws on :func:`grid` and returns :func:`save`.
+* a new plot: a function of rows, wrapped in :func:`styled`, that draws on :func:`grid`
+  (``width=``), styles its series with :func:`styles` and returns :func:`save`.
 
 Importing this package loads no matplotlib; each plot imports it when drawing.
 
@@ -19,7 +21,24 @@ Importing this package loads no matplotlib; each plot imports it when drawing.
 
 from __future__ import annotations
 
-from .canvas import PlotWriteError, colors, grid, legend, save, series_name, short_names
+from .canvas import (
+    FORMATS,
+    WIDTHS,
+    FigureWidth,
+    PlotWriteError,
+    colors,
+    figure_format,
+    grid,
+    legend,
+    panels,
+    paper_width,
+    save,
+    series_name,
+    short_names,
+    std_note,
+    styled,
+    styles,
+)
 from .results import (
     DYNAMICS_METRICS,
     baseline_levels,
@@ -30,10 +49,21 @@ from .results import (
     plot_divergence,
     plot_dynamics,
     plot_run_dynamics,
+    reference_levels,
 )
 from .studies import plot_confusion, plot_epg
 
 __all__ = [
+    "FORMATS",
+    "WIDTHS",
+    "FigureWidth",
+    "figure_format",
+    "paper_width",
+    "panels",
+    "reference_levels",
+    "std_note",
+    "styled",
+    "styles",
     "plot_confusion",
     "plot_epg",
     "DYNAMICS_METRICS",

@@ -1,6 +1,7 @@
-"""Plotting chores shared by every PNG the package writes: a figure grid on an Agg canvas
-(no display, no pyplot state), one legend for a figure, saving it, naming and colouring a
-series.
+"""Plotting chores shared by every figure the package writes: the one style (an rc file
+shipped with the package, :func:`styled`), a figure grid at a paper's width on an Agg
+canvas (no display, no pyplot state), one legend for a figure, saving it in the format of
+its extension, naming a series and giving each model one colour and marker (:func:`styles`).
 
 Every plot goes through these helpers with matplotlib's object API: a
 :class:`~matplotlib.figure.Figure` from :func:`grid`, its axes from ``fig.subplots``,
@@ -19,9 +20,14 @@ cheap; the plots of results are beside it (:mod:`nlieval.plotting.results`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from ..settings import setting
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -67,33 +73,163 @@ def short_names(models: Iterable[str]) -> dict[str, str]:
     return {m: m for m in unique}
 
 
-def grid(n_panels: int, n_rows: int = 1, size: tuple[float, float] = (4.5, 3.4)) -> Figure:
-    """An empty figure on an Agg canvas, ``size`` (inches) per panel, ``n_panels`` wide and
-    ``n_rows`` high, with constrained layout; add the axes with ``fig.subplots``."""
+#: Widths a figure is drawn at, in inches: one column of a two-column paper, and the text
+#: width (ACL's and NeurIPS' 6.3-6.75 in). ``--width`` takes either name or a number.
+WIDTHS = {"column": 3.3, "text": 6.5}
+#: The formats a figure is written in, by the output's extension; PNG at :data:`PNG_DPI`.
+FORMATS = {".pdf": "pdf", ".svg": "svg", ".png": "png"}
+PNG_DPI = 300
+#: The matplotlib style of every figure (an rc file shipped with the package).
+STYLE = Path(__file__).resolve().parent.parent / "resources" / "paper.mplstyle"
+#: The markers given to series, in order (with matplotlib's ten colours: :func:`styles`).
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def paper_width(spec: str | float) -> float:
+    """A figure width in inches from ``--width``: ``column`` (3.3), ``text`` (6.5) or a
+    number of inches between 1 and 20.
+
+    >>> paper_width("column"), paper_width("7"), paper_width(3)
+    (3.3, 7.0, 3.0)
+    >>> paper_width("wide")
+    Traceback (most recent call last):
+    ValueError: a width is column, text or a number of inches (1-20), not 'wide'
+    """
+    if isinstance(spec, str) and spec in WIDTHS:
+        return WIDTHS[spec]
+    try:
+        inches = float(spec)
+    except ValueError:
+        inches = math.nan
+    if not 1.0 <= inches <= 20.0:
+        raise ValueError(f"a width is column, text or a number of inches (1-20), not {spec!r}")
+    return inches
+
+
+def figure_format(path: str | Path) -> str:
+    """The format a figure at ``path`` is written in, from its extension (case ignored);
+    another extension is one line naming the path.
+
+    >>> figure_format("fig.PDF"), figure_format("a/b.svg"), figure_format("c.png")
+    ('pdf', 'svg', 'png')
+    >>> figure_format("fig.jpg")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.plotting.canvas.PlotWriteError: cannot write the plot fig.jpg: unknown extension ...
+    """
+    fmt = FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        raise PlotWriteError(
+            f"cannot write the plot {path}: unknown extension {Path(path).suffix!r} "
+            "(use .pdf, .svg or .png)"
+        )
+    return fmt
+
+
+def styled(draw: Callable[P, R]) -> Callable[P, R]:
+    """``draw`` run under the package's matplotlib style (:data:`STYLE`): every plot
+    function is wrapped in this, so no figure patches its own fonts or line widths.
+
+    >>> @styled
+    ... def font_size() -> float:
+    ...     import matplotlib
+    ...     return float(matplotlib.rcParams["font.size"])
+    >>> font_size()
+    8.0
+    """
+
+    @functools.wraps(draw)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        import matplotlib.style
+
+        with matplotlib.style.context(str(STYLE)):
+            return draw(*args, **kwargs)
+
+    return wrapper
+
+
+#: The narrowest a panel of a one-row figure is drawn: more panels wrap onto new rows.
+MIN_PANEL = 1.6
+
+
+def _columns(n_panels: int, inches: float) -> int:
+    return max(1, min(n_panels, int(inches // MIN_PANEL)))
+
+
+def grid(
+    n_panels: int,
+    n_rows: int = 1,
+    size: tuple[float, float] = (4.5, 3.4),
+    *,
+    width: float | None = None,
+) -> Figure:
+    """An empty figure on an Agg canvas for ``n_panels`` panels a row and ``n_rows`` rows,
+    with constrained layout. The figure is ``width`` inches wide (the text width when
+    None); ``size`` (width, height) gives a panel's shape, and a panel is kept between
+    1.7 and 3 inches high (2.4 in several rows). Panels of one row narrower than
+    :data:`MIN_PANEL` wrap onto more rows: add them with :func:`panels` (a figure of
+    several rows adds its axes with ``fig.subplots``).
+
+    >>> fig = grid(2, size=(4.0, 3.0), width=6.0)
+    >>> [round(float(x), 2) for x in fig.get_size_inches()]
+    [6.0, 2.25]
+    >>> [round(float(x), 2) for x in grid(3, width=3.3).get_size_inches()]  # 2 + 1 panels
+    [3.3, 3.4]
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(size[0] * n_panels, size[1] * n_rows), layout="constrained")
+    inches = WIDTHS["text"] if width is None else width
+    cols = n_panels if n_rows > 1 else _columns(n_panels, inches)
+    rows = n_rows if n_rows > 1 else math.ceil(n_panels / cols)
+    # A figure of several rows stays within a page: its panels at most 2.4 inches high.
+    tallest = 3.0 if rows == 1 else 2.4
+    panel_height = min(tallest, max(1.7, inches / max(1, cols) * size[1] / size[0]))
+    fig = Figure(figsize=(inches, panel_height * rows), layout="constrained")
     FigureCanvasAgg(fig)
     return fig
 
 
+def panels(fig: Figure, n_panels: int) -> list[Axes]:
+    """The axes of a figure of :func:`grid` for ``n_panels``: one row, or as many rows
+    as its width needs (:data:`MIN_PANEL`), left to right and top to bottom.
+
+    >>> len(panels(grid(3, width=3.3), 3)), len(panels(grid(3), 3))
+    (3, 3)
+    """
+    cols = _columns(n_panels, float(fig.get_figwidth()))
+    axes = list(fig.subplots(math.ceil(n_panels / cols), cols, squeeze=False).flat)
+    for ax in axes[n_panels:]:  # the empty end of the last row
+        ax.remove()
+    return axes[:n_panels]
+
+
 class PlotWriteError(ValueError):
-    """A plot that cannot be written (a full disk, a path below a file, no permission):
-    one line naming the path, as every bad input is."""
+    """A plot that cannot be written (a full disk, a path below a file, no permission, an
+    unknown extension): one line naming the path, as every bad input is."""
 
 
 def save(fig: Figure, path: str | Path) -> Path:
-    """Write ``fig`` as a PNG (120 dpi) at ``path``, creating its folder; returns the path.
+    """Write ``fig`` at ``path`` in the format of its extension (:func:`figure_format`:
+    vector PDF or SVG, or PNG at 300 dpi), creating its folder; returns the path. The
+    files carry no date, so drawing the same figure twice writes the same bytes.
 
     >>> save(grid(1), "/proc/no/such/plot.png")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     nlieval.plotting.canvas.PlotWriteError: cannot write the plot /proc/no/such/plot.png: ...
     """
     out = Path(path)
+    fmt = figure_format(out)
+    # No creation date (PDF) or date (SVG): the same figure is the same file.
+    metadata: dict[str, Any] = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(fmt, {})
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=120, format="png")
+        import matplotlib
+
+        with matplotlib.rc_context({"svg.hashsalt": "nlieval"}):
+            fig.savefig(out, dpi=PNG_DPI, format=fmt, metadata=metadata)
     except OSError as err:
         raise PlotWriteError(f"cannot write the plot {out}: {err.strerror or err}") from None
     return out
@@ -102,7 +238,8 @@ def save(fig: Figure, path: str | Path) -> Path:
 def legend(fig: Figure, axes: Sequence[Axes], extra: Sequence[Artist] = ()) -> None:
     """One legend for the whole figure, below the panels: each label of ``axes`` once
     (series repeat across panels), then the ``extra`` handles (e.g. line-style proxies);
-    as many columns as the figure is wide in 3-inch steps. Nothing without labels.
+    as many columns as fit the figure's width, the figure made taller by its rows.
+    Nothing without labels.
 
     >>> fig = grid(2)
     >>> axes = fig.subplots(1, 2)
@@ -119,7 +256,13 @@ def legend(fig: Figure, axes: Sequence[Axes], extra: Sequence[Artist] = ()) -> N
     for handle in extra:
         seen.setdefault(str(handle.get_label()), handle)
     if seen:
-        ncols = max(1, min(len(seen), int(fig.get_figwidth() // 3)))
+        longest = max(len(label) for label in seen)
+        # A 7-pt character is about 0.055 in wide; the handle and padding about 0.5 in.
+        per_entry = max(1.2, 0.5 + 0.055 * longest)
+        ncols = max(1, min(len(seen), int(fig.get_figwidth() // per_entry)))
+        # The legend's rows are added below the panels, not taken from them (7-pt lines).
+        rows = math.ceil(len(seen) / ncols)
+        fig.set_figheight(fig.get_figheight() + 0.16 * rows + 0.08)
         fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=ncols)
 
 
@@ -131,3 +274,57 @@ def colors(names: Iterable[str]) -> dict[str, str]:
     {'a': 'C0', 'b': 'C1'}
     """
     return {name: f"C{i % 10}" for i, name in enumerate(sorted(set(names)))}
+
+
+def styles(names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """A colour and a marker per series name, by the name's place in the sorted names:
+    the i-th name gets colour ``C<i mod 10>`` and the i-th of :data:`MARKERS`, so the same
+    names give every figure of a call the same styles, whichever subset a figure draws
+    (pass every name of the call). Keyword arguments of ``plot`` and ``errorbar``.
+
+    >>> s = styles(["gpt2", "bert", "gpt2"])
+    >>> s["bert"], s["gpt2"]
+    ({'color': 'C0', 'marker': 'o'}, {'color': 'C1', 'marker': 's'})
+    """
+    ordered = sorted(set(names))
+    return {
+        name: {"color": f"C{i % 10}", "marker": MARKERS[i % len(MARKERS)]}
+        for i, name in enumerate(ordered)
+    }
+
+
+def std_note(label: str = "error bars: ±1 std over seeds") -> Artist:
+    """A legend entry that says what the error bars are (:func:`legend`'s ``extra``).
+
+    >>> std_note().get_label()
+    'error bars: ±1 std over seeds'
+    """
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], color="0.3", marker="|", markersize=8, ls="none", label=label)
+
+
+def _width_value(text: str) -> str:
+    paper_width(text)  # refused here, as the flag is parsed
+    return text
+
+
+@dataclass(frozen=True, kw_only=True)
+class FigureWidth:
+    """The ``--width`` of every command that draws a figure (:func:`paper_width`).
+
+    >>> FigureWidth(width="column").inches
+    3.3
+    """
+
+    width: str = setting(
+        "text",
+        help="figure width: column (3.3 in), text (6.5 in) or inches; fonts are 7-8 pt at it",
+        parse=_width_value,
+        metavar="column|text|INCHES",
+    )
+
+    @property
+    def inches(self) -> float:
+        """The width in inches."""
+        return paper_width(self.width)

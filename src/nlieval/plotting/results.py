@@ -1,9 +1,18 @@
-"""PNG plots from saved results, drawn with the helpers of :mod:`nlieval.plotting.canvas`
+"""Plots from saved results, drawn with the helpers of :mod:`nlieval.plotting.canvas`
 (matplotlib's object API on an Agg canvas: no display, no pyplot state).
 
 Each function takes rows as returned by :func:`nlieval.metrics.summarize`,
 :mod:`nlieval.analyses.chaosnli` or :func:`nlieval.analyses.dynamics.dynamics`, writes one
-PNG and returns its path.
+figure (PDF, SVG or PNG by the extension of its path: :func:`~.canvas.save`) and returns
+its path. Every function draws under the package style (:func:`~.canvas.styled`), is
+``width`` inches wide (the text width by default: :func:`~.canvas.paper_width`), and takes
+``names``: the series names of every figure of the call, so that a model keeps its colour
+and marker in each (:func:`~.canvas.styles`).
+
+Reference lines are the quantity of their axis: chance accuracy on an accuracy axis, the
+uniform guess's gold NLL (ln of the number of options) on an NLL axis, the uniform and human
+JS distances on a JS axis, and each reference system at the axis' metric
+(:func:`reference_levels`).
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics import METRICS
-from .canvas import colors, grid, legend, save, series_name, short_names
+from .canvas import grid, legend, panels, save, series_name, short_names, std_note, styled, styles
 
 Row = Mapping[str, Any]
 ACC_STYLES = (
@@ -28,13 +37,15 @@ DIVERGENCE_PANELS = (
 )
 
 
-#: Colours of reference lines (darker than the series' cycle, so they read as references).
+#: Colours and dash patterns of reference lines (darker than the series' cycle, so they
+#: read as references; the dash tells two apart in grey print).
 BASELINE_COLORS = ("black", "dimgrey", "saddlebrown", "darkslateblue")
+BASELINE_DASHES = (":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
 
 
 def baseline_levels(metrics_rows: Sequence[Row], metric: str = "accuracy") -> dict[str, float]:
     """A reference run's level per task (its rows' ``metric``; the best k where a task has
-    several), for the ``baselines`` of the plots.
+    several). Kept for callers of one system; the figures draw :func:`reference_levels`.
 
     >>> baseline_levels([{"task": "snli", "k": 0, "accuracy": 0.9},
     ...                  {"task": "snli", "k": 4, "accuracy": 0.8}])
@@ -47,12 +58,56 @@ def baseline_levels(metrics_rows: Sequence[Row], metric: str = "accuracy") -> di
     return out
 
 
+def reference_levels(
+    rows: Sequence[Row], metric: str = "accuracy", name: str | None = None
+) -> dict[str, dict[str, float]]:
+    """The reference lines of a baseline run folder's rows: one line per system (model
+    and checkpoint), named by it (or ``name`` before it), task -> its ``metric``. A
+    system scored at several k is drawn at its largest k (a fixed rule, not the best k
+    per task, which would pick on the test items), and any k but 0 is stated in its name.
+
+    >>> rows = [{"model": "org/roberta", "task": "snli", "k": 0, "js_distance": 0.25},
+    ...         {"model": "lm", "task": "snli", "k": 0, "js_distance": 0.40},
+    ...         {"model": "lm", "task": "snli", "k": 4, "js_distance": 0.30}]
+    >>> reference_levels(rows, "js_distance")
+    {'lm k=4 (largest k)': {'snli': 0.3}, 'roberta': {'snli': 0.25}}
+    """
+    systems: dict[str, list[Row]] = {}
+    for r in rows:
+        # A system without the metric (gold NLL of label-only imports) draws no line.
+        if r.get(metric) is not None and math.isfinite(float(r[metric])):
+            systems.setdefault(series_name(r), []).append(r)
+    out: dict[str, dict[str, float]] = {}
+    for system, sys_rows in sorted(systems.items()):
+        ks = sorted({int(r["k"]) for r in sys_rows})
+        label = system
+        if len(ks) > 1:
+            label += f" k={ks[-1]} (largest k)"
+        elif ks[-1] != 0:
+            label += f" k={ks[-1]}"
+        if name:
+            label = f"{name}: {label}"
+        out[label] = {str(r["task"]): float(r[metric]) for r in sys_rows if int(r["k"]) == ks[-1]}
+    return out
+
+
 def _reference_lines(ax: Any, task: str, lines: Mapping[str, Mapping[str, float]] | None) -> None:
-    # Each reference (a baseline run, a human estimate) dotted at its level for the task.
+    # Each reference (a baseline system, a human estimate) at its level for the task.
     for i, (name, levels) in enumerate(sorted((lines or {}).items())):
         if task in levels:
-            ax.axhline(levels[task], ls=":", lw=1.5, color=BASELINE_COLORS[i % 4],
-                       label=name, zorder=0)  # fmt: skip
+            ax.axhline(levels[task], ls=BASELINE_DASHES[i % 4], lw=1.2,
+                       color=BASELINE_COLORS[i % 4], label=name, zorder=0)  # fmt: skip
+
+
+def _has_spread(rows: Iterable[Row], metric: str) -> bool:
+    # Error bars are explained where some are drawn (std over more than one seed).
+    return any(float(r.get(f"{metric}_std") or 0.0) > 0 for r in rows)
+
+
+def _palette(names: Iterable[str] | None, rows: Iterable[Row]) -> dict[str, dict[str, Any]]:
+    # The call's names when given (every figure of a call the same styles), else this
+    # figure's own.
+    return styles([*(names or ()), *(series_name(r) for r in rows)])
 
 
 def _by(rows: Iterable[Row], key: str) -> dict[Any, list[Row]]:
@@ -69,15 +124,19 @@ def _series(rows: Iterable[Row], with_k: bool = False) -> list[tuple[str, list[R
     return sorted(out.items())
 
 
+@styled
 def plot_accuracy_vs_shots(
     metrics_rows: Sequence[Row],
     path: str | Path,
     baselines: Mapping[str, Mapping[str, float]] | None = None,
+    *,
+    width: float | None = None,
+    names: Iterable[str] | None = None,
 ) -> Path:
     """Accuracy (mean ± std over seeds) against the number of shots, one panel per task,
     one line per model (and checkpoint), with the task's chance level dashed and each of
     ``baselines`` (name -> task -> accuracy, e.g. a fine-tuned classifier's run: see
-    :func:`baseline_levels`) as a dotted line in the panels of its tasks.
+    :func:`reference_levels`) as a dotted line in the panels of its tasks.
 
     >>> import tempfile
     >>> from matplotlib.image import imread
@@ -87,15 +146,15 @@ def plot_accuracy_vs_shots(
     >>> records = [Record("snli", str(i), "org/model-a", k, 0, NLI, (0.0,) * 3, (0.6, 0.3, 0.1),
     ...                   "entailment", NLI[i % 2]) for i in range(10) for k in (0, 2)]
     >>> path = plot_accuracy_vs_shots(summarize(records), Path(tempfile.mkdtemp()) / "acc.png")
-    >>> path.name, imread(path).shape  # one 4.5 x 3.4 inch panel at 120 dpi, RGBA
-    ('acc.png', (408, 540, 4))
+    >>> path.name, imread(path).shape[1]  # the text width, 6.5 in, at 300 dpi
+    ('acc.png', 1950)
     """
     if not metrics_rows:
         raise ValueError("no metrics rows to plot")
     tasks = _by(metrics_rows, "task")
-    palette = colors(series_name(r) for r in metrics_rows)
-    fig = grid(len(tasks))
-    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    palette = _palette(names, metrics_rows)
+    fig = grid(len(tasks), width=width)
+    axes = panels(fig, len(tasks))
     for ax, (task, rows) in zip(axes, sorted(tasks.items()), strict=True):
         for name, series in _series(rows):
             series = sorted(series, key=lambda r: r["k"])
@@ -103,26 +162,69 @@ def plot_accuracy_vs_shots(
                 [r["k"] for r in series],
                 [r["accuracy"] for r in series],
                 yerr=[r.get("accuracy_std", 0.0) for r in series],
-                marker="o",
-                capsize=3,
-                color=palette[name],
                 label=name,
+                **palette[name],
             )
         ax.axhline(rows[0]["chance"], ls="--", color="grey", label="chance", zorder=0)
         _reference_lines(ax, str(task), baselines)
         ax.set_xticks(sorted({int(r["k"]) for r in rows}))
         ax.set(title=str(task), xlabel="shots (k)", ylabel="accuracy", ylim=(0, 1))
-    legend(fig, axes)
+    legend(fig, axes, [std_note()] if _has_spread(metrics_rows, "accuracy") else [])
     return save(fig, path)
 
 
+def _k_shades(series: Iterable[tuple[str, int]]) -> dict[str, float]:
+    """How far toward white each ``<name> k=<k>`` series' colour is mixed: 0 for a
+    model's largest k, lighter for its smaller ones, so that a model keeps its hue and
+    marker and its k still differ.
+
+    >>> _k_shades([("m", 0), ("m", 4), ("n", 0)])
+    {'m k=4': 0.0, 'm k=0': 0.6, 'n k=0': 0.0}
+    """
+    ks: dict[str, set[int]] = {}
+    for name, k in series:
+        ks.setdefault(name, set()).add(int(k))
+    out = {}
+    for name, values in sorted(ks.items()):
+        ordered = sorted(values, reverse=True)
+        for i, k in enumerate(ordered):
+            out[f"{name} k={k}"] = 0.6 * i / max(1, len(ordered) - 1)
+    return out
+
+
+def _shade(color: str, amount: float) -> tuple[float, float, float]:
+    from matplotlib.colors import to_rgb
+
+    r, g, b = to_rgb(color)
+    return (r + (1 - r) * amount, g + (1 - g) * amount, b + (1 - b) * amount)
+
+
+def _bin_labels(rows: Sequence[Row]) -> dict[int, str]:
+    # A bin's entropy range and its items (the largest n of the systems in it: they
+    # differ only where systems scored different items).
+    out: dict[int, str] = {}
+    for b in sorted({int(r["bin"]) for r in rows}):
+        in_bin = [r for r in rows if int(r["bin"]) == b]
+        n = max(int(r.get("n", 0)) for r in in_bin)
+        # On three lines, so that five bins fit a panel of a third of the text width.
+        out[b] = f"{in_bin[0]['lo']:.2f}–\n{in_bin[0]['hi']:.2f}\nn={n}"
+    return out
+
+
+@styled
 def plot_accuracy_by_entropy(
-    bin_rows: Sequence[Row], path: str | Path, against: str = "both"
+    bin_rows: Sequence[Row],
+    path: str | Path,
+    against: str = "both",
+    *,
+    width: float | None = None,
+    names: Iterable[str] | None = None,
 ) -> Path:
-    """Accuracy per entropy bin of the human labels, one panel per task, one colour per
-    model (checkpoint and k); solid against the original label, dashed against the
-    majority label. ``against`` "original" or "majority" draws only that one: one curve
-    per model and checkpoint, so that many fit on one figure.
+    """Accuracy per entropy bin of the human labels (± std over seeds), one panel per
+    task, one colour and marker per model (and checkpoint), its smaller k lighter; solid
+    against the original label, dashed against the majority label. ``against``
+    "original" or "majority" draws only that one: one curve per model and checkpoint,
+    so that many fit on one figure. Each bin's tick gives its entropy range and items.
 
     >>> import tempfile
     >>> from matplotlib.image import imread
@@ -134,9 +236,9 @@ def plot_accuracy_by_entropy(
     ...     return Record("chaosnli_snli", str(i), "m", 0, 0, NLI, (0.0,) * 3, (0.6, 0.3, 0.1),
     ...                   "entailment", NLI[i % 2], meta=meta)
     >>> bins = entropy_bins([rec(i) for i in range(10)], 3)
-    >>> path = plot_accuracy_by_entropy(bins, Path(tempfile.mkdtemp()) / "bins.png")
-    >>> path.name, imread(path).shape  # one 5 x 3.6 inch panel at 120 dpi, RGBA
-    ('bins.png', (432, 600, 4))
+    >>> path = plot_accuracy_by_entropy(bins, Path(tempfile.mkdtemp()) / "bins.png", width=3.3)
+    >>> path.name, imread(path).shape[1]  # a column, 3.3 in, at 300 dpi
+    ('bins.png', 990)
     """
     if not bin_rows:
         raise ValueError("no entropy-bin rows to plot")
@@ -146,33 +248,48 @@ def plot_accuracy_by_entropy(
 
     styles_used = [s for s in ACC_STYLES if against == "both" or s[0] == f"acc_{against}"]
     tasks = _by(bin_rows, "task")
-    palette = colors(series_name(r, with_k=True) for r in bin_rows)
-    fig = grid(len(tasks), size=(5.0, 3.6))
-    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    palette = _palette(names, bin_rows)
+    fig = grid(len(tasks), size=(5.0, 3.6), width=width)
+    axes = panels(fig, len(tasks))
+    shades = _k_shades((series_name(r), r["k"]) for r in bin_rows)
     for ax, (task, rows) in zip(axes, sorted(tasks.items()), strict=True):
-        for name, series in _series(rows, with_k=True):
+        for label, series in _series(rows, with_k=True):
             series = sorted(series, key=lambda r: r["bin"])
-            for metric, ls, marker, _ in styles_used:
-                ax.plot(
+            style: dict[str, Any] = {**palette[series_name(series[0])]}
+            style["color"] = _shade(style["color"], shades[label])
+            for metric, ls, _, _ in styles_used:
+                ax.errorbar(
                     [r["bin"] for r in series],
                     [r[metric] for r in series],
+                    yerr=[r.get(f"{metric}_std", 0.0) for r in series],
                     ls=ls,
-                    marker=marker,
-                    color=palette[name],
-                    # The colour names the series; the line style (proxy below) the label.
-                    label=name if metric == styles_used[0][0] else "_nolegend_",
+                    # The colour and marker name the series; the line style (proxy
+                    # below) the label it is scored against.
+                    label=label if metric == styles_used[0][0] else "_nolegend_",
+                    **style,
                 )
-        edges = {r["bin"]: f"{r['lo']:.2f}–{r['hi']:.2f}" for r in rows}
-        ax.set_xticks(sorted(edges), [edges[b] for b in sorted(edges)], rotation=30)
+        ticks = _bin_labels(rows)
+        ax.set_xticks(sorted(ticks), [ticks[b] for b in sorted(ticks)])
+        # Short enough for a third of the text width; n is said in the legend.
         ax.set(title=str(task), xlabel="human label entropy (bits)", ylabel="accuracy")
         ax.set_ylim(0, 1)
-    styles = [Line2D([], [], color="black", ls=ls, marker=mk, label=lab)
-              for _, ls, mk, lab in styles_used]  # fmt: skip
-    legend(fig, axes, styles)
+    extra: list[Any] = [Line2D([], [], color="black", ls=ls, label=f"against the {lab}")
+                        for _, ls, _, lab in styles_used]  # fmt: skip
+    extra.append(Line2D([], [], ls="none", label="n: items in the entropy bin"))
+    if any(_has_spread(bin_rows, m) for m, *_ in styles_used):
+        extra.append(std_note())
+    legend(fig, axes, extra)
     return save(fig, path)
 
 
-def plot_divergence(rows: Sequence[Row], path: str | Path) -> Path:
+@styled
+def plot_divergence(
+    rows: Sequence[Row],
+    path: str | Path,
+    *,
+    width: float | None = None,
+    names: Iterable[str] | None = None,
+) -> Path:
     """JS distance, JS divergence and KL(human || model) per model (bars, ± std over
     seeds), one column per task. Each bar carries the baselines on its own items (rows
     may cover different items): the uniform distribution (grey dash) and the human line
@@ -189,27 +306,29 @@ def plot_divergence(rows: Sequence[Row], path: str | Path) -> Path:
     ...                   "entailment", NLI[i % 2], meta=meta)
     >>> scores = score_records([rec(i) for i in range(10)])
     >>> path = plot_divergence(scores, Path(tempfile.mkdtemp()) / "div.png")
-    >>> path.name, imread(path).shape  # three 4.5 x 2.8 inch panels, one above the other
-    ('div.png', (1008, 540, 4))
+    >>> path.name, imread(path).shape[1]  # three panels one above the other, 6.5 in wide
+    ('div.png', 1950)
     """
     if not rows:
         raise ValueError("no ChaosNLI rows to plot")
     tasks = sorted(_by(rows, "task").items())
     widest = max(len(task_rows) for _, task_rows in tasks)
-    palette = colors(series_name(r) for r in rows)
-    fig = grid(len(tasks), len(DIVERGENCE_PANELS), size=(max(4.5, 0.6 * widest), 2.8))
-    panels = fig.subplots(len(DIVERGENCE_PANELS), len(tasks), squeeze=False)
+    palette = _palette(names, rows)
+    fig = grid(len(tasks), len(DIVERGENCE_PANELS), size=(4.5, 2.4), width=width)
+    cells = fig.subplots(len(DIVERGENCE_PANELS), len(tasks), squeeze=False, sharex="col")
     for col, (task, task_rows) in enumerate(tasks):
-        names = [series_name(r, with_k=True) for r in task_rows]
-        for (metric, title), ax in zip(DIVERGENCE_PANELS, panels[:, col], strict=True):
+        labels = [series_name(r, with_k=True) for r in task_rows]
+        for (metric, title), ax in zip(DIVERGENCE_PANELS, cells[:, col], strict=True):
             values = [r[metric] for r in task_rows]
             errors = [r.get(metric + "_std", 0.0) for r in task_rows]
-            bar_colors = [palette[series_name(r)] for r in task_rows]
-            ax.bar(range(len(values)), values, yerr=errors, capsize=3, color=bar_colors)
+            bar_colors = [palette[series_name(r)]["color"] for r in task_rows]
+            # No error bars from one seed: a std of 0 would still draw its caps.
+            spread = any(float(e or 0.0) > 0 for e in errors)
+            ax.bar(range(len(values)), values, yerr=errors if spread else None, color=bar_colors)
             xs = range(len(values))
             uniform = [r["uniform"][metric] for r in task_rows]
-            ax.scatter(xs, uniform, marker="_", s=900, color="grey", zorder=3,
-                       label="uniform baseline")  # fmt: skip
+            ax.scatter(xs, uniform, marker="_", s=300, color="grey", zorder=3,
+                       label="uniform distribution")  # fmt: skip
             human = [
                 (x, v)
                 for x, r in enumerate(task_rows)
@@ -217,28 +336,36 @@ def plot_divergence(rows: Sequence[Row], path: str | Path) -> Path:
             ]
             if human:
                 label = str(task_rows[0]["human"]["label"])
-                ax.scatter([x for x, _ in human], [v for _, v in human], marker="D", s=25,
+                ax.scatter([x for x, _ in human], [v for _, v in human], marker="D", s=12,
                            color="black", zorder=4, label=label)  # fmt: skip
             heights = [*uniform, *(v for _, v in human)]
             top = max([*heights, *(v + e for v, e in zip(values, errors, strict=True))])
             ax.set_ylim(0, top * 1.15 if math.isfinite(top) and top > 0 else 1)
-            ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
             ax.set(ylabel=title, title=str(task) if metric == DIVERGENCE_PANELS[0][0] else "")
-    legend(fig, list(panels.flat))
+        cells[-1, col].set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+        # Bars of one width in every column, however many systems a task has.
+        cells[-1, col].set_xlim(-0.6, max(widest, 2) - 0.4)
+    spread = any(_has_spread(rows, m) for m, _ in DIVERGENCE_PANELS)
+    legend(fig, list(cells.flat), [std_note()] if spread else [])
     return save(fig, path)
 
 
+@styled
 def plot_accuracy_vs_size(
     metrics_rows: Sequence[Row],
     sizes: Mapping[str, float],
     path: str | Path,
     baselines: Mapping[str, Mapping[str, float]] | None = None,
+    *,
+    width: float | None = None,
+    names: Iterable[str] | None = None,
 ) -> Path:
     """Accuracy (± std over seeds) against model size in parameters (log axis), one panel
     per task, one line per number of shots, each point a model (``sizes``: model -> its
-    parameters, e.g. from :func:`nlieval.backends.weights.parameter_count`); chance dashed
-    and ``baselines`` dotted as in :func:`plot_accuracy_vs_shots`. Models without a size
-    are left out with the other rows of their model.
+    parameters, e.g. from :func:`nlieval.backends.weights.parameter_count`) drawn with the
+    model's marker (named in the legend); chance dashed and
+    ``baselines`` dotted as in :func:`plot_accuracy_vs_shots`. Models without a size are
+    left out with the other rows of their model.
 
     >>> import tempfile
     >>> rows = [{"model": m, "task": "snli", "k": k, "accuracy": a, "chance": 1 / 3}
@@ -247,32 +374,52 @@ def plot_accuracy_vs_size(
     >>> plot_accuracy_vs_size(rows, {"s": 1.35e8, "b": 8e9}, out).name
     's.png'
     """
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import NullFormatter
+
     rows = [r for r in metrics_rows if str(r["model"]) in sizes]
     if not rows:
         raise ValueError("no metrics rows of a model with a known size")
     tasks = _by(rows, "task")
-    fig = grid(len(tasks))
-    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    fig = grid(len(tasks), width=width)
+    axes = panels(fig, len(tasks))
     ks = sorted({int(r["k"]) for r in rows})
-    palette = colors(f"k={k}" for k in ks)
+    line_styles = styles(f"k={k}" for k in ks)
+    markers = _palette(names, rows)
     for ax, (task, task_rows) in zip(axes, sorted(tasks.items()), strict=True):
         for k in ks:
-            pts = sorted((sizes[str(r["model"])], r) for r in task_rows if int(r["k"]) == k)
+            pts = sorted(
+                ((sizes[str(r["model"])], r) for r in task_rows if int(r["k"]) == k),
+                key=lambda p: p[0],
+            )
             if not pts:
                 continue
-            ax.errorbar([x for x, _ in pts], [r["accuracy"] for _, r in pts],
-                        yerr=[r.get("accuracy_std", 0.0) for _, r in pts], marker="o",
-                        capsize=3, color=palette[f"k={k}"], label=f"k={k}")  # fmt: skip
-            if k == ks[0]:
-                for x, r in pts:
-                    ax.annotate(series_name(r), (x, r["accuracy"]), fontsize=7,
-                                textcoords="offset points", xytext=(3, -10))  # fmt: skip
+            color = line_styles[f"k={k}"]["color"]
+            ax.plot([x for x, _ in pts], [r["accuracy"] for _, r in pts], color=color,
+                    label=f"k={k}")  # fmt: skip
+            for x, r in pts:
+                ax.errorbar([x], [r["accuracy"]], yerr=[r.get("accuracy_std", 0.0)],
+                            color=color, marker=markers[series_name(r)]["marker"])  # fmt: skip
         if task_rows[0].get("chance") is not None:
             ax.axhline(task_rows[0]["chance"], ls="--", color="grey", label="chance", zorder=0)
         _reference_lines(ax, str(task), baselines)
         ax.set_xscale("log")
+        xs = [sizes[str(r["model"])] for r in task_rows]
+        # Whole decades, labelled at the decades only: every axis has a labelled tick and
+        # no two labels of minor ticks run into each other.
+        ax.set_xlim(10 ** math.floor(math.log10(min(xs) / 1.3)),
+                    10 ** math.ceil(math.log10(max(xs) * 1.3)))  # fmt: skip
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set(title=str(task), xlabel="parameters", ylabel="accuracy", ylim=(0, 1))
-    legend(fig, axes)
+    # The models by their markers, in the legend: names beside points overlap and clip.
+    extra: list[Any] = [
+        Line2D([], [], color="0.3", ls="none", label=name, marker=style["marker"])
+        for name, style in markers.items()
+        if any(series_name(r) == name for r in rows)
+    ]
+    if _has_spread(rows, "accuracy"):
+        extra.append(std_note())
+    legend(fig, axes, extra)
     return save(fig, path)
 
 
@@ -281,6 +428,30 @@ def plot_accuracy_vs_size(
 DYNAMICS_METRICS = tuple(m.name for m in METRICS.values() if m.axis)
 
 
+def _axis_levels(rows: Sequence[Row], metric: str) -> dict[str, float]:
+    """The reference levels of ``metric``'s own axis in ``rows`` of one task: chance on
+    accuracy, ln(options) (a uniform guess's gold NLL) on gold NLL, and the uniform and
+    human JS distance on JS distance (ChaosNLI rows).
+
+    >>> _axis_levels([{"chance": 1 / 3, "labels": ["e", "n", "c"]}], "gold_nll")
+    {'uniform guess (ln 3)': 1.0986122886681098}
+    """
+    r = rows[0]
+    if metric == "accuracy" and r.get("chance") is not None:
+        return {"chance": float(r["chance"])}
+    if metric == "gold_nll":
+        n = len(r["labels"]) if r.get("labels") else r.get("n_labels")
+        return {f"uniform guess (ln {n})": math.log(n)} if n else {}
+    out: dict[str, float] = {}
+    if isinstance(r.get("uniform"), Mapping) and metric in r["uniform"]:
+        out["uniform distribution"] = float(r["uniform"][metric])
+    human = r.get("human")
+    if isinstance(human, Mapping) and human.get(metric) is not None:
+        out[str(human["label"])] = float(human[metric])
+    return out
+
+
+@styled
 def plot_dynamics(
     rows: Sequence[Row],
     position: Mapping[str, float],
@@ -289,12 +460,18 @@ def plot_dynamics(
     metric: str = "accuracy",
     axis: str = "training tokens",
     lines: Mapping[str, Mapping[str, float]] | None = None,
+    width: float | None = None,
+    names: Iterable[str] | None = None,
 ) -> Path:
     r"""Training dynamics of several models in one panel per task: ``metric`` (±std over
     seeds) of each model's checkpoints at their ``position`` on the x axis (checkpoint ->
-    training tokens or steps: :func:`checkpoint_positions`), one line per model (and k);
-    chance dashed where the rows give it, and ``lines`` (name -> task -> level: a human
-    estimate, a reference model) dotted. Checkpoints without a position are left out.
+    training tokens or steps: :func:`checkpoint_positions`), one line per model (and k),
+    named by the shortest tail of its model path that tells it apart, in the model's
+    colour and marker (:func:`~.canvas.styles` of ``names``, the call's model names, and
+    these; a smaller k of a model lighter). The axis' own reference levels are dashed
+    (chance accuracy, a uniform guess's gold NLL, the uniform and human JS distance: the
+    last checkpoint's items) and ``lines`` (name -> task -> level of this metric: a reference model,
+    :func:`reference_levels`) dotted. Checkpoints without a position are left out.
 
     >>> import tempfile
     >>> rows = [{"model": m, "checkpoint": f"step{s}", "task": "t", "k": 0, "accuracy": a,
@@ -314,9 +491,15 @@ def plot_dynamics(
     def label(r: Row) -> str:
         return f"{short[str(r['model'])]} k={r['k']}"
 
-    palette = colors({label(r) for r in rows})
-    fig = grid(len(tasks))
-    axes = fig.subplots(1, len(tasks), squeeze=False)[0]
+    by_model = styles([*(names or ()), *short.values()])
+    shades = _k_shades((short[str(r["model"])], r["k"]) for r in rows)
+    palette: dict[str, dict[str, Any]] = {
+        label(r): {**by_model[short[str(r["model"])]],
+                   "color": _shade(by_model[short[str(r["model"])]]["color"], shades[label(r)])}
+        for r in rows
+    }  # fmt: skip
+    fig = grid(len(tasks), width=width)
+    axes = panels(fig, len(tasks))
     for ax, (task, task_rows) in zip(axes, sorted(tasks.items()), strict=True):
         series: dict[str, list[Row]] = {}
         for r in task_rows:
@@ -324,16 +507,19 @@ def plot_dynamics(
         for name, pts in sorted(series.items()):
             pts = sorted(pts, key=lambda r: position[str(r["checkpoint"])])
             ax.errorbar([position[str(r["checkpoint"])] for r in pts], [r[metric] for r in pts],
-                        yerr=[r.get(f"{metric}_std", 0.0) or 0.0 for r in pts], marker="o",
-                        ms=3, capsize=2, color=palette[name], label=name)  # fmt: skip
-        chance = task_rows[0].get("chance")
-        if metric == "accuracy" and chance is not None:
-            ax.axhline(chance, ls="--", color="grey", label="chance", zorder=0)
+                        yerr=[r.get(f"{metric}_std", 0.0) or 0.0 for r in pts], ms=3,
+                        label=name, **palette[name])  # fmt: skip
+        last = max(task_rows, key=lambda r: position[str(r["checkpoint"])])
+        for i, (ref, level) in enumerate(_axis_levels([last], metric).items()):
+            ax.axhline(level, ls="--" if i == 0 else (0, (4, 2)), lw=1,
+                       color="grey" if i == 0 else "0.15", label=ref, zorder=0)  # fmt: skip
         _reference_lines(ax, str(task), lines)
         if min(position[str(r["checkpoint"])] for r in task_rows) > 0:
             ax.set_xscale("log")
         ax.set(title=str(task), xlabel=axis, ylabel=METRICS[metric].axis)
-    legend(fig, axes)
+        if metric != "accuracy":
+            ax.set_ylim(bottom=0)
+    legend(fig, axes, [std_note()] if _has_spread(rows, metric) else [])
     return save(fig, path)
 
 
@@ -347,33 +533,42 @@ def _short(names: Sequence[str]) -> list[str]:
     return tails if len(set(tails)) == len(tails) else list(names)
 
 
-def plot_run_dynamics(rows: Sequence[Row], path: str | Path) -> Path:
+@styled
+def plot_run_dynamics(rows: Sequence[Row], path: str | Path, *, width: float | None = None) -> Path:
     """One checkpoint run's rows of :func:`nlieval.analyses.dynamics.dynamics`: accuracy
-    and gold NLL against checkpoint, one panel column per (task, k); a third
-    row of panels with the JS distance from the human labels where the task is a ChaosNLI
-    set, with the uniform baseline (dashed) and the human line (dotted).
+    (chance dashed) and gold NLL (a uniform guess's ln(options) dashed) against
+    checkpoint, one panel column per (task, k); a third row of panels with the JS
+    distance from the human labels where the task is a ChaosNLI set, with the uniform
+    baseline (dashed) and the human line (dotted).
 
     >>> import tempfile
     >>> from matplotlib.image import imread
     >>> rows = [{"task": "t", "k": 0, "checkpoints": ["s1", "s2"], "accuracy": [0.0, 1.0],
-    ...          "gold_nll": [3.0, 0.1], "tau_accuracy": 1.0, "tau_nll": 1.0}]
-    >>> path = plot_run_dynamics(rows, Path(tempfile.mkdtemp()) / "dyn.png")
-    >>> path.name, imread(path).shape  # two 4 x 3 inch panels (no ChaosNLI row) at 120 dpi
-    ('dyn.png', (720, 480, 4))
+    ...          "gold_nll": [3.0, 0.1], "tau_accuracy": 1.0, "tau_nll": 1.0, "chance": 0.5,
+    ...          "n_labels": 2}]
+    >>> path = plot_run_dynamics(rows, Path(tempfile.mkdtemp()) / "dyn.png", width=3.3)
+    >>> path.name, imread(path).shape[1]  # a column wide, at 300 dpi
+    ('dyn.png', 990)
     """
     n = max(1, len(rows))
     n_rows = 3 if any("js_distance" in r for r in rows) else 2
-    fig = grid(n, n_rows, size=(4.0, 3.0))
-    axes = fig.subplots(n_rows, n, squeeze=False)
+    fig = grid(n, n_rows, size=(4.0, 2.6), width=width)
+    axes = fig.subplots(n_rows, n, squeeze=False, sharex="col")
     for i, r in enumerate(rows):
         x = range(len(r["checkpoints"]))
-        axes[0][i].plot(x, r["accuracy"], marker="o")
-        axes[0][i].set_title(f"{r['task']} k={r['k']}  tau={r['tau_accuracy']:.2f}")
-        axes[0][i].set_ylabel("accuracy")
-        axes[1][i].plot(x, r["gold_nll"], marker="o", color="tab:red")
-        axes[1][i].set_title(f"gold NLL  tau(-NLL)={r['tau_nll']:.2f}")
-        axes[1][i].set_ylabel("mean NLL of gold option")
-        panels = [axes[0][i], axes[1][i]]
+        acc, nll = axes[0][i], axes[1][i]
+        acc.plot(x, r["accuracy"], marker="o", label="model")
+        if r.get("chance") is not None:
+            acc.axhline(r["chance"], ls="--", color="grey", label="chance", zorder=0)
+        acc.set_title(f"{r['task']} k={r['k']}  tau={r['tau_accuracy']:.2f}")
+        acc.set(ylabel="accuracy", ylim=(0, 1))
+        nll.plot(x, r["gold_nll"], marker="o", color="tab:red", label="model")
+        if r.get("n_labels"):
+            nll.axhline(math.log(r["n_labels"]), ls="--", color="grey",
+                        label=f"uniform guess (ln {r['n_labels']})", zorder=0)  # fmt: skip
+        nll.set_title(f"gold NLL  tau(-NLL)={r['tau_nll']:.2f}")
+        nll.set(ylabel="mean NLL of gold option", ylim=(0, None))
+        shown = [acc, nll]
         if n_rows == 3:
             ax = axes[2][i]
             if "js_distance" in r:
@@ -385,13 +580,15 @@ def plot_run_dynamics(rows: Sequence[Row], path: str | Path) -> Path:
                 ax.set_title(f"JS distance (n={r['n']})  tau(-JS)={r['tau_js']:.2f}")
                 ax.set_ylabel("JS distance to human labels")
                 ax.set_ylim(bottom=0)
-                ax.legend(fontsize=7)
-                panels.append(ax)
+                shown.append(ax)
             else:
                 ax.set_axis_off()
-        for ax in panels:
-            ax.set_xticks(list(x))
-            ax.set_xticklabels(_short(r["checkpoints"]), rotation=45, ha="right", fontsize=7)
+        for ax in shown:
+            ax.legend(loc="best")
+        bottom = shown[-1]
+        bottom.set_xticks(list(x))
+        bottom.set_xticklabels(_short(r["checkpoints"]), rotation=45, ha="right")
+        bottom.set_xlabel("checkpoint (in training order)")
     return save(fig, path)
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..ground import as_format
 from ..metrics import mean_std, point_metrics
-from ..plotting import plot_confusion
+from ..plotting import FigureWidth, plot_confusion
 from ..runs import RunFolders, atomic_write, make_folder, markdown_table, plus_minus
 from ..settings import setting, table_format
 from ..types import Record
@@ -365,8 +365,9 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
 
 
-def confusion_png_name(row: Mapping[str, Any]) -> str:
-    """``confusion_<model>[_<checkpoint>]_<task>_k<k>.png`` (model by its last path part).
+def confusion_png_name(row: Mapping[str, Any], fmt: str = "png") -> str:
+    """``confusion_<model>[_<checkpoint>]_<task>_k<k>.<fmt>`` (model by its last path
+    part).
 
     >>> confusion_png_name({"model": "runs/train/seed0", "checkpoint": None,
     ...                     "task": "scinli", "k": 0})
@@ -376,16 +377,22 @@ def confusion_png_name(row: Mapping[str, Any]) -> str:
     if row.get("checkpoint"):
         parts.append(Path(str(row["checkpoint"])).name)
     parts += [str(row["task"]), f"k{row['k']}"]
-    return "confusion_" + "_".join(_slug(p) for p in parts) + ".png"
+    return "confusion_" + "_".join(_slug(p) for p in parts) + f".{fmt}"
 
 
-def plot_confusions(rows: Sequence[Row], folder: str | Path) -> list[Path]:
-    """One confusion PNG per row in ``folder``; returns the paths."""
-    return [plot_confusion(r, Path(folder) / confusion_png_name(r), _columns(r)) for r in rows]
+def plot_confusions(
+    rows: Sequence[Row], folder: str | Path, fmt: str = "png", width: float | None = None
+) -> list[Path]:
+    """One confusion figure per row in ``folder`` (``fmt``: png, pdf or svg; ``width``
+    inches wide, the text width if None); returns the paths."""
+    return [
+        plot_confusion(r, Path(folder) / confusion_png_name(r, fmt), _columns(r), width=width)
+        for r in rows
+    ]
 
 
 @dataclass(frozen=True)
-class SciReportConfig(RunFolders):
+class SciReportConfig(RunFolders, FigureWidth):
     """What ``nlieval sci-report`` is asked (see :func:`sci_report`).
 
     >>> SciReportConfig(runs=("runs/a",), in_domain="scinli")
@@ -395,7 +402,10 @@ class SciReportConfig(RunFolders):
 
     in_domain: str | None = setting(None, help="task to compare with --out-of-domain")
     out_of_domain: str | None = setting(None, help="task to compare with --in-domain")
-    plot_dir: str | None = setting(None, help="write one confusion-matrix PNG per row here")
+    plot_dir: str | None = setting(None, help="write one confusion-matrix figure per row here")
+    plot_format: str = setting(
+        "png", help="format of the --plot-dir figures", choices=("png", "pdf", "svg")
+    )
     json: str | None = setting(None, help="write every number to this JSON file")
     over_checkpoints: bool = setting(
         False,
@@ -430,7 +440,7 @@ def sci_report(config: SciReportConfig) -> dict[str, Any] | None:
     text = as_format(format_report(rows, pairs, shift), config.format)
     out: dict[str, Any] = {"text": text, "plots": [], "json": None}
     if config.plot_dir:
-        out["plots"] = plot_confusions(rows, config.plot_dir)
+        out["plots"] = plot_confusions(rows, config.plot_dir, config.plot_format, config.inches)
     if config.json:
         path = Path(config.json)
         make_folder(path.parent)
