@@ -49,6 +49,7 @@ from .runs import (
     iter_run_records,
     keep_apart,
     metrics_table,
+    name_setting,
     read_named,
     read_results,
     run_labels,
@@ -446,26 +447,31 @@ def _levels(folder: str | Path, metric: str = "accuracy") -> dict[str, dict[str,
 
 
 def _named(
-    folders: Sequence[str | Path], names: Sequence[str]
+    folders: Sequence[str | Path], names: Sequence[tuple[str, str]]
 ) -> tuple[list[Record], dict[str, str]]:
-    """The records of ``folders``, each folder's under a name as the model: the one of
-    ``names`` (one per folder) given; else, for a checkpoint run of one model, the
-    folder's own name (its model is often the first checkpoint's path, which names a
-    series badly); else the model as recorded. Also each renamed model -> its name."""
-    if names and len(names) != len(folders):
-        raise ValueError(f"--name: {len(names)} names for {len(folders)} run folders")
+    """The records of ``folders``, each folder's under a name as the model: the user's
+    ``names`` (``--name [RUN=]NAME``: :func:`nlieval.runs.given_names`); else, for a
+    checkpoint run of one model, the folder's own name (its model is often the first
+    checkpoint's path, which names a series badly); else the model, told apart from a
+    folder of the same model by what differs in their ``config.json``
+    (:func:`nlieval.runs.run_labels`). Also each renamed model -> its name."""
+    held = [list(iter_run_records([folder])) for folder in folders]
+    configs = [RunFolder(f).read_config() or {} for f in folders]
+    labels = run_labels(folders, held, configs)
+    for i, (folder, records) in enumerate(zip(folders, held, strict=True)):
+        models = {r.model for r in records}
+        if len(models) == 1 and all(r.checkpoint for r in records):
+            labels[i] = {models.pop(): Path(folder).resolve().name}
+    labels = given_names(folders, held, labels, names)
     out: list[Record] = []
     renamed: dict[str, str] = {}
-    for i, folder in enumerate(folders):
-        records = list(iter_run_records([folder]))
-        name = names[i] if names else None
-        one_model = len({r.model for r in records}) == 1
-        if name is None and one_model and all(r.checkpoint for r in records):
-            name = Path(folder).resolve().name
-        if name:
-            renamed.update((r.model, name) for r in records)
-            records = [replace(r, model=name) for r in records]
-        out += records
+    for records, label in zip(held, labels, strict=True):
+        for r in records:
+            name = label.get(r.model)
+            if name and name != r.model:
+                renamed[r.model] = name
+                r = replace(r, model=name)
+            out.append(r)
     return out, renamed
 
 
@@ -482,7 +488,7 @@ def figure_report(
     metric: str = "accuracy",
     axis: str = "training tokens",
     width: float | None = None,
-    names: Sequence[str] = (),
+    names: Sequence[tuple[str, str]] = (),
 ) -> Path:
     """One figure across the models of ``folders`` (recomputed from their records), in
     the format of ``path``'s extension, ``width`` inches wide (the text width if None):
@@ -495,8 +501,8 @@ def figure_report(
       one panel (positions from the checkpoint names by ``pattern`` times ``scale``, or
       the ``positions`` table; ``js_distance`` needs ChaosNLI records).
 
-    ``names`` (one per folder) name the series instead of the model paths (a checkpoint
-    run of one model is named by its folder without them). Each of
+    ``names`` (``--name [RUN=]NAME`` pairs) name the series instead of the model paths
+    (a checkpoint run of one model is named by its folder without them). Each of
     ``baselines`` is a run folder drawn as one line per system at the figure's own
     metric (accuracy, or a dynamics figure's ``metric``): a system scored at several k
     at its largest k, stated in its name (:func:`nlieval.plotting.reference_levels`).
@@ -791,12 +797,7 @@ class FigureConfig(FigureWidth):
     runs: tuple[str, ...] = ()
     out: str = setting(help="figure to write: .pdf or .svg (vector) or .png (300 dpi)")
     baseline: tuple[str, ...] = ()
-    name: tuple[str, ...] | None = setting(
-        None,
-        help="the name of each RUN's series, in the order of the RUNs (repeat the flag)",
-        action="append",
-        metavar="NAME",
-    )
+    name: tuple[tuple[str, str], ...] | None = name_setting()
     sizes: tuple[str, ...] | None = setting(None, help="MODEL=PARAMETERS,...", parse=csv_list)
     pattern: str | None = setting(None, help=r"checkpoint name -> number, e.g. step(\d+)")
     # 1, not 1.0: the help shows it as [1].

@@ -236,7 +236,7 @@ def write_plots(config: PlotsConfig) -> list[str]:
     if metrics_rows:
         levels: dict[str, dict[str, float]] = {}
         for folder in config.baseline or ():
-            rows = summarize(iter_run_records([folder]))
+            rows = summarize(flat(read_named([folder], poolable=False)))
             if not rows:
                 raise ValueError(f"{folder}: no records for a reference line")
             levels.update(plots.reference_levels(rows))

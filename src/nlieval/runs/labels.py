@@ -272,6 +272,26 @@ def flat(named: Iterable[Iterable[Record]]) -> list[Record]:
     return [r for recs in named for r in recs]
 
 
+def name_setting() -> Any:
+    """The ``--name [RUN=]NAME`` setting (:func:`run_name`), one declaration for every
+    command that names runs: :class:`NamedRuns` and the figures, whose folders are not
+    their first positional argument.
+
+    >>> name_setting().metadata["flag"].metavar
+    '[RUN=]NAME'
+    """
+    return setting(
+        None,
+        help="show the model of run folder RUN (or the model a table names RUN) as NAME, "
+        "e.g. --name runs/llama='Llama 8B' (repeatable; NAME alone: one per RUN, in their "
+        "order); without it, folders of one model on the same task are told apart by what "
+        "differs in their config.json",
+        parse=run_name,
+        action="append",
+        metavar="[RUN=]NAME",
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class NamedRuns(RunFolders):
     """Run folders whose models a table shows under names the user may give
@@ -282,16 +302,7 @@ class NamedRuns(RunFolders):
     (('a', 'Llama 8B'),)
     """
 
-    name: tuple[tuple[str, str], ...] | None = setting(
-        None,
-        help="show the model of run folder RUN (or the model a table names RUN) as NAME, "
-        "e.g. --name runs/llama='Llama 8B' (repeatable; NAME alone: one per RUN, in their "
-        "order); without it, folders of one model on the same task are told apart by what "
-        "differs in their config.json",
-        parse=run_name,
-        action="append",
-        metavar="[RUN=]NAME",
-    )
+    name: tuple[tuple[str, str], ...] | None = name_setting()
 
 
 @dataclass(frozen=True, kw_only=True)
