@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -46,7 +46,8 @@ class ImportConfig:
     picks each file's format from its name
     (:func:`~nlieval.analyses.predictions.detect_format`);
     ``task``, ``model`` and ``seed`` override what a file name says (Baan et al.) and are
-    needed for files that say nothing; ``label_order`` is the order of a jsonl file's
+    needed for files that say nothing (the records of a task YAML carry the name it
+    declares, as a run's do); ``label_order`` is the order of a jsonl file's
     probabilities (default: the task's, [e, n, c] or [1, 2]). A folder may take more
     files later (same kind); records already there are not written again. Two files that
     give one item under one model, task and seed, or a file that gives an item another
@@ -258,9 +259,16 @@ def import_predictions(
         other = given.setdefault(os.path.realpath(f), str(f))
         if other != str(f) or list(config.files).count(f) > 1:
             raise ValueError(f"{f}: given twice (as {other} too); give each file once")
-    sets = [s for f in config.files for s in read_predictions(f, config, labels_of)]
-    for s in sets:
-        dataset(str(s.task))
+    read = [s for f in config.files for s in read_predictions(f, config, labels_of)]
+    # Records carry the name the task declares, as a run's do (a task YAML given by its
+    # path is named by its ``name``): a folder named by the path would sit in another
+    # column of grid than a run of the same task, and pair with it only where the path
+    # still resolves from the current directory.
+    sets = []
+    for s in read:
+        ds = dataset(str(s.task))
+        datasets.setdefault(ds.task, ds)
+        sets.append(replace(s, task=ds.task))
     planned = _plan(sets, datasets)
     _refuse_clashes(planned)
     folder = RunFolder(out_dir)
