@@ -107,3 +107,21 @@ def test_imported_source_folder_filters(
     assert (e["count"], e["pred_E"], c["count"], c["pred_C"]) == (1, 100.0, 1, 100.0)
     assert e["consistent"] == c["consistent"] == {"MC": 100.0, "SC": 100.0, "EI": 100.0}
     assert (n["count"], n["consistent"]) == (1, {"MC": None, "SC": 100.0, "EI": 100.0})
+
+
+def test_a_source_folder_of_another_model_name_is_warned_of(
+    imported: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The same labels imported as "roberta": the filter looks sources up under the
+    # inferred records' model (roberta-se), so none is found; the ids alone all match.
+    other = tmp_path / "imp-src-other"
+    argv = ["import", str(tmp_path / "source.csv"), "--format", "labels"]
+    argv += ["--task", str(tmp_path / "src.yaml"), "--model", "roberta", "--out", str(other)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    argv = ["infer", "report", str(imported["run"]), "--items", str(imported["items"])]
+    assert main([*argv, "--source-run", str(other), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "has records for 0 of the 5 source items under the run's model" in captured.err
+    rows = json.loads(captured.out)
+    assert [r["count"] for r in rows if r["subset"] == "filtered"] == [0, 0, 0]
