@@ -87,3 +87,22 @@ def test_compare_pairs_the_imported_folder_with_the_run(
     # McNemar's discordant pairs, counted from the two sides' per-item correctness.
     assert row["a_only"] == sum(lm[k] and not bert[k] for k in GOLD)
     assert row["b_only"] == sum(bert[k] and not lm[k] for k in GOLD)
+
+
+def test_a_folder_whose_records_name_the_yaml_by_its_path_is_refused(
+    folders: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A folder imported before records took the declared name: adding to it would put the
+    # same items under a second task name.
+    monkeypatch.chdir(folders["root"])
+    records = folders["imported"] / "records.jsonl"
+    records.write_text(records.read_text().replace('"task": "mytask"', '"task": "task/task.yaml"'))
+    before = records.read_bytes()
+    argv = ["import", "preds.csv", "--format", "labels", "--task", "task/task.yaml"]
+    assert main([*argv, "--model", "bert", "--out", "imported"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "records name the task by the path task/task.yaml" in err and "--overwrite" in err
+    assert records.read_bytes() == before
+    assert main([*argv, "--model", "bert", "--out", "imported", "--overwrite"]) == 0
+    assert {r.task for r in saved_records(folders["imported"])} == {"mytask"}

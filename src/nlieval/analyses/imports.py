@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -278,6 +278,7 @@ def import_predictions(
         # Checked before the folder is started, which rewrites its config.json (a
         # folder of another command is refused there).
         saved = {r.key: r for r in folder.iter_records()}
+        _refuse_path_named(out_dir, saved.values(), read, sets)
         for pl in planned:
             _refuse_saved(pl, saved, labels_of(str(pl.pset.task)))
     steps = [
@@ -378,6 +379,32 @@ def _refuse_clashes(planned: Sequence[_Planned]) -> None:
                 "or --seed, or import them into separate folders"
             )
         first.update((key, s.path) for key, _ in keys)
+
+
+def _refuse_path_named(
+    out_dir: str | Path,
+    saved: Iterable[Record],
+    read: Sequence[PredictionSet],
+    named: Sequence[PredictionSet],
+) -> None:
+    """Refuse to add to a folder whose records name a task YAML by the path it was given
+    (as imports did before they took its declared name): the new records, under the name,
+    would sit beside the old ones as another task.
+
+    >>> s = PredictionSet("p.csv", "labels", "m", 0, "t/task.yaml", ())
+    >>> old = Record("t/task.yaml", "1", "m", 0, 0, ("a",), (0.0,), (1.0,), "a", None)
+    >>> _refuse_path_named("run", [old], [s], [replace(s, task="t")])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: run: its records name the task by the path t/task.yaml (an earlier import); ...
+    """
+    renamed = {str(a.task): str(b.task) for a, b in zip(read, named, strict=True)}
+    for r in saved:
+        if renamed.get(r.task, r.task) != r.task:
+            raise ValueError(
+                f"{out_dir}: its records name the task by the path {r.task} (an earlier "
+                f"import); new ones take the name it declares ({renamed[r.task]}): import "
+                "into a new folder, or pass --overwrite"
+            )
 
 
 def _refuse_saved(pl: _Planned, saved: Mapping[Any, Record], labels: Sequence[str]) -> None:
