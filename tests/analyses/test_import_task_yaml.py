@@ -106,3 +106,15 @@ def test_a_folder_whose_records_name_the_yaml_by_its_path_is_refused(
     assert records.read_bytes() == before
     assert main([*argv, "--model", "bert", "--out", "imported", "--overwrite"]) == 0
     assert {r.task for r in saved_records(folders["imported"])} == {"mytask"}
+
+
+def test_items_of_an_imported_folder_alone_show_the_texts(
+    folders: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The import's config.json names the YAML by the path it was given, from its directory.
+    monkeypatch.chdir(folders["root"])
+    assert main(["items", str(folders["imported"]), "--ids", "p4"]) == 0
+    (row,) = capsys.readouterr().out.splitlines()[2:]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:7] == ["p4", "A cat 3 sits.", "An animal 3 waits.", "entailment"]
+    assert cells[-1] == "neutral"
