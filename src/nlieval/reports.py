@@ -590,7 +590,10 @@ def listing_report(
     items: dict[str, dict[str, Any]] = {}
     for folder in folders:
         cfg = RunFolder(folder).read_config() or {}
-        for spec in cfg.get("tasks") or []:
+        # An import's config.json names its one task as ``task`` (None: the files name
+        # their ChaosNLI sets), a run's its tasks as ``tasks``.
+        specs = cfg.get("tasks") or ([cfg["task"]] if cfg.get("task") else [])
+        for spec in specs:
             ds = load_task(str(spec), data_dir or cfg.get("data_dir"), cfg.get("split"))
             items.setdefault(ds.task, {}).update({it.id: it for it in ds.items})
     named = flat(read_named(folders, names, poolable=False))

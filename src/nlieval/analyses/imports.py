@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -46,7 +46,8 @@ class ImportConfig:
     picks each file's format from its name
     (:func:`~nlieval.analyses.predictions.detect_format`);
     ``task``, ``model`` and ``seed`` override what a file name says (Baan et al.) and are
-    needed for files that say nothing; ``label_order`` is the order of a jsonl file's
+    needed for files that say nothing (the records of a task YAML carry the name it
+    declares, as a run's do); ``label_order`` is the order of a jsonl file's
     probabilities (default: the task's, [e, n, c] or [1, 2]). A folder may take more
     files later (same kind); records already there are not written again. Two files that
     give one item under one model, task and seed, or a file that gives an item another
@@ -258,9 +259,16 @@ def import_predictions(
         other = given.setdefault(os.path.realpath(f), str(f))
         if other != str(f) or list(config.files).count(f) > 1:
             raise ValueError(f"{f}: given twice (as {other} too); give each file once")
-    sets = [s for f in config.files for s in read_predictions(f, config, labels_of)]
-    for s in sets:
-        dataset(str(s.task))
+    read = [s for f in config.files for s in read_predictions(f, config, labels_of)]
+    # Records carry the name the task declares, as a run's do (a task YAML given by its
+    # path is named by its ``name``): a folder named by the path would sit in another
+    # column of grid than a run of the same task, and pair with it only where the path
+    # still resolves from the current directory.
+    sets = []
+    for s in read:
+        ds = dataset(str(s.task))
+        datasets.setdefault(ds.task, ds)
+        sets.append(replace(s, task=ds.task))
     planned = _plan(sets, datasets)
     _refuse_clashes(planned)
     folder = RunFolder(out_dir)
@@ -270,6 +278,7 @@ def import_predictions(
         # Checked before the folder is started, which rewrites its config.json (a
         # folder of another command is refused there).
         saved = {r.key: r for r in folder.iter_records()}
+        _refuse_path_named(out_dir, saved.values(), read, sets)
         for pl in planned:
             _refuse_saved(pl, saved, labels_of(str(pl.pset.task)))
     steps = [
@@ -370,6 +379,32 @@ def _refuse_clashes(planned: Sequence[_Planned]) -> None:
                 "or --seed, or import them into separate folders"
             )
         first.update((key, s.path) for key, _ in keys)
+
+
+def _refuse_path_named(
+    out_dir: str | Path,
+    saved: Iterable[Record],
+    read: Sequence[PredictionSet],
+    named: Sequence[PredictionSet],
+) -> None:
+    """Refuse to add to a folder whose records name a task YAML by the path it was given
+    (as imports did before they took its declared name): the new records, under the name,
+    would sit beside the old ones as another task.
+
+    >>> s = PredictionSet("p.csv", "labels", "m", 0, "t/task.yaml", ())
+    >>> old = Record("t/task.yaml", "1", "m", 0, 0, ("a",), (0.0,), (1.0,), "a", None)
+    >>> _refuse_path_named("run", [old], [s], [replace(s, task="t")])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: run: its records name the task by the path t/task.yaml (an earlier import); ...
+    """
+    renamed = {str(a.task): str(b.task) for a, b in zip(read, named, strict=True)}
+    for r in saved:
+        if renamed.get(r.task, r.task) != r.task:
+            raise ValueError(
+                f"{out_dir}: its records name the task by the path {r.task} (an earlier "
+                f"import); new ones take the name it declares ({renamed[r.task]}): import "
+                "into a new folder, or pass --overwrite"
+            )
 
 
 def _refuse_saved(pl: _Planned, saved: Mapping[Any, Record], labels: Sequence[str]) -> None:

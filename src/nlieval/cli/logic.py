@@ -166,7 +166,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
         if matched < needed:
             print(
                 f"nlieval: warning: --source-run {cfg.source_run} has records for {matched} of "
-                f"the {needed} source items; the filtered rows count only those",
+                f"the {needed} source items under the run's model; the filtered rows count "
+                "only those",
                 file=sys.stderr,
             )
     readings = got["readings"]

@@ -171,7 +171,8 @@ class InferReportConfig(ReadingsSettings):
 def inferred_consistency(config: InferReportConfig) -> dict[str, Any]:
     """What ``nlieval infer report`` does: the consistency ``rows`` of the run's
     predictions on the inferred items, the ``readings`` decided, and ``coverage``
-    ((matched, needed) source items, with ``source_run``; else None)."""
+    ((matched, needed) source items with a record of the run's models, with
+    ``source_run``; else None)."""
     items = read_task(config.items)
     records = list(iter_run_records([config.run]))
     sources = list(iter_run_records([config.source_run])) if config.source_run else None
@@ -180,5 +181,8 @@ def inferred_consistency(config: InferReportConfig) -> dict[str, Any]:
         rows = consistency_report(records, items, sources, readings)
     except ValueError as err:  # an item's provenance is missing: name the file too
         raise ValueError(f"{config.items}: {err}") from None
-    coverage = source_coverage(items, sources) if sources is not None else None
+    coverage = None
+    if sources is not None:
+        models = {(r.model, r.checkpoint) for r in records}
+        coverage = source_coverage(items, sources, models)
     return {"rows": rows, "readings": readings, "coverage": coverage}

@@ -312,20 +312,30 @@ def _check_meta(it: Item) -> None:
 
 
 def source_coverage(
-    inferred_items: Iterable[Item], source_records: Iterable[Record]
+    inferred_items: Iterable[Item],
+    source_records: Iterable[Record],
+    models: Iterable[tuple[str, str | None]] | None = None,
 ) -> tuple[int, int]:
     """How many of the source item ids the inferred items name have a record in the
     source run, and how many they name (a filtered report on a wrong ``--source-run``
-    is all zeros; the command warns with these counts).
+    is all zeros; the command warns with these counts). With ``models`` (the (model,
+    checkpoint) pairs of the report's run), only source records of those count: the
+    filter looks a source up under the inferred record's own model, so a source run
+    imported under another ``--model`` name filters everything out.
 
     >>> items = shared_premise([Item("1", "A man sleeps.", "A man rests.", Label.ENTAILMENT),
     ...                         Item("2", "A man sleeps.", "A man runs.", Label.CONTRADICTION)])
     >>> rec = Record("snli", "1", "m", 0, 0, ("entailment",), (0.0,), (1.0,), None, None)
     >>> source_coverage(items, [rec])  # the items name sources 1 and 2; the run has 1
     (1, 2)
+    >>> source_coverage(items, [rec], models=[("other", None)])  # but not of this model
+    (0, 2)
     """
     needed = {s for it in inferred_items for s in (it.meta.get("sources") or [])}
-    have = {r.item_id for r in source_records}
+    wanted = None if models is None else set(models)
+    have = {
+        r.item_id for r in source_records if wanted is None or (r.model, r.checkpoint) in wanted
+    }
     return len(needed & have), len(needed)
 
 
