@@ -38,7 +38,10 @@ def _config_value(value: Any) -> str:
 
 
 def _points(records: Iterable[Record]) -> set[tuple[Any, ...]]:
-    return {(r.model, r.checkpoint, r.task, r.k) for r in records}
+    # With the seed: folders of other seeds of one setup are replicates (an experiment's
+    # cells of seed 0 and seed 1), whose records a table averages over seeds, never
+    # counts twice.
+    return {(r.model, r.checkpoint, r.task, r.k, r.seed) for r in records}
 
 
 def run_labels(
@@ -51,14 +54,16 @@ def run_labels(
     points (task, checkpoint, k) is ``model (key=value, ...)`` by the keys of
     ``config.json`` whose values differ between those folders (template, balanced,
     prompt, ...), or ``model (folder)`` where no key (or more than three) tells them
-    apart. Folders of one model on other points (one per task) keep one name: their
-    cells fill one row.
+    apart. Folders of one model on other points (one per task), or on other seeds of
+    one point (replicates), keep one name: their cells fill one row.
 
     >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), "a", "a")
     >>> run_labels(["x", "y", "z"], [[r], [r], [replace(r, task="u")]],
     ...            [{"template": None}, {"template": "p/hyp-only.yaml"}, {"template": "q"}])
     [{'m': 'm (template=none)'}, {'m': 'm (template=hyp-only.yaml)'}, {'m': 'm (template=q)'}]
     >>> run_labels(["x", "z"], [[r], [replace(r, task="u")]], [{}, {"template": "q"}])
+    [{}, {}]
+    >>> run_labels(["s0", "s1"], [[r], [replace(r, seed=1)]], [{"seeds": [0]}, {"seeds": [1]}])
     [{}, {}]
     >>> run_labels(["runs/x", "runs/y"], [[r], [r]], [{"a": 1, "b": 1, "c": 1, "d": 1}, {}])
     [{'m': 'm (x)'}, {'m': 'm (y)'}]
@@ -67,7 +72,7 @@ def run_labels(
     for i, recs in enumerate(records):
         for r in recs:
             at = points.setdefault(r.model, [set() for _ in folders])
-            at[i].add((r.checkpoint, r.task, r.k))
+            at[i].add((r.checkpoint, r.task, r.k, r.seed))
     out: list[dict[str, str]] = [{} for _ in folders]
     for model, per_folder in points.items():
         holders = [i for i, pts in enumerate(per_folder) if pts]
@@ -192,9 +197,9 @@ def keep_apart(
     folders: Sequence[str | Path], named: Sequence[Iterable[Record]], *, poolable: bool = True
 ) -> None:
     """Refuse (a RunError in one line) two of ``folders`` whose records (``named``, as a
-    table names their models) share a sweep point (model, checkpoint, task, k): a table
-    would count their items together without saying so. The error points to ``--pool``
-    where the command has it (``poolable``).
+    table names their models) share a sweep point and seed (model, checkpoint, task, k,
+    seed): a table would count their items together without saying so. The error points
+    to ``--pool`` where the command has it (``poolable``).
 
     >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), "a", "a")
     >>> keep_apart(["a", "b"], [[r], [replace(r, k=5)]])
@@ -206,7 +211,7 @@ def keep_apart(
     for i, j in combinations(range(len(folders)), 2):
         shared = sorted(points[i] & points[j], key=str)
         if shared:
-            model, ckpt, task, k = shared[0]
+            model, ckpt, task, k, _ = shared[0]
             at = f"{model}" + (f" at {ckpt}" if ckpt else "")
             pool = ", or --pool to count their items together" if poolable else ""
             raise RunError(
