@@ -225,9 +225,9 @@ def plot_accuracy_by_entropy(
     against the original label, dashed against the majority label. ``against``
     "original" or "majority" draws only that one: one curve per model and checkpoint,
     so that many fit on one figure. Each bin's tick gives its entropy range and items;
-    a band around each curve is the Wilson interval of its accuracy over the bin's items
-    (``*_low`` / ``*_high`` of :func:`nlieval.analyses.chaosnli.entropy_bins`), said in
-    the legend.
+    a band around each (solid) curve is the Wilson interval of its accuracy over the
+    bin's items (``*_low`` / ``*_high`` of :func:`nlieval.analyses.chaosnli.entropy_bins`),
+    said in the legend.
 
     >>> import tempfile
     >>> from matplotlib.image import imread
@@ -271,7 +271,9 @@ def plot_accuracy_by_entropy(
                     label=label if metric == styles_used[0][0] else "_nolegend_",
                     **style,
                 )
-                if all(r.get(f"{metric}_low") is not None for r in series):
+                # One band per curve pair: four would hide each other (the table has both).
+                banded = metric == styles_used[0][0]
+                if banded and all(r.get(f"{metric}_low") is not None for r in series):
                     ax.fill_between(
                         [r["bin"] for r in series],
                         [r[f"{metric}_low"] for r in series],
@@ -292,7 +294,8 @@ def plot_accuracy_by_entropy(
     if named:
         from matplotlib.patches import Patch
 
-        text = f"band: {' / '.join(sorted(named))} interval over the bin's items"
+        of = "of the solid curve" if len(styles_used) > 1 else "over the bin's items"
+        text = f"band: {' / '.join(sorted(named))} interval {of}"
         extra.append(Patch(color="grey", alpha=0.25, label=text))
     if any(_has_spread(bin_rows, m) for m, *_ in styles_used):
         extra.append(std_note())
