@@ -32,6 +32,7 @@ from ..ground import DataError, as_format
 from ..metrics import mean_std, point_metrics
 from ..runs import markdown_table
 from ..types import Record
+from .notes import seeds_note
 
 #: Record attributes a breakdown may group by (anything else is read from ``meta``).
 RECORD_FIELDS = ("task", "model", "checkpoint", "k", "seed", "gold", "pred")
@@ -211,8 +212,6 @@ def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str], fmt: str 
         return buf.getvalue()
     if fmt not in ("md", "latex"):
         raise ValueError(f"unknown format {fmt!r}: md, csv, json or latex")
-    from .grid import seeds_note  # grid imports this module
-
     note, each = seeds_note(r["seeds"] for r in rows if r["seeds"] > 1)
     body = []
     for r in rows:

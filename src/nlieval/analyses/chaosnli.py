@@ -22,7 +22,6 @@ from ..metrics import metrics
 from ..runs import markdown_table
 from ..significance import CONFIDENCE, wilson_interval
 from ..types import Record
-from .grid import seeds_note
 from .label_distributions import (
     ALPHA_ORDER,
     DIVERGENCES,
@@ -41,6 +40,7 @@ from .label_distributions import (
     split_half_exact,
     split_half_js,
 )
+from .notes import seeds_note
 from .predictions import load_official, official_prediction
 
 if TYPE_CHECKING:

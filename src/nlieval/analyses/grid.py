@@ -44,6 +44,7 @@ from ..runs import markdown_table
 from ..significance import CONFIDENCE, MEAN, RESAMPLES, bootstrap_interval
 from ..types import Record
 from .breakdown import group_value
+from .notes import seeds_note
 
 #: Keys of every metric row (besides ``metric``); any other key is a field of the items.
 KEYS = ("model", "checkpoint", "task", "k")
@@ -541,26 +542,6 @@ def _seeds_note(g: Grid) -> tuple[str | None, bool]:
     """The note that says how many seeds are behind each ±, and whether each cell must
     say it (the cells with a ± have several counts)."""
     return seeds_note(c.seeds for c in g.cells if c.std is not None)
-
-
-def seeds_note(counts: Iterable[int | None]) -> tuple[str | None, bool]:
-    """The note under a table that says how many seeds are behind each ±, from the seed
-    counts of the cells that show one (None: not known), and whether each such cell must
-    name its own count (the counts differ). Every table with a ± says it this way.
-
-    >>> seeds_note([3, 3])
-    ('± sample standard deviation over 3 seeds', False)
-    >>> seeds_note([2, 3])
-    ('± sample standard deviation over the seeds each cell names', True)
-    >>> seeds_note([])
-    (None, False)
-    """
-    found = set(counts)
-    if not found:
-        return None, False
-    if len(found) == 1 and None not in found:
-        return f"± sample standard deviation over {found.pop()} seeds", False
-    return "± sample standard deviation over the seeds each cell names", True
 
 
 def _column_n(g: Grid, col: tuple[Any, ...]) -> int | None:
