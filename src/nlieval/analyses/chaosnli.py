@@ -439,7 +439,8 @@ def _table(head: Sequence[str], body: Iterable[Sequence[str]]) -> str:
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """Markdown table of :func:`score_records` or :func:`score_prediction_file` rows, with
     a uniform-baseline line and a human-vs-human line per task and item count (JS
-    distance is the reference's "JSD" column).
+    distance is the reference's "JSD" column); under it, how many seeds are behind a ±
+    (:func:`nlieval.analyses.notes.seeds_note`).
 
     >>> print(format_table([]))
     (no ChaosNLI records)
@@ -475,7 +476,9 @@ def _maybe(value: float | None) -> str:
 
 
 def format_bins_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Markdown table of :func:`entropy_bins` rows.
+    """Markdown table of :func:`entropy_bins` rows: each accuracy with its interval
+    (:data:`INTERVAL`, named in the heading and in a note), and how many seeds are
+    behind a ±.
 
     >>> print(format_bins_table([]))
     (no ChaosNLI records)
