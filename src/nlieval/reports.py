@@ -455,7 +455,7 @@ def breakdown_report(
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
     ...     (-0.1, -2.0), (0.87, 0.13), "entailment", "entailment", meta={"genre": "fiction"})])
     >>> print(breakdown_report([run_dir], ["genre"]).splitlines()[2])
-    | m | t | 0 | fiction | 1 | 1.000 | 0.500 | 1.000 | 0.000 |
+    | m | t | 0 | fiction | 1 | 1.000 | n/a | 1.000 | n/a |
     """
     reading: list[Path] = []  # the folder whose records are being read
     named = read_named(folders, names, pool=pool)

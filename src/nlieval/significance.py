@@ -6,6 +6,8 @@
   system's accuracy, macro F1 (any corpus metric of :data:`nlieval.metrics.METRICS`) or
   mean per-item score over items resampled with replacement (averaged over seeds when a
   system has several);
+* :func:`wilson_interval`: the Wilson score interval of a proportion of n items
+  (``statsmodels``' ``proportion_confint``), the interval of an accuracy per bin;
 * :func:`adjusted`: p-values of a family of tests corrected for multiple comparisons
   (Holm's step-down, or Benjamini-Hochberg's false discovery rate; ``statsmodels``);
 * :func:`paired_bootstrap`: a seeded percentile bootstrap confidence interval of the
@@ -334,6 +336,28 @@ def paired_bootstrap(
     return PairedBootstrap(
         metric, value_a, value_b, observed, low, high, p, confidence, resamples, seed
     )
+
+
+def wilson_interval(
+    proportion: float, n: int, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """The Wilson score interval of a ``proportion`` of ``n`` items (an accuracy; a mean
+    over seeds counts as ``proportion * n`` successes), through ``statsmodels``'
+    ``proportion_confint``: inside [0, 1] and not empty at 0 or 1, where the normal
+    approximation of a small bin is. (nan, nan) for no items.
+
+    >>> [round(x, 4) for x in wilson_interval(0.5, 10)]  # 5 of 10
+    [0.2366, 0.7634]
+    >>> [round(x, 4) for x in wilson_interval(1.0, 4)]  # 4 of 4: 4 / (4 + 1.96^2) below
+    [0.5101, 1.0]
+    """
+    if n <= 0:
+        return float("nan"), float("nan")
+    # statsmodels takes a while to import: only the tables and figures of bins load it.
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(proportion * n, n, alpha=1 - confidence, method="wilson")
+    return float(low), float(high)
 
 
 def adjusted(p_values: Sequence[float], correction: str = "holm") -> list[float]:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from nlieval.analyses.breakdown import breakdown, breakdown_table
+from nlieval.analyses.breakdown import NA_NOTE, breakdown, breakdown_table
 from nlieval.data import load_task
 from nlieval.types import Record
 
@@ -73,7 +74,11 @@ def test_seeds_are_averaged_and_missing_fields_grouped() -> None:
     # The item without a heuristic: right at seed 0, wrong at seed 1.
     assert by[None]["accuracy"] == 0.5 and by[None]["accuracy_std"] == pytest.approx(0.5**0.5)
     table = breakdown_table(rows, ["heuristic"])
-    assert table.count("\n") == 3 and "± 0.707" in table
+    # Four table lines, then the notes: the item without a heuristic is one entailment
+    # item (no macro F1), and the seeds behind each ±.
+    lines = table.splitlines()
+    assert lines[4:] == ["", NA_NOTE, "± sample standard deviation over 2 seeds"]
+    assert "± 0.707" in table
     assert Counter(r["seeds"] for r in rows) == {2: 2}
     with pytest.raises(ValueError, match="at least one field"):
         breakdown(recs, [])
@@ -107,3 +112,73 @@ def test_per_class_f1_per_domain_in_columns() -> None:
     md = breakdown_table(rows, ["domain"]).splitlines()
     assert md[0].endswith("| F1 contrasting | F1 reasoning | F1 entailment | F1 neutral |")
     assert json.loads(breakdown_table(rows, ["domain"], "json"))[1]["domain"] == "bio"
+
+
+def _rec(item: int, gold: str, pred: str, seed: int) -> Record:
+    labels = ("entailment", "non-entailment")
+    return Record("hans", str(item), "m", 0, seed, labels, (-1.0, -2.0), (0.73, 0.27), pred,
+                  gold, meta={"heuristic": "x"})  # fmt: skip
+
+
+E, N = "entailment", "non-entailment"
+# item: gold, prediction at seed 0, at seed 1
+CELLS = {1: (E, E, E), 2: (E, E, E), 3: (E, E, N), 4: (E, N, N), 5: (N, N, N), 6: (N, E, N)}
+
+
+def _cell_records(seeds: tuple[int, ...] = (0, 1)) -> list[Record]:
+    return [_rec(i, g, preds[s], s) for s in seeds for i, (g, *preds) in CELLS.items()]
+
+
+def test_a_cell_of_one_gold_class_has_no_macro_f1_in_any_format() -> None:
+    import csv
+    import io
+    import json
+
+    rows = {r["gold"]: r for r in breakdown(_cell_records(), ["gold"])}
+    ent = rows[E]
+    # gold=entailment: seed 0 right on 3 of 4, seed 1 on 2 of 4. Precision of entailment
+    # is 1 by construction: F1 = 2*3/(2*3+1) = 6/7 and 2*2/(2*2+2) = 2/3. No gold
+    # non-entailment item: its F1 (recall 0/0) and the macro F1 are n/a, not 0 and 0.5.
+    assert ent["accuracy"] == pytest.approx(0.625)
+    assert ent["per_class_f1"][E] == pytest.approx((6 / 7 + 2 / 3) / 2)
+    assert ent["per_class_f1"][N] is None and ent["macro_f1"] is None
+    # gold=non-entailment: F1 2/3 (seed 0: 1 of 2 right) and 1 (seed 1).
+    assert rows[N]["per_class_f1"][N] == pytest.approx(5 / 6) and rows[N]["macro_f1"] is None
+    md = breakdown_table(list(rows.values()), ["gold"]).splitlines()
+    assert md[2] == "| m | hans | 0 | entailment | 4 | 0.625 ± 0.177 | n/a | 0.762 | n/a |"
+    assert md[3] == "| m | hans | 0 | non-entailment | 2 | 0.750 ± 0.354 | n/a | n/a | 0.833 |"
+    assert md[4:] == ["", NA_NOTE, "± sample standard deviation over 2 seeds"]
+    latex = breakdown_table(list(rows.values()), ["gold"], "latex")
+    assert latex.count("n/a") >= 4 and "recall is undefined" in latex and "2 seeds" in latex
+    table = list(csv.DictReader(io.StringIO(breakdown_table(list(rows.values()), ["gold"], "csv"))))
+    assert table[0]["macro_f1"] == "" and table[0]["f1_non-entailment"] == ""
+    assert float(table[0]["f1_entailment"]) == pytest.approx(16 / 21)
+    got = json.loads(breakdown_table(list(rows.values()), ["gold"], "json"))
+    assert got[0]["macro_f1"] is None and got[0]["per_class_f1"][N] is None
+
+
+def test_a_cell_of_both_classes_keeps_its_macro_f1() -> None:
+    (row,) = breakdown(_cell_records(), ["heuristic"])
+    # seed 0: F1 E = 2*3/(6+1+1) = 0.75, F1 N = 2/(2+1+1) = 0.5: macro 0.625;
+    # seed 1: F1 E = 4/(4+2) = 2/3, F1 N = 4/(4+2) = 2/3: macro 2/3.
+    assert row["macro_f1"] == pytest.approx((0.625 + 2 / 3) / 2)
+    assert row["macro_f1_std"] == pytest.approx(abs(0.625 - 2 / 3) / 2**0.5)
+    table = breakdown_table([row], ["heuristic"])
+    assert "| 0.646 ± 0.029 |" in table and "n/a" not in table
+
+
+def test_rows_of_different_seed_counts_name_them_in_each_cell() -> None:
+    # A second model with three seeds: the ± of each row says over how many.
+    other = [replace(r, model="m3") for r in _cell_records()]
+    other += [replace(r, model="m3", seed=2) for r in _cell_records((0,))]
+    rows = breakdown(_cell_records() + other, ["heuristic"])
+    md = breakdown_table(rows, ["heuristic"]).splitlines()
+    # m3's accuracies: 4/6, 4/6, 4/6 (seed 2 repeats seed 0): std 0.
+    assert md[2].startswith("| m | hans | 0 | x | 6 | 0.667 ± 0.000 (2 seeds) |")
+    assert md[3].startswith("| m3 | hans | 0 | x | 6 | 0.667 ± 0.000 (3 seeds) |")
+    assert md[-1] == "± sample standard deviation over the seeds each cell names"
+    # One seed: no ±, no note.
+    (one,) = breakdown(_cell_records((0,)), ["heuristic"])
+    assert breakdown_table([one], ["heuristic"]).splitlines()[2:] == [
+        "| m | hans | 0 | x | 6 | 0.667 | 0.625 | 0.750 | 0.500 |"
+    ]

@@ -187,6 +187,69 @@ def test_entropy_bins_from_counts() -> None:
     assert [r["n"] for r in chaosnli.entropy_bins(same, 3)] == [4]
 
 
+def _wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    # The Wilson score interval, by its textbook formula (z: the 97.5% normal quantile).
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def test_entropy_bins_have_a_wilson_interval_in_rows_table_and_figure(tmp_path: Path) -> None:
+    # Six alpha-NLI items in three bins of two: right on 2, 1 and 0 of them.
+    recs = [
+        rec(str(i), (0.9, 0.1), "1" if i < 3 else "2", "1", (100 - 10 * i, 10 * i), "1",
+            labels=ALPHA, task="chaosnli_alphanli")
+        for i in range(6)
+    ]  # fmt: skip
+    rows = chaosnli.entropy_bins(recs, 3)
+    assert [(r["n"], r["acc_original"]) for r in rows] == [(2, 1.0), (2, 0.5), (2, 0.0)]
+    for r, right in zip(rows, (2, 1, 0), strict=True):
+        low, high = _wilson(right, 2)
+        assert r["acc_original_low"] == pytest.approx(max(low, 0.0), abs=1e-9)
+        assert r["acc_original_high"] == pytest.approx(min(high, 1.0), abs=1e-9)
+        assert r["acc_interval"] == "95% Wilson"
+    # 2 of 2: the lower end is n / (n + z^2) = 2 / 5.8415 = 0.342; 1 of 2: 0.095 to 0.905.
+    table = chaosnli.format_bins_table(rows).splitlines()
+    head = "| model | task | k | entropy (bits) | n | acc original [95% Wilson] |"
+    assert table[0].startswith(head)
+    assert "| 2 | 1.000 [0.342, 1.000] | 1.000 [0.342, 1.000] |" in table[2]
+    assert "| 2 | 0.500 [0.095, 0.905] |" in table[3]
+    assert table[-1].startswith("[ , ]: 95% Wilson interval of the accuracy over the bin's n")
+    from matplotlib.image import imread
+
+    from nlieval.plotting import plot_accuracy_by_entropy
+
+    # The figure draws the band (its legend says which interval) and still saves.
+    path = plot_accuracy_by_entropy(rows, tmp_path / "bins.png", "original", width=3.3)
+    assert imread(path).shape[1] == 990
+
+
+def test_tables_say_how_many_seeds_are_behind_each_plus_minus() -> None:
+    c = (10, 20, 70)
+
+    def point(model: str, seeds: int) -> list[Record]:
+        return [
+            rec(str(i), (0.1, 0.1, 0.8), ("contradiction", "neutral")[(i + s) % 2],
+                "contradiction", c, "contradiction", model=model, seed=s)
+            for s in range(seeds)
+            for i in range(4)
+        ]  # fmt: skip
+
+    # Each seed is right on 2 of 4: accuracy 0.5 ± 0.
+    same = chaosnli.format_table(chaosnli.score_records(point("a", 2) + point("b", 2)))
+    assert "| a | chaosnli_snli | 0 | 4 |" in same and "(2 seeds)" not in same
+    assert same.splitlines()[-2:] == ["", "± sample standard deviation over 2 seeds"]
+    mixed = chaosnli.score_records(point("a", 2) + point("b", 3))
+    text = chaosnli.format_table(mixed)
+    assert "0.5000 ± 0.0000 (2 seeds)" in text and "0.5000 ± 0.0000 (3 seeds)" in text
+    assert text.splitlines()[-1] == "± sample standard deviation over the seeds each cell names"
+    bins = chaosnli.format_bins_table(chaosnli.entropy_bins(point("a", 2) + point("b", 3), 1))
+    assert "(3 seeds)" in bins and bins.endswith("over the seeds each cell names")
+    # One seed: no ±, no note.
+    assert "±" not in chaosnli.format_table(chaosnli.score_records(point("a", 1)))
+
+
 # --------------------------------------------------------------------------- all correct
 
 

@@ -46,7 +46,9 @@ def two(tmp_path: Path) -> tuple[str, str]:
 
 
 def _rows(out: str) -> list[list[str]]:
-    return [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines()[2:]]
+    # The table's rows are the lines that open with |: notes may follow the table.
+    lines = [line for line in out.splitlines()[2:] if line.startswith("|")]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in lines]
 
 
 def test_report_shows_a_row_per_folder_pools_on_request_and_takes_names(

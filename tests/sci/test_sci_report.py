@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -262,3 +263,31 @@ def test_train_folder_of_an_older_version_is_refused(
         list(sci.iter_report_records([tmp_path]))
     assert main(["sci-report", str(tmp_path)]) == 2
     assert "older `nlieval train`" in capsys.readouterr().err
+
+
+def test_out_of_domain_named_by_its_task_yaml(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As docs/scientific.md writes it: --out-of-domain my_ood.yaml. The records hold the
+    # task's name (the YAML has no name:, so its stem), not the path.
+    (tmp_path / "items.jsonl").write_text(
+        '{"premise": "a", "hypothesis": "b", "label": "neutral"}\n'
+    )
+    yaml = tmp_path / "my_ood.yaml"
+    yaml.write_text("path: items.jsonl\nlabels: [contrasting, reasoning, entailment, neutral]\n")
+    ood = [replace(r, task="my_ood") for r in _ood_records()]
+    a = _folder(tmp_path / "in", _records(), "chat")
+    b = _folder(tmp_path / "out", ood, "chat")
+    argv = ["sci-report", str(a), str(b), "--in-domain", "scinli", "--out-of-domain"]
+    assert main([*argv, str(yaml)]) == 0
+    text = capsys.readouterr().out
+    # The same pair as by the names: in-domain macro F1 as in the test above, OOD 0.1.
+    ind = ((2 / 3 + 0.5 + 2 / 3 + 0.8) / 4 + (3 + 2 / 3) / 4) / 2
+    assert "In-domain (scinli) vs out-of-domain (my_ood):" in text
+    assert f"| chat | 4 | 8 | 4 | {ind:.3f} ± " in text and f"+{ind - 0.1:.3f}" in text
+    assert "no model and k" not in text
+    # A task the folders do not hold is one line naming those they do, not an empty table.
+    assert main([*argv, str(tmp_path / "other.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("no records of that task in these folders (they hold my_ood, scinli)")
+    assert len(err.splitlines()) == 1

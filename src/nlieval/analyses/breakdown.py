@@ -14,8 +14,8 @@ tables of a whole run are (:func:`nlieval.metrics.summarize`).
 >>> rows = breakdown([rec(1, "lexical_overlap", "entailment", "entailment"),
 ...                   rec(2, "lexical_overlap", "non-entailment", "entailment"),
 ...                   rec(3, "subsequence", "entailment", "entailment")], ["heuristic"])
->>> [(r["heuristic"], r["n"], r["accuracy"]) for r in rows]
-[('lexical_overlap', 2, 0.5), ('subsequence', 1, 1.0)]
+>>> [(r["heuristic"], r["n"], r["accuracy"], r["macro_f1"]) for r in rows]
+[('lexical_overlap', 2, 0.5, 0.3333333333333333), ('subsequence', 1, 1.0, None)]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -31,6 +32,7 @@ from ..ground import DataError, as_format
 from ..metrics import mean_std, point_metrics
 from ..runs import markdown_table
 from ..types import Record
+from .notes import seeds_note
 
 #: Record attributes a breakdown may group by (anything else is read from ``meta``).
 RECORD_FIELDS = ("task", "model", "checkpoint", "k", "seed", "gold", "pred")
@@ -79,9 +81,12 @@ def group_value(record: Record, name: str) -> Any:
 def breakdown(records: Iterable[Record], by: Sequence[str]) -> list[dict[str, Any]]:
     """One row per model, checkpoint, task, k and value of each field in ``by``: the
     number of items (per seed), accuracy and macro F1 (mean over seeds, with ``*_std``),
-    the per-class F1 (mean over seeds) and ``seeds``. Rows are sorted by their keys;
-    records whose field is missing are grouped under None, and a field that holds a JSON
-    object or list is a :class:`~nlieval.ground.DataError` naming the record.
+    the per-class F1 (mean over seeds) and ``seeds``. F1 is over the classes with gold
+    items in the row: a class without any has None (its recall is undefined), and macro F1
+    is None where the row's gold holds one class (a breakdown by ``gold``). Rows are
+    sorted by their keys; records whose field is missing are grouped under None, and a
+    field that holds a JSON object or list is a :class:`~nlieval.ground.DataError`
+    naming the record.
 
     >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (0.7, 0.3), "a", "b",
     ...            meta={"genre": {"x": 1}})
@@ -104,35 +109,71 @@ def breakdown(records: Iterable[Record], by: Sequence[str]) -> list[dict[str, An
         row.update(dict(zip(by, values, strict=True)))
         ns = {len(groups[key][s]) for s in per_seed}
         row["n"] = ns.pop() if len(ns) == 1 else sorted(ns)
-        for name in ("accuracy", "macro_f1"):
-            vals = [m[name] for m in per_seed.values() if m.get(name) is not None]
-            mean, std = mean_std(vals, skip_nan=True) if vals else (float("nan"), float("nan"))
-            row[name], row[f"{name}_std"] = mean, std
-        seen = {c for m in per_seed.values() for c in (m.get("per_class_f1") or {})}
         # The task's label order (the papers' column order), then anything else by name.
         order = list(next(iter(groups[key].values()))[0].labels)
+        seen = {c for m in per_seed.values() for c in (m.get("per_class_f1") or {})}
         classes = [c for c in order if c in seen] + sorted(seen - set(order))
+        cell = [_cell_f1(m) for m in per_seed.values()]
+        acc = [m["accuracy"] for m in per_seed.values() if m.get("accuracy") is not None]
+        row["accuracy"], row["accuracy_std"] = _mean_std_or_none(acc)
+        row["macro_f1"], row["macro_f1_std"] = _mean_std_or_none([mf for mf, _ in cell])
         row["per_class_f1"] = {
-            c: mean_std(
-                [
-                    m["per_class_f1"][c]
-                    for m in per_seed.values()
-                    if c in (m.get("per_class_f1") or {})
-                ],
-                skip_nan=True,
-            )[0]
-            for c in classes
+            c: _mean_std_or_none([f1.get(c, math.nan) for _, f1 in cell])[0] for c in classes
         }
         row["seeds"] = len(per_seed)
         rows.append(row)
     return rows
 
 
+def _cell_f1(m: dict[str, Any]) -> tuple[float, dict[str, float]]:
+    """The macro F1 and per-class F1 of one seed's metrics of a cell, over the classes
+    with gold items in it: a class without any has no recall (0/0), so its F1 is NaN,
+    not 0; macro F1 is their mean, NaN where one class is left (a cell restricted to
+    ``gold=entailment``: its precision is 1 by construction, accuracy says it all).
+
+    >>> _cell_f1({"per_class_f1": {"a": 0.5, "b": 0.0, "c": 1.0},
+    ...           "gold_counts": {"a": 2, "b": 0, "c": 1}})
+    (0.75, {'a': 0.5, 'b': nan, 'c': 1.0})
+    >>> _cell_f1({"per_class_f1": {"a": 0.8, "b": 0.0}, "gold_counts": {"a": 5, "b": 0}})
+    (nan, {'a': 0.8, 'b': nan})
+    """
+    gold = m.get("gold_counts") or {}
+    f1 = {
+        c: float(v) if gold.get(c, 0) > 0 else math.nan
+        for c, v in (m.get("per_class_f1") or {}).items()
+    }
+    present = [v for v in f1.values() if not math.isnan(v)]
+    return (sum(present) / len(present) if len(present) > 1 else math.nan), f1
+
+
+def _mean_std_or_none(values: Sequence[float]) -> tuple[float | None, float | None]:
+    """Mean and sample std over seeds of the values that are numbers; (None, None)
+    where none is (n/a in every format: JSON has no NaN)."""
+    vals = [v for v in values if v is not None and not math.isnan(v)]
+    if not vals:
+        return None, None
+    return mean_std(vals)
+
+
+def _csv(value: Any) -> Any:
+    """A CSV cell: n/a (None) is empty."""
+    return "" if value is None else value
+
+
+#: Said under a table with a cell that has no F1 (:func:`_cell_f1`).
+NA_NOTE = (
+    "n/a: F1 of a class without gold items in the row (its recall is undefined); macro F1 "
+    "is the mean over the classes with gold items in the row, n/a where there is one"
+)
+
+
 def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str], fmt: str = "md") -> str:
     """The rows of :func:`breakdown` as a table: Markdown (``md``), CSV (``csv``), JSON
     (``json``: the rows as they are) or LaTeX (``latex``: the Markdown cells, booktabs).
     Per-class F1 gets a column per class (the papers' per-class F1 per domain layout); a
-    row whose group lacks a class shows ``–``.
+    row whose group lacks a class shows ``–``, one without gold items of it ``n/a``
+    (:data:`NA_NOTE` under the table; empty in CSV, null in JSON). Under the table too:
+    how many seeds are behind a ± (in each cell where rows differ), as ``grid`` says it.
 
     >>> rows = [{"model": "m", "checkpoint": None, "task": "t", "k": 0, "genre": "fiction",
     ...          "n": 3, "accuracy": 0.5, "accuracy_std": 0.0, "macro_f1": 0.4,
@@ -165,19 +206,24 @@ def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str], fmt: str 
         for r in rows:
             f1 = r["per_class_f1"]
             w.writerow([r["model"], r.get("checkpoint") or "", r["task"], r["k"],
-                        *(r[f] for f in by), r["n"], r["accuracy"], r["accuracy_std"],
-                        r["macro_f1"], r["macro_f1_std"], *(f1.get(c, "") for c in classes),
+                        *(r[f] for f in by), r["n"], *(_csv(r[f]) for f in fixed[1:]),
+                        *(_csv(f1.get(c)) for c in classes),
                         r["seeds"]])  # fmt: skip
         return buf.getvalue()
     if fmt not in ("md", "latex"):
         raise ValueError(f"unknown format {fmt!r}: md, csv, json or latex")
+    note, each = seeds_note(r["seeds"] for r in rows if r["seeds"] > 1)
     body = []
     for r in rows:
         model = r["model"] + (f" @ {r['checkpoint']}" if r.get("checkpoint") else "")
 
         def cell(name: str, row: dict[str, Any] = r) -> str:
             mean, std = row[name], row[f"{name}_std"]
-            return f"{mean:.3f}" + (f" ± {std:.3f}" if row["seeds"] > 1 else "")
+            if mean is None:
+                return "n/a"
+            if row["seeds"] == 1 or std is None:
+                return f"{mean:.3f}"
+            return f"{mean:.3f} ± {std:.3f}" + (f" ({row['seeds']} seeds)" if each else "")
 
         f1 = r["per_class_f1"]
         body.append(
@@ -189,7 +235,10 @@ def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str], fmt: str 
                 str(r["n"]),
                 cell("accuracy"),
                 cell("macro_f1"),
-                *(f"{f1[c]:.3f}" if c in f1 else "–" for c in classes),
+                *("–" if c not in f1 else "n/a" if f1[c] is None else f"{f1[c]:.3f}"
+                  for c in classes),
             ]
-        )
-    return as_format("\n".join(markdown_table(head, body)), fmt)
+        )  # fmt: skip
+    notes = [*([NA_NOTE] if any("n/a" in line for line in body) else []), *([note] if note else [])]
+    lines = [*markdown_table(head, body), *(["", *notes] if notes else [])]
+    return as_format("\n".join(lines), fmt)

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from ..data import fleiss_kappa, label_change_share, load_task
 from ..metrics import metrics
 from ..runs import markdown_table
+from ..significance import CONFIDENCE, wilson_interval
 from ..types import Record
 from .label_distributions import (
     ALPHA_ORDER,
@@ -39,6 +40,7 @@ from .label_distributions import (
     split_half_exact,
     split_half_js,
 )
+from .notes import seeds_note
 from .predictions import load_official, official_prediction
 
 if TYPE_CHECKING:
@@ -243,10 +245,21 @@ def score_records(
     return _score_frame(_as_frame(records), human)
 
 
+#: The accuracies of a bin that get an interval (against the original and the majority
+#: label).
+ACCURACIES = ("acc_original", "acc_majority")
+#: Their interval, as tables, figures and JSON (``acc_interval``) name it.
+INTERVAL = f"{CONFIDENCE:.0%} Wilson"
+
+
 def entropy_bins(records: Iterable[Record] | pd.DataFrame, n_bins: int = 5) -> list[dict[str, Any]]:
     """Metrics per quantile bin of the human-label entropy (bits), per
     (model, checkpoint, task, k). Bin edges are computed per task over the distinct items
-    of the records; empty bins (from ties) give no row.
+    of the records; empty bins (from ties) give no row. Each accuracy has its
+    :data:`~nlieval.significance.CONFIDENCE` Wilson interval over the bin's ``n`` items
+    (``acc_original_low`` / ``_high``, :func:`nlieval.significance.wilson_interval`;
+    of the mean over seeds where there are several, whose spread ``_std`` gives), named
+    by ``acc_interval``.
 
     >>> rows = entropy_bins([], 5)
     >>> rows
@@ -267,7 +280,11 @@ def entropy_bins(records: Iterable[Record] | pd.DataFrame, n_bins: int = 5) -> l
         for b, gb in g.groupby("bin"):
             b = int(b)
             head = {**_key_dict(key), "bin": b, "lo": float(e[b]), "hi": float(e[b + 1])}
-            rows.append({**head, "n": int(gb["item_id"].nunique()), **_aggregate(gb)})
+            row = {**head, "n": int(gb["item_id"].nunique()), **_aggregate(gb)}
+            for name in ACCURACIES:
+                row[f"{name}_low"], row[f"{name}_high"] = wilson_interval(row[name], row["n"])
+            row["acc_interval"] = INTERVAL
+            rows.append(row)
     return rows
 
 
@@ -396,11 +413,19 @@ def score_prediction_file(
 # --------------------------------------------------------------------------- tables
 
 
-def _num(row: Mapping[str, Any], name: str, digits: int = 4) -> str:
+def _num(row: Mapping[str, Any], name: str, digits: int = 4, each: bool = False) -> str:
     text = f"{row[name]:.{digits}f}"
-    if len(row.get("seeds") or ()) > 1:
-        text += f" ± {row[name + '_std']:.{digits}f}"
+    seeds = len(row.get("seeds") or ())
+    if seeds > 1:
+        text += f" ± {row[name + '_std']:.{digits}f}" + (f" ({seeds} seeds)" if each else "")
     return text
+
+
+def _seeds(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], bool]:
+    """The lines under a table that say how many seeds are behind its ± (grid's words),
+    and whether each cell must name its count (the rows differ)."""
+    note, each = seeds_note(n for r in rows if (n := len(r.get("seeds") or ())) > 1)
+    return (["", note] if note else []), each
 
 
 def _k(row: Mapping[str, Any]) -> str:
@@ -414,7 +439,8 @@ def _table(head: Sequence[str], body: Iterable[Sequence[str]]) -> str:
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """Markdown table of :func:`score_records` or :func:`score_prediction_file` rows, with
     a uniform-baseline line and a human-vs-human line per task and item count (JS
-    distance is the reference's "JSD" column).
+    distance is the reference's "JSD" column); under it, how many seeds are behind a ±
+    (:func:`nlieval.analyses.notes.seeds_note`).
 
     >>> print(format_table([]))
     (no ChaosNLI records)
@@ -427,9 +453,10 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     head += [m.label for m in shown]
     body: list[list[str]] = []
     baselines: dict[tuple[str, int], Mapping[str, Any]] = {}
+    notes, each = _seeds(rows)
     for r in rows:
         cells = [r["model"], *([r.get("checkpoint") or "-"] if ckpt else []), r["task"], _k(r)]
-        body.append([*cells, str(r["n"]), *(_num(r, m.name, m.digits) for m in shown)])
+        body.append([*cells, str(r["n"]), *(_num(r, m.name, m.digits, each) for m in shown)])
         baselines.setdefault((r["task"], r["n"]), r)
     for (task, n), r in baselines.items():
         u = r["uniform"]
@@ -441,7 +468,7 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
             body.append(
                 [h["label"], *(["-"] if ckpt else []), task, "-", str(n), *values, "-", "-"]
             )
-    return _table(head, body)
+    return "\n".join([_table(head, body), *notes])
 
 
 def _maybe(value: float | None) -> str:
@@ -449,7 +476,9 @@ def _maybe(value: float | None) -> str:
 
 
 def format_bins_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Markdown table of :func:`entropy_bins` rows.
+    """Markdown table of :func:`entropy_bins` rows: each accuracy with its interval
+    (:data:`INTERVAL`, named in the heading and in a note), and how many seeds are
+    behind a ±.
 
     >>> print(format_bins_table([]))
     (no ChaosNLI records)
@@ -458,14 +487,24 @@ def format_bins_table(rows: Sequence[Mapping[str, Any]]) -> str:
         return "(no ChaosNLI records)"
     ckpt = any(r.get("checkpoint") for r in rows)
     head = ["model", *(["checkpoint"] if ckpt else []), "task", "k", "entropy (bits)", "n"]
-    head += ["acc original", "acc majority", "JS distance", "KL(human‖model)"]
+    level = INTERVAL
+    head += [f"acc original [{level}]", f"acc majority [{level}]", "JS distance"]
+    head += ["KL(human‖model)"]
+    notes, each = _seeds(rows)
     body = []
     for r in rows:
         cells = [r["model"], *([r.get("checkpoint") or "-"] if ckpt else []), r["task"]]
         cells += [_k(r), f"{r['lo']:.3f}–{r['hi']:.3f}", str(r["n"])]
-        body.append([*cells, *(_num(r, m, 3) for m in ("acc_original", "acc_majority"))])
-        body[-1] += [_num(r, "js_distance", 3), _num(r, "kl", 3)]
-    return _table(head, body)
+        for m in ACCURACIES:
+            low, high = r.get(f"{m}_low"), r.get(f"{m}_high")
+            shown = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
+            cells.append(_num(r, m, 3, each) + shown)
+        body.append([*cells, _num(r, "js_distance", 3, each), _num(r, "kl", 3, each)])
+    interval = (
+        f"[ , ]: {level} interval of the accuracy over the bin's n items (of the mean "
+        "over seeds where there are several)"
+    )
+    return "\n".join([_table(head, body), "", interval, *notes[1:]])
 
 
 def format_all_correct(subsets: Sequence[Mapping[str, Any]]) -> str:

@@ -44,6 +44,7 @@ from ..runs import markdown_table
 from ..significance import CONFIDENCE, MEAN, RESAMPLES, bootstrap_interval
 from ..types import Record
 from .breakdown import group_value
+from .notes import seeds_note
 
 #: Keys of every metric row (besides ``metric``); any other key is a field of the items.
 KEYS = ("model", "checkpoint", "task", "k")
@@ -540,12 +541,7 @@ def _fmt(
 def _seeds_note(g: Grid) -> tuple[str | None, bool]:
     """The note that says how many seeds are behind each ±, and whether each cell must
     say it (the cells with a ± have several counts)."""
-    counts = {c.seeds for c in g.cells if c.std is not None}
-    if not counts:
-        return None, False
-    if len(counts) == 1 and None not in counts:
-        return f"± sample standard deviation over {counts.pop()} seeds", False
-    return "± sample standard deviation over the seeds each cell names", True
+    return seeds_note(c.seeds for c in g.cells if c.std is not None)
 
 
 def _column_n(g: Grid, col: tuple[Any, ...]) -> int | None:

@@ -224,7 +224,10 @@ def plot_accuracy_by_entropy(
     task, one colour and marker per model (and checkpoint), its smaller k lighter; solid
     against the original label, dashed against the majority label. ``against``
     "original" or "majority" draws only that one: one curve per model and checkpoint,
-    so that many fit on one figure. Each bin's tick gives its entropy range and items.
+    so that many fit on one figure. Each bin's tick gives its entropy range and items;
+    a band around each (solid) curve is the Wilson interval of its accuracy over the
+    bin's items (``*_low`` / ``*_high`` of :func:`nlieval.analyses.chaosnli.entropy_bins`),
+    said in the legend.
 
     >>> import tempfile
     >>> from matplotlib.image import imread
@@ -268,6 +271,17 @@ def plot_accuracy_by_entropy(
                     label=label if metric == styles_used[0][0] else "_nolegend_",
                     **style,
                 )
+                # One band per curve pair: four would hide each other (the table has both).
+                banded = metric == styles_used[0][0]
+                if banded and all(r.get(f"{metric}_low") is not None for r in series):
+                    ax.fill_between(
+                        [r["bin"] for r in series],
+                        [r[f"{metric}_low"] for r in series],
+                        [r[f"{metric}_high"] for r in series],
+                        color=style["color"],
+                        alpha=0.12,
+                        lw=0,
+                    )
         ticks = _bin_labels(rows)
         ax.set_xticks(sorted(ticks), [ticks[b] for b in sorted(ticks)])
         # Short enough for a third of the text width; n is said in the legend.
@@ -276,6 +290,13 @@ def plot_accuracy_by_entropy(
     extra: list[Any] = [Line2D([], [], color="black", ls=ls, label=f"against the {lab}")
                         for _, ls, _, lab in styles_used]  # fmt: skip
     extra.append(Line2D([], [], ls="none", label="n: items in the entropy bin"))
+    named = {r["acc_interval"] for r in bin_rows if r.get("acc_interval")}
+    if named:
+        from matplotlib.patches import Patch
+
+        of = "of the solid curve" if len(styles_used) > 1 else "over the bin's items"
+        text = f"band: {' / '.join(sorted(named))} interval {of}"
+        extra.append(Patch(color="grey", alpha=0.25, label=text))
     if any(_has_spread(bin_rows, m) for m, *_ in styles_used):
         extra.append(std_note())
     legend(fig, axes, extra)

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..ground import as_format
+from ..data import get_task
+from ..ground import DataError, as_format
 from ..metrics import mean_std, point_metrics
 from ..plotting import FigureWidth, plot_confusion
 from ..runs import RunFolders, atomic_write, make_folder, markdown_table, plus_minus
@@ -184,6 +185,35 @@ def _domains(per_run: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
             entry[name], entry[name + "_std"] = mean_std([x[name] for x in runs])
         out[d] = entry
     return out
+
+
+def task_of_rows(task: str, rows: Sequence[Row], flag: str = "--out-of-domain") -> str:
+    """The task of ``rows`` that ``task`` names, as ``--task`` reads it: the name the
+    records hold, or a task YAML or data file (``my_ood.yaml``), whose records hold the
+    task's name (``name:``, else the file's stem), not the path. A task that no row
+    holds is a ValueError naming the tasks there, never an empty table.
+
+    >>> rows = [{"task": "scinli"}, {"task": "my_ood"}]
+    >>> task_of_rows("scinli", rows)
+    'scinli'
+    >>> task_of_rows("snli", rows)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: --out-of-domain snli: no records of that task in ... (they hold my_ood, scinli)
+    """
+    held = sorted({str(r["task"]) for r in rows})
+    if task in held:
+        return task
+    try:
+        name = get_task(task).name
+    except (DataError, OSError, ValueError):
+        name = None  # not a task file either: said below, with the tasks there are
+    if name in held:
+        return str(name)
+    also = "" if name is None or name == task else f" (a task named {name!r})"
+    raise ValueError(
+        f"{flag} {task}{also}: no records of that task in these folders "
+        f"(they hold {', '.join(held)})"
+    )
 
 
 def shift_rows(rows: Sequence[Row], in_domain: str, out_of_domain: str) -> list[Row]:
@@ -400,8 +430,12 @@ class SciReportConfig(RunFolders, FigureWidth):
     ValueError: --in-domain and --out-of-domain go together
     """
 
-    in_domain: str | None = setting(None, help="task to compare with --out-of-domain")
-    out_of_domain: str | None = setting(None, help="task to compare with --in-domain")
+    in_domain: str | None = setting(
+        None, help="task to compare with --out-of-domain (a name, or a task YAML as --task)"
+    )
+    out_of_domain: str | None = setting(
+        None, help="task to compare with --in-domain (a name, or a task YAML as --task)"
+    )
     plot_dir: str | None = setting(None, help="write one confusion-matrix figure per row here")
     plot_format: str = setting(
         "png", help="format of the --plot-dir figures", choices=("png", "pdf", "svg")
@@ -435,7 +469,11 @@ def sci_report(config: SciReportConfig) -> dict[str, Any] | None:
         return None
     shift = None
     if config.in_domain and config.out_of_domain:
-        shift = (config.in_domain, config.out_of_domain)
+        # The flags take what --task takes; the records hold the task's name.
+        shift = (
+            task_of_rows(config.in_domain, rows, "--in-domain"),
+            task_of_rows(config.out_of_domain, rows, "--out-of-domain"),
+        )
     pairs = shift_rows(rows, *shift) if shift else None
     text = as_format(format_report(rows, pairs, shift), config.format)
     out: dict[str, Any] = {"text": text, "plots": [], "json": None}
