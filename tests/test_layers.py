@@ -43,9 +43,11 @@ FLOORS: dict[str, int] = {
     "sci": 3,
     "metainference": 3,
     "reports": 4,
-    "cli": 5,
+    # The pages of `nlieval view`: numbers from the reports (grid, items).
+    "view": 5,
+    "cli": 6,
     # `python -m nlieval`: the command line, one floor above it.
-    "__main__": 6,
+    "__main__": 7,
 }
 
 
