@@ -189,7 +189,9 @@ def site_data(
     fields = sorted({
         key for row in rows if (it := item_of(row)) is not None
         for key, v in it.meta.items()
-        if key not in _SKIP_FIELDS and isinstance(v, (str, int, float, bool))
+        # Fields to filter by are categories (heuristic, genre, round): not a number
+        # that takes a value per item.
+        if key not in _SKIP_FIELDS and isinstance(v, (str, int, bool))
     })  # fmt: skip
     index: dict[str, Any] = {
         "count": len(rows), "models": models, "filters": list(FILTERS), "fields": fields,
