@@ -201,6 +201,7 @@ PACKAGES = sorted(r for r in FLOORS if (SRC / r).is_dir() and r != "cli")
 def test_packages_are_the_families() -> None:
     families = ["choice", "analyses", "contamination", "sci", "metainference", "data", "runs"]
     families += ["plotting"]  # not a family: the one room of every plot, below them
+    families += ["view"]  # not a family: the pages of `nlieval view`, above the reports
     assert sorted([*families, "backends", "ground"]) == PACKAGES
 
 

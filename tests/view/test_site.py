@@ -176,3 +176,15 @@ def test_serve_gives_the_site_folder_alone(hand_made: tuple[Path, Path], tmp_pat
                 urllib.request.urlopen(base + path, timeout=10)
             assert err.value.code == 404, path
         server.shutdown()
+
+
+def test_the_page_script_never_parses_markup_and_loads_nothing_from_elsewhere() -> None:
+    from nlieval.view.site import ASSETS
+
+    script = (ASSETS / "app.js").read_text(encoding="utf-8")
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
+                 "new Function", "fetch(", "XMLHttpRequest"):  # fmt: skip
+        assert sink not in script, sink
+    page = (ASSETS / "index.html").read_text(encoding="utf-8")
+    assert "http:" not in page and "https:" not in page and "//" not in page.split("<body>")[1]
+    assert "script-src 'self'" in page and "default-src 'none'" in page

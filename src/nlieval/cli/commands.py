@@ -157,15 +157,6 @@ COMMANDS: dict[str, Command] = {
             "nlieval items runs/smollm2-135m runs/gemma3-270m --ids 67610c --full --format json",
         ),
     ),
-    "view": Command(
-        "view",
-        "a web page of run folders (overview, results grid, item browser with human and "
-        "model label distributions) that opens from file:// with no network",
-        (
-            "nlieval view runs/smollm2-135m runs/gemma3-270m --out runs/site",
-            "nlieval view runs/smollm2-135m runs/gemma3-270m --out runs/site --serve --port 8000",
-        ),
-    ),
     "figure": Command(
         "across",
         "accuracy vs shots / size, dynamics across models",
@@ -238,6 +229,15 @@ COMMANDS: dict[str, Command] = {
             "nlieval instruct --model smollm2-135m --task scinli --limit 40 --balanced-limit "
             "--shots 0,4 --out runs/smol-scinli-instruct",
             "nlieval sci-report runs/smol-scinli-instruct",
+        ),
+    ),
+    "view": Command(
+        "view",
+        "a web page of run folders (overview, results grid, item browser with human and "
+        "model label distributions) that opens from file:// with no network",
+        (
+            "nlieval view runs/smollm2-135m runs/gemma3-270m --out runs/site",
+            "nlieval view runs/smollm2-135m runs/gemma3-270m --out runs/site --serve --port 8000",
         ),
     ),
 }

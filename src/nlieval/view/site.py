@@ -94,14 +94,17 @@ def run_folders(folders: Sequence[str | Path]) -> list[str]:
     return out
 
 
-def _grid_table(text: str, title: str, runs: Sequence[str]) -> dict[str, Any]:
+def _grid_table(
+    text: str, title: str, runs: Sequence[str], rows: Sequence[str], values: Sequence[str]
+) -> dict[str, Any]:
     # render_grid's Markdown split into cells: the page shows exactly the CLI's text.
     lines = text.splitlines()
     table = [ln for ln in lines if ln.startswith("|")]
     cells = [[c.strip() for c in ln.strip().strip("|").split(" | ")] for ln in table]
     notes = [ln for ln in lines if ln.strip() and not ln.startswith("|")]
-    return {"title": title, "runs": list(runs), "header": cells[0] if cells else [],
-            "rows": cells[2:], "notes": notes}  # fmt: skip
+    command = ["nlieval", "grid", *runs, "--rows", ",".join(rows), "--metrics", ",".join(values)]
+    return {"title": title, "runs": list(runs), "command": " ".join(command),
+            "header": cells[0] if cells else [], "rows": cells[2:], "notes": notes}  # fmt: skip
 
 
 def _finite(x: float | None) -> float | None:
@@ -230,14 +233,27 @@ def site_data(
         })  # fmt: skip
     own = {folder: RunFolder(folder).records() for folder in folders}
     overview = [_overview(folder, recs) for folder, recs in own.items()]
-    grids = [_grid_table(render_grid(grid_report(folders, names=names)), "accuracy", folders)]
+    # Rows by model, and by checkpoint and k where the folders hold several (one cell
+    # per sweep point, as `nlieval grid --rows model,k` needs them).
+    index_keys = ["model"]
+    if any(r.checkpoint for r in records):
+        index_keys.append("checkpoint")
+    if len({r.k for r in records}) > 1:
+        index_keys.append("k")
+    rows_of = tuple(index_keys)
+    grids = [
+        _grid_table(
+            render_grid(grid_report(folders, index=rows_of, names=names)),
+            "accuracy", folders, rows_of, ("accuracy",),
+        )
+    ]  # fmt: skip
     # The ChaosNLI grid over the folders that hold ChaosNLI records (as `nlieval grid
     # --metrics acc_original,...` of those folders; the others would stop it).
     chaos = [f for f, recs in own.items() if any("human_counts" in r.meta for r in recs)]
     if chaos:
         values = tuple(v for v in CHAOS_VALUES if v in METRICS)
-        g = grid_report(chaos, values=values, names=names)
-        grids.append(_grid_table(render_grid(g), "ChaosNLI", chaos))
+        g = grid_report(chaos, index=rows_of, values=values, names=names)
+        grids.append(_grid_table(render_grid(g), "ChaosNLI", chaos, rows_of, values))
     meta = {"runs": overview, "grids": grids, "items": index}
     return meta, chunks
 

@@ -122,7 +122,7 @@
     var page = $("page-results");
     META.grids.forEach(function (g, at) {
       page.appendChild(el("h2", g.title));
-      page.appendChild(el("p", "the grid of nlieval grid over " + g.runs.join(", "), "runs"));
+      page.appendChild(el("p", "as printed by: " + g.command, "runs"));
       var table = el("table", null, "grid");
       table.id = "grid-" + at;
       var head = el("tr");
@@ -230,6 +230,7 @@
     });
     var typing = null;
     $("item-search").addEventListener("input", function () {
+      document.body.dataset.ready = "no";
       clearTimeout(typing);
       typing = setTimeout(function () { state.search = $("item-search").value; update(true); }, 150);
     });
@@ -276,6 +277,7 @@
 
   function update(again) {
     var token = ++state.token;
+    document.body.dataset.ready = "no";  // for a reader (a test) waiting on the rows
     $("item-loading").hidden = false;
     var ready = state.search ? loadAll() : Promise.resolve();
     return ready.then(function () {
