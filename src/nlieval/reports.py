@@ -562,9 +562,14 @@ def listing_inputs(
     items: dict[str, dict[str, Item]] = {}
     for folder in folders:
         cfg = RunFolder(folder).read_config() or {}
-        for spec in cfg.get("tasks") or []:
+        # A run names its tasks; a folder of `nlieval import` its one task.
+        specs = cfg.get("tasks") or ([cfg["task"]] if isinstance(cfg.get("task"), str) else [])
+        for spec in specs:
             ds = load_task(str(spec), data_dir or cfg.get("data_dir"), cfg.get("split"))
-            items.setdefault(ds.task, {}).update({it.id: it for it in ds.items})
+            by_id = {it.id: it for it in ds.items}
+            items.setdefault(ds.task, {}).update(by_id)
+            # A folder of `nlieval import` names a task YAML's records by its path.
+            items.setdefault(str(spec), {}).update(by_id)
     return flat(read_named(folders, names, poolable=False)), items
 
 

@@ -188,3 +188,25 @@ def test_the_page_script_never_parses_markup_and_loads_nothing_from_elsewhere() 
     page = (ASSETS / "index.html").read_text(encoding="utf-8")
     assert "http:" not in page and "https:" not in page and "//" not in page.split("<body>")[1]
     assert "script-src 'self'" in page and "default-src 'none'" in page
+
+
+def test_a_folder_of_nlieval_import_shows_its_items_texts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An import's config.json names its one task ("task"), its records the task as given.
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "mismatched"
+    folder = tmp_path / "bert"
+    argv = ["import", str(example / "bert.csv"), "--format", "labels"]
+    assert (
+        main([*argv, "--task", str(example / "task.yaml"), "--model", "bert", "--out", str(folder)])
+        == 0
+    )
+    assert main(["items", str(folder), "--ids", "eng-1"]) == 0
+    assert "| The alloy was heated to 900 C. |" in capsys.readouterr().out
+    site = build_site(ViewConfig(runs=(str(folder),), out=str(tmp_path / "site")))
+    meta = read_js(site / "data" / "meta.js")
+    at = meta["items"]["id"].index("eng-1")
+    assert read_js(site / "data" / "chunk-00000.js")["rows"][at]["premise"] == (
+        "The alloy was heated to 900 C."
+    )
+    assert meta["items"]["fields"] == ["domain"]
