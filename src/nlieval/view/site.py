@@ -204,6 +204,13 @@ def site_data(
         "values": {f: [] for f in fields},
     }  # fmt: skip
     chunks: list[dict[str, Any]] = []
+    # Each model's record of each row, their entropies and divergences in one call.
+    per_row = []
+    for row in rows:
+        by_model = joined[(row["task"], row["k"], row["seed"], row["id"])]
+        per_row.append([(m, by_model[m]) for m in models if m in by_model])
+    all_details = _model_details([pair for recs in per_row for pair in recs])
+    done = 0
     for at, row in enumerate(rows):
         for key in ("task", "id", "k", "seed", "gold", "majority", "wrong"):
             index[key].append(row[key])
@@ -218,9 +225,9 @@ def site_data(
             index["values"][f].append(None if v is None else str(v))
         if at % chunk == 0:
             chunks.append({"rows": []})
-        by_model = joined[(row["task"], row["k"], row["seed"], row["id"])]
-        recs = [(m, by_model[m]) for m in models if m in by_model]
-        details = _model_details(recs)
+        recs = per_row[at]
+        details = all_details[done : done + len(recs)]
+        done += len(recs)
         shown = dict(zip((m for m, _r in recs), details, strict=True))
         for m in models:
             index["model_entropy"][m].append(shown[m]["entropy"] if m in shown else None)

@@ -10,7 +10,7 @@
   var waiting = {};
   var PAGE_SIZE = 50;
   var state = { filters: {}, fields: {}, search: "", sort: "id", descending: false,
-                page: 0, order: [], token: 0 };
+                page: 0, order: [], token: 0, dirty: false };
 
   function el(tag, text, cls) {
     var node = document.createElement(tag);
@@ -276,13 +276,16 @@
   }
 
   function update(again) {
+    // A change of the filters is kept until an update gets to apply it (a newer update
+    // may overtake this one while a chunk loads).
+    if (again) state.dirty = true;
     var token = ++state.token;
     document.body.dataset.ready = "no";  // for a reader (a test) waiting on the rows
     $("item-loading").hidden = false;
     var ready = state.search ? loadAll() : Promise.resolve();
     return ready.then(function () {
       if (token !== state.token) return null;
-      if (again) { state.order = matching(); state.page = 0; }
+      if (state.dirty) { state.order = matching(); state.page = 0; state.dirty = false; }
       var shown = state.order.slice(state.page * PAGE_SIZE, (state.page + 1) * PAGE_SIZE);
       var need = {};
       shown.forEach(function (i) { need[Math.floor(i / META.items.chunk)] = true; });
