@@ -210,3 +210,30 @@ def test_a_folder_of_nlieval_import_shows_its_items_texts(
         "The alloy was heated to 900 C."
     )
     assert meta["items"]["fields"] == ["domain"]
+
+
+def test_nlieval_view_serve_prints_the_address_and_stops_on_ctrl_c(
+    hand_made: tuple[Path, Path], tmp_path: Path
+) -> None:
+    import signal
+
+    from tests.helpers.cli_process import start_cli
+
+    site = tmp_path / "site"
+    proc = start_cli("view", str(hand_made[0]), "--out", str(site), "--serve", "--port", "0",
+                     cwd=tmp_path)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith(f"written: {site / 'index.html'}")
+        line = proc.stdout.readline()
+        assert line.startswith(f"serving {site} at http://127.0.0.1:"), line
+        url = line.split(" at ", 1)[1].split()[0]
+        with urllib.request.urlopen(url + "data/meta.js", timeout=30) as answer:
+            assert answer.read().startswith(b"NLIEVAL.meta(")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and out == "stopped\n", err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
