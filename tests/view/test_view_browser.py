@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -117,26 +118,57 @@ def _md_rows(text: str) -> list[list[str]]:
     return [[c.strip() for c in ln.strip().strip("|").split(" | ")] for ln in lines[:1] + lines[2:]]
 
 
-def test_the_results_page_shows_what_nlieval_grid_prints(
+def results_match_grid(
     browser: Any, site: Path, runs: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
+) -> list[list[list[str]]]:
+    """Each table of the results page, cell for cell, is what the `nlieval grid` command
+    the page names prints (over the folders given); returns the tables."""
     opened = Opened(browser, site, "results")
+    tables = []
     try:
-        for at, argv in enumerate(
-            (
-                ["grid", *runs, "--rows", "model,k"],
-                ["grid", *runs, "--rows", "model,k", "--metrics", CHAOS],
-            )
-        ):
+        for at in range(opened.page.locator("table.grid").count()):
+            argv = shlex.split(opened.page.inner_text(f"#grid-command-{at}"))
+            assert argv[:2] == ["nlieval", "grid"] and set(argv[2:]) >= set(runs[:1])
             table = opened.page.locator(f"#grid-{at}")
             shown = [table.locator("thead th").all_inner_texts()]
             for tr in table.locator("tbody tr").all():
                 shown.append(tr.locator("td").all_inner_texts())
-            expected = _md_rows(_cli(capsys, *argv))
+            expected = _md_rows(_cli(capsys, *argv[1:]))
             assert [[c.strip() for c in row] for row in shown] == expected
-            assert len(expected) == 1 + 2 * 2 + 1  # a header, two models at two k, the Average
+            tables.append(expected)
     finally:
         opened.close()
+    return tables
+
+
+def filters_match_items(
+    opened: Opened, runs: list[str], capsys: pytest.CaptureFixture[str]
+) -> tuple[list[dict[str, Any]], dict[tuple[str, ...], int]]:
+    """The count of each filter (and of two pairs) is that of `nlieval items --filter`;
+    returns the unfiltered listing and the counts."""
+    page = opened.page
+    listed = json.loads(_cli(capsys, "items", *runs, "--format", "json", "--limit", "100000"))
+    assert opened.count() == len(listed)
+    counts = {}
+    for combo in (("disagree",), ("all-wrong",), ("any-wrong",), ("majority-changed",),
+                  ("disagree", "any-wrong"), ("all-wrong", "majority-changed")):  # fmt: skip
+        for f in combo:
+            page.check(f"#filter-{f}")
+        counts[combo] = opened.count()
+        argv = ["items", *runs, "--filter", ",".join(combo), "--format", "json"]
+        assert counts[combo] == len(json.loads(_cli(capsys, *argv, "--limit", "100000")))
+        for f in combo:
+            page.uncheck(f"#filter-{f}")
+    return listed, counts
+
+
+def test_the_results_page_shows_what_nlieval_grid_prints(
+    browser: Any, site: Path, runs: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    tables = results_match_grid(browser, site, runs, capsys)
+    assert len(tables) == 2  # accuracy, and ChaosNLI
+    for table in tables:
+        assert len(table) == 1 + 2 * 2 + 1  # a header, two models at two k, the Average
 
 
 def test_each_filter_keeps_as_many_items_as_nlieval_items(
@@ -145,18 +177,8 @@ def test_each_filter_keeps_as_many_items_as_nlieval_items(
     opened = Opened(browser, site, "items")
     page = opened.page
     try:
-        listed = json.loads(_cli(capsys, "items", *runs, "--format", "json", "--limit", "100000"))
-        assert opened.count() == len(listed) == 2 * 16 * len(TASKS)  # two k, 16 items a task
-        counts = {}
-        for combo in (("disagree",), ("all-wrong",), ("any-wrong",), ("majority-changed",),
-                      ("disagree", "any-wrong"), ("all-wrong", "majority-changed")):  # fmt: skip
-            for f in combo:
-                page.check(f"#filter-{f}")
-            counts[combo] = opened.count()
-            argv = ["items", *runs, "--filter", ",".join(combo), "--format", "json"]
-            assert counts[combo] == len(json.loads(_cli(capsys, *argv, "--limit", "100000")))
-            for f in combo:
-                page.uncheck(f"#filter-{f}")
+        listed, counts = filters_match_items(opened, runs, capsys)
+        assert len(listed) == 2 * 16 * len(TASKS)  # two k, 16 items a task
         assert 0 < counts[("disagree",)] < counts[("any-wrong",)] < len(listed)
         # A field of the items: HANS's heuristic, counted from the task's own data.
         hans = {it.id: it for it in load_task("hans").items}
@@ -244,3 +266,30 @@ def test_markup_in_the_data_shows_as_text_and_runs_nothing(
             assert not opened.dialogs
         finally:
             opened.close()
+
+
+@pytest.mark.models
+def test_both_packaged_models_over_snli_hans_and_chaosnli(
+    browser: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Acceptance: the packaged models over SNLI, HANS and the three ChaosNLI sets (a few
+    items each): every number of the results page is `nlieval grid`'s, every filter's
+    count `nlieval items`'."""
+    if not os.environ.get("NLIEVAL_DATA_DIR"):
+        pytest.skip("NLIEVAL_DATA_DIR is not set")
+    runs = []
+    for model in ("smollm2-135m", "gemma3-270m"):
+        out = str(tmp_path / model)
+        argv = ["run", "--model", model, "--task", ",".join(TASKS), "--limit", "6"]
+        _cli(capsys, *argv, "--no-progress", "--out", out)
+        runs.append(out)
+    site = tmp_path / "site"
+    _cli(capsys, "view", *runs, "--out", str(site))
+    tables = results_match_grid(browser, site, runs, capsys)
+    assert [len(t) for t in tables] == [1 + 2 + 1, 1 + 2 + 1]
+    opened = Opened(browser, site, "items")
+    try:
+        listed, counts = filters_match_items(opened, runs, capsys)
+        assert len(listed) == 6 * len(TASKS)
+    finally:
+        opened.close()

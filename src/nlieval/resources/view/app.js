@@ -122,7 +122,11 @@
     var page = $("page-results");
     META.grids.forEach(function (g, at) {
       page.appendChild(el("h2", g.title));
-      page.appendChild(el("p", "as printed by: " + g.command, "runs"));
+      var said = el("p", "as printed by: ", "runs");
+      var command = el("code", g.command);
+      command.id = "grid-command-" + at;
+      said.appendChild(command);
+      page.appendChild(said);
       var table = el("table", null, "grid");
       table.id = "grid-" + at;
       var head = el("tr");
