@@ -237,3 +237,16 @@ def test_nlieval_view_serve_prints_the_address_and_stops_on_ctrl_c(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_intervals_where_asked_are_those_of_nlieval_grid_ci(
+    hand_made: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = list(map(str, hand_made))
+    site = build_site(ViewConfig(runs=tuple(runs), out=str(tmp_path / "site"), ci=0.9))
+    acc = read_js(site / "data" / "meta.js")["grids"][0]
+    assert acc["command"].endswith("--rows model --metrics accuracy --ci 0.9")
+    assert main(["grid", *runs, "--ci", "0.9"]) == 0
+    table = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("|")]
+    assert ["| " + " | ".join(r) + " |" for r in acc["rows"]] == table[2:]
+    assert "[" in acc["rows"][0][1]  # an interval in the cell: 0.600 [low, high]

@@ -15,6 +15,7 @@ import functools
 import http.server
 import json
 import math
+import shlex
 import shutil
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -56,6 +57,12 @@ class ViewConfig(NamedRuns):
     serve: bool = setting(False, help="then serve the site over HTTP until interrupted")
     host: str = setting("127.0.0.1", help="address --serve binds")
     port: int = setting(8000, help="port --serve listens on (0: any free one)")
+    ci: float | None = setting(
+        None,
+        help="add each accuracy cell's bootstrap interval over items at this level, e.g. 0.95 "
+        "(as nlieval grid --ci)",
+        metavar="LEVEL",
+    )
 
 
 def script_json(value: Any) -> str:
@@ -95,7 +102,12 @@ def run_folders(folders: Sequence[str | Path]) -> list[str]:
 
 
 def _grid_table(
-    text: str, title: str, runs: Sequence[str], rows: Sequence[str], values: Sequence[str]
+    text: str,
+    title: str,
+    runs: Sequence[str],
+    rows: Sequence[str],
+    values: Sequence[str],
+    ci: float | None = None,
 ) -> dict[str, Any]:
     # render_grid's Markdown split into cells: the page shows exactly the CLI's text.
     lines = text.splitlines()
@@ -103,7 +115,8 @@ def _grid_table(
     cells = [[c.strip() for c in ln.strip().strip("|").split(" | ")] for ln in table]
     notes = [ln for ln in lines if ln.strip() and not ln.startswith("|")]
     command = ["nlieval", "grid", *runs, "--rows", ",".join(rows), "--metrics", ",".join(values)]
-    return {"title": title, "runs": list(runs), "command": " ".join(command),
+    command += ["--ci", str(ci)] if ci is not None else []
+    return {"title": title, "runs": list(runs), "command": shlex.join(command),
             "header": cells[0] if cells else [], "rows": cells[2:], "notes": notes}  # fmt: skip
 
 
@@ -159,6 +172,7 @@ def site_data(
     data_dir: str | Path | None = None,
     names: Sequence[tuple[str, str]] = (),
     chunk: int = CHUNK,
+    ci: float | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The data of the pages: ``meta`` (the overview of each run folder, the results
     grids as :func:`nlieval.reports.grid_report` and :func:`nlieval.analyses.render_grid`
@@ -166,7 +180,8 @@ def site_data(
     :func:`nlieval.analyses.item_listing` with its filter flags from
     :func:`nlieval.analyses.item_flags`, its fields and each model's prediction) and the
     chunks (``chunk`` rows each, in the index order: texts, human counts, each model's
-    distribution, log-likelihoods, entropy, JS distance and prompt).
+    distribution, log-likelihoods, entropy, JS distance and prompt). ``ci``: the
+    accuracy grid with each cell's bootstrap interval at that level (``nlieval grid --ci``).
 
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0),
@@ -250,8 +265,8 @@ def site_data(
     rows_of = tuple(index_keys)
     grids = [
         _grid_table(
-            render_grid(grid_report(folders, index=rows_of, names=names)),
-            "accuracy", folders, rows_of, ("accuracy",),
+            render_grid(grid_report(folders, index=rows_of, names=names, ci=ci)),
+            "accuracy", folders, rows_of, ("accuracy",), ci,
         )
     ]  # fmt: skip
     # The ChaosNLI grid over the folders that hold ChaosNLI records (as `nlieval grid
@@ -278,7 +293,7 @@ def build_site(cfg: ViewConfig) -> Path:
     >>> sorted(p.name for p in (site / "data").iterdir())
     ['chunk-00000.js', 'meta.js']
     """
-    meta, chunks = site_data(cfg.runs, data_dir=cfg.data_dir, names=cfg.name or ())
+    meta, chunks = site_data(cfg.runs, data_dir=cfg.data_dir, names=cfg.name or (), ci=cfg.ci)
     out = Path(cfg.out)
     if out.exists():
         if not out.is_dir():
