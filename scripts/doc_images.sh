@@ -8,7 +8,8 @@
 #
 # Each figure names the run folders it reads and the page whose commands make them. A
 # figure whose folders are missing is reported, the others are still written, and the
-# script then exits 1. No model is loaded: plots read saved records only.
+# script then exits 1. No model is loaded: plots read saved records only; the screenshot
+# of `nlieval view` needs Chromium (scripts/setup_browser.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 IMG=${1:-docs/img}
@@ -51,6 +52,15 @@ figure reports.md \
 figure reports.md \
     nlieval figure dynamics runs/smol-dyn runs/gemma-dyn --positions runs/positions.json \
     --metric gold_nll --out "$IMG/across_dynamics_tokens_nll.png"
+
+# The item page of a site of nlieval view, as headless Chromium draws it from file:// (the
+# virtual time budget lets the page's script load its data before the picture is taken).
+figure view.md \
+    nlieval view runs/mm-bert runs/mm-bert-hyp runs/mm-roberta --out runs/site
+figure view.md \
+    "${NLIEVAL_CHROMIUM:-chromium}" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+    --window-size=1400,900 --virtual-time-budget=5000 \
+    --screenshot="$(realpath "$IMG")/view_items.png" "file://$PWD/runs/site/index.html#items"
 
 if [ ${#failed[@]} -gt 0 ]; then
     echo "doc_images.sh: ${#failed[@]} figure command(s) failed:" >&2

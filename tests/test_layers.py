@@ -45,6 +45,8 @@ FLOORS: dict[str, int] = {
     "reports": 4,
     # A study's grid of runs: the families' commands and the reports, from one file.
     "experiments": 5,
+    # The pages of `nlieval view`: numbers from the reports (grid, items).
+    "view": 5,
     "cli": 6,
     # `python -m nlieval`: the command line, one floor above it.
     "__main__": 7,
@@ -202,6 +204,7 @@ def test_packages_are_the_families() -> None:
     families = ["choice", "analyses", "contamination", "sci", "metainference", "data", "runs"]
     families += ["plotting"]  # not a family: the one room of every plot, below them
     families += ["experiments"]  # not a family: a study's grid of the families' commands
+    families += ["view"]  # not a family: the pages of `nlieval view`, above the reports
     assert sorted([*families, "backends", "ground"]) == PACKAGES
 
 

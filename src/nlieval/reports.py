@@ -57,7 +57,7 @@ from .runs import (
 )
 from .settings import csv_list, setting, table_format
 from .significance import CONFIDENCE, CORRECTIONS, RESAMPLES, Resampling
-from .types import Record
+from .types import Item, Record
 
 
 def report(
@@ -631,18 +631,40 @@ def listing_report(
     >>> print(listing_report([run_dir]).splitlines()[2][:37])
     | smoke | 0 | 0 | smoke-01 | A man in
     """
-    items: dict[str, dict[str, Any]] = {}
-    for folder in folders:
-        cfg = RunFolder(folder).read_config() or {}
-        # An import's config.json names its one task as ``task`` (None: the files name
-        # their ChaosNLI sets), a run's its tasks as ``tasks``.
-        specs = cfg.get("tasks") or ([cfg["task"]] if cfg.get("task") else [])
-        for spec in specs:
-            ds = load_task(str(spec), data_dir or cfg.get("data_dir"), cfg.get("split"))
-            items.setdefault(ds.task, {}).update({it.id: it for it in ds.items})
-    named = flat(read_named(folders, names, poolable=False))
+    named, items = listing_inputs(folders, data_dir=data_dir, names=names)
     rows = item_listing(named, items, filters, sort, limit, ids)
     return listing_table(rows, None if full else 60, fmt)
+
+
+def listing_inputs(
+    folders: Sequence[str | Path],
+    *,
+    data_dir: str | Path | None = None,
+    names: Sequence[tuple[str, str]] = (),
+) -> tuple[list[Record], dict[str, dict[str, Item]]]:
+    """What :func:`listing_report` lists (and ``nlieval view`` shows): the records of
+    ``folders``, each model named as the listing's column, and task -> item id -> item
+    of the tasks their ``config.json`` names (``data_dir`` replaces the saved one).
+
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0),
+    ...     (0.7, 0.3), "a", "a")])
+    >>> recs, items = listing_inputs([run_dir])
+    >>> [r.model for r in recs], items
+    (['m'], {})
+    """
+    items: dict[str, dict[str, Item]] = {}
+    for folder in folders:
+        cfg = RunFolder(folder).read_config() or {}
+        # A run names its tasks; a folder of `nlieval import` its one task.
+        specs = cfg.get("tasks") or ([cfg["task"]] if isinstance(cfg.get("task"), str) else [])
+        for spec in specs:
+            ds = load_task(str(spec), data_dir or cfg.get("data_dir"), cfg.get("split"))
+            by_id = {it.id: it for it in ds.items}
+            items.setdefault(ds.task, {}).update(by_id)
+            # A folder of `nlieval import` names a task YAML's records by its path.
+            items.setdefault(str(spec), {}).update(by_id)
+    return flat(read_named(folders, names, poolable=False)), items
 
 
 # --------------------------------------------------------------------------- commands

@@ -61,7 +61,7 @@ from .dynamics import follow_run, format_dynamics
 from .grid import KEYS as GRID_KEYS
 from .grid import Grid, by_fields, grid, intervals, render_grid
 from .imports import ImportConfig, format_import, import_predictions
-from .listing import FILTERS, SORTS, item_listing, listing_table
+from .listing import FILTERS, SORTS, item_flags, item_listing, listing_table
 
 __all__ = [
     "FILTERS",
@@ -82,6 +82,7 @@ __all__ = [
     "grid",
     "intervals",
     "import_predictions",
+    "item_flags",
     "item_listing",
     "listing_table",
     "plot_accuracy_by_entropy",

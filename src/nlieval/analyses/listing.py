@@ -44,6 +44,24 @@ def _entropy(counts: Sequence[float]) -> float:
     return -sum(p * math.log2(p) for p in ps)
 
 
+def item_flags(row: Mapping[str, Any]) -> dict[str, bool]:
+    """Which of :data:`FILTERS` keep a row of :func:`item_listing`: the one definition
+    of the filters, also for the pages of ``nlieval view`` (which filter in the browser).
+
+    >>> item_flags({"gold": "neutral", "majority": "entailment", "wrong": 2,
+    ...             "predictions": {"a": "entailment", "b": "contradiction"}})
+    {'disagree': True, 'all-wrong': True, 'any-wrong': True, 'majority-changed': True}
+    """
+    preds = row["predictions"]
+    gold = row["gold"]
+    return {
+        "disagree": len(set(preds.values())) > 1,
+        "all-wrong": gold is not None and row["wrong"] == len(preds),
+        "any-wrong": row["wrong"] > 0,
+        "majority-changed": row["majority"] is not None and row["majority"] != gold,
+    }
+
+
 def item_listing(
     records: Iterable[Record],
     items: Mapping[str, Mapping[str, Item]],
@@ -99,12 +117,7 @@ def item_listing(
             "predictions": preds,
             "wrong": wrong,
         }
-        keep = {
-            "disagree": len(set(preds.values())) > 1,
-            "all-wrong": first.gold is not None and wrong == len(by_model),
-            "any-wrong": wrong > 0,
-            "majority-changed": row["majority"] is not None and row["majority"] != first.gold,
-        }
+        keep = item_flags(row)
         if all(keep[f] for f in filters):
             rows.append(row)
     if sort == "entropy":

@@ -163,6 +163,10 @@ def _add_group(group: str, sub: argparse._SubParsersAction[Any]) -> None:
         from . import experiment
 
         experiment.add_commands(sub)
+    elif group == "view":
+        from . import view
+
+        view.add_commands(sub)
     else:
         raise ValueError(f"no command group {group!r}; the groups are {', '.join(GROUPS)}")
 

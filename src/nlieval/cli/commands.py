@@ -242,6 +242,15 @@ COMMANDS: dict[str, Command] = {
             "nlieval experiment status runs/lii",
         ),
     ),
+    "view": Command(
+        "view",
+        "a web page of run folders (overview, results grid, item browser with human and "
+        "model label distributions) that opens from file:// with no network",
+        (
+            "nlieval view runs/smollm2-135m runs/gemma3-270m --out runs/site",
+            "nlieval view runs/smollm2-135m runs/gemma3-270m --out runs/site --serve --port 8000",
+        ),
+    ),
 }
 
 

@@ -1,0 +1,347 @@
+"""The site of ``nlieval view``: the data of the pages, computed here from run folders by
+the library functions of ``grid`` and ``items``, written as JavaScript files beside a
+static page and its assets (``resources/view``, hand-written, no build step).
+
+The data travels as ``<script>`` files that register it (``NLIEVAL.meta({...})``,
+``NLIEVAL.chunk(n, {...})``): Chromium refuses ``fetch`` of a ``file://`` JSON, and a
+script tag loads from ``file://`` as from a server. The item details come in chunks that
+the page loads when it shows them; what the filters and the sort need (the index) comes
+at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import math
+import shlex
+import shutil
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..analyses import FILTERS, chaosnli, item_flags, item_listing, render_grid
+from ..ground import atomic_write
+from ..metrics import METRICS
+from ..reports import grid_report, listing_inputs, report
+from ..runs import NamedRuns, RunError, RunFolder
+from ..settings import setting
+from ..types import Item, Record
+
+#: Items per chunk file: a page of the browser loads one or two.
+CHUNK = 500
+#: The file that marks a folder as a site of ``nlieval view``: only such a folder is
+#: written over (its old data removed), never a folder of the user's own files.
+MARK = ".nlieval-view"
+ASSETS = Path(__file__).resolve().parent.parent / "resources" / "view"
+#: The ChaosNLI grid of the results page, as ``nlieval grid --metrics`` takes it.
+CHAOS_VALUES = ("acc_original", "acc_majority", "js_distance", "kl")
+_SKIP_FIELDS = frozenset({"human_counts", "majority_label"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ViewConfig(NamedRuns):
+    """What ``nlieval view`` writes: :func:`build_site` of ``runs`` (run folders, or
+    folders holding run folders) into ``out``; with ``serve``, served on ``host``.
+
+    >>> ViewConfig(runs=("runs/a",), out="site").host
+    '127.0.0.1'
+    """
+
+    runs: tuple[str, ...] = ()
+    out: str = setting(help="folder to write the site into (made; an older site there is replaced)")
+    data_dir: str | None = setting(None, help="where the tasks' data is [as saved]")
+    serve: bool = setting(False, help="then serve the site over HTTP until interrupted")
+    host: str = setting("127.0.0.1", help="address --serve binds")
+    port: int = setting(8000, help="port --serve listens on (0: any free one)")
+    ci: float | None = setting(
+        None,
+        help="add each accuracy cell's bootstrap interval over items at this level, e.g. 0.95 "
+        "(as nlieval grid --ci)",
+        metavar="LEVEL",
+    )
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON that is safe inside a ``<script>``: ASCII only (U+2028 cannot end
+    a line), and ``<``, ``>`` and ``&`` escaped, so that a ``</script>`` or ``<!--`` in a
+    premise cannot end the script or open a comment; NaN is refused (JSON has none).
+
+    >>> print(script_json({"p": "</script><!--&"}))
+    {"p": "\\u003c/script\\u003e\\u003c!--\\u0026"}
+    """
+    text = json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(", ", ": "))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def run_folders(folders: Sequence[str | Path]) -> list[str]:
+    """``folders`` with each folder that is no run folder replaced by the run folders in
+    it (an experiment's output folder), in name order; one with none is a RunError.
+
+    >>> run_folders([run_dir])
+    Traceback (most recent call last):
+    nlieval.ground.errors.FolderError: ... is no run folder and holds none
+    """
+    out: list[str] = []
+    for folder in folders:
+        if RunFolder(folder).exists():
+            out.append(str(folder))
+            continue
+        inner = (
+            sorted(str(p) for p in Path(folder).iterdir() if p.is_dir() and RunFolder(p).exists())
+            if Path(folder).is_dir()
+            else []
+        )
+        if not inner:
+            raise RunError(f"{folder} is no run folder and holds none")
+        out += inner
+    return out
+
+
+def _grid_table(
+    text: str,
+    title: str,
+    runs: Sequence[str],
+    rows: Sequence[str],
+    values: Sequence[str],
+    ci: float | None = None,
+) -> dict[str, Any]:
+    # render_grid's Markdown split into cells: the page shows exactly the CLI's text.
+    lines = text.splitlines()
+    table = [ln for ln in lines if ln.startswith("|")]
+    cells = [[c.strip() for c in ln.strip().strip("|").split(" | ")] for ln in table]
+    notes = [ln for ln in lines if ln.strip() and not ln.startswith("|")]
+    command = ["nlieval", "grid", *runs, "--rows", ",".join(rows), "--metrics", ",".join(values)]
+    command += ["--ci", str(ci)] if ci is not None else []
+    return {"title": title, "runs": list(runs), "command": shlex.join(command),
+            "header": cells[0] if cells else [], "rows": cells[2:], "notes": notes}  # fmt: skip
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _overview(folder: str, records: Sequence[Record]) -> dict[str, Any]:
+    rf = RunFolder(folder)
+    models = sorted({r.model + (f"@{r.checkpoint}" if r.checkpoint else "") for r in records})
+    return {
+        "folder": folder,
+        "config": rf.read_config(),
+        "provenance": rf.read_provenance(),
+        "models": models,
+        "tasks": sorted({r.task for r in records}),
+        "points": sorted({(r.k, r.seed) for r in records}),
+        "records": len(records),
+        "summary": report([folder], write=False),
+    }
+
+
+def _model_details(recs: Sequence[tuple[str, Record]]) -> list[dict[str, Any]]:
+    # Entropy (bits) of each model's distribution, and its JS distance to the humans where
+    # the record holds their counts: the library's definitions, one call per label count.
+    out: list[dict[str, Any]] = []
+    for _name, r in recs:
+        probs = [float(p) for p in r.probs]
+        out.append({"pred": r.pred, "labels": list(r.labels), "probs": probs,
+                    "loglik": [_finite(float(x)) for x in r.loglik], "prompt": r.prompt,
+                    "entropy": None, "js": None})  # fmt: skip
+    by_size: dict[int, list[int]] = defaultdict(list)
+    for i, (_name, r) in enumerate(recs):
+        if r.probs:
+            by_size[len(r.probs)].append(i)
+    for idx in by_size.values():
+        ent = chaosnli.entropy_bits([recs[i][1].probs for i in idx])
+        for i, e in zip(idx, ent, strict=True):
+            out[i]["entropy"] = _finite(float(e))
+        human = [i for i in idx if recs[i][1].meta.get("human_counts")]
+        if human:
+            js = chaosnli.item_divergences(
+                [recs[i][1].meta["human_counts"] for i in human], [recs[i][1].probs for i in human]
+            )["js_distance"]
+            for i, d in zip(human, js, strict=True):
+                out[i]["js"] = _finite(float(d))
+    return out
+
+
+def site_data(
+    folders: Sequence[str | Path],
+    *,
+    data_dir: str | Path | None = None,
+    names: Sequence[tuple[str, str]] = (),
+    chunk: int = CHUNK,
+    ci: float | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The data of the pages: ``meta`` (the overview of each run folder, the results
+    grids as :func:`nlieval.reports.grid_report` and :func:`nlieval.analyses.render_grid`
+    give them to ``nlieval grid``, and the item index: one entry per row of
+    :func:`nlieval.analyses.item_listing` with its filter flags from
+    :func:`nlieval.analyses.item_flags`, its fields and each model's prediction) and the
+    chunks (``chunk`` rows each, in the index order: texts, human counts, each model's
+    distribution, log-likelihoods, entropy, JS distance and prompt). ``ci``: the
+    accuracy grid with each cell's bootstrap interval at that level (``nlieval grid --ci``).
+
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0),
+    ...     (0.7, 0.3), "b", "a")])
+    >>> meta, chunks = site_data([run_dir])
+    >>> meta["items"]["count"], meta["items"]["flags"], chunks[0]["rows"][0]["models"][0]["pred"]
+    (1, [6], 'b')
+    """
+    folders = run_folders(folders)
+    records, items = listing_inputs(folders, data_dir=data_dir, names=names)
+    if not records:
+        raise RunError(f"no records in {', '.join(map(str, folders))}")
+    rows = item_listing(records, items)
+    models = sorted({m for r in rows for m in r["predictions"]})
+    joined: dict[tuple[str, int, int, str], dict[str, Record]] = defaultdict(dict)
+    for r in records:
+        name = r.model + (f"@{r.checkpoint}" if r.checkpoint else "")
+        joined[(r.task, r.k, r.seed, r.item_id)][name] = r
+
+    def item_of(row: Mapping[str, Any]) -> Item | None:
+        return items.get(row["task"], {}).get(row["id"])
+
+    fields = sorted({
+        key for row in rows if (it := item_of(row)) is not None
+        for key, v in it.meta.items()
+        # Fields to filter by are categories (heuristic, genre, round): not a number
+        # that takes a value per item.
+        if key not in _SKIP_FIELDS and isinstance(v, (str, int, bool))
+    })  # fmt: skip
+    index: dict[str, Any] = {
+        "count": len(rows), "models": models, "filters": list(FILTERS), "fields": fields,
+        "chunk": chunk, "task": [], "id": [], "k": [], "seed": [], "gold": [], "majority": [],
+        "entropy": [], "wrong": [], "flags": [], "preds": {m: [] for m in models},
+        "model_entropy": {m: [] for m in models}, "js": {m: [] for m in models},
+        "values": {f: [] for f in fields},
+    }  # fmt: skip
+    chunks: list[dict[str, Any]] = []
+    # Each model's record of each row, their entropies and divergences in one call.
+    per_row = []
+    for row in rows:
+        by_model = joined[(row["task"], row["k"], row["seed"], row["id"])]
+        per_row.append([(m, by_model[m]) for m in models if m in by_model])
+    all_details = _model_details([pair for recs in per_row for pair in recs])
+    done = 0
+    for at, row in enumerate(rows):
+        for key in ("task", "id", "k", "seed", "gold", "majority", "wrong"):
+            index[key].append(row[key])
+        index["entropy"].append(_finite(row["entropy"]))
+        flags = item_flags(row)
+        index["flags"].append(sum(1 << i for i, f in enumerate(FILTERS) if flags[f]))
+        for m in models:
+            index["preds"][m].append(row["predictions"].get(m))
+        item = item_of(row)
+        for f in fields:
+            v = item.meta.get(f) if item is not None else None
+            index["values"][f].append(None if v is None else str(v))
+        if at % chunk == 0:
+            chunks.append({"rows": []})
+        recs = per_row[at]
+        details = all_details[done : done + len(recs)]
+        done += len(recs)
+        shown = dict(zip((m for m, _r in recs), details, strict=True))
+        for m in models:
+            index["model_entropy"][m].append(shown[m]["entropy"] if m in shown else None)
+            index["js"][m].append(shown[m]["js"] if m in shown else None)
+        chunks[-1]["rows"].append({
+            "premise": row["premise"], "hypothesis": row["hypothesis"],
+            "choices": list(item.choices) if item is not None else [],
+            "human": row["human"],
+            "models": [{"name": m, **d} for (m, _r), d in zip(recs, details, strict=True)],
+        })  # fmt: skip
+    own = {folder: RunFolder(folder).records() for folder in folders}
+    overview = [_overview(folder, recs) for folder, recs in own.items()]
+    # Rows by model, and by checkpoint and k where the folders hold several (one cell
+    # per sweep point, as `nlieval grid --rows model,k` needs them).
+    index_keys = ["model"]
+    if any(r.checkpoint for r in records):
+        index_keys.append("checkpoint")
+    if len({r.k for r in records}) > 1:
+        index_keys.append("k")
+    rows_of = tuple(index_keys)
+    grids = [
+        _grid_table(
+            render_grid(grid_report(folders, index=rows_of, names=names, ci=ci)),
+            "accuracy", folders, rows_of, ("accuracy",), ci,
+        )
+    ]  # fmt: skip
+    # The ChaosNLI grid over the folders that hold ChaosNLI records (as `nlieval grid
+    # --metrics acc_original,...` of those folders; the others would stop it).
+    chaos = [f for f, recs in own.items() if any("human_counts" in r.meta for r in recs)]
+    if chaos:
+        values = tuple(v for v in CHAOS_VALUES if v in METRICS)
+        g = grid_report(chaos, index=rows_of, values=values, names=names)
+        grids.append(_grid_table(render_grid(g), "ChaosNLI", chaos, rows_of, values))
+    meta = {"runs": overview, "grids": grids, "items": index}
+    return meta, chunks
+
+
+def build_site(cfg: ViewConfig) -> Path:
+    """Write the site of ``cfg.runs`` into ``cfg.out``: ``index.html``, ``assets/`` (the
+    page's script and style, copied from the package) and ``data/`` (:func:`site_data` as
+    ``meta.js`` and ``chunk-NNNNN.js``). A folder ``out`` that holds other files than an
+    older site is refused; an older site there is replaced.
+
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0),
+    ...     (0.7, 0.3), "a", "a")])
+    >>> site = build_site(ViewConfig(runs=(run_dir,), out=f"{run_dir}/site"))
+    >>> sorted(p.name for p in (site / "data").iterdir())
+    ['chunk-00000.js', 'meta.js']
+    """
+    meta, chunks = site_data(cfg.runs, data_dir=cfg.data_dir, names=cfg.name or (), ci=cfg.ci)
+    out = Path(cfg.out)
+    if out.exists():
+        if not out.is_dir():
+            raise RunError(f"{out}: not a folder")
+        if any(out.iterdir()) and not (out / MARK).is_file():
+            raise RunError(f"{out}: a folder of other files, not a site of nlieval view")
+        for sub in ("data", "assets"):
+            if (out / sub).is_dir() and not (out / sub).is_symlink():
+                shutil.rmtree(out / sub)
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    (out / "assets").mkdir(exist_ok=True)
+    atomic_write(out / MARK, "a site written by nlieval view; it replaces this folder's data\n")
+    for name in ("app.js", "style.css"):
+        atomic_write(out / "assets" / name, (ASSETS / name).read_text(encoding="utf-8"))
+    atomic_write(out / "index.html", (ASSETS / "index.html").read_text(encoding="utf-8"))
+    atomic_write(out / "data" / "meta.js", f"NLIEVAL.meta({script_json(meta)});\n")
+    for n, part in enumerate(chunks):
+        atomic_write(
+            out / "data" / f"chunk-{n:05d}.js", f"NLIEVAL.chunk({n}, {script_json(part)});\n"
+        )
+    return out
+
+
+class _SiteHandler(http.server.SimpleHTTPRequestHandler):
+    # The site folder alone (SimpleHTTPRequestHandler maps no path outside `directory`),
+    # no listing of a folder, and a quiet log.
+    def list_directory(self, path: Any) -> None:
+        self.send_error(404, "no listing")
+        return None
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def serve(
+    site: str | Path, host: str = "127.0.0.1", port: int = 8000
+) -> http.server.ThreadingHTTPServer:
+    """An HTTP server (not yet serving: call ``serve_forever``) of the folder ``site``
+    alone, bound to ``host`` (the loopback unless told otherwise) on ``port`` (0: any free
+    one; the bound one is ``server_address[1]``).
+
+    >>> _ = (Path(run_dir) / "index.html").write_text("<!doctype html>")
+    >>> server = serve(run_dir, port=0); server.server_address[0]
+    '127.0.0.1'
+    >>> server.server_close()
+    """
+    root = Path(site)
+    if not (root / "index.html").is_file():
+        raise RunError(f"{root}: no index.html to serve")
+    handler = functools.partial(_SiteHandler, directory=str(root.resolve()))
+    return http.server.ThreadingHTTPServer((host, port), handler)

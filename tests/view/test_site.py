@@ -1,0 +1,252 @@
+"""The data ``nlieval view`` writes, read back from the site's script files (no browser):
+the filter flags of hand-made items, the JS distances, the escaping of texts, the grid as
+``nlieval grid`` prints it, where the site may be written, and ``--serve``."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nlieval.cli import main
+from nlieval.runs import RunError, RunFolder
+from nlieval.types import Record
+from nlieval.view import ViewConfig, build_site, serve
+from tests.helpers.task_files import premise_task
+
+NLI = ("entailment", "neutral", "contradiction")
+ATTACK = "<img src=x onerror=alert(1)></script><script>alert(2)</script><!-- & \u2028"
+
+
+def _rec(model: str, item: str, pred: str, gold: str, task: str = "t", **meta: Any) -> Record:
+    probs = tuple(0.8 if lab == pred else 0.1 for lab in NLI)
+    loglik = tuple(math.log(p) for p in probs)
+    return Record(task, item, model, 0, 0, NLI, loglik, probs, pred, gold,
+                  prompt=f"prompt of {item} for {model}", meta=meta)  # fmt: skip
+
+
+def read_js(path: Path) -> Any:
+    """The JSON a data file of the site registers (``NLIEVAL.meta(...)``, ``chunk(n, ...)``)."""
+    text = path.read_text(encoding="ascii").strip()
+    assert text.endswith(");")
+    body = text[text.index("(") + 1 : -2]
+    if text.startswith("NLIEVAL.chunk("):
+        body = body.split(", ", 1)[1]
+    return json.loads(body)
+
+
+@pytest.fixture
+def hand_made(tmp_path: Path) -> tuple[Path, Path]:
+    # Items whose flags are known by hand:
+    # 1: both right.                      -> none
+    # 2: a right, b wrong                 -> disagree, any-wrong
+    # 3: both wrong, the same label       -> all-wrong, any-wrong
+    # 4: both wrong, different labels     -> disagree, all-wrong, any-wrong
+    # 5: both right; majority != gold     -> majority-changed
+    chaos = {"human_counts": [10, 80, 10], "majority_label": "neutral"}
+    rows = [("1", "entailment", "entailment", "entailment", {}),
+            ("2", "neutral", "contradiction", "neutral", {}),
+            ("3", "neutral", "neutral", "entailment", {}),
+            ("4", "neutral", "contradiction", "entailment", {}),
+            ("5", "entailment", "entailment", "entailment", chaos)]  # fmt: skip
+    a, b = tmp_path / "exp" / "a", tmp_path / "exp" / "b"
+    a.mkdir(parents=True)
+    b.mkdir()
+    RunFolder(a).append([_rec("ma", i, pa, g, **m) for i, pa, _pb, g, m in rows])
+    RunFolder(b).append([_rec("mb", i, pb, g, **m) for i, pa, pb, g, m in rows])
+    return a, b
+
+
+def test_the_filter_flags_of_hand_made_items(hand_made: tuple[Path, Path], tmp_path: Path) -> None:
+    site = build_site(ViewConfig(runs=tuple(map(str, hand_made)), out=str(tmp_path / "site")))
+    meta = read_js(site / "data" / "meta.js")
+    ix = meta["items"]
+    assert ix["id"] == ["1", "2", "3", "4", "5"]
+    names = ix["filters"]
+    kept = {
+        f: [ix["id"][i] for i in range(5) if ix["flags"][i] >> names.index(f) & 1] for f in names
+    }
+    assert kept == {"disagree": ["2", "4"], "all-wrong": ["3", "4"],
+                    "any-wrong": ["2", "3", "4"], "majority-changed": ["5"]}  # fmt: skip
+    assert ix["wrong"] == [0, 1, 2, 2, 0]
+    assert ix["preds"] == {"ma": ["entailment", "neutral", "neutral", "neutral", "entailment"],
+                           "mb": ["entailment", "contradiction", "neutral", "contradiction",
+                                  "entailment"]}  # fmt: skip
+    row = read_js(site / "data" / "chunk-00000.js")["rows"][4]
+    assert row["human"] == {"entailment": 10, "neutral": 80, "contradiction": 10}
+    ma = row["models"][0]
+    assert ma["prompt"] == "prompt of 5 for ma" and ma["probs"] == [0.8, 0.1, 0.1]
+    # Entropy of (0.8, 0.1, 0.1) in bits, and the JS distance (natural log) between the
+    # humans' (0.1, 0.8, 0.1) and the model's (0.8, 0.1, 0.1), by hand.
+    h, p = (0.1, 0.8, 0.1), (0.8, 0.1, 0.1)
+    mid = [(x + y) / 2 for x, y in zip(h, p, strict=True)]
+    kl = lambda a, b: sum(x * math.log(x / y) for x, y in zip(a, b, strict=True))  # noqa: E731
+    assert ma["entropy"] == pytest.approx(-(0.8 * math.log2(0.8) + 0.2 * math.log2(0.1)))
+    assert ma["js"] == pytest.approx(math.sqrt((kl(h, mid) + kl(p, mid)) / 2))
+    assert ix["js"]["ma"][:4] == [None] * 4  # no human labels there
+
+
+def test_the_counts_equal_nlieval_items(
+    hand_made: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = list(map(str, hand_made))
+    assert main(["view", *runs, "--out", str(tmp_path / "site")]) == 0
+    capsys.readouterr()
+    ix = read_js(tmp_path / "site" / "data" / "meta.js")["items"]
+    for combo in (["disagree"], ["all-wrong"], ["any-wrong"], ["majority-changed"],
+                  ["disagree", "all-wrong"]):  # fmt: skip
+        need = sum(1 << ix["filters"].index(f) for f in combo)
+        shown = sum(flags & need == need for flags in ix["flags"])
+        argv = ["items", *runs, "--filter", ",".join(combo), "--format", "json", "--limit", "99"]
+        assert main(argv) == 0
+        assert shown == len(json.loads(capsys.readouterr().out)), combo
+
+
+def test_texts_are_escaped_in_the_script_files(tmp_path: Path) -> None:
+    task = premise_task(tmp_path, "attack", {"x1": ATTACK, "x2": "A dog runs."})
+    folder = tmp_path / "run"
+    folder.mkdir()
+    RunFolder(folder).append([_rec("m", "x1", "neutral", "entailment", "attack"),
+                              _rec("m", "x2", "entailment", "entailment", "attack")])  # fmt: skip
+    (folder / "config.json").write_text(json.dumps({"tasks": [str(task)], "note": ATTACK}))
+    site = build_site(ViewConfig(runs=(str(folder),), out=str(tmp_path / "site")))
+    for path in (site / "data").iterdir():
+        raw = path.read_bytes()
+        # Nothing in a data file can end a script, open a comment or a tag, or a line.
+        assert b"<" not in raw and b">" not in raw and b"&" not in raw
+        assert max(raw) < 128
+    rows = read_js(site / "data" / "chunk-00000.js")["rows"]
+    assert rows[0]["premise"] == ATTACK  # and it reads back whole
+    assert read_js(site / "data" / "meta.js")["runs"][0]["config"]["note"] == ATTACK
+
+
+def test_the_results_are_the_grid_that_nlieval_grid_prints(
+    hand_made: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = list(map(str, hand_made))
+    site = build_site(ViewConfig(runs=tuple(runs), out=str(tmp_path / "site")))
+    grids = read_js(site / "data" / "meta.js")["grids"]
+    assert main(["grid", *runs]) == 0
+    table = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("|")]
+    acc = grids[0]
+    assert "| " + " | ".join(acc["header"]) + " |" == table[0]
+    assert ["| " + " | ".join(r) + " |" for r in acc["rows"]] == table[2:]
+    # ma is right on 3 of 5 items (1, 2, 5), mb on 2 (1, 5): by hand.
+    assert acc["rows"][0][1:] == ["0.600"] and acc["rows"][1][1:] == ["0.400"]
+    assert grids[1]["title"] == "ChaosNLI" and len(grids) == 2
+
+
+def test_a_folder_of_run_folders_and_where_the_site_may_go(
+    hand_made: tuple[Path, Path], tmp_path: Path
+) -> None:
+    experiment = hand_made[0].parent
+    out = tmp_path / "site"
+    build_site(ViewConfig(runs=(str(experiment),), out=str(out)))
+    assert read_js(out / "data" / "meta.js")["items"]["models"] == ["ma", "mb"]
+    (out / "data" / "chunk-00099.js").write_text("stale")
+    build_site(ViewConfig(runs=(str(hand_made[0]),), out=str(out)))  # an older site: replaced
+    assert sorted(p.name for p in (out / "data").iterdir()) == ["chunk-00000.js", "meta.js"]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(RunError, match="not a site of nlieval view"):
+        build_site(ViewConfig(runs=(str(hand_made[0]),), out=str(mine)))
+    assert (mine / "notes.txt").read_text() == "keep me"
+    with pytest.raises(RunError, match="is no run folder and holds none"):
+        build_site(ViewConfig(runs=(str(mine),), out=str(tmp_path / "other")))
+
+
+def test_serve_gives_the_site_folder_alone(hand_made: tuple[Path, Path], tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("not for the web")
+    site = build_site(ViewConfig(runs=(str(hand_made[0]),), out=str(tmp_path / "site")))
+    with serve(site, port=0) as server:
+        assert server.server_address[0] == "127.0.0.1"
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        with urllib.request.urlopen(f"{base}/index.html", timeout=10) as answer:
+            assert b"nlieval view" in answer.read()
+        for path in ("/../secret.txt", "/%2e%2e/secret.txt", "/data/"):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(base + path, timeout=10)
+            assert err.value.code == 404, path
+        server.shutdown()
+
+
+def test_the_page_script_never_parses_markup_and_loads_nothing_from_elsewhere() -> None:
+    from nlieval.view.site import ASSETS
+
+    script = (ASSETS / "app.js").read_text(encoding="utf-8")
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
+                 "new Function", "fetch(", "XMLHttpRequest"):  # fmt: skip
+        assert sink not in script, sink
+    page = (ASSETS / "index.html").read_text(encoding="utf-8")
+    assert "http:" not in page and "https:" not in page and "//" not in page.split("<body>")[1]
+    assert "script-src 'self'" in page and "default-src 'none'" in page
+
+
+def test_a_folder_of_nlieval_import_shows_its_items_texts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An import's config.json names its one task ("task"), its records the task as given.
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "mismatched"
+    folder = tmp_path / "bert"
+    argv = ["import", str(example / "bert.csv"), "--format", "labels"]
+    assert (
+        main([*argv, "--task", str(example / "task.yaml"), "--model", "bert", "--out", str(folder)])
+        == 0
+    )
+    assert main(["items", str(folder), "--ids", "eng-1"]) == 0
+    assert "| The alloy was heated to 900 C. |" in capsys.readouterr().out
+    site = build_site(ViewConfig(runs=(str(folder),), out=str(tmp_path / "site")))
+    meta = read_js(site / "data" / "meta.js")
+    at = meta["items"]["id"].index("eng-1")
+    assert read_js(site / "data" / "chunk-00000.js")["rows"][at]["premise"] == (
+        "The alloy was heated to 900 C."
+    )
+    assert meta["items"]["fields"] == ["domain"]
+
+
+def test_nlieval_view_serve_prints_the_address_and_stops_on_ctrl_c(
+    hand_made: tuple[Path, Path], tmp_path: Path
+) -> None:
+    import signal
+
+    from tests.helpers.cli_process import start_cli
+
+    site = tmp_path / "site"
+    proc = start_cli("view", str(hand_made[0]), "--out", str(site), "--serve", "--port", "0",
+                     cwd=tmp_path)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith(f"written: {site / 'index.html'}")
+        line = proc.stdout.readline()
+        assert line.startswith(f"serving {site} at http://127.0.0.1:"), line
+        url = line.split(" at ", 1)[1].split()[0]
+        with urllib.request.urlopen(url + "data/meta.js", timeout=30) as answer:
+            assert answer.read().startswith(b"NLIEVAL.meta(")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and out == "stopped\n", err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_intervals_where_asked_are_those_of_nlieval_grid_ci(
+    hand_made: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = list(map(str, hand_made))
+    site = build_site(ViewConfig(runs=tuple(runs), out=str(tmp_path / "site"), ci=0.9))
+    acc = read_js(site / "data" / "meta.js")["grids"][0]
+    assert acc["command"].endswith("--rows model --metrics accuracy --ci 0.9")
+    assert main(["grid", *runs, "--ci", "0.9"]) == 0
+    table = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("|")]
+    assert ["| " + " | ".join(r) + " |" for r in acc["rows"]] == table[2:]
+    assert "[" in acc["rows"][0][1]  # an interval in the cell: 0.600 [low, high]
