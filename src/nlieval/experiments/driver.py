@@ -71,7 +71,8 @@ def run_cell(job: CellJob) -> None:
     from .commands import command
 
     cell = job.cell
-    command(cell.command).execute(cell.configs(), Path(job.folder))
+    folder = Path(job.folder)
+    command(cell.command).execute(cell.configs(folder.parent), folder)
 
 
 def cell_outcome(job: CellJob) -> tuple[str, str | None, bool]:
@@ -151,8 +152,12 @@ class Summary:
         """One line per cell that was run or failed, and a closing count."""
         lines = []
         for o in self.outcomes:
-            if o.state == "failed":
+            if o.state == "failed" and not o.attempts:
+                lines.append(f"failed  {o.cell}: {o.error}")
+            elif o.state == "failed":
                 lines.append(f"failed  {o.cell} ({o.attempts} attempts): {o.error}")
+            elif o.state == "pending":
+                lines.append(f"pending {o.cell}")
             elif o.attempts:
                 lines.append(f"done    {o.cell}")
         ran = sum(1 for o in self.outcomes if o.attempts)
@@ -212,6 +217,27 @@ def is_done(out: Path, cell: Cell) -> bool:
     return bool(state and state.get("state") == "done" and state.get("identity") == cell.identity)
 
 
+def waits_for(cell: Cell, states: dict[str, str]) -> Outcome | None:
+    """The outcome of ``cell`` while a cell it reads is not done (``states``: each
+    cell's state so far): ``failed`` when one failed (or waits on a failed one), else
+    ``pending``; None when all are done.
+
+    >>> from nlieval.experiments.plan import Cell
+    >>> from nlieval.experiments.spec import Resources
+    >>> c = Cell("r", "b", "run", None, None, (), Resources(), "e", 1, {}, (), needs=("i",))
+    >>> waits_for(c, {"i": "failed"}).error
+    'waits for i, which failed'
+    >>> waits_for(c, {}).state, waits_for(c, {"i": "done"})
+    ('pending', None)
+    """
+    failed = [n for n in cell.needs if states.get(n) == "failed"]
+    if failed:
+        return Outcome(cell.name, "failed", 0, f"waits for {', '.join(failed)}, which failed")
+    if any(states.get(n) != "done" for n in cell.needs):
+        return Outcome(cell.name, "pending", 0)
+    return None
+
+
 def run_experiment(
     exp: Experiment,
     out: str | Path,
@@ -239,9 +265,18 @@ def run_experiment(
     executor = executor or LocalExecutor()
     write_plan(out, exp, cells)
     outcomes = []
+    states: dict[str, str] = {}
     for cell in cells:
         if is_done(out, cell):
             outcomes.append(Outcome(cell.name, "done", 0))
+            states[cell.name] = "done"
+            continue
+        waiting = waits_for(cell, states)
+        if waiting is not None:
+            if waiting.state == "failed":
+                _write_state(out, cell, waiting)  # status shows which input failed
+            outcomes.append(waiting)
+            states[cell.name] = waiting.state
             continue
         folder = out / CELLS / cell.name
         make_folder(folder.parent)
@@ -257,6 +292,7 @@ def run_experiment(
             )
         _write_state(out, cell, outcome)
         outcomes.append(outcome)
+        states[cell.name] = outcome.state
     files: tuple[str, ...] = ()
     if report:
         done = {o.cell for o in outcomes if o.state == "done"}
