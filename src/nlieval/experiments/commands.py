@@ -87,6 +87,20 @@ def _infer_build(configs: Sequence[Any], out: Path) -> None:
     build_inferred(dataclasses.replace(configs[0], out=str(out), overwrite=True))
 
 
+def _contamination(configs: Sequence[Any], out: Path) -> None:
+    from ..contamination import contamination_report
+    from ..runs import make_folder
+
+    make_folder(out)
+    # The scan alone: EPG is an output (it joins the scores with the run cells).
+    cfg = dataclasses.replace(configs[0], out=str(out / SCORES), run=None, plot=None)
+    contamination_report(cfg)
+
+
+#: The per-item scores in a contamination cell's folder.
+SCORES = "scores.jsonl"
+
+
 def _classes(name: str) -> tuple[type[Any], ...]:
     # Imported when a block names the command: each family loads its own libraries.
     if name == "run":
@@ -110,6 +124,10 @@ def _classes(name: str) -> tuple[type[Any], ...]:
         from ..analyses import ImportConfig
 
         return (ImportConfig,)
+    if name == "contamination":
+        from ..contamination import ContaminationConfig
+
+        return (ContaminationConfig,)
     if name == "infer-build":
         from ..metainference import InferBuildConfig
 
@@ -124,10 +142,15 @@ _EXECUTE: dict[str, Callable[[Sequence[Any], Path], None]] = {
     "generate": _generate,
     "import": _import,
     "infer-build": _infer_build,
+    "contamination": _contamination,
 }
 
 #: The commands that take no model: a cell per matrix entry (and axis value).
-MODELLESS = ("infer-build",)
+MODELLESS = ("infer-build", "contamination")
+
+#: A setting without which a block of the command makes no cell (the file leaves that
+#: part of the study out until it is given, e.g. ``--set contamination.corpus=PATH``).
+OPTIONAL_INPUT = {"contamination": ("corpus", "scores")}
 
 #: The commands a block may name.
 COMMAND_NAMES = tuple(_EXECUTE)

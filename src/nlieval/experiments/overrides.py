@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..ground import DataError, read_small_text
 from .commands import setting_keys, takes
+from .plan import AXIS_FIELDS
 from .spec import AXES, MAX_BYTES, Experiment, Setting, parse_experiment, suggest
 
 
@@ -49,6 +50,26 @@ def apply_overrides(exp: Experiment, overrides: Sequence[str]) -> Experiment:
             raise DataError("--set", None, None, f"expected KEY=VALUE, got {text!r}")
         src = f"--set {text}"
         block_name, dot, setting_key = key.rpartition(".")
+        if (
+            dot
+            and setting_key in AXES[1:]
+            and any(e.block == block_name and setting_key in dict(e.axes) for e in exp.matrix)
+        ):
+            # The block's entries give this axis: the override replaces it there.
+            values = tuple(v.strip() for v in value.split(",") if v.strip())
+            exp = replace(
+                exp,
+                matrix=tuple(
+                    replace(
+                        e,
+                        axes=tuple((a, values if a == setting_key else v) for a, v in e.axes),
+                    )
+                    if e.block == block_name
+                    else e
+                    for e in exp.matrix
+                ),
+            )
+            continue
         if key in AXES or (dot and setting_key == "models"):
             values = tuple(v.strip() for v in value.split(",") if v.strip())
             if key == "models" or dot:
@@ -75,10 +96,14 @@ def apply_overrides(exp: Experiment, overrides: Sequence[str]) -> Experiment:
                     ),
                 )
             else:
+                # Only where the block's command has the axis (a scan has no shots).
+                commands = {b.name: b.command for b in exp.blocks}
                 exp = replace(
                     exp,
                     matrix=tuple(
                         replace(e, axes=(*[a for a in e.axes if a[0] != key], (key, values)))
+                        if any(takes(commands.get(e.block, ""), f) for f in AXIS_FIELDS[key])
+                        else e
                         for e in exp.matrix
                     ),
                 )

@@ -172,6 +172,13 @@ def _resolve(
     return out, tuple(needs)
 
 
+def _has_input(b: Any) -> bool:
+    from .commands import OPTIONAL_INPUT
+
+    keys = OPTIONAL_INPUT.get(b.command)
+    return keys is None or any(b.value(k) not in (None, "", [], ()) for k in keys)
+
+
 def _ordered(exp: Experiment) -> list[MatrixEntry]:
     """The matrix entries, each after those of the blocks its settings name (a cycle is
     one error naming the entry's line)."""
@@ -323,6 +330,8 @@ def plan_cells(exp: Experiment, *, estimate: bool = True) -> list[Cell]:
         for axis, field, values, _ in axis_settings:
             if field in ("task", "seed") and axis not in e.each:
                 splits.append((axis, field, values))  # a singular setting: one cell each
+        if any(not values for _, values in e.axes) or not _has_input(b):
+            continue  # an axis given as [] (or a missing input) leaves the entry out
         command_ = command(b.command)
         models: list[ModelEntry | None] = (
             [exp.model(m) for m in e.models] if command_.model_field else []

@@ -95,7 +95,20 @@ def _infer_report() -> type[Any]:
 #: The options of an output that name blocks (their cells' folders), by kind: an
 #: ``infer-report`` reads the inferred items of its ``items`` block's one cell and the
 #: source items' run of the same model in its ``sources`` block.
-BLOCK_OPTIONS = {"infer-report": ("items", "sources")}
+BLOCK_OPTIONS = {"infer-report": ("items", "sources"), "epg": ("scores",)}
+
+
+def _epg() -> type[Any]:
+    from ..contamination import ContaminationConfig
+
+    return ContaminationConfig
+
+
+#: Why an output is not written when a block it reads makes no cell.
+LEFT_OUT = (
+    "{} makes no cell in this experiment (an axis given as [], or its input, such as a "
+    "corpus, not given: see the file's comments)"
+)
 
 #: The kinds of output, by name.
 KINDS: dict[str, Kind] = {
@@ -110,6 +123,17 @@ KINDS: dict[str, Kind] = {
         Kind("dynamics", _dynamics, ("run", "plot", "entropy_plot", "human_js")),
         Kind("sci-report", _sci, ("runs", "plot_dir", "json")),
         Kind("infer-report", _infer_report, ("run", "items", "source_run", "format")),
+        Kind(
+            "epg",
+            _epg,
+            # An epg output reads the scores of its `scores` block: the scan's own settings
+            # are that block's.
+            (
+                *("corpus", "tasks", "n", "tokenizer", "text_field", "fmt", "workers", "ray"),
+                *("shard_mb", "out", "scores", "run", "plot", "limit", "sample", "split"),
+                *("sample_seed", "balanced_limit", "data_dir"),
+            ),
+        ),
     )
 }
 
@@ -161,6 +185,10 @@ def output_options(exp: Experiment, out: Output) -> dict[str, Any]:
             "figure",
             "a figure output names its figure (figure: shots, size or dynamics)",
         )
+    if out.kind == "epg" and "scores" not in values:
+        raise DataError(
+            exp.source, out.line, "scores", "an epg output names its contamination block"
+        )
     if out.kind == "infer-report" and "items" not in values:
         raise DataError(
             exp.source, out.line, "items", "an infer-report output names its items block"
@@ -201,13 +229,17 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
         ready = [c for c in own if c.name in done]
         missing = [c.name for c in own if c.name not in done]
         if not ready:
-            waiting = ", ".join(missing) or "cells (its blocks have none)"
-            index += [f"not written: waiting for {waiting}", ""]
+            why = (
+                f"waiting for {', '.join(missing)}"
+                if missing
+                else f"skipped: {LEFT_OUT.format(', '.join(out.blocks))}"
+            )
+            index += [f"not written: {why}", ""]
             continue
         runs = tuple(str(folder / "cells" / c.name) for c in ready)
         inputs = _block_inputs(exp, out, cells, done)
         if isinstance(inputs, str):
-            index += [f"not written: waiting for {inputs}", ""]
+            index += [f"not written: {inputs}", ""]
             continue
         files, notes = _write_output(exp, out, runs, report, inputs, ready)
         written += [str(Path(REPORT) / f) for f in files]
@@ -234,9 +266,11 @@ def _block_inputs(
     for key in BLOCK_OPTIONS.get(out.kind, ()):
         if key in opts:
             own = [c for c in cells if c.block == opts[key]]
+            if not own:
+                return f"skipped: {LEFT_OUT.format(opts[key])}"
             missing += [c.name for c in own if c.name not in done]
             found[key] = [c for c in own if c.name in done]
-    return ", ".join(missing) if missing else found
+    return f"waiting for {', '.join(missing)}" if missing else found
 
 
 def _write(path: Path, text: str) -> None:
@@ -344,6 +378,25 @@ def _write_output(
             files.append(f"{name}-{cell}.md")
             files += [str(Path(p).relative_to(report)) for p in result["written"]]
             notes += list(result["skipped"])
+    elif out.kind == "epg":
+        from ..contamination import ContaminationConfig, contamination_report, format_epg
+        from .commands import SCORES
+
+        scans = (inputs or {}).get("scores", [])
+        if len(scans) != 1:
+            notes.append(f"block {opts['scores']} has {len(scans)} cells, not 1: no EPG")
+        else:
+            scores = str(report.parent / "cells" / scans[0].name / SCORES)
+            kw = {k: v for k, v in opts.items() if k != "scores"}
+            for ext in ("png", "pdf"):
+                got = contamination_report(
+                    ContaminationConfig(
+                        scores=scores, run=runs, plot=str(report / f"{name}.{ext}"), **kw
+                    )
+                )
+                files.append(f"{name}.{ext}")
+            _write(report / f"{name}.md", format_epg(got["epg"]))
+            files.insert(0, f"{name}.md")
     elif out.kind == "infer-report":
         files, notes = _infer_report_files(exp, out, opts, inputs or {}, ready, report)
     elif out.kind == "sci-report":
