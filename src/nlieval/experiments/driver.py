@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -217,6 +218,32 @@ def is_done(out: Path, cell: Cell) -> bool:
     return bool(state and state.get("state") == "done" and state.get("identity") == cell.identity)
 
 
+#: The advice of a run folder's refusal, which names flags `experiment run` lacks.
+_FOLDER_ADVICE = re.compile(
+    r"(choose another --out, or )?(remove the wrong one, or )?pass --overwrite to "
+    r"(start it again|run again)|; choose another --out$"
+)
+
+
+def for_experiment(error: str, folder: Path) -> str:
+    """A cell's error line with a run folder's advice (``--out``, ``--overwrite``, which
+    ``experiment run`` has not) said as what to do in an experiment.
+
+    >>> for_experiment("x holds a run made with other settings (k: 1 -> 2); "
+    ...                "choose another --out, or pass --overwrite to start it again",
+    ...                Path("out/cells/c"))  # doctest: +NORMALIZE_WHITESPACE
+    'x holds a run made with other settings (k: 1 -> 2); remove out/cells/c to run the
+    cell again, or give the block its old settings'
+    """
+    return _FOLDER_ADVICE.sub(
+        lambda m: (
+            ("; " if m.group(0).startswith(";") else "")
+            + f"remove {folder} to run the cell again, or give the block its old settings"
+        ),
+        error,
+    )
+
+
 def waits_for(cell: Cell, states: dict[str, str]) -> Outcome | None:
     """The outcome of ``cell`` while a cell it reads is not done (``states``: each
     cell's state so far): ``failed`` when one failed (or waits on a failed one), else
@@ -286,7 +313,7 @@ def run_experiment(
                 outcome.cell,
                 outcome.state,
                 outcome.attempts,
-                f"cell {cell.name}: {outcome.error}",
+                f"cell {cell.name}: {for_experiment(outcome.error or '', folder)}",
                 outcome.executor,
                 outcome.job,
             )

@@ -303,9 +303,11 @@ def _write_output(
         from ..reports import FigureConfig, figure_from
 
         kind = opts.pop("figure")
-        figure_from(FigureConfig(kind=kind, runs=runs, out=str(report / f"{name}.png"), **opts))
-        files.append(f"{name}.png")
-        notes.append("PDF: not written (the figure code writes PNG only)")
+        for ext in ("png", "pdf"):
+            figure_from(
+                FigureConfig(kind=kind, runs=runs, out=str(report / f"{name}.{ext}"), **opts)
+            )
+            files.append(f"{name}.{ext}")
     elif out.kind == "compare":
         from ..analyses import comparison_table
         from ..reports import CompareConfig, compare_report
