@@ -140,7 +140,16 @@ def plan_text(cfg: ExperimentPlan) -> str:
 
 
 def run_file(cfg: ExperimentRun) -> Summary:
-    """:func:`run_experiment` of the file with its overrides."""
+    """:func:`run_experiment` of the file with its overrides.
+
+    >>> run_file(ExperimentRun(file="e.yaml", out="x", executor="ray", gpus=("0",)))
+    Traceback (most recent call last):
+    ValueError: --gpus is for --executor local (slurm and ray place cells by each model's resources)
+    """
+    if cfg.gpus and cfg.executor != "local":
+        raise ValueError(
+            "--gpus is for --executor local (slurm and ray place cells by each model's resources)"
+        )
     executor = executor_named(cfg.executor, cfg.out, cfg.partition, cfg.address, cfg.gpus)
     return run_experiment(
         read_experiment(cfg.file, cfg.set), cfg.out, executor=executor, yes=cfg.yes
