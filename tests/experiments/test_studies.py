@@ -7,7 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from nlieval.experiments import plan_cells, read_experiment, run_experiment
+from nlieval.experiments.report import check_outputs
+from nlieval.ground import DataError
 
 TEXT = """\
 experiment: parts
@@ -87,3 +91,31 @@ def test_epg_from_a_contamination_block_and_skipped_outputs(
     again = run_experiment(read_experiment(path), out)
     assert not any(o.attempts for o in again.outcomes)
     assert {p.name: p.read_bytes() for p in report.iterdir()} == before
+
+
+def test_block_models_override_changes_that_block_alone(tmp_path: Path) -> None:
+    path = _file(tmp_path, "m")
+    text = path.read_text().replace("tiny: {model: m}", "tiny: {model: m}\n  other: {model: o}")
+    path.write_text(text)
+    exp = read_experiment(path, ["base.models=other"])
+    assert [e.models for e in exp.matrix] == [("other",), ("tiny",), ()]
+    with pytest.raises(DataError, match=r"^--set bsae.models=other: .*did you mean 'base'\?$"):
+        read_experiment(path, ["bsae.models=other"])
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "key"),
+    [
+        (", scores: scan}", "}", "scores"),
+        ("scores: scan}", "scores: scna}", "scores"),
+    ],
+)
+def test_a_bad_block_option_of_an_output_is_one_line(
+    tmp_path: Path, before: str, after: str, key: str
+) -> None:
+    path = _file(tmp_path, "m")
+    path.write_text(path.read_text().replace(before, after))
+    with pytest.raises(DataError) as err:
+        check_outputs(read_experiment(path))
+    assert str(err.value).startswith(f"{path}:15: field '{key}':")
+    assert "\n" not in str(err.value)
