@@ -96,7 +96,14 @@ def test_second_call_does_no_model_work_and_writes_the_same_report(
     path, out = done
     before = _report(out)
     records = {p.name: (p / "records.jsonl").read_bytes() for p in (out / "cells").iterdir()}
-    assert sorted(before) == ["index.md", "shots.png", "table.csv", "table.md", "table.tex"]
+    assert sorted(before) == [
+        "index.md",
+        "shots.pdf",
+        "shots.png",
+        "table.csv",
+        "table.md",
+        "table.tex",
+    ]
 
     def no_work(job: object) -> None:
         raise AssertionError("a done cell was run again")
@@ -114,7 +121,10 @@ def test_index_names_each_artifact_and_its_cells(done: tuple[Path, Path]) -> Non
     _, out = done
     index = (out / "report" / "index.md").read_text()
     assert "## Table 3: table (grid)" in index and "- [table.csv](table.csv)" in index
-    assert "## Figure 5: shots (figure)" in index and "- [shots.png](shots.png)" in index
+    assert (
+        "## Figure 5: shots (figure)" in index
+        and "- [shots.png](shots.png)\n- [shots.pdf](shots.pdf)" in index
+    )
     assert index.count("cells: base-tiny, base-tiny-seed1, base-tiny-seed2") == 2
     table = [x for x in (out / "report" / "table.md").read_text().splitlines() if x[:1] == "|"]
     # Rows model x k: k = 0, 1, 2 and the Average (the notes under the table aside).
@@ -195,6 +205,9 @@ def test_an_edited_cell_is_refused_in_one_line_naming_it(
     assert outcome.error is not None and "\n" not in outcome.error
     assert outcome.error.startswith("cell base-tiny: ")
     assert "balanced: False -> True" in outcome.error
+    # The advice is what to do in an experiment (run has --overwrite; experiment run not).
+    assert "--overwrite" not in outcome.error
+    assert f"remove {copy / 'cells' / 'base-tiny'} to run the cell again" in outcome.error
     assert (copy / "cells" / "base-tiny" / "records.jsonl").read_bytes() == before
 
 

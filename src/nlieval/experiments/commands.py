@@ -80,6 +80,27 @@ def _import(configs: Sequence[Any], out: Path) -> None:
     import_predictions(configs[0], out)
 
 
+def _infer_build(configs: Sequence[Any], out: Path) -> None:
+    from ..metainference import build_inferred
+
+    # The items are a function of the settings: a cell cut short writes them again whole.
+    build_inferred(dataclasses.replace(configs[0], out=str(out), overwrite=True))
+
+
+def _contamination(configs: Sequence[Any], out: Path) -> None:
+    from ..contamination import contamination_report
+    from ..runs import make_folder
+
+    make_folder(out)
+    # The scan alone: EPG is an output (it joins the scores with the run cells).
+    cfg = dataclasses.replace(configs[0], out=str(out / SCORES), run=None, plot=None)
+    contamination_report(cfg)
+
+
+#: The per-item scores in a contamination cell's folder.
+SCORES = "scores.jsonl"
+
+
 def _classes(name: str) -> tuple[type[Any], ...]:
     # Imported when a block names the command: each family loads its own libraries.
     if name == "run":
@@ -103,6 +124,14 @@ def _classes(name: str) -> tuple[type[Any], ...]:
         from ..analyses import ImportConfig
 
         return (ImportConfig,)
+    if name == "contamination":
+        from ..contamination import ContaminationConfig
+
+        return (ContaminationConfig,)
+    if name == "infer-build":
+        from ..metainference import InferBuildConfig
+
+        return (InferBuildConfig,)
     raise KeyError(name)
 
 
@@ -112,7 +141,16 @@ _EXECUTE: dict[str, Callable[[Sequence[Any], Path], None]] = {
     "train": _train,
     "generate": _generate,
     "import": _import,
+    "infer-build": _infer_build,
+    "contamination": _contamination,
 }
+
+#: The commands that take no model: a cell per matrix entry (and axis value).
+MODELLESS = ("infer-build", "contamination")
+
+#: A setting without which a block of the command makes no cell (the file leaves that
+#: part of the study out until it is given, e.g. ``--set contamination.corpus=PATH``).
+OPTIONAL_INPUT = {"contamination": ("corpus", "scores")}
 
 #: The commands a block may name.
 COMMAND_NAMES = tuple(_EXECUTE)
@@ -124,7 +162,7 @@ def command(name: str) -> Command:
     >>> command("run").classes[0].__name__
     'RunConfig'
     """
-    return Command(name, _classes(name), _EXECUTE[name])
+    return Command(name, _classes(name), _EXECUTE[name], None if name in MODELLESS else "model")
 
 
 def _fields(cls: type[Any]) -> Iterator[tuple[Field[Any], bool]]:
@@ -297,6 +335,8 @@ def build_config(
             )
         kw = dict(flat)
         for f in fields(cls):
+            if f.name == "out" and f.default is MISSING and f.default_factory is MISSING:
+                kw["out"] = "DIR"  # the cell's folder, given when the cell runs
             flag = flag_of(f)
             if (
                 f.name not in kw

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..settings import setting
+from ..settings import csv_list, setting
 from .driver import (
     Executor,
     LocalExecutor,
@@ -29,7 +29,11 @@ EXECUTORS = ("local", "slurm", "ray")
 
 
 def executor_named(
-    name: str, out: str | Path = ".", partition: str | None = None, address: str | None = None
+    name: str,
+    out: str | Path = ".",
+    partition: str | None = None,
+    address: str | None = None,
+    gpus: tuple[str, ...] = (),
 ) -> Executor:
     """The executor ``name``: ``local``, ``slurm`` (its job files under ``out/slurm``)
     or ``ray`` (the cluster at ``address``); another, or one whose engine is not
@@ -40,7 +44,7 @@ def executor_named(
     ValueError: --executor dask: not available in this version (the executors: local, slurm, ray)
     """
     if name == "local":
-        return LocalExecutor()
+        return LocalExecutor(gpus=gpus)
     if name == "slurm":
         return SlurmExecutor(Path(out) / "slurm", partition=partition)
     if name == "ray":
@@ -98,6 +102,12 @@ class ExperimentRun:
         choices=EXECUTORS,
     )
     partition: str | None = setting(None, help="with --executor slurm: the partition")
+    gpus: tuple[str, ...] = setting(
+        (),
+        help="with --executor local: GPU ids, e.g. 0,1,2,3: one worker process per GPU "
+        "(CUDA_VISIBLE_DEVICES), each running one cell at a time [one cell after another]",
+        parse=csv_list,
+    )
     address: str | None = setting(
         None, help="with --executor ray: the cluster's address, e.g. 10.0.0.1:6379 [RAY_ADDRESS]"
     )
@@ -130,8 +140,17 @@ def plan_text(cfg: ExperimentPlan) -> str:
 
 
 def run_file(cfg: ExperimentRun) -> Summary:
-    """:func:`run_experiment` of the file with its overrides."""
-    executor = executor_named(cfg.executor, cfg.out, cfg.partition, cfg.address)
+    """:func:`run_experiment` of the file with its overrides.
+
+    >>> run_file(ExperimentRun(file="e.yaml", out="x", executor="ray", gpus=("0",)))
+    Traceback (most recent call last):
+    ValueError: --gpus is for --executor local (slurm and ray place cells by each model's resources)
+    """
+    if cfg.gpus and cfg.executor != "local":
+        raise ValueError(
+            "--gpus is for --executor local (slurm and ray place cells by each model's resources)"
+        )
+    executor = executor_named(cfg.executor, cfg.out, cfg.partition, cfg.address, cfg.gpus)
     return run_experiment(
         read_experiment(cfg.file, cfg.set), cfg.out, executor=executor, yes=cfg.yes
     )

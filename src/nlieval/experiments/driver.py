@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,7 +72,8 @@ def run_cell(job: CellJob) -> None:
     from .commands import command
 
     cell = job.cell
-    command(cell.command).execute(cell.configs(), Path(job.folder))
+    folder = Path(job.folder)
+    command(cell.command).execute(cell.configs(folder.parent), folder)
 
 
 def cell_outcome(job: CellJob) -> tuple[str, str | None, bool]:
@@ -101,8 +103,30 @@ class LocalExecutor:
 
     name = "local"
 
-    def __init__(self, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self, sleep: Callable[[float], None] = time.sleep, gpus: Sequence[str] = ()
+    ) -> None:
         self.sleep = sleep
+        self.gpus = tuple(gpus)
+
+    def run_many(self, jobs: Sequence[CellJob], retries: int, backoff: float) -> list[Outcome]:
+        """The ready ``jobs``: one after another, or with ``gpus`` one worker process per
+        GPU (``CUDA_VISIBLE_DEVICES`` set to it), each running one cell at a time."""
+        if len(self.gpus) < 2 or len(jobs) < 2:
+            return [self(job, retries, backoff) for job in jobs]
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn: a fresh interpreter per worker (torch and CUDA do not survive a fork).
+        ctx = multiprocessing.get_context("spawn")
+        queue = ctx.Queue()
+        for gpu in self.gpus:
+            queue.put(gpu)
+        with ProcessPoolExecutor(
+            len(self.gpus), mp_context=ctx, initializer=_take_gpu, initargs=(queue,)
+        ) as pool:
+            futures = [pool.submit(_local_cell, job, retries, backoff) for job in jobs]
+            return [f.result() for f in futures]
 
     def __call__(self, job: CellJob, retries: int, backoff: float) -> Outcome:
         import tenacity
@@ -134,6 +158,72 @@ class LocalExecutor:
         return Outcome(job.cell.name, "done", attempts, None, self.name, str(os.getpid()))
 
 
+def submit_and_wait(
+    name: str,
+    jobs: Sequence[CellJob],
+    submit: Callable[[CellJob], tuple[Any, str]],
+    wait: Callable[[Any], tuple[str, str | None, bool]],
+    retries: int,
+    backoff: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[Outcome]:
+    """Every job submitted at once (``submit``: its handle and job id), then each waited
+    for (``wait``: done or failed, the error line, whether a refusal); the failures that
+    are not refusals are submitted again together after the back-off, ``retries`` times.
+    The outcomes are in the order of ``jobs``.
+
+    >>> from nlieval.experiments.plan import Cell
+    >>> from nlieval.experiments.spec import Resources
+    >>> cell = lambda n: Cell(n, "b", "run", None, None, (), Resources(), "e", 1, {}, ())
+    >>> tries = {"a": 0, "b": 0}
+    >>> def submit(job):
+    ...     tries[job.cell.name] += 1
+    ...     return job.cell.name, f"{job.cell.name}{tries[job.cell.name]}"
+    >>> def wait(h):  # "b" fails once, then succeeds
+    ...     failing = h == "b" and tries["b"] == 1
+    ...     return ("failed", "boom", False) if failing else ("done", None, False)
+    >>> jobs = [CellJob(cell("a"), "a"), CellJob(cell("b"), "b")]
+    >>> [(o.cell, o.state, o.attempts, o.job) for o in
+    ...  submit_and_wait("x", jobs, submit, wait, 2, 0.0, sleep=lambda s: None)]
+    [('a', 'done', 1, 'a1'), ('b', 'done', 2, 'b2')]
+    """
+    outcomes: dict[str, Outcome] = {}
+    left = list(jobs)
+    for attempt in range(retries + 1):
+        if not left:
+            break
+        if attempt:
+            sleep(backoff * 2 ** (attempt - 1))
+        handles = [(job, *submit(job)) for job in left]
+        left = []
+        for job, handle, job_id in handles:
+            state, error, refusal = wait(handle)
+            outcomes[job.cell.name] = Outcome(
+                job.cell.name, state, attempt + 1, error, name, job_id
+            )
+            if state != "done" and not refusal:
+                left.append(job)
+    return [outcomes[job.cell.name] for job in jobs]
+
+
+def _take_gpu(gpus: Any) -> None:
+    # Each worker process holds one GPU for its life: one cell at a time per GPU.
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpus.get())
+
+
+def _local_cell(job: CellJob, retries: int, backoff: float) -> Outcome:
+    outcome = LocalExecutor()(job, retries, backoff)
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    return Outcome(
+        outcome.cell,
+        outcome.state,
+        outcome.attempts,
+        outcome.error,
+        outcome.executor,
+        f"{outcome.job} gpu {gpu}",
+    )
+
+
 @dataclass(frozen=True)
 class Summary:
     """What a call of :func:`run_experiment` did: the outcome of each cell (those
@@ -151,8 +241,12 @@ class Summary:
         """One line per cell that was run or failed, and a closing count."""
         lines = []
         for o in self.outcomes:
-            if o.state == "failed":
+            if o.state == "failed" and not o.attempts:
+                lines.append(f"failed  {o.cell}: {o.error}")
+            elif o.state == "failed":
                 lines.append(f"failed  {o.cell} ({o.attempts} attempts): {o.error}")
+            elif o.state == "pending":
+                lines.append(f"pending {o.cell}")
             elif o.attempts:
                 lines.append(f"done    {o.cell}")
         ran = sum(1 for o in self.outcomes if o.attempts)
@@ -212,6 +306,53 @@ def is_done(out: Path, cell: Cell) -> bool:
     return bool(state and state.get("state") == "done" and state.get("identity") == cell.identity)
 
 
+#: The advice of a run folder's refusal, which names flags `experiment run` lacks.
+_FOLDER_ADVICE = re.compile(
+    r"(choose another --out, or )?(remove the wrong one, or )?pass --overwrite to "
+    r"(start it again|run again)|; choose another --out$"
+)
+
+
+def for_experiment(error: str, folder: Path) -> str:
+    """A cell's error line with a run folder's advice (``--out``, ``--overwrite``, which
+    ``experiment run`` has not) said as what to do in an experiment.
+
+    >>> for_experiment("x holds a run made with other settings (k: 1 -> 2); "
+    ...                "choose another --out, or pass --overwrite to start it again",
+    ...                Path("out/cells/c"))  # doctest: +NORMALIZE_WHITESPACE
+    'x holds a run made with other settings (k: 1 -> 2); remove out/cells/c to run the
+    cell again, or give the block its old settings'
+    """
+    return _FOLDER_ADVICE.sub(
+        lambda m: (
+            ("; " if m.group(0).startswith(";") else "")
+            + f"remove {folder} to run the cell again, or give the block its old settings"
+        ),
+        error,
+    )
+
+
+def waits_for(cell: Cell, states: dict[str, str]) -> Outcome | None:
+    """The outcome of ``cell`` while a cell it reads is not done (``states``: each
+    cell's state so far): ``failed`` when one failed (or waits on a failed one), else
+    ``pending``; None when all are done.
+
+    >>> from nlieval.experiments.plan import Cell
+    >>> from nlieval.experiments.spec import Resources
+    >>> c = Cell("r", "b", "run", None, None, (), Resources(), "e", 1, {}, (), needs=("i",))
+    >>> waits_for(c, {"i": "failed"}).error
+    'waits for i, which failed'
+    >>> waits_for(c, {}).state, waits_for(c, {"i": "done"})
+    ('pending', None)
+    """
+    failed = [n for n in cell.needs if states.get(n) == "failed"]
+    if failed:
+        return Outcome(cell.name, "failed", 0, f"waits for {', '.join(failed)}, which failed")
+    if any(states.get(n) != "done" for n in cell.needs):
+        return Outcome(cell.name, "pending", 0)
+    return None
+
+
 def run_experiment(
     exp: Experiment,
     out: str | Path,
@@ -238,25 +379,52 @@ def run_experiment(
         )
     executor = executor or LocalExecutor()
     write_plan(out, exp, cells)
-    outcomes = []
-    for cell in cells:
-        if is_done(out, cell):
-            outcomes.append(Outcome(cell.name, "done", 0))
-            continue
-        folder = out / CELLS / cell.name
-        make_folder(folder.parent)
-        outcome = executor(CellJob(cell, str(folder)), exp.retries, exp.backoff)
-        if outcome.state == "failed":
-            outcome = Outcome(
-                outcome.cell,
-                outcome.state,
-                outcome.attempts,
-                f"cell {cell.name}: {outcome.error}",
-                outcome.executor,
-                outcome.job,
-            )
-        _write_state(out, cell, outcome)
-        outcomes.append(outcome)
+    states: dict[str, str] = {}
+    decided: dict[str, Outcome] = {}
+    while True:
+        # A wave: every cell whose inputs are done, handed to the executor together.
+        ready: list[Cell] = []
+        for cell in cells:
+            if cell.name in states:
+                continue
+            if is_done(out, cell):
+                decided[cell.name] = Outcome(cell.name, "done", 0)
+                states[cell.name] = "done"
+                continue
+            waiting = waits_for(cell, states)
+            if waiting is None:
+                ready.append(cell)
+            elif waiting.state == "failed":
+                _write_state(out, cell, waiting)  # status shows which input failed
+                decided[cell.name] = waiting
+                states[cell.name] = "failed"
+        if not ready:
+            break
+        jobs = []
+        for cell in ready:
+            folder = out / CELLS / cell.name
+            make_folder(folder.parent)
+            jobs.append(CellJob(cell, str(folder)))
+        many = getattr(executor, "run_many", None)
+        results = (
+            many(jobs, exp.retries, exp.backoff)
+            if many is not None
+            else [executor(job, exp.retries, exp.backoff) for job in jobs]
+        )
+        for cell, job, outcome in zip(ready, jobs, results, strict=True):
+            if outcome.state == "failed":
+                outcome = Outcome(
+                    outcome.cell,
+                    outcome.state,
+                    outcome.attempts,
+                    f"cell {cell.name}: {for_experiment(outcome.error or '', Path(job.folder))}",
+                    outcome.executor,
+                    outcome.job,
+                )
+            _write_state(out, cell, outcome)
+            decided[cell.name] = outcome
+            states[cell.name] = outcome.state
+    outcomes = [decided.get(c.name, Outcome(c.name, "pending", 0)) for c in cells]
     files: tuple[str, ...] = ()
     if report:
         done = {o.cell for o in outcomes if o.state == "done"}

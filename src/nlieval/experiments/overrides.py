@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..ground import DataError, read_small_text
 from .commands import setting_keys, takes
+from .plan import AXIS_FIELDS
 from .spec import AXES, MAX_BYTES, Experiment, Setting, parse_experiment, suggest
 
 
@@ -23,7 +24,8 @@ def read_experiment(path: str | Path, overrides: Sequence[str] = ()) -> Experime
 def apply_overrides(exp: Experiment, overrides: Sequence[str]) -> Experiment:
     """``exp`` with each ``KEY=VALUE`` of ``overrides`` applied: ``models=a,b`` (and
     ``tasks``, ``shots``, ``seeds``, ``checkpoints``) replaces that axis in every matrix
-    entry (the models must be named in ``models``); ``BLOCK.KEY=VALUE`` sets one block's
+    entry (the models must be named in ``models``); ``BLOCK.models=a,b`` replaces the
+    models of that block's entries alone; ``BLOCK.KEY=VALUE`` sets one block's
     setting; any other ``KEY=VALUE`` sets it in every block (its text is read as the
     command-line flag of that setting would read it).
 
@@ -35,6 +37,8 @@ def apply_overrides(exp: Experiment, overrides: Sequence[str]) -> Experiment:
     >>> exp = apply_overrides(exp, ["models=b", "limit=5"])
     >>> exp.matrix[0].models, exp.block("base").value("limit")
     (('b',), '5')
+    >>> apply_overrides(exp, ["base.models=a"]).matrix[0].models
+    ('a',)
     >>> apply_overrides(exp, ["modles=a"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     nlieval.ground.errors.DataError: --set modles=a: ...; did you mean 'models'?
@@ -45,9 +49,35 @@ def apply_overrides(exp: Experiment, overrides: Sequence[str]) -> Experiment:
         if not sep or not key:
             raise DataError("--set", None, None, f"expected KEY=VALUE, got {text!r}")
         src = f"--set {text}"
-        if key in AXES:
+        block_name, dot, setting_key = key.rpartition(".")
+        if (
+            dot
+            and setting_key in AXES[1:]
+            and any(e.block == block_name and setting_key in dict(e.axes) for e in exp.matrix)
+        ):
+            # The block's entries give this axis: the override replaces it there.
             values = tuple(v.strip() for v in value.split(",") if v.strip())
-            if key == "models":
+            exp = replace(
+                exp,
+                matrix=tuple(
+                    replace(
+                        e,
+                        axes=tuple((a, values if a == setting_key else v) for a, v in e.axes),
+                    )
+                    if e.block == block_name
+                    else e
+                    for e in exp.matrix
+                ),
+            )
+            continue
+        if key in AXES or (dot and setting_key == "models"):
+            values = tuple(v.strip() for v in value.split(",") if v.strip())
+            if key == "models" or dot:
+                names = [b.name for b in exp.blocks]
+                if dot and block_name not in names:
+                    raise DataError(
+                        src, None, key, f"no block {block_name!r}{suggest(block_name, names)}"
+                    )
                 known = [m.name for m in exp.models]
                 for m in values:
                     if m not in known:
@@ -58,17 +88,26 @@ def apply_overrides(exp: Experiment, overrides: Sequence[str]) -> Experiment:
                             f"no model {m!r} in {exp.source}'s models{suggest(m, known)} "
                             f"(the models: {', '.join(known) or 'none'})",
                         )
-                exp = replace(exp, matrix=tuple(replace(e, models=values) for e in exp.matrix))
+                exp = replace(
+                    exp,
+                    matrix=tuple(
+                        replace(e, models=values) if not dot or e.block == block_name else e
+                        for e in exp.matrix
+                    ),
+                )
             else:
+                # Only where the block's command has the axis (a scan has no shots).
+                commands = {b.name: b.command for b in exp.blocks}
                 exp = replace(
                     exp,
                     matrix=tuple(
                         replace(e, axes=(*[a for a in e.axes if a[0] != key], (key, values)))
+                        if any(takes(commands.get(e.block, ""), f) for f in AXIS_FIELDS[key])
+                        else e
                         for e in exp.matrix
                     ),
                 )
             continue
-        block_name, dot, setting_key = key.rpartition(".")
         setting = Setting(setting_key, value, src, None)
         if dot:
             names = [b.name for b in exp.blocks]

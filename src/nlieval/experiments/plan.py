@@ -65,6 +65,9 @@ class Cell:
     argv: tuple[str, ...]
     records: int | None = None
     words: int | None = None
+    #: the cells whose folders this one reads (``{cells:BLOCK}`` in its settings): it
+    #: runs after them, and not at all when one of them failed
+    needs: tuple[str, ...] = ()
 
     @property
     def identity(self) -> str:
@@ -73,10 +76,14 @@ class Cell:
         text = json.dumps(self.config, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def configs(self) -> tuple[Any, ...]:
+    def configs(self, cells_dir: str | Path | None = None) -> tuple[Any, ...]:
         """The command's settings classes of this cell, built again (they are not kept:
-        a cell travels to an executor as plain data)."""
-        return build_config(self.command, self.model, self.settings, self.source, self.line)
+        a cell travels to an executor as plain data); ``cells_dir``: the folder of the
+        cells, where a setting's ``{cell:NAME}`` points (None: left as written)."""
+        settings = self.settings
+        if cells_dir is not None:
+            settings = tuple(_located(s, Path(cells_dir)) for s in settings)
+        return build_config(self.command, self.model, settings, self.source, self.line)
 
     def to_dict(self) -> dict[str, Any]:
         """The cell as ``experiment.json`` keeps it."""
@@ -90,12 +97,112 @@ class Cell:
             "argv": list(self.argv),
             "records": self.records,
             "words": self.words,
+            "needs": list(self.needs),
             "resources": {
                 "gpus": self.resources.gpus,
                 "memory": self.resources.memory,
                 "time": self.resources.time,
             },
         }
+
+
+#: A block's setting that names another block's folders: ``{cells:BLOCK}`` (in a cell,
+#: ``{cell:NAME}``, NAME the one cell of BLOCK it reads).
+REFERENCE = re.compile(r"\{cells:([^{}]*)\}")
+_LOCATED = re.compile(r"\{cell:([^{}]*)\}")
+
+
+def _texts(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
+
+
+def references(settings: Sequence[Setting]) -> list[tuple[Setting, str]]:
+    """Each ``{cells:BLOCK}`` in ``settings``, with its setting.
+
+    >>> references([Setting("tasks", ["{cells:items}/task.yaml"], "e.yaml", 4)])[0][1]
+    'items'
+    """
+    return [(s, m) for s in settings for t in _texts(s.value) for m in REFERENCE.findall(t)]
+
+
+def _map_texts(value: Any, fn: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [fn(str(v)) if isinstance(v, str) else v for v in value]
+    return fn(value) if isinstance(value, str) else value
+
+
+def _located(s: Setting, cells_dir: Path) -> Setting:
+    def fn(text: str) -> str:
+        return _LOCATED.sub(lambda m: str(cells_dir / m.group(1)), text)
+
+    return Setting(s.key, _map_texts(s.value, fn), s.source, s.line)
+
+
+def _resolve(
+    settings: list[Setting], model: str | None, planned: dict[str, list[Cell]], blocks: Any
+) -> tuple[list[Setting], tuple[str, ...]]:
+    """``settings`` with each ``{cells:BLOCK}`` made ``{cell:NAME}``: the cell of BLOCK
+    of the same model, or BLOCK's one cell; and the names of those cells."""
+    needs: list[str] = []
+    out = []
+    for s in settings:
+
+        def fn(text: str, s: Setting = s) -> str:
+            def one(m: re.Match[str]) -> str:
+                block = m.group(1)
+                if block not in planned:
+                    raise s.error(
+                        f"{{cells:{block}}} names no block the matrix runs{suggest(block, blocks)}"
+                    )
+                cells = planned[block]
+                same = [c for c in cells if c.model_name is not None and c.model_name == model]
+                found = same if same else cells
+                if len(found) != 1:
+                    raise s.error(
+                        f"{{cells:{block}}} is ambiguous: block {block} has {len(found)} cells "
+                        f"({', '.join(c.name for c in found)}) and none of model {model}"
+                    )
+                if found[0].name not in needs:
+                    needs.append(found[0].name)
+                return f"{{cell:{found[0].name}}}"
+
+            return REFERENCE.sub(one, text)
+
+        out.append(Setting(s.key, _map_texts(s.value, fn), s.source, s.line))
+    return out, tuple(needs)
+
+
+def _has_input(b: Any) -> bool:
+    from .commands import OPTIONAL_INPUT
+
+    keys = OPTIONAL_INPUT.get(b.command)
+    return keys is None or any(b.value(k) not in (None, "", [], ()) for k in keys)
+
+
+def _ordered(exp: Experiment) -> list[MatrixEntry]:
+    """The matrix entries, each after those of the blocks its settings name (a cycle is
+    one error naming the entry's line)."""
+    blocks = {b.name: b for b in exp.blocks}
+    left = list(exp.matrix)
+    order: list[MatrixEntry] = []
+    while left:
+        waiting = {e.block for e in left}
+        ready = [
+            e
+            for e in left
+            if not ({b for _, b in references(blocks[e.block].settings)} & (waiting - {e.block}))
+        ]
+        if not ready:
+            e = left[0]
+            raise DataError(
+                exp.source,
+                e.line,
+                "matrix",
+                f"block {e.block} waits for itself through {{cells:...}} references (a cycle)",
+            )
+        order += ready
+        left = [e for e in left if e not in ready]
+    return order
 
 
 def _slug(value: Any) -> str:
@@ -207,7 +314,8 @@ def plan_cells(exp: Experiment, *, estimate: bool = True) -> list[Cell]:
             ) from None
     cells: list[Cell] = []
     seen: dict[str, int | None] = {}
-    for e in exp.matrix:
+    planned: dict[str, list[Cell]] = {}
+    for e in _ordered(exp):
         b = blocks[e.block]
         axes = dict(e.axes)
         axis_settings: list[tuple[str, str, tuple[Any, ...], int | None]] = []
@@ -222,6 +330,8 @@ def plan_cells(exp: Experiment, *, estimate: bool = True) -> list[Cell]:
         for axis, field, values, _ in axis_settings:
             if field in ("task", "seed") and axis not in e.each:
                 splits.append((axis, field, values))  # a singular setting: one cell each
+        if any(not values for _, values in e.axes) or not _has_input(b):
+            continue  # an axis given as [] (or a missing input) leaves the entry out
         command_ = command(b.command)
         models: list[ModelEntry | None] = (
             [exp.model(m) for m in e.models] if command_.model_field else []
@@ -259,13 +369,15 @@ def plan_cells(exp: Experiment, *, estimate: bool = True) -> list[Cell]:
                         "two cells in one folder would mix their records",
                     )
                 seen[name] = e.line
+                settings, needs = _resolve(settings, m.name if m else None, planned, blocks)
                 for s in settings:
-                    if s.key in ("tasks", "task"):
+                    if s.key in ("tasks", "task") and not needs:
                         _check_tasks(s)
-                cell = _cell(exp, name, b.name, b.command, m, settings, e)
-                if estimate and b.command == "run":
+                cell = _cell(exp, name, b.name, b.command, m, settings, e, needs)
+                if estimate and b.command == "run" and not needs:
                     cell = _estimated(cell)
                 cells.append(cell)
+                planned.setdefault(b.name, []).append(cell)
     return cells
 
 
@@ -277,6 +389,7 @@ def _cell(
     m: ModelEntry | None,
     settings: list[Setting],
     e: MatrixEntry,
+    needs: tuple[str, ...] = (),
 ) -> Cell:
     model = m.model if m is not None else None
     configs = build_config(cmd, model, settings, exp.source, e.line)
@@ -296,6 +409,7 @@ def _cell(
         e.line,
         config,
         _argv(cmd, model, settings, command(cmd).model_field),
+        needs=needs,
     )
 
 
@@ -303,7 +417,7 @@ def _argv(
     cmd: str, model: str | None, settings: Sequence[Setting], model_field: str | None
 ) -> tuple[str, ...]:
     known = setting_fields(cmd)
-    argv = ["nlieval", cmd]
+    argv = ["nlieval", *cmd.split("-", 1)] if cmd.startswith("infer-") else ["nlieval", cmd]
     if model is not None and model_field is not None:
         argv += ["--model", model]
     for s in settings:
@@ -332,7 +446,7 @@ def _argv(
             else str(s.value)
         )
         argv += [name, value]
-    return tuple(argv)
+    return tuple(_LOCATED.sub(lambda m: f"DIR/cells/{m.group(1)}", a) for a in argv)
 
 
 def _estimated(cell: Cell) -> Cell:

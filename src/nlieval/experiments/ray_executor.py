@@ -10,10 +10,10 @@ again after the back-off, as with every executor.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from .driver import CellJob, Outcome, cell_outcome
+from .driver import CellJob, Outcome, cell_outcome, submit_and_wait
 
 #: How many times Ray runs a task again whose worker or node died.
 NODE_RETRIES = 3
@@ -44,6 +44,27 @@ class RayExecutor:
                 line = " ".join(str(err).split())
                 raise ValueError(f"--executor ray: no Ray cluster at {address}: {line}") from None
         self.sleep = sleep
+
+    def _submit(self, job: CellJob) -> tuple[Any, str]:
+        task = self.ray.remote(
+            num_gpus=job.cell.resources.gpus, max_retries=NODE_RETRIES, retry_exceptions=False
+        )(cell_outcome)
+        ref = task.remote(job)
+        return ref, ref.task_id().hex()
+
+    def _wait(self, ref: Any) -> tuple[str, str | None, bool]:
+        try:
+            result: tuple[str, str | None, bool] = self.ray.get(ref)
+        except Exception as err:  # noqa: BLE001 - a task Ray gave up on, in one line
+            lines = str(err).strip().splitlines()
+            return "failed", f"Ray task: {lines[-1] if lines else err}", False
+        return result
+
+    def run_many(self, jobs: Sequence[CellJob], retries: int, backoff: float) -> list[Outcome]:
+        """Every ready cell launched as a Ray task at once, then each waited for."""
+        return submit_and_wait(
+            self.name, jobs, self._submit, self._wait, retries, backoff, self.sleep
+        )
 
     def __call__(self, job: CellJob, retries: int, backoff: float) -> Outcome:
         task = self.ray.remote(

@@ -86,6 +86,30 @@ def _sci() -> type[Any]:
     return SciReportConfig
 
 
+def _infer_report() -> type[Any]:
+    from ..metainference import InferReportConfig
+
+    return InferReportConfig
+
+
+#: The options of an output that name blocks (their cells' folders), by kind: an
+#: ``infer-report`` reads the inferred items of its ``items`` block's one cell and the
+#: source items' run of the same model in its ``sources`` block.
+BLOCK_OPTIONS = {"infer-report": ("items", "sources"), "epg": ("scores",)}
+
+
+def _epg() -> type[Any]:
+    from ..contamination import ContaminationConfig
+
+    return ContaminationConfig
+
+
+#: Why an output is not written when a block it reads makes no cell.
+LEFT_OUT = (
+    "{} makes no cell in this experiment (an axis given as [], or its input, such as a "
+    "corpus, not given: see the file's comments)"
+)
+
 #: The kinds of output, by name.
 KINDS: dict[str, Kind] = {
     k.name: k
@@ -98,6 +122,18 @@ KINDS: dict[str, Kind] = {
         Kind("chaosnli", _chaosnli, ("runs", "out", "human_js")),
         Kind("dynamics", _dynamics, ("run", "plot", "entropy_plot", "human_js")),
         Kind("sci-report", _sci, ("runs", "plot_dir", "json")),
+        Kind("infer-report", _infer_report, ("run", "items", "source_run", "format")),
+        Kind(
+            "epg",
+            _epg,
+            # An epg output reads the scores of its `scores` block: the scan's own settings
+            # are that block's.
+            (
+                *("corpus", "tasks", "n", "tokenizer", "text_field", "fmt", "workers", "ray"),
+                *("shard_mb", "out", "scores", "run", "plot", "limit", "sample", "split"),
+                *("sample_seed", "balanced_limit", "data_dir"),
+            ),
+        ),
     )
 }
 
@@ -122,6 +158,12 @@ def output_options(exp: Experiment, out: Output) -> dict[str, Any]:
     known = option_fields(kind)
     values: dict[str, Any] = {}
     for s in out.options:
+        if s.key in BLOCK_OPTIONS.get(out.kind, ()):
+            names = [b.name for b in exp.blocks]
+            if s.value not in names:
+                raise s.error(f"no block {s.value!r}{suggest(str(s.value), names)}")
+            values[s.key] = s.value
+            continue
         if out.kind == "figure" and s.key == "figure":
             from ..reports import FIGURES
 
@@ -131,7 +173,7 @@ def output_options(exp: Experiment, out: Output) -> dict[str, Any]:
             continue
         f = known.get(s.key)
         if f is None:
-            extra = ["figure"] if out.kind == "figure" else []
+            extra = ["figure"] if out.kind == "figure" else list(BLOCK_OPTIONS.get(out.kind, ()))
             raise s.error(
                 f"not an option of output kind {out.kind}{suggest(s.key, [*known, *extra])}"
             )
@@ -142,6 +184,14 @@ def output_options(exp: Experiment, out: Output) -> dict[str, Any]:
             out.line,
             "figure",
             "a figure output names its figure (figure: shots, size or dynamics)",
+        )
+    if out.kind == "epg" and "scores" not in values:
+        raise DataError(
+            exp.source, out.line, "scores", "an epg output names its contamination block"
+        )
+    if out.kind == "infer-report" and "items" not in values:
+        raise DataError(
+            exp.source, out.line, "items", "an infer-report output names its items block"
         )
     return values
 
@@ -179,11 +229,19 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
         ready = [c for c in own if c.name in done]
         missing = [c.name for c in own if c.name not in done]
         if not ready:
-            waiting = ", ".join(missing) or "cells (its blocks have none)"
-            index += [f"not written: waiting for {waiting}", ""]
+            why = (
+                f"waiting for {', '.join(missing)}"
+                if missing
+                else f"skipped: {LEFT_OUT.format(', '.join(out.blocks))}"
+            )
+            index += [f"not written: {why}", ""]
             continue
         runs = tuple(str(folder / "cells" / c.name) for c in ready)
-        files, notes = _write_output(exp, out, runs, report)
+        inputs = _block_inputs(exp, out, cells, done)
+        if isinstance(inputs, str):
+            index += [f"not written: {inputs}", ""]
+            continue
+        files, notes = _write_output(exp, out, runs, report, inputs, ready)
         written += [str(Path(REPORT) / f) for f in files]
         index += [f"- [{f}]({f})" for f in files]
         index += [f"- {n}" for n in notes]
@@ -197,12 +255,35 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
     return written
 
 
+def _block_inputs(
+    exp: Experiment, out: Output, cells: Sequence[Cell], done: set[str]
+) -> dict[str, list[Cell]] | str:
+    """The done cells of each block an option of ``out`` names, or the names of those
+    not done (the output waits for them)."""
+    opts = {s.key: str(s.value) for s in out.options}
+    found: dict[str, list[Cell]] = {}
+    missing: list[str] = []
+    for key in BLOCK_OPTIONS.get(out.kind, ()):
+        if key in opts:
+            own = [c for c in cells if c.block == opts[key]]
+            if not own:
+                return f"skipped: {LEFT_OUT.format(opts[key])}"
+            missing += [c.name for c in own if c.name not in done]
+            found[key] = [c for c in own if c.name in done]
+    return f"waiting for {', '.join(missing)}" if missing else found
+
+
 def _write(path: Path, text: str) -> None:
     atomic_write(path, text if text.endswith("\n") else text + "\n")
 
 
 def _write_output(
-    exp: Experiment, out: Output, runs: tuple[str, ...], report: Path
+    exp: Experiment,
+    out: Output,
+    runs: tuple[str, ...],
+    report: Path,
+    inputs: dict[str, list[Cell]] | None = None,
+    ready: Sequence[Cell] = (),
 ) -> tuple[list[str], list[str]]:
     opts = output_options(exp, out)
     name = out.name
@@ -222,9 +303,11 @@ def _write_output(
         from ..reports import FigureConfig, figure_from
 
         kind = opts.pop("figure")
-        figure_from(FigureConfig(kind=kind, runs=runs, out=str(report / f"{name}.png"), **opts))
-        files.append(f"{name}.png")
-        notes.append("PDF: not written (the figure code writes PNG only)")
+        for ext in ("png", "pdf"):
+            figure_from(
+                FigureConfig(kind=kind, runs=runs, out=str(report / f"{name}.{ext}"), **opts)
+            )
+            files.append(f"{name}.{ext}")
     elif out.kind == "compare":
         from ..analyses import comparison_table
         from ..reports import CompareConfig, compare_report
@@ -297,6 +380,27 @@ def _write_output(
             files.append(f"{name}-{cell}.md")
             files += [str(Path(p).relative_to(report)) for p in result["written"]]
             notes += list(result["skipped"])
+    elif out.kind == "epg":
+        from ..contamination import ContaminationConfig, contamination_report, format_epg
+        from .commands import SCORES
+
+        scans = (inputs or {}).get("scores", [])
+        if len(scans) != 1:
+            notes.append(f"block {opts['scores']} has {len(scans)} cells, not 1: no EPG")
+        else:
+            scores = str(report.parent / "cells" / scans[0].name / SCORES)
+            kw = {k: v for k, v in opts.items() if k != "scores"}
+            for ext in ("png", "pdf"):
+                got = contamination_report(
+                    ContaminationConfig(
+                        scores=scores, run=runs, plot=str(report / f"{name}.{ext}"), **kw
+                    )
+                )
+                files.append(f"{name}.{ext}")
+            _write(report / f"{name}.md", format_epg(got["epg"]))
+            files.insert(0, f"{name}.md")
+    elif out.kind == "infer-report":
+        files, notes = _infer_report_files(exp, out, opts, inputs or {}, ready, report)
     elif out.kind == "sci-report":
         from ..sci import SciReportConfig, sci_report
 
@@ -311,4 +415,50 @@ def _write_output(
             _write(report / f"{name}.md", sci["text"])
             files += [f"{name}.md", f"{name}.json"]
             files += [str(Path(p).relative_to(report)) for p in sci["plots"]]
+    return files, notes
+
+
+def _infer_report_files(
+    exp: Experiment,
+    out: Output,
+    opts: dict[str, Any],
+    inputs: dict[str, list[Cell]],
+    ready: Sequence[Cell],
+    report: Path,
+) -> tuple[list[str], list[str]]:
+    from ..ground import as_format
+    from ..metainference import InferReportConfig, inferred, inferred_consistency, logic
+
+    cells_dir = report.parent / "cells"
+    items = inputs.get("items", [])
+    if len(items) != 1:
+        raise DataError(
+            exp.source, out.line, "items", f"block {opts['items']} has {len(items)} cells, not 1"
+        )
+    kw = {k: v for k, v in opts.items() if k not in ("items", "sources")}
+    files: list[str] = []
+    notes: list[str] = []
+    for cell in ready:
+        source = [c for c in inputs.get("sources", []) if c.model_name == cell.model_name]
+        cfg = InferReportConfig(
+            run=str(cells_dir / cell.name),
+            items=str(cells_dir / items[0].name),
+            source_run=str(cells_dir / source[0].name) if source else None,
+            **kw,
+        )
+        got = inferred_consistency(cfg)
+        text = inferred.format_report(got["rows"]).rstrip("\n")
+        text += "\n\n" + logic.frames_note(got["readings"])
+        stem = f"{out.name}-{cell.name}"
+        for fmt, ext in (("md", "md"), ("latex", "tex")):
+            _write(report / f"{stem}.{ext}", as_format(text, fmt))
+            files.append(f"{stem}.{ext}")
+        frames = {r.name: r.frames for r in got["readings"].values()}
+        rows = [{**row, "frames": frames} for row in got["rows"]]
+        _write(report / f"{stem}.json", json.dumps(rows, indent=2, sort_keys=True, default=str))
+        files.append(f"{stem}.json")
+        if "sources" in opts and not source:
+            notes.append(
+                f"{cell.name}: no cell of block {opts['sources']} of its model: unfiltered only"
+            )
     return files, notes

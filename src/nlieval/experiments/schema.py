@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from .commands import COMMAND_NAMES, json_type, setting_fields
-from .report import KINDS, option_fields
+from .report import BLOCK_OPTIONS, KINDS, option_fields
 from .spec import AXES
 
 _LIST = {
@@ -46,6 +46,8 @@ def _output(name: str) -> dict[str, Any]:
         from ..reports import FIGURES
 
         props["figure"] = {"enum": list(FIGURES)}
+    for key in BLOCK_OPTIONS.get(name, ()):
+        props[key] = {"type": "string", "description": "the name of a block"}
     for key, f in option_fields(KINDS[name]).items():
         props[key] = json_type(f)
     return {

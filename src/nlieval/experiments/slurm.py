@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .driver import CellJob, Outcome, cell_outcome
+from .driver import CellJob, Outcome, cell_outcome, submit_and_wait
 from .spec import Resources
 
 #: How long a cell's job may wait in the queue and run when its model declares no time.
@@ -121,6 +121,20 @@ class SlurmExecutor:
             if refusal:
                 return Outcome(job.cell.name, "failed", attempt + 1, error, self.name, job_id)
         return Outcome(job.cell.name, "failed", retries + 1, error, self.name, job_id)
+
+    def _submit(self, job: CellJob) -> tuple[Any, str]:
+        executor = self.submitit.AutoExecutor(folder=self.folder / job.cell.name, cluster="slurm")
+        executor.update_parameters(
+            name=f"nlieval-{job.cell.name}", **parameters(job.cell.resources, self.partition)
+        )
+        submitted = executor.submit(cell_outcome, job)
+        return submitted, str(submitted.job_id)
+
+    def run_many(self, jobs: Sequence[CellJob], retries: int, backoff: float) -> list[Outcome]:
+        """Every ready cell submitted as its own Slurm job at once, then each waited for."""
+        return submit_and_wait(
+            self.name, jobs, self._submit, self._wait, retries, backoff, self.sleep
+        )
 
     def _wait(self, submitted: Any) -> tuple[str, str | None, bool]:
         # No accounting database is needed: a job that has left the queue without a

@@ -1,0 +1,48 @@
+"""``--gpus 0,1``: the ready cells run in worker processes, one per GPU id (here fake
+ids on a CPU model), and give the records of the sequential run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nlieval.experiments import LocalExecutor, read_experiment, run_experiment
+from nlieval.experiments.driver import read_state
+
+TEXT = """\
+experiment: par
+backoff: 0
+models:
+  tiny: {model: MODEL}
+blocks:
+  base: {command: run, tasks: [smoke], limit: 3, shots: [0, 1]}
+matrix:
+  - {block: base, models: [tiny], seeds: [0, 1, 2], each: [seeds]}
+outputs:
+  table: {kind: grid, blocks: [base], rows: [model, k]}
+"""
+
+
+def _records(cells: Path) -> dict[tuple[str, str, int, int], tuple[str, list[float]]]:
+    out = {}
+    for folder in sorted(cells.iterdir()):
+        for line in (folder / "records.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            out[(folder.name, r["item_id"], r["k"], r["seed"])] = (r["pred"], r["loglik"])
+    return out
+
+
+def test_one_worker_per_gpu_gives_the_records_of_the_sequential_run(
+    tmp_path: Path, tiny_llama: Path
+) -> None:
+    path = tmp_path / "e.yaml"
+    path.write_text(TEXT.replace("MODEL", str(tiny_llama)))
+    seq, par = tmp_path / "seq", tmp_path / "par"
+    assert not run_experiment(read_experiment(path), seq).failed
+    summary = run_experiment(read_experiment(path), par, executor=LocalExecutor(gpus=("0", "1")))
+    assert not summary.failed
+    got, want = _records(par / "cells"), _records(seq / "cells")
+    assert len(want) == 3 * 2 * 3 and got == want  # 3 cells x k 0, 1 x 3 items
+    gpus = {str(read_state(par, f"base-tiny-seed{s}")["job"]).split(" gpu ")[1] for s in range(3)}
+    assert gpus <= {"0", "1"} and gpus
+    assert (par / "report/table.md").read_bytes() == (seq / "report/table.md").read_bytes()

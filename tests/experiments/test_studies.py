@@ -1,0 +1,121 @@
+"""The parts of a study a file leaves out until given (an axis given as [], a scan
+without a corpus), the ``contamination`` block and the ``epg`` output, and the
+overrides a study's file is run with on a laptop (one block's models or axis)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nlieval.experiments import plan_cells, read_experiment, run_experiment
+from nlieval.experiments.report import check_outputs
+from nlieval.ground import DataError
+
+TEXT = """\
+experiment: parts
+backoff: 0
+models:
+  tiny: {model: MODEL}
+blocks:
+  base: {command: run, tasks: [smoke], limit: 6, shots: [0]}
+  series: {command: run, tasks: [smoke], limit: 2, shots: [0]}
+  scan: {command: contamination, tasks: [smoke], limit: 6, corpus: CORPUS}
+matrix:
+  - {block: base, models: [tiny]}
+  - {block: series, models: [tiny], checkpoints: []}
+  - {block: scan}
+outputs:
+  dyn: {kind: dynamics, label: Figure 9, blocks: [series]}
+  epg: {kind: epg, label: Figure 7, blocks: [base], scores: scan}
+"""
+
+
+def _file(folder: Path, model: str, corpus: str = "[]") -> Path:
+    path = folder / "e.yaml"
+    path.write_text(TEXT.replace("MODEL", model).replace("CORPUS", corpus))
+    return path
+
+
+def test_an_empty_axis_or_a_scan_without_corpus_makes_no_cell(tmp_path: Path) -> None:
+    path = _file(tmp_path, "m")
+    assert [c.name for c in plan_cells(read_experiment(path), estimate=False)] == ["base-tiny"]
+    given = read_experiment(path, ["series.checkpoints=a,b", "scan.corpus=c.txt"])
+    cells = {c.name: c for c in plan_cells(given, estimate=False)}
+    assert sorted(cells) == ["base-tiny", "scan", "series-tiny"]
+    assert cells["series-tiny"].config["checkpoints"] == ["a", "b"]
+    # A global axis override leaves out the blocks whose command lacks the axis.
+    shots = read_experiment(path, ["shots=0,1", "scan.corpus=c.txt"])
+    assert {c.name for c in plan_cells(shots, estimate=False)} == {"base-tiny", "scan"}
+
+
+def test_epg_from_a_contamination_block_and_skipped_outputs(
+    tmp_path: Path, tiny_llama: Path
+) -> None:
+    items = [
+        json.loads(line)
+        for line in (Path(__file__).parents[2] / "src/nlieval/resources/smoke.jsonl")
+        .read_text()
+        .splitlines()[:6]
+    ]
+    corpus = tmp_path / "corpus.txt"
+    # Two of the six items appear whole in the corpus.
+    corpus.write_text("".join(f"{it['sentence1']} {it['sentence2']}\n" for it in items[:2]))
+    path = _file(tmp_path, str(tiny_llama), str(corpus))
+    out = tmp_path / "out"
+    summary = run_experiment(read_experiment(path), out)
+    assert not summary.failed
+    report = out / "report"
+    for name in ("epg.md", "epg.png", "epg.pdf"):
+        assert (report / name).stat().st_size > 0
+    index = (report / "index.md").read_text()
+    assert "## Figure 9: dyn (dynamics)\n\nnot written: skipped: series makes no cell" in index
+    # EPG at t = 0.5 by hand: accuracy on all items minus on those scoring <= 0.5.
+    scores = {
+        json.loads(line)["item_id"]: json.loads(line)["score"]
+        for line in (out / "cells/scan/scores.jsonl").read_text().splitlines()
+    }
+    records = [
+        json.loads(line)
+        for line in (out / "cells/base-tiny/records.jsonl").read_text().splitlines()
+    ]
+    right = {r["item_id"]: r["pred"] == r["gold"] for r in records}
+    clean = [i for i in right if scores[i] <= 0.5]
+    assert len(clean) == 4
+    epg = sum(right.values()) / 6 - sum(right[i] for i in clean) / 4
+    row = next(line for line in (report / "epg.md").read_text().splitlines() if "| 0.5 |" in line)
+    assert row.split("|")[-2].strip() == f"{epg:+.4f}"
+    # A second call: the same report, byte for byte (the PDF included).
+    before = {p.name: p.read_bytes() for p in report.iterdir()}
+    again = run_experiment(read_experiment(path), out)
+    assert not any(o.attempts for o in again.outcomes)
+    assert {p.name: p.read_bytes() for p in report.iterdir()} == before
+
+
+def test_block_models_override_changes_that_block_alone(tmp_path: Path) -> None:
+    path = _file(tmp_path, "m")
+    text = path.read_text().replace("tiny: {model: m}", "tiny: {model: m}\n  other: {model: o}")
+    path.write_text(text)
+    exp = read_experiment(path, ["base.models=other"])
+    assert [e.models for e in exp.matrix] == [("other",), ("tiny",), ()]
+    with pytest.raises(DataError, match=r"^--set bsae.models=other: .*did you mean 'base'\?$"):
+        read_experiment(path, ["bsae.models=other"])
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "key"),
+    [
+        (", scores: scan}", "}", "scores"),
+        ("scores: scan}", "scores: scna}", "scores"),
+    ],
+)
+def test_a_bad_block_option_of_an_output_is_one_line(
+    tmp_path: Path, before: str, after: str, key: str
+) -> None:
+    path = _file(tmp_path, "m")
+    path.write_text(path.read_text().replace(before, after))
+    with pytest.raises(DataError) as err:
+        check_outputs(read_experiment(path))
+    assert str(err.value).startswith(f"{path}:15: field '{key}':")
+    assert "\n" not in str(err.value)
