@@ -533,6 +533,7 @@ def figure_report(
     axis: str = "training tokens",
     width: float | None = None,
     names: Sequence[tuple[str, str]] = (),
+    palette: Iterable[str] | None = None,
 ) -> Path:
     """One figure across the models of ``folders`` (recomputed from their records), in
     the format of ``path``'s extension, ``width`` inches wide (the text width if None):
@@ -545,6 +546,9 @@ def figure_report(
       one panel (positions from the checkpoint names by ``pattern`` times ``scale``, or
       the ``positions`` table; ``js_distance`` needs ChaosNLI records).
 
+    ``palette`` holds the model names of every figure of the call (an experiment's
+    report): a model's colour and marker are then the same in all of them
+    (:func:`nlieval.plotting.styles`).
     ``names`` (``--name [RUN=]NAME`` pairs) name the series instead of the model paths
     (a checkpoint run of one model is named by its folder without them). Each of
     ``baselines`` is a run folder drawn as one line per system at the figure's own
@@ -556,7 +560,7 @@ def figure_report(
     for f in baselines:
         lines.update(_levels(f, metric if kind == "dynamics" else "accuracy"))
     if kind == "shots":
-        return plot_accuracy_vs_shots(summarize(records), path, lines, width=width)
+        return plot_accuracy_vs_shots(summarize(records), path, lines, width=width, names=palette)
     if kind == "size":
         rows = summarize(records)
         if sizes is None:
@@ -570,7 +574,7 @@ def figure_report(
             }
         else:  # a size given for the model as recorded holds for its new name too
             sizes = {**sizes, **{n: sizes[m] for m, n in renamed.items() if m in sizes}}
-        return plot_accuracy_vs_size(rows, sizes, path, lines, width=width)
+        return plot_accuracy_vs_size(rows, sizes, path, lines, width=width, names=palette)
     if kind == "dynamics":
         rows = _metric_rows(records, metric)
         ckpts = sorted({str(r["checkpoint"]) for r in rows if r.get("checkpoint")})
@@ -581,7 +585,14 @@ def figure_report(
         else:
             positions = _match_positions(ckpts, positions)
         return plot_dynamics(
-            rows, positions, path, metric=metric, axis=axis, lines=lines, width=width
+            rows,
+            positions,
+            path,
+            metric=metric,
+            axis=axis,
+            lines=lines,
+            width=width,
+            names=palette,
         )
     raise ValueError(f"unknown figure {kind!r}: shots, size or dynamics")
 
@@ -906,9 +917,10 @@ def _positions(path: str) -> dict[str, float]:
     return out
 
 
-def figure_from(cfg: FigureConfig) -> Path:
+def figure_from(cfg: FigureConfig, palette: Iterable[str] | None = None) -> Path:
     """:func:`figure_report` of ``cfg``: its ``sizes`` (``MODEL=PARAMETERS`` entries) as
-    numbers, its ``positions`` read from the JSON file it names."""
+    numbers, its ``positions`` read from the JSON file it names; ``palette``, the model
+    names of every figure of a report (one colour and marker per model across them)."""
     sizes = None
     if cfg.sizes:
         sizes = {}
@@ -935,4 +947,5 @@ def figure_from(cfg: FigureConfig) -> Path:
         axis=cfg.axis,
         width=cfg.inches,
         names=cfg.name or (),
+        palette=palette,
     )

@@ -295,3 +295,26 @@ def test_a_baseline_without_the_axis_metric_is_refused(
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "no records with a finite js_distance" in err
     assert not (tmp_path / "d.pdf").exists()
+
+
+def test_an_experiments_palette_keeps_a_models_colour_in_a_figure_without_the_others(
+    tmp_path: Path, drawn: list[Any]
+) -> None:
+    from matplotlib.colors import to_hex
+
+    from nlieval.reports import figure_report
+
+    run = _run(tmp_path / "z", [_rec("zeta", i, k=k) for i in range(4) for k in (0, 2)])
+    # Alone, zeta is the first name (C0); among an experiment's models alpha, zeta it is
+    # the second (C1), as in the experiment's other figures that draw alpha too.
+    figure_report("shots", [run], tmp_path / "alone.png")
+    figure_report("shots", [run], tmp_path / "in.png", palette=["alpha", "zeta"])
+    alone, within = drawn
+
+    def colours(fig: Any) -> set[str]:
+        # The model's series: an error-bar container labelled with it, its data line.
+        drawn = [c for ax in fig.axes for c in ax.containers if c.get_label() == "zeta"]
+        return {to_hex(c.lines[0].get_color()) for c in drawn}
+
+    assert colours(alone) == {"#1f77b4"}  # matplotlib's C0
+    assert colours(within) == {"#ff7f0e"}  # C1

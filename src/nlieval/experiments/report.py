@@ -304,8 +304,10 @@ def _write_output(
 
         kind = opts.pop("figure")
         for ext in ("png", "pdf"):
+            # Every model of the file, so that a model keeps its colour in every figure.
             figure_from(
-                FigureConfig(kind=kind, runs=runs, out=str(report / f"{name}.{ext}"), **opts)
+                FigureConfig(kind=kind, runs=runs, out=str(report / f"{name}.{ext}"), **opts),
+                palette=[m.model for m in exp.models],
             )
             files.append(f"{name}.{ext}")
     elif out.kind == "compare":
