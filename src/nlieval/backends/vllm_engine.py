@@ -155,6 +155,8 @@ def _start(folder: str, options: VLLMOptions, hf: HFOptions, revision: str | Non
     # config's type on CPU too, and the two engines would then score different numbers.
     dtype = hf.dtype if hf.dtype != "auto" else ("float32" if on_cpu else "auto")
     args = options.engine_args(dtype, hf.prefix_cache)
+    # One log-probability per option of an item is asked for (vLLM's default cap is 20).
+    args["max_logprobs"] = 64
     try:
         return vllm.LLM(folder, revision=revision, seed=0, **args)
     except Exception as err:  # noqa: BLE001 - any start failure is one line (engine errors vary)
@@ -171,6 +173,16 @@ def _folder(model: str | ModelSource, revision: str | None) -> tuple[ModelSource
         raise
     except Exception as err:  # noqa: BLE001 - conversion failures vary by format
         raise VLLMError(f"vLLM cannot read {source.path}: {err}") from None
+
+
+def _generate(llm: Any, prompts: list[Any], params: list[Any]) -> list[Any]:
+    """``llm.generate``, its failures (out of memory, a request it refuses) one line: the
+    records already written stay, and the run resumes from them."""
+    try:
+        return list(llm.generate(prompts, params, use_tqdm=False))
+    except Exception as err:  # noqa: BLE001 - engine errors vary; each is one line
+        first = (str(err).strip().splitlines() or [""])[0]
+        raise VLLMError(f"vLLM failed: {type(err).__name__}: {first}") from None
 
 
 class VLLMCausalLM(TokenSplitter):
@@ -251,7 +263,7 @@ class VLLMCausalLM(TokenSplitter):
                     )
                 )
         self.counts["requests"] += len(prompts)
-        outs = self.llm.generate(prompts, params, use_tqdm=False)
+        outs = _generate(self.llm, prompts, params)
         scores: list[list[float]] = [[0.0] * len(r.continuations) for r in requests]
         for row, out in zip(rows, outs, strict=True):
             if out.prompt_logprobs is None:
@@ -340,5 +352,5 @@ class VLLMChat:
             )
             for i in range(len(prompts))
         ]
-        outs = self.llm.generate(prompts, params, use_tqdm=False)
+        outs = _generate(self.llm, prompts, params)
         return [o.outputs[0].text for o in outs]
