@@ -7,7 +7,10 @@ folder, runs ``benchmarks/lmeval_compare.py`` on it (lm-eval, nlieval without th
 cache, with it copied into every row and with shared-prefix attention; same loaded
 weights, same batch size), then ``benchmarks/run_loop.py`` (``nlieval run`` against its
 backend alone, at the fixed batch size and at auto), then the host-side preparation
-benchmark, and prints short tables last.
+benchmark, and prints short tables last. Where vLLM is installed in the same Python,
+``nlieval-vllm`` (``--model vllm:NAME``, vLLM in process on the same folder, beside the
+transformers copy: ``lmeval_compare.py --vllm-gpu-memory``) is a row of its own; without
+vLLM that row is left out with a note.
 
     pip install -e ".[bench]"
     NLIEVAL_DATA_DIR=/path/to/data python benchmarks/gpu_bench.py            # on a GPU
@@ -58,8 +61,9 @@ SHAPES: dict[str, dict[str, Any]] = {
         "hidden_size": 64,
         "intermediate_size": 128,
         "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
+        # head_dim 32: vLLM's CPU attention has no kernel for 16.
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
     },
 }
 
@@ -106,7 +110,9 @@ def main() -> None:
     ap.add_argument("--shots", default="10")
     ap.add_argument("--limit", type=int, default=500)
     ap.add_argument("--batch-size", default="64")
-    ap.add_argument("--systems", default="lm-eval,nlieval-nocache,nlieval-rows,nlieval-cache")
+    ap.add_argument(
+        "--systems", default="lm-eval,nlieval-nocache,nlieval-rows,nlieval-cache,nlieval-vllm"
+    )
     ap.add_argument(
         "--tokenizer", default=None, help="tokenizer folder (default: the packaged SmolLM2's)"
     )
@@ -129,6 +135,9 @@ def main() -> None:
         # A GPU machine with only torch and transformers still measures nlieval.
         print("lm-eval is not installed (pip install -e '.[bench]'): nlieval only", flush=True)
         systems.remove("lm-eval")
+    if "nlieval-vllm" in systems and importlib.util.find_spec("vllm") is None:
+        print("vLLM is not installed (pip install vllm): no nlieval-vllm row", flush=True)
+        systems.remove("nlieval-vllm")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer_from = args.tokenizer or local_hf_folder(resolve_model(DEFAULT_MODEL)).path
@@ -207,9 +216,10 @@ def table(summary: list[dict[str, Any]], prep: list[dict[str, Any]]) -> str:
     host = {(r["task"], r["k"]): r["total_ms"] for r in prep}
     lines = [
         "| model | params | task, k | items | lm-eval s | nlieval no cache s "
-        "| nlieval rows s | nlieval cache s "
-        "| speed-up | agree | max dLL | of matmul | host ms/item |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| nlieval rows s | nlieval cache s | nlieval vLLM s "
+        "| speed-up | vLLM speed-up | agree | vLLM agree | max dLL | vLLM max dLL | of matmul "
+        "| vLLM of matmul | host ms/item |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in summary:
         s = r["systems"]
@@ -218,14 +228,22 @@ def table(summary: list[dict[str, Any]], prep: list[dict[str, Any]]) -> str:
             return f"{s[name]['wall_s']:.1f}" if name in s else "-"
 
         cache = s.get("nlieval-cache", {})
+        vllm = s.get("nlieval-vllm", {})
         ref = s[r["reference"]]["wall_s"]
+
+        def pct(x: dict[str, Any], key: str) -> str:
+            return f"{100 * x[key]:.0f}%" if key in x else "-"
+
+        vllm_up = f"{ref / vllm['wall_s']:.1f}x" if vllm else "-"
+        vllm_dll = f"{vllm['max_abs_dll_vs_ref']:.1e}" if vllm else "-"
         lines.append(
             f"| {r['shape']} | {r['params'] / 1e9:.2f}B | {r['task']}, {r['k']} | {r['items']} "
             f"| {wall('lm-eval')} | {wall('nlieval-nocache')} | {wall('nlieval-rows')} "
-            f"| {wall('nlieval-cache')} "
-            f"| {ref / cache['wall_s']:.1f}x | {100 * cache.get('agree_with_ref', 0):.0f}% "
-            f"| {cache.get('max_abs_dll_vs_ref', 0):.1e} "
-            f"| {100 * cache.get('fraction_of_matmul', 0):.0f}% "
+            f"| {wall('nlieval-cache')} | {wall('nlieval-vllm')} "
+            f"| {ref / cache['wall_s']:.1f}x | {vllm_up} | {pct(cache, 'agree_with_ref')} "
+            f"| {pct(vllm, 'agree_with_ref')} "
+            f"| {cache.get('max_abs_dll_vs_ref', 0):.1e} | {vllm_dll} "
+            f"| {pct(cache, 'fraction_of_matmul')} | {pct(vllm, 'fraction_of_matmul')} "
             f"| {host.get((r['task'], r['k']), float('nan')):.2f} |"
         )
     return "\n".join(lines)

@@ -97,7 +97,9 @@ def body_params(model: Any) -> int:
 # ------------------------------------------------------------------------- nlieval
 
 
-def nlieval_point(lm: HFCausalLM, point: SweepPoint, items: list[Item]) -> dict[str, Any]:
+def nlieval_point(lm: Any, point: SweepPoint, items: list[Item]) -> dict[str, Any]:
+    """One sweep point through ``lm`` (transformers, or vLLM in process: its token counts
+    are not its own, the caller fills them)."""
     lm.counts.update(tokens=0, padded=0, forward_calls=0)
     lm._cached = None
     start = time.perf_counter()
@@ -270,6 +272,13 @@ def main() -> None:
     ap.add_argument("--out", default="runs/lmeval-bench")
     ap.add_argument("--device", default="cpu", help="cpu or cuda [cpu]")
     ap.add_argument("--dtype", default="float32", help="float32 or bfloat16 [float32]")
+    ap.add_argument(
+        "--vllm-gpu-memory",
+        type=float,
+        default=0.4,
+        help="nlieval-vllm: share of the GPU vLLM may take (the transformers copy of the "
+        "weights stays loaded beside it) [0.4]",
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     out = Path(args.out)
@@ -308,6 +317,21 @@ def main() -> None:
             folder, HFOptions(dtype=args.dtype, device=args.device), batch_size=args.batch_size
         )
         n_body = body_params(lm.model)
+        vllm_lm = None
+        if "nlieval-vllm" in systems_wanted:
+            # vLLM in process on the same folder; its engine keeps its own weights.
+            from nlieval.backends import VLLMOptions
+            from nlieval.backends.vllm_engine import VLLMCausalLM
+
+            vllm_lm = VLLMCausalLM(
+                folder,
+                VLLMOptions(
+                    gpu_memory_utilization=args.vllm_gpu_memory,
+                    enforce_eager=args.device == "cpu",
+                    max_model_len=4096,
+                ),
+                HFOptions(dtype=args.dtype),
+            )
         hflm = counter = None
         if "lm-eval" in systems_wanted:
             from lm_eval.models.huggingface import HFLM
@@ -347,6 +371,14 @@ def main() -> None:
                     if label in systems_wanted:
                         lm.prefix_cache, lm.cascade = cached, cascade
                         systems[label] = nlieval_point(lm, point, items)
+                if vllm_lm is not None:
+                    res = nlieval_point(vllm_lm, point, items)
+                    # The unique tokens of the items (the prefix once): what the cascade
+                    # path computes, so the two share one measure of the matmul rate.
+                    cached = systems.get("nlieval-cache")
+                    res["tokens"] = cached["tokens"] if cached else 0
+                    res["padded"] = res["tokens"]
+                    systems["nlieval-vllm"] = res
                 reference = "lm-eval" if "lm-eval" in systems else next(iter(systems))
                 row = {
                     "model": model_name,

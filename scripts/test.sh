@@ -52,8 +52,9 @@ if [ "${NLIEVAL_LATEX:-0}" = 1 ]; then
         bash scripts/setup_latex.sh
 fi
 # NLIEVAL_VLLM=1 (set by .ci/run): build the vLLM CPU environment, serve the packaged
-# SmolLM2 on a free port for the tests marked `vllm`, stop it afterwards. Without it those
-# tests skip unless NLIEVAL_VLLM_URL names a running server.
+# SmolLM2 on a free port for the tests marked `vllm`, stop it afterwards; the tests marked
+# `vllm_inproc` run vLLM in process in that environment. Without it those tests skip unless
+# NLIEVAL_VLLM_URL names a running server (NLIEVAL_VLLM_PYTHON: the vLLM environment's Python).
 if [ "${NLIEVAL_VLLM:-0}" = 1 ] && [ -z "${NLIEVAL_VLLM_URL:-}" ]; then
     PORT=$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     stage vllm-setup "scripts/setup_vllm.sh: the vLLM CPU environment .venv-vllm (the first time: many minutes)" \
@@ -62,6 +63,8 @@ if [ "${NLIEVAL_VLLM:-0}" = 1 ] && [ -z "${NLIEVAL_VLLM_URL:-}" ]; then
         bash scripts/vllm_serve.sh "$PORT"
     at_exit+=("bash scripts/vllm_stop.sh $PORT")
     export NLIEVAL_VLLM_URL="http://127.0.0.1:$PORT/v1"
+    # The tests marked `vllm_inproc` run nlieval itself in that environment.
+    export NLIEVAL_VLLM_PYTHON="${VLLM_VENV:-$PWD/.venv-vllm}/bin/python"
 fi
 workers=${NLIEVAL_TEST_WORKERS:-2}
 stage pytest "pytest on src (doctests) and tests, $workers workers" \

@@ -218,3 +218,28 @@ def test_spellings_of_one_served_model_resume_one_folder(
     assert main(["run", "--model", "server:tiny", "--limit", "4", *common]) == 0
     records = saved_records(out)
     assert len(records) == 4 and {r.model for r in records} == {"openai-completions:tiny"}
+
+
+def test_vllm_in_process_is_a_causal_lm_fingerprinted_as_its_folder(tiny_llama: Path) -> None:
+    # vllm:NAME names the same weights as NAME: the same fingerprint, another engine.
+    vllm, hf = resolve(f"vllm:{tiny_llama}"), resolve(str(tiny_llama))
+    assert (vllm.kind, vllm.spec.engine, vllm.spec.label) == (
+        "causal-lm",
+        "vllm",
+        f"vllm:{tiny_llama}",
+    )
+    assert vllm.fingerprints() == hf.fingerprints() and list(hf.fingerprints()) == ["model"]
+    with pytest.raises(ValueError, match="--checkpoints needs the transformers engine"):
+        resolve(f"vllm:{tiny_llama}", checkpoints=("step1",))
+    with pytest.raises(ValueError, match="loaded in process, but --api-base"):
+        parse_model("vllm:m", "http://h:8000/v1")
+    with pytest.raises(ValueError, match="needs a model name"):
+        parse_model("vllm:")
+
+
+def test_vllm_options_are_flags_of_run_with_their_defaults() -> None:
+    cfg = RunConfig(model="vllm:m", tasks=("snli",))
+    assert cfg.engine == "vllm"
+    assert (cfg.vllm.tensor_parallel_size, cfg.vllm.max_model_len) == (1, None)
+    # None of them is part of a run's identity: they do not change the numbers.
+    assert not {"tensor_parallel_size", "gpu_memory_utilization"} & set(RunConfig.IDENTITY)

@@ -49,6 +49,7 @@ from .registry import (
     stand_in,
     training_seed,
 )
+from .vllm_engine import NOT_INSTALLED, VLLMError, VLLMOptions
 from .weights import DEFAULT_MODEL, ModelError, parameter_count, resolve_model
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ __all__ = [
     "LoraSettings",
     "ModelError",
     "ModelSpec",
+    "NOT_INSTALLED",
     "NamesAModel",
     "NonFiniteScore",
     "PairClassifier",
@@ -117,6 +119,8 @@ __all__ = [
     "ScoreRequest",
     "ServerError",
     "ServerOptions",
+    "VLLMError",
+    "VLLMOptions",
     "backend_from_model",
     "build_lora",
     "choice_logits",

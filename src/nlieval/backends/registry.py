@@ -10,6 +10,9 @@ command (``run``, ``instruct``, ``generate``, ``train``'s evaluation):
   ends in ``ForSequenceClassification``: see :mod:`nlieval.backends.hf_classifier`; or
   a multiple-choice model, a folder ``nlieval train`` wrote for alpha-NLI or any one
   whose architecture ends in ``ForMultipleChoice``: :mod:`nlieval.backends.multiple_choice`);
+- ``vllm:NAME``: the same models (alias, folder, ``.gguf`` or hub id) run in process by
+  vLLM's offline engine (:mod:`nlieval.backends.vllm_engine`, options
+  :class:`~nlieval.backends.vllm_engine.VLLMOptions`);
 - ``server:NAME`` (``openai-completions:NAME`` is the same): the model ``NAME`` served by
   an OpenAI-compatible server (vLLM, SGLang, ...) at ``--api-base``;
 - a plain ``NAME`` together with ``--api-base`` is the server's model ``NAME`` too;
@@ -44,12 +47,15 @@ from ..settings import options, setting
 from .base import ChoiceBackend, ClassifierBackend, GenerationBackend, LogLikelihoodBackend
 from .openai import ServerOptions
 from .options import HFOptions
+from .vllm_engine import VLLMOptions
 from .weights import DEFAULT_MODEL, ModelError, ModelSource, model_fingerprint, resolve_model
 
 #: Prefixes that name a model on a server; the first is the one written in messages.
 SERVER_PREFIXES = ("server:", "openai-completions:")
 #: The prefix of a model loaded in process (the default, so it may be left out).
 HF_PREFIX = "hf:"
+#: The prefix of a model run in process by vLLM.
+VLLM_PREFIX = "vllm:"
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +77,23 @@ class ModelSpec:
 
     @property
     def label(self) -> str:
-        """The model string that means this model without an ``--api-base``."""
+        """The model string that means this model without an ``--api-base``.
+
+        >>> ModelSpec("vllm", "smollm2-135m").label
+        'vllm:smollm2-135m'
+        """
+        if self.engine == "vllm":
+            return VLLM_PREFIX + self.name
         return self.name if self.engine == "hf" else SERVER_PREFIXES[0] + self.name
+
+    @property
+    def in_process(self) -> bool:
+        """Whether the weights are loaded here (transformers or vLLM), not on a server.
+
+        >>> ModelSpec("vllm", "m").in_process, ModelSpec("server", "m").in_process
+        (True, False)
+        """
+        return self.engine != "server"
 
 
 def parse_model(model: str, api_base: str | None = None) -> ModelSpec:
@@ -88,6 +109,8 @@ def parse_model(model: str, api_base: str | None = None) -> ModelSpec:
     >>> parse_model("hf:gpt2", "http://h:8000/v1")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ValueError: --model hf:gpt2 is loaded in process, but --api-base names a server: ...
+    >>> parse_model("vllm:smollm2-135m")
+    ModelSpec(engine='vllm', name='smollm2-135m')
     """
     for prefix in SERVER_PREFIXES:
         if model.startswith(prefix):
@@ -100,16 +123,18 @@ def parse_model(model: str, api_base: str | None = None) -> ModelSpec:
                     "--api-base (e.g. http://localhost:8000/v1)"
                 )
             return ModelSpec("server", name)
-    if model.startswith(HF_PREFIX):
-        name = model[len(HF_PREFIX) :]
+    for prefix, engine in ((HF_PREFIX, "hf"), (VLLM_PREFIX, "vllm")):
+        if not model.startswith(prefix):
+            continue
+        name = model[len(prefix) :]
         if not name:
-            raise ValueError(f"--model {HF_PREFIX}NAME needs a model name")
+            raise ValueError(f"--model {prefix}NAME needs a model name")
         if api_base:
             raise ValueError(
                 f"--model {model} is loaded in process, but --api-base names a server: "
                 "drop one of them"
             )
-        return ModelSpec("hf", name)
+        return ModelSpec(engine, name)
     if not model:
         raise ValueError("--model needs a model name")
     return ModelSpec("server" if api_base else "hf", model)
@@ -167,7 +192,7 @@ class NamesAModel:
 
     @property
     def engine(self) -> str:
-        """``hf`` or ``server`` (part of a run's identity; the address is not)."""
+        """``hf``, ``vllm`` or ``server`` (part of a run's identity; the address is not)."""
         return self.spec.engine
 
     def resolve(self, **extra: Any) -> ResolvedModel:
@@ -177,7 +202,13 @@ class NamesAModel:
         >>> ChatModel("m", server=ServerOptions("http://h:1/v1")).resolve().kind
         'server'
         """
-        return resolve(self.model, hf=getattr(self, "hf", None), server=self.server, **extra)
+        return resolve(
+            self.model,
+            hf=getattr(self, "hf", None),
+            server=self.server,
+            vllm=getattr(self, "vllm", None),
+            **extra,
+        )
 
     def saved_spelling(self, saved: NamesAModel | None) -> str:
         """The spelling of this model that a folder's config ``saved`` (as read back)
@@ -278,6 +309,7 @@ class ResolvedModel:
     seeds: tuple[str, ...] = ()
     hf: HFOptions = field(default_factory=HFOptions)
     server: ServerOptions | None = None
+    vllm: VLLMOptions = field(default_factory=VLLMOptions)
     label_map: tuple[str, ...] = ()
     batch_size: int | str = "auto"
     top_logprobs: int | None = None
@@ -310,8 +342,12 @@ class ResolvedModel:
         Traceback (most recent call last):
         nlieval.backends.weights.ModelError: model path /no/such/model does not exist
         """
-        if not self.checked or self.spec.engine != "hf" or self.sweep:
+        if not self.checked or not self.spec.in_process or self.sweep:
             return
+        if self.spec.engine == "vllm":
+            from .vllm_engine import require_vllm
+
+            require_vllm()
         if self.kind != "classifier-folder":
             resolve_model(self.spec.name, self.hf.revision)
 
@@ -326,7 +362,7 @@ class ResolvedModel:
         >>> list(resolve(tiny_lm).fingerprints())
         ['model']
         """
-        if not self.checked or self.spec.engine == "server":
+        if not self.checked or not self.spec.in_process:
             return {}
         if self.sweep:
             out: dict[str, str] = {}
@@ -404,6 +440,10 @@ class ResolvedModel:
             return CompletionsLM(
                 c.model, self.server, batch_size=self.batch_size, top_logprobs=self.top_logprobs
             )
+        if self.spec.engine == "vllm":
+            from .vllm_engine import VLLMCausalLM
+
+            return VLLMCausalLM(c.model, self.vllm, self.hf, revision=c.revision)
         if self.label_map and c.kind != "sequence-classifier":
             raise ValueError(not_a_sequence_classifier(c.model))
         if c.kind == "classifier-folder":
@@ -445,6 +485,10 @@ class ResolvedModel:
             from .openai import OpenAIChat
 
             return OpenAIChat(self.spec.name, self.server)
+        if self.spec.engine == "vllm":
+            from .vllm_engine import VLLMChat
+
+            return VLLMChat(self.spec.name, self.vllm, self.hf)
         from .generator import LocalChat
 
         return LocalChat(self.spec.name, self.hf, batch_size=self.batch_size)
@@ -455,6 +499,7 @@ def resolve(
     *,
     hf: HFOptions | None = None,
     server: ServerOptions | None = None,
+    vllm: VLLMOptions | None = None,
     checkpoints: Sequence[str] = (),
     label_map: Sequence[str] = (),
     batch_size: int | str = "auto",
@@ -488,6 +533,7 @@ def resolve(
         spec,
         hf=opts,
         server=server,
+        vllm=vllm or VLLMOptions(),
         label_map=tuple(label_map),
         batch_size=batch_size,
         top_logprobs=top_logprobs,
@@ -498,6 +544,14 @@ def resolve(
         if checkpoints:
             raise ValueError("--checkpoints needs a local model, not one on a server")
         return made("server", (Checkpoint(None, spec.name, None, "server"),))
+    if spec.engine == "vllm":
+        # vLLM runs causal language models only; a sweep of checkpoints is the
+        # transformers engine's.
+        if checkpoints:
+            raise ValueError("--checkpoints needs the transformers engine, not vllm:")
+        if is_classifier_folder(spec.name):
+            raise ValueError(f"--model {model}: vLLM scores causal language models only")
+        return made("causal-lm", (Checkpoint(None, spec.name, opts.revision, "causal-lm"),))
 
     def kind_of(name: str, revision: str | None) -> Kind:
         if is_classifier_folder(name):
@@ -596,3 +650,4 @@ class ChatModel(NamesAModel):
     server: ServerOptions | None = options(
         ServerOptions, when="api_base", optional=True, title="server"
     )
+    vllm: VLLMOptions = options(VLLMOptions, title="vllm")

@@ -12,6 +12,7 @@ from ..backends import (
     NamesAModel,
     ResolvedModel,
     ServerOptions,
+    VLLMOptions,
     label_map_dict,
     model_label,
     parse_label_map,
@@ -119,6 +120,7 @@ class RunConfig(ItemSelection, NamesAModel):
     server: ServerOptions | None = options(
         ServerOptions, when="api_base", optional=True, title="server"
     )
+    vllm: VLLMOptions = options(VLLMOptions, title="vllm")
 
     KIND: ClassVar[str] = "run"
     #: Settings that may grow between invocations; the folder keeps their union.

@@ -44,6 +44,7 @@ from ..backends import (
     NamesAModel,
     ResolvedModel,
     ServerOptions,
+    VLLMOptions,
     model_label,
 )
 from ..data import Dataset, ItemSelection
@@ -221,6 +222,7 @@ class InstructConfig(ItemSelection, NamesAModel):
     server: ServerOptions | None = options(
         ServerOptions, when="api_base", optional=True, title="server"
     )
+    vllm: VLLMOptions = options(VLLMOptions, title="vllm")
 
     KIND: ClassVar[str] = "instruct"
     #: Settings that may grow between invocations; the folder keeps their union.

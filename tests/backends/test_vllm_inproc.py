@@ -1,0 +1,169 @@
+"""vLLM in process (``--model vllm:NAME``) against transformers in process, on the packaged
+SmolLM2 and real SNLI dev items at k = 0 and 5.
+
+Marked ``vllm_inproc``: the runs go through ``nlieval run`` in the Python of the vLLM
+environment (``scripts/setup_vllm.sh``; ``NLIEVAL_VLLM_PYTHON`` names its interpreter,
+default ``.venv-vllm/bin/python``), with this checkout's ``src`` first on the path; the
+transformers reference runs here. Without that Python these tests skip. vLLM computes the
+same float32 log-probabilities with other kernels, so agreement is within its precision
+(``TOLERANCE``), not exact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nlieval.backends import NOT_INSTALLED, HFOptions
+from nlieval.choice import RunConfig, run
+from nlieval.runs import RECORDS
+
+pytestmark = [pytest.mark.vllm_inproc, pytest.mark.data]
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Largest |dLL| accepted between the engines (measured: 3e-5 on these items, see
+#: benchmarks/README.md; the vLLM server path measured 6e-5).
+TOLERANCE = 1e-4
+LIMIT = 10
+ARGS = ("--tasks", "snli", "--shots", "0,5", "--limit", str(LIMIT), "--no-progress")
+VLLM_ARGS = ("--model", "vllm:smollm2-135m", "--enforce-eager", "--max-model-len", "2048")
+
+
+@pytest.fixture(scope="module")
+def vllm_python() -> str:
+    python = os.environ.get("NLIEVAL_VLLM_PYTHON", str(ROOT / ".venv-vllm" / "bin" / "python"))
+    if not Path(python).is_file():
+        pytest.skip(f"no vLLM Python at {python} (scripts/setup_vllm.sh)")
+    return python
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "src"),
+        "NLIEVAL_DATA_DIR": str(data_dir),
+        "VLLM_TARGET_DEVICE": "cpu",
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+        "VLLM_NO_USAGE_STATS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+
+
+def _vllm_run(python: str, out: Path, data_dir: Path, *extra: str) -> subprocess.Popen[str]:
+    cmd = [python, "-m", "nlieval", "run", *VLLM_ARGS, *ARGS, "--out", str(out), *extra]
+    return subprocess.Popen(
+        cmd, env=_env(data_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _records(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / RECORDS).read_text().splitlines()]
+
+
+def _keyed(folder: Path) -> dict[tuple[Any, ...], dict[str, Any]]:
+    return {(r["k"], r["seed"], r["item_id"]): r for r in _records(folder)}
+
+
+@pytest.fixture(scope="module")
+def hf_run(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
+    out = tmp_path_factory.mktemp("hf")
+    cfg = RunConfig(
+        model="smollm2-135m",
+        hf=HFOptions(dtype="float32", device="cpu"),
+        tasks=("snli",),
+        shots=(0, 5),
+        limit=LIMIT,
+        data_dir=str(data_dir),
+    )
+    run(cfg, out, progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def vllm_run(tmp_path_factory: pytest.TempPathFactory, vllm_python: str, data_dir: Path) -> Path:
+    out = tmp_path_factory.mktemp("vllm") / "run"
+    proc = _vllm_run(vllm_python, out, data_dir)
+    _, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err[-2000:]
+    return out
+
+
+def _worst(got: dict[tuple[Any, ...], dict[str, Any]], want: dict[Any, dict[str, Any]]) -> float:
+    assert set(got) == set(want)
+    worst = 0.0
+    for key, r in got.items():
+        w = want[key]
+        assert r["pred"] == w["pred"], key
+        assert r["prompt"] == w["prompt"], key
+        worst = max(worst, *(abs(a - b) for a, b in zip(r["loglik"], w["loglik"], strict=True)))
+    return worst
+
+
+def test_vllm_in_process_equals_transformers(vllm_run: Path, hf_run: Path) -> None:
+    got, want = _keyed(vllm_run), _keyed(hf_run)
+    assert len(got) == 2 * LIMIT  # k = 0 and k = 5, one seed
+    worst = _worst(got, want)
+    print(f"max |dLL| vLLM in process vs transformers: {worst:.2e}")
+    assert worst < TOLERANCE
+    # The run folder names the engine and fingerprints the weights as for a folder model.
+    config = json.loads((vllm_run / "config.json").read_text())
+    assert config["engine"] == "vllm" and config["model"] == "vllm:smollm2-135m"
+
+
+def test_kill_at_a_random_moment_then_resume(
+    tmp_path: Path, vllm_python: str, data_dir: Path, vllm_run: Path
+) -> None:
+    out = tmp_path / "killed"
+    stop_after = random.Random(time.time_ns()).randint(1, 2 * LIMIT - 1)
+    proc = _vllm_run(vllm_python, out, data_dir)
+    deadline = time.monotonic() + 900
+    records = out / RECORDS
+    while proc.poll() is None and time.monotonic() < deadline:
+        if records.is_file() and records.read_text().count("\n") >= stop_after:
+            break
+        time.sleep(0.05)
+    killed = proc.poll() is None
+    if killed:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    again = _vllm_run(vllm_python, out, data_dir)
+    _, err = again.communicate(timeout=900)
+    assert again.returncode == 0, err[-2000:]
+    rows = _records(out)
+    keys = [(r["k"], r["seed"], r["item_id"]) for r in rows]
+    assert len(keys) == len(set(keys)), "duplicate records"
+    print(f"killed after {stop_after} records: {killed}")
+    assert _worst(_keyed(out), _keyed(vllm_run)) < TOLERANCE
+
+
+def test_a_vllm_that_cannot_start_is_one_line(
+    tmp_path: Path, vllm_python: str, data_dir: Path
+) -> None:
+    # A context window larger than the model's: vLLM refuses it while starting.
+    proc = _vllm_run(vllm_python, tmp_path / "bad", data_dir, "--max-model-len", "10000000")
+    _, err = proc.communicate(timeout=900)
+    assert proc.returncode == 2
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("nlieval: error: vLLM could not start "), err[-2000:]
+    assert not (tmp_path / "bad" / RECORDS).is_file() or not _records(tmp_path / "bad")
+
+
+def test_a_python_without_vllm_is_one_line(tmp_path: Path, data_dir: Path) -> None:
+    # This Python (the main environment) has no vLLM: refused before any folder is made.
+    if subprocess.run([sys.executable, "-c", "import vllm"], capture_output=True).returncode == 0:
+        pytest.skip("this Python has vLLM")
+    cmd = [sys.executable, "-m", "nlieval", "run", *VLLM_ARGS, *ARGS, "--out", str(tmp_path / "o")]
+    proc = subprocess.run(cmd, env=_env(data_dir), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"nlieval: error: {NOT_INSTALLED}"]
+    assert not (tmp_path / "o").exists()
