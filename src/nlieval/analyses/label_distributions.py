@@ -30,6 +30,7 @@ published value can replace it (:class:`HumanBaseline`).
 from __future__ import annotations
 
 import logging
+import math
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -203,6 +204,10 @@ def _checked_counts(counts: Sequence[int], item_id: str) -> tuple[int, ...]:
     return tuple(int(x) for x in c)
 
 
+#: The most count vectors of one half the exact split-half sums over (a few MB of arrays).
+EXACT_SPLITS_MAX = 200_000
+
+
 @lru_cache(maxsize=1 << 16)
 def _split_half_exact(counts: tuple[int, ...]) -> tuple[float, float]:
     from scipy.spatial.distance import jensenshannon  # slow to import: see item_divergences
@@ -242,7 +247,17 @@ def split_half_exact(counts: Sequence[int], item_id: str = "") -> tuple[float, f
     >>> split_half_exact([100, 0, 0])
     (0.0, 0.0)
     """
-    return _split_half_exact(_checked_counts(counts, item_id))
+    checked = _checked_counts(counts, item_id)
+    # The exact sum visits every count vector of one half: bounded, as the counts come
+    # from data files (ChaosNLI's 100 labels over 3 classes are 5,151 vectors).
+    size = math.prod(n + 1 for n in checked[:-1])
+    if size > EXACT_SPLITS_MAX:
+        raise ValueError(
+            f"item {item_id!r}: {sum(checked)} human labels are too many for the exact "
+            f"split-half ({size:,} count vectors, at most {EXACT_SPLITS_MAX:,}); pass "
+            "--human-splits N for the Monte-Carlo estimate"
+        )
+    return _split_half_exact(checked)
 
 
 @lru_cache(maxsize=1 << 16)
