@@ -44,10 +44,16 @@ def markdown_table(head: Sequence[str], body: Iterable[Sequence[str]]) -> list[s
 
     >>> markdown_table(["a", "b"], [["1", "2"]])
     ['| a | b |', '|---|---|', '| 1 | 2 |']
+    >>> markdown_table(["model"], [["a|b"]])[2]
+    '| a\\\\|b |'
     """
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(cells) + " |" for cells in body]
-    return lines
+
+    # A "|" inside a cell (a model named a|b) is escaped: else it splits the cell, in
+    # Markdown and in as_format's reading of the table.
+    def row(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    return [row(head), "|" + "---|" * len(head), *(row(cells) for cells in body)]
 
 
 def latex_table(head: Sequence[str], body: Iterable[Sequence[str]]) -> str:
