@@ -498,7 +498,8 @@ def _named(
     checkpoint run of one model, the folder's own name (its model is often the first
     checkpoint's path, which names a series badly); else the model, told apart from a
     folder of the same model by what differs in their ``config.json``
-    (:func:`nlieval.runs.run_labels`). Also each renamed model -> its name."""
+    (:func:`nlieval.runs.run_labels`). Also each new name -> the model as recorded (two
+    folders of one model: two names of one model)."""
     held = [list(iter_run_records([folder])) for folder in folders]
     configs = [RunFolder(f).read_config() or {} for f in folders]
     labels = run_labels(folders, held, configs)
@@ -507,16 +508,19 @@ def _named(
         if len(models) == 1 and all(r.checkpoint for r in records):
             labels[i] = {models.pop(): Path(folder).resolve().name}
     labels = given_names(folders, held, labels, names)
-    out: list[Record] = []
+    shown: list[list[Record]] = []
     renamed: dict[str, str] = {}
     for records, label in zip(held, labels, strict=True):
+        shown.append([])
         for r in records:
             name = label.get(r.model)
             if name and name != r.model:
-                renamed[r.model] = name
+                renamed[name] = r.model
                 r = replace(r, model=name)
-            out.append(r)
-    return out, renamed
+            shown[-1].append(r)
+    # Two folders the user named alike would be one series.
+    keep_apart(folders, shown, poolable=False)
+    return flat(shown), renamed
 
 
 def figure_report(
@@ -566,14 +570,13 @@ def figure_report(
         if sizes is None:
             # Weights are found by the model as recorded, whatever name it is drawn under.
             models = dict(renamed)
-            kept = {str(r["model"]) for r in rows} - set(renamed.values())
-            models.update((m, m) for m in kept)
+            models.update((m, m) for m in {str(r["model"]) for r in rows} - set(renamed))
             sizes = {
                 name: float(parameter_count(resolve_model(original)))
-                for original, name in models.items()
+                for name, original in models.items()
             }
-        else:  # a size given for the model as recorded holds for its new name too
-            sizes = {**sizes, **{n: sizes[m] for m, n in renamed.items() if m in sizes}}
+        else:  # a size given for the model as recorded holds for each of its names too
+            sizes = {**sizes, **{n: sizes[m] for n, m in renamed.items() if m in sizes}}
         return plot_accuracy_vs_size(rows, sizes, path, lines, width=width, names=palette)
     if kind == "dynamics":
         rows = _metric_rows(records, metric)
@@ -930,8 +933,9 @@ def figure_from(cfg: FigureConfig, palette: Iterable[str] | None = None) -> Path
                 sizes[name] = float(value)
             except ValueError:
                 raise ValueError(f"--sizes: {pair!r} is not MODEL=PARAMETERS") from None
-            if not math.isfinite(sizes[name]):
-                raise ValueError(f"--sizes: {pair!r}: the size is not a finite number")
+            if not math.isfinite(sizes[name]) or sizes[name] <= 0:
+                # The axis is logarithmic: a size of 0 or less has no place on it.
+                raise ValueError(f"--sizes: {pair!r}: the size is not a positive number")
     figure_format(cfg.out)  # an unknown extension before any record is read
     positions = _positions(cfg.positions) if cfg.positions else None
     return figure_report(
