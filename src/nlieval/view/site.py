@@ -274,10 +274,32 @@ def site_data(
     chaos = [f for f, recs in own.items() if any("human_counts" in r.meta for r in recs)]
     if chaos:
         values = tuple(v for v in CHAOS_VALUES if v in METRICS)
-        g = grid_report(chaos, index=rows_of, values=values, names=names)
+        g = grid_report(chaos, index=rows_of, values=values, names=_names_of(chaos, folders, names))
         grids.append(_grid_table(render_grid(g), "ChaosNLI", chaos, rows_of, values))
     meta = {"runs": overview, "grids": grids, "items": index}
     return meta, chunks
+
+
+def _names_of(
+    subset: Sequence[str], folders: Sequence[str], names: Sequence[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """The ``--name`` entries of ``names`` (given for ``folders``) that name a folder of
+    ``subset`` or a model: a NAME alone stands for the folder at its place.
+
+    >>> _names_of(["b"], ["a", "b"], [("", "A"), ("", "B")])
+    [('b', 'B')]
+    >>> _names_of(["b"], ["a", "b"], [("a", "A"), ("gpt2", "G")])
+    [('gpt2', 'G')]
+    """
+    if names and all(not run for run, _ in names) and len(names) == len(folders):
+        names = [(str(f), name) for f, (_, name) in zip(folders, names, strict=True)]
+    kept = {Path(f).resolve() for f in subset}
+    every = {Path(f).resolve() for f in folders}
+    return [
+        (run, name)
+        for run, name in names
+        if Path(run).resolve() in kept or Path(run).resolve() not in every
+    ]
 
 
 def build_site(cfg: ViewConfig) -> Path:
