@@ -1,5 +1,5 @@
 """vLLM in process (``--model vllm:NAME``): option scoring and chat through vLLM's offline
-engine (``vllm.LLM``), with its prefix cache and batching over a whole sweep point.
+engine (``vllm.LLM``), with its batching over a whole sweep point.
 
 - Options are tokenized exactly as the transformers engine tokenizes them (the same
   :class:`~nlieval.backends.hf_tokens.TokenSplitter`, on the model's own tokenizer), so
@@ -8,7 +8,9 @@ engine (``vllm.LLM``), with its prefix cache and batching over a whole sweep poi
   options' log-probabilities are read at the context's last position
   (``logprob_token_ids``). Any other option is one request of context + option whose
   prompt log-probabilities (``prompt_logprobs``) of the option's tokens are summed: exact
-  for multi-token options.
+  for multi-token options. vLLM 0.32 reads no prefix cache for a request that asks for
+  prompt log-probabilities, so such a request computes its whole context again (the
+  single-token path keeps the cache).
 - Log-probabilities are vLLM's raw ones (log-softmax of the logits, before any sampling
   setting), as the transformers engine's.
 - Chat answers go through the same chat template as the transformers engine
@@ -218,7 +220,9 @@ class VLLMCausalLM(TokenSplitter):
         self.options = options or VLLMOptions()
         self.source, folder = _folder(model, revision or hf.revision)
         self.name = self.source.name
-        self.llm = llm if llm is not None else _start(folder, self.options, hf, revision)
+        self.llm = (
+            llm if llm is not None else _start(folder, self.options, hf, revision or hf.revision)
+        )
         self.tok = self.llm.get_tokenizer()
         self._fast = bool(getattr(self.tok, "is_fast", False))
         self._special = set(self.tok.all_special_ids)
@@ -319,7 +323,10 @@ class VLLMChat:
         hf = hf or HFOptions()
         self.source, folder = _folder(model, hf.revision)
         self.name = self.source.name
-        self.llm = llm if llm is not None else _start(folder, options or VLLMOptions(), hf, None)
+        # The revision the fingerprint names: a hub id loads that revision, not main.
+        self.llm = (
+            llm if llm is not None else _start(folder, options or VLLMOptions(), hf, hf.revision)
+        )
         self.tok = self.llm.get_tokenizer()
         origin = f"chat template {folder}"
         try:
@@ -347,10 +354,12 @@ class VLLMChat:
             SamplingParams(
                 max_tokens=max_new_tokens,
                 temperature=temperature,
-                seed=None if temperature == 0 else seed + i,
+                # One seed for every conversation, as the transformers engine: an answer
+                # does not depend on its place in the batch.
+                seed=None if temperature == 0 else seed,
                 skip_special_tokens=True,
             )
-            for i in range(len(prompts))
+            for _ in prompts
         ]
         outs = _generate(self.llm, prompts, params)
         return [o.outputs[0].text for o in outs]
