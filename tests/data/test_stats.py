@@ -185,3 +185,14 @@ def test_a_split_list_reads_what_each_task_has_and_names_what_is_missing(
         "scinli     3        2",
         "n/a: a split the task does not have, or no data here: scinli train, scinli dev",
     ]
+
+
+def test_a_mistyped_split_in_a_list_is_one_line_not_an_empty_column(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from nlieval.cli import main
+
+    # smoke has train and test: "tset" is no split of any task asked, so a typo.
+    assert main(["stats", "--task", "smoke", "--split", "train,tset"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has a split 'tset'" in err

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ground import DataError
 from ..settings import csv_list, setting, table_format
 from .dataset import Dataset
 from .load import available_splits, declared_splits, get_task, load_task
@@ -148,7 +149,29 @@ class TasksToRead(TaskFiles, TaskSource):
         )
 
     def datasets(self) -> list[Dataset]:
-        """Each task's chosen splits, in the order given."""
+        """Each task's chosen splits, in the order given. A split of a list that none of
+        the tasks has (a typo: ``train,tset``; train, dev and test always stand, ``n/a`` where a
+        task lacks them) is a DataError, as one split is.
+
+        >>> TasksToRead(tasks=("smoke",), split="train,tset").datasets()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        nlieval.ground.errors.DataError: field 'split': no task of smoke has a split 'tset'; ...
+        """
+        if self.several:
+            # train, dev and test are a table's usual columns (n/a where a task lacks one);
+            # any other name must be a split of one of the tasks.
+            known = {"train", "dev", "test"}
+            known |= {s for name in self.tasks for s in declared_splits(get_task(name))}
+            for name in self.tasks:
+                for split in self._asked(name):
+                    if split not in known:
+                        raise DataError(
+                            None,
+                            None,
+                            "split",
+                            f"no task of {', '.join(self.tasks)} has a split {split!r}; "
+                            f"their splits: {', '.join(sorted(known))}",
+                        )
         return [self.load(name, split) for name in self.tasks for split in self.splits(name)]
 
 
