@@ -182,3 +182,27 @@ def test_rows_of_different_seed_counts_name_them_in_each_cell() -> None:
     assert breakdown_table([one], ["heuristic"]).splitlines()[2:] == [
         "| m | hans | 0 | x | 6 | 0.667 | 0.625 | 0.750 | 0.500 |"
     ]
+
+
+def test_a_cells_macro_f1_is_the_one_every_command_gives() -> None:
+    import json
+
+    from sklearn.metrics import f1_score
+
+    labels = ("a", "b", "c")
+    # gold a, a, b; predicted a, c, b: c is predicted once and has no gold item.
+    pairs = [("a", "a"), ("a", "c"), ("b", "b")]
+    recs = [
+        Record(
+            "t", str(i), "m", 0, 0, labels, (-1.0,) * 3, (1 / 3,) * 3, p, g, meta={"genre": "x"}
+        )  # fmt: skip
+        for i, (g, p) in enumerate(pairs)
+    ]
+    gold, pred = [g for g, _ in pairs], [p for _, p in pairs]
+    # scikit-learn's macro F1 over the classes seen (a 2/3, b 1, c 0): 5/9, as report
+    # and grid print it; c's own F1 is n/a (no gold item: no recall).
+    want = f1_score(gold, pred, labels=["a", "b", "c"], average="macro", zero_division=0)
+    assert want == pytest.approx(5 / 9)
+    (row,) = json.loads(breakdown_table(breakdown(recs, ["genre"]), ["genre"], "json"))
+    assert row["macro_f1"] == pytest.approx(want)
+    assert row["per_class_f1"]["c"] is None and row["per_class_f1"]["a"] == pytest.approx(2 / 3)

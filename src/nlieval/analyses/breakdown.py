@@ -126,15 +126,17 @@ def breakdown(records: Iterable[Record], by: Sequence[str]) -> list[dict[str, An
 
 
 def _cell_f1(m: dict[str, Any]) -> tuple[float, dict[str, float]]:
-    """The macro F1 and per-class F1 of one seed's metrics of a cell, over the classes
-    with gold items in it: a class without any has no recall (0/0), so its F1 is NaN,
-    not 0; macro F1 is their mean, NaN where one class is left (a cell restricted to
-    ``gold=entailment``: its precision is 1 by construction, accuracy says it all).
+    """The macro F1 and per-class F1 of one seed's metrics of a cell. Macro F1 is the
+    metric table's (:data:`nlieval.metrics.METRICS`, the same number ``report`` and
+    ``grid`` give for those items), n/a where the cell holds gold items of one class only
+    (a cell restricted to ``gold=entailment``: accuracy says it all). A class without gold
+    items in the cell has no recall (0/0): its own F1 is n/a, not 0.
 
-    >>> _cell_f1({"per_class_f1": {"a": 0.5, "b": 0.0, "c": 1.0},
+    >>> _cell_f1({"macro_f1": 0.5, "per_class_f1": {"a": 0.5, "b": 0.0, "c": 1.0},
     ...           "gold_counts": {"a": 2, "b": 0, "c": 1}})
-    (0.75, {'a': 0.5, 'b': nan, 'c': 1.0})
-    >>> _cell_f1({"per_class_f1": {"a": 0.8, "b": 0.0}, "gold_counts": {"a": 5, "b": 0}})
+    (0.5, {'a': 0.5, 'b': nan, 'c': 1.0})
+    >>> _cell_f1({"macro_f1": 0.4, "per_class_f1": {"a": 0.8, "b": 0.0},
+    ...           "gold_counts": {"a": 5, "b": 0}})
     (nan, {'a': 0.8, 'b': nan})
     """
     gold = m.get("gold_counts") or {}
@@ -142,8 +144,9 @@ def _cell_f1(m: dict[str, Any]) -> tuple[float, dict[str, float]]:
         c: float(v) if gold.get(c, 0) > 0 else math.nan
         for c, v in (m.get("per_class_f1") or {}).items()
     }
-    present = [v for v in f1.values() if not math.isnan(v)]
-    return (sum(present) / len(present) if len(present) > 1 else math.nan), f1
+    with_gold = sum(1 for n in gold.values() if n > 0)
+    macro = m.get("macro_f1")
+    return (float(macro) if with_gold > 1 and macro is not None else math.nan), f1
 
 
 def _mean_std_or_none(values: Sequence[float]) -> tuple[float | None, float | None]:
@@ -163,7 +166,8 @@ def _csv(value: Any) -> Any:
 #: Said under a table with a cell that has no F1 (:func:`_cell_f1`).
 NA_NOTE = (
     "n/a: F1 of a class without gold items in the row (its recall is undefined); macro F1 "
-    "is the mean over the classes with gold items in the row, n/a where there is one"
+    "as every command gives it (a predicted class without gold items counts 0), n/a where "
+    "the row holds gold items of one class only"
 )
 
 
