@@ -128,34 +128,6 @@ class ReportConfig(PooledRuns):
     format: str = table_format()
 
 
-def _replicate_groups(held: Sequence[Sequence[Record]]) -> list[list[int]]:
-    """The folders (indexes into ``held``, records as the table names their models) in
-    groups that share a sweep point (model, checkpoint, task, k): after
-    :func:`nlieval.runs.keep_apart`, only folders of other seeds of one setup do, and a
-    table scores each group's records together.
-
-    >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), "a", "a")
-    >>> _replicate_groups([[r], [replace(r, seed=1)], [replace(r, k=2)]])
-    [[0, 1], [2]]
-    """
-    group_of: list[int] = list(range(len(held)))
-
-    def root(i: int) -> int:
-        while group_of[i] != i:
-            i = group_of[i]
-        return i
-
-    first: dict[tuple[Any, ...], int] = {}
-    for i, records in enumerate(held):
-        for r in records:
-            j = first.setdefault((r.model, r.checkpoint, r.task, r.k), i)
-            group_of[root(i)] = root(j)
-    groups: dict[int, list[int]] = {}
-    for i in range(len(held)):
-        groups.setdefault(root(i), []).append(i)
-    return list(groups.values())
-
-
 def grid_report(
     folders: Sequence[str | Path],
     *,
@@ -279,20 +251,15 @@ def grid_report(
             # A folder that fills no cell would vanish from the table without a word.
             what = "ChaosNLI records" if chaos else "records"
             raise ValueError(f"{path}: no {what} to score for {', '.join(values)}")
-    for group in _replicate_groups(renamed):
-        if len(group) == 1:
-            rows += scored(paths[group[0]], renamed[group[0]])
-            continue
-        # Folders of other seeds of one setup (an experiment's seed cells): their cells are
-        # one, the mean and spread over all their seeds.
-        try:
-            rows += by_fields(
-                [r for i in group for r in renamed[i]], fields, score, overall=overall
-            )
-        except (DataError, ValueError):
-            for i in group:  # the folder whose record is at fault names the error
-                scored(paths[i], renamed[i])
-            raise
+    # After keep_apart only folders of other seeds of one setup (an experiment's seed
+    # cells) share a sweep point: scored at once, their cell is the mean and spread over
+    # all their seeds.
+    try:
+        rows = by_fields(flat(renamed), fields, score, overall=overall)
+    except (DataError, ValueError):
+        for path, records in zip(paths, renamed, strict=True):
+            scored(path, records)  # the folder whose record is at fault names the error
+        raise
     # The cells in the order of the models (as one summary of all folders gave them), each
     # point's field values in by_fields' order.
     rows.sort(key=_row_order)
