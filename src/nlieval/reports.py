@@ -166,8 +166,9 @@ def grid_report(
     folder's rows get a gap column to the reference folder of its model (``config.json``'s
     ``model``): :func:`reference_pairs`.
 
-    ``names`` (folder -> name) names a folder's rows as the user wants them (``Llama
-    8B``): a folder of one model by the name, of several by ``name / model``.
+    ``names`` (``--name [RUN=]NAME`` pairs, :func:`nlieval.runs.given_names`) names a
+    folder's rows as the user wants them (``Llama 8B``): RUN a folder of one model, or a
+    model as the table names it.
 
     ``ci`` (a confidence level such as 0.95) adds each cell's bootstrap interval over items
     (:func:`nlieval.analyses.grid.intervals`, ``resamples`` draws seeded by ``seed``).
@@ -643,7 +644,8 @@ def listing_inputs(
             ds = load_task(str(spec), data_dir or cfg.get("data_dir"), cfg.get("split"))
             by_id = {it.id: it for it in ds.items}
             items.setdefault(ds.task, {}).update(by_id)
-            # A folder of `nlieval import` names a task YAML's records by its path.
+            # A folder of `nlieval import` made before imports took the YAML's declared
+            # name names its records by the path (newer ones are refused to add to it).
             items.setdefault(str(spec), {}).update(by_id)
     return flat(read_named(folders, names, poolable=False)), items
 
