@@ -224,6 +224,7 @@ class VLLMCausalLM(TokenSplitter):
             llm if llm is not None else _start(folder, self.options, hf, revision or hf.revision)
         )
         self.tok = self.llm.get_tokenizer()
+        self._chat: VLLMChat | None = None
         self._fast = bool(getattr(self.tok, "is_fast", False))
         self._special = set(self.tok.all_special_ids)
         self._prefix_memo = {}
@@ -295,9 +296,9 @@ class VLLMCausalLM(TokenSplitter):
     ) -> list[str]:
         """One answer per conversation through the model's chat template (see
         :class:`VLLMChat`)."""
-        return VLLMChat(self.source, self.options, llm=self.llm).generate(
-            conversations, max_new_tokens, temperature, seed
-        )
+        if self._chat is None:  # built once: resolving the model and its template again
+            self._chat = VLLMChat(self.source, self.options, llm=self.llm)
+        return self._chat.generate(conversations, max_new_tokens, temperature, seed)
 
 
 class VLLMChat:

@@ -62,7 +62,6 @@ from ..settings import (
     csv_list,
     flat_dict,
     from_flat_dict,
-    int_list,
     options,
     positive_int,
     seed_list,
@@ -111,27 +110,11 @@ __all__ = [
     "render_conversation",
     "run_instruct",
     "select_exemplars",
-    "shot_counts_of_4",
     "take_balanced",
     "user_message",
 ]
 
 _scores = answer_scores  # its name from before the split (tests import it from here)
-
-
-def shot_counts_of_4(text: str) -> tuple[int, ...]:
-    """Shot counts of ``instruct``: multiples of 4 (one exemplar per class per four).
-
-    >>> shot_counts_of_4("0,4,8")
-    (0, 4, 8)
-    """
-    values = int_list(text)
-    bad = [k for k in values if k < 0 or k % len(SCI4)]
-    if bad:
-        raise ValueError(
-            f"--shots takes multiples of 4 (one exemplar per class per four), got {bad}"
-        )
-    return values
 
 
 @dataclass(frozen=True)
