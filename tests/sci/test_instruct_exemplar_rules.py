@@ -37,6 +37,20 @@ def _forced_pool() -> list[Item]:
     return pool
 
 
+#: select_exemplars(_forced_pool(), k, run, 5) as commit 2362426 drew them.
+BEFORE_RULES: dict[tuple[int, int], tuple[str, ...]] = {
+    (4, 0): ("n2", "e3", "c1", "r1"),
+    (4, 1): ("n2", "r1", "e3", "c1"),
+    (4, 2): ("c1", "n2", "e3", "r1"),
+    (8, 0): ("c1", "r1", "e3", "c0", "r0", "n2", "n3", "e2"),
+    (8, 1): ("r0", "n2", "e2", "e3", "c0", "r1", "n3", "c1"),
+    (8, 2): ("c0", "r0", "e3", "n2", "r1", "n3", "c1", "e2"),
+    (12, 0): ("r0", "e1", "n3", "r2", "c3", "c1", "n0", "e2", "n2", "r1", "c0", "e3"),
+    (12, 1): ("e2", "e3", "c3", "e1", "n3", "n0", "c1", "r2", "r0", "c0", "n2", "r1"),
+    (12, 2): ("r0", "n3", "c0", "e2", "e1", "n0", "n2", "c3", "e3", "r2", "r1", "c1"),
+}
+
+
 def test_per_class_is_the_default_and_todays_draw() -> None:
     pool = _forced_pool()
     rule = InstructConfig("m").exemplar_rule
@@ -45,6 +59,9 @@ def test_per_class_is_the_default_and_todays_draw() -> None:
         for run in range(3):
             shots = rule.select(pool, k, run, seed=5)
             assert shots == select_exemplars(pool, k, run, 5)
+            # The draw of the code before the rules existed (commit 2362426), so that
+            # old folders' exemplars are drawn again as they were.
+            assert tuple(it.id for it in shots) == BEFORE_RULES[(k, run)]
             # k / 4 of each class, as the methods say.
             assert Counter(it.label for it in shots) == {lab: k // 4 for lab in SCI4}
 
