@@ -139,3 +139,29 @@ def test_a_reference_to_a_block_of_several_cells_of_other_models_is_ambiguous(
     # One cell of another model: taken as the block's one cell.
     (cell,) = [c for c in plan_cells(read_experiment(path), estimate=False) if c.needs]
     assert cell.needs == ("sources-tiny",)
+
+
+def test_a_cell_reading_an_edited_cell_is_another_cell(tmp_path: Path) -> None:
+    def plan(patterns: str) -> dict[str, str]:
+        path = tmp_path / "e.yaml"
+        path.write_text(TEXT.replace("MODEL", "m").replace("PATTERNS", patterns))
+        return {c.name: c.identity for c in plan_cells(read_experiment(path), estimate=False)}
+
+    three, four = plan("max_per_pattern: 3"), plan("max_per_pattern: 4")
+    assert three["items"] != four["items"]
+    # The run cell's own settings still read "{cell:items}/task.yaml": only its input
+    # changed, and that must make it another cell (else it stays done on old items).
+    assert three["on-items-tiny"] != four["on-items-tiny"]
+    assert three["sources-tiny"] == four["sources-tiny"]
+
+
+def test_a_cell_reading_no_other_keeps_the_identity_of_its_configuration(tmp_path: Path) -> None:
+    import hashlib
+
+    path = tmp_path / "e.yaml"
+    path.write_text(TEXT.replace("MODEL", "m").replace("PATTERNS", "seed: 0"))
+    for c in plan_cells(read_experiment(path), estimate=False):
+        if not c.needs:
+            # The digest experiment folders written before inputs counted hold.
+            text = json.dumps(c.config, sort_keys=True, default=str)
+            assert c.identity == hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -68,12 +68,21 @@ class Cell:
     #: the cells whose folders this one reads (``{cells:BLOCK}`` in its settings): it
     #: runs after them, and not at all when one of them failed
     needs: tuple[str, ...] = ()
+    #: the identities of the cells in ``needs``, in that order: a cell reading another
+    #: one's folder is another cell when that one's configuration changed
+    inputs: tuple[str, ...] = ()
 
     @property
     def identity(self) -> str:
-        """A digest of the cell's configuration: a cell done under another one is run
-        again (its folder then resumes, grows or refuses, as the command decides)."""
-        text = json.dumps(self.config, sort_keys=True, default=str)
+        """A digest of the cell's configuration and of the identities of the cells it
+        reads: a cell done under another one is run again (its folder then resumes,
+        grows or refuses, as the command decides)."""
+        # A cell reading no other one hashes its configuration alone, as before inputs
+        # counted: the experiment folders made then keep their cells done.
+        body: Any = (
+            self.config if not self.inputs else {"config": self.config, "inputs": self.inputs}
+        )
+        text = json.dumps(body, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def configs(self, cells_dir: str | Path | None = None) -> tuple[Any, ...]:
@@ -370,10 +379,12 @@ def plan_cells(exp: Experiment, *, estimate: bool = True) -> list[Cell]:
                     )
                 seen[name] = e.line
                 settings, needs = _resolve(settings, m.name if m else None, planned, blocks)
+                by_name = {c.name: c for c in cells}
+                inputs = tuple(by_name[n].identity for n in needs)
                 for s in settings:
                     if s.key in ("tasks", "task") and not needs:
                         _check_tasks(s)
-                cell = _cell(exp, name, b.name, b.command, m, settings, e, needs)
+                cell = _cell(exp, name, b.name, b.command, m, settings, e, needs, inputs)
                 if estimate and b.command == "run" and not needs:
                     cell = _estimated(cell)
                 cells.append(cell)
@@ -390,6 +401,7 @@ def _cell(
     settings: list[Setting],
     e: MatrixEntry,
     needs: tuple[str, ...] = (),
+    inputs: tuple[str, ...] = (),
 ) -> Cell:
     model = m.model if m is not None else None
     configs = build_config(cmd, model, settings, exp.source, e.line)
@@ -410,6 +422,7 @@ def _cell(
         config,
         _argv(cmd, model, settings, command(cmd).model_field),
         needs=needs,
+        inputs=inputs,
     )
 
 
