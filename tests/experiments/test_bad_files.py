@@ -61,6 +61,8 @@ CASES = [
     (9, "  - {block: base}", "models", "names no model"),
     (7, "  base: {command: run, tasks: [smoke], out: x}", "out", "not a setting of command run"),
     (2, "backoff: -1", "backoff", "from 0 to 3600"),
+    # Before any cell runs, not a KeyError when the report is written after them all.
+    (11, "  table: {kind: breakdown, blocks: [base]}", "by", "needs the option 'by'"),
     (
         9,
         "  - {block: base, models: [tiny], seeds: [1, 2], each: [seeds], tasks: [smoke]}",
