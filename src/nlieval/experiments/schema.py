@@ -16,6 +16,9 @@ from .commands import COMMAND_NAMES, json_type, setting_fields
 from .report import BLOCK_OPTIONS, KINDS, option_fields
 from .spec import AXES
 
+#: spec.MEMORY for an editor (JSON Schema has no flags: the unit's case spelled out).
+MEMORY_PATTERN = r"^\s*[0-9]+\s*[KMGTkmgt][Ii]?[Bb]?\s*$"
+
 _LIST = {
     "anyOf": [
         {"type": "array", "items": {"type": ["string", "integer"]}},
@@ -78,7 +81,7 @@ def experiment_schema() -> dict[str, Any]:
                         "type": "object",
                         "properties": {
                             "gpus": {"type": "integer", "minimum": 0},
-                            "memory": {"type": ["string", "integer"]},
+                            "memory": {"type": "string", "pattern": MEMORY_PATTERN},
                             "time": {"type": ["string", "integer"]},
                         },
                         "additionalProperties": False,
