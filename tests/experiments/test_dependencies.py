@@ -129,14 +129,23 @@ def test_a_reference_to_a_block_of_several_cells_of_other_models_is_ambiguous(
     text = (
         TEXT.replace("MODEL", "m")
         .replace("PATTERNS", "seed: 0")
-        .replace("tiny: {model: m}", "tiny: {model: m}\n  other: {model: m2}")
+        .replace("tiny: {model: m}", "tiny: {model: m}\n  other: {model: m2}\n  third: {model: m3}")
         .replace("{cells:items}", "{cells:sources}")
         .replace("{block: on-items, models: [tiny]}", "{block: on-items, models: [other]}")
-        .replace("{block: sources, models: [tiny]}", "{block: sources, models: [tiny, m3]}")
     )
     path = tmp_path / "e.yaml"
-    path.write_text(text.replace("[tiny, m3]", "[tiny]"))
+    # sources has two cells (tiny, third), none of model other: which one on-items-other
+    # reads cannot be told.
+    path.write_text(
+        text.replace("{block: sources, models: [tiny]}", "{block: sources, models: [tiny, third]}")
+    )
+    with pytest.raises(DataError, match="ambiguous") as err:
+        plan_cells(read_experiment(path), estimate=False)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}:9: field 'tasks':"), msg
+    assert "sources-tiny, sources-third" in msg and "\n" not in msg
     # One cell of another model: taken as the block's one cell.
+    path.write_text(text)
     (cell,) = [c for c in plan_cells(read_experiment(path), estimate=False) if c.needs]
     assert cell.needs == ("sources-tiny",)
 
