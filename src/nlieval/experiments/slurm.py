@@ -67,23 +67,8 @@ class SlurmExecutor:
         self.sleep = sleep
 
     def __call__(self, job: CellJob, retries: int, backoff: float) -> Outcome:
-        executor = self.submitit.AutoExecutor(folder=self.folder / job.cell.name, cluster="slurm")
-        executor.update_parameters(
-            name=f"nlieval-{job.cell.name}", **parameters(job.cell.resources, self.partition)
-        )
-        error: str | None = None
-        job_id = None
-        for attempt in range(retries + 1):
-            if attempt:
-                self.sleep(backoff * 2 ** (attempt - 1))
-            submitted = executor.submit(cell_outcome, job)
-            job_id = str(submitted.job_id)
-            state, error, refusal = self._wait(submitted)
-            if state == "done":
-                return Outcome(job.cell.name, "done", attempt + 1, None, self.name, job_id)
-            if refusal:
-                return Outcome(job.cell.name, "failed", attempt + 1, error, self.name, job_id)
-        return Outcome(job.cell.name, "failed", retries + 1, error, self.name, job_id)
+        """One cell: :meth:`run_many` of it alone (one retry loop for both)."""
+        return self.run_many([job], retries, backoff)[0]
 
     def _submit(self, job: CellJob) -> tuple[Any, str]:
         executor = self.submitit.AutoExecutor(folder=self.folder / job.cell.name, cluster="slurm")
