@@ -174,3 +174,20 @@ def test_a_cell_reading_no_other_keeps_the_identity_of_its_configuration(tmp_pat
             # The digest experiment folders written before inputs counted hold.
             text = json.dumps(c.config, sort_keys=True, default=str)
             assert c.identity == hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def test_after_its_input_is_edited_a_dependent_cell_is_not_left_done(
+    tmp_path: Path, tiny_llama: Path
+) -> None:
+    out = tmp_path / "out"
+    first = run_experiment(read_experiment(_file(tmp_path, tiny_llama, "max_per_pattern: 2")), out)
+    assert not first.failed
+    records = (out / "cells/on-items-tiny/records.jsonl").read_bytes()
+    again = run_experiment(read_experiment(_file(tmp_path, tiny_llama, "max_per_pattern: 3")), out)
+    states = {o.cell: (o.state, o.error or "") for o in again.outcomes}
+    # Not skipped as done (the report would join 3 new items with 2 old records): the run
+    # folder sees its task's contents changed and refuses in one line; nothing is mixed.
+    assert states["on-items-tiny"][0] == "failed"
+    assert "holds records made from other contents" in states["on-items-tiny"][1]
+    assert (out / "cells/on-items-tiny/records.jsonl").read_bytes() == records
+    assert states["sources-tiny"] == ("done", "")
