@@ -61,6 +61,12 @@ CASES = [
     (9, "  - {block: base}", "models", "names no model"),
     (7, "  base: {command: run, tasks: [smoke], out: x}", "out", "not a setting of command run"),
     (2, "backoff: -1", "backoff", "from 0 to 3600"),
+    # Before any cell runs, not a KeyError when the report is written after them all.
+    (11, "  table: {kind: breakdown, blocks: [base]}", "by", "needs the option 'by'"),
+    # Read when the file is, not by Slurm after other cells' jobs went in; a bare number
+    # is not megabytes.
+    (4, "  tiny: {model: MODEL, resources: {time: 1h}}", "time", "not a time limit"),
+    (4, "  tiny: {model: MODEL, resources: {memory: 8}}", "memory", "with its unit"),
     (
         9,
         "  - {block: base, models: [tiny], seeds: [1, 2], each: [seeds], tasks: [smoke]}",

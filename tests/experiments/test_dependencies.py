@@ -129,13 +129,65 @@ def test_a_reference_to_a_block_of_several_cells_of_other_models_is_ambiguous(
     text = (
         TEXT.replace("MODEL", "m")
         .replace("PATTERNS", "seed: 0")
-        .replace("tiny: {model: m}", "tiny: {model: m}\n  other: {model: m2}")
+        .replace("tiny: {model: m}", "tiny: {model: m}\n  other: {model: m2}\n  third: {model: m3}")
         .replace("{cells:items}", "{cells:sources}")
         .replace("{block: on-items, models: [tiny]}", "{block: on-items, models: [other]}")
-        .replace("{block: sources, models: [tiny]}", "{block: sources, models: [tiny, m3]}")
     )
     path = tmp_path / "e.yaml"
-    path.write_text(text.replace("[tiny, m3]", "[tiny]"))
+    # sources has two cells (tiny, third), none of model other: which one on-items-other
+    # reads cannot be told.
+    path.write_text(
+        text.replace("{block: sources, models: [tiny]}", "{block: sources, models: [tiny, third]}")
+    )
+    with pytest.raises(DataError, match="ambiguous") as err:
+        plan_cells(read_experiment(path), estimate=False)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}:9: field 'tasks':"), msg
+    assert "sources-tiny, sources-third" in msg and "\n" not in msg
     # One cell of another model: taken as the block's one cell.
+    path.write_text(text)
     (cell,) = [c for c in plan_cells(read_experiment(path), estimate=False) if c.needs]
     assert cell.needs == ("sources-tiny",)
+
+
+def test_a_cell_reading_an_edited_cell_is_another_cell(tmp_path: Path) -> None:
+    def plan(patterns: str) -> dict[str, str]:
+        path = tmp_path / "e.yaml"
+        path.write_text(TEXT.replace("MODEL", "m").replace("PATTERNS", patterns))
+        return {c.name: c.identity for c in plan_cells(read_experiment(path), estimate=False)}
+
+    three, four = plan("max_per_pattern: 3"), plan("max_per_pattern: 4")
+    assert three["items"] != four["items"]
+    # The run cell's own settings still read "{cell:items}/task.yaml": only its input
+    # changed, and that must make it another cell (else it stays done on old items).
+    assert three["on-items-tiny"] != four["on-items-tiny"]
+    assert three["sources-tiny"] == four["sources-tiny"]
+
+
+def test_a_cell_reading_no_other_keeps_the_identity_of_its_configuration(tmp_path: Path) -> None:
+    import hashlib
+
+    path = tmp_path / "e.yaml"
+    path.write_text(TEXT.replace("MODEL", "m").replace("PATTERNS", "seed: 0"))
+    for c in plan_cells(read_experiment(path), estimate=False):
+        if not c.needs:
+            # The digest experiment folders written before inputs counted hold.
+            text = json.dumps(c.config, sort_keys=True, default=str)
+            assert c.identity == hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def test_after_its_input_is_edited_a_dependent_cell_is_not_left_done(
+    tmp_path: Path, tiny_llama: Path
+) -> None:
+    out = tmp_path / "out"
+    first = run_experiment(read_experiment(_file(tmp_path, tiny_llama, "max_per_pattern: 2")), out)
+    assert not first.failed
+    records = (out / "cells/on-items-tiny/records.jsonl").read_bytes()
+    again = run_experiment(read_experiment(_file(tmp_path, tiny_llama, "max_per_pattern: 3")), out)
+    states = {o.cell: (o.state, o.error or "") for o in again.outcomes}
+    # Not skipped as done (the report would join 3 new items with 2 old records): the run
+    # folder sees its task's contents changed and refuses in one line; nothing is mixed.
+    assert states["on-items-tiny"][0] == "failed"
+    assert "holds records made from other contents" in states["on-items-tiny"][1]
+    assert (out / "cells/on-items-tiny/records.jsonl").read_bytes() == records
+    assert states["sources-tiny"] == ("done", "")

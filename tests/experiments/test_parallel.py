@@ -46,3 +46,22 @@ def test_one_worker_per_gpu_gives_the_records_of_the_sequential_run(
     gpus = {str(read_state(par, f"base-tiny-seed{s}")["job"]).split(" gpu ")[1] for s in range(3)}
     assert gpus <= {"0", "1"} and gpus
     assert (par / "report/table.md").read_bytes() == (seq / "report/table.md").read_bytes()
+
+
+def test_a_dead_worker_is_its_cells_failure_not_a_crash() -> None:
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    from nlieval.experiments.driver import CellJob, _outcome_of
+    from nlieval.experiments.plan import Cell
+    from nlieval.experiments.spec import Resources
+
+    job = CellJob(Cell("base-tiny", "base", "run", None, None, (), Resources(), "e", 1, {}, ()), "")
+    # A worker that dies as a killed or out-of-memory GPU worker does: no exception, gone.
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        future = pool.submit(os._exit, 1)
+        outcome = _outcome_of(job, future, "local")
+    assert (outcome.cell, outcome.state) == ("base-tiny", "failed")
+    assert outcome.error is not None and outcome.error.startswith("BrokenProcessPool: ")
+    assert "\n" not in outcome.error

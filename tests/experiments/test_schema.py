@@ -52,3 +52,14 @@ def test_shipped_experiment_files_validate() -> None:
     assert files
     for path in files:
         jsonschema.validate(yaml.safe_load(path.read_text()), schema)
+
+
+def test_the_schema_command_writes_the_committed_schema_into_a_new_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nlieval.cli import main
+
+    out = tmp_path / "new" / "schema.json"
+    assert main(["experiment", "schema", "--out", str(out)]) == 0
+    assert out.read_text() == (ROOT / "experiments" / "schema.json").read_text()
+    assert capsys.readouterr().out == f"written: {out}\n"

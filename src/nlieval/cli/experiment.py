@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-from pathlib import Path
 
 from ..experiments import (
     ExperimentPlan,
@@ -16,8 +15,8 @@ from ..experiments import (
     run_file,
     schema_text,
     status_text,
+    write_schema,
 )
-from ..runs import atomic_write, make_folder
 from .args import add_command, command_parser, settings_from_args
 
 
@@ -42,8 +41,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     if cfg.out is None:
         print(schema_text(), end="")
         return 0
-    make_folder(Path(cfg.out).parent)
-    atomic_write(Path(cfg.out), schema_text())
+    write_schema(cfg.out)
     print(f"written: {cfg.out}")
     return 0
 

@@ -40,7 +40,7 @@ from .driver import (
 )
 from .overrides import apply_overrides, read_experiment
 from .plan import ASK_ABOVE, MAX_CELLS, Cell, count_cells, format_plan, plan_cells
-from .schema import experiment_schema, schema_text
+from .schema import experiment_schema, schema_text, write_schema
 from .spec import Experiment, parse_experiment
 
 __all__ = [
@@ -73,4 +73,5 @@ __all__ = [
     "read_experiment",
     "run_experiment",
     "schema_text",
+    "write_schema",
 ]

@@ -20,6 +20,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -126,7 +127,7 @@ class LocalExecutor:
             len(self.gpus), mp_context=ctx, initializer=_take_gpu, initargs=(queue,)
         ) as pool:
             futures = [pool.submit(_local_cell, job, retries, backoff) for job in jobs]
-            return [f.result() for f in futures]
+            return [_outcome_of(job, f, self.name) for job, f in zip(jobs, futures, strict=True)]
 
     def __call__(self, job: CellJob, retries: int, backoff: float) -> Outcome:
         import tenacity
@@ -209,6 +210,16 @@ def submit_and_wait(
 def _take_gpu(gpus: Any) -> None:
     # Each worker process holds one GPU for its life: one cell at a time per GPU.
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpus.get())
+
+
+def _outcome_of(job: CellJob, future: Future[Outcome], executor: str) -> Outcome:
+    """The outcome a worker returned for ``job``, or, when the worker died (a GPU worker
+    killed, out of memory: BrokenProcessPool), a failed outcome with its one-line error:
+    the other cells' outcomes are kept and the next call runs this one again."""
+    try:
+        return future.result()
+    except Exception as err:  # noqa: BLE001 - a dead worker is the cell's outcome, not a crash
+        return Outcome(job.cell.name, "failed", 1, _one_line(err), executor, None)
 
 
 def _local_cell(job: CellJob, retries: int, backoff: float) -> Outcome:

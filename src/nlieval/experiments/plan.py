@@ -68,12 +68,21 @@ class Cell:
     #: the cells whose folders this one reads (``{cells:BLOCK}`` in its settings): it
     #: runs after them, and not at all when one of them failed
     needs: tuple[str, ...] = ()
+    #: the identities of the cells in ``needs``, in that order: a cell reading another
+    #: one's folder is another cell when that one's configuration changed
+    inputs: tuple[str, ...] = ()
 
     @property
     def identity(self) -> str:
-        """A digest of the cell's configuration: a cell done under another one is run
-        again (its folder then resumes, grows or refuses, as the command decides)."""
-        text = json.dumps(self.config, sort_keys=True, default=str)
+        """A digest of the cell's configuration and of the identities of the cells it
+        reads: a cell done under another one is run again (its folder then resumes,
+        grows or refuses, as the command decides)."""
+        # A cell reading no other one hashes its configuration alone, as before inputs
+        # counted: the experiment folders made then keep their cells done.
+        body: Any = (
+            self.config if not self.inputs else {"config": self.config, "inputs": self.inputs}
+        )
+        text = json.dumps(body, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def configs(self, cells_dir: str | Path | None = None) -> tuple[Any, ...]:
@@ -255,14 +264,27 @@ def count_cells(exp: Experiment) -> int:
 
 
 def _entry_count(exp: Experiment, e: MatrixEntry) -> int:
-    axes = dict(e.axes)
     n = max(1, len(e.models))
-    for axis in e.each:
-        values = axes.get(axis)
-        if values is None:
-            values = _as_list(exp.block(e.block).value(axis if axis != "tasks" else "tasks", ()))
+    for _, _, values in _splits(exp, e):
         n *= max(1, len(values))
     return n
+
+
+def _splits(exp: Experiment, e: MatrixEntry) -> list[tuple[str, str, tuple[Any, ...]]]:
+    """The axes entry ``e`` makes a cell per value of, each with the setting it feeds and
+    its values: those in ``each``, and an axis whose setting is singular (``task``,
+    ``seed``). Counting and planning both read this, so the count is the plan's."""
+    b = exp.block(e.block)
+    axes = dict(e.axes)
+    splits = []
+    for axis in e.each:
+        field = _axis_field(b.command, axis, exp.source, e.line)
+        splits.append((axis, field, tuple(axes.get(axis, _as_list(b.value(field))))))
+    for axis, values in e.axes:
+        field = _axis_field(b.command, axis, exp.source, e.line)
+        if field in ("task", "seed") and axis not in e.each:
+            splits.append((axis, field, tuple(values)))  # a singular setting: one cell each
+    return splits
 
 
 def _as_list(value: Any) -> tuple[Any, ...]:
@@ -278,6 +300,20 @@ def plan_cells(exp: Experiment, *, estimate: bool = True) -> list[Cell]:
     command lacks, an unknown task or a matrix of more than :data:`MAX_CELLS` cells is
     one DataError naming the file, the line and the key. ``estimate``: count each run
     cell's records and prompt words from its data (read, never a model)."""
+    # An unknown command first: counting reads the settings of each block's command.
+    for b in exp.blocks:
+        try:
+            command(b.command)
+        except KeyError:
+            from .commands import COMMAND_NAMES
+
+            raise DataError(
+                exp.source,
+                b.line,
+                "command",
+                f"no command {b.command!r}{suggest(b.command, COMMAND_NAMES)} "
+                f"(the commands: {', '.join(COMMAND_NAMES)})",
+            ) from None
     for i, e in enumerate(exp.matrix):
         n = _entry_count(exp, e)
         if n > MAX_CELLS:
@@ -299,37 +335,16 @@ def plan_cells(exp: Experiment, *, estimate: bool = True) -> list[Cell]:
                     f"{', '.join(engine_keys)}){suggest(s.key, engine_keys)}"
                 )
     blocks = {b.name: b for b in exp.blocks}
-    for b in exp.blocks:
-        try:
-            command(b.command)
-        except KeyError:
-            from .commands import COMMAND_NAMES
-
-            raise DataError(
-                exp.source,
-                b.line,
-                "command",
-                f"no command {b.command!r}{suggest(b.command, COMMAND_NAMES)} "
-                f"(the commands: {', '.join(COMMAND_NAMES)})",
-            ) from None
     cells: list[Cell] = []
     seen: dict[str, int | None] = {}
     planned: dict[str, list[Cell]] = {}
     for e in _ordered(exp):
         b = blocks[e.block]
-        axes = dict(e.axes)
         axis_settings: list[tuple[str, str, tuple[Any, ...], int | None]] = []
         for axis, values in e.axes:
             field = _axis_field(b.command, axis, exp.source, e.line)
             axis_settings.append((axis, field, values, e.line))
-        splits = []
-        for axis in e.each:
-            field = _axis_field(b.command, axis, exp.source, e.line)
-            values = axes.get(axis, _as_list(b.value(field)))
-            splits.append((axis, field, values))
-        for axis, field, values, _ in axis_settings:
-            if field in ("task", "seed") and axis not in e.each:
-                splits.append((axis, field, values))  # a singular setting: one cell each
+        splits = _splits(exp, e)
         if any(not values for _, values in e.axes) or not _has_input(b):
             continue  # an axis given as [] (or a missing input) leaves the entry out
         command_ = command(b.command)
@@ -370,10 +385,12 @@ def plan_cells(exp: Experiment, *, estimate: bool = True) -> list[Cell]:
                     )
                 seen[name] = e.line
                 settings, needs = _resolve(settings, m.name if m else None, planned, blocks)
+                by_name = {c.name: c for c in cells}
+                inputs = tuple(by_name[n].identity for n in needs)
                 for s in settings:
                     if s.key in ("tasks", "task") and not needs:
                         _check_tasks(s)
-                cell = _cell(exp, name, b.name, b.command, m, settings, e, needs)
+                cell = _cell(exp, name, b.name, b.command, m, settings, e, needs, inputs)
                 if estimate and b.command == "run" and not needs:
                     cell = _estimated(cell)
                 cells.append(cell)
@@ -390,6 +407,7 @@ def _cell(
     settings: list[Setting],
     e: MatrixEntry,
     needs: tuple[str, ...] = (),
+    inputs: tuple[str, ...] = (),
 ) -> Cell:
     model = m.model if m is not None else None
     configs = build_config(cmd, model, settings, exp.source, e.line)
@@ -410,6 +428,7 @@ def _cell(
         config,
         _argv(cmd, model, settings, command(cmd).model_field),
         needs=needs,
+        inputs=inputs,
     )
 
 

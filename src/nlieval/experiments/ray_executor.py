@@ -67,25 +67,5 @@ class RayExecutor:
         )
 
     def __call__(self, job: CellJob, retries: int, backoff: float) -> Outcome:
-        task = self.ray.remote(
-            num_gpus=job.cell.resources.gpus,
-            max_retries=NODE_RETRIES,
-            retry_exceptions=False,
-        )(cell_outcome)
-        error: str | None = None
-        job_id = None
-        for attempt in range(retries + 1):
-            if attempt:
-                self.sleep(backoff * 2 ** (attempt - 1))
-            ref = task.remote(job)
-            job_id = ref.task_id().hex()
-            try:
-                state, error, refusal = self.ray.get(ref)
-            except Exception as err:  # noqa: BLE001 - a task Ray gave up on, in one line
-                lines = str(err).strip().splitlines()
-                state, error, refusal = "failed", f"Ray task: {lines[-1] if lines else err}", False
-            if state == "done":
-                return Outcome(job.cell.name, "done", attempt + 1, None, self.name, job_id)
-            if refusal:
-                return Outcome(job.cell.name, "failed", attempt + 1, error, self.name, job_id)
-        return Outcome(job.cell.name, "failed", retries + 1, error, self.name, job_id)
+        """One cell: :meth:`run_many` of it alone (one retry loop for both)."""
+        return self.run_many([job], retries, backoff)[0]

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from ..ground import DataError
 from ..runs import atomic_write, make_folder
+from ..settings import UNSET, flag_of, from_flat_dict
 from .commands import coerce
 from .plan import Cell
 from .spec import Experiment, Output, suggest
@@ -193,7 +194,41 @@ def output_options(exp: Experiment, out: Output) -> dict[str, Any]:
         raise DataError(
             exp.source, out.line, "items", "an infer-report output names its items block"
         )
+    _build(exp, out, kind, values)
     return values
+
+
+def _required(f: Any) -> bool:
+    flag = flag_of(f)
+    return (
+        f.default is MISSING
+        and f.default_factory is MISSING
+        and (flag is None or flag.cli_default is UNSET)
+    )
+
+
+def _build(exp: Experiment, out: Output, kind: Kind, values: dict[str, Any]) -> None:
+    """Build the settings class of ``out``'s kind from its options now, as a block's is:
+    a missing or refused option is one line before any cell runs, not a traceback when
+    the report is written after them all."""
+    cls = kind.cls()
+    known = option_fields(kind)
+    for name, f in known.items():
+        if name not in values and _required(f):
+            raise DataError(
+                exp.source,
+                out.line,
+                name,
+                f"an output of kind {out.kind} needs the option {name!r}",
+            )
+    if out.kind in BLOCK_OPTIONS or any(_required(f) for f in fields(cls) if f.name in kind.own):
+        # The report gives those settings itself, from the cells (or a named block's):
+        # the class is whole only then.
+        return
+    try:
+        from_flat_dict(cls, {k: v for k, v in values.items() if k in known})
+    except (ValueError, TypeError) as err:
+        raise DataError(exp.source, out.line, None, f"output kind {out.kind}: {err}") from None
 
 
 def check_outputs(exp: Experiment) -> None:

@@ -10,11 +10,16 @@ commands and outputs (so an editor knows every key a block or output may take), 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+from ..runs import atomic_write, make_folder
 from .commands import COMMAND_NAMES, json_type, setting_fields
 from .report import BLOCK_OPTIONS, KINDS, option_fields
 from .spec import AXES
+
+#: spec.MEMORY for an editor (JSON Schema has no flags: the unit's case spelled out).
+MEMORY_PATTERN = r"^\s*[0-9]+\s*[KMGTkmgt][Ii]?[Bb]?\s*$"
 
 _LIST = {
     "anyOf": [
@@ -78,7 +83,7 @@ def experiment_schema() -> dict[str, Any]:
                         "type": "object",
                         "properties": {
                             "gpus": {"type": "integer", "minimum": 0},
-                            "memory": {"type": ["string", "integer"]},
+                            "memory": {"type": "string", "pattern": MEMORY_PATTERN},
                             "time": {"type": ["string", "integer"]},
                         },
                         "additionalProperties": False,
@@ -132,3 +137,17 @@ def experiment_schema() -> dict[str, Any]:
 def schema_text() -> str:
     """The schema as ``experiments/schema.json`` holds it (sorted keys, 2-space indent)."""
     return json.dumps(experiment_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def write_schema(out: str | Path) -> Path:
+    """Write :func:`schema_text` to ``out`` (its folder made, the file replaced whole).
+
+    >>> import tempfile
+    >>> path = write_schema(Path(tempfile.mkdtemp()) / "sub" / "schema.json")
+    >>> path.read_text() == schema_text()
+    True
+    """
+    path = Path(out)
+    make_folder(path.parent)
+    atomic_write(path, schema_text())
+    return path

@@ -8,7 +8,6 @@ submitted again after the back-off.
 
 from __future__ import annotations
 
-import re
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -16,45 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from .driver import CellJob, Outcome, cell_outcome, submit_and_wait
-from .spec import Resources
-
-#: How long a cell's job may wait in the queue and run when its model declares no time.
-DEFAULT_MINUTES = 60
+from .spec import Resources, memory, minutes
 
 _LIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED"}
-
-
-def minutes(time_limit: str | None) -> int:
-    """A Slurm time (``MM``, ``H:MM:SS``, ``D-HH:MM:SS``) in whole minutes, at least 1.
-
-    >>> minutes("1:30:00"), minutes("2-00:00:00"), minutes("45"), minutes(None)
-    (90, 2880, 45, 60)
-    """
-    if time_limit is None:
-        return DEFAULT_MINUTES
-    days, _, rest = str(time_limit).rpartition("-")
-    parts = [int(p) for p in rest.split(":")]
-    if len(parts) == 1:
-        total = parts[0]
-    else:
-        while len(parts) < 3:
-            parts.insert(0, 0)
-        total = parts[0] * 60 + parts[1] + (1 if parts[2] else 0)
-    return max(1, total + (int(days) * 1440 if days else 0))
-
-
-def memory(text: str | None) -> str | None:
-    """A memory size as Slurm's ``--mem`` writes it.
-
-    >>> memory("40GB"), memory("512MB"), memory("8G"), memory(None)
-    ('40G', '512M', '8G', None)
-    """
-    if text is None:
-        return None
-    match = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)i?B?\s*", str(text), re.IGNORECASE)
-    if match is None:
-        raise ValueError(f"resources: memory {text!r} is not a size such as 8GB")
-    return match.group(1) + match.group(2).upper()
 
 
 def parameters(resources: Resources, partition: str | None) -> dict[str, Any]:
@@ -104,23 +67,8 @@ class SlurmExecutor:
         self.sleep = sleep
 
     def __call__(self, job: CellJob, retries: int, backoff: float) -> Outcome:
-        executor = self.submitit.AutoExecutor(folder=self.folder / job.cell.name, cluster="slurm")
-        executor.update_parameters(
-            name=f"nlieval-{job.cell.name}", **parameters(job.cell.resources, self.partition)
-        )
-        error: str | None = None
-        job_id = None
-        for attempt in range(retries + 1):
-            if attempt:
-                self.sleep(backoff * 2 ** (attempt - 1))
-            submitted = executor.submit(cell_outcome, job)
-            job_id = str(submitted.job_id)
-            state, error, refusal = self._wait(submitted)
-            if state == "done":
-                return Outcome(job.cell.name, "done", attempt + 1, None, self.name, job_id)
-            if refusal:
-                return Outcome(job.cell.name, "failed", attempt + 1, error, self.name, job_id)
-        return Outcome(job.cell.name, "failed", retries + 1, error, self.name, job_id)
+        """One cell: :meth:`run_many` of it alone (one retry loop for both)."""
+        return self.run_many([job], retries, backoff)[0]
 
     def _submit(self, job: CellJob) -> tuple[Any, str]:
         executor = self.submitit.AutoExecutor(folder=self.folder / job.cell.name, cluster="slurm")

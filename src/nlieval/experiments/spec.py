@@ -94,6 +94,54 @@ class Resources:
     time: str | None = None
 
 
+#: How long a cell's job may wait in the queue and run when its model declares no time.
+DEFAULT_MINUTES = 60
+
+#: A time limit as Slurm takes it: MM, MM:SS, H:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS.
+TIME = re.compile(r"(?:(\d+)-(\d+)(?::(\d+))?(?::(\d+))?|(\d+)(?::(\d+))?(?::(\d+))?)")
+
+#: A memory size with its unit (a bare number is megabytes to Slurm: a silent 8 MB).
+MEMORY = re.compile(r"\s*(\d+)\s*([KMGT])i?B?\s*", re.IGNORECASE)
+
+
+def minutes(time_limit: str | None) -> int:
+    """A time limit (:data:`TIME`) in whole minutes, at least 1; ValueError if it is none.
+
+    >>> minutes("1:30:00"), minutes("2-00:00:00"), minutes("45"), minutes("1-2"), minutes(None)
+    (90, 2880, 45, 1560, 60)
+    """
+    if time_limit is None:
+        return DEFAULT_MINUTES
+    match = TIME.fullmatch(str(time_limit).strip())
+    if match is None:
+        raise ValueError(
+            f"time {time_limit!r} is not a time limit such as 45, 4:00:00 or 2-00:00:00"
+        )
+    g = [int(x) if x else 0 for x in match.groups()]
+    if match.group(1) is not None:  # D-HH[:MM[:SS]]
+        total = g[0] * 1440 + g[1] * 60 + g[2] + (1 if g[3] else 0)
+    elif match.group(7) is not None:  # H:MM:SS
+        total = g[4] * 60 + g[5] + (1 if g[6] else 0)
+    else:  # MM[:SS]
+        total = g[4] + (1 if g[5] else 0)
+    return max(1, total)
+
+
+def memory(text: str | None) -> str | None:
+    """A memory size (:data:`MEMORY`) as Slurm's ``--mem`` writes it; ValueError if it is
+    none.
+
+    >>> memory("40GB"), memory("512MB"), memory("8G"), memory(None)
+    ('40G', '512M', '8G', None)
+    """
+    if text is None:
+        return None
+    match = MEMORY.fullmatch(str(text))
+    if match is None:
+        raise ValueError(f"memory {text!r} is not a size with its unit, such as 8GB or 512MB")
+    return match.group(1) + match.group(2).upper()
+
+
 @dataclass(frozen=True)
 class ModelEntry:
     """A model of the file: its ``name`` in the matrix, the model string, its engine
@@ -375,6 +423,10 @@ def _model(
                 source, where(*path, "resources", key), key, f"expected text, found {_type(value)}"
             )
         text[key] = None if value is None else str(value)
+        try:
+            (memory if key == "memory" else minutes)(text[key])
+        except ValueError as err:
+            raise DataError(source, where(*path, "resources", key), key, str(err)) from None
     options = _settings(body, MODEL_KEYS, source, where, path)
     return ModelEntry(name, model, options, Resources(gpus, text["memory"], text["time"]), line)
 
