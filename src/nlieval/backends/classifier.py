@@ -519,8 +519,8 @@ def label_mapping(
     Traceback (most recent call last):
     nlieval.backends.classifier.ClassifierError: ... no model label for neutral, contradiction; ...
     """
-    model = [_label_name(x) for x in model_labels]
-    task = [_label_name(x) for x in task_labels]
+    model = [label_name(x) for x in model_labels]
+    task = [label_name(x) for x in task_labels]
     groups = [tuple(i for i, m in enumerate(model) if m == t) for t in task]
     nli3 = {x.value for x in NLI3}
     non_ent = Label.NON_ENTAILMENT.value
@@ -547,7 +547,12 @@ def label_mapping(
     return groups
 
 
-def _label_name(x: Label | str) -> str:
+def label_name(x: Label | str) -> str:
+    """A task label as records name it.
+
+    >>> label_name(Label.ENTAILMENT), label_name("1")
+    ('entailment', '1')
+    """
     return x.value if isinstance(x, Label) else str(x)
 
 
@@ -586,7 +591,7 @@ def classify_records(
     (('entailment', 'non-entailment'), True)
     """
     mapping = label_mapping(backend.labels, task_labels)
-    names = tuple(_label_name(x) for x in task_labels)
+    names = tuple(label_name(x) for x in task_labels)
     records: list[Record] = []
     for start in range(0, len(items), chunk):
         part = items[start : start + chunk]
@@ -596,13 +601,15 @@ def classify_records(
         except NonFiniteScore as err:
             raise err.at(f"item {part[err.index].id!r} of task {task}") from None
         for item, logp in zip(part, scores, strict=True):
-            records.append(_record(item, logp, mapping, names, task, model, k, seed, checkpoint))
+            records.append(
+                scored_record(item, logp, mapping, names, task, model, k, seed, checkpoint)
+            )
         if progress is not None:
             progress(len(part))
     return records
 
 
-def _record(
+def scored_record(
     item: Item,
     logp: Sequence[float],
     mapping: Sequence[tuple[int, ...]],
@@ -613,6 +620,10 @@ def _record(
     seed: int,
     checkpoint: str | None,
 ) -> Record:
+    """The record of one item: each task label's log-likelihood the log-sum-exp of the
+    model's log-probabilities of its group in ``mapping`` (:func:`label_mapping`; a pair
+    classifier's labels, or one choice each for a multiple-choice head), ``probs`` their
+    softmax, ``pred`` the most probable (the first on a tie)."""
     loglik = tuple(_logsumexp([logp[i] for i in group]) for group in mapping)
     best = max(range(len(names)), key=lambda i: (loglik[i], -i))
     return Record(

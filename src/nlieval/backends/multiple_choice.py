@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..types import Item, Label, Record, softmax
+from ..types import Item, Label, Record
 from .base import ChoiceBackend, ClassifierBackend, Progress
 from .finite import NonFiniteScore, check_scores
 from .options import HFOptions
@@ -274,7 +274,12 @@ def choose_records(
     >>> rec.pred, rec.gold, [round(p, 6) for p in rec.probs]
     ('2', '1', [0.25, 0.75])
     """
-    names = tuple(x.value if isinstance(x, Label) else str(x) for x in task_labels)
+    # One record as a pair classifier's: choice i is the group (i,) of the mapping, so
+    # each label's log-likelihood is its choice's own (a log-sum-exp of one term).
+    from .classifier import label_name, scored_record  # torch, loaded with the engine
+
+    names = tuple(label_name(x) for x in task_labels)
+    mapping = tuple((i,) for i in range(len(names)))
     records: list[Record] = []
     for start in range(0, len(items), chunk):
         part = items[start : start + chunk]
@@ -290,23 +295,9 @@ def choose_records(
         except NonFiniteScore as err:
             raise err.at(f"item {part[err.index].id!r} of task {task}") from None
         for item, logp in zip(part, scores, strict=True):
-            loglik = tuple(float(x) for x in logp)
-            best = max(range(len(names)), key=lambda i: (loglik[i], -i))
+            logp = [float(x) for x in logp]
             records.append(
-                Record(
-                    task=task,
-                    item_id=item.id,
-                    model=model,
-                    k=k,
-                    seed=seed,
-                    labels=names,
-                    loglik=loglik,
-                    probs=softmax(loglik),
-                    pred=names[best],
-                    gold=item.label.value if item.label is not None else None,
-                    checkpoint=checkpoint,
-                    meta=dict(item.meta),
-                )
+                scored_record(item, logp, mapping, names, task, model, k, seed, checkpoint)
             )
         if progress is not None:
             progress(len(part))
