@@ -743,7 +743,21 @@ def grid_table(cfg: GridConfig) -> str:
     >>> print(grid_table(GridConfig(runs=(run_dir,), no_average=True)).splitlines()[-1])
     | m | 0.000 |
     """
-    g = grid_report(
+    return render_grid(grid_of(cfg), cfg.format, percent=cfg.percent, digits=cfg.digits)
+
+
+def grid_of(cfg: GridConfig) -> Grid:
+    """The :class:`~nlieval.analyses.Grid` of ``cfg`` (:func:`grid_report`), to render
+    in several formats from one reading of the records.
+
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
+    ...                            (-0.1, -2.0), (0.87, 0.13), "entailment", "neutral")])
+    >>> g = grid_of(GridConfig(runs=(run_dir,), no_average=True))
+    >>> g.index, render_grid(g, "csv").splitlines()[0].split(",")[:2]
+    (('model',), ['model', 't mean'])
+    """
+    return grid_report(
         cfg.runs,
         index=cfg.rows,
         columns=cfg.cols,
@@ -759,7 +773,6 @@ def grid_table(cfg: GridConfig) -> str:
         overall=not cfg.no_overall,
         names=cfg.name or (),
     )
-    return render_grid(g, cfg.format, percent=cfg.percent, digits=cfg.digits)
 
 
 @dataclass(frozen=True, kw_only=True)

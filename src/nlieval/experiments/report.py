@@ -325,15 +325,15 @@ def _write_output(
     files: list[str] = []
     notes: list[str] = []
     if out.kind == "grid":
-        from ..reports import GridConfig, grid_table
+        from ..analyses import render_grid
+        from ..reports import GridConfig, grid_of
 
-        flag = {f.name: f for f in fields(GridConfig)}["format"].metadata["flag"]
+        grid_cfg = GridConfig(runs=runs, **opts)
+        g = grid_of(grid_cfg)  # the records read once, written in each format
         for fmt, ext in (("md", "md"), ("csv", "csv"), ("latex", "tex")):
-            if fmt in (flag.choices or ()):
-                _write(
-                    report / f"{name}.{ext}", grid_table(GridConfig(runs=runs, format=fmt, **opts))
-                )
-                files.append(f"{name}.{ext}")
+            text = render_grid(g, fmt, percent=grid_cfg.percent, digits=grid_cfg.digits)
+            _write(report / f"{name}.{ext}", text)
+            files.append(f"{name}.{ext}")
     elif out.kind == "figure":
         from ..reports import FigureConfig, figure_from
 
