@@ -30,6 +30,7 @@ from ..reports import grid_report, listing_inputs, report
 from ..runs import NamedRuns, RunError, RunFolder
 from ..settings import setting
 from ..types import Item, Record
+from .sci import infer_page, sci_page
 
 #: Items per chunk file: a page of the browser loads one or two.
 CHUNK = 500
@@ -276,7 +277,8 @@ def site_data(
         values = tuple(v for v in CHAOS_VALUES if v in METRICS)
         g = grid_report(chaos, index=rows_of, values=values, names=_names_of(chaos, folders, names))
         grids.append(_grid_table(render_grid(g), "ChaosNLI", chaos, rows_of, values))
-    meta = {"runs": overview, "grids": grids, "items": index}
+    meta = {"runs": overview, "grids": grids, "items": index,
+            "sci": sci_page(folders), "infer": infer_page(folders, data_dir)}  # fmt: skip
     return meta, chunks
 
 
@@ -328,7 +330,7 @@ def build_site(cfg: ViewConfig) -> Path:
     (out / "data").mkdir(parents=True, exist_ok=True)
     (out / "assets").mkdir(exist_ok=True)
     atomic_write(out / MARK, "a site written by nlieval view; it replaces this folder's data\n")
-    for name in ("app.js", "style.css"):
+    for name in ("app.js", "sci.js", "style.css"):
         atomic_write(out / "assets" / name, (ASSETS / name).read_text(encoding="utf-8"))
     atomic_write(out / "index.html", (ASSETS / "index.html").read_text(encoding="utf-8"))
     atomic_write(out / "data" / "meta.js", f"NLIEVAL.meta({script_json(meta)});\n")

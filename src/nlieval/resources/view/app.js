@@ -6,6 +6,8 @@
 "use strict";
 (function () {
   var META = null;
+  var PAGES = ["overview", "results", "items"];
+  var added = [];  // pages of other scripts (sci.js): [name, render(meta, section) -> shown]
   var chunks = {};
   var waiting = {};
   var PAGE_SIZE = 50;
@@ -30,7 +32,8 @@
       chunks[n] = data;
       (waiting[n] || []).forEach(function (done) { done[0](data); });
       delete waiting[n];
-    }
+    },
+    page: function (name, render) { PAGES.push(name); added.push([name, render]); }
   };
 
   function loadChunk(n) {
@@ -61,7 +64,7 @@
 
   /* ---------------------------------------------------------------- pages */
   function show(page) {
-    ["overview", "results", "items"].forEach(function (p) {
+    PAGES.forEach(function (p) {
       $("page-" + p).hidden = p !== page;
       $("tab-" + p).classList.toggle("active", p === page);
     });
@@ -77,8 +80,10 @@
     renderOverview();
     renderResults();
     setupItems();
+    // A page without data keeps its tab hidden.
+    added.forEach(function (a) { $("tab-" + a[0]).hidden = !a[1](META, $("page-" + a[0])); });
     var wanted = location.hash.slice(1);
-    show(["overview", "results", "items"].indexOf(wanted) >= 0 ? wanted : "overview");
+    show(PAGES.indexOf(wanted) >= 0 && !$("tab-" + wanted).hidden ? wanted : "overview");
   }
 
   function dl(pairs) {

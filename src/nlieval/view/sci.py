@@ -1,0 +1,274 @@
+"""The pages of ``nlieval view`` for scientific-NLI and meta-inference folders: the
+confusion matrices of ``nlieval sci-report``, and the inferred items of ``nlieval infer
+build`` with their input items, the labels each reading allows, and the consistency
+report of ``nlieval infer report``.
+
+The numbers are those commands' own: :func:`nlieval.sci.sci_rows` and
+:func:`nlieval.sci.format_report` for the confusion page, and
+:func:`nlieval.metainference.inferred_consistency` and
+:func:`nlieval.metainference.conclude` for the meta-inference page. Their Markdown is
+split into cells here, so the page shows exactly the text the command prints, and it
+names the command that prints it.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..data import get_task
+from ..ground import DataError
+from ..metainference import InferReportConfig, inferred, inferred_consistency, logic
+from ..reports import listing_inputs
+from ..runs import RunFolder, iter_run_records
+from ..sci import format_report, iter_report_records, sci_rows
+from ..types import Label, Record
+
+#: Folders of these commands are scientific NLI whatever their task.
+SCI_KINDS = frozenset({"instruct", "train"})
+#: The template family of the four SciNLI classes (a task YAML with those labels too).
+SCI_FAMILY = "sci4"
+_CELL = re.compile(r"(?<!\\)\|")
+
+
+def _config(folder: str | Path) -> dict[str, Any]:
+    return RunFolder(folder).read_config() or {}
+
+
+def _task_specs(cfg: dict[str, Any]) -> list[str]:
+    # A run names its tasks; a folder of `nlieval import` its one task.
+    specs = cfg.get("tasks") or ([cfg["task"]] if isinstance(cfg.get("task"), str) else [])
+    return [str(s) for s in specs]
+
+
+def _is_train_folder(path: str) -> bool:
+    # `nlieval run --model <train folder>` (or one of its seed folders): a fine-tuned
+    # classifier, scored as sci-report scores it.
+    p = Path(path)
+    for folder in (p, p.parent):
+        try:
+            if folder.is_dir() and _config(folder).get("kind") == "train":
+                return True
+        except (OSError, ValueError):
+            continue  # not a readable run folder: no classifier to name
+    return False
+
+
+def is_sci_folder(folder: str | Path) -> bool:
+    """Whether the confusion page shows ``folder``: a folder of ``nlieval instruct`` or
+    ``nlieval train``, a run of a ``train`` output (a fine-tuned classifier), or a run
+    or import on a task of the four SciNLI classes.
+
+    >>> _ = (Path(run_dir) / "config.json").write_text('{"kind": "instruct"}')
+    >>> is_sci_folder(run_dir)
+    True
+    >>> _ = (Path(run_dir) / "config.json").write_text('{"kind": "run", "tasks": ["snli"]}')
+    >>> is_sci_folder(run_dir)
+    False
+    """
+    cfg = _config(folder)
+    if cfg.get("kind") in SCI_KINDS:
+        return True
+    if isinstance(cfg.get("model"), str) and _is_train_folder(cfg["model"]):
+        return True
+    for spec in _task_specs(cfg):
+        try:
+            if get_task(spec).family == SCI_FAMILY:
+                return True
+        except (DataError, OSError, ValueError):
+            continue  # a task file that is gone: the other pages say so
+    return False
+
+
+def markdown_blocks(text: str) -> list[dict[str, Any]]:
+    """The Markdown a command prints, as blocks: each table with the lines of text before
+    it (``text``), its ``header`` and its ``rows`` of cells (a ``\\|`` in a cell is a
+    ``|``); lines after the last table are a block without a table.
+
+    >>> markdown_blocks("Title:\\n\\n| a | b |\\n|---|---|\\n| 1 | x\\\\|y |\\n\\nend")
+    [{'text': ['Title:'], 'header': ['a', 'b'], 'rows': [['1', 'x|y']]}, {'text': ['end']}]
+    """
+    blocks: list[dict[str, Any]] = []
+    lines: list[str] = []
+    table: list[list[str]] = []
+
+    def flush() -> None:
+        if table:
+            blocks.append({"text": list(lines), "header": table[0], "rows": table[2:]})
+            lines.clear()
+            table.clear()
+
+    for line in text.splitlines():
+        if line.startswith("|"):
+            inner = line.strip()[1:]
+            inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+            table.append([c.strip().replace("\\|", "|") for c in _CELL.split(inner)])
+            continue
+        flush()
+        if line.strip():
+            lines.append(line.strip())
+    flush()
+    if lines:
+        blocks.append({"text": lines})
+    return blocks
+
+
+def sci_page(folders: Sequence[str]) -> dict[str, Any] | None:
+    """The confusion page: the scientific-NLI folders among ``folders``
+    (:func:`is_sci_folder`), the command ``nlieval sci-report`` over them, and its
+    report (:func:`nlieval.sci.format_report` of :func:`nlieval.sci.sci_rows`) as
+    :func:`markdown_blocks`: the scores, per domain, and one confusion matrix per model,
+    task and k (counts, gold rows, predicted columns, summed over the runs), each with
+    its runs' own matrices (``runs``, as ``sci-report --json`` gives them) when it has
+    several. None when no folder is one.
+
+    >>> sci_page([]) is None
+    True
+    """
+    sci = [f for f in folders if is_sci_folder(f)]
+    rows = sci_rows(iter_report_records(sci)) if sci else []
+    if not rows:
+        return None
+    blocks = markdown_blocks(format_report(rows))
+    confusions = [b for b in blocks if b["text"] and b["text"][-1].startswith("Confusion, ")]
+    for block, row in zip(confusions, rows, strict=True):
+        block["confusion"] = True
+        ncol = len(block["header"]) - 1  # the report's columns: the labels, unparsed if any
+        block["runs"] = [] if row["runs"] < 2 else [
+            {"title": ("checkpoint " + run["checkpoint"] + ", " if run["checkpoint"] else "")
+                      + f"seed {run['seed']}",
+             "rows": [[lab, *(str(x) for x in counts[:ncol])]
+                      for lab, counts in zip(row["labels"], run["confusion"], strict=True)]}
+            for run in row["per_run"]
+        ]  # fmt: skip
+    return {
+        "folders": list(sci),
+        "command": shlex.join(["nlieval", "sci-report", *sci]),
+        "blocks": blocks,
+    }
+
+
+def _inferred_items_folders(folder: str) -> list[Path]:
+    # The task YAMLs that `infer build` wrote (task.yaml beside items.jsonl) among those
+    # the run's config names; each is one report.
+    out = []
+    for spec in _task_specs(_config(folder)):
+        p = Path(spec)
+        if p.name == inferred.TASK_FILE and (p.parent / inferred.ITEMS_FILE).is_file():
+            out.append(p.parent)
+    return out
+
+
+def _letter(pred: str | None) -> str | None:
+    # As the report counts an answer: its E/C/N letter, none for another label.
+    try:
+        return None if pred is None else inferred.LETTER.get(Label.parse(pred))
+    except ValueError:
+        return None
+
+
+def _point(r: Record) -> str:
+    where = r.model + (f" @ {r.checkpoint}" if r.checkpoint else "")
+    return f"{where}, k={r.k}, seed={r.seed}"
+
+
+def _source_run(
+    items: Sequence[Any], folders: Sequence[str], models: set[tuple[str, str | None]]
+) -> str | None:
+    # The folder whose records hold the most source items under the run's models (the
+    # `--source-run` the report is given); none when no folder holds one.
+    best, found = 0, None
+    for folder in folders:
+        matched, _needed = inferred.source_coverage(items, iter_run_records([folder]), models)
+        if matched > best:
+            best, found = matched, folder
+    return found
+
+
+def infer_page(folders: Sequence[str], data_dir: str | Path | None = None) -> list[dict[str, Any]]:
+    """The meta-inference page: one entry per run folder among ``folders`` made on the
+    items of ``nlieval infer build`` (a run or import whose task is such a folder's
+    ``task.yaml``). Each holds the command ``nlieval infer report RUN --items DIR
+    [--source-run SRC]`` (SRC: the folder of ``folders`` whose records hold the most
+    source items under the run's models), its report
+    (:func:`nlieval.metainference.inferred_consistency`) as :func:`markdown_blocks`,
+    and every inferred item: its text, pattern, input labels and target pair, its input
+    items (id, label, and their text where a folder's task holds them), the labels each
+    reading allows (:func:`nlieval.metainference.conclude`) and each sweep point's
+    prediction with the readings it is consistent with.
+
+    >>> infer_page([])
+    []
+    """
+    pages = []
+    for folder in folders:
+        for items_dir in _inferred_items_folders(folder):
+            items = inferred.read_task(items_dir)
+            records = [r for r in iter_run_records([folder]) if r.item_id in {i.id for i in items}]
+            models = {(r.model, r.checkpoint) for r in records}
+            source = _source_run(items, folders, models)
+            cfg = InferReportConfig(run=folder, items=str(items_dir), source_run=source)
+            got = inferred_consistency(cfg)
+            readings = list(got["readings"].values())
+            text = inferred.format_report(got["rows"]).rstrip("\n")
+            command = ["nlieval", "infer", "report", folder, "--items", str(items_dir)]
+            command += ["--source-run", source] if source else []
+            texts = listing_inputs([source], data_dir=data_dir)[1] if source else {}
+            pages.append({
+                "folder": folder, "items_folder": str(items_dir), "source_run": source,
+                "command": shlex.join(command), "coverage": got["coverage"],
+                "readings": [r.name for r in readings],
+                "blocks": markdown_blocks(f"{text}\n\n{logic.frames_note(readings)}"),
+                "items": _items(items, records, readings, texts),
+            })  # fmt: skip
+    return pages
+
+
+def _items(
+    items: Sequence[Any],
+    records: Sequence[Record],
+    readings: Sequence[Any],
+    texts: dict[str, dict[str, Any]],
+) -> list[dict[str, Any]]:
+    by_id: dict[str, Any] = {}
+    for task_items in texts.values():
+        by_id.update(task_items)
+    preds: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        preds[r.item_id].append(r)
+    decided: dict[tuple[str, str, str], Any] = {}
+    out = []
+    for it in items:
+        meta = it.meta
+        found = {}
+        for reading in readings:
+            key = (meta["input"], meta["target"], reading.name)
+            if key not in decided:
+                decided[key] = logic.conclude(meta["input"], meta["target"], reading)
+            found[reading.name] = decided[key]
+        sources = []
+        for n, sid in enumerate(meta.get("sources") or []):
+            labels = meta.get("source_labels") or []
+            src = by_id.get(sid)
+            sources.append({"id": sid, "label": labels[n] if n < len(labels) else None,
+                            "premise": src.premise if src else None,
+                            "hypothesis": src.hypothesis if src else None})  # fmt: skip
+        out.append({
+            "id": it.id, "premise": it.premise, "hypothesis": it.hypothesis,
+            "pattern": meta["pattern"], "input": meta["input"], "target": meta["target"],
+            "sources": sources,
+            "readings": {name: {"inferred": c.inferred, "allowed": list(c.allowed)}
+                         for name, c in found.items()},
+            "predictions": [
+                {"point": _point(r), "pred": r.pred,
+                 "consistent": [name for name, c in found.items()
+                                if c.inferred != "vacuous" and _letter(r.pred) in c.allowed]}
+                for r in sorted(preds[it.id], key=lambda r: (r.model, r.checkpoint or "",
+                                                             r.k, r.seed))
+            ],
+        })  # fmt: skip
+    return out
