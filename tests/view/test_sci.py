@@ -222,10 +222,18 @@ def test_the_inferred_items_with_their_inputs_and_allowed_labels(
     assert (first["id"], first["predictions"][0]["pred"]) == ("inf:reversal:e1", "entailment")
     assert first["readings"]["EI"] == {"inferred": "~C", "allowed": ["E", "N"]}
     assert first["predictions"][0]["consistent"] == ["MC", "SC", "EI"]
+    assert first["predictions"][0]["inconsistent"] == []
     second = page["items"][1]
     assert (second["id"], second["predictions"][0]["pred"]) == ("inf:reversal:n1", "neutral")
     assert second["readings"]["MC"] == {"inferred": "vacuous", "allowed": []}
     assert second["predictions"][0]["consistent"] == ["SC", "EI"]
+    assert second["predictions"][0]["inconsistent"] == []  # no verdict under MC
+    # The reversal of c2 (line 4) answered N: C(a,b) forces C(b,a) under MC and SC;
+    # EI rules out E only.
+    fifth = page["items"][4]
+    assert (fifth["id"], fifth["predictions"][0]["pred"]) == ("inf:reversal:c2", "neutral")
+    assert fifth["predictions"][0]["consistent"] == ["EI"]
+    assert fifth["predictions"][0]["inconsistent"] == ["MC", "SC"]
 
 
 def test_a_site_of_nli_folders_alone_has_neither_page(folders: dict[str, Any]) -> None:
@@ -234,6 +242,25 @@ def test_a_site_of_nli_folders_alone_has_neither_page(folders: dict[str, Any]) -
     )
     meta = read_js(site / "data" / "meta.js")
     assert meta["sci"] is None and meta["infer"] == []
+
+
+def test_an_import_on_the_four_classes_in_another_order_is_scientific(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # MisMatched's task file (docs/examples) lists the SciNLI classes in its own order.
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "mismatched"
+    argv = ["import", str(example / "bert.csv"), "--format", "labels"]
+    cli(
+        capsys,
+        *argv,
+        "--task",
+        str(example / "task.yaml"),
+        "--model",
+        "bert",
+        "--out",
+        str(tmp_path),
+    )
+    assert is_sci_folder(tmp_path)
 
 
 def test_a_run_of_a_train_folder_is_scientific(tmp_path: Path) -> None:

@@ -26,12 +26,10 @@ from ..metainference import InferReportConfig, inferred, inferred_consistency, l
 from ..reports import listing_inputs
 from ..runs import RunFolder, iter_run_records
 from ..sci import format_report, iter_report_records, sci_rows
-from ..types import Label, Record
+from ..types import SCI4, Item, Label, Record
 
 #: Folders of these commands are scientific NLI whatever their task.
 SCI_KINDS = frozenset({"instruct", "train"})
-#: The template family of the four SciNLI classes (a task YAML with those labels too).
-SCI_FAMILY = "sci4"
 _CELL = re.compile(r"(?<!\\)\|")
 
 
@@ -61,7 +59,7 @@ def _is_train_folder(path: str) -> bool:
 def is_sci_folder(folder: str | Path) -> bool:
     """Whether the confusion page shows ``folder``: a folder of ``nlieval instruct`` or
     ``nlieval train``, a run of a ``train`` output (a fine-tuned classifier), or a run
-    or import on a task of the four SciNLI classes.
+    or import on a task whose labels are the four SciNLI classes.
 
     >>> _ = (Path(run_dir) / "config.json").write_text('{"kind": "instruct"}')
     >>> is_sci_folder(run_dir)
@@ -77,7 +75,8 @@ def is_sci_folder(folder: str | Path) -> bool:
         return True
     for spec in _task_specs(cfg):
         try:
-            if get_task(spec).family == SCI_FAMILY:
+            # The four classes in any order (MisMatched's task file has its own).
+            if set(get_task(spec).labels) == set(SCI4):
                 return True
         except (DataError, OSError, ValueError):
             continue  # a task file that is gone: the other pages say so
@@ -152,14 +151,17 @@ def sci_page(folders: Sequence[str]) -> dict[str, Any] | None:
     }
 
 
-def _inferred_items_folders(folder: str) -> list[Path]:
-    # The task YAMLs that `infer build` wrote (task.yaml beside items.jsonl) among those
-    # the run's config names; each is one report.
+def _inferred_items(folder: str) -> list[tuple[Path, tuple[Item, ...]]]:
+    # The folders of `infer build` among the tasks the run's config names, with their
+    # items: a task.yaml beside items.jsonl (as infer build writes them) whose every
+    # item holds its provenance (another task's files may have those names too).
     out = []
     for spec in _task_specs(_config(folder)):
         p = Path(spec)
         if p.name == inferred.TASK_FILE and (p.parent / inferred.ITEMS_FILE).is_file():
-            out.append(p.parent)
+            items = inferred.read_task(p.parent)
+            if items and all(it.meta.get("pattern") in inferred.PATTERNS for it in items):
+                out.append((p.parent, items))
     return out
 
 
@@ -177,7 +179,7 @@ def _point(r: Record) -> str:
 
 
 def _source_run(
-    items: Sequence[Any], folders: Sequence[str], models: set[tuple[str, str | None]]
+    items: Sequence[Item], folders: Sequence[str], models: set[tuple[str, str | None]]
 ) -> str | None:
     # The folder whose records hold the most source items under the run's models (the
     # `--source-run` the report is given); none when no folder holds one.
@@ -206,8 +208,7 @@ def infer_page(folders: Sequence[str], data_dir: str | Path | None = None) -> li
     """
     pages = []
     for folder in folders:
-        for items_dir in _inferred_items_folders(folder):
-            items = inferred.read_task(items_dir)
+        for items_dir, items in _inferred_items(folder):
             records = [r for r in iter_run_records([folder]) if r.item_id in {i.id for i in items}]
             models = {(r.model, r.checkpoint) for r in records}
             source = _source_run(items, folders, models)
@@ -229,7 +230,7 @@ def infer_page(folders: Sequence[str], data_dir: str | Path | None = None) -> li
 
 
 def _items(
-    items: Sequence[Any],
+    items: Sequence[Item],
     records: Sequence[Record],
     readings: Sequence[Any],
     texts: dict[str, dict[str, Any]],
@@ -264,11 +265,19 @@ def _items(
             "readings": {name: {"inferred": c.inferred, "allowed": list(c.allowed)}
                          for name, c in found.items()},
             "predictions": [
-                {"point": _point(r), "pred": r.pred,
-                 "consistent": [name for name, c in found.items()
-                                if c.inferred != "vacuous" and _letter(r.pred) in c.allowed]}
+                {"point": _point(r), "pred": r.pred, **_verdicts(_letter(r.pred), found)}
                 for r in sorted(preds[it.id], key=lambda r: (r.model, r.checkpoint or "",
                                                              r.k, r.seed))
             ],
         })  # fmt: skip
     return out
+
+
+def _verdicts(letter: str | None, found: dict[str, Any]) -> dict[str, list[str]]:
+    # As the report counts an answer: consistent with a reading when among its allowed
+    # labels; under a reading whose inputs cannot hold (vacuous), neither.
+    live = [name for name, c in found.items() if c.inferred != "vacuous"]
+    return {
+        "consistent": [name for name in live if letter in found[name].allowed],
+        "inconsistent": [name for name in live if letter not in found[name].allowed],
+    }

@@ -127,7 +127,10 @@
       line.appendChild(el("span", p.point + ": "));
       line.appendChild(el("span", p.pred === null ? "(none)" : p.pred, "pred"));
       line.appendChild(el("span", "; consistent under " + (p.consistent.length ? p.consistent.join(", ") : "none")));
-      if (p.consistent.length < readings.length) line.classList.add("inconsistent");
+      if (p.inconsistent.length) {
+        line.appendChild(el("span", "; not under " + p.inconsistent.join(", ")));
+        line.classList.add("inconsistent");
+      }
       preds.appendChild(line);
     });
     tr.appendChild(preds);
