@@ -61,6 +61,19 @@ figure view.md \
     "${NLIEVAL_CHROMIUM:-chromium}" --headless --no-sandbox --disable-gpu --hide-scrollbars \
     --window-size=1400,900 --virtual-time-budget=5000 \
     --screenshot="$(realpath "$IMG")/view_items.png" "file://$PWD/runs/site/index.html#items"
+# The confusion and meta-inference pages, of the MisMatched folders and a run on the
+# inferred items of docs/examples/inferred (the commands of view.md make them).
+figure view.md \
+    nlieval view runs/mm-bert runs/mm-bert-hyp runs/mm-roberta runs/inf-toy runs/inf-toy-source \
+    --out runs/site-all
+figure view.md \
+    "${NLIEVAL_CHROMIUM:-chromium}" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+    --window-size=1400,900 --virtual-time-budget=5000 \
+    --screenshot="$(realpath "$IMG")/view_confusion.png" "file://$PWD/runs/site-all/index.html#confusion"
+figure view.md \
+    "${NLIEVAL_CHROMIUM:-chromium}" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+    --window-size=1400,1500 --virtual-time-budget=5000 \
+    --screenshot="$(realpath "$IMG")/view_inferred.png" "file://$PWD/runs/site-all/index.html#inferred"
 
 if [ ${#failed[@]} -gt 0 ]; then
     echo "doc_images.sh: ${#failed[@]} figure command(s) failed:" >&2
