@@ -275,3 +275,24 @@ def test_a_run_of_a_train_folder_is_scientific(tmp_path: Path) -> None:
         (run / "config.json").write_text(json.dumps(cfg))
         (run / "records.jsonl").write_text("")
         assert is_sci_folder(run) is expected, model
+
+
+@pytest.mark.parametrize("answered", [True, False])
+def test_an_edited_items_file_is_one_line_naming_it(
+    answered: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An item's input labels made unreadable after the run; the item answered (the
+    # report reads it) or not (only the item list does).
+    infer = make_infer(tmp_path / "infer")
+    path = Path(infer["items"], "items.jsonl")
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    lines[0]["input"] = "Xab &"
+    if not answered:
+        lines[0]["id"] = "inf:reversal:unanswered"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    capsys.readouterr()
+    argv = ["view", infer["run"], infer["source"], "--out", str(tmp_path / "site")]
+    assert main(argv) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert infer["items"] in err and "expected a formula" in err

@@ -1,6 +1,7 @@
 """``nlieval view``: a static site of run folders (an overview, the results grid, an item
-browser with human and model label distributions) that opens from ``file://`` with no
-network, or is served on 127.0.0.1.
+browser with human and model label distributions; for scientific-NLI and meta-inference
+folders their confusion matrices and inferred items, :mod:`nlieval.view.sci`) that opens
+from ``file://`` with no network, or is served on 127.0.0.1.
 
 Start at :func:`build_site` (writes the site of a :class:`ViewConfig`) and :func:`serve`
 (an HTTP server over the site folder alone). The numbers come from the library functions

@@ -224,12 +224,13 @@ def infer_page(folders: Sequence[str], data_dir: str | Path | None = None) -> li
                 "command": shlex.join(command), "coverage": got["coverage"],
                 "readings": [r.name for r in readings],
                 "blocks": markdown_blocks(f"{text}\n\n{logic.frames_note(readings)}"),
-                "items": _items(items, records, readings, texts),
+                "items": _items(items_dir, items, records, readings, texts),
             })  # fmt: skip
     return pages
 
 
 def _items(
+    items_dir: Path,
     items: Sequence[Item],
     records: Sequence[Record],
     readings: Sequence[Any],
@@ -249,7 +250,11 @@ def _items(
         for reading in readings:
             key = (meta["input"], meta["target"], reading.name)
             if key not in decided:
-                decided[key] = logic.conclude(meta["input"], meta["target"], reading)
+                try:
+                    decided[key] = logic.conclude(meta["input"], meta["target"], reading)
+                except ValueError as err:  # an edited items file: one line naming it
+                    where = items_dir / inferred.ITEMS_FILE
+                    raise ValueError(f"{where}: inferred item {it.id}: {err}") from None
             found[reading.name] = decided[key]
         sources = []
         for n, sid in enumerate(meta.get("sources") or []):

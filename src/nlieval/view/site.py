@@ -183,6 +183,8 @@ def site_data(
     chunks (``chunk`` rows each, in the index order: texts, human counts, each model's
     distribution, log-likelihoods, entropy, JS distance and prompt). ``ci``: the
     accuracy grid with each cell's bootstrap interval at that level (``nlieval grid --ci``).
+    ``meta`` also holds the confusion page (``sci``) and the meta-inference page
+    (``infer``) of :mod:`nlieval.view.sci`, None and empty without such folders.
 
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0),
