@@ -789,8 +789,9 @@ class CompareConfig(Resampling):
     confidence: float = setting(CONFIDENCE, help="level of the intervals")
     correction: str = setting(
         "holm",
-        help="correction of the p-values for multiple comparisons over the table's tests: "
-        "holm (family-wise error), bh (Benjamini-Hochberg false discovery rate), none",
+        help="correction of the p-values for multiple comparisons within each family of "
+        "tests (one kind of test of one metric, per seed or over seeds): holm (family-wise "
+        "error), bh (Benjamini-Hochberg false discovery rate), none",
         choices=tuple(CORRECTIONS),
     )
     json: str | None = setting(None, help="also write the rows as JSON here")
