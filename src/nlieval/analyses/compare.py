@@ -31,21 +31,16 @@ seed or over seeds), and is also given adjusted within that family (Holm by defa
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..backends import training_seed
-from ..data import get_task
-from ..ground import DataError
 from ..metrics import mean_std
-from ..runs import RunError, RunFolder, markdown_table
+from ..runs import RunError, iter_run_records, markdown_table
 from ..significance import (
     CONFIDENCE,
     CORRECTIONS,
@@ -67,29 +62,14 @@ INTERVAL = "bootstrap percentile"
 OVER_SEEDS = "per-item correctness averaged over seeds"
 
 
-@functools.cache
-def _task_name(task: str) -> str:
-    """The name a task's records carry in a run folder: ``nlieval train`` names a task
-    YAML given as ``--test-task`` by its path (kept so, for its folders to resume), ``run``
-    by the name the file declares."""
-    if not Path(task).is_file():
-        return task
-    try:
-        return get_task(task).name
-    except (DataError, OSError, ValueError):
-        return task
-
-
 def _by_point(folder: str | Path) -> dict[PointKey, dict[str, Record]]:
     out: dict[PointKey, dict[str, Record]] = defaultdict(dict)
     models: set[str] = set()
-    for r in RunFolder(folder).records():
+    # Named by sweep point as every reader that pairs folders names them (a task file's
+    # declared name, a train folder's seed models as its training seeds).
+    for r in iter_run_records([folder], as_points=True):
         models.add(r.model)
-        seed = training_seed(r.model, r.checkpoint)
-        if seed is not None:
-            # A classifier takes one run seed; its replicates are its training seeds.
-            r = replace(r, checkpoint=None, seed=seed)
-        out[(_task_name(r.task), r.checkpoint, r.k, r.seed)][r.item_id] = r
+        out[(r.task, r.checkpoint, r.k, r.seed)][r.item_id] = r
     if not out:
         raise RunError(f"{folder}: no records to compare")
     if len(models) > 1:
