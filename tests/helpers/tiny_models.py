@@ -45,13 +45,11 @@ def train_tokenizer(folder: Path) -> None:
     fast.save_pretrained(folder)
 
 
-def llama_config(vocab: int, **changes: Any) -> Any:
-    """The ``LlamaConfig`` of the tiny Llamas: 2 layers, hidden size 32, 4 heads (2 of
-    keys and values), the token ids of :func:`train_tokenizer` (``<bos>`` 0, ``<eos>`` 1,
-    ``<pad>`` 2), ``vocab`` tokens; ``changes`` set other fields or replace these."""
-    from transformers import LlamaConfig
-
-    fields: dict[str, Any] = {
+def tiny_fields(vocab: int) -> dict[str, Any]:
+    """The config fields every tiny decoder shares, whatever its architecture: 2 layers,
+    hidden size 32, 4 heads (2 of keys and values), the token ids of
+    :func:`train_tokenizer` (``<bos>`` 0, ``<eos>`` 1, ``<pad>`` 2), ``vocab`` tokens."""
+    return {
         "vocab_size": vocab,
         "hidden_size": 32,
         "intermediate_size": 64,
@@ -63,7 +61,14 @@ def llama_config(vocab: int, **changes: Any) -> Any:
         "eos_token_id": 1,
         "pad_token_id": 2,
     }
-    return LlamaConfig(**(fields | changes))
+
+
+def llama_config(vocab: int, **changes: Any) -> Any:
+    """The ``LlamaConfig`` of the tiny Llamas (:func:`tiny_fields`); ``changes`` set other
+    fields or replace those."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(**(tiny_fields(vocab) | changes))
 
 
 def tiny_model(folder: Path, arch: str, seed: int = 0) -> Path:

@@ -18,6 +18,7 @@ from nlieval.cli import main
 from nlieval.sci.instruct import InstructConfig, run_instruct, select_exemplars
 from nlieval.sci.instruct_exemplars import ExemplarRule
 from nlieval.types import SCI4, Item, Label
+from tests.helpers.chats import ConstantChat
 
 C, R, E, N = SCI4
 
@@ -195,13 +196,6 @@ def test_fixed_ids_are_those_in_that_order() -> None:
 # --------------------------------------------------------------------------- runs
 
 
-class Neutral:
-    name = "neutral-bot"
-
-    def generate(self, conversations: Any, max_new_tokens: int = 32, **kw: Any) -> list[str]:
-        return ["Neutral"] * len(conversations)
-
-
 def _task(folder: Path) -> Path:
     """Eight test items; a pool of 16 from two sources, of which source y has one item."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -228,7 +222,12 @@ def _task(folder: Path) -> Path:
 
 
 def _run(cfg: InstructConfig, out: Path) -> list[dict[str, Any]]:
-    run_instruct(cfg, out, stand_in(cfg, lambda _: Neutral()), progress=False)
+    run_instruct(
+        cfg,
+        out,
+        stand_in(cfg, lambda _: ConstantChat("Neutral", name="neutral-bot")),
+        progress=False,
+    )
     return [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
 
 
@@ -277,7 +276,9 @@ def test_an_old_folder_resumes_with_no_new_record(tmp_path: Path) -> None:
 def test_cli_ids_from_a_file_and_one_line_refusals(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli_instruct, "instruct_backend", lambda model: Neutral())
+    monkeypatch.setattr(
+        cli_instruct, "instruct_backend", lambda model: ConstantChat("Neutral", name="neutral-bot")
+    )
     task = str(_task(tmp_path / "d"))
     ids = tmp_path / "ids.txt"
     ids.write_text("# chosen by hand\np5\n\np0\n")
