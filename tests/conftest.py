@@ -1,5 +1,6 @@
 """Shared fixtures: tiny random-weight causal LMs with a real (trained) BPE tokenizer,
-the fake server over one of them, the real data folder.
+the fake server over one of them, the real data folder, one torch thread for a module of
+tiny models.
 
 The models are built by ``helpers/tiny_models.py``; the root ``conftest.py`` keeps model
 conversions out of the user's cache (``NLIEVAL_CACHE``) for these tests and the doctests.
@@ -54,6 +55,20 @@ def data_dir() -> Path:
     if not value or not Path(value).is_dir():
         pytest.skip("NLIEVAL_DATA_DIR is not set")
     return Path(value)
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """torch on one thread for the module's tests, restored after them: the matrices of
+    the tiny models are so small that one thread is fastest, the more so on a busy
+    machine. A module of tiny-model tests takes it with
+    ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture

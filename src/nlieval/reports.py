@@ -17,6 +17,7 @@ from .analyses import (
     GRID_KEYS,
     SORTS,
     Grid,
+    baseline_lines,
     breakdown,
     breakdown_table,
     by_fields,
@@ -27,6 +28,7 @@ from .analyses import (
     intervals,
     item_listing,
     listing_table,
+    metric_rows,
     plot_accuracy_vs_shots,
     plot_accuracy_vs_size,
     plot_dynamics,
@@ -36,7 +38,7 @@ from .backends import parameter_count, resolve_model
 from .data import load_task
 from .ground import DataError, read_json
 from .metrics import METRICS, group_records, listed, metrics, summarize
-from .plotting import DYNAMICS_METRICS, FigureWidth, figure_format, reference_levels
+from .plotting import DYNAMICS_METRICS, FigureWidth, figure_format
 from .runs import (
     NamedRuns,
     PooledRuns,
@@ -442,22 +444,6 @@ def breakdown_report(
     return breakdown_table(rows, by, fmt)
 
 
-def _metric_rows(records: Iterable[Record], metric: str) -> list[dict[str, Any]]:
-    # The rows that hold ``metric``: ChaosNLI scores for a divergence, else the summary.
-    if metric in METRICS and METRICS[metric].source == "chaosnli":
-        return chaosnli.score_records([r for r in records if "human_counts" in r.meta])
-    return summarize(records)
-
-
-def _levels(folder: str | Path, metric: str = "accuracy") -> dict[str, dict[str, float]]:
-    # A baseline folder's reference lines at the figure's own metric, one per system.
-    rows = [r for r in _metric_rows(RunFolder(folder).records(), metric) if metric in r]
-    levels = reference_levels(rows, metric)
-    if not levels:  # refused, not dropped: the figure would lack a line it was asked for
-        raise RunError(f"{folder}: no records with a finite {metric} for a reference line")
-    return levels
-
-
 def _named(
     folders: Sequence[str | Path], names: Sequence[tuple[str, str]]
 ) -> tuple[list[Record], dict[str, str]]:
@@ -530,7 +516,7 @@ def figure_report(
     records, renamed = _named(folders, names)
     lines: dict[str, dict[str, float]] = {}
     for f in baselines:
-        lines.update(_levels(f, metric if kind == "dynamics" else "accuracy"))
+        lines.update(baseline_lines(f, metric if kind == "dynamics" else "accuracy"))
     if kind == "shots":
         return plot_accuracy_vs_shots(summarize(records), path, lines, width=width, names=palette)
     if kind == "size":
@@ -547,7 +533,7 @@ def figure_report(
             sizes = {**sizes, **{n: sizes[m] for n, m in renamed.items() if m in sizes}}
         return plot_accuracy_vs_size(rows, sizes, path, lines, width=width, names=palette)
     if kind == "dynamics":
-        rows = _metric_rows(records, metric)
+        rows = metric_rows(records, metric)
         ckpts = sorted({str(r["checkpoint"]) for r in rows if r.get("checkpoint")})
         if positions is None:
             if pattern is None:
@@ -789,8 +775,9 @@ class CompareConfig(Resampling):
     confidence: float = setting(CONFIDENCE, help="level of the intervals")
     correction: str = setting(
         "holm",
-        help="correction of the p-values for multiple comparisons over the table's tests: "
-        "holm (family-wise error), bh (Benjamini-Hochberg false discovery rate), none",
+        help="correction of the p-values for multiple comparisons within each family of "
+        "tests (one kind of test of one metric, per seed or over seeds): holm (family-wise "
+        "error), bh (Benjamini-Hochberg false discovery rate), none",
         choices=tuple(CORRECTIONS),
     )
     json: str | None = setting(None, help="also write the rows as JSON here")

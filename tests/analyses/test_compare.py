@@ -55,7 +55,11 @@ def test_pairs_by_point_and_item_and_counts_by_hand(tmp_path: Path) -> None:
     assert table[:2] == [f"A: {a} (org/one)", f"B: {b} (org/two)"]
     assert "p (McNemar exact, Holm)" in table[3]
     assert len(table) == 3 + 4 + 4  # sides, table, notes: the correction and two left out
-    assert table[-3].startswith("p-values adjusted (Holm) over the 6 tests")  # 2 rows x 3
+    # 2 rows (one per k): each family of tests holds the 2 points' tests of its kind.
+    assert table[-3].startswith(
+        "p-values adjusted (Holm) within each family of tests (raw ones in the JSON): McNemar "
+        "exact, accuracy, per seed (2); paired permutation, accuracy, per seed (2);"
+    )
     for k, line in zip((0, 2), table[-2:], strict=True):
         assert line == f"left out of smoke k={k} seed=0: 3 only in A (smoke-10, smoke-11, smoke-12)"
 
@@ -275,16 +279,36 @@ def test_adjusted_p_values_are_multipletests_of_independent_raw_p_values(
     over_p = _exact_permutation_p(mean_a, mean_b, lambda x, y: float(np.mean(y) - np.mean(x)))
     assert over["accuracy_p"] == pytest.approx(over_p)
     want_raw.append(over_p)
-    # The family: every p-value of the table, in row order (McNemar, accuracy, macro F1).
-    got_adj = [
-        r[k] for r in rows[:3] for k in ("mcnemar_p_adj", "accuracy_p_adj", "macro_f1_p_adj")
-    ]
-    got_adj.append(over["accuracy_p_adj"])
-    assert got_adj == pytest.approx(list(multipletests(want_raw, method=method)[1]))
-    assert {r["tests"] for r in rows} == {10} and {r["correction"] for r in rows} == {correction}
+    # Four families, each one kind of test of one metric: McNemar per seed, permutation of
+    # accuracy per seed, of macro F1 per seed (3 sweep points each), and over seeds (1).
+    # McNemar and the permutation test of one seed's accuracy test one difference: never
+    # two members of one family.
+    families = {
+        "mcnemar_p": "McNemar exact, accuracy, per seed",
+        "accuracy_p": "paired permutation, accuracy, per seed",
+        "macro_f1_p": "paired permutation, macro F1, per seed",
+    }
+    for j, (key, family) in enumerate(families.items()):
+        raw = want_raw[j:9:3]
+        want = list(multipletests(raw, method=method)[1])
+        assert [r[key + "_adj"] for r in rows[:3]] == pytest.approx(want)
+        assert {(r[key + "_family"], r[key + "_tests"]) for r in rows[:3]} == {(family, 3)}
+    # A family of one test: adjusted, it is its raw p-value.
+    assert over["accuracy_p_adj"] == pytest.approx(over_p)
+    assert (over["accuracy_p_family"], over["accuracy_p_tests"]) == (
+        "paired permutation, accuracy, over seeds",
+        1,
+    )
+    assert "mcnemar_p_family" not in over and {r["correction"] for r in rows} == {correction}
     table = comparison_table(rows)
     name = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[correction]
     assert f"p (McNemar exact, {name})" in table and "[bootstrap percentile 95%]" in table
+    assert (
+        f"p-values adjusted ({name}) within each family of tests (raw ones in the JSON): "
+        "McNemar exact, accuracy, per seed (3); paired permutation, accuracy, per seed (3); "
+        "paired permutation, macro F1, per seed (3); paired permutation, accuracy, over "
+        "seeds (1);"
+    ) in table
     # Every ± with its number of seeds: seed 0 of A 0.500, seed 1 0.625.
     assert f"{4.5 / 8:.3f} ± {np.std([4 / 8, 5 / 8], ddof=1):.3f} (2 seeds)" in table
 

@@ -18,7 +18,7 @@ import torch
 from nlieval.backends import HFOptions, ScoreRequest, hf_cascade
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.hf_cascade import PREFIX_KWARG, cascade_attention, cascade_unsupported
-from tests.helpers.tiny_models import train_tokenizer
+from tests.helpers.tiny_models import tiny_fields, train_tokenizer
 
 # ----------------------------------------------------------------- the function alone
 
@@ -117,18 +117,7 @@ def _config(arch: str, vocab: int) -> Any:
     16 positions, fewer than the few-shot prefix below."""
     import transformers as tf
 
-    common: dict[str, Any] = {
-        "vocab_size": vocab,
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "max_position_embeddings": 1024,
-        "bos_token_id": 0,
-        "eos_token_id": 1,
-        "pad_token_id": 2,
-    }
+    common = tiny_fields(vocab) | {"max_position_embeddings": 1024}
     mixed = ["sliding_attention", "full_attention"]
     if arch == "llama":
         return tf.LlamaConfig(**common)

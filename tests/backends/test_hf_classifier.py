@@ -9,7 +9,7 @@ import json
 import logging
 import math
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,10 @@ from nlieval.choice import RunConfig, run  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from nlieval.runs import RunError, RunFolder  # noqa: E402
 from nlieval.types import Item, Record  # noqa: E402
-from tests.helpers.tiny_models import train_tokenizer  # noqa: E402
+from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
+from tests.helpers.tiny_models import llama_config, train_tokenizer  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 LIMIT = 20
 BERT_MAX = 64  # positions of the tiny BERT: SNLI pairs, a token per character, are cut
@@ -46,58 +49,31 @@ NLI3 = ("entailment", "neutral", "contradiction")
 CPU = HFOptions(device="cpu")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    # Tiny matrices: one thread is fastest on a busy machine.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _bert(folder: Path, **labels: Any) -> Path:
     """A 2-layer random ``BertForSequenceClassification`` whose WordPiece vocabulary is
     single characters (every word is spelled out, nothing is unknown), 64 positions."""
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
-
     folder.mkdir(parents=True)
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *CHARS, *("##" + c for c in CHARS)]
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tok = BertTokenizer(vocab=str(folder / "vocab.txt"), model_max_length=BERT_MAX)
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=BERT_MAX,
+    return make_tiny_bert(
+        folder,
+        [*CHARS, *("##" + c for c in CHARS)],
+        BERT_MAX,
+        head="BertForSequenceClassification",
+        max_length=BERT_MAX,
         initializer_range=0.2,  # logits far enough apart that the predictions vary
         **labels,
     )
-    BertForSequenceClassification(config).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
 
 
 def _llama(folder: Path, pad: int | None = 2) -> Path:
     """A 2-layer random ``LlamaForSequenceClassification`` with a byte-level BPE tokenizer;
     it scores the last token that is not ``pad`` (None: no pad id)."""
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForSequenceClassification
+    from transformers import AutoTokenizer, LlamaForSequenceClassification
 
     folder.mkdir(parents=True)
     train_tokenizer(folder)
     torch.manual_seed(1)
-    config = LlamaConfig(
-        vocab_size=len(AutoTokenizer.from_pretrained(folder)),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        bos_token_id=0,
-        eos_token_id=1,
+    config = llama_config(
+        len(AutoTokenizer.from_pretrained(folder)),
         pad_token_id=pad,
         initializer_range=0.2,
         id2label={i: name.upper() for i, name in LLAMA_OUTPUTS.items()},

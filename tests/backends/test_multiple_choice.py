@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,8 @@ from nlieval.cli import main  # noqa: E402
 from nlieval.types import Item, Label  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 WORDS = ["kim", "left", "home", "was", "wet", "it", "rained", "the", "sun", "shone", "al",
          "baked", "cake", "burnt", "he", "napped", "watched"]  # fmt: skip
 CPU = HFOptions(device="cpu")
@@ -46,14 +47,6 @@ ROWS = [
      "hyp2": it.choices[1], "label": int(it.label.value) if it.label else None}
     for it in ITEMS
 ]  # fmt: skip
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -58,7 +58,9 @@ def test_compare_breakdown_and_figures(
     out = capsys.readouterr().out
     # Per seed: k=0 seed 0, k=2 seeds 0 and 1; over seeds: k=2 (two seeds).
     assert out.count("| smoke |") == 3 + 1 and "Over seeds" in out
-    assert "(2 seeds)" in out and "over the 10 tests" in out  # 3 rows x 3 p-values, 1 over
+    # Each family of tests: one kind of test over the 3 rows per seed, and the 1 over seeds.
+    assert "(2 seeds)" in out and "McNemar exact, accuracy, per seed (3)" in out
+    assert "paired permutation, accuracy, over seeds (1)" in out
     assert main(["breakdown", str(folders["small"]), "--by", "gold"]) == 0
     assert capsys.readouterr().out.count("| org/small |") == 2 * 3  # two k x three labels
     png = tmp_path / "shots.png"

@@ -45,6 +45,32 @@ def train_tokenizer(folder: Path) -> None:
     fast.save_pretrained(folder)
 
 
+def tiny_fields(vocab: int) -> dict[str, Any]:
+    """The config fields every tiny decoder shares, whatever its architecture: 2 layers,
+    hidden size 32, 4 heads (2 of keys and values), the token ids of
+    :func:`train_tokenizer` (``<bos>`` 0, ``<eos>`` 1, ``<pad>`` 2), ``vocab`` tokens."""
+    return {
+        "vocab_size": vocab,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 2048,
+        "bos_token_id": 0,
+        "eos_token_id": 1,
+        "pad_token_id": 2,
+    }
+
+
+def llama_config(vocab: int, **changes: Any) -> Any:
+    """The ``LlamaConfig`` of the tiny Llamas (:func:`tiny_fields`); ``changes`` set other
+    fields or replace those."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(**(tiny_fields(vocab) | changes))
+
+
 def tiny_model(folder: Path, arch: str, seed: int = 0) -> Path:
     """Save a 2-layer random ``"llama"`` (or else Gemma 3, with sliding-window attention)
     of hidden size 32, weights drawn after ``torch.manual_seed(seed)``, and the tokenizer
@@ -58,23 +84,9 @@ def tiny_model(folder: Path, arch: str, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     model: Any
     if arch == "llama":
-        from transformers import LlamaConfig, LlamaForCausalLM
+        from transformers import LlamaForCausalLM
 
-        model = LlamaForCausalLM(
-            LlamaConfig(
-                vocab_size=vocab,
-                hidden_size=32,
-                intermediate_size=64,
-                num_hidden_layers=2,
-                num_attention_heads=4,
-                num_key_value_heads=2,
-                max_position_embeddings=2048,
-                bos_token_id=0,
-                eos_token_id=1,
-                pad_token_id=2,
-                tie_word_embeddings=False,
-            )
-        )
+        model = LlamaForCausalLM(llama_config(vocab, tie_word_embeddings=False))
     else:
         from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 

@@ -70,3 +70,24 @@ def test_two_folders_named_alike_are_refused_unless_pooled(tmp_path: Path) -> No
     # On other sweep points (another k) one name fills one row: nothing to refuse.
     c = _folder(tmp_path / "c", [replace(R, k=2)])
     assert [{r.model for r in recs} for recs in read_named([a, c])] == [{"m"}, {"m"}]
+
+
+def test_records_as_points_name_task_files_and_training_seeds_as_run_does(
+    tmp_path: Path,
+) -> None:
+    from nlieval.runs import iter_run_records
+
+    # What `nlieval train --test-task my.yaml` writes (the task by its path) and what
+    # `run --model TRAIN_FOLDER` writes (the declared name; a seed model as a checkpoint).
+    (tmp_path / "items.jsonl").write_text("")
+    task = tmp_path / "my.yaml"
+    task.write_text("name: mine\npath: items.jsonl\nlabels: [entailment, neutral, contradiction]\n")
+    train = tmp_path / "train"
+    own = replace(R, task=str(task), model="train", seed=1)
+    over = replace(R, task="mine", model=str(train), checkpoint=str(train / "seed1"))
+    step = replace(R, checkpoint="m/step-100")  # a sweep's checkpoint stays one
+    folder = _folder(tmp_path / "f", [own, over, step])
+    raw = [(r.task, r.checkpoint, r.seed) for r in iter_run_records([folder])]
+    assert raw == [(str(task), None, 1), ("mine", str(train / "seed1"), 0), ("t", "m/step-100", 0)]
+    points = [(r.task, r.checkpoint, r.seed) for r in iter_run_records([folder], as_points=True)]
+    assert points == [("mine", None, 1), ("mine", None, 1), ("t", "m/step-100", 0)]

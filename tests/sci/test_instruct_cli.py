@@ -15,6 +15,7 @@ from nlieval.cli import instruct as cli_instruct
 from nlieval.cli import main
 from nlieval.runs import loop
 from nlieval.types import SCI4
+from tests.helpers.chats import ConstantChat
 
 # Answer shapes, and the class each must map to (None: unparsed, scored wrong).
 SHAPES: list[tuple[str, str | None]] = [
@@ -285,7 +286,7 @@ def test_real_scinli_pool_is_dev_and_balanced_limit(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     out = tmp_path / "sci"
-    chat = ShapeChatAny()
+    chat = ConstantChat("Reasoning", name="any")
     monkeypatch.setattr(cli_instruct, "instruct_backend", lambda config: chat)
     argv = ["instruct", "--task", "scinli", "--limit", "8", "--shots", "8", "--runs", "2"]
     argv += ["--balanced-limit", "--out", str(out), "--data-dir", str(data_dir)]
@@ -303,19 +304,6 @@ def test_real_scinli_pool_is_dev_and_balanced_limit(
     # The same folder without --balanced-limit would evaluate other items: refused.
     assert main([*argv[:-5], "--out", str(out), "--data-dir", str(data_dir)]) == 2
     assert "balanced_limit" in capsys.readouterr().err
-
-
-class ShapeChatAny:
-    name = "any"
-
-    def generate(
-        self,
-        conversations: Sequence[Sequence[dict[str, str]]],
-        max_new_tokens: int = 32,
-        temperature: float = 0.0,
-        seed: int = 0,
-    ) -> list[str]:
-        return ["Reasoning" for _ in conversations]
 
 
 def test_transformers_chat_backend_end_to_end(

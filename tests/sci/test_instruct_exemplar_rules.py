@@ -18,6 +18,7 @@ from nlieval.cli import main
 from nlieval.sci.instruct import InstructConfig, run_instruct, select_exemplars
 from nlieval.sci.instruct_exemplars import ExemplarRule
 from nlieval.types import SCI4, Item, Label
+from tests.helpers.chats import ConstantChat
 
 C, R, E, N = SCI4
 
@@ -103,11 +104,73 @@ def test_per_source_with_one_source_is_the_per_class_draw() -> None:
             )
 
 
+#: ExemplarRule(sources="src").select(pool, k, run, seed) as the greedy rule of commit
+#: f4e1300 drew them (pools it served), for _forced_pool() (seed 5) and _five_sources()
+#: (seed 1): old per-source folders resume with their exemplars.
+PER_SOURCE_BEFORE: dict[tuple[str, int, int], tuple[str, ...]] = {
+    ("forced", 4, 0): ("n3", "e3", "c1", "r1"),
+    ("forced", 4, 1): ("n3", "r1", "e3", "c1"),
+    ("forced", 4, 2): ("c1", "n3", "e3", "r1"),
+    ("forced", 8, 0): ("c1", "r1", "e3", "c0", "r0", "n2", "n3", "e2"),
+    ("forced", 8, 1): ("r0", "n2", "e2", "e3", "c0", "r1", "n3", "c1"),
+    ("forced", 8, 2): ("c0", "r0", "e3", "n2", "r1", "n3", "c1", "e2"),
+    ("forced", 12, 0): ("r0", "e1", "n3", "r2", "c3", "c1", "n0", "e2", "n2", "r1", "c0", "e3"),
+    ("forced", 12, 1): ("e2", "e3", "c3", "e1", "n3", "n0", "c1", "r2", "r0", "c0", "n2", "r1"),
+    ("forced", 12, 2): ("r0", "n3", "c0", "e2", "e1", "n0", "n2", "c3", "e3", "r2", "r1", "c1"),
+    ("five", 8, 0): ("e1", "n0", "n2", "r1", "r0", "c2", "c0", "e0"),
+    ("five", 8, 1): ("r1", "c0", "e1", "n2", "e0", "c2", "n0", "r0"),
+    ("five", 8, 2): ("c2", "n0", "r1", "n2", "c0", "e1", "e0", "r0"),
+    ("five", 12, 0): ("c0", "r1", "e3", "e1", "e0", "c2", "c1", "n1", "n2", "r0", "r2", "n0"),
+    ("five", 12, 1): ("r2", "c0", "n2", "r1", "e3", "e1", "c2", "n1", "n0", "c1", "r0", "e0"),
+    ("five", 12, 2): ("c2", "e1", "e0", "r1", "n2", "r2", "n1", "e3", "c0", "r0", "c1", "n0"),
+}
+
+
+def _five_sources() -> list[Item]:
+    """Five sources spread unevenly: the n-th item of the i-th class (SCI4 order) is of
+    source "abcde"[(2n + i) mod 5]."""
+    return [
+        _item(f"{lab.value[0]}{n}", lab, "abcde"[(2 * n + i) % 5])
+        for i, lab in enumerate(SCI4)
+        for n in range(4)
+    ]
+
+
+def test_per_source_draws_what_the_greedy_rule_drew_where_it_served() -> None:
+    rule = ExemplarRule(sources="src")
+    pools = {"forced": (_forced_pool(), 5), "five": (_five_sources(), 1)}
+    for (name, k, run), ids in PER_SOURCE_BEFORE.items():
+        pool, seed = pools[name]
+        assert tuple(it.id for it in rule.select(pool, k, run, seed)) == ids
+
+
+def test_per_source_serves_a_pool_the_greedy_rule_refused() -> None:
+    # Sources a (in every class) and q (only c9, contrasting); k = 4, one place per class.
+    # Greedily a took contrasting (the first class in its turn) and q had no place left:
+    # refused. Contrasting must hold q, so a goes to another class; each other class has
+    # one item: the four are forced.
+    pool = [_item("c0", C, "a"), _item("c9", C, "q")]
+    pool += [_item("r0", R, "a"), _item("e0", E, "a"), _item("n0", N, "a")]
+    rule = ExemplarRule(sources="src")
+    for run in range(3):
+        assert sorted(it.id for it in rule.select(pool, 4, run)) == ["c9", "e0", "n0", "r0"]
+    # With two a items per other class, the draw among them is free, c9 still forced.
+    pool += [_item("r1", R, "a"), _item("e1", E, "a"), _item("n1", N, "a")]
+    for run in range(3):
+        shots = rule.select(pool, 4, run)
+        assert [it.id for it in shots if it.label is C] == ["c9"]
+        assert Counter(it.label for it in shots) == {lab: 1 for lab in SCI4}
+
+
 def test_per_source_refusals() -> None:
-    # q is only in contrasting, whose one place (k = 4) goes to a (sorted before q).
+    # q and s are only in contrasting, which has one place at k = 4: no assignment holds both.
     pool = [_item(f"{lab.value[0]}{n}", lab, "a") for lab in SCI4 for n in range(2)]
-    pool.append(_item("c9", C, "q"))
-    with pytest.raises(ValueError, match=r"^k=4: .*source q .*\(reasoning, entailment, neutral\)$"):
+    pool += [_item("c8", C, "q"), _item("c9", C, "s")]
+    with pytest.raises(
+        ValueError,
+        match=r"^k=4: at most 2 of the 3 sources in field 'src' can each have a place \(1 per "
+        r"class\) in a class with an item of it \(q: contrasting; s: contrasting\)$",
+    ):
         ExemplarRule(sources="src").select(pool, 4, 0)
     five = [_item(f"x{n}", SCI4[n % 4], "abcde"[n]) for n in range(5)]
     with pytest.raises(ValueError, match="5 sources in field 'src' .* need at least 5"):
@@ -131,13 +194,6 @@ def test_fixed_ids_are_those_in_that_order() -> None:
 
 
 # --------------------------------------------------------------------------- runs
-
-
-class Neutral:
-    name = "neutral-bot"
-
-    def generate(self, conversations: Any, max_new_tokens: int = 32, **kw: Any) -> list[str]:
-        return ["Neutral"] * len(conversations)
 
 
 def _task(folder: Path) -> Path:
@@ -166,7 +222,12 @@ def _task(folder: Path) -> Path:
 
 
 def _run(cfg: InstructConfig, out: Path) -> list[dict[str, Any]]:
-    run_instruct(cfg, out, stand_in(cfg, lambda _: Neutral()), progress=False)
+    run_instruct(
+        cfg,
+        out,
+        stand_in(cfg, lambda _: ConstantChat("Neutral", name="neutral-bot")),
+        progress=False,
+    )
     return [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
 
 
@@ -215,7 +276,9 @@ def test_an_old_folder_resumes_with_no_new_record(tmp_path: Path) -> None:
 def test_cli_ids_from_a_file_and_one_line_refusals(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli_instruct, "instruct_backend", lambda model: Neutral())
+    monkeypatch.setattr(
+        cli_instruct, "instruct_backend", lambda model: ConstantChat("Neutral", name="neutral-bot")
+    )
     task = str(_task(tmp_path / "d"))
     ids = tmp_path / "ids.txt"
     ids.write_text("# chosen by hand\np5\n\np0\n")

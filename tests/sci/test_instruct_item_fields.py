@@ -3,23 +3,9 @@ only its domain), so that `grid --cols genre` or `breakdown --by source` can gro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from nlieval.sci.instruct import evaluate_instruct
 from nlieval.types import SCI4, Item
-
-
-class _Chat:
-    name = "chat"
-
-    def generate(
-        self,
-        conversations: Sequence[Sequence[dict[str, str]]],
-        max_new_tokens: int = 32,
-        temperature: float = 0.0,
-        seed: int = 0,
-    ) -> list[str]:
-        return ["Neutral"] * len(conversations)
+from tests.helpers.chats import ConstantChat
 
 
 def test_every_item_field_reaches_the_records() -> None:
@@ -28,7 +14,7 @@ def test_every_item_field_reaches_the_records() -> None:
         Item("b", "S1.", "S2.", SCI4[1], meta={"genre": "fiction"}),
         Item("c", "S1.", "S2.", SCI4[2]),
     ]
-    records = evaluate_instruct(_Chat(), items, [], k=0, run=0)
+    records = evaluate_instruct(ConstantChat("Neutral", name="chat"), items, [], k=0, run=0)
     assert [r.meta for r in records] == [
         {"domain": "acl", "source": "scinli"},
         {"genre": "fiction"},

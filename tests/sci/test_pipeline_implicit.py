@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,8 @@ from nlieval.sci.distant import (  # noqa: E402
 )
 from nlieval.types import SCI4, Label  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 SUBJECTS = ["the model", "our method", "the baseline", "the encoder", "the parser", "this approach"]
 VERBS = ["improves on", "struggles with", "predicts", "handles", "learns", "ignores"]
@@ -90,14 +91,6 @@ def _tiny_bert(folder: Path) -> Path:
     tok = BertTokenizer.from_pretrained(folder)
     assert tok.unk_token not in tok.tokenize(" ".join(LINKS + SUBJECTS + VERBS + OBJECTS))
     return folder
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,19 +48,12 @@ from nlieval.sci.train import (  # noqa: E402
 from nlieval.types import NLI2, NLI3, SCI4, Item, Label  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 NOUNS = ["cat", "dog", "bird", "fish", "horse", "cow", "sheep", "goat"]
 # The hypothesis's determiner decides the label; the premise is noise.
 CUE = {"entailment": "a", "neutral": "the", "contradiction": "no"}
 LABELS = ("entailment", "neutral", "contradiction")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    # Tiny matrices: one thread is fastest, and much faster on a busy machine.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

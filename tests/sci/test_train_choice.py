@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,8 @@ from nlieval.sci.train_data import load_data  # noqa: E402
 from nlieval.sci.train_model import batch_logits, build_model, make_optimizer  # noqa: E402
 from nlieval.types import Item  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 PEOPLE = ["kim", "al", "jo", "ann"]
 # The plausible hypothesis names the cause its ending tells of (wet <- rain, full <- ate).
@@ -48,14 +49,6 @@ def _rows(n: int, start: int) -> list[dict[str, object]]:
             }
         )
     return rows
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,9 @@ pytest.importorskip("torch")
 
 from nlieval.runs import RECORDS, RunError  # noqa: E402
 from nlieval.sci.train import train  # noqa: E402
-from tests.sci.test_train import _config, _one_thread, syn, tiny_bert  # noqa: E402, F401
+from tests.sci.test_train import _config, syn, tiny_bert  # noqa: E402, F401
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _full_disk_for(name: str, as_oserror: bool) -> Any:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +21,11 @@ from nlieval.sci.train import TrainConfig, build_model, fit, load_data, train  #
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
 from tests.helpers.tiny_models import tiny_model  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 NOUNS = ["cat", "dog", "bird", "fish", "horse", "cow"]
 CUE = {"entailment": "a", "neutral": "the", "contradiction": "no"}
 LABELS = tuple(CUE)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,6 @@ each command does as one function of them, are in :mod:`.commands`.
 from __future__ import annotations
 
 from ..plotting import (
-    baseline_levels,
     checkpoint_positions,
     plot_accuracy_by_entropy,
     plot_accuracy_vs_shots,
@@ -52,7 +51,9 @@ from .commands import (
     ChaosnliScoreConfig,
     DynamicsConfig,
     PlotsConfig,
+    baseline_lines,
     chaosnli_scores,
+    metric_rows,
     score_file,
     write_plots,
 )
@@ -70,7 +71,7 @@ __all__ = [
     "Grid",
     "HumanBaseline",
     "ImportConfig",
-    "baseline_levels",
+    "baseline_lines",
     "breakdown",
     "breakdown_table",
     "chaosnli",
@@ -78,6 +79,7 @@ __all__ = [
     "compare_runs",
     "comparison_table",
     "follow_run",
+    "metric_rows",
     "by_fields",
     "grid",
     "intervals",

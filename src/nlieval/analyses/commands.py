@@ -9,15 +9,26 @@ declared once: the entropy bins, and the human split-half line.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import plotting as plots
 from ..data import DataDir
-from ..metrics import summarize
-from ..runs import NamedRuns, RunFolders, atomic_write, flat, make_folder, read_named
+from ..metrics import METRICS, summarize
+from ..runs import (
+    NamedRuns,
+    RunError,
+    RunFolders,
+    atomic_write,
+    flat,
+    iter_run_records,
+    make_folder,
+    read_named,
+)
 from ..settings import positive_int, setting, table_format
+from ..types import Record
 from . import chaosnli
 from .chaosnli import Against, HumanBaseline
 
@@ -213,6 +224,41 @@ def score_file(config: ChaosnliScoreConfig) -> dict[str, Any]:
     return result
 
 
+def metric_rows(records: Iterable[Record], metric: str) -> list[dict[str, Any]]:
+    """The rows that can hold ``metric``: ChaosNLI scores (of the records with human
+    counts) for a divergence of the metric table, else the records' summary.
+
+    >>> from nlieval.types import Record
+    >>> r = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
+    ...            (0.87, 0.13), "neutral", "neutral")
+    >>> [row["accuracy"] for row in metric_rows([r], "accuracy")]
+    [1.0]
+    """
+    if metric in METRICS and METRICS[metric].source == "chaosnli":
+        return chaosnli.score_records([r for r in records if "human_counts" in r.meta])
+    return summarize(records)
+
+
+def baseline_lines(folder: str | Path, metric: str = "accuracy") -> dict[str, dict[str, float]]:
+    """A ``--baseline`` run folder's reference lines at a figure's own ``metric``: one
+    line per system (:func:`nlieval.plotting.reference_levels`), task -> level. A folder
+    with no finite ``metric`` is refused, not dropped: the figure would lack a line it was
+    asked for.
+
+    >>> import tempfile  # a run folder without records
+    >>> folder = Path(tempfile.mkdtemp()); _ = (folder / "records.jsonl").write_text("")
+    >>> baseline_lines(folder)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.ground.errors.FolderError: ...: no records with a finite accuracy for a reference line
+    """
+    records = iter_run_records([folder])
+    rows = [r for r in metric_rows(records, metric) if metric in r]
+    levels = plots.reference_levels(rows, metric)
+    if not levels:
+        raise RunError(f"{folder}: no records with a finite {metric} for a reference line")
+    return levels
+
+
 def write_plots(config: PlotsConfig) -> list[str]:
     """What ``nlieval plots`` does: the three figures of :data:`PLOTS` (in
     ``plot_format``) from saved run folders; returns one line per plot, written or
@@ -236,10 +282,7 @@ def write_plots(config: PlotsConfig) -> list[str]:
     if metrics_rows:
         levels: dict[str, dict[str, float]] = {}
         for folder in config.baseline or ():
-            rows = summarize(flat(read_named([folder], poolable=False)))
-            if not rows:
-                raise ValueError(f"{folder}: no records for a reference line")
-            levels.update(plots.reference_levels(rows))
+            levels.update(baseline_lines(folder))
         shots = plots.plot_accuracy_vs_shots(
             metrics_rows, out / names[0], levels, width=config.inches, names=every
         )

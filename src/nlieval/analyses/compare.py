@@ -9,8 +9,9 @@ classifier's training seeds, as in the train folder's own records; two folders t
 no checkpoint compare each checkpoint of one with the single one (or none) of the other.
 Everything is read from the folders' saved records (no model needed).
 
-Every p-value of the result is one test of a family, and is also given adjusted for the
-family (Holm by default): see :func:`compare_runs`.
+Every p-value of the result is one test of a family (one kind of test of one metric, per
+seed or over seeds), and is also given adjusted within that family (Holm by default): see
+:func:`compare_runs`.
 
 >>> from nlieval.runs import RunFolder
 >>> from nlieval.types import Record
@@ -30,21 +31,16 @@ family (Holm by default): see :func:`compare_runs`.
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..backends import training_seed
-from ..data import get_task
-from ..ground import DataError
 from ..metrics import mean_std
-from ..runs import RunError, RunFolder, markdown_table
+from ..runs import RunError, iter_run_records, markdown_table
 from ..significance import (
     CONFIDENCE,
     CORRECTIONS,
@@ -66,29 +62,14 @@ INTERVAL = "bootstrap percentile"
 OVER_SEEDS = "per-item correctness averaged over seeds"
 
 
-@functools.cache
-def _task_name(task: str) -> str:
-    """The name a task's records carry in a run folder: ``nlieval train`` names a task
-    YAML given as ``--test-task`` by its path (kept so, for its folders to resume), ``run``
-    by the name the file declares."""
-    if not Path(task).is_file():
-        return task
-    try:
-        return get_task(task).name
-    except (DataError, OSError, ValueError):
-        return task
-
-
 def _by_point(folder: str | Path) -> dict[PointKey, dict[str, Record]]:
     out: dict[PointKey, dict[str, Record]] = defaultdict(dict)
     models: set[str] = set()
-    for r in RunFolder(folder).records():
+    # Named by sweep point as every reader that pairs folders names them (a task file's
+    # declared name, a train folder's seed models as its training seeds).
+    for r in iter_run_records([folder], as_points=True):
         models.add(r.model)
-        seed = training_seed(r.model, r.checkpoint)
-        if seed is not None:
-            # A classifier takes one run seed; its replicates are its training seeds.
-            r = replace(r, checkpoint=None, seed=seed)
-        out[(_task_name(r.task), r.checkpoint, r.k, r.seed)][r.item_id] = r
+        out[(r.task, r.checkpoint, r.k, r.seed)][r.item_id] = r
     if not out:
         raise RunError(f"{folder}: no records to compare")
     if len(models) > 1:
@@ -148,11 +129,14 @@ def compare_runs(
     the mean with its bootstrap interval and the p-value of a paired permutation test over
     items (each item's two seed-means swapped at random).
 
-    Every p-value (``mcnemar_p``, ``accuracy_p``, ``macro_f1_p`` of every row) is one test
-    of a family, adjusted in ``*_p_adj`` by ``correction`` (a key of
-    :data:`nlieval.significance.CORRECTIONS`), with the family's size in ``tests``. The
-    intervals are not adjusted. Every row also names the (task, k, checkpoint) points one
-    side holds and the other not (``not_compared_a``, ``not_compared_b``).
+    Every p-value (``mcnemar_p``, ``accuracy_p``, ``macro_f1_p``) is one test of a family
+    of :data:`FAMILIES` (one kind of test of one metric, per seed or over seeds: McNemar's
+    test and the permutation test of accuracy test the same difference, and are never
+    counted as two tests of one family), adjusted within it in ``*_p_adj`` by
+    ``correction`` (a key of :data:`nlieval.significance.CORRECTIONS`), with the family's
+    name in ``*_p_family`` and its size in ``*_p_tests``. The intervals are not adjusted.
+    Every row also names the (task, k, checkpoint) points one side holds and the other not
+    (``not_compared_a``, ``not_compared_b``).
     """
     if correction not in CORRECTIONS:
         raise ValueError(f"unknown correction {correction!r}; one of {', '.join(CORRECTIONS)}")
@@ -307,17 +291,28 @@ def _over_seeds(
     }
 
 
-#: The p-values of a row, in the order they enter the family.
-_P_KEYS = ("mcnemar_p", "accuracy_p", "macro_f1_p")
+#: The families of tests: each p-value key of a per-seed row (``seed`` set) or of a row
+#: over seeds (``seed`` None) names the family it is adjusted within. McNemar's test and
+#: the permutation test of accuracy test the same difference, so they are alternatives,
+#: never two members of one family; within a family every test is another sweep point.
+FAMILIES: dict[tuple[bool, str], str] = {
+    (False, "mcnemar_p"): f"{MCNEMAR}, accuracy, per seed",
+    (False, "accuracy_p"): f"{PERMUTATION}, accuracy, per seed",
+    (False, "macro_f1_p"): f"{PERMUTATION}, macro F1, per seed",
+    (True, "accuracy_p"): f"{PERMUTATION}, accuracy, over seeds",
+}
 
 
 def _adjust(rows: list[dict[str, Any]], correction: str) -> None:
-    where = [(r, key) for r in rows for key in _P_KEYS if key in r]
-    for (r, key), p in zip(where, adjusted([r[key] for r, key in where], correction), strict=True):
-        r[f"{key}_adj"] = p
+    """Adjust each family of :data:`FAMILIES` on its own; each p-value ``key`` of a row
+    gets ``key_adj``, ``key_family`` (the family's name) and ``key_tests`` (its size)."""
+    for (over, key), family in FAMILIES.items():
+        members = [r for r in rows if (r["seed"] is None) == over and key in r]
+        ps = adjusted([r[key] for r in members], correction)
+        for r, p in zip(members, ps, strict=True):
+            r[f"{key}_adj"], r[f"{key}_family"], r[f"{key}_tests"] = p, family, len(members)
     for r in rows:
         r["correction"] = correction
-        r["tests"] = len(where)
 
 
 #: How many left-out item ids the table names per sweep point (the JSON rows hold all).
@@ -432,18 +427,21 @@ def _not_compared(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def _family_note(rows: Sequence[dict[str, Any]]) -> str | None:
-    r = rows[0]
-    named = CORRECTIONS.get(r.get("correction", "none"), (None, None))[0]
-    if "tests" not in r:
+    sizes = {
+        r[key + "_family"]: r[key + "_tests"]
+        for r in rows
+        for key in ("mcnemar_p", "accuracy_p", "macro_f1_p")
+        if key + "_family" in r
+    }
+    if not sizes:
         return None
+    named = CORRECTIONS.get(rows[0].get("correction", "none"), (None, None))[0]
+    families = "; ".join(f"{family} ({n})" for family, n in sizes.items())
     if named is None:
-        return (
-            f"p-values not adjusted for the {r['tests']} tests of these tables; intervals "
-            "per comparison"
-        )
+        return f"p-values not adjusted (families of tests: {families}); intervals per comparison"
     return (
-        f"p-values adjusted ({named}) over the {r['tests']} tests of these tables (raw ones "
-        "in the JSON); intervals per comparison, not adjusted"
+        f"p-values adjusted ({named}) within each family of tests (raw ones in the JSON): "
+        f"{families}; intervals per comparison, not adjusted"
     )
 
 
@@ -462,7 +460,9 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> str:
     ...     "accuracy_ci": [0.0, 0.5], "accuracy_p": 1.0, "accuracy_p_adj": 1.0,
     ...     "macro_f1_diff": 0.2, "macro_f1_ci": [-0.1, 0.6], "macro_f1_p": 0.5,
     ...     "macro_f1_p_adj": 1.0, "a_only": 0, "b_only": 1, "mcnemar_p": 1.0,
-    ...     "mcnemar_p_adj": 1.0, "confidence": 0.95, "correction": "holm", "tests": 3}
+    ...     "mcnemar_p_adj": 1.0, "confidence": 0.95, "correction": "holm"}
+    >>> row |= {f"{key}_family": name for (over, key), name in FAMILIES.items() if not over}
+    >>> row |= {f"{key}_tests": 1 for (over, key) in FAMILIES if not over}
     >>> lines = comparison_table([row]).splitlines()
     >>> lines[:2]
     ['A: runs/x (m1)', 'B: runs/y (m2)']
@@ -470,9 +470,12 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> str:
     ['B - A [bootstrap percentile 95%]', 'p (paired permutation, Holm)']
     >>> lines[5].split(" | ")[4:8]
     ['0.500', '0.750', '+0.250 [+0.000, +0.500]', '1']
-    >>> lines[-2:]
-    ['p-values adjusted (Holm) over the 3 tests of these tables (raw ones in the JSON); \
-intervals per comparison, not adjusted', 'left out of t k=0 seed=0: 2 only in B (7, 9)']
+    >>> for line in lines[-2:]:  # each family holds the one row's test
+    ...     print(line)
+    p-values adjusted (Holm) within each family of tests (raw ones in the JSON): McNemar \
+exact, accuracy, per seed (1); paired permutation, accuracy, per seed (1); paired \
+permutation, macro F1, per seed (1); intervals per comparison, not adjusted
+    left out of t k=0 seed=0: 2 only in B (7, 9)
     """
     if not rows:
         return "(no shared items)"

@@ -26,7 +26,6 @@ from .canvas import (
     WIDTHS,
     FigureWidth,
     PlotWriteError,
-    colors,
     figure_format,
     grid,
     legend,
@@ -41,7 +40,6 @@ from .canvas import (
 )
 from .results import (
     DYNAMICS_METRICS,
-    baseline_levels,
     checkpoint_positions,
     plot_accuracy_by_entropy,
     plot_accuracy_vs_shots,
@@ -68,9 +66,7 @@ __all__ = [
     "plot_epg",
     "DYNAMICS_METRICS",
     "PlotWriteError",
-    "baseline_levels",
     "checkpoint_positions",
-    "colors",
     "grid",
     "legend",
     "plot_accuracy_by_entropy",

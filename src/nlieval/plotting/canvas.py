@@ -266,16 +266,6 @@ def legend(fig: Figure, axes: Sequence[Axes], extra: Sequence[Artist] = ()) -> N
         fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=ncols)
 
 
-def colors(names: Iterable[str]) -> dict[str, str]:
-    """A colour per series name, in sorted order from matplotlib's default cycle, so a
-    series keeps its colour in every panel (matplotlib restarts the cycle per axes).
-
-    >>> colors(["b", "a", "b"])
-    {'a': 'C0', 'b': 'C1'}
-    """
-    return {name: f"C{i % 10}" for i, name in enumerate(sorted(set(names)))}
-
-
 def styles(names: Iterable[str]) -> dict[str, dict[str, Any]]:
     """A colour and a marker per series name, by the name's place in the sorted names:
     the i-th name gets colour ``C<i mod 10>`` and the i-th of :data:`MARKERS`, so the same

@@ -43,21 +43,6 @@ BASELINE_COLORS = ("black", "dimgrey", "saddlebrown", "darkslateblue")
 BASELINE_DASHES = (":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
 
 
-def baseline_levels(metrics_rows: Sequence[Row], metric: str = "accuracy") -> dict[str, float]:
-    """A reference run's level per task (its rows' ``metric``; the best k where a task has
-    several). Kept for callers of one system; the figures draw :func:`reference_levels`.
-
-    >>> baseline_levels([{"task": "snli", "k": 0, "accuracy": 0.9},
-    ...                  {"task": "snli", "k": 4, "accuracy": 0.8}])
-    {'snli': 0.9}
-    """
-    out: dict[str, float] = {}
-    for r in metrics_rows:
-        value = float(r[metric])
-        out[str(r["task"])] = max(out.get(str(r["task"]), -math.inf), value)
-    return out
-
-
 def reference_levels(
     rows: Sequence[Row], metric: str = "accuracy", name: str | None = None
 ) -> dict[str, dict[str, float]]:

@@ -22,6 +22,7 @@ from .folder import (
     Row,
     RunError,
     RunFolder,
+    as_point,
     iter_run_records,
 )
 from .labels import (
@@ -64,6 +65,7 @@ __all__ = [
     "Row",
     "RunFolder",
     "Step",
+    "as_point",
     "atomic_write",
     "make_folder",
     "RESULTS_VERSION",

@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import json
 import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, overload
 
@@ -547,10 +549,54 @@ def _read_json(path: Path) -> dict[str, Any]:
     return d
 
 
-def iter_run_records(folders: Iterable[str | Path]) -> Iterator[Record]:
-    """Records of several run folders, in order."""
+def iter_run_records(folders: Iterable[str | Path], *, as_points: bool = False) -> Iterator[Record]:
+    """Records of several run folders, in order; with ``as_points``, each as
+    :func:`as_point` takes it (the readers that pair records of folders by sweep point)."""
     for folder in folders:
         rf = RunFolder(folder)
         if not rf.exists():
             raise RunError(f"{folder} is not a run folder (no {CONFIG} or {RECORDS})")
-        yield from rf.iter_records()
+        records: Iterator[Record] = rf.iter_records()
+        yield from map(as_point, records) if as_points else records
+
+
+@functools.cache
+def _task_name(task: str) -> str:
+    if not Path(task).is_file():
+        return task
+    # Imported here: the task registry is needed only by readers of a task file's records.
+    from ..data import get_task
+
+    try:
+        return get_task(task).name
+    except (DataError, OSError, ValueError):
+        return task
+
+
+def as_point(record: Record) -> Record:
+    """``record`` under the names of its sweep point (task, checkpoint, k, seed), one rule
+    for every reader that pairs the records of several folders. A task is named as
+    ``run`` names it: ``nlieval train`` names a task YAML given as ``--test-task`` by its
+    path (kept so, for its folders to resume), and here takes the name the file declares.
+    A seed model of a train folder (``run --model TRAIN_FOLDER`` scores each as a
+    checkpoint, :func:`nlieval.backends.training_seed`) is that training seed with no
+    checkpoint: a classifier takes one run seed, and its replicates are its training
+    seeds.
+
+    >>> r = Record("smoke", "1", "runs/clf", 0, 0, ("a", "b"), (-1.0, -2.0), (0.7, 0.3),
+    ...            "a", "a", checkpoint="runs/clf/seed2")
+    >>> p = as_point(r); (p.task, p.checkpoint, p.seed)
+    ('smoke', None, 2)
+    >>> step = replace(r, checkpoint="runs/clf/step-100")  # a checkpoint of a sweep
+    >>> as_point(step) == step
+    True
+    """
+    from ..backends import training_seed
+
+    seed = training_seed(record.model, record.checkpoint)
+    task = _task_name(record.task)
+    if seed is None and task == record.task:
+        return record
+    if seed is None:
+        return replace(record, task=task)
+    return replace(record, task=task, checkpoint=None, seed=seed)

@@ -4,7 +4,8 @@
   ``k / 4`` of each class, a seeded draw per run;
 - per source (``--exemplar-sources FIELD``): as per class, and among the k at least one
   item of every value of the item field ``FIELD`` in the pool (the source dataset of a
-  combined set such as MSciNLI+, or its domain);
+  combined set such as MSciNLI+, or its domain), whenever the pool's classes can hold
+  them all (a bipartite matching of sources to places decides);
 - fixed ids (``--exemplar-ids``): exactly the named pool items, in the order named (a
   shot count k takes the first k of them).
 
@@ -17,6 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
+from scipy.sparse import csr_array
+from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from ..data import seeded_rng
 from ..ground import read_small_text
@@ -141,11 +146,10 @@ class ExemplarRule:
         return None if value is None or value == "" else str(value)
 
     def _per_source(self, pool: Sequence[Item], k: int, run: int, seed: int) -> list[Item]:
-        """Each source, in sorted order (the j-th from class ``j mod 4`` on, in class
-        order, wrapping), is given to the first class that has a free place and an item
-        of that source; each class then reads its run's walk (:func:`class_walk`) and
-        takes an item when it is of a source still owed, or when a place is left beyond
-        those owed. The k are shuffled as per class."""
+        """Each source, in sorted order, is given a class (:meth:`_owed`); each class then
+        reads its run's walk (:func:`class_walk`) and takes an item when it is of a source
+        still owed, or when a place is left beyond those owed. The k are shuffled as per
+        class."""
         per_class = k // len(SCI4)
         if not per_class:
             return []
@@ -155,19 +159,7 @@ class ExemplarRule:
                 f"k={k}: {len(sources)} sources in field {self.sources!r} "
                 f"({', '.join(sources)}) need at least {len(sources)} exemplars"
             )
-        has = {(it.label, self._source(it)) for it in pool}
-        owed: dict[Label, list[str]] = {lab: [] for lab in SCI4}
-        for j, source in enumerate(sources):
-            turn = [SCI4[(j + n) % len(SCI4)] for n in range(len(SCI4))]
-            free = [lab for lab in turn if len(owed[lab]) < per_class]
-            fits = [lab for lab in free if (lab, source) in has]
-            if not fits:
-                raise ValueError(
-                    f"k={k}: the pool has no item of source {source} (field "
-                    f"{self.sources!r}) in the classes with a free place "
-                    f"({', '.join(lab.value for lab in free)})"
-                )
-            owed[fits[0]].append(source)
+        owed = self._owed(pool, sources, k)
         chosen: list[Item] = []
         for lab in SCI4:
             left = list(owed[lab])
@@ -184,3 +176,60 @@ class ExemplarRule:
             chosen += taken
         seeded_rng(seed, "order", run, k).shuffle(chosen)
         return chosen
+
+    def _owed(self, pool: Sequence[Item], sources: list[str], k: int) -> dict[Label, list[str]]:
+        """Which class owes which sources: the j-th source in sorted order goes to the
+        first class, from class ``j mod 4`` on in class order (wrapping), that has a free
+        place (``k / 4`` per class), an item of that source, and leaves the sources after
+        it a place each (a maximum bipartite matching of those sources into the places
+        left covers them all). So every pool whose sources can all be placed is served,
+        and a source never takes the place another needs.
+
+        >>> def item(i, lab, src): return Item(i, "p", "h", lab, meta={"s": src})
+        >>> C, R, E, N = SCI4  # source q is only in contrasting: a gives its place up
+        >>> pool = [item(lab.value[0], lab, "a") for lab in SCI4] + [item("q", C, "q")]
+        >>> owed = ExemplarRule(sources="s")._owed(pool, ["a", "q"], 4)
+        >>> {lab.value: s for lab, s in owed.items() if s}
+        {'contrasting': ['q'], 'reasoning': ['a']}
+        """
+        per_class = k // len(SCI4)
+        has = {(it.label, self._source(it)) for it in pool}
+        owed: dict[Label, list[str]] = {lab: [] for lab in SCI4}
+        served = _placed(sources, owed, has, per_class)
+        if served < len(sources):
+            narrow = [
+                f"{source}: {', '.join(lab.value for lab in SCI4 if (lab, source) in has)}"
+                for source in sources
+                if sum((lab, source) in has for lab in SCI4) < len(SCI4)
+            ]
+            raise ValueError(
+                f"k={k}: at most {served} of the {len(sources)} sources in field "
+                f"{self.sources!r} can each have a place ({per_class} per class) in a class "
+                f"with an item of it ({'; '.join(narrow)})"
+            )
+        for j, source in enumerate(sources):
+            turn = [SCI4[(j + n) % len(SCI4)] for n in range(len(SCI4))]
+            # The sources before this one left the rest a matching: some class fits.
+            for lab in turn:
+                if len(owed[lab]) < per_class and (lab, source) in has:
+                    owed[lab].append(source)
+                    if _placed(sources[j + 1 :], owed, has, per_class) == len(sources) - j - 1:
+                        break
+                    owed[lab].pop()
+        return owed
+
+
+def _placed(
+    sources: Sequence[str],
+    owed: dict[Label, list[str]],
+    has: set[tuple[Label | None, str | None]],
+    per_class: int,
+) -> int:
+    """How many of ``sources`` a maximum bipartite matching places: a source to a free
+    place (of ``per_class`` per class, less those ``owed``) of a class with an item of it."""
+    places = [lab for lab in SCI4 for _ in range(per_class - len(owed[lab]))]
+    if not sources or not places:
+        return 0
+    edges = np.array([[(lab, s) in has for lab in places] for s in sources], dtype=np.int8)
+    matched = maximum_bipartite_matching(csr_array(edges), perm_type="column")
+    return int((matched >= 0).sum())
