@@ -167,11 +167,13 @@ def submit_and_wait(
     retries: int,
     backoff: float,
     sleep: Callable[[float], None] = time.sleep,
+    submit_all: Callable[[Sequence[CellJob]], list[tuple[Any, str]]] | None = None,
 ) -> list[Outcome]:
-    """Every job submitted at once (``submit``: its handle and job id), then each waited
-    for (``wait``: done or failed, the error line, whether a refusal); the failures that
-    are not refusals are submitted again together after the back-off, ``retries`` times.
-    The outcomes are in the order of ``jobs``.
+    """Every job submitted at once (``submit``: its handle and job id; or ``submit_all``,
+    the handles and ids of all the jobs in their order, e.g. one job array), then each
+    waited for (``wait``: done or failed, the error line, whether a refusal); the
+    failures that are not refusals are submitted again together after the back-off,
+    ``retries`` times. The outcomes are in the order of ``jobs``.
 
     >>> from nlieval.experiments.plan import Cell
     >>> from nlieval.experiments.spec import Resources
@@ -195,7 +197,8 @@ def submit_and_wait(
             break
         if attempt:
             sleep(backoff * 2 ** (attempt - 1))
-        handles = [(job, *submit(job)) for job in left]
+        submitted = submit_all(left) if submit_all else [submit(job) for job in left]
+        handles = [(job, *h) for job, h in zip(left, submitted, strict=True)]
         left = []
         for job, handle, job_id in handles:
             state, error, refusal = wait(handle)
