@@ -1,5 +1,6 @@
 """The ``slurm`` executor on a real Slurm (``scripts/setup_slurm.sh``; marked ``slurm``):
-the same cells give the same records as the local executor, each cell one job whose id
+the same cells give the same records as the local executor, each cell one job (or, with
+``--slurm-array``, one task of its resource shape's job array) whose id
 ``status`` shows, and a failing cell is submitted again and reported in one line."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from nlieval.experiments import LocalExecutor, experiment_status, read_experiment, run_experiment
+from nlieval.experiments.driver import read_state
 from tests.helpers.engines import absent
 
 pytestmark = pytest.mark.slurm
@@ -84,3 +86,69 @@ def test_slurm_cells_equal_local_cells(slurm: None, tmp_path: Path, tiny_llama: 
     assert (slurm_out / "report" / "table.md").read_bytes() == (
         tmp_path / "local" / "report" / "table.md"
     ).read_bytes()
+
+
+ARRAY_TEXT = """\
+experiment: tiny
+backoff: 0
+retries: 1
+models:
+  tiny: {model: MODEL, resources: {memory: 1GB, time: "0:10:00"}}
+  same: {model: MODEL, resources: {memory: 1GB, time: "0:10:00"}}
+  other: {model: MODEL, resources: {memory: 900MB, time: "0:10:00"}}
+  missing: {model: MISSING, resources: {memory: 1GB, time: "0:10:00"}}
+blocks:
+  base: {command: run, tasks: [smoke], limit: 3, shots: [0, 1]}
+matrix:
+  - {block: base, models: [tiny, same, other, missing]}
+outputs:
+  table: {kind: grid, blocks: [base], rows: [model, k]}
+"""
+
+
+def test_job_arrays_one_per_resource_shape_equal_local_cells(
+    slurm: None, tmp_path: Path, tiny_llama: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nlieval.cli import main
+
+    path = tmp_path / "e.yaml"
+    missing = tmp_path / "no-such-model"
+    path.write_text(ARRAY_TEXT.replace("MISSING", str(missing)).replace("MODEL", str(tiny_llama)))
+    local = run_experiment(
+        read_experiment(path), tmp_path / "local", executor=LocalExecutor(sleep=lambda s: None)
+    )
+    out = tmp_path / "slurm"
+    rc = main(["experiment", "run", str(path), "--out", str(out), "--executor", "slurm",
+               "--slurm-array", "--array-parallelism", "1"])  # fmt: skip
+    printed = capsys.readouterr().out
+    assert rc == 1 and "3 of 4 cells done" in printed, printed
+    for cell in ("base-tiny", "base-same", "base-other"):
+        assert _records(out / "cells" / cell) == _records(tmp_path / "local" / "cells" / cell)
+    assert [(o.cell, o.state) for o in local.outcomes][:3] == [
+        ("base-tiny", "done"), ("base-same", "done"), ("base-other", "done")
+    ]  # fmt: skip
+    rows = {r["cell"]: r for r in experiment_status(out)}
+    jobs = {cell: str(r["job"]).split("_") for cell, r in rows.items()}
+    assert all(r["executor"] == "slurm" for r in rows.values())
+    # tiny and same (1 GB) are tasks 0 and 1 of one array (JOBID_INDEX); other (900 MB)
+    # is a shape of its own, and missing (task 2 of the first array) was retried alone:
+    # a shape of one cell is a plain job (submitit submits an array of one so).
+    assert jobs["base-tiny"][0].isdigit() and jobs["base-tiny"][1:] == ["0"]
+    assert jobs["base-same"] == [jobs["base-tiny"][0], "1"]
+    assert len(jobs["base-other"]) == len(jobs["base-missing"]) == 1
+    ids = {jobs["base-tiny"][0], jobs["base-other"][0], jobs["base-missing"][0]}
+    assert len(ids) == 3 and all(i.isdigit() for i in ids)
+    assert rows["base-missing"]["state"] == "failed" and "does not exist" in str(
+        rows["base-missing"]["error"]
+    )
+    missing_state = read_state(out, "base-missing")
+    assert missing_state is not None and missing_state["attempts"] == 2
+    # The array asked Slurm for at most one running task, and the memory of its shape.
+    arrays = out / "slurm" / "arrays"
+    first = (arrays / f"{jobs['base-tiny'][0]}_submission.sh").read_text()
+    other = (arrays / f"{jobs['base-other'][0]}_submission.sh").read_text()
+    assert "#SBATCH --array=0-2%1" in first and "#SBATCH --mem=1G" in first
+    assert "--array" not in other and "#SBATCH --mem=900M" in other
+    assert main(["experiment", "status", str(out)]) == 0
+    status = capsys.readouterr().out
+    assert f"(slurm {'_'.join(jobs['base-tiny'])})" in status

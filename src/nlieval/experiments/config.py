@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..settings import csv_list, setting
+from ..settings import csv_list, positive_int, setting
 from .driver import (
     Executor,
     LocalExecutor,
@@ -34,10 +34,13 @@ def executor_named(
     partition: str | None = None,
     address: str | None = None,
     gpus: tuple[str, ...] = (),
+    array: bool = False,
+    array_parallelism: int | None = None,
 ) -> Executor:
-    """The executor ``name``: ``local``, ``slurm`` (its job files under ``out/slurm``)
-    or ``ray`` (the cluster at ``address``); another, or one whose engine is not
-    installed or not reachable, is one line.
+    """The executor ``name``: ``local``, ``slurm`` (its job files under ``out/slurm``;
+    with ``array`` one job array per resource shape) or ``ray`` (the cluster at
+    ``address``); another, or one whose engine is not installed or not reachable, is
+    one line.
 
     >>> executor_named("dask")
     Traceback (most recent call last):
@@ -46,7 +49,12 @@ def executor_named(
     if name == "local":
         return LocalExecutor(gpus=gpus)
     if name == "slurm":
-        return SlurmExecutor(Path(out) / "slurm", partition=partition)
+        return SlurmExecutor(
+            Path(out) / "slurm",
+            partition=partition,
+            array=array,
+            array_parallelism=array_parallelism,
+        )
     if name == "ray":
         return RayExecutor(address)
     raise ValueError(
@@ -102,6 +110,17 @@ class ExperimentRun:
         choices=EXECUTORS,
     )
     partition: str | None = setting(None, help="with --executor slurm: the partition")
+    slurm_array: bool = setting(
+        False,
+        help="with --executor slurm: the ready cells of one resource shape as one job array "
+        "(status shows JOBID_INDEX) [a job per cell]",
+    )
+    array_parallelism: int | None = setting(
+        None,
+        help="with --slurm-array: at most N tasks of an array running at once [Slurm's limit]",
+        parse=positive_int,
+        metavar="N",
+    )
     gpus: tuple[str, ...] = setting(
         (),
         help="with --executor local: GPU ids, e.g. 0,1,2,3: one worker process per GPU "
@@ -145,12 +164,27 @@ def run_file(cfg: ExperimentRun) -> Summary:
     >>> run_file(ExperimentRun(file="e.yaml", out="x", executor="ray", gpus=("0",)))
     Traceback (most recent call last):
     ValueError: --gpus is for --executor local (slurm and ray place cells by each model's resources)
+    >>> run_file(ExperimentRun(file="e.yaml", out="x", slurm_array=True))
+    Traceback (most recent call last):
+    ValueError: --slurm-array is for --executor slurm
     """
     if cfg.gpus and cfg.executor != "local":
         raise ValueError(
             "--gpus is for --executor local (slurm and ray place cells by each model's resources)"
         )
-    executor = executor_named(cfg.executor, cfg.out, cfg.partition, cfg.address, cfg.gpus)
+    if cfg.slurm_array and cfg.executor != "slurm":
+        raise ValueError("--slurm-array is for --executor slurm")
+    if cfg.array_parallelism is not None and not cfg.slurm_array:
+        raise ValueError("--array-parallelism is for --executor slurm --slurm-array")
+    executor = executor_named(
+        cfg.executor,
+        cfg.out,
+        cfg.partition,
+        cfg.address,
+        cfg.gpus,
+        cfg.slurm_array,
+        cfg.array_parallelism,
+    )
     return run_experiment(
         read_experiment(cfg.file, cfg.set), cfg.out, executor=executor, yes=cfg.yes
     )

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..backends import ServerError
 from ..ground import DataError, FolderError, read_json
 from ..runs import RECORDS, RunFolder, atomic_write, make_folder
 from .plan import ASK_ABOVE, Cell, plan_cells
@@ -83,13 +84,34 @@ def cell_outcome(job: CellJob) -> tuple[str, str | None, bool]:
     try:
         run_cell(job)
     except Exception as err:  # noqa: BLE001 - every failure of a cell is its outcome
-        return "failed", _one_line(err), isinstance(err, REFUSALS)
+        return "failed", cell_error(job, err), isinstance(err, REFUSALS)
     return "done", None, False
 
 
 def _one_line(err: BaseException) -> str:
     text = " ".join(str(err).split()) or type(err).__name__
     return text if isinstance(err, (DataError, FolderError)) else f"{type(err).__name__}: {text}"
+
+
+def cell_error(job: CellJob, err: BaseException) -> str:
+    """The one line of ``err``, the failure of ``job``'s cell; a server's failure (it
+    does not answer, or not as an OpenAI-compatible server does) names the file, line
+    and key of the ``api_base`` that sent the cell there.
+
+    >>> from nlieval.backends import ServerError
+    >>> from nlieval.experiments.plan import Cell
+    >>> from nlieval.experiments.spec import Resources, Setting
+    >>> where = Setting("api_base", "http://127.0.0.1:9/v1", "e.yaml", 5)
+    >>> cell = Cell("b-m", "b", "run", "m", "m", (where,), Resources(), "e.yaml", 9, {}, ())
+    >>> cell_error(CellJob(cell, "x"), ServerError("POST http://127.0.0.1:9/v1: connection failed"))
+    "e.yaml:5: field 'api_base': ServerError: POST http://127.0.0.1:9/v1: connection failed"
+    """
+    line = _one_line(err)
+    if isinstance(err, ServerError):
+        for s in job.cell.settings:
+            if s.key == "api_base":
+                return str(s.error(line))
+    return line
 
 
 #: Errors that trying again would not change: the folder refuses (another configuration,
@@ -154,7 +176,7 @@ class LocalExecutor:
             retrying(attempt)
         except Exception as err:  # noqa: BLE001 - every failure of a cell is its outcome
             return Outcome(
-                job.cell.name, "failed", attempts, _one_line(err), self.name, str(os.getpid())
+                job.cell.name, "failed", attempts, cell_error(job, err), self.name, str(os.getpid())
             )
         return Outcome(job.cell.name, "done", attempts, None, self.name, str(os.getpid()))
 
@@ -167,11 +189,13 @@ def submit_and_wait(
     retries: int,
     backoff: float,
     sleep: Callable[[float], None] = time.sleep,
+    submit_all: Callable[[Sequence[CellJob]], list[tuple[Any, str]]] | None = None,
 ) -> list[Outcome]:
-    """Every job submitted at once (``submit``: its handle and job id), then each waited
-    for (``wait``: done or failed, the error line, whether a refusal); the failures that
-    are not refusals are submitted again together after the back-off, ``retries`` times.
-    The outcomes are in the order of ``jobs``.
+    """Every job submitted at once (``submit``: its handle and job id; or ``submit_all``,
+    the handles and ids of all the jobs in their order, e.g. one job array), then each
+    waited for (``wait``: done or failed, the error line, whether a refusal); the
+    failures that are not refusals are submitted again together after the back-off,
+    ``retries`` times. The outcomes are in the order of ``jobs``.
 
     >>> from nlieval.experiments.plan import Cell
     >>> from nlieval.experiments.spec import Resources
@@ -195,7 +219,8 @@ def submit_and_wait(
             break
         if attempt:
             sleep(backoff * 2 ** (attempt - 1))
-        handles = [(job, *submit(job)) for job in left]
+        submitted = submit_all(left) if submit_all else [submit(job) for job in left]
+        handles = [(job, *h) for job, h in zip(left, submitted, strict=True)]
         left = []
         for job, handle, job_id in handles:
             state, error, refusal = wait(handle)

@@ -1,9 +1,12 @@
 """The ``slurm`` executor: each cell one Slurm job, submitted through submitit (the extra
 ``cluster``) with the resources its model declares (GPUs, memory, time) and the
-partition of ``--partition``. The job calls the same function the local executor does
+partition of ``--partition``. With ``array``, the ready cells of one resource shape
+(the same Slurm parameters) are one job array instead (submitit's ``map_array``; at
+most ``array_parallelism`` of its tasks running at once), each cell one task
+(``JOBID_INDEX``). The job calls the same function the local executor does
 (:func:`~nlieval.experiments.driver.cell_outcome`), so the same cells write the same
 records; the driver waits for it, and a failed job (not a refusal of its folder) is
-submitted again after the back-off.
+submitted again after the back-off (the failed cells of one shape as a new array).
 """
 
 from __future__ import annotations
@@ -47,8 +50,32 @@ def _submitit() -> Any:
     return submitit
 
 
+def shapes(
+    jobs: Sequence[CellJob], partition: str | None
+) -> list[tuple[dict[str, Any], list[int]]]:
+    """The jobs grouped by the Slurm parameters their cells ask for (one job array each):
+    each group's parameters and the positions of its jobs, groups in the order of their
+    first job.
+
+    >>> from nlieval.experiments.plan import Cell
+    >>> def job(name, res):
+    ...     return CellJob(Cell(name, "b", "run", None, None, (), res, "e", 1, {}, ()), name)
+    >>> small, big = Resources(time="0:10:00"), Resources(gpus=1, time="0:10:00")
+    >>> [(p.get("gpus_per_node"), at) for p, at in
+    ...  shapes([job("a", small), job("b", big), job("c", small)], None)]
+    [(None, [0, 2]), (1, [1])]
+    """
+    groups: dict[str, tuple[dict[str, Any], list[int]]] = {}
+    for i, job in enumerate(jobs):
+        params = parameters(job.cell.resources, partition)
+        key = repr(sorted(params.items()))
+        groups.setdefault(key, (params, []))[1].append(i)
+    return list(groups.values())
+
+
 class SlurmExecutor:
-    """Runs each cell as a Slurm job (one job per cell), waiting for it."""
+    """Runs each cell as a Slurm job (one job per cell, or with ``array`` one job array
+    per resource shape of the ready cells), waiting for it."""
 
     name = "slurm"
 
@@ -57,12 +84,16 @@ class SlurmExecutor:
         folder: Path,
         partition: str | None = None,
         *,
+        array: bool = False,
+        array_parallelism: int | None = None,
         poll: float = 1.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.submitit = _submitit()
         self.folder = folder
         self.partition = partition
+        self.array = array
+        self.array_parallelism = array_parallelism
         self.poll = poll
         self.sleep = sleep
 
@@ -78,10 +109,31 @@ class SlurmExecutor:
         submitted = executor.submit(cell_outcome, job)
         return submitted, str(submitted.job_id)
 
+    def _submit_arrays(self, jobs: Sequence[CellJob]) -> list[tuple[Any, str]]:
+        out: list[tuple[Any, str] | None] = [None] * len(jobs)
+        for params, at in shapes(jobs, self.partition):
+            # One folder for every array: submitit names its files by array job id.
+            executor = self.submitit.AutoExecutor(folder=self.folder / "arrays", cluster="slurm")
+            if self.array_parallelism is not None:
+                params = {**params, "slurm_array_parallelism": self.array_parallelism}
+            executor.update_parameters(name=f"nlieval-{jobs[at[0]].cell.block}", **params)
+            tasks = executor.map_array(cell_outcome, [jobs[i] for i in at])
+            for i, task in zip(at, tasks, strict=True):
+                out[i] = (task, str(task.job_id))
+        return [h for h in out if h is not None]
+
     def run_many(self, jobs: Sequence[CellJob], retries: int, backoff: float) -> list[Outcome]:
-        """Every ready cell submitted as its own Slurm job at once, then each waited for."""
+        """Every ready cell submitted at once, as its own Slurm job or (``array``) as a
+        task of its resource shape's job array, then each waited for."""
         return submit_and_wait(
-            self.name, jobs, self._submit, self._wait, retries, backoff, self.sleep
+            self.name,
+            jobs,
+            self._submit,
+            self._wait,
+            retries,
+            backoff,
+            self.sleep,
+            submit_all=self._submit_arrays if self.array else None,
         )
 
     def _wait(self, submitted: Any) -> tuple[str, str | None, bool]:
