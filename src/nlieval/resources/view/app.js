@@ -60,8 +60,9 @@
   }
 
   /* ---------------------------------------------------------------- pages */
+  var PAGES = ["overview", "results", "figures", "items"];
   function show(page) {
-    ["overview", "results", "items"].forEach(function (p) {
+    PAGES.forEach(function (p) {
       $("page-" + p).hidden = p !== page;
       $("tab-" + p).classList.toggle("active", p === page);
     });
@@ -76,9 +77,10 @@
     });
     renderOverview();
     renderResults();
+    renderFigures();
     setupItems();
     var wanted = location.hash.slice(1);
-    show(["overview", "results", "items"].indexOf(wanted) >= 0 ? wanted : "overview");
+    show(PAGES.indexOf(wanted) >= 0 ? wanted : "overview");
   }
 
   function dl(pairs) {
@@ -149,6 +151,25 @@
       page.appendChild(table);
       g.notes.forEach(function (n) { page.appendChild(el("p", n, "note")); });
     });
+  }
+
+  /* The figures of `nlieval figure` and `nlieval plots`, SVG files of the site shown by
+     <img> (an image runs no script); the file name is the site's own, never the data's. */
+  function renderFigures() {
+    var page = $("page-figures"), figs = META.figures || { shown: [], notes: [] };
+    figs.shown.forEach(function (f, at) {
+      var box = el("figure", null, "figure");
+      box.id = "figure-" + at;
+      var img = el("img");
+      img.src = f.file;
+      img.alt = f.title;
+      box.appendChild(img);
+      var caption = el("figcaption", f.title + ", as drawn by: ");
+      caption.appendChild(el("code", f.command));
+      box.appendChild(caption);
+      page.appendChild(box);
+    });
+    figs.notes.forEach(function (n) { page.appendChild(el("p", n, "note")); });
   }
 
   function sortGrid(body, col, th) {
