@@ -879,8 +879,12 @@ class FigureAxes:
     1
     """
 
-    sizes: tuple[str, ...] | None = setting(None, help="MODEL=PARAMETERS,...", parse=csv_list)
-    pattern: str | None = setting(None, help=r"checkpoint name -> number, e.g. step(\d+)")
+    sizes: tuple[str, ...] | None = setting(
+        None, help="MODEL=PARAMETERS,...: each model's size (accuracy vs size)", parse=csv_list
+    )
+    pattern: str | None = setting(
+        None, help=r"checkpoint name -> number, e.g. step(\d+) (accuracy over checkpoints)"
+    )
     # 1, not 1.0: the help shows it as [1].
     scale: float = setting(1, help="x per captured number")
     positions: str | None = setting(None, help="JSON file: checkpoint -> x position")
