@@ -351,3 +351,27 @@ def test_each_records_file_is_read_once(
     build_site(ViewConfig(runs=tuple(map(str, hand_made)), out=str(tmp_path / "site")))
     # Both folders hold ChaosNLI records: the grids, summaries, items and all figures.
     assert sorted(reads) == sorted(p.resolve() for p in hand_made)
+
+
+def test_one_palette_for_every_figure_of_the_site(
+    hand_made: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nlieval.plotting.results as drawn
+
+    seen: list[frozenset[str]] = []
+    original = drawn.styles
+
+    def kept(names: Any) -> Any:
+        names = list(names)
+        seen.append(frozenset(names))
+        return original(names)
+
+    monkeypatch.setattr(drawn, "styles", kept)
+    runs = tuple(map(str, hand_made))
+    cfg = ViewConfig(runs=runs, out=str(tmp_path / "site"), name=(("", "A"), ("", "B")))
+    build_site(cfg)
+    # The figure of `figure shots` names the models A and B, those of `plots` (no --name)
+    # ma and mb: each figure styles its series from the same names, so a name has one
+    # colour and marker across the page.
+    assert len(seen) == 4  # figure shots; plots: shots, by entropy, divergence
+    assert set(seen) == {frozenset({"A", "B", "ma", "mb"})}

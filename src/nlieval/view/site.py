@@ -356,7 +356,11 @@ def site_figures(
     """
     names = tuple(cfg.name or ())
     named = flat(read_named(folders, names, poolable=False, held=held))
-    palette = sorted({series_name({"model": r.model, "checkpoint": r.checkpoint}) for r in named})
+    # Every name a figure may draw a model by: `nlieval plots` has no --name, so its
+    # figures name the models as the folders do.
+    unnamed = flat(read_named(folders, poolable=False, held=held)) if names else []
+    palette = sorted({series_name({"model": r.model, "checkpoint": r.checkpoint})
+                      for r in (*named, *unnamed)})  # fmt: skip
     shown: list[dict[str, Any]] = []
     notes: list[str] = []
 
