@@ -53,7 +53,7 @@ figure reports.md \
     nlieval figure dynamics runs/smol-dyn runs/gemma-dyn --positions runs/positions.json \
     --metric gold_nll --out "$IMG/across_dynamics_tokens_nll.png"
 
-# The item page of a site of nlieval view, as headless Chromium draws it from file:// (the
+# The item and figures pages of a site of nlieval view, as headless Chromium draws it from file:// (the
 # virtual time budget lets the page's script load its data before the picture is taken).
 figure view.md \
     nlieval view runs/mm-bert runs/mm-bert-hyp runs/mm-roberta --out runs/site
@@ -74,6 +74,10 @@ figure view.md \
     "${NLIEVAL_CHROMIUM:-chromium}" --headless --no-sandbox --disable-gpu --hide-scrollbars \
     --window-size=1400,1500 --virtual-time-budget=5000 \
     --screenshot="$(realpath "$IMG")/view_inferred.png" "file://$PWD/runs/site-all/index.html#inferred"
+figure view.md \
+    "${NLIEVAL_CHROMIUM:-chromium}" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+    --window-size=1400,620 --virtual-time-budget=5000 \
+    --screenshot="$(realpath "$IMG")/view_figures.png" "file://$PWD/runs/site/index.html#figures"
 
 if [ ${#failed[@]} -gt 0 ]; then
     echo "doc_images.sh: ${#failed[@]} figure command(s) failed:" >&2

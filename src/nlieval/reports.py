@@ -68,6 +68,7 @@ def report(
     *,
     names: Sequence[tuple[str, str]] = (),
     pool: bool = False,
+    held: Sequence[Sequence[Record]] | None = None,
 ) -> str:
     """Recompute metrics from the records of one or more run folders; no model is loaded.
 
@@ -75,7 +76,8 @@ def report(
     records. Returns a Markdown table over all folders: a row per model, task and k, where
     two folders of one model on the same task and k are two rows named by what differs
     in their ``config.json`` or by ``names`` (:func:`nlieval.runs.read_named`), or with
-    ``pool`` one row over both folders' items.
+    ``pool`` one row over both folders' items. ``held``: each folder's records as
+    already read (:func:`nlieval.runs.read_named`), for a table of records read once.
 
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
@@ -91,7 +93,7 @@ def report(
         if not rf.exists():
             raise RunError(f"{rf.path} is not a run folder (no config.json or records.jsonl)")
     # Read (and refused where two folders cannot be told apart) before anything is written.
-    named = read_named(folders, names, pool=pool)
+    named = read_named(folders, names, pool=pool, held=held)
     results = [
         finalize(rf, rf.read_config(), invocation="report") if write else read_results(rf)
         for rf in runs
@@ -146,6 +148,7 @@ def grid_report(
     reference_by: str | None = None,
     overall: bool = True,
     names: Sequence[tuple[str, str]] = (),
+    held: Sequence[Sequence[Record]] | None = None,
 ) -> Grid:
     """The grid table (:func:`nlieval.analyses.grid`) of the metric rows of ``folders``,
     recomputed from their records: :func:`nlieval.metrics.summarize` rows, or for the
@@ -174,6 +177,9 @@ def grid_report(
 
     ``ci`` (a confidence level such as 0.95) adds each cell's bootstrap interval over items
     (:func:`nlieval.analyses.grid.intervals`, ``resamples`` draws seeded by ``seed``).
+    ``held``: the records of each of ``folders`` as already read (in their order),
+    not read again (a ``reference`` outside ``folders`` is read).
+
     ``over_checkpoints`` counts a model's checkpoints as its seeds: ``nlieval run --model
     TRAIN_FOLDER`` scores each seed model as a checkpoint, and they become one row with
     mean ± std over the training seeds.
@@ -207,17 +213,21 @@ def grid_report(
         if Path(path).resolve() in seen:
             raise ValueError(f"{path} is given twice (as {seen[Path(path).resolve()]})")
         seen[Path(path).resolve()] = path
-    held: list[list[Record]] = []
-    for path in paths:
-        # Each folder read once.
-        recs = list(iter_run_records([path]))
-        held.append(over_replicates(recs) if over_checkpoints else recs)
+    given = list(held) if held is not None else []
+    if held is not None and len(given) != len(folders):
+        raise ValueError(f"records of {len(given)} folders given for {len(folders)} folders")
+    read: list[list[Record]] = []
+    for at, path in enumerate(paths):
+        # Each folder read once (or not at all, where its records are given).
+        recs = list(given[at]) if at < len(given) else list(iter_run_records([path]))
+        read.append(over_replicates(recs) if over_checkpoints else recs)
     configs = [RunFolder(p).read_config() or {} for p in paths]
-    labels = given_names(paths, held, run_labels(paths, held, configs), names)
-    # Two folders the user named alike would share a row.
+    labels = given_names(paths, read, run_labels(paths, read, configs), names)
+    # Two folders the user named alike would share a row. A record keeps its model
+    # unless it is named otherwise (a copy of each of 150,000 records costs seconds).
     renamed = [
-        [replace(r, model=lab.get(r.model, r.model)) for r in recs]
-        for recs, lab in zip(held, labels, strict=True)
+        [replace(r, model=lab[r.model]) if r.model in lab else r for r in recs]
+        for recs, lab in zip(read, labels, strict=True)
     ]
     keep_apart(paths, renamed, poolable=False)
 
@@ -269,7 +279,7 @@ def grid_report(
     ref_key: dict[str, Any] | None = None
     if reference is not None:
         ref_at = [Path(p).resolve() for p in paths].index(Path(reference).resolve())
-        ref_models = {(labels[ref_at].get(r.model, r.model), r.checkpoint) for r in held[ref_at]}
+        ref_models = {(labels[ref_at].get(r.model, r.model), r.checkpoint) for r in read[ref_at]}
         if len(ref_models) != 1:
             raise RunError(f"{reference}: a reference run holds one model, not {len(ref_models)}")
         model, ckpt = ref_models.pop()
@@ -277,7 +287,7 @@ def grid_report(
     own: dict[str, str | None] | None = None
     name = "reference"
     if reference_by is not None:
-        own = reference_pairs(paths, held, configs, labels, reference_by)
+        own = reference_pairs(paths, read, configs, labels, reference_by)
         # The gap column names the reference by its value (hyp-only), or by KEY=VALUE where
         # the value alone says nothing (true, 0).
         value = reference_by.partition("=")[2]
@@ -445,7 +455,9 @@ def breakdown_report(
 
 
 def _named(
-    folders: Sequence[str | Path], names: Sequence[tuple[str, str]]
+    folders: Sequence[str | Path],
+    names: Sequence[tuple[str, str]],
+    held: Sequence[Sequence[Record]] | None = None,
 ) -> tuple[list[Record], dict[str, str]]:
     """The records of ``folders``, each folder's under a name as the model: the user's
     ``names`` (``--name [RUN=]NAME``: :func:`nlieval.runs.given_names`); else, for a
@@ -453,8 +465,10 @@ def _named(
     checkpoint's path, which names a series badly); else the model, told apart from a
     folder of the same model by what differs in their ``config.json``
     (:func:`nlieval.runs.run_labels`). Also each new name -> the model as recorded (two
-    folders of one model: two names of one model)."""
-    held = [list(iter_run_records([folder])) for folder in folders]
+    folders of one model: two names of one model). ``held``: the records of each folder
+    as already read."""
+    if held is None:
+        held = [list(iter_run_records([folder])) for folder in folders]
     configs = [RunFolder(f).read_config() or {} for f in folders]
     labels = run_labels(folders, held, configs)
     for i, (folder, records) in enumerate(zip(folders, held, strict=True)):
@@ -492,6 +506,7 @@ def figure_report(
     width: float | None = None,
     names: Sequence[tuple[str, str]] = (),
     palette: Iterable[str] | None = None,
+    held: Sequence[Sequence[Record]] | None = None,
 ) -> Path:
     """One figure across the models of ``folders`` (recomputed from their records), in
     the format of ``path``'s extension, ``width`` inches wide (the text width if None):
@@ -512,8 +527,9 @@ def figure_report(
     ``baselines`` is a run folder drawn as one line per system at the figure's own
     metric (accuracy, or a dynamics figure's ``metric``): a system scored at several k
     at its largest k, stated in its name (:func:`nlieval.plotting.reference_levels`).
+    ``held``: the records of each of ``folders`` as already read.
     """
-    records, renamed = _named(folders, names)
+    records, renamed = _named(folders, names, held)
     lines: dict[str, dict[str, float]] = {}
     for f in baselines:
         lines.update(baseline_lines(f, metric if kind == "dynamics" else "accuracy"))
@@ -609,10 +625,12 @@ def listing_inputs(
     *,
     data_dir: str | Path | None = None,
     names: Sequence[tuple[str, str]] = (),
+    held: Sequence[Sequence[Record]] | None = None,
 ) -> tuple[list[Record], dict[str, dict[str, Item]]]:
     """What :func:`listing_report` lists (and ``nlieval view`` shows): the records of
-    ``folders``, each model named as the listing's column, and task -> item id -> item
-    of the tasks their ``config.json`` names (``data_dir`` replaces the saved one).
+    ``folders`` (``held``: as already read, one list per folder), each model named as
+    the listing's column, and task -> item id -> item of the tasks their ``config.json``
+    names (``data_dir`` replaces the saved one).
 
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0),
@@ -633,7 +651,7 @@ def listing_inputs(
             # A folder of `nlieval import` made before imports took the YAML's declared
             # name names its records by the path (newer ones are refused to add to it).
             items.setdefault(str(spec), {}).update(by_id)
-    return flat(read_named(folders, names, poolable=False)), items
+    return flat(read_named(folders, names, poolable=False, held=held)), items
 
 
 # --------------------------------------------------------------------------- commands
@@ -732,9 +750,10 @@ def grid_table(cfg: GridConfig) -> str:
     return render_grid(grid_of(cfg), cfg.format, percent=cfg.percent, digits=cfg.digits)
 
 
-def grid_of(cfg: GridConfig) -> Grid:
+def grid_of(cfg: GridConfig, held: Sequence[Sequence[Record]] | None = None) -> Grid:
     """The :class:`~nlieval.analyses.Grid` of ``cfg`` (:func:`grid_report`), to render
-    in several formats from one reading of the records.
+    in several formats from one reading of the records (``held``: each folder's records
+    as already read, in the order of ``cfg.runs``).
 
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
@@ -758,6 +777,7 @@ def grid_of(cfg: GridConfig) -> Grid:
         reference_by=cfg.reference_by,
         overall=not cfg.no_overall,
         names=cfg.name or (),
+        held=held,
     )
 
 
@@ -838,7 +858,28 @@ FIGURES = ("shots", "size", "dynamics")
 
 
 @dataclass(frozen=True, kw_only=True)
-class FigureConfig(FigureWidth):
+class FigureAxes:
+    r"""What a figure's x axis needs besides the records: the parameters of each model
+    (a ``size`` figure) and each checkpoint's position (a ``dynamics`` figure), as
+    ``nlieval figure`` and ``nlieval view`` take them.
+
+    >>> FigureAxes(pattern=r"step(\d+)").scale
+    1
+    """
+
+    sizes: tuple[str, ...] | None = setting(
+        None, help="MODEL=PARAMETERS,...: each model's size (accuracy vs size)", parse=csv_list
+    )
+    pattern: str | None = setting(
+        None, help=r"checkpoint name -> number, e.g. step(\d+) (accuracy over checkpoints)"
+    )
+    # 1, not 1.0: the help shows it as [1].
+    scale: float = setting(1, help="x per captured number")
+    positions: str | None = setting(None, help="JSON file: checkpoint -> x position")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FigureConfig(FigureAxes, FigureWidth):
     """What ``nlieval figure`` draws: :func:`figure_from`.
 
     >>> FigureConfig(kind="shots", out="f.png").metric
@@ -850,11 +891,6 @@ class FigureConfig(FigureWidth):
     out: str = setting(help="figure to write: .pdf or .svg (vector) or .png (300 dpi)")
     baseline: tuple[str, ...] = ()
     name: tuple[tuple[str, str], ...] | None = name_setting()
-    sizes: tuple[str, ...] | None = setting(None, help="MODEL=PARAMETERS,...", parse=csv_list)
-    pattern: str | None = setting(None, help=r"checkpoint name -> number, e.g. step(\d+)")
-    # 1, not 1.0: the help shows it as [1].
-    scale: float = setting(1, help="x per captured number")
-    positions: str | None = setting(None, help="JSON file: checkpoint -> x position")
     metric: str = setting(
         "accuracy", help="what a dynamics figure follows", choices=DYNAMICS_METRICS
     )
@@ -889,10 +925,15 @@ def _positions(path: str) -> dict[str, float]:
     return out
 
 
-def figure_from(cfg: FigureConfig, palette: Iterable[str] | None = None) -> Path:
+def figure_from(
+    cfg: FigureConfig,
+    palette: Iterable[str] | None = None,
+    held: Sequence[Sequence[Record]] | None = None,
+) -> Path:
     """:func:`figure_report` of ``cfg``: its ``sizes`` (``MODEL=PARAMETERS`` entries) as
     numbers, its ``positions`` read from the JSON file it names; ``palette``, the model
-    names of every figure of a report (one colour and marker per model across them)."""
+    names of every figure of a report (one colour and marker per model across them);
+    ``held``, the records of each of ``cfg.runs`` as already read."""
     sizes = None
     if cfg.sizes:
         sizes = {}
@@ -921,4 +962,5 @@ def figure_from(cfg: FigureConfig, palette: Iterable[str] | None = None) -> Path
         width=cfg.inches,
         names=cfg.name or (),
         palette=palette,
+        held=held,
     )

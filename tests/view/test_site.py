@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import threading
 import urllib.error
 import urllib.request
+import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -250,3 +253,125 @@ def test_intervals_where_asked_are_those_of_nlieval_grid_ci(
     table = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("|")]
     assert ["| " + " | ".join(r) + " |" for r in acc["rows"]] == table[2:]
     assert "[" in acc["rows"][0][1]  # an interval in the cell: 0.600 [low, high]
+
+
+def _svg(path: Path) -> ET.Element:
+    # A whole SVG document: it parses as XML and its root is an <svg> of the SVG namespace.
+    root = ET.parse(path).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg", path
+    return root
+
+
+def test_the_figures_of_folders_with_chaosnli_records(
+    hand_made: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runs = tuple(map(str, hand_made))
+    site = build_site(ViewConfig(runs=runs, out=str(tmp_path / "site")))
+    figures = read_js(site / "data" / "meta.js")["figures"]
+    files = [f["file"] for f in figures["shown"]]
+    assert files == ["figures/accuracy_vs_shots.svg", "figures/plots/accuracy_by_entropy.svg",
+                     "figures/plots/divergence.svg"]  # fmt: skip
+    for f in files:
+        _svg(site / f)
+    shots, entropy, divergence = figures["shown"]
+    assert shots["command"] == " ".join(
+        ["nlieval figure shots", *runs, "--out", str(site / "figures" / "accuracy_vs_shots.svg")]
+    )
+    plots = str(site / "figures" / "plots")
+    assert entropy["command"] == divergence["command"]
+    assert entropy["command"] == " ".join(
+        ["nlieval plots", *runs, "--out", plots, "--plot-format svg"]
+    )
+    # Two models and no --sizes: the size figure says what it needs; no checkpoints.
+    assert figures["notes"] == [
+        "accuracy vs parameters: give --sizes MODEL=PARAMETERS,... to draw it"
+    ]
+    # The commands the page names run as they are written, and write those files again.
+    for f in (shots, entropy):
+        (site / f["file"]).unlink()
+        assert main(shlex.split(f["command"])[1:]) == 0
+        _svg(site / f["file"])
+
+
+def test_the_figures_of_a_folder_without_chaosnli_records(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    RunFolder(folder).append([_rec("m", "1", "neutral", "neutral"),
+                              _rec("m", "2", "neutral", "entailment")])  # fmt: skip
+    site = build_site(ViewConfig(runs=(str(folder),), out=str(tmp_path / "site")))
+    figures = read_js(site / "data" / "meta.js")["figures"]
+    assert [f["file"] for f in figures["shown"]] == ["figures/accuracy_vs_shots.svg"]
+    assert figures["notes"] == []
+    assert sorted(p.name for p in (site / "figures").iterdir()) == ["accuracy_vs_shots.svg"]
+    # matplotlib's SVG draws; it holds no script (and <img> would run none).
+    root = _svg(site / "figures" / "accuracy_vs_shots.svg")
+    assert not list(root.iter("{http://www.w3.org/2000/svg}script"))
+
+
+def test_the_dynamics_and_size_figures_where_asked(tmp_path: Path) -> None:
+    folder = tmp_path / "dyn"
+    folder.mkdir()
+    recs = [replace(_rec(m, i, p, "neutral"), checkpoint=f"out/step{s}")
+            for m in ("ma", "mb") for s in (100, 200)
+            for i, p in (("1", "neutral"), ("2", "entailment"))]  # fmt: skip
+    RunFolder(folder).append(recs)
+    out = tmp_path / "site"
+    site = build_site(ViewConfig(runs=(str(folder),), out=str(out)))
+    figures = read_js(site / "data" / "meta.js")["figures"]
+    assert figures["notes"] == [
+        "accuracy vs parameters: give --sizes MODEL=PARAMETERS,... to draw it",
+        "accuracy over checkpoints: give --pattern (or --positions) to place the checkpoints "
+        "on an axis",
+    ]
+    cfg = ViewConfig(runs=(str(folder),), out=str(out), pattern=r"step(\d+)", scale=1000,
+                     sizes=("ma=1e6", "mb=2e6"))  # fmt: skip
+    build_site(cfg)
+    figures = read_js(site / "data" / "meta.js")["figures"]
+    assert figures["notes"] == []
+    shown = {f["file"]: f["command"] for f in figures["shown"]}
+    assert list(shown) == ["figures/accuracy_vs_shots.svg", "figures/accuracy_vs_size.svg",
+                           "figures/dynamics.svg"]  # fmt: skip
+    for f in shown:
+        _svg(site / f)
+    assert shown["figures/dynamics.svg"].endswith("--pattern 'step(\\d+)' --scale 1000")
+    assert shown["figures/accuracy_vs_size.svg"].endswith("--sizes ma=1e6,mb=2e6")
+
+
+def test_each_records_file_is_read_once(
+    hand_made: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[Path] = []
+    original = RunFolder.iter_records
+
+    def counted(self: RunFolder[Record]) -> Any:
+        reads.append(self.path.resolve())
+        return original(self)
+
+    monkeypatch.setattr(RunFolder, "iter_records", counted)
+    build_site(ViewConfig(runs=tuple(map(str, hand_made)), out=str(tmp_path / "site")))
+    # Both folders hold ChaosNLI records: the grids, summaries, items and all figures.
+    assert sorted(reads) == sorted(p.resolve() for p in hand_made)
+
+
+def test_one_palette_for_every_figure_of_the_site(
+    hand_made: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nlieval.plotting.results as drawn
+
+    seen: list[frozenset[str]] = []
+    original = drawn.styles
+
+    def kept(names: Any) -> Any:
+        names = list(names)
+        seen.append(frozenset(names))
+        return original(names)
+
+    monkeypatch.setattr(drawn, "styles", kept)
+    runs = tuple(map(str, hand_made))
+    cfg = ViewConfig(runs=runs, out=str(tmp_path / "site"), name=(("", "A"), ("", "B")))
+    build_site(cfg)
+    # The figure of `figure shots` names the models A and B, those of `plots` (no --name)
+    # ma and mb: each figure styles its series from the same names, so a name has one
+    # colour and marker across the page.
+    assert len(seen) == 4  # figure shots; plots: shots, by entropy, divergence
+    assert set(seen) == {frozenset({"A", "B", "ma", "mb"})}

@@ -1,8 +1,9 @@
 """The site of ``nlieval view`` in Debian's headless Chromium, opened from ``file://`` with
 every request that leaves the site folder blocked (and counted): the results page shows
-what ``nlieval grid`` prints, each filter keeps as many items as ``nlieval items``, an item
-opens to the prompt its record holds, and a premise made of markup shows as text and runs
-nothing.
+what ``nlieval grid`` prints, the figures page the figures of ``nlieval figure`` and
+``nlieval plots`` from the site folder, each filter keeps as many items as ``nlieval
+items``, an item opens to the prompt its record holds, and a premise made of markup shows
+as text and runs nothing.
 
 Marked ``browser`` (skipped without Chromium and Playwright, see test_browser.py); the run
 folders are made by stand-in models over the real data (``NLIEVAL_DATA_DIR``).
@@ -28,6 +29,7 @@ from tests.helpers.browser import CHROMIUM, chromium
 from tests.helpers.engines import absent
 from tests.helpers.hash_lm import HashLM
 from tests.helpers.task_files import premise_task
+from tests.view.test_site import read_js
 
 pytestmark = pytest.mark.browser
 
@@ -171,6 +173,36 @@ def test_the_results_page_shows_what_nlieval_grid_prints(
         assert len(table) == 1 + 2 * 2 + 1  # a header, two models at two k, the Average
 
 
+def test_the_figures_page_shows_the_figures_of_the_site_folder(
+    browser: Any, site: Path, runs: list[str]
+) -> None:
+    opened = Opened(browser, site, "figures")
+    page = opened.page
+    try:
+        # SNLI, HANS and the ChaosNLI sets at k=0,1: accuracy vs shots, and the two
+        # ChaosNLI figures of `nlieval plots`.
+        files = ["figures/accuracy_vs_shots.svg", "figures/plots/accuracy_by_entropy.svg",
+                 "figures/plots/divergence.svg"]  # fmt: skip
+        shown = read_js(site / "data" / "meta.js")["figures"]["shown"]
+        assert [f["file"] for f in shown] == files
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('#page-figures img')].every(i => i.complete)",
+            timeout=30_000,
+        )
+        images = page.eval_on_selector_all(
+            "#page-figures img", "s => s.map(i => [i.src, i.naturalWidth, i.clientWidth])"
+        )
+        assert [src for src, _n, _w in images] == [(site / f).resolve().as_uri() for f in files]
+        # Loaded (an image that failed has no natural width) and laid out on the page.
+        assert all(n > 0 and w > 0 for _src, n, w in images), images
+        captions = page.locator("#page-figures figcaption code").all_inner_texts()
+        assert captions == [f["command"] for f in shown]
+        assert captions[0].startswith("nlieval figure shots " + shlex.join(runs))
+        assert captions[1].startswith("nlieval plots " + shlex.join(runs))
+    finally:
+        opened.close()  # nothing requested outside the site folder, no script error
+
+
 def test_each_filter_keeps_as_many_items_as_nlieval_items(
     browser: Any, site: Path, runs: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -256,9 +288,12 @@ def test_markup_in_the_data_shows_as_text_and_runs_nothing(
                 assert ATTACK in page.locator("#item-detail").inner_text()
                 page.fill("#item-search", "onerror")
                 assert opened.count() == 1
-            # Nothing of the data became an element: no image, no script but the page's,
-            # no bold model name; no dialog, no request out of the site (checked on close).
-            assert page.locator("img").count() == 0 and page.locator("b").count() == 0
+            # Nothing of the data became an element: no image but the site's figures, no
+            # script but the page's, no bold model name; no dialog, no request out of the
+            # site (checked on close).
+            figures = read_js(site / "data" / "meta.js")["figures"]["shown"]
+            images = page.eval_on_selector_all("img", "s => s.map(e => e.getAttribute('src'))")
+            assert images == [f["file"] for f in figures] and page.locator("b").count() == 0
             scripts = page.eval_on_selector_all("script", "s => s.map(e => e.src)")
             assert all(s.rsplit("/", 2)[-2] in ("assets", "data") for s in scripts)
             assert "<b>m</b>" in page.locator("body").inner_text()

@@ -60,7 +60,7 @@ from .commands import (
 from .compare import compare_runs, comparison_table
 from .dynamics import follow_run, format_dynamics
 from .grid import KEYS as GRID_KEYS
-from .grid import Grid, by_fields, grid, intervals, render_grid
+from .grid import Grid, GridText, by_fields, grid, grid_text, intervals, render_grid
 from .imports import ImportConfig, format_import, import_predictions
 from .listing import FILTERS, SORTS, item_flags, item_listing, listing_table
 
@@ -69,6 +69,7 @@ __all__ = [
     "SORTS",
     "GRID_KEYS",
     "Grid",
+    "GridText",
     "HumanBaseline",
     "ImportConfig",
     "baseline_lines",
@@ -82,6 +83,7 @@ __all__ = [
     "metric_rows",
     "by_fields",
     "grid",
+    "grid_text",
     "intervals",
     "import_predictions",
     "item_flags",

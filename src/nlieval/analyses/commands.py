@@ -9,7 +9,7 @@ declared once: the entropy bins, and the human split-half line.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -259,12 +259,18 @@ def baseline_lines(folder: str | Path, metric: str = "accuracy") -> dict[str, di
     return levels
 
 
-def write_plots(config: PlotsConfig) -> list[str]:
+def write_plots(
+    config: PlotsConfig,
+    palette: Iterable[str] = (),
+    held: Sequence[Sequence[Record]] | None = None,
+) -> list[str]:
     """What ``nlieval plots`` does: the three figures of :data:`PLOTS` (in
     ``plot_format``) from saved run folders; returns one line per plot, written or
     skipped (a plot without data). A model has the same colour and marker in the three
-    (:func:`nlieval.plotting.styles` of every model of the folders); each ``baseline``
-    folder is one reference line per system on accuracy vs shots.
+    (:func:`nlieval.plotting.styles` of every model of the folders, and of ``palette``:
+    the names of every figure of a larger report); each ``baseline`` folder is one
+    reference line per system on accuracy vs shots. ``held``: the records of each of
+    ``config.runs`` as already read.
 
     >>> import tempfile  # a run folder without records
     >>> folder = Path(tempfile.mkdtemp()); _ = (folder / "config.json").write_text("{}")
@@ -273,12 +279,12 @@ def write_plots(config: PlotsConfig) -> list[str]:
     'skipped accuracy_vs_shots.png: no scored records'
     """
     # Two folders of one model on one task: two systems, named by what differs.
-    records = flat(read_named(config.runs, poolable=False))
+    records = flat(read_named(config.runs, poolable=False, held=held))
     out = Path(config.out)
     names = [Path(n).with_suffix(f".{config.plot_format}").name for n in PLOTS]
     lines = []
     metrics_rows = summarize(records)
-    every = {plots.series_name(r) for r in metrics_rows}
+    every = {*palette, *(plots.series_name(r) for r in metrics_rows)}
     if metrics_rows:
         levels: dict[str, dict[str, float]] = {}
         for folder in config.baseline or ():

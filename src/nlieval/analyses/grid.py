@@ -637,15 +637,41 @@ def render_grid(
         return buf.getvalue()
     if fmt not in ("md", "latex"):
         raise ValueError(f"unknown format {fmt!r}: md, csv, json or latex")
+    text = grid_text(g, percent=percent, digits=digits)
+    lines = markdown_table(list(text.header), [list(row) for row in text.rows])
+    notes = text.notes
+    return as_format("\n".join([*lines, *(("", *notes) if notes else ())]), fmt)
+
+
+@dataclass(frozen=True)
+class GridText:
+    """A grid as the text of its cells, as Markdown and LaTeX print them: the heading of
+    each column, each row's keys and cells, and the notes under the table."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    notes: tuple[str, ...]
+
+
+def grid_text(g: Grid, *, percent: bool = False, digits: int | None = None) -> GridText:
+    """The cells of ``g`` as text (:func:`render_grid`'s Markdown without the table's
+    markup, for a page that draws its own table): a column's n in its heading when its
+    cells share one, mixed and short cells marked, the notes.
+
+    >>> g = grid([{"model": "a", "task": "t", "accuracy": 0.5, "n": 200}], average=False)
+    >>> grid_text(g, percent=True, digits=1)
+    GridText(header=('model', 't (n=200)'), rows=(('a', '50.0'),), notes=())
+    """
+    names = [" / ".join(str(v) for v in col) for col in g.cols]
     digits = DIGITS if digits is None else digits
     col_n = [_column_n(g, ck) for ck in g.cols]
-    seeds_note, with_seeds = _seeds_note(g)
-    head = [
+    seeds_line, with_seeds = _seeds_note(g)
+    head = (
         *g.index,
         *(name if n is None else f"{name} (n={n})" for name, n in zip(names, col_n, strict=True)),
-    ]
-    body = [
-        [
+    )
+    body = tuple(
+        (
             *(str(v) for v in rk),
             *(
                 _fmt(
@@ -657,10 +683,9 @@ def render_grid(
                 )
                 for ck, n in zip(g.cols, col_n, strict=True)
             ),
-        ]
+        )
         for rk in g.rows
-    ]
-    lines = markdown_table(head, body)
-    notes = [*((MIXED_NOTE,) if any_mixed else ()), *g.notes]
-    notes += [seeds_note] if seeds_note else []
-    return as_format("\n".join([*lines, *(("", *notes) if notes else ())]), fmt)
+    )
+    notes = [*((MIXED_NOTE,) if any(c.mixed for c in g.cells) else ()), *g.notes]
+    notes += [seeds_line] if seeds_line else []
+    return GridText(head, body, tuple(notes))

@@ -226,6 +226,7 @@ def read_named(
     *,
     pool: bool = False,
     poolable: bool = True,
+    held: Sequence[Sequence[Record]] | None = None,
 ) -> list[list[Record]]:
     """The records of each of ``folders`` (a list per folder), each model under the name
     a table shows it by: :func:`run_labels` where another folder holds the same model on
@@ -234,6 +235,8 @@ def read_named(
     counted together. A folder given twice, or two folders left under one name on one
     sweep point (two folders named alike by the user), is a RunError in one line
     (:func:`keep_apart`, which names ``--pool`` where the command has it: ``poolable``).
+    ``held``: each folder's records as already read (``RunFolder.records()``, in the
+    order of ``folders``), for a caller that reads them once for several tables.
 
     >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), "a", "a")
     >>> a, b = Path(run_dir) / "a", Path(run_dir) / "b"; a.mkdir(); b.mkdir()
@@ -252,7 +255,10 @@ def read_named(
         if at in seen:
             raise RunError(f"{folder} is given twice (as {seen[at]})")
         seen[at] = folder
-    held = [list(iter_run_records([f])) for f in folders]
+    if held is None:
+        held = [list(iter_run_records([f])) for f in folders]
+    elif len(held) != len(folders):
+        raise ValueError(f"records of {len(held)} folders given for {len(folders)} folders")
     if pool:
         labels: list[dict[str, str]] = [{} for _ in folders]
     else:

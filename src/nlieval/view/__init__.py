@@ -12,6 +12,6 @@ so the pages show what the command line prints.
 
 from __future__ import annotations
 
-from .site import ViewConfig, build_site, script_json, serve, site_data
+from .site import ViewConfig, build_site, script_json, serve, site_data, site_figures
 
-__all__ = ["ViewConfig", "build_site", "script_json", "serve", "site_data"]
+__all__ = ["ViewConfig", "build_site", "script_json", "serve", "site_data", "site_figures"]

@@ -1,6 +1,8 @@
 """The site of ``nlieval view``: the data of the pages, computed here from run folders by
-the library functions of ``grid`` and ``items``, written as JavaScript files beside a
-static page and its assets (``resources/view``, hand-written, no build step).
+the library functions of ``grid`` and ``items``, and the figures of ``figure`` and
+``plots`` (SVG files), written as JavaScript files beside a static page and its assets
+(``resources/view``, hand-written, no build step). Each folder's records are read once
+and handed to every table and figure.
 
 The data travels as ``<script>`` files that register it (``NLIEVAL.meta({...})``,
 ``NLIEVAL.chunk(n, {...})``): Chromium refuses ``fetch`` of a ``file://`` JSON, and a
@@ -23,11 +25,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..analyses import FILTERS, chaosnli, item_flags, item_listing, render_grid
+from ..analyses import (
+    FILTERS,
+    PLOTS,
+    PlotsConfig,
+    chaosnli,
+    grid_text,
+    item_flags,
+    item_listing,
+    write_plots,
+)
 from ..ground import atomic_write
 from ..metrics import METRICS
-from ..reports import grid_report, listing_inputs, report
-from ..runs import NamedRuns, RunError, RunFolder
+from ..plotting import series_name
+from ..reports import (
+    FigureAxes,
+    FigureConfig,
+    GridConfig,
+    figure_from,
+    grid_of,
+    listing_inputs,
+    report,
+)
+from ..runs import NamedRuns, RunError, RunFolder, flat, read_named
 from ..settings import setting
 from ..types import Item, Record
 from .sci import infer_page, sci_page
@@ -40,13 +60,19 @@ MARK = ".nlieval-view"
 ASSETS = Path(__file__).resolve().parent.parent / "resources" / "view"
 #: The ChaosNLI grid of the results page, as ``nlieval grid --metrics`` takes it.
 CHAOS_VALUES = ("acc_original", "acc_majority", "js_distance", "kl")
+#: The site's folder of figures (SVG: sharp at any zoom, shown by ``<img>``, which runs
+#: no script an SVG might hold).
+FIGURES = "figures"
 _SKIP_FIELDS = frozenset({"human_counts", "majority_label"})
 
 
 @dataclass(frozen=True, kw_only=True)
-class ViewConfig(NamedRuns):
+class ViewConfig(FigureAxes, NamedRuns):
     """What ``nlieval view`` writes: :func:`build_site` of ``runs`` (run folders, or
-    folders holding run folders) into ``out``; with ``serve``, served on ``host``.
+    folders holding run folders) into ``out``; with ``serve``, served on ``host``. The
+    figures page draws accuracy vs size with ``sizes``, and the checkpoints of a run at
+    the positions of ``pattern`` (times ``scale``) or ``positions``, as ``nlieval
+    figure`` does.
 
     >>> ViewConfig(runs=("runs/a",), out="site").host
     '127.0.0.1'
@@ -102,23 +128,20 @@ def run_folders(folders: Sequence[str | Path]) -> list[str]:
     return out
 
 
-def _grid_table(
-    text: str,
-    title: str,
-    runs: Sequence[str],
-    rows: Sequence[str],
-    values: Sequence[str],
-    ci: float | None = None,
-) -> dict[str, Any]:
-    # render_grid's Markdown split into cells: the page shows exactly the CLI's text.
-    lines = text.splitlines()
-    table = [ln for ln in lines if ln.startswith("|")]
-    cells = [[c.strip() for c in ln.strip().strip("|").split(" | ")] for ln in table]
-    notes = [ln for ln in lines if ln.strip() and not ln.startswith("|")]
-    command = ["nlieval", "grid", *runs, "--rows", ",".join(rows), "--metrics", ",".join(values)]
-    command += ["--ci", str(ci)] if ci is not None else []
-    return {"title": title, "runs": list(runs), "command": shlex.join(command),
-            "header": cells[0] if cells else [], "rows": cells[2:], "notes": notes}  # fmt: skip
+def _name_flags(names: Sequence[tuple[str, str]]) -> list[str]:
+    # The --name flags of a command line, as the user gave them (RUN=NAME, or NAME alone).
+    return [a for run, name in names for a in ("--name", f"{run}={name}" if run else name)]
+
+
+def _grid_table(cfg: GridConfig, title: str, held: Sequence[Sequence[Record]]) -> dict[str, Any]:
+    # The cells as text, as `nlieval grid` prints them, from the one Grid.
+    text = grid_text(grid_of(cfg, held))
+    command = ["nlieval", "grid", *cfg.runs, *_name_flags(cfg.name or ())]
+    command += ["--rows", ",".join(cfg.rows), "--metrics", ",".join(cfg.metrics)]
+    command += ["--ci", str(cfg.ci)] if cfg.ci is not None else []
+    return {"title": title, "runs": list(cfg.runs), "command": shlex.join(command),
+            "header": list(text.header), "rows": [list(r) for r in text.rows],
+            "notes": list(text.notes)}  # fmt: skip
 
 
 def _finite(x: float | None) -> float | None:
@@ -136,7 +159,7 @@ def _overview(folder: str, records: Sequence[Record]) -> dict[str, Any]:
         "tasks": sorted({r.task for r in records}),
         "points": sorted({(r.k, r.seed) for r in records}),
         "records": len(records),
-        "summary": report([folder], write=False),
+        "summary": report([folder], write=False, held=[records]),
     }
 
 
@@ -174,17 +197,20 @@ def site_data(
     names: Sequence[tuple[str, str]] = (),
     chunk: int = CHUNK,
     ci: float | None = None,
+    held: Sequence[Sequence[Record]] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The data of the pages: ``meta`` (the overview of each run folder, the results
-    grids as :func:`nlieval.reports.grid_report` and :func:`nlieval.analyses.render_grid`
-    give them to ``nlieval grid``, and the item index: one entry per row of
-    :func:`nlieval.analyses.item_listing` with its filter flags from
+    grids, the :class:`~nlieval.analyses.Grid` of :func:`nlieval.reports.grid_of` as
+    ``nlieval grid`` prints it (:func:`nlieval.analyses.grid_text`), and the item index:
+    one entry per row of :func:`nlieval.analyses.item_listing` with its filter flags from
     :func:`nlieval.analyses.item_flags`, its fields and each model's prediction) and the
     chunks (``chunk`` rows each, in the index order: texts, human counts, each model's
     distribution, log-likelihoods, entropy, JS distance and prompt). ``ci``: the
     accuracy grid with each cell's bootstrap interval at that level (``nlieval grid --ci``).
     ``meta`` also holds the confusion page (``sci``) and the meta-inference page
     (``infer``) of :mod:`nlieval.view.sci`, None and empty without such folders.
+    ``held``: the records of each run folder of ``folders`` as already read (else read
+    here, once).
 
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0),
@@ -194,7 +220,9 @@ def site_data(
     (1, [6], 'b')
     """
     folders = run_folders(folders)
-    records, items = listing_inputs(folders, data_dir=data_dir, names=names)
+    if held is None:
+        held = [RunFolder(f).records() for f in folders]
+    records, items = listing_inputs(folders, data_dir=data_dir, names=names, held=held)
     if not records:
         raise RunError(f"no records in {', '.join(map(str, folders))}")
     rows = item_listing(records, items)
@@ -256,8 +284,7 @@ def site_data(
             "human": row["human"],
             "models": [{"name": m, **d} for (m, _r), d in zip(recs, details, strict=True)],
         })  # fmt: skip
-    own = {folder: RunFolder(folder).records() for folder in folders}
-    overview = [_overview(folder, recs) for folder, recs in own.items()]
+    overview = [_overview(folder, recs) for folder, recs in zip(folders, held, strict=True)]
     # Rows by model, and by checkpoint and k where the folders hold several (one cell
     # per sweep point, as `nlieval grid --rows model,k` needs them).
     index_keys = ["model"]
@@ -266,22 +293,26 @@ def site_data(
     if len({r.k for r in records}) > 1:
         index_keys.append("k")
     rows_of = tuple(index_keys)
-    grids = [
-        _grid_table(
-            render_grid(grid_report(folders, index=rows_of, names=names, ci=ci)),
-            "accuracy", folders, rows_of, ("accuracy",), ci,
-        )
-    ]  # fmt: skip
+    runs = tuple(folders)
+    accuracy = GridConfig(runs=runs, rows=rows_of, ci=ci, name=tuple(names) or None)
+    grids = [_grid_table(accuracy, "accuracy", held)]
     # The ChaosNLI grid over the folders that hold ChaosNLI records (as `nlieval grid
     # --metrics acc_original,...` of those folders; the others would stop it).
-    chaos = [f for f, recs in own.items() if any("human_counts" in r.meta for r in recs)]
-    if chaos:
+    chaos_at = _chaos_at(held)
+    if chaos_at:
+        chaos = tuple(folders[i] for i in chaos_at)
         values = tuple(v for v in CHAOS_VALUES if v in METRICS)
-        g = grid_report(chaos, index=rows_of, values=values, names=_names_of(chaos, folders, names))
-        grids.append(_grid_table(render_grid(g), "ChaosNLI", chaos, rows_of, values))
+        named = tuple(_names_of(chaos, folders, names)) or None
+        g = GridConfig(runs=chaos, rows=rows_of, metrics=values, name=named)
+        grids.append(_grid_table(g, "ChaosNLI", [held[i] for i in chaos_at]))
     meta = {"runs": overview, "grids": grids, "items": index,
             "sci": sci_page(folders), "infer": infer_page(folders, data_dir)}  # fmt: skip
     return meta, chunks
+
+
+def _chaos_at(held: Sequence[Sequence[Record]]) -> list[int]:
+    # The folders that hold ChaosNLI records (human label counts), by their place.
+    return [i for i, recs in enumerate(held) if any("human_counts" in r.meta for r in recs)]
 
 
 def _names_of(
@@ -306,10 +337,93 @@ def _names_of(
     ]
 
 
+def site_figures(
+    cfg: ViewConfig, folders: Sequence[str], held: Sequence[Sequence[Record]], where: Path
+) -> dict[str, Any]:
+    """Write the figures of the site into ``where`` (SVG) by the functions of ``nlieval
+    figure`` and ``nlieval plots``, and return what the figures page shows: ``shown``,
+    each figure's title, file (under the site) and the command that draws it; ``notes``,
+    why a figure is not there. Accuracy vs shots of every folder; where there are
+    ChaosNLI records, the two ChaosNLI figures of ``plots`` (accuracy by human-label
+    entropy, divergence from the humans) of those folders; accuracy vs size with
+    ``cfg.sizes``; where there are checkpoints, their dynamics at ``cfg.pattern`` or
+    ``cfg.positions``. One colour and marker per model across the figures (the names
+    of every model of ``folders``).
+
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0),
+    ...     (0.7, 0.3), "a", "a")])
+    >>> cfg = ViewConfig(runs=(run_dir,), out=f"{run_dir}/site")
+    >>> figs = site_figures(cfg, [run_dir], [RunFolder(run_dir).records()], Path(cfg.out))
+    >>> [f["file"] for f in figs["shown"]], figs["notes"]
+    (['figures/accuracy_vs_shots.svg'], [])
+    """
+    names = tuple(cfg.name or ())
+    named = flat(read_named(folders, names, poolable=False, held=held))
+    # Every name a figure may draw a model by: `nlieval plots` has no --name, so its
+    # figures name the models as the folders do.
+    unnamed = flat(read_named(folders, poolable=False, held=held)) if names else []
+    palette = sorted({series_name({"model": r.model, "checkpoint": r.checkpoint})
+                      for r in (*named, *unnamed)})  # fmt: skip
+    shown: list[dict[str, Any]] = []
+    notes: list[str] = []
+
+    def figure(kind: str, title: str, runs: Sequence[int], flags: Sequence[str] = ()) -> None:
+        name = {"shots": "accuracy_vs_shots", "size": "accuracy_vs_size"}.get(kind, kind)
+        path = where / f"{name}.svg"
+        paths = tuple(folders[i] for i in runs)
+        own = tuple(_names_of(paths, folders, names)) or None
+        fig = FigureConfig(
+            kind=kind, runs=paths, out=str(path), name=own, sizes=cfg.sizes,
+            pattern=cfg.pattern, scale=cfg.scale, positions=cfg.positions,
+        )  # fmt: skip
+        figure_from(fig, palette=palette, held=[held[i] for i in runs])
+        command = ["nlieval", "figure", kind, *paths, "--out", str(path), *_name_flags(own or ())]
+        shown.append({"title": title, "file": f"{FIGURES}/{path.name}",
+                      "command": shlex.join([*command, *flags])})  # fmt: skip
+
+    every = range(len(folders))
+    if any(r.gold is not None for r in named):
+        figure("shots", "accuracy vs shots", every)
+    else:
+        notes.append("accuracy vs shots: no record with a gold label")
+    at = _chaos_at(held)
+    if at:
+        chaos = tuple(folders[i] for i in at)
+        plots = PlotsConfig(runs=chaos, out=str(where / "plots"), plot_format="svg")
+        lines = write_plots(plots, palette=palette, held=[held[i] for i in at])
+        command = shlex.join(["nlieval", "plots", *chaos, "--out", plots.out,
+                              "--plot-format", "svg"])  # fmt: skip
+        titles = ("accuracy by human-label entropy (ChaosNLI)",
+                  "divergence from the human labels (ChaosNLI)")  # fmt: skip
+        for plot, title in zip(PLOTS[1:], titles, strict=True):
+            file = where / "plots" / Path(plot).with_suffix(".svg").name
+            if file.is_file():
+                rel = file.relative_to(where.parent).as_posix()
+                shown.append({"title": title, "file": rel, "command": command})
+        notes += [line for line in lines if line.startswith("skipped")]
+    if cfg.sizes:
+        figure("size", "accuracy vs parameters", every, ["--sizes", ",".join(cfg.sizes)])
+    elif len({r.model for r in named}) > 1:
+        notes.append("accuracy vs parameters: give --sizes MODEL=PARAMETERS,... to draw it")
+    steps = [i for i, recs in enumerate(held) if any(r.checkpoint for r in recs)]
+    if steps and (cfg.pattern or cfg.positions):
+        flags = ["--positions", cfg.positions] if cfg.positions else ["--pattern", str(cfg.pattern)]
+        flags += ["--scale", str(cfg.scale)] if cfg.scale != 1 and not cfg.positions else []
+        figure("dynamics", "accuracy over checkpoints", steps, flags)
+    elif steps:
+        notes.append(
+            "accuracy over checkpoints: give --pattern (or --positions) to place the "
+            "checkpoints on an axis"
+        )
+    return {"shown": shown, "notes": notes}
+
+
 def build_site(cfg: ViewConfig) -> Path:
     """Write the site of ``cfg.runs`` into ``cfg.out``: ``index.html``, ``assets/`` (the
-    page's script and style, copied from the package) and ``data/`` (:func:`site_data` as
-    ``meta.js`` and ``chunk-NNNNN.js``). A folder ``out`` that holds other files than an
+    page's script and style, copied from the package), ``data/`` (:func:`site_data` as
+    ``meta.js`` and ``chunk-NNNNN.js``) and ``figures/`` (:func:`site_figures`). Each
+    folder's records are read once. A folder ``out`` that holds other files than an
     older site is refused; an older site there is replaced.
 
     >>> from nlieval.types import Record
@@ -318,15 +432,20 @@ def build_site(cfg: ViewConfig) -> Path:
     >>> site = build_site(ViewConfig(runs=(run_dir,), out=f"{run_dir}/site"))
     >>> sorted(p.name for p in (site / "data").iterdir())
     ['chunk-00000.js', 'meta.js']
+    >>> sorted(p.name for p in (site / "figures").iterdir())
+    ['accuracy_vs_shots.svg']
     """
-    meta, chunks = site_data(cfg.runs, data_dir=cfg.data_dir, names=cfg.name or (), ci=cfg.ci)
+    folders = run_folders(cfg.runs)
+    held = [RunFolder(f).records() for f in folders]
+    names = cfg.name or ()
+    meta, chunks = site_data(folders, data_dir=cfg.data_dir, names=names, ci=cfg.ci, held=held)
     out = Path(cfg.out)
     if out.exists():
         if not out.is_dir():
             raise RunError(f"{out}: not a folder")
         if any(out.iterdir()) and not (out / MARK).is_file():
             raise RunError(f"{out}: a folder of other files, not a site of nlieval view")
-        for sub in ("data", "assets"):
+        for sub in ("data", "assets", FIGURES):
             if (out / sub).is_dir() and not (out / sub).is_symlink():
                 shutil.rmtree(out / sub)
     (out / "data").mkdir(parents=True, exist_ok=True)
@@ -335,6 +454,7 @@ def build_site(cfg: ViewConfig) -> Path:
     for name in ("app.js", "sci.js", "style.css"):
         atomic_write(out / "assets" / name, (ASSETS / name).read_text(encoding="utf-8"))
     atomic_write(out / "index.html", (ASSETS / "index.html").read_text(encoding="utf-8"))
+    meta["figures"] = site_figures(cfg, folders, held, out / FIGURES)
     atomic_write(out / "data" / "meta.js", f"NLIEVAL.meta({script_json(meta)});\n")
     for n, part in enumerate(chunks):
         atomic_write(

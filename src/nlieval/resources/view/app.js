@@ -63,6 +63,7 @@
   }
 
   /* ---------------------------------------------------------------- pages */
+  var PAGES = ["overview", "results", "figures", "items"];
   function show(page) {
     PAGES.forEach(function (p) {
       $("page-" + p).hidden = p !== page;
@@ -79,6 +80,7 @@
     });
     renderOverview();
     renderResults();
+    renderFigures();
     setupItems();
     // A page without data keeps its tab hidden.
     added.forEach(function (a) { $("tab-" + a[0]).hidden = !a[1](META, $("page-" + a[0])); });
@@ -154,6 +156,25 @@
       page.appendChild(table);
       g.notes.forEach(function (n) { page.appendChild(el("p", n, "note")); });
     });
+  }
+
+  /* The figures of `nlieval figure` and `nlieval plots`, SVG files of the site shown by
+     <img> (an image runs no script); the file name is the site's own, never the data's. */
+  function renderFigures() {
+    var page = $("page-figures"), figs = META.figures || { shown: [], notes: [] };
+    figs.shown.forEach(function (f, at) {
+      var box = el("figure", null, "figure");
+      box.id = "figure-" + at;
+      var img = el("img");
+      img.src = f.file;
+      img.alt = f.title;
+      box.appendChild(img);
+      var caption = el("figcaption", f.title + ", as drawn by: ");
+      caption.appendChild(el("code", f.command));
+      box.appendChild(caption);
+      page.appendChild(box);
+    });
+    figs.notes.forEach(function (n) { page.appendChild(el("p", n, "note")); });
   }
 
   function sortGrid(body, col, th) {
