@@ -100,14 +100,16 @@ def _replicate(records: Sequence[Record]) -> dict[str, Any]:
     return out
 
 
-def iter_report_records(folders: Iterable[str | Path]) -> Iterator[Record]:
+def iter_report_records(
+    folders: Iterable[str | Path], held: Sequence[Sequence[Record]] | None = None
+) -> Iterator[Record]:
     """Records of run folders: of ``nlieval run``, ``instruct`` and ``train`` (whose
     ``records.jsonl`` holds each seed's test records, so a trained classifier is reported
     without scoring the test set again). A train folder of an older version (per-seed
     ``test_records.jsonl``) is refused with a :class:`~nlieval.runs.RunError` saying
     what to do. Two folders of one model on the same task and k are two models, named
     by what differs in their ``config.json`` (:func:`nlieval.runs.read_named`), never
-    one row over both folders' items.
+    one row over both folders' items. ``held``: each folder's records as already read.
 
     >>> list(iter_report_records([]))
     []
@@ -119,7 +121,7 @@ def iter_report_records(folders: Iterable[str | Path]) -> Iterator[Record]:
     for folder in folders:
         if is_legacy_folder(folder):
             raise RunError(legacy_message(folder))
-    yield from flat(read_named(folders, poolable=False))
+    yield from flat(read_named(folders, poolable=False, held=held))
 
 
 def sci_rows(records: Iterable[Record], *, over_checkpoints: bool = False) -> list[Row]:

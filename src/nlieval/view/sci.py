@@ -24,7 +24,7 @@ from ..data import get_task
 from ..ground import DataError
 from ..metainference import InferReportConfig, inferred, inferred_consistency, logic
 from ..reports import listing_inputs
-from ..runs import RunFolder, iter_run_records
+from ..runs import RunFolder
 from ..sci import format_report, iter_report_records, sci_rows
 from ..types import SCI4, Item, Label, Record
 
@@ -116,20 +116,25 @@ def markdown_blocks(text: str) -> list[dict[str, Any]]:
     return blocks
 
 
-def sci_page(folders: Sequence[str]) -> dict[str, Any] | None:
+def sci_page(
+    folders: Sequence[str], held: Sequence[Sequence[Record]] | None = None
+) -> dict[str, Any] | None:
     """The confusion page: the scientific-NLI folders among ``folders``
     (:func:`is_sci_folder`), the command ``nlieval sci-report`` over them, and its
     report (:func:`nlieval.sci.format_report` of :func:`nlieval.sci.sci_rows`) as
     :func:`markdown_blocks`: the scores, per domain, and one confusion matrix per model,
     task and k (counts, gold rows, predicted columns, summed over the runs), each with
     its runs' own matrices (``runs``, as ``sci-report --json`` gives them) when it has
-    several. None when no folder is one.
+    several. None when no folder is one. ``held``: the records of each of ``folders`` as
+    already read (else read here).
 
     >>> sci_page([]) is None
     True
     """
-    sci = [f for f in folders if is_sci_folder(f)]
-    rows = sci_rows(iter_report_records(sci)) if sci else []
+    at = [i for i, f in enumerate(folders) if is_sci_folder(f)]
+    sci = [folders[i] for i in at]
+    own = None if held is None else [held[i] for i in at]
+    rows = sci_rows(iter_report_records(sci, held=own)) if sci else []
     if not rows:
         return None
     blocks = markdown_blocks(format_report(rows))
@@ -179,19 +184,26 @@ def _point(r: Record) -> str:
 
 
 def _source_run(
-    items: Sequence[Item], folders: Sequence[str], models: set[tuple[str, str | None]]
+    items: Sequence[Item],
+    folders: Sequence[str],
+    held: Sequence[Sequence[Record]],
+    models: set[tuple[str, str | None]],
 ) -> str | None:
     # The folder whose records hold the most source items under the run's models (the
     # `--source-run` the report is given); none when no folder holds one.
     best, found = 0, None
-    for folder in folders:
-        matched, _needed = inferred.source_coverage(items, iter_run_records([folder]), models)
+    for folder, records in zip(folders, held, strict=True):
+        matched, _needed = inferred.source_coverage(items, records, models)
         if matched > best:
             best, found = matched, folder
     return found
 
 
-def infer_page(folders: Sequence[str], data_dir: str | Path | None = None) -> list[dict[str, Any]]:
+def infer_page(
+    folders: Sequence[str],
+    data_dir: str | Path | None = None,
+    held: Sequence[Sequence[Record]] | None = None,
+) -> list[dict[str, Any]]:
     """The meta-inference page: one entry per run folder among ``folders`` made on the
     items of ``nlieval infer build`` (a run or import whose task is such a folder's
     ``task.yaml``). Each holds the command ``nlieval infer report RUN --items DIR
@@ -201,17 +213,21 @@ def infer_page(folders: Sequence[str], data_dir: str | Path | None = None) -> li
     and every inferred item: its text, pattern, input labels and target pair, its input
     items (id, label, and their text where a folder's task holds them), the labels each
     reading allows (:func:`nlieval.metainference.conclude`) and each sweep point's
-    prediction with the readings it is consistent with.
+    prediction with the readings it is consistent with. ``held``: the records of each of
+    ``folders`` as already read (else read here).
 
     >>> infer_page([])
     []
     """
     pages = []
-    for folder in folders:
+    if held is None and any(_inferred_items(f) for f in folders):
+        held = [RunFolder(f).records() for f in folders]
+    for folder, own in zip(folders, held or [()] * len(folders), strict=True):
         for items_dir, items in _inferred_items(folder):
-            records = [r for r in iter_run_records([folder]) if r.item_id in {i.id for i in items}]
+            ids = {i.id for i in items}
+            records = [r for r in own if r.item_id in ids]
             models = {(r.model, r.checkpoint) for r in records}
-            source = _source_run(items, folders, models)
+            source = _source_run(items, folders, held or [], models)
             cfg = InferReportConfig(run=folder, items=str(items_dir), source_run=source)
             got = inferred_consistency(cfg)
             readings = list(got["readings"].values())

@@ -305,8 +305,13 @@ def site_data(
         named = tuple(_names_of(chaos, folders, names)) or None
         g = GridConfig(runs=chaos, rows=rows_of, metrics=values, name=named)
         grids.append(_grid_table(g, "ChaosNLI", [held[i] for i in chaos_at]))
-    meta = {"runs": overview, "grids": grids, "items": index,
-            "sci": sci_page(folders), "infer": infer_page(folders, data_dir)}  # fmt: skip
+    meta = {
+        "runs": overview,
+        "grids": grids,
+        "items": index,
+        "sci": sci_page(folders, held),
+        "infer": infer_page(folders, data_dir, held),
+    }
     return meta, chunks
 
 
