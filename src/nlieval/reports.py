@@ -36,7 +36,13 @@ from .backends import parameter_count, resolve_model
 from .data import load_task
 from .ground import DataError, read_json
 from .metrics import METRICS, group_records, listed, metrics, summarize
-from .plotting import DYNAMICS_METRICS, FigureWidth, figure_format, reference_levels
+from .plotting import (
+    DYNAMICS_METRICS,
+    FigurePaths,
+    FigureWidth,
+    figure_format,
+    reference_levels,
+)
 from .runs import (
     NamedRuns,
     PooledRuns,
@@ -494,7 +500,7 @@ def _named(
 def figure_report(
     kind: str,
     folders: Sequence[str | Path],
-    path: str | Path,
+    path: FigurePaths,
     *,
     baselines: Sequence[str | Path] = (),
     sizes: Mapping[str, float] | None = None,
@@ -508,7 +514,8 @@ def figure_report(
     palette: Iterable[str] | None = None,
 ) -> Path:
     """One figure across the models of ``folders`` (recomputed from their records), in
-    the format of ``path``'s extension, ``width`` inches wide (the text width if None):
+    the format of ``path``'s extension (several paths: the one drawing in each format),
+    ``width`` inches wide (the text width if None):
 
     * ``shots``: accuracy vs shots, a line per model, one panel per task
       (:func:`nlieval.analyses.plot_accuracy_vs_shots`);
@@ -902,10 +909,14 @@ def _positions(path: str) -> dict[str, float]:
     return out
 
 
-def figure_from(cfg: FigureConfig, palette: Iterable[str] | None = None) -> Path:
+def figure_from(
+    cfg: FigureConfig, palette: Iterable[str] | None = None, *, also: Sequence[str | Path] = ()
+) -> Path:
     """:func:`figure_report` of ``cfg``: its ``sizes`` (``MODEL=PARAMETERS`` entries) as
     numbers, its ``positions`` read from the JSON file it names; ``palette``, the model
-    names of every figure of a report (one colour and marker per model across them)."""
+    names of every figure of a report (one colour and marker per model across them);
+    ``also``: more paths the same drawing is saved at (``f.pdf`` beside ``f.png``: the
+    records read and the figure drawn once). Returns ``cfg.out``."""
     sizes = None
     if cfg.sizes:
         sizes = {}
@@ -918,12 +929,14 @@ def figure_from(cfg: FigureConfig, palette: Iterable[str] | None = None) -> Path
             if not math.isfinite(sizes[name]) or sizes[name] <= 0:
                 # The axis is logarithmic: a size of 0 or less has no place on it.
                 raise ValueError(f"--sizes: {pair!r}: the size is not a positive number")
-    figure_format(cfg.out)  # an unknown extension before any record is read
+    paths = (cfg.out, *also)
+    for path in paths:
+        figure_format(path)  # an unknown extension before any record is read
     positions = _positions(cfg.positions) if cfg.positions else None
     return figure_report(
         cfg.kind,
         cfg.runs,
-        cfg.out,
+        paths if also else cfg.out,
         baselines=cfg.baseline,
         sizes=sizes,
         pattern=cfg.pattern,

@@ -59,16 +59,7 @@ def cmd_dynamics(args: argparse.Namespace) -> int:
 
 
 def _print_scores(result: Mapping[str, Any], fmt: str = "md", written: str = "") -> None:
-    text = "\n".join(
-        [
-            chaosnli.format_table(result["scores"]),
-            "\nAccuracy by human-label entropy (quantile bins):\n",
-            chaosnli.format_bins_table(result["entropy_bins"]),
-            "\nItems every compared system got right:\n",
-            chaosnli.format_all_correct(result["all_correct"]),
-            *([f"\nwritten: {written}"] if written else []),
-        ]
-    )
+    text = chaosnli.format_report(result) + (f"\n\nwritten: {written}" if written else "")
     print(as_format(text, fmt))
 
 
