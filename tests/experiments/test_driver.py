@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import nlieval.experiments.plan as planning
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
 from nlieval.experiments import (
@@ -115,6 +116,29 @@ def test_second_call_does_no_model_work_and_writes_the_same_report(
     assert {
         p.name: (p / "records.jsonl").read_bytes() for p in (out / "cells").iterdir()
     } == records
+
+
+def test_a_second_call_reads_no_data_for_the_estimates(
+    done: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, out = done
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
+    saved = json.loads((copy / "experiment.json").read_text())["cells"]
+    assert [c["records"] for c in saved] == [6, 3, 3]  # counted when the cells ran
+    planning.clear_estimates()  # a new process: no estimate in memory
+
+    def count(run_config: object) -> None:
+        raise AssertionError("a task's data was read for an estimate")
+
+    monkeypatch.setattr(planning, "_count", count)
+    run_experiment(read_experiment(path), copy)
+    # A cell not done whose identity the plan saved keeps its estimate, read again.
+    (copy / "state" / "base-tiny.json").unlink()
+    monkeypatch.setattr(driver, "run_cell", lambda job: None)
+    run_experiment(read_experiment(path), copy)
+    again = json.loads((copy / "experiment.json").read_text())["cells"]
+    assert [c["records"] for c in again] == [6, 3, 3]
 
 
 def test_index_names_each_artifact_and_its_cells(done: tuple[Path, Path]) -> None:

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from ..ground import DataError, FolderError, read_json
 from ..runs import RECORDS, RunFolder, atomic_write, make_folder
-from .plan import ASK_ABOVE, Cell, plan_cells
+from .plan import ASK_ABOVE, Cell, plan_cells, with_estimates
 from .spec import Experiment
 
 #: The resolved plan in an experiment folder.
@@ -311,6 +311,25 @@ def write_plan(out: Path, exp: Experiment, cells: Sequence[Cell]) -> None:
     atomic_write(out / PLAN, json.dumps(body, indent=1, sort_keys=True) + "\n")
 
 
+def saved_estimates(out: Path) -> dict[str, tuple[int | None, int | None]]:
+    """The estimates ``DIR/experiment.json`` holds, by cell identity (none: an empty
+    dict), for :func:`~.plan.with_estimates`.
+
+    >>> import tempfile
+    >>> saved_estimates(Path(tempfile.mkdtemp()))
+    {}
+    """
+    if not (out / PLAN).exists():
+        return {}
+    saved = read_json(out / PLAN)
+    cells = saved.get("cells") if isinstance(saved, dict) else None
+    return {
+        str(c["identity"]): (c.get("records"), c.get("words"))
+        for c in cells or []
+        if isinstance(c, dict) and "identity" in c and c.get("records") is not None
+    }
+
+
 def is_done(out: Path, cell: Cell) -> bool:
     """Whether ``cell`` was completed in ``out`` under its present configuration."""
     state = read_state(out, cell.name)
@@ -382,13 +401,18 @@ def run_experiment(
     from .report import check_outputs, write_report
 
     out = Path(out)
-    cells = plan_cells(exp)
+    cells = plan_cells(exp, estimate=False)
     check_outputs(exp)  # a bad output fails before any model work
     if len(cells) > ASK_ABOVE and not yes:
         raise ValueError(
             f"{exp.source}: {len(cells)} cells (more than {ASK_ABOVE}): give --yes to run them"
         )
     executor = executor or LocalExecutor()
+    # The estimates status shows (n of N records): those the folder's plan saved, by
+    # cell identity, and counted from the data only for a cell new or changed and not
+    # done, so that a second call reads no task's data for them.
+    done = {c.name for c in cells if is_done(out, c)}
+    cells = with_estimates(cells, saved_estimates(out), skip=done)
     write_plan(out, exp, cells)
     states: dict[str, str] = {}
     decided: dict[str, Outcome] = {}
