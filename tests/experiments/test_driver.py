@@ -24,6 +24,7 @@ from nlieval.experiments import (
     read_experiment,
     run_experiment,
 )
+from nlieval.ground import FolderError
 
 TEXT = """\
 experiment: tiny
@@ -233,6 +234,34 @@ def test_an_edited_cell_is_refused_in_one_line_naming_it(
     assert "--overwrite" not in outcome.error
     assert f"remove {copy / 'cells' / 'base-tiny'} to run the cell again" in outcome.error
     assert (copy / "cells" / "base-tiny" / "records.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize("changed", [("balanced",), ()])
+def test_a_folder_refusal_is_advised_from_its_data_not_its_wording(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changed: tuple[str, ...]
+) -> None:
+    # A refusal worded in a way no earlier refusal was: the advice comes from what it carries.
+    from nlieval.experiments import commands
+
+    real = commands.command
+
+    class Refusing:
+        def __init__(self, name: str) -> None:
+            self.real = real(name)
+
+        def __getattr__(self, key: str) -> object:
+            return getattr(self.real, key)
+
+        def execute(self, configs: object, folder: Path) -> None:
+            raise FolderError(f"{folder} is not this cell's", advice="--overwrite", changed=changed)
+
+    (cell,) = plan_cells(read_experiment(_file(tmp_path, tmp_path / "m")), estimate=False)[:1]
+    monkeypatch.setattr(commands, "command", Refusing)
+    folder = tmp_path / "cells" / cell.name
+    state, error, refusal = driver.cell_outcome(driver.CellJob(cell, str(folder)))
+    assert (state, refusal) == ("failed", True)
+    old = ", or give the block its old settings" if changed else ""
+    assert error == f"{folder} is not this cell's; remove {folder} to run the cell again{old}"
 
 
 HOLD = """

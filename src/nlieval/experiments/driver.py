@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -74,7 +73,12 @@ def run_cell(job: CellJob) -> None:
 
     cell = job.cell
     folder = Path(job.folder)
-    command(cell.command).execute(cell.configs(folder.parent), folder)
+    try:
+        command(cell.command).execute(cell.configs(folder.parent), folder)
+    except FolderError as err:
+        if err.advice is None:
+            raise
+        raise for_experiment(err, folder) from None
 
 
 def cell_outcome(job: CellJob) -> tuple[str, str | None, bool]:
@@ -336,30 +340,24 @@ def is_done(out: Path, cell: Cell) -> bool:
     return bool(state and state.get("state") == "done" and state.get("identity") == cell.identity)
 
 
-#: The advice of a run folder's refusal, which names flags `experiment run` lacks.
-_FOLDER_ADVICE = re.compile(
-    r"(choose another --out, or )?(remove the wrong one, or )?pass --overwrite to "
-    r"(start it again|run again)|; choose another --out$"
-)
+def for_experiment(err: FolderError, folder: Path) -> FolderError:
+    """A refusal of a cell's run folder with the advice said as what to do in an
+    experiment: the folder's own names flags (``--out``, ``--overwrite``) that
+    ``experiment run`` gives no cell, so it is made from what the refusal carries.
 
-
-def for_experiment(error: str, folder: Path) -> str:
-    """A cell's error line with a run folder's advice (``--out``, ``--overwrite``, which
-    ``experiment run`` has not) said as what to do in an experiment.
-
-    >>> for_experiment("x holds a run made with other settings (k: 1 -> 2); "
-    ...                "choose another --out, or pass --overwrite to start it again",
-    ...                Path("out/cells/c"))  # doctest: +NORMALIZE_WHITESPACE
-    'x holds a run made with other settings (k: 1 -> 2); remove out/cells/c to run the
-    cell again, or give the block its old settings'
+    >>> err = FolderError("x holds a run made with other settings (k: 1 -> 2)",
+    ...                   advice="pass --overwrite", changed=("k",))
+    >>> print(for_experiment(err, Path("out/cells/c")))  # doctest: +NORMALIZE_WHITESPACE
+    x holds a run made with other settings (k: 1 -> 2); remove out/cells/c to run the
+    cell again, or give the block its old settings
+    >>> print(for_experiment(FolderError("x holds files", advice="pass --overwrite"), Path("c")))
+    x holds files; remove c to run the cell again
     """
-    return _FOLDER_ADVICE.sub(
-        lambda m: (
-            ("; " if m.group(0).startswith(";") else "")
-            + f"remove {folder} to run the cell again, or give the block its old settings"
-        ),
-        error,
-    )
+    advice = f"remove {folder} to run the cell again"
+    if err.changed:
+        # What the folder was made with differs from the block's settings now.
+        advice += ", or give the block its old settings"
+    return FolderError(err.reason, advice=advice, changed=err.changed)
 
 
 def waits_for(cell: Cell, states: dict[str, str]) -> Outcome | None:
@@ -446,13 +444,13 @@ def run_experiment(
             if many is not None
             else [executor(job, exp.retries, exp.backoff) for job in jobs]
         )
-        for cell, job, outcome in zip(ready, jobs, results, strict=True):
+        for cell, outcome in zip(ready, results, strict=True):
             if outcome.state == "failed":
                 outcome = Outcome(
                     outcome.cell,
                     outcome.state,
                     outcome.attempts,
-                    f"cell {cell.name}: {for_experiment(outcome.error or '', Path(job.folder))}",
+                    f"cell {cell.name}: {outcome.error}",
                     outcome.executor,
                     outcome.job,
                 )
