@@ -853,6 +853,47 @@ class ItemsConfig(NamedRuns):
     out: str | None = _table_out()
 
 
+def breakdown_from(cfg: BreakdownConfig, fmt: str | None = None) -> str:
+    """What ``nlieval breakdown`` prints: :func:`breakdown_report` of ``cfg`` (its runs,
+    fields, names and pooling) in ``fmt`` (None: ``cfg.format``), one reading of the
+    settings for the command and an experiment's report.
+
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0),
+    ...     (0.7, 0.3), "a", "a")])
+    >>> breakdown_from(BreakdownConfig(runs=(run_dir,), by=("gold",)), "csv")[:14]
+    'model,checkpoi'
+    """
+    return breakdown_report(
+        cfg.runs, cfg.by, fmt or cfg.format, names=cfg.name or (), pool=cfg.pool
+    )
+
+
+def items_from(cfg: ItemsConfig) -> str:
+    """What ``nlieval items`` prints: :func:`listing_report` of ``cfg`` (every setting of
+    it), one reading of the settings for the command and an experiment's report.
+
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("smoke", "smoke-01", "m", 0, 0, ("entailment",
+    ...     "neutral", "contradiction"), (-1.0, -2.0, -3.0), (0.6, 0.3, 0.1), "entailment",
+    ...     "entailment")])
+    >>> _ = (Path(run_dir) / "config.json").write_text('{"tasks": ["smoke"]}')
+    >>> items_from(ItemsConfig(runs=(run_dir,), format="csv")).splitlines()[0][:20]
+    'task,k,seed,id,premi'
+    """
+    return listing_report(
+        cfg.runs,
+        filters=cfg.filter or (),
+        sort=cfg.sort,
+        limit=cfg.limit,
+        data_dir=cfg.data_dir,
+        ids=cfg.ids,
+        fmt=cfg.format,
+        full=cfg.full,
+        names=cfg.name or (),
+    )
+
+
 #: The figures of ``nlieval figure``.
 FIGURES = ("shots", "size", "dynamics")
 

@@ -171,7 +171,10 @@ class Calls:
             "breakdown_report": ("nlieval.reports", "| a |\n|---|\n| 1 |"),
             "listing_report": ("nlieval.reports", "| a |\n|---|\n| 1 |"),
             "chaosnli_scores": ("nlieval.analyses", (chaosnli.report([]), None)),
-            "follow_run": ("nlieval.analyses", {"rows": [], "written": [], "skipped": []}),
+            "follow_run": (
+                "nlieval.analyses.commands",
+                {"rows": [], "written": [], "skipped": []},
+            ),
             "sci_report": ("nlieval.sci", {"text": "t", "plots": [], "json": None}),
             "inferred_consistency": ("nlieval.metainference", {"rows": [], "readings": {}}),
             "contamination_report": ("nlieval.contamination", {"epg": []}),

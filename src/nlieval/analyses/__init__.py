@@ -53,6 +53,7 @@ from .commands import (
     DynamicsConfig,
     PlotsConfig,
     chaosnli_scores,
+    dynamics_of,
     score_file,
     write_plots,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "DynamicsConfig",
     "PlotsConfig",
     "chaosnli_scores",
+    "dynamics_of",
     "format_dynamics",
     "format_import",
     "score_file",

@@ -24,7 +24,7 @@ from ..analyses import (
     PlotsConfig,
     chaosnli,
     chaosnli_scores,
-    follow_run,
+    dynamics_of,
     format_dynamics,
     format_import,
     import_predictions,
@@ -40,15 +40,7 @@ __all__ = ["CHAOSNLI_JSON", "PLOTS", "add_commands"]
 
 def cmd_dynamics(args: argparse.Namespace) -> int:
     cfg = settings_from_args(DynamicsConfig, args)
-    result = follow_run(
-        cfg.run,
-        human=cfg.human(),
-        plot=cfg.plot,
-        entropy_plot=cfg.entropy_plot,
-        bins=cfg.bins,
-        against=cfg.against,
-        width=cfg.inches,
-    )
+    result = dynamics_of(cfg)
     lines = [format_dynamics(result["rows"])]
     if result["written"]:
         lines.append("")

@@ -387,30 +387,18 @@ def _write_output(
         _write(report / f"{name}.json", json.dumps(rows, indent=2, sort_keys=True, default=str))
         files += [table, f"{name}.json"]
     elif out.kind == "breakdown":
-        from ..reports import BreakdownConfig, breakdown_report
+        from ..reports import BreakdownConfig, breakdown_from
 
-        by = BreakdownConfig(runs=runs, **opts)
         for fmt in ("md", "csv"):
-            text = breakdown_report(runs, by.by, fmt, names=by.name or (), pool=by.pool)
+            text = breakdown_from(BreakdownConfig(runs=runs, **opts), fmt)
             _write(report / f"{name}.{fmt}", text)
             files.append(f"{name}.{fmt}")
     elif out.kind == "items":
-        from ..reports import ItemsConfig, listing_report
+        from ..reports import ItemsConfig, items_from
 
         items_cfg = ItemsConfig(runs=runs, **opts)
-        text = listing_report(
-            runs,
-            filters=items_cfg.filter or (),
-            sort=items_cfg.sort,
-            limit=items_cfg.limit,
-            data_dir=items_cfg.data_dir,
-            ids=items_cfg.ids,
-            fmt=items_cfg.format,
-            full=items_cfg.full,
-            names=items_cfg.name or (),
-        )
         table = f"{name}.{EXTENSIONS[items_cfg.format]}"
-        _write(report / table, text)
+        _write(report / table, items_from(items_cfg))
         files.append(table)
     elif out.kind == "chaosnli":
         from ..analyses import ChaosnliConfig, chaosnli, chaosnli_scores
@@ -428,21 +416,18 @@ def _write_output(
             if path is not None:  # written: out= names the report folder
                 files.append(str(path.relative_to(report)))
     elif out.kind == "dynamics":
-        from ..analyses import DynamicsConfig, follow_run, format_dynamics
+        from ..analyses import DynamicsConfig, dynamics_of, format_dynamics
         from ..ground import as_format
 
         for run in runs:
             cell = Path(run).name
-            cfg = DynamicsConfig(run=run, **opts)
-            result = follow_run(
-                run,
-                human=cfg.human(),
-                plot=report / f"{name}-{cell}.png",
-                entropy_plot=report / f"{name}-{cell}-entropy.png",
-                bins=cfg.bins,
-                against=cfg.against,
-                width=cfg.inches,
+            cfg = DynamicsConfig(
+                run=run,
+                plot=str(report / f"{name}-{cell}.png"),
+                entropy_plot=str(report / f"{name}-{cell}-entropy.png"),
+                **opts,
             )
+            result = dynamics_of(cfg)
             table = f"{name}-{cell}.{EXTENSIONS[cfg.format]}"
             _write(report / table, as_format(format_dynamics(result["rows"]), cfg.format))
             files.append(table)
