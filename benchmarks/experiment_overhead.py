@@ -2,8 +2,9 @@
 
 Given an experiment file (with overrides) and a folder it has already run into, times
 what the driver adds around the cells: reading the file and planning the cells (with
-the estimates, which read each task's data), a second ``run`` that finds every cell done
-(planning, the outcome bookkeeping and the whole report), and the report alone; and reads
+the estimates, which read each task's data, as ``plan`` shows them), a second ``run``
+that finds every cell done (planning without counting estimates, the outcome bookkeeping
+and the whole report), and the report alone; and reads
 each cell's model time from its ``timing.json`` (the seconds the command spent scoring).
 
     python benchmarks/experiment_overhead.py experiments/lost-in-inference.yaml runs/lii \\
@@ -31,7 +32,8 @@ def main() -> None:
     t1 = time.perf_counter()
     cells = plan_cells(exp)
     t2 = time.perf_counter()
-    # The estimates are cached per process: the second call pays for them as a new one does.
+    # The estimates are cached per process: a second call that counted them would pay
+    # for them as a new process does (it counts none: the plan saved them).
     from nlieval.experiments.plan import clear_estimates
 
     clear_estimates()

@@ -38,7 +38,12 @@ from .backends import parameter_count, resolve_model
 from .data import load_task
 from .ground import DataError, read_json
 from .metrics import METRICS, group_records, listed, metrics, summarize
-from .plotting import DYNAMICS_METRICS, FigureWidth, figure_format
+from .plotting import (
+    DYNAMICS_METRICS,
+    FigurePaths,
+    FigureWidth,
+    figure_format,
+)
 from .runs import (
     NamedRuns,
     PooledRuns,
@@ -494,7 +499,7 @@ def _named(
 def figure_report(
     kind: str,
     folders: Sequence[str | Path],
-    path: str | Path,
+    path: FigurePaths,
     *,
     baselines: Sequence[str | Path] = (),
     sizes: Mapping[str, float] | None = None,
@@ -509,7 +514,8 @@ def figure_report(
     held: Sequence[Sequence[Record]] | None = None,
 ) -> Path:
     """One figure across the models of ``folders`` (recomputed from their records), in
-    the format of ``path``'s extension, ``width`` inches wide (the text width if None):
+    the format of ``path``'s extension (several paths: the one drawing in each format),
+    ``width`` inches wide (the text width if None):
 
     * ``shots``: accuracy vs shots, a line per model, one panel per task
       (:func:`nlieval.analyses.plot_accuracy_vs_shots`);
@@ -853,6 +859,47 @@ class ItemsConfig(NamedRuns):
     out: str | None = _table_out()
 
 
+def breakdown_from(cfg: BreakdownConfig, fmt: str | None = None) -> str:
+    """What ``nlieval breakdown`` prints: :func:`breakdown_report` of ``cfg`` (its runs,
+    fields, names and pooling) in ``fmt`` (None: ``cfg.format``), one reading of the
+    settings for the command and an experiment's report.
+
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0),
+    ...     (0.7, 0.3), "a", "a")])
+    >>> breakdown_from(BreakdownConfig(runs=(run_dir,), by=("gold",)), "csv")[:14]
+    'model,checkpoi'
+    """
+    return breakdown_report(
+        cfg.runs, cfg.by, fmt or cfg.format, names=cfg.name or (), pool=cfg.pool
+    )
+
+
+def items_from(cfg: ItemsConfig) -> str:
+    """What ``nlieval items`` prints: :func:`listing_report` of ``cfg`` (every setting of
+    it), one reading of the settings for the command and an experiment's report.
+
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("smoke", "smoke-01", "m", 0, 0, ("entailment",
+    ...     "neutral", "contradiction"), (-1.0, -2.0, -3.0), (0.6, 0.3, 0.1), "entailment",
+    ...     "entailment")])
+    >>> _ = (Path(run_dir) / "config.json").write_text('{"tasks": ["smoke"]}')
+    >>> items_from(ItemsConfig(runs=(run_dir,), format="csv")).splitlines()[0][:20]
+    'task,k,seed,id,premi'
+    """
+    return listing_report(
+        cfg.runs,
+        filters=cfg.filter or (),
+        sort=cfg.sort,
+        limit=cfg.limit,
+        data_dir=cfg.data_dir,
+        ids=cfg.ids,
+        fmt=cfg.format,
+        full=cfg.full,
+        names=cfg.name or (),
+    )
+
+
 #: The figures of ``nlieval figure``.
 FIGURES = ("shots", "size", "dynamics")
 
@@ -929,11 +976,15 @@ def figure_from(
     cfg: FigureConfig,
     palette: Iterable[str] | None = None,
     held: Sequence[Sequence[Record]] | None = None,
+    *,
+    also: Sequence[str | Path] = (),
 ) -> Path:
     """:func:`figure_report` of ``cfg``: its ``sizes`` (``MODEL=PARAMETERS`` entries) as
     numbers, its ``positions`` read from the JSON file it names; ``palette``, the model
     names of every figure of a report (one colour and marker per model across them);
-    ``held``, the records of each of ``cfg.runs`` as already read."""
+    ``held``, the records of each of ``cfg.runs`` as already read; ``also``: more paths
+    the same drawing is saved at (``f.pdf`` beside ``f.png``: the records read and the
+    figure drawn once). Returns ``cfg.out``."""
     sizes = None
     if cfg.sizes:
         sizes = {}
@@ -946,12 +997,14 @@ def figure_from(
             if not math.isfinite(sizes[name]) or sizes[name] <= 0:
                 # The axis is logarithmic: a size of 0 or less has no place on it.
                 raise ValueError(f"--sizes: {pair!r}: the size is not a positive number")
-    figure_format(cfg.out)  # an unknown extension before any record is read
+    paths = (cfg.out, *also)
+    for path in paths:
+        figure_format(path)  # an unknown extension before any record is read
     positions = _positions(cfg.positions) if cfg.positions else None
     return figure_report(
         cfg.kind,
         cfg.runs,
-        cfg.out,
+        paths if also else cfg.out,
         baselines=cfg.baseline,
         sizes=sizes,
         pattern=cfg.pattern,

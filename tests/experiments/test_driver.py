@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import nlieval.experiments.plan as planning
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
 from nlieval.experiments import (
@@ -23,6 +24,7 @@ from nlieval.experiments import (
     read_experiment,
     run_experiment,
 )
+from nlieval.ground import FolderError
 
 TEXT = """\
 experiment: tiny
@@ -117,6 +119,29 @@ def test_second_call_does_no_model_work_and_writes_the_same_report(
     } == records
 
 
+def test_a_second_call_reads_no_data_for_the_estimates(
+    done: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, out = done
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
+    saved = json.loads((copy / "experiment.json").read_text())["cells"]
+    assert [c["records"] for c in saved] == [6, 3, 3]  # counted when the cells ran
+    planning.clear_estimates()  # a new process: no estimate in memory
+
+    def count(run_config: object) -> None:
+        raise AssertionError("a task's data was read for an estimate")
+
+    monkeypatch.setattr(planning, "_count", count)
+    run_experiment(read_experiment(path), copy)
+    # A cell not done whose identity the plan saved keeps its estimate, read again.
+    (copy / "state" / "base-tiny.json").unlink()
+    monkeypatch.setattr(driver, "run_cell", lambda job: None)
+    run_experiment(read_experiment(path), copy)
+    again = json.loads((copy / "experiment.json").read_text())["cells"]
+    assert [c["records"] for c in again] == [6, 3, 3]
+
+
 def test_index_names_each_artifact_and_its_cells(done: tuple[Path, Path]) -> None:
     _, out = done
     index = (out / "report" / "index.md").read_text()
@@ -209,6 +234,34 @@ def test_an_edited_cell_is_refused_in_one_line_naming_it(
     assert "--overwrite" not in outcome.error
     assert f"remove {copy / 'cells' / 'base-tiny'} to run the cell again" in outcome.error
     assert (copy / "cells" / "base-tiny" / "records.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize("changed", [("balanced",), ()])
+def test_a_folder_refusal_is_advised_from_its_data_not_its_wording(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changed: tuple[str, ...]
+) -> None:
+    # A refusal worded in a way no earlier refusal was: the advice comes from what it carries.
+    from nlieval.experiments import commands
+
+    real = commands.command
+
+    class Refusing:
+        def __init__(self, name: str) -> None:
+            self.real = real(name)
+
+        def __getattr__(self, key: str) -> object:
+            return getattr(self.real, key)
+
+        def execute(self, configs: object, folder: Path) -> None:
+            raise FolderError(f"{folder} is not this cell's", advice="--overwrite", changed=changed)
+
+    (cell,) = plan_cells(read_experiment(_file(tmp_path, tmp_path / "m")), estimate=False)[:1]
+    monkeypatch.setattr(commands, "command", Refusing)
+    folder = tmp_path / "cells" / cell.name
+    state, error, refusal = driver.cell_outcome(driver.CellJob(cell, str(folder)))
+    assert (state, refusal) == ("failed", True)
+    old = ", or give the block its old settings" if changed else ""
+    assert error == f"{folder} is not this cell's; remove {folder} to run the cell again{old}"
 
 
 HOLD = """

@@ -526,6 +526,25 @@ def format_all_correct(subsets: Sequence[Mapping[str, Any]]) -> str:
     return "\n\n".join(parts)
 
 
+def format_report(result: Mapping[str, Any]) -> str:
+    """What ``nlieval chaosnli`` (and ``chaosnli-score``) print of a :func:`report`, in
+    Markdown: the scores, accuracy by human-label entropy, the all-correct subsets (an
+    experiment's ``chaosnli`` output writes the same text).
+
+    >>> print(format_report(report([])).splitlines()[-1])
+    (no ChaosNLI records)
+    """
+    return "\n\n".join(
+        (
+            format_table(result["scores"]),
+            "Accuracy by human-label entropy (quantile bins):",
+            format_bins_table(result["entropy_bins"]),
+            "Items every compared system got right:",
+            format_all_correct(result["all_correct"]),
+        )
+    )
+
+
 def report(
     records: Iterable[Record] | pd.DataFrame,
     n_bins: int = 5,

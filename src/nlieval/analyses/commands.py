@@ -31,6 +31,7 @@ from ..settings import positive_int, setting, table_format
 from ..types import Record
 from . import chaosnli
 from .chaosnli import Against, HumanBaseline
+from .dynamics import follow_run
 
 #: The file ``nlieval chaosnli`` writes.
 CHAOSNLI_JSON = "chaosnli.json"
@@ -111,6 +112,28 @@ class DynamicsConfig(HumanSettings, plots.FigureWidth):
     )
     against: str = setting("original", help=_CURVES, choices=("both", "original", "majority"))
     format: str = table_format()
+
+
+def dynamics_of(config: DynamicsConfig) -> dict[str, Any]:
+    """What ``nlieval dynamics`` does (and an experiment's ``dynamics`` output):
+    :func:`~nlieval.analyses.dynamics.follow_run` of ``config``'s run with every setting
+    of it (human line, plots, bins, curves, width).
+
+    >>> import tempfile  # a run folder made without --checkpoints
+    >>> folder = Path(tempfile.mkdtemp()); _ = (folder / "config.json").write_text("{}")
+    >>> dynamics_of(DynamicsConfig(run=str(folder)))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: ...: not a checkpoint run (made without --checkpoints)
+    """
+    return follow_run(
+        config.run,
+        human=config.human(),
+        plot=config.plot,
+        entropy_plot=config.entropy_plot,
+        bins=config.bins,
+        against=config.against,
+        width=config.inches,
+    )
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,11 @@ from ..reports import (
     FigureConfig,
     GridConfig,
     ItemsConfig,
-    breakdown_report,
+    breakdown_from,
     compare_report,
     figure_from,
     grid_table,
-    listing_report,
+    items_from,
 )
 from ..runs import RunFolders, atomic_write, make_folder
 from .args import add_command, add_settings, command_parser, settings_from_args
@@ -67,26 +67,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_breakdown(args: argparse.Namespace) -> int:
     """Print metrics by the named fields."""
     cfg = settings_from_args(BreakdownConfig, args, runs=_runs(args))
-    text = breakdown_report(cfg.runs, cfg.by, cfg.format, names=cfg.name or (), pool=cfg.pool)
-    _write_or_print(text, cfg.out)
+    _write_or_print(breakdown_from(cfg), cfg.out)
     return 0
 
 
 def cmd_items(args: argparse.Namespace) -> int:
     """Print the items of the folders side by side."""
     cfg = settings_from_args(ItemsConfig, args, runs=_runs(args))
-    text = listing_report(
-        cfg.runs,
-        filters=cfg.filter or (),
-        sort=cfg.sort,
-        limit=cfg.limit,
-        data_dir=cfg.data_dir,
-        ids=cfg.ids,
-        fmt=cfg.format,
-        full=cfg.full,
-        names=cfg.name or (),
-    )
-    _write_or_print(text, cfg.out)
+    _write_or_print(items_from(cfg), cfg.out)
     return 0
 
 

@@ -24,7 +24,7 @@ from ..analyses import (
     PlotsConfig,
     chaosnli,
     chaosnli_scores,
-    follow_run,
+    dynamics_of,
     format_dynamics,
     format_import,
     import_predictions,
@@ -40,15 +40,7 @@ __all__ = ["CHAOSNLI_JSON", "PLOTS", "add_commands"]
 
 def cmd_dynamics(args: argparse.Namespace) -> int:
     cfg = settings_from_args(DynamicsConfig, args)
-    result = follow_run(
-        cfg.run,
-        human=cfg.human(),
-        plot=cfg.plot,
-        entropy_plot=cfg.entropy_plot,
-        bins=cfg.bins,
-        against=cfg.against,
-        width=cfg.inches,
-    )
+    result = dynamics_of(cfg)
     lines = [format_dynamics(result["rows"])]
     if result["written"]:
         lines.append("")
@@ -59,16 +51,7 @@ def cmd_dynamics(args: argparse.Namespace) -> int:
 
 
 def _print_scores(result: Mapping[str, Any], fmt: str = "md", written: str = "") -> None:
-    text = "\n".join(
-        [
-            chaosnli.format_table(result["scores"]),
-            "\nAccuracy by human-label entropy (quantile bins):\n",
-            chaosnli.format_bins_table(result["entropy_bins"]),
-            "\nItems every compared system got right:\n",
-            chaosnli.format_all_correct(result["all_correct"]),
-            *([f"\nwritten: {written}"] if written else []),
-        ]
-    )
+    text = chaosnli.format_report(result) + (f"\n\nwritten: {written}" if written else "")
     print(as_format(text, fmt))
 
 

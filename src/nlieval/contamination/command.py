@@ -8,6 +8,7 @@ import importlib.util
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..data import ItemSelection, TaskFiles, get_task
@@ -149,12 +150,15 @@ def _scan(config: ContaminationConfig) -> dict[str, Any]:
     return {"scores": scores, "scan": result.stats(), "out": out, "summary": side}
 
 
-def contamination_report(config: ContaminationConfig) -> dict[str, Any]:
+def contamination_report(
+    config: ContaminationConfig, *, also: Sequence[str | Path] = ()
+) -> dict[str, Any]:
     """What ``nlieval contamination`` does. Returns ``scores`` (one row per item);
     after a scan also ``scan`` (what it read, :meth:`ScanResult.stats`), ``out`` (the
     scores file) and ``summary`` (``<out stem>.summary.json``: settings, per-task
     summary, corpus read, throughput); with ``run``, ``epg`` (rows over the thresholds)
-    and ``plot`` (the PNG, when asked).
+    and ``plot`` (the figure, when asked; ``also``: more paths the same drawing is saved
+    at, ``epg.pdf`` beside ``epg.png``).
 
     >>> import tempfile
     >>> from pathlib import Path
@@ -186,7 +190,8 @@ def contamination_report(config: ContaminationConfig) -> dict[str, Any]:
     rows = epg(iter_run_records(config.runs), got["scores"], cuts, config.metric)
     got["epg"] = rows
     if config.plot:
-        got["plot"] = plot_epg(rows, config.plot, width=config.inches)
+        paths = (config.plot, *also)
+        got["plot"] = plot_epg(rows, paths if also else config.plot, width=config.inches)
     return got
 
 

@@ -226,6 +226,10 @@ def engine_option_keys() -> list[str]:
 _TRUE = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 
 
+def _as_values(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
 def _base_type(f: Field[Any]) -> str:
     return str(f.type).replace(" | None", "").strip()
 
@@ -243,6 +247,10 @@ def coerce(f: Field[Any], s: Setting) -> Any:
     >>> coerce(shots, Setting("shots", [-1], "e.yaml", 3))
     Traceback (most recent call last):
     nlieval.ground.errors.DataError: e.yaml:3: field 'shots': shot counts are 0 or more, got '-1,'
+    >>> from nlieval.reports import GridConfig
+    >>> name = {f.name: f for f in fields(GridConfig)}["name"]
+    >>> coerce(name, Setting("name", ["smol=SmolLM2 135M", "Gemma"], "e.yaml", 5))
+    (('smol', 'SmolLM2 135M'), ('', 'Gemma'))
     """
     value = s.value
     flag = flag_of(f)
@@ -261,6 +269,12 @@ def coerce(f: Field[Any], s: Setting) -> Any:
         isinstance(value, list) and any(isinstance(v, (dict, list, bool)) for v in value)
     ):
         raise s.error(f"expected {kind}, found {value!r}")
+    if flag is not None and flag.parse is not None and flag.action == "append":
+        # A repeatable flag (--name, --human-js): each value of the list is one use of it.
+        try:
+            return tuple(flag.parse(str(v)) for v in _as_values(value))
+        except ValueError as err:
+            raise s.error(str(err)) from None
     if flag is not None and flag.parse is not None:
         if isinstance(value, list):
             if not value:

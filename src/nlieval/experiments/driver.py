@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -28,7 +27,7 @@ from typing import Any, Protocol
 from ..backends import ServerError
 from ..ground import DataError, FolderError, read_json
 from ..runs import RECORDS, RunFolder, atomic_write, make_folder
-from .plan import ASK_ABOVE, Cell, plan_cells
+from .plan import ASK_ABOVE, Cell, plan_cells, with_estimates
 from .spec import Experiment
 
 #: The resolved plan in an experiment folder.
@@ -75,7 +74,12 @@ def run_cell(job: CellJob) -> None:
 
     cell = job.cell
     folder = Path(job.folder)
-    command(cell.command).execute(cell.configs(folder.parent), folder)
+    try:
+        command(cell.command).execute(cell.configs(folder.parent), folder)
+    except FolderError as err:
+        if err.advice is None:
+            raise
+        raise for_experiment(err, folder) from None
 
 
 def cell_outcome(job: CellJob) -> tuple[str, str | None, bool]:
@@ -336,36 +340,49 @@ def write_plan(out: Path, exp: Experiment, cells: Sequence[Cell]) -> None:
     atomic_write(out / PLAN, json.dumps(body, indent=1, sort_keys=True) + "\n")
 
 
+def saved_estimates(out: Path) -> dict[str, tuple[int | None, int | None]]:
+    """The estimates ``DIR/experiment.json`` holds, by cell identity (none: an empty
+    dict), for :func:`~.plan.with_estimates`.
+
+    >>> import tempfile
+    >>> saved_estimates(Path(tempfile.mkdtemp()))
+    {}
+    """
+    if not (out / PLAN).exists():
+        return {}
+    saved = read_json(out / PLAN)
+    cells = saved.get("cells") if isinstance(saved, dict) else None
+    return {
+        str(c["identity"]): (c.get("records"), c.get("words"))
+        for c in cells or []
+        if isinstance(c, dict) and "identity" in c and c.get("records") is not None
+    }
+
+
 def is_done(out: Path, cell: Cell) -> bool:
     """Whether ``cell`` was completed in ``out`` under its present configuration."""
     state = read_state(out, cell.name)
     return bool(state and state.get("state") == "done" and state.get("identity") == cell.identity)
 
 
-#: The advice of a run folder's refusal, which names flags `experiment run` lacks.
-_FOLDER_ADVICE = re.compile(
-    r"(choose another --out, or )?(remove the wrong one, or )?pass --overwrite to "
-    r"(start it again|run again)|; choose another --out$"
-)
+def for_experiment(err: FolderError, folder: Path) -> FolderError:
+    """A refusal of a cell's run folder with the advice said as what to do in an
+    experiment: the folder's own names flags (``--out``, ``--overwrite``) that
+    ``experiment run`` gives no cell, so it is made from what the refusal carries.
 
-
-def for_experiment(error: str, folder: Path) -> str:
-    """A cell's error line with a run folder's advice (``--out``, ``--overwrite``, which
-    ``experiment run`` has not) said as what to do in an experiment.
-
-    >>> for_experiment("x holds a run made with other settings (k: 1 -> 2); "
-    ...                "choose another --out, or pass --overwrite to start it again",
-    ...                Path("out/cells/c"))  # doctest: +NORMALIZE_WHITESPACE
-    'x holds a run made with other settings (k: 1 -> 2); remove out/cells/c to run the
-    cell again, or give the block its old settings'
+    >>> err = FolderError("x holds a run made with other settings (k: 1 -> 2)",
+    ...                   advice="pass --overwrite", changed=("k",))
+    >>> print(for_experiment(err, Path("out/cells/c")))  # doctest: +NORMALIZE_WHITESPACE
+    x holds a run made with other settings (k: 1 -> 2); remove out/cells/c to run the
+    cell again, or give the block its old settings
+    >>> print(for_experiment(FolderError("x holds files", advice="pass --overwrite"), Path("c")))
+    x holds files; remove c to run the cell again
     """
-    return _FOLDER_ADVICE.sub(
-        lambda m: (
-            ("; " if m.group(0).startswith(";") else "")
-            + f"remove {folder} to run the cell again, or give the block its old settings"
-        ),
-        error,
-    )
+    advice = f"remove {folder} to run the cell again"
+    if err.changed:
+        # What the folder was made with differs from the block's settings now.
+        advice += ", or give the block its old settings"
+    return FolderError(err.reason, advice=advice, changed=err.changed)
 
 
 def waits_for(cell: Cell, states: dict[str, str]) -> Outcome | None:
@@ -407,13 +424,18 @@ def run_experiment(
     from .report import check_outputs, write_report
 
     out = Path(out)
-    cells = plan_cells(exp)
+    cells = plan_cells(exp, estimate=False)
     check_outputs(exp)  # a bad output fails before any model work
     if len(cells) > ASK_ABOVE and not yes:
         raise ValueError(
             f"{exp.source}: {len(cells)} cells (more than {ASK_ABOVE}): give --yes to run them"
         )
     executor = executor or LocalExecutor()
+    # The estimates status shows (n of N records): those the folder's plan saved, by
+    # cell identity, and counted from the data only for a cell new or changed and not
+    # done, so that a second call reads no task's data for them.
+    done = {c.name for c in cells if is_done(out, c)}
+    cells = with_estimates(cells, saved_estimates(out), skip=done)
     write_plan(out, exp, cells)
     states: dict[str, str] = {}
     decided: dict[str, Outcome] = {}
@@ -447,13 +469,13 @@ def run_experiment(
             if many is not None
             else [executor(job, exp.retries, exp.backoff) for job in jobs]
         )
-        for cell, job, outcome in zip(ready, jobs, results, strict=True):
+        for cell, outcome in zip(ready, results, strict=True):
             if outcome.state == "failed":
                 outcome = Outcome(
                     outcome.cell,
                     outcome.state,
                     outcome.attempts,
-                    f"cell {cell.name}: {for_experiment(outcome.error or '', Path(job.folder))}",
+                    f"cell {cell.name}: {outcome.error}",
                     outcome.executor,
                     outcome.job,
                 )

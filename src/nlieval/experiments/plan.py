@@ -20,8 +20,8 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -391,11 +391,41 @@ def plan_cells(exp: Experiment, *, estimate: bool = True) -> list[Cell]:
                     if s.key in ("tasks", "task") and not needs:
                         _check_tasks(s)
                 cell = _cell(exp, name, b.name, b.command, m, settings, e, needs, inputs)
-                if estimate and b.command == "run" and not needs:
-                    cell = _estimated(cell)
                 cells.append(cell)
                 planned.setdefault(b.name, []).append(cell)
-    return cells
+    return with_estimates(cells) if estimate else cells
+
+
+def with_estimates(
+    cells: Sequence[Cell],
+    known: Mapping[str, tuple[int | None, int | None]] | None = None,
+    *,
+    skip: Container[str] = (),
+) -> list[Cell]:
+    """``cells`` with the estimate of each ``run`` cell that reads no other cell (its
+    records and prompt words, counted from its data): taken from ``known`` (cell
+    identity -> records and words, as an earlier plan saved them) when its identity is
+    there, else counted, except for the cells named in ``skip`` (those done: nothing
+    shows their estimate), which are left as they are.
+
+    >>> from nlieval.experiments.spec import Resources
+    >>> c = Cell("b-a", "b", "run", "a", "m", (), Resources(), "e.yaml", 1, {}, ())
+    >>> [(x.records, x.words) for x in with_estimates([c], {c.identity: (12, 300)})]
+    [(12, 300)]
+    >>> with_estimates([c], skip={"b-a"})[0].records is None
+    True
+    """
+    known = known or {}
+    out = []
+    for cell in cells:
+        if cell.command == "run" and not cell.needs:
+            if cell.identity in known:
+                records, words = known[cell.identity]
+                cell = replace(cell, records=records, words=words)
+            elif cell.name not in skip:
+                cell = _estimated(cell)
+        out.append(cell)
+    return out
 
 
 def _cell(
@@ -472,13 +502,7 @@ def _estimated(cell: Cell) -> Cell:
     records, words = _estimate(
         json.dumps({k: v for k, v in cell.config.items() if k != "model"}, sort_keys=True), cell
     )
-    return Cell(
-        **{
-            **{f.name: getattr(cell, f.name) for f in fields(cell)},
-            "records": records,
-            "words": words,
-        }
-    )
+    return replace(cell, records=records, words=words)
 
 
 #: The estimates by configuration less its model (the data and prompts do not depend on

@@ -119,9 +119,10 @@ KINDS: dict[str, Kind] = {
         Kind("figure", _figure, ("kind", "runs", "out", "baseline", "positions")),
         Kind("compare", _compare, ("a", "b", "json")),
         Kind("breakdown", _breakdown, ("runs", "format", "out")),
-        Kind("items", _items, ("runs",)),
-        Kind("chaosnli", _chaosnli, ("runs", "out", "human_js")),
-        Kind("dynamics", _dynamics, ("run", "plot", "entropy_plot", "human_js")),
+        Kind("items", _items, ("runs", "out")),
+        # `write` puts chaosnli.json into the first cell: the report writes its own.
+        Kind("chaosnli", _chaosnli, ("runs", "out", "write")),
+        Kind("dynamics", _dynamics, ("run", "plot", "entropy_plot")),
         Kind("sci-report", _sci, ("runs", "plot_dir", "json")),
         Kind("infer-report", _infer_report, ("run", "items", "source_run", "format")),
         Kind(
@@ -137,6 +138,14 @@ KINDS: dict[str, Kind] = {
         ),
     )
 }
+
+
+#: The file extension of each table format (``format`` of an output that writes one
+#: table: ``items``, ``compare``, ``chaosnli``, ``dynamics``, ``sci-report``).
+EXTENSIONS = {"md": "md", "csv": "csv", "json": "json", "latex": "tex"}
+
+#: The formats a figure output is written in, each from the one drawing.
+FIGURE_FORMATS = ("png", "pdf")
 
 
 def option_fields(kind: Kind) -> dict[str, Any]:
@@ -207,6 +216,17 @@ def _required(f: Any) -> bool:
     )
 
 
+#: What the report's own settings are taken as when an output is checked, before any
+#: cell exists.
+_STAND_INS: dict[str, Any] = {
+    "runs": ["cell"],
+    "run": "cell",
+    "items": "cell",
+    "out": "figure.png",
+    "scores": "scores.jsonl",
+}
+
+
 def _build(exp: Experiment, out: Output, kind: Kind, values: dict[str, Any]) -> None:
     """Build the settings class of ``out``'s kind from its options now, as a block's is:
     a missing or refused option is one line before any cell runs, not a traceback when
@@ -221,12 +241,13 @@ def _build(exp: Experiment, out: Output, kind: Kind, values: dict[str, Any]) -> 
                 name,
                 f"an output of kind {out.kind} needs the option {name!r}",
             )
-    if out.kind in BLOCK_OPTIONS or any(_required(f) for f in fields(cls) if f.name in kind.own):
-        # The report gives those settings itself, from the cells (or a named block's):
-        # the class is whole only then.
-        return
+    # The report gives its own settings from the cells (or a named block's): stand-ins
+    # make the class whole now, so that options refused together (in_domain without
+    # out_of_domain) are refused before any cell runs.
+    given = {k: v for k, v in values.items() if k in known}
+    given.update((k, v) for k, v in _STAND_INS.items() if k in kind.own)
     try:
-        from_flat_dict(cls, {k: v for k, v in values.items() if k in known})
+        from_flat_dict(cls, given)
     except (ValueError, TypeError) as err:
         raise DataError(exp.source, out.line, None, f"output kind {out.kind}: {err}") from None
 
@@ -330,7 +351,8 @@ def _write_output(
 
         grid_cfg = GridConfig(runs=runs, **opts)
         g = grid_of(grid_cfg)  # the records read once, written in each format
-        for fmt, ext in (("md", "md"), ("csv", "csv"), ("latex", "tex")):
+        for fmt in ("md", "csv", "latex"):
+            ext = EXTENSIONS[fmt]
             text = render_grid(g, fmt, percent=grid_cfg.percent, digits=grid_cfg.digits)
             _write(report / f"{name}.{ext}", text)
             files.append(f"{name}.{ext}")
@@ -338,15 +360,17 @@ def _write_output(
         from ..reports import FigureConfig, figure_from
 
         kind = opts.pop("figure")
-        for ext in ("png", "pdf"):
-            # Every model of the file, so that a model keeps its colour in every figure.
-            figure_from(
-                FigureConfig(kind=kind, runs=runs, out=str(report / f"{name}.{ext}"), **opts),
-                palette=[m.model for m in exp.models],
-            )
-            files.append(f"{name}.{ext}")
+        first, *more = (report / f"{name}.{ext}" for ext in FIGURE_FORMATS)
+        # Every model of the file, so that a model keeps its colour in every figure.
+        figure_from(
+            FigureConfig(kind=kind, runs=runs, out=str(first), **opts),
+            palette=[m.model for m in exp.models],
+            also=more,
+        )
+        files += [f"{name}.{ext}" for ext in FIGURE_FORMATS]
     elif out.kind == "compare":
         from ..analyses import comparison_table
+        from ..ground import as_format
         from ..reports import CompareConfig, compare_report
 
         if len(runs) != 2:
@@ -356,65 +380,57 @@ def _write_output(
                 "blocks",
                 f"a compare output reads 2 cells, its blocks have {len(runs)}",
             )
-        rows = compare_report(CompareConfig(a=runs[0], b=runs[1], **opts))
-        _write(report / f"{name}.md", comparison_table(rows))
+        compare_cfg = CompareConfig(a=runs[0], b=runs[1], **opts)
+        rows = compare_report(compare_cfg)
+        table = f"{name}.{EXTENSIONS[compare_cfg.format]}"
+        _write(report / table, as_format(comparison_table(rows), compare_cfg.format))
         _write(report / f"{name}.json", json.dumps(rows, indent=2, sort_keys=True, default=str))
-        files += [f"{name}.md", f"{name}.json"]
+        files += [table, f"{name}.json"]
     elif out.kind == "breakdown":
-        from ..reports import breakdown_report
+        from ..reports import BreakdownConfig, breakdown_from
 
         for fmt in ("md", "csv"):
-            _write(report / f"{name}.{fmt}", breakdown_report(runs, opts["by"], fmt))
+            text = breakdown_from(BreakdownConfig(runs=runs, **opts), fmt)
+            _write(report / f"{name}.{fmt}", text)
             files.append(f"{name}.{fmt}")
     elif out.kind == "items":
-        from ..reports import listing_report
+        from ..reports import ItemsConfig, items_from
 
-        text = listing_report(
-            runs,
-            filters=opts.get("filter") or (),
-            sort=opts.get("sort", "id"),
-            limit=opts.get("limit", 20),
-            data_dir=opts.get("data_dir"),
-        )
-        _write(report / f"{name}.md", text)
-        files.append(f"{name}.md")
+        items_cfg = ItemsConfig(runs=runs, **opts)
+        table = f"{name}.{EXTENSIONS[items_cfg.format]}"
+        _write(report / table, items_from(items_cfg))
+        files.append(table)
     elif out.kind == "chaosnli":
         from ..analyses import ChaosnliConfig, chaosnli, chaosnli_scores
+        from ..ground import as_format
 
-        found = chaosnli_scores(ChaosnliConfig(runs=runs, out=str(report / name), **opts))
+        chaos_cfg = ChaosnliConfig(runs=runs, out=str(report / name), **opts)
+        found = chaosnli_scores(chaos_cfg)
         if found is None:
             notes.append("no ChaosNLI records in its cells")
         else:
             result, path = found
-            text = "\n\n".join(
-                (
-                    chaosnli.format_table(result["scores"]),
-                    "Accuracy by human-label entropy (quantile bins):",
-                    chaosnli.format_bins_table(result["entropy_bins"]),
-                    "Items every compared system got right:",
-                    chaosnli.format_all_correct(result["all_correct"]),
-                )
-            )
-            _write(report / f"{name}.md", text)
-            files.append(f"{name}.md")
+            table = f"{name}.{EXTENSIONS[chaos_cfg.format]}"
+            _write(report / table, as_format(chaosnli.format_report(result), chaos_cfg.format))
+            files.append(table)
             if path is not None:  # written: out= names the report folder
                 files.append(str(path.relative_to(report)))
     elif out.kind == "dynamics":
-        from ..analyses import DynamicsConfig, follow_run, format_dynamics
+        from ..analyses import DynamicsConfig, dynamics_of, format_dynamics
+        from ..ground import as_format
 
         for run in runs:
             cell = Path(run).name
-            cfg = DynamicsConfig(run=run, **opts)
-            result = follow_run(
-                run,
-                human=cfg.human(),
-                plot=report / f"{name}-{cell}.png",
-                entropy_plot=report / f"{name}-{cell}-entropy.png",
-                bins=cfg.bins,
-                against=cfg.against,
+            cfg = DynamicsConfig(
+                run=run,
+                plot=str(report / f"{name}-{cell}.png"),
+                entropy_plot=str(report / f"{name}-{cell}-entropy.png"),
+                **opts,
             )
-            _write(report / f"{name}-{cell}.md", format_dynamics(result["rows"]))
-            files.append(f"{name}-{cell}.md")
+            result = dynamics_of(cfg)
+            table = f"{name}-{cell}.{EXTENSIONS[cfg.format]}"
+            _write(report / table, as_format(format_dynamics(result["rows"]), cfg.format))
+            files.append(table)
             files += [str(Path(p).relative_to(report)) for p in result["written"]]
             notes += list(result["skipped"])
     elif out.kind == "epg":
@@ -427,30 +443,27 @@ def _write_output(
         else:
             scores = str(report.parent / "cells" / scans[0].name / SCORES)
             kw = {k: v for k, v in opts.items() if k != "scores"}
-            for ext in ("png", "pdf"):
-                got = contamination_report(
-                    ContaminationConfig(
-                        scores=scores, run=runs, plot=str(report / f"{name}.{ext}"), **kw
-                    )
-                )
-                files.append(f"{name}.{ext}")
+            first, *more = (report / f"{name}.{ext}" for ext in FIGURE_FORMATS)
+            got = contamination_report(
+                ContaminationConfig(scores=scores, run=runs, plot=str(first), **kw), also=more
+            )
             _write(report / f"{name}.md", format_epg(got["epg"]))
-            files.insert(0, f"{name}.md")
+            files += [f"{name}.md", *(f"{name}.{ext}" for ext in FIGURE_FORMATS)]
     elif out.kind == "infer-report":
         files, notes = _infer_report_files(exp, out, opts, inputs or {}, ready, report)
     elif out.kind == "sci-report":
         from ..sci import SciReportConfig, sci_report
 
-        sci = sci_report(
-            SciReportConfig(
-                runs=runs, plot_dir=str(report / name), json=str(report / f"{name}.json"), **opts
-            )
+        sci_cfg = SciReportConfig(
+            runs=runs, plot_dir=str(report / name), json=str(report / f"{name}.json"), **opts
         )
+        sci = sci_report(sci_cfg)
         if sci is None:
             notes.append("no labelled records in its cells")
         else:
-            _write(report / f"{name}.md", sci["text"])
-            files += [f"{name}.md", f"{name}.json"]
+            table = f"{name}.{EXTENSIONS[sci_cfg.format]}"
+            _write(report / table, sci["text"])
+            files += [table, f"{name}.json"]
             files += [str(Path(p).relative_to(report)) for p in sci["plots"]]
     return files, notes
 
@@ -487,9 +500,9 @@ def _infer_report_files(
         text = inferred.format_report(got["rows"]).rstrip("\n")
         text += "\n\n" + logic.frames_note(got["readings"])
         stem = f"{out.name}-{cell.name}"
-        for fmt, ext in (("md", "md"), ("latex", "tex")):
-            _write(report / f"{stem}.{ext}", as_format(text, fmt))
-            files.append(f"{stem}.{ext}")
+        for fmt in ("md", "latex"):
+            _write(report / f"{stem}.{EXTENSIONS[fmt]}", as_format(text, fmt))
+            files.append(f"{stem}.{EXTENSIONS[fmt]}")
         frames = {r.name: r.frames for r in got["readings"].values()}
         rows = [{**row, "frames": frames} for row in got["rows"]]
         _write(report / f"{stem}.json", json.dumps(rows, indent=2, sort_keys=True, default=str))

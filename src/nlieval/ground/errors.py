@@ -42,7 +42,36 @@ class FolderError(RuntimeError):
     """A file or folder that cannot be used as asked (the message names it and says
     why); a run folder's errors are this class (``nlieval.runs.RunError``).
 
+    A folder that refuses a run says so in ``reason``; ``advice``, when given, is what
+    to do in a command's flags (``--out``, ``--overwrite``), and ``changed`` names the
+    settings or contents that differ from those the folder was made with: a caller
+    without those flags (an experiment's cell) says its own advice from them, never by
+    reading the message.
+
     >>> raise FolderError("out/a.json: cannot write: No space left on device")
     Traceback (most recent call last):
     nlieval.ground.errors.FolderError: out/a.json: cannot write: No space left on device
+    >>> err = FolderError("r holds another run", advice="pass --overwrite", changed=("k",))
+    >>> str(err), err.reason, err.changed
+    ('r holds another run; pass --overwrite', 'r holds another run', ('k',))
+    >>> import pickle; pickle.loads(pickle.dumps(err)).advice
+    'pass --overwrite'
     """
+
+    def __init__(
+        self, reason: str, *, advice: str | None = None, changed: tuple[str, ...] = ()
+    ) -> None:
+        self.reason = reason
+        self.advice = advice
+        self.changed = tuple(changed)
+        super().__init__(reason if advice is None else f"{reason}; {advice}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword arguments survive a pickle (a worker process, a Ray task).
+        return (_folder_error, (type(self), self.reason, self.advice, self.changed))
+
+
+def _folder_error(
+    cls: type[FolderError], reason: str, advice: str | None, changed: tuple[str, ...]
+) -> FolderError:
+    return cls(reason, advice=advice, changed=changed)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from .canvas import (
     FORMATS,
     WIDTHS,
+    FigurePaths,
     FigureWidth,
     PlotWriteError,
     figure_format,
@@ -54,6 +55,7 @@ from .studies import plot_confusion, plot_epg
 __all__ = [
     "FORMATS",
     "WIDTHS",
+    "FigurePaths",
     "FigureWidth",
     "figure_format",
     "paper_width",

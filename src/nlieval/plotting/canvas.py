@@ -211,28 +211,45 @@ class PlotWriteError(ValueError):
     unknown extension): one line naming the path, as every bad input is."""
 
 
-def save(fig: Figure, path: str | Path) -> Path:
-    """Write ``fig`` at ``path`` in the format of its extension (:func:`figure_format`:
-    vector PDF or SVG, or PNG at 300 dpi), creating its folder; returns the path. The
-    files carry no date, so drawing the same figure twice writes the same bytes.
+#: Where a figure is written: one path, or several (the same drawing in each format).
+FigurePaths = str | Path | tuple[str | Path, ...]
 
+
+def save(fig: Figure, path: FigurePaths) -> Path:
+    """Write ``fig`` at ``path`` in the format of its extension (:func:`figure_format`:
+    vector PDF or SVG, or PNG at 300 dpi), creating its folder; returns the path. Several
+    paths (``("f.png", "f.pdf")``) write the one drawing in each of their formats and
+    return the first. The files carry no date, so drawing the same figure twice writes
+    the same bytes.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> save(grid(1), (folder / "f.png", folder / "f.pdf")).name, sorted(
+    ...     p.name for p in folder.iterdir())
+    ('f.png', ['f.pdf', 'f.png'])
     >>> save(grid(1), "/proc/no/such/plot.png")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     nlieval.plotting.canvas.PlotWriteError: cannot write the plot /proc/no/such/plot.png: ...
     """
-    out = Path(path)
-    fmt = figure_format(out)
-    # No creation date (PDF) or date (SVG): the same figure is the same file.
-    metadata: dict[str, Any] = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(fmt, {})
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        import matplotlib
+    outs = [Path(p) for p in (path if isinstance(path, tuple) else (path,))]
+    if not outs:
+        raise PlotWriteError("cannot write a plot: no path given")
+    # Every extension checked before anything is written.
+    formats = [figure_format(out) for out in outs]
+    import matplotlib
 
-        with matplotlib.rc_context({"svg.hashsalt": "nlieval"}):
-            fig.savefig(out, dpi=PNG_DPI, format=fmt, metadata=metadata)
-    except OSError as err:
-        raise PlotWriteError(f"cannot write the plot {out}: {err.strerror or err}") from None
-    return out
+    for out, fmt in zip(outs, formats, strict=True):
+        # No creation date (PDF) or date (SVG): the same figure is the same file.
+        metadata: dict[str, Any] = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(
+            fmt, {}
+        )
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with matplotlib.rc_context({"svg.hashsalt": "nlieval"}):
+                fig.savefig(out, dpi=PNG_DPI, format=fmt, metadata=metadata)
+        except OSError as err:
+            raise PlotWriteError(f"cannot write the plot {out}: {err.strerror or err}") from None
+    return outs[0]
 
 
 def legend(fig: Figure, axes: Sequence[Axes], extra: Sequence[Artist] = ()) -> None:

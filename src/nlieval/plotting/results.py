@@ -23,7 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics import METRICS
-from .canvas import grid, legend, panels, save, series_name, short_names, std_note, styled, styles
+from .canvas import (
+    FigurePaths,
+    grid,
+    legend,
+    panels,
+    save,
+    series_name,
+    short_names,
+    std_note,
+    styled,
+    styles,
+)
 
 Row = Mapping[str, Any]
 ACC_STYLES = (
@@ -112,7 +123,7 @@ def _series(rows: Iterable[Row], with_k: bool = False) -> list[tuple[str, list[R
 @styled
 def plot_accuracy_vs_shots(
     metrics_rows: Sequence[Row],
-    path: str | Path,
+    path: FigurePaths,
     baselines: Mapping[str, Mapping[str, float]] | None = None,
     *,
     width: float | None = None,
@@ -199,7 +210,7 @@ def _bin_labels(rows: Sequence[Row]) -> dict[int, str]:
 @styled
 def plot_accuracy_by_entropy(
     bin_rows: Sequence[Row],
-    path: str | Path,
+    path: FigurePaths,
     against: str = "both",
     *,
     width: float | None = None,
@@ -291,7 +302,7 @@ def plot_accuracy_by_entropy(
 @styled
 def plot_divergence(
     rows: Sequence[Row],
-    path: str | Path,
+    path: FigurePaths,
     *,
     width: float | None = None,
     names: Iterable[str] | None = None,
@@ -360,7 +371,7 @@ def plot_divergence(
 def plot_accuracy_vs_size(
     metrics_rows: Sequence[Row],
     sizes: Mapping[str, float],
-    path: str | Path,
+    path: FigurePaths,
     baselines: Mapping[str, Mapping[str, float]] | None = None,
     *,
     width: float | None = None,
@@ -461,7 +472,7 @@ def _axis_levels(rows: Sequence[Row], metric: str) -> dict[str, float]:
 def plot_dynamics(
     rows: Sequence[Row],
     position: Mapping[str, float],
-    path: str | Path,
+    path: FigurePaths,
     *,
     metric: str = "accuracy",
     axis: str = "training tokens",
@@ -540,7 +551,9 @@ def _short(names: Sequence[str]) -> list[str]:
 
 
 @styled
-def plot_run_dynamics(rows: Sequence[Row], path: str | Path, *, width: float | None = None) -> Path:
+def plot_run_dynamics(
+    rows: Sequence[Row], path: FigurePaths, *, width: float | None = None
+) -> Path:
     """One checkpoint run's rows of :func:`nlieval.analyses.dynamics.dynamics`: accuracy
     (chance dashed) and gold NLL (a uniform guess's ln(options) dashed) against
     checkpoint, one panel column per (task, k); a third row of panels with the JS

@@ -8,13 +8,24 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .canvas import WIDTHS, grid, legend, panels, save, series_name, std_note, styled, styles
+from .canvas import (
+    WIDTHS,
+    FigurePaths,
+    grid,
+    legend,
+    panels,
+    save,
+    series_name,
+    std_note,
+    styled,
+    styles,
+)
 
 
 @styled
 def plot_epg(
     rows: Sequence[Mapping[str, Any]],
-    path: str | Path,
+    path: FigurePaths,
     *,
     width: float | None = None,
     names: Iterable[str] | None = None,
@@ -69,7 +80,7 @@ def plot_epg(
 
 @styled
 def plot_confusion(
-    row: Mapping[str, Any], path: str | Path, ncol: int, *, width: float | None = None
+    row: Mapping[str, Any], path: FigurePaths, ncol: int, *, width: float | None = None
 ) -> Path:
     """Counts (left) and row-normalised shares (right) of the first ``ncol`` columns of a
     ``nlieval sci-report`` row's confusion matrix (the report decides whether its

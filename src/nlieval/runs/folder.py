@@ -88,6 +88,9 @@ FOLDER_FORMAT = 2
 #: folder refuses is caught as a RunError.
 RunError = FolderError
 
+#: The advice of a folder that refuses a run: the command's flags that get past it.
+START_AGAIN = "choose another --out, or pass --overwrite to start it again"
+
 
 _Self = TypeVar("_Self", bound="Row")
 
@@ -303,8 +306,8 @@ class RunFolder(Generic[R]):
                 raise RunError(
                     f"{self.path} holds files ({', '.join(held[:3])}"
                     f"{', ...' if len(held) > 3 else ''}) but no {CONFIG}: not a run folder "
-                    "of nlieval, or its config.json was removed; choose another --out, or "
-                    "pass --overwrite to start it again"
+                    "of nlieval, or its config.json was removed",
+                    advice=START_AGAIN,
                 )
         if has_config and not overwrite:
             old = _read_json(cfg_path)
@@ -313,7 +316,8 @@ class RunFolder(Generic[R]):
             if old_kind != config.KIND:
                 raise RunError(
                     f"{self.path} holds a run of `nlieval {old_kind}`, not of "
-                    f"`nlieval {config.KIND}`; choose another --out"
+                    f"`nlieval {config.KIND}`",
+                    advice="choose another --out",
                 )
             saved = _identity(type(config), old)
             now = config.to_dict()
@@ -321,8 +325,9 @@ class RunFolder(Generic[R]):
             if diff:
                 detail = ", ".join(f"{f}: {saved[f]!r} -> {now.get(f)!r}" for f in diff)
                 raise RunError(
-                    f"{self.path} holds a run made with other settings ({detail}); "
-                    "choose another --out, or pass --overwrite to start it again"
+                    f"{self.path} holds a run made with other settings ({detail})",
+                    advice=START_AGAIN,
+                    changed=tuple(diff),
                 )
         known: dict[str, str] = {}
         if has_config and not overwrite:
@@ -339,8 +344,9 @@ class RunFolder(Generic[R]):
                 raise RunError(
                     f"{self.path} holds records made from other contents ({detail}): a data "
                     "file, template or the model's weights changed, or --data-dir/--template "
-                    "names other files; choose another --out, or pass --overwrite to start "
-                    "it again"
+                    "names other files",
+                    advice=START_AGAIN,
+                    changed=tuple(changed),
                 )
         if overwrite:
             for name in (RECORDS, RESULTS, SUMMARY, TIMING, PROVENANCE):
@@ -392,8 +398,8 @@ class RunFolder(Generic[R]):
                     elif first[1] != digest:
                         raise RunError(
                             f"{p}:{row.line}: a second, different record for {rec.key} (the "
-                            f"first is on line {first[0]}); remove the wrong one, or pass "
-                            "--overwrite to run again"
+                            f"first is on line {first[0]})",
+                            advice="remove the wrong one, or pass --overwrite to run again",
                         )
                     else:
                         copies.append(row.line)

@@ -1,0 +1,323 @@
+"""Every option of an output reaches the library function that makes it: for each kind,
+each field of its settings class that the report does not set itself changes what the
+library is called with or what the report writes; the report's own fields are refused in
+one line naming the file, the line and the key.
+
+The library functions are replaced by recorders here (what each is called with is the
+point; their own tests check what they compute), so the test needs no run folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nlieval.analyses import chaosnli
+from nlieval.experiments import report as rep
+from nlieval.experiments.plan import Cell
+from nlieval.experiments.spec import Resources, parse_experiment
+from nlieval.ground import DataError
+
+#: What each output needs to be an output at all.
+BASE: dict[str, dict[str, Any]] = {
+    "figure": {"figure": "shots"},
+    "breakdown": {"by": ["genre"]},
+    "infer-report": {"items": "other"},
+    "epg": {"scores": "other"},
+    # The two go together.
+    "sci-report": {"in_domain": "snli", "out_of_domain": "mnli"},
+}
+
+#: A value other than the default, for every option of every kind. A field added to a
+#: settings class without a value here fails `test_every_option_has_a_value`.
+VALUES: dict[tuple[str, str], Any] = {
+    **{
+        ("grid", k): v
+        for k, v in {
+            "name": ["m=Model M"],
+            "rows": ["task"],
+            "cols": ["model"],
+            "metrics": ["macro_f1"],
+            "reference": "runs/ref",
+            "reference_by": "template=hyp-only",
+            "no_average": True,
+            "no_overall": True,
+            "ci": 0.9,
+            "resamples": 50,
+            "seed": 3,
+            "over_checkpoints": True,
+            "allow_mixed": True,
+            "percent": True,
+            "digits": 1,
+        }.items()
+    },
+    **{
+        ("figure", k): v
+        for k, v in {
+            "width": "column",
+            "name": ["m=Model M"],
+            "sizes": ["m=1e9"],
+            "pattern": r"step(\d+)",
+            "scale": 2,
+            "metric": "js_distance",
+            "axis": "steps",
+        }.items()
+    },
+    **{
+        ("compare", k): v
+        for k, v in {
+            "resamples": 50,
+            "seed": 3,
+            "confidence": 0.9,
+            "correction": "bh",
+            "format": "latex",
+        }.items()
+    },
+    **{
+        ("breakdown", k): v
+        for k, v in {"name": ["m=Model M"], "pool": True, "by": ["gold"]}.items()
+    },
+    **{
+        ("items", k): v
+        for k, v in {
+            "name": ["m=Model M"],
+            "filter": ["disagree"],
+            "sort": "entropy",
+            "limit": 5,
+            "data_dir": "data",
+            "ids": ["12", "407"],
+            "full": True,
+            "format": "csv",
+        }.items()
+    },
+    **{
+        ("chaosnli", k): v
+        for k, v in {
+            "name": ["m=Model M"],
+            "bins": 3,
+            "human_splits": 10,
+            "human_seed": 4,
+            "human_js": ["chaosnli_snli=0.07"],
+            "common_items": True,
+            "against": "majority",
+            "format": "latex",
+        }.items()
+    },
+    **{
+        ("dynamics", k): v
+        for k, v in {
+            "width": "column",
+            "bins": 3,
+            "human_splits": 10,
+            "human_seed": 4,
+            "human_js": ["chaosnli_snli=0.07"],
+            "against": "majority",
+            "format": "latex",
+        }.items()
+    },
+    **{
+        ("sci-report", k): v
+        for k, v in {
+            "width": "column",
+            "in_domain": "anli",
+            "out_of_domain": "hans",
+            "plot_format": "pdf",
+            "over_checkpoints": True,
+            "format": "latex",
+        }.items()
+    },
+    **{("infer-report", k): v for k, v in {"readings": ["reading.yaml"], "frames": "S5"}.items()},
+    **{
+        ("epg", k): v
+        for k, v in {
+            "width": "column",
+            "skip_bad": True,
+            "thresholds": [0.5],
+            "metric": "macro_f1",
+        }.items()
+    },
+}
+
+OPTIONS = [(kind, name) for kind in rep.KINDS for name in rep.option_fields(rep.KINDS[kind])]
+
+
+def _experiment(folder: Path, kind: str, options: dict[str, Any]) -> Path:
+    output = {"kind": kind, "blocks": ["base"], **BASE.get(kind, {}), **options}
+    path = folder / "e.yaml"
+    path.write_text(
+        "models: {m: smollm2-135m}\n"
+        "blocks:\n"
+        "  base: {command: run, tasks: [smoke]}\n"
+        "  other: {command: run, tasks: [smoke]}\n"
+        "matrix: [{block: base, models: [m]}]\n"
+        "outputs:\n"
+        f"  out: {json.dumps(output)}\n"
+    )
+    return path
+
+
+class Calls:
+    """The library functions of the report, each replaced by a recorder of its call."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.seen: list[str] = []
+        fakes: dict[str, tuple[str, Any]] = {
+            "grid_of": ("nlieval.reports", None),
+            "render_grid": ("nlieval.analyses", "| a |\n|---|\n| 1 |"),
+            "figure_from": ("nlieval.reports", Path("f.png")),
+            "compare_report": ("nlieval.reports", []),
+            "breakdown_report": ("nlieval.reports", "| a |\n|---|\n| 1 |"),
+            "listing_report": ("nlieval.reports", "| a |\n|---|\n| 1 |"),
+            "chaosnli_scores": ("nlieval.analyses", (chaosnli.report([]), None)),
+            "follow_run": (
+                "nlieval.analyses.commands",
+                {"rows": [], "written": [], "skipped": []},
+            ),
+            "sci_report": ("nlieval.sci", {"text": "t", "plots": [], "json": None}),
+            "inferred_consistency": ("nlieval.metainference", {"rows": [], "readings": {}}),
+            "contamination_report": ("nlieval.contamination", {"epg": []}),
+        }
+        for name, (module, result) in fakes.items():
+            monkeypatch.setattr(f"{module}.{name}", self._recorder(name, result))
+
+    def _recorder(self, name: str, result: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.seen.append(f"{name}{args!r}{sorted(kwargs.items())!r}")
+            return result
+
+        return call
+
+
+def _made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, options: dict[str, Any]):
+    """What the report calls and writes for an output of ``kind`` with ``options``."""
+    folder = tmp_path / json.dumps(options, sort_keys=True).encode().hex()[:40]
+    folder.mkdir()
+    exp = parse_experiment(_experiment(folder, kind, options).read_text(), "e.yaml")
+    out = exp.outputs[0]
+    calls = Calls(monkeypatch)
+    cell = Cell("other-m", "other", "run", "m", "smollm2-135m", (), Resources(), "e", 1, {}, ())
+    inputs = {"items": [cell], "scores": [cell]}
+    report = tmp_path / "report"  # one folder for both calls: the paths are the same
+    report.mkdir(exist_ok=True)
+    for old in report.rglob("*"):
+        if old.is_file():
+            old.unlink()
+    runs = ("cells/base-m", "cells/other-m") if kind == "compare" else ("cells/base-m",)
+    files, notes = rep._write_output(exp, out, runs, report, inputs, [cell])
+    written = {f: (report / f).read_bytes() for f in files if (report / f).is_file()}
+    return calls.seen, files, written, notes
+
+
+def test_every_option_has_a_value() -> None:
+    missing = [o for o in OPTIONS if o not in VALUES]
+    assert not missing, f"no test value for {missing}"
+
+
+@pytest.mark.parametrize(("kind", "option"), OPTIONS)
+def test_each_option_of_an_output_reaches_its_library_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, option: str
+) -> None:
+    base = _made(tmp_path, monkeypatch, kind, {})
+    given = _made(tmp_path, monkeypatch, kind, {option: VALUES[kind, option]})
+    assert base[0], f"{kind}: no library call recorded"
+    # The library was called otherwise, or the report wrote something else.
+    assert given != base, f"{kind}: option {option} changed nothing"
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "ext"),
+    [
+        ("items", "csv", "csv"),
+        ("items", "latex", "tex"),
+        ("compare", "latex", "tex"),
+        ("chaosnli", "latex", "tex"),
+        ("dynamics", "latex", "tex"),
+        ("sci-report", "latex", "tex"),
+    ],
+)
+def test_a_table_format_names_the_file_it_is_written_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, value: str, ext: str
+) -> None:
+    _, files, _, _ = _made(tmp_path, monkeypatch, kind, {"format": value})
+    assert [f for f in files if f.endswith(f".{ext}")]
+    assert not [f for f in files if f.endswith(".md")]
+
+
+def test_a_compare_table_in_latex_is_booktabs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("nlieval.analyses.comparison_table", lambda rows: "| a |\n|---|\n| 1 |")
+    _, _, written, _ = _made(tmp_path, monkeypatch, "compare", {"format": "latex"})
+    assert b"\\toprule" in written["out.tex"]
+
+
+def test_options_refused_together_are_one_line_before_any_cell(tmp_path: Path) -> None:
+    path = _experiment(tmp_path, "sci-report", {"out_of_domain": None})
+    exp = parse_experiment(path.read_text(), str(path))
+    with pytest.raises(DataError, match=r"^.*e\.yaml:7: output kind sci-report: .*together"):
+        rep.check_outputs(exp)
+
+
+def test_chaosnli_text_is_the_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, files, written, _ = _made(tmp_path, monkeypatch, "chaosnli", {})
+    assert written["out.md"].decode() == chaosnli.format_report(chaosnli.report([])) + "\n"
+
+
+OWN = [
+    (kind, name)
+    for kind, k in rep.KINDS.items()
+    for name in k.own
+    if name not in rep.BLOCK_OPTIONS.get(kind, ()) and name != "kind"
+]
+
+
+@pytest.mark.parametrize(("kind", "option"), OWN)
+def test_an_option_the_report_sets_itself_is_one_line(
+    tmp_path: Path, kind: str, option: str
+) -> None:
+    path = _experiment(tmp_path, kind, {option: "x"})
+    exp = parse_experiment(path.read_text(), str(path))
+    with pytest.raises(DataError) as err:
+        rep.check_outputs(exp)
+    assert str(err.value).startswith(f"{path}:7: field '{option}': not an option of output kind")
+    assert "\n" not in str(err.value)
+
+
+def test_a_repeatable_option_is_one_value_per_entry(tmp_path: Path) -> None:
+    options = {"name": ["m=Model M", "N"], "human_js": ["chaosnli_snli=0.07", "chaosnli_mnli=0.1"]}
+    path = _experiment(tmp_path, "chaosnli", options)
+    exp = parse_experiment(path.read_text(), str(path))
+    got = rep.output_options(exp, exp.outputs[0])
+    assert got["name"] == (("m", "Model M"), ("", "N"))
+    assert got["human_js"] == (("chaosnli_snli", 0.07), ("chaosnli_mnli", 0.1))
+
+
+@pytest.mark.parametrize(("kind", "drawer"), [("figure", "figure_report"), ("epg", "plot_epg")])
+def test_a_figure_is_drawn_once_and_saved_as_png_and_pdf(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, drawer: str
+) -> None:
+    drawn: list[Any] = []
+
+    def draw(*args: Any, **kwargs: Any) -> Path:
+        drawn.append(args)
+        return Path("x")
+
+    monkeypatch.setattr(f"nlieval.reports.{drawer}", draw, raising=False)
+    monkeypatch.setattr(f"nlieval.contamination.command.{drawer}", draw, raising=False)
+    monkeypatch.setattr("nlieval.contamination.command.epg", lambda *a, **k: [])
+    monkeypatch.setattr("nlieval.contamination.command.read_scores", lambda path: [])
+    monkeypatch.setattr("nlieval.contamination.command.iter_run_records", lambda runs: iter(()))
+    monkeypatch.setattr("nlieval.reports._named", lambda folders, names: ([], {}))
+    folder = tmp_path / "e"
+    folder.mkdir()
+    exp = parse_experiment(_experiment(folder, kind, {}).read_text(), "e.yaml")
+    cell = Cell("other-m", "other", "run", "m", "smollm2-135m", (), Resources(), "e", 1, {}, ())
+    report = tmp_path / "report"
+    report.mkdir()
+    files, _ = rep._write_output(exp, exp.outputs[0], ("cells/base-m",), report, {"scores": [cell]})
+    assert len(drawn) == 1
+    paths = next(a for a in drawn[0] if isinstance(a, tuple) and str(a[0]).endswith(".png"))
+    assert [Path(p).name for p in paths] == ["out.png", "out.pdf"]
+    assert {"out.png", "out.pdf"} <= set(files)
