@@ -5,6 +5,7 @@
 #
 #   bash scripts/doc_images.sh            # into docs/img
 #   bash scripts/doc_images.sh /tmp/img   # somewhere else, e.g. to compare
+#   bash scripts/doc_images.sh --page reports.md [DIR]   # only the figures of one page
 #
 # Each figure names the run folders it reads and the page whose commands make them. A
 # figure whose folders are missing is reported, the others are still written, and the
@@ -12,14 +13,24 @@
 # of `nlieval view` needs Chromium (scripts/setup_browser.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+PAGE=
+if [ "${1:-}" = --page ]; then
+    PAGE=${2:?--page needs a page of docs/, e.g. reports.md}
+    [ -f "docs/$PAGE" ] || { echo "doc_images.sh: no page docs/$PAGE" >&2; exit 2; }
+    shift 2
+fi
 IMG=${1:-docs/img}
 mkdir -p "$IMG/baan"
 failed=()
 
-# figure PAGE COMMAND...: run one plot command; on failure remember it and go on.
+# figure PAGE COMMAND...: run one plot command (with --page, only that page's); on failure
+# remember it and go on.
 figure() {
     local page=$1
     shift
+    if [ -n "$PAGE" ] && [ "$page" != "$PAGE" ]; then
+        return
+    fi
     echo "==> $*"
     if ! "$@" >/dev/null; then
         failed+=("$* (its run folders: docs/$page)")
@@ -84,4 +95,4 @@ if [ ${#failed[@]} -gt 0 ]; then
     printf '  %s\n' "${failed[@]}" >&2
     exit 1
 fi
-echo "doc_images.sh: every figure written into $IMG"
+echo "doc_images.sh: every figure${PAGE:+ of docs/$PAGE} written into $IMG"

@@ -157,6 +157,26 @@ def test_a_cell_of_one_gold_class_has_no_macro_f1_in_any_format() -> None:
     assert got[0]["macro_f1"] is None and got[0]["per_class_f1"][N] is None
 
 
+def test_json_rows_say_which_cells_are_null_and_why() -> None:
+    import json
+
+    by_gold = json.loads(breakdown_table(breakdown(_cell_records(), ["gold"]), ["gold"], "json"))
+    # gold=entailment holds no non-entailment item (and the reverse): that class's F1 and
+    # the macro F1 are null, and the row's note names exactly those cells.
+    for row, absent in zip(by_gold, (N, E), strict=True):
+        assert row["macro_f1"] is None and row["per_class_f1"][absent] is None
+        assert row["note"] == (
+            "null: macro_f1, macro_f1_std (the row holds gold items of one class only); "
+            f"per_class_f1.{absent} (no gold items of {absent} in the row: its recall is "
+            "undefined)"
+        )
+    # Both classes in the row: nothing is null, and the note is null too.
+    (row,) = json.loads(
+        breakdown_table(breakdown(_cell_records(), ["heuristic"]), ["heuristic"], "json")
+    )
+    assert row["macro_f1"] is not None and row["note"] is None
+
+
 def test_a_cell_of_both_classes_keeps_its_macro_f1() -> None:
     (row,) = breakdown(_cell_records(), ["heuristic"])
     # seed 0: F1 E = 2*3/(6+1+1) = 0.75, F1 N = 2/(2+1+1) = 0.5: macro 0.625;

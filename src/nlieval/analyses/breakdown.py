@@ -171,12 +171,36 @@ NA_NOTE = (
 )
 
 
+def null_note(row: dict[str, Any]) -> str | None:
+    """What the JSON ``note`` of a :func:`breakdown` row says: which of its cells are null
+    (n/a in the other formats) and why (:data:`NA_NOTE`, cell by cell); None where none is.
+
+    >>> row = {"macro_f1": None, "per_class_f1": {"a": 0.8, "b": None}}
+    >>> for part in null_note(row).split("; "):
+    ...     print(part)
+    null: macro_f1, macro_f1_std (the row holds gold items of one class only)
+    per_class_f1.b (no gold items of b in the row: its recall is undefined)
+    >>> null_note({"macro_f1": 0.5, "per_class_f1": {"a": 0.5, "b": 0.5}}) is None
+    True
+    """
+    why = []
+    if row.get("macro_f1") is None:
+        why.append("macro_f1, macro_f1_std (the row holds gold items of one class only)")
+    why += [
+        f"per_class_f1.{c} (no gold items of {c} in the row: its recall is undefined)"
+        for c, f1 in row.get("per_class_f1", {}).items()
+        if f1 is None
+    ]
+    return "null: " + "; ".join(why) if why else None
+
+
 def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str], fmt: str = "md") -> str:
     """The rows of :func:`breakdown` as a table: Markdown (``md``), CSV (``csv``), JSON
     (``json``: the rows as they are) or LaTeX (``latex``: the Markdown cells, booktabs).
     Per-class F1 gets a column per class (the papers' per-class F1 per domain layout); a
     row whose group lacks a class shows ``–``, one without gold items of it ``n/a``
-    (:data:`NA_NOTE` under the table; empty in CSV, null in JSON). Under the table too:
+    (:data:`NA_NOTE` under the table; empty in CSV; null in JSON, whose rows each have a
+    ``note``, :func:`null_note`, naming their null cells and why). Under the table too:
     how many seeds are behind a ± (in each cell where rows differ), as ``grid`` says it.
 
     >>> rows = [{"model": "m", "checkpoint": None, "task": "t", "k": 0, "genre": "fiction",
@@ -186,7 +210,7 @@ def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str], fmt: str 
     | m | t | 0 | fiction | 3 | 0.500 | 0.400 | 0.400 |
     """
     if fmt == "json":
-        return json.dumps(list(rows), indent=2)
+        return json.dumps([{**r, "note": null_note(r)} for r in rows], indent=2)
     classes: list[str] = []
     for r in rows:
         classes += [c for c in r["per_class_f1"] if c not in classes]

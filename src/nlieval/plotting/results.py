@@ -534,8 +534,9 @@ def plot_dynamics(
         if min(position[str(r["checkpoint"])] for r in task_rows) > 0:
             ax.set_xscale("log")
         ax.set(title=str(task), xlabel=axis, ylabel=METRICS[metric].axis)
-        if metric != "accuracy":
-            ax.set_ylim(bottom=0)
+        # Accuracy on 0-1, as accuracy vs shots draws it: a change of one item in a hundred
+        # is not stretched over the whole panel.
+        ax.set_ylim(*((0, 1) if metric == "accuracy" else (0, None)))
     legend(fig, axes, [std_note()] if _has_spread(rows, metric) else [])
     return save(fig, path)
 
