@@ -23,6 +23,7 @@ has always had).
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, fields, is_dataclass
 from typing import Any, TypeVar
@@ -176,6 +177,77 @@ def flat_dict(config: Any) -> dict[str, Any]:
         else:
             out.update(flat_dict(value))
     return out
+
+
+def flat_defaults(cls: type[Any]) -> dict[str, Any]:
+    """The default of each key :func:`flat_dict` gives for a ``cls``: a field's default
+    (or its factory's value), the fields of its options inline, and the ``when`` field
+    of options that are None by default as None. A field the class requires has no key,
+    though its flag may have a ``cli_default`` (the model: always part of a config).
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Opt:
+    ...     dtype: str = setting("auto", help="weights' type")
+    >>> @dataclass(frozen=True)
+    ... class Server:
+    ...     api_base: str = setting(help="server")
+    ...     timeout: float = setting(60.0, help="seconds")
+    >>> @dataclass(frozen=True)
+    ... class Cfg:
+    ...     model: str
+    ...     hf: Opt = options(Opt)
+    ...     server: Server | None = options(Server, when="api_base", optional=True)
+    >>> flat_defaults(Cfg)
+    {'dtype': 'auto', 'timeout': 60.0, 'api_base': None}
+    """
+    out: dict[str, Any] = {}
+    for f in fields(cls):
+        opt = options_of(f)
+        if opt is not None:
+            out.update(flat_defaults(opt.cls))
+            if f.default is None and opt.when is not None:
+                out[opt.when] = None  # absent options: flat_dict's when field is None
+            continue
+        if f.default is not MISSING:
+            value = f.default
+        elif f.default_factory is not MISSING:
+            value = f.default_factory()
+        else:
+            continue
+        nested = is_dataclass(value) and not isinstance(value, type)
+        out[f.name] = dataclasses.asdict(value) if nested else value  # as flat_dict has it
+    return out
+
+
+def non_default(*configs: Any) -> dict[str, Any]:
+    """The :func:`flat_dict` of ``configs`` (merged in order, as a command of several
+    settings classes has them) less every key whose value is its default
+    (:func:`flat_defaults`; values compared in their JSON form, a tuple as a list): the
+    configuration as it was chosen, which a setting added later with a default leaves
+    unchanged.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Cfg:
+    ...     model: str
+    ...     shots: tuple[int, ...] = setting((0,), help="shots")
+    ...     limit: int | None = setting(None, help="items")
+    >>> non_default(Cfg("m", shots=(0,))), non_default(Cfg("m", limit=20))
+    ({'model': 'm'}, {'model': 'm', 'limit': 20})
+    """
+    flat: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
+    for c in configs:
+        flat.update(flat_dict(c))
+        defaults.update(flat_defaults(type(c)))
+    return {
+        k: v for k, v in flat.items() if k not in defaults or _as_json(v) != _as_json(defaults[k])
+    }
+
+
+def _as_json(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
 def from_flat_dict(cls: type[T], d: Mapping[str, Any]) -> T:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from nlieval.experiments import (
     run_experiment,
 )
 from nlieval.ground import FolderError
+from nlieval.settings import options, setting
 
 TEXT = """\
 experiment: tiny
@@ -233,6 +235,81 @@ def test_an_edited_cell_is_refused_in_one_line_naming_it(
     # The advice is what to do in an experiment (run has --overwrite; experiment run not).
     assert "--overwrite" not in outcome.error
     assert f"remove {copy / 'cells' / 'base-tiny'} to run the cell again" in outcome.error
+    assert (copy / "cells" / "base-tiny" / "records.jsonl").read_bytes() == before
+
+
+@dataclass(frozen=True)
+class Knobs:
+    tensor_parallel: int = setting(1, help="GPUs a model is split over")
+
+
+@dataclass(frozen=True)
+class Later(RunConfig):
+    """``run`` as a later version may have it: a new setting and new engine options
+    (as tensor_parallel_size came to every model), each with a default."""
+
+    new_knob: int = setting(3, help="a setting added later")
+    knobs: Knobs = options(Knobs)
+
+
+@dataclass(frozen=True)
+class Flipped(RunConfig):
+    """``run`` as a later version may have it: an IDENTITY setting's default changed."""
+
+    balanced: bool = setting(True, help="label-balanced few-shot draws")
+
+
+def _run_as(monkeypatch: pytest.MonkeyPatch, cls: type[RunConfig]) -> None:
+    from nlieval.experiments import commands
+
+    original = commands._classes
+    monkeypatch.setattr(
+        commands, "_classes", lambda name: (cls,) if name == "run" else original(name)
+    )
+
+
+def test_a_setting_added_with_a_default_runs_no_cell_again(
+    done: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, out = done
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
+    report = _report(copy)
+    _run_as(monkeypatch, Later)
+
+    def no_work(job: object) -> None:
+        raise AssertionError("a done cell was run again")
+
+    monkeypatch.setattr(driver, "run_cell", no_work)
+    summary = run_experiment(read_experiment(path), copy)
+    assert [(o.state, o.attempts) for o in summary.outcomes] == [("done", 0)] * 3
+    assert _report(copy) == report
+    cells = json.loads((copy / "experiment.json").read_text())["cells"]
+    assert all(c["config"]["new_knob"] == 3 and "new_knob" not in c["given"] for c in cells)
+
+
+def test_a_changed_default_keeps_done_cells_and_a_partial_one_is_refused(
+    done: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, out = done
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
+    before = (copy / "cells" / "base-tiny" / "records.jsonl").read_bytes()
+    # base-tiny stopped half way (no outcome saved) under the old default, balanced False.
+    (copy / driver.STATE / "base-tiny.json").unlink()
+    _run_as(monkeypatch, Flipped)
+    summary = run_experiment(
+        read_experiment(path), copy, executor=LocalExecutor(sleep=lambda s: None)
+    )
+    outcome = {o.cell: (o.state, o.attempts) for o in summary.outcomes}
+    # The done cells keep their identity and their records of the old default.
+    assert outcome["base-tiny-seed1"] == outcome["base-tiny-seed2"] == ("done", 0)
+    # The partial one is run, and its run folder refuses the other value: never mixed.
+    (failed,) = summary.failed
+    assert (failed.cell, failed.state, failed.attempts) == ("base-tiny", "failed", 1)
+    assert failed.error is not None and "\n" not in failed.error
+    assert failed.error.startswith("cell base-tiny: ")
+    assert "balanced: False -> True" in failed.error
     assert (copy / "cells" / "base-tiny" / "records.jsonl").read_bytes() == before
 
 

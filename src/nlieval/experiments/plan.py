@@ -21,12 +21,12 @@ import json
 import math
 import re
 from collections.abc import Container, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..ground import DataError
-from ..settings import flag_of, flat_dict
+from ..settings import flag_of, flat_dict, non_default
 from .commands import build_config, command, engine_option_keys, setting_fields, takes
 from .spec import Experiment, MatrixEntry, ModelEntry, Resources, Setting, suggest
 
@@ -49,7 +49,9 @@ AXIS_FIELDS = {
 class Cell:
     """One run folder of the experiment: its name (and folder ``cells/<name>``), the
     block and model it comes from, the settings its command is given (the block's, the
-    model's engine options, the matrix entry's axes), the equivalent command line and
+    model's engine options, the matrix entry's axes), its command's whole configuration
+    (``config``, defaults included, for display) and the part of it that differs from
+    the defaults (``given``, what its identity hashes), the equivalent command line and
     the estimate of its work (records and prompt words; None: not estimated)."""
 
     name: str
@@ -71,17 +73,26 @@ class Cell:
     #: the identities of the cells in ``needs``, in that order: a cell reading another
     #: one's folder is another cell when that one's configuration changed
     inputs: tuple[str, ...] = ()
+    #: ``config`` less every setting at its default (:func:`nlieval.settings.non_default`)
+    given: dict[str, Any] = field(default_factory=dict)
 
     @property
     def identity(self) -> str:
-        """A digest of the cell's configuration and of the identities of the cells it
-        reads: a cell done under another one is run again (its folder then resumes,
-        grows or refuses, as the command decides)."""
-        # A cell reading no other one hashes its configuration alone, as before inputs
-        # counted: the experiment folders made then keep their cells done.
-        body: Any = (
-            self.config if not self.inputs else {"config": self.config, "inputs": self.inputs}
-        )
+        """A digest of the cell's configuration as chosen (``given``: the settings that
+        differ from their defaults) and of the identities of the cells it reads: a cell
+        done under another one is run again (its folder then resumes, grows or refuses,
+        as the command decides).
+
+        A setting a later version adds with a default leaves the identity as it was, so
+        done cells stay done. So does a default that a later version changes: a done cell
+        keeps the records of the old default (its ``config.json`` says which), and a cell
+        that is run again (partial, or edited) is checked by its run folder, which
+        refuses in one line an IDENTITY field whose saved value differs (the others, as
+        tasks, shots or limit, only add records of their own points, as an edited file's
+        would), so records of the two defaults never mix in one folder.
+        """
+        # A cell reading no other one hashes its settings alone (no "inputs" key).
+        body: Any = self.given if not self.inputs else {"config": self.given, "inputs": self.inputs}
         text = json.dumps(body, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -102,6 +113,7 @@ class Cell:
             "command": self.command,
             "model": self.model_name,
             "config": self.config,
+            "given": self.given,
             "identity": self.identity,
             "argv": list(self.argv),
             "records": self.records,
@@ -445,6 +457,7 @@ def _cell(
     for c in configs:
         config.update(flat_dict(c))
     config = json.loads(json.dumps(config, default=str))
+    given = json.loads(json.dumps(non_default(*configs), default=str))
     return Cell(
         name,
         block,
@@ -459,6 +472,7 @@ def _cell(
         _argv(cmd, model, settings, command(cmd).model_field),
         needs=needs,
         inputs=inputs,
+        given=given,
     )
 
 
