@@ -23,6 +23,7 @@ import pytest
 
 from nlieval.cli import main
 from tests.view.test_sci import SOURCE, cli, make_infer, make_sci, md_tables
+from tests.view.test_site import read_js
 from tests.view.test_view_browser import ATTACK, Opened, browser  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -188,9 +189,13 @@ def test_markup_in_inferred_items_and_model_names_shows_as_text(
                 assert premises.count(ATTACK) == 3 + 6 * 2  # 3 reversals, 6 pairs of two
             else:
                 assert "Confusion, <b>m</b>, mini, k=0 (1 run):" in page.inner_text("body")
-            # Nothing of the data became an element: no image, no bold, no script but
-            # the page's; no dialog, no request out of the site (checked on close).
-            assert page.locator("img").count() == 0 and page.locator("b").count() == 0
+            # Nothing of the data became an element: no image but the site's own figures,
+            # no bold, no script but the page's; no dialog, no request out of the site
+            # (checked on close).
+            images = page.eval_on_selector_all("img", "s => s.map(e => e.getAttribute('src'))")
+            figures = read_js(site / "data" / "meta.js")["figures"]["shown"]
+            assert images == [f["file"] for f in figures]
+            assert page.locator("b").count() == 0
             scripts = page.eval_on_selector_all("script", "s => s.map(e => e.src)")
             assert all(s.rsplit("/", 2)[-2] in ("assets", "data") for s in scripts)
             page.wait_for_timeout(200)
