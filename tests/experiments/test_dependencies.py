@@ -164,18 +164,6 @@ def test_a_cell_reading_an_edited_cell_is_another_cell(tmp_path: Path) -> None:
     assert three["sources-tiny"] == four["sources-tiny"]
 
 
-def test_a_cell_reading_no_other_has_the_identity_of_its_settings_alone(tmp_path: Path) -> None:
-    import hashlib
-
-    path = tmp_path / "e.yaml"
-    path.write_text(TEXT.replace("MODEL", "m").replace("PATTERNS", "seed: 0"))
-    for c in plan_cells(read_experiment(path), estimate=False):
-        if not c.needs:
-            # The digest of the settings away from their defaults, with no inputs beside.
-            text = json.dumps(c.given, sort_keys=True, default=str)
-            assert c.identity == hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def test_after_its_input_is_edited_a_dependent_cell_is_not_left_done(
     tmp_path: Path, tiny_llama: Path
 ) -> None:

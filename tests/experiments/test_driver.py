@@ -288,29 +288,30 @@ def test_a_setting_added_with_a_default_runs_no_cell_again(
     assert all(c["config"]["new_knob"] == 3 and "new_knob" not in c["given"] for c in cells)
 
 
-def test_a_changed_default_keeps_done_cells_and_a_partial_one_is_refused(
+def test_a_changed_default_of_a_checked_field_is_refused_by_every_cell_folder(
     done: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, out = done
     copy = tmp_path / "copy"
     subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
-    before = (copy / "cells" / "base-tiny" / "records.jsonl").read_bytes()
+    cells = sorted(p.name for p in (copy / "cells").iterdir() if p.name.startswith("base-tiny"))
+    before = {c: (copy / "cells" / c / "records.jsonl").read_bytes() for c in cells}
     # base-tiny stopped half way (no outcome saved) under the old default, balanced False.
     (copy / driver.STATE / "base-tiny.json").unlink()
     _run_as(monkeypatch, Flipped)
     summary = run_experiment(
         read_experiment(path), copy, executor=LocalExecutor(sleep=lambda s: None)
     )
-    outcome = {o.cell: (o.state, o.attempts) for o in summary.outcomes}
-    # The done cells keep their identity and their records of the old default.
-    assert outcome["base-tiny-seed1"] == outcome["base-tiny-seed2"] == ("done", 0)
-    # The partial one is run, and its run folder refuses the other value: never mixed.
-    (failed,) = summary.failed
-    assert (failed.cell, failed.state, failed.attempts) == ("base-tiny", "failed", 1)
-    assert failed.error is not None and "\n" not in failed.error
-    assert failed.error.startswith("cell base-tiny: ")
-    assert "balanced: False -> True" in failed.error
-    assert (copy / "cells" / "base-tiny" / "records.jsonl").read_bytes() == before
+    # `balanced` is a field the run folder checks: the done cells as well as the partial
+    # one are other cells now, and each folder refuses the other value in one line, so
+    # no report shows records of the old default as the new one's.
+    failed = {o.cell: o for o in summary.failed}
+    assert sorted(failed) == cells == ["base-tiny", "base-tiny-seed1", "base-tiny-seed2"]
+    for name, o in failed.items():
+        assert o.error is not None and "\n" not in o.error
+        assert o.error.startswith(f"cell {name}: ")
+        assert "balanced: False -> True" in o.error
+    assert {c: (copy / "cells" / c / "records.jsonl").read_bytes() for c in cells} == before
 
 
 @pytest.mark.parametrize("changed", [("balanced",), ()])

@@ -83,14 +83,25 @@ def test_a_setting_added_with_a_default_leaves_every_identity(
 
 def test_what_a_cell_is_given_is_what_differs_from_the_defaults() -> None:
     (cell, *_) = plan_cells(parse_experiment(TEXT, "e.yaml"), estimate=False)
-    # The block's settings, the model, the seed of the axis; RunConfig's defaults are
-    # shots (0,), limit None, seeds (0,): each set here differs from them.
+    # The block's settings, the model, the seed of the axis (RunConfig's defaults are
+    # shots (0,), limit None, seeds (0,): each set here differs from them), and the
+    # fields a run folder checks to resume (RunConfig.IDENTITY) at their values: a
+    # packaged model runs on the transformers engine ("hf"), the rest are defaults.
     assert cell.given == {
         "model": "smollm2-135m",
         "tasks": ["smoke"],
         "limit": 4,
         "shots": [0, 1],
         "seeds": [1],
+        "engine": "hf",
+        "split": None,
+        "template": None,
+        "balanced": False,
+        "dtype": "auto",
+        "revision": None,
+        "sample": None,
+        "sample_seed": 0,
+        "label_map": [],
     }
     server = {c.name: c for c in plan_cells(parse_experiment(TEXT, "e.yaml"), estimate=False)}[
         "base-s-seed1"
@@ -122,6 +133,42 @@ def test_a_default_written_out_is_the_default() -> None:
     assert _identities(TEXT.replace("limit: 4", "limit: 4, balanced: false, new_knob: 3")) == (
         _identities()
     )
+
+
+@dataclass(frozen=True)
+class Flipped(RunConfig):
+    """``run`` as a later version might have it: ``balanced`` on by default."""
+
+    balanced: bool = setting(True, help="a default changed later")
+
+
+def test_a_changed_default_of_a_checked_field_changes_the_identity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    before = _identities()
+    original = commands._classes
+    monkeypatch.setattr(
+        commands, "_classes", lambda name: (Flipped,) if name == "run" else original(name)
+    )
+    after = _identities()
+    # `balanced` is checked by the run folder (IDENTITY): the run cells are other cells
+    # now, and their folders refuse the other value; the infer-build cells are as before.
+    assert {n for n in before if before[n] != after[n]} == {
+        "base-a-seed1",
+        "base-a-seed2",
+        "base-s-seed1",
+        "base-s-seed2",
+    }
+
+
+def test_one_configuration_under_another_command_is_another_cell() -> None:
+    # A block edited from `run` to `instruct` with the same settings: before, both cells
+    # hashed the same settings and the instruct block was reported with run's records.
+    text = "models:\n  a: smollm2-135m\nblocks:\n  b: {command: COMMAND, tasks: [smoke]}\n"
+    text += "matrix:\n  - {block: b, models: [a]}\n"
+    run = _identities(text.replace("COMMAND", "run"))
+    instruct = _identities(text.replace("COMMAND", "instruct"))
+    assert run.keys() == instruct.keys() and run != instruct
 
 
 def test_absent_options_are_the_default_and_present_ones_are_not() -> None:

@@ -78,21 +78,20 @@ class Cell:
 
     @property
     def identity(self) -> str:
-        """A digest of the cell's configuration as chosen (``given``: the settings that
-        differ from their defaults) and of the identities of the cells it reads: a cell
-        done under another one is run again (its folder then resumes, grows or refuses,
-        as the command decides).
+        """A digest of the cell's command, its configuration as chosen (``given``: the
+        settings that differ from their defaults, and the fields its run folder checks
+        to resume, IDENTITY, at their present values) and the identities of the cells it
+        reads: a cell done under another one is run again (its folder then resumes,
+        grows or refuses, as the command decides).
 
         A setting a later version adds with a default leaves the identity as it was, so
-        done cells stay done. So does a default that a later version changes: a done cell
-        keeps the records of the old default (its ``config.json`` says which), and a cell
-        that is run again (partial, or edited) is checked by its run folder, which
-        refuses in one line an IDENTITY field whose saved value differs (the others, as
-        tasks, shots or limit, only add records of their own points, as an edited file's
-        would), so records of the two defaults never mix in one folder.
+        done cells stay done. A default that a later version changes in an IDENTITY
+        field changes it: the cell runs again and its folder refuses the other value in
+        one line. A changed default of another setting (tasks, shots or limit, whose
+        records are their own points) keeps done cells done with the records their
+        ``config.json`` describes.
         """
-        # A cell reading no other one hashes its settings alone (no "inputs" key).
-        body: Any = self.given if not self.inputs else {"config": self.given, "inputs": self.inputs}
+        body = {"command": self.command, "config": self.given, "inputs": self.inputs}
         text = json.dumps(body, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -457,7 +456,18 @@ def _cell(
     for c in configs:
         config.update(flat_dict(c))
     config = json.loads(json.dumps(config, default=str))
-    given = json.loads(json.dumps(non_default(*configs), default=str))
+    # What the cell's numbers depend on: the settings away from their defaults, and
+    # every field the run folder checks to resume (IDENTITY) at its present value, so
+    # that a default a later version changes in one of those is a changed cell, which
+    # its folder then refuses in one line, never old records reported as new ones.
+    chosen = non_default(*configs)
+    for c in configs:
+        checked = getattr(type(c), "IDENTITY", ())
+        to_dict = getattr(c, "to_dict", None)
+        if checked and callable(to_dict):
+            saved = to_dict()
+            chosen.update({f: saved.get(f) for f in checked})
+    given = json.loads(json.dumps(chosen, default=str))
     return Cell(
         name,
         block,

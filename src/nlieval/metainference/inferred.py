@@ -291,9 +291,16 @@ def _input_order(key: tuple[Any, ...]) -> tuple[Any, ...]:
     return (model, checkpoint or "", k, seed, PATTERNS.index(pattern), labels, target)
 
 
-def _check_meta(it: Item) -> None:
-    # Items come from a file anyone may edit: a missing or null provenance field is one
-    # line naming the item, not a traceback halfway through the report.
+def check_item(it: Item) -> None:
+    """Refuse, in one line naming the item, an inferred item whose provenance fields
+    (``pattern``, ``input``, ``target``, ``sources``, ``source_labels``) are missing or of
+    the wrong type: items come from a file anyone may edit, and a bad field must not be
+    a traceback halfway through a report.
+
+    >>> check_item(Item("x", "p", "h", None, meta={"pattern": "reversal"}))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: inferred item x: meta field 'input' must be a string, got None (was ...)
+    """
     meta = it.meta
     for key in ("pattern", "input", "target"):
         if not isinstance(meta.get(key), str):
@@ -308,6 +315,12 @@ def _check_meta(it: Item) -> None:
         raise ValueError(
             f"inferred item {it.id}: meta field 'sources' must be a list of item ids, "
             f"got {sources!r}"
+        )
+    labels = meta.get("source_labels")
+    if labels is not None and not isinstance(labels, list):
+        raise ValueError(
+            f"inferred item {it.id}: meta field 'source_labels' must be a list of labels, "
+            f"got {labels!r}"
         )
 
 
@@ -373,7 +386,7 @@ def consistency_report(
     rs = logic.reading_list(readings)
     by_id = {it.id: it for it in inferred_items}
     for checked in by_id.values():
-        _check_meta(checked)
+        check_item(checked)
     sources = None if source_records is None else _Sources(source_records)
     groups: dict[tuple[Any, ...], list[tuple[str | None, bool]]] = defaultdict(list)
     for rec in records:

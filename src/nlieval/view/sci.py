@@ -224,6 +224,11 @@ def infer_page(
         held = [RunFolder(f).records() for f in folders]
     for folder, own in zip(folders, held or [()] * len(folders), strict=True):
         for items_dir, items in _inferred_items(folder):
+            for it in items:  # before any report reads them: one line naming the file
+                try:
+                    inferred.check_item(it)
+                except ValueError as err:
+                    raise ValueError(f"{items_dir / inferred.ITEMS_FILE}: {err}") from None
             ids = {i.id for i in items}
             records = [r for r in own if r.item_id in ids]
             models = {(r.model, r.checkpoint) for r in records}
@@ -234,7 +239,10 @@ def infer_page(
             text = inferred.format_report(got["rows"]).rstrip("\n")
             command = ["nlieval", "infer", "report", folder, "--items", str(items_dir)]
             command += ["--source-run", source] if source else []
-            texts = listing_inputs([source], data_dir=data_dir)[1] if source else {}
+            own_source = [held[folders.index(source)]] if source and held else None
+            texts = (
+                listing_inputs([source], data_dir=data_dir, held=own_source)[1] if source else {}
+            )
             pages.append({
                 "folder": folder, "items_folder": str(items_dir), "source_run": source,
                 "command": shlex.join(command), "coverage": got["coverage"],

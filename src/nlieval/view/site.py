@@ -364,12 +364,13 @@ def site_figures(
     (['figures/accuracy_vs_shots.svg'], [])
     """
     names = tuple(cfg.name or ())
-    named = flat(read_named(folders, names, poolable=False, held=held))
-    # Every name a figure may draw a model by: `nlieval plots` has no --name, so its
-    # figures name the models as the folders do.
-    unnamed = flat(read_named(folders, poolable=False, held=held)) if names else []
+    per_folder = read_named(folders, names, poolable=False, held=held)
+    named = flat(per_folder)
+    # One palette of the names the figures draw: the ChaosNLI figures are given the
+    # records under the user's names too (`nlieval plots` has no --name), so a model has
+    # one colour and marker in every figure of the site.
     palette = sorted({series_name({"model": r.model, "checkpoint": r.checkpoint})
-                      for r in (*named, *unnamed)})  # fmt: skip
+                      for r in named})  # fmt: skip
     shown: list[dict[str, Any]] = []
     notes: list[str] = []
 
@@ -396,7 +397,7 @@ def site_figures(
     if at:
         chaos = tuple(folders[i] for i in at)
         plots = PlotsConfig(runs=chaos, out=str(where / "plots"), plot_format="svg")
-        lines = write_plots(plots, palette=palette, held=[held[i] for i in at])
+        lines = write_plots(plots, palette=palette, held=[per_folder[i] for i in at])
         command = shlex.join(["nlieval", "plots", *chaos, "--out", plots.out,
                               "--plot-format", "svg"])  # fmt: skip
         titles = ("accuracy by human-label entropy (ChaosNLI)",

@@ -6,7 +6,6 @@
 "use strict";
 (function () {
   var META = null;
-  var PAGES = ["overview", "results", "items"];
   var added = [];  // pages of other scripts (sci.js): [name, render(meta, section) -> shown]
   var chunks = {};
   var waiting = {};
