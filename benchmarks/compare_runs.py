@@ -27,7 +27,10 @@ def _by_key(folder: Path) -> dict[Key, Record]:
 
 
 def _rate(folder: Path, task: str, k: int) -> float:
-    """Items per second of one sweep point, nan when the run was not timed."""
+    """Items per second of one sweep point, nan when the run was not timed (or has not
+    finished: its records are compared all the same)."""
+    if not (folder / "results.json").is_file():
+        return math.nan
     results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     points: dict[str, Any] = (results.get("timing") or {}).get("sweep_points") or {}
     # Keys are "checkpoint|task|k|seed" (see runs.results); values seconds and items.

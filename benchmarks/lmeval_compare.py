@@ -2,14 +2,18 @@
 
 Same machine, same model folder, same items, same prompt text, at each k:
 
-  (a) lm-evaluation-harness 0.4.13, its ``hf`` backend, on a task YAML written here that
-      uses nlieval's own Jinja block template, the letters as choices, " " as target
-      delimiter, a blank line between blocks, and nlieval's drawn shots in order
-      (``sampler: first_n`` over a few-shot split holding exactly those shots);
+  (a) lm-evaluation-harness 0.4.13, its ``hf`` backend (``lm-eval``), on a task YAML
+      written here that uses nlieval's own Jinja block template, the letters as choices,
+      " " as target delimiter, a blank line between blocks, and nlieval's drawn shots in
+      order (``sampler: first_n`` over a few-shot split holding exactly those shots);
   (b) nlieval, ``prefix_cache=False``;
   (c) nlieval, ``prefix_cache=True`` (the default), with shared-prefix attention
       (``nlieval-cache``, the default) or the prefix copied into every row
-      (``nlieval-rows``, ``--prefix-attention rows``).
+      (``nlieval-rows``, ``--prefix-attention rows``);
+  (d) where vLLM is installed: nlieval on vLLM in process (``nlieval-vllm``) and
+      lm-eval's ``vllm`` backend (``lm-eval-vllm``, the same task YAML), both on one
+      ``vllm.LLM`` started once on the same folder (lm-eval's backend is handed the
+      running engine instead of starting a second copy of the weights).
 
 Each system gets the model already loaded and times only the evaluation call (prompt
 building and scoring; for lm-eval, ``simple_evaluate`` on a ready ``HFLM``). The script
@@ -176,13 +180,32 @@ class CountingHFLM:
         lm._model_call = call
 
 
+def lmeval_vllm(llm: Any, folder: str, dtype: str, max_len: int) -> Any:
+    """lm-eval's ``vllm`` backend on the engine ``llm`` already started on ``folder``:
+    lm-eval builds its ``vllm.LLM`` from its own keywords; here that call returns the
+    running engine, so both vLLM rows read the very same weights and one copy fits."""
+    from lm_eval.models import vllm_causallms
+
+    real = vllm_causallms.LLM
+    vllm_causallms.LLM = lambda **_: llm
+    try:
+        # batch_size auto: every request of a point in one generate call (lm-eval's own
+        # advice for vLLM; a fixed size would cap vLLM's batching at it).
+        return vllm_causallms.VLLM(
+            pretrained=folder, dtype=dtype, batch_size="auto", max_model_len=max_len
+        )
+    finally:
+        vllm_causallms.LLM = real
+
+
 def lmeval_point(
-    hflm: Any, counter: CountingHFLM, task_dir: Path, name: str, k: int
+    hflm: Any, counter: CountingHFLM | None, task_dir: Path, name: str, k: int
 ) -> dict[str, Any]:
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    counter.padded = 0
+    if counter is not None:
+        counter.padded = 0
     start = time.perf_counter()
     out = lm_eval.simple_evaluate(
         model=hflm,
@@ -203,7 +226,7 @@ def lmeval_point(
         "loglik": [[float(r[0][0]) for r in s["resps"]] for s in samples],
         "contexts": [s["arguments"][0][0] for s in samples],
         "tokens": None,  # filled by the caller: the context tokens of every item
-        "padded": counter.padded,
+        "padded": counter.padded if counter is not None else None,
     }
 
 
@@ -247,6 +270,10 @@ def compare(systems: dict[str, dict[str, Any]], n_items: int, reference: str) ->
     return row
 
 
+#: Context window of the vLLM rows (the model's would reserve cache for 8k tokens).
+VLLM_MAX_LEN = 4096
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="smollm2-135m")
@@ -267,7 +294,12 @@ def main() -> None:
         help="lm-eval's own batch size [--batch-size]; its full logits need "
         "rows x tokens x vocabulary x 4 bytes",
     )
-    ap.add_argument("--systems", default="lm-eval,nlieval-nocache,nlieval-cache")
+    ap.add_argument(
+        "--systems",
+        default="lm-eval,nlieval-nocache,nlieval-cache",
+        help="comma-separated of lm-eval, nlieval-nocache, nlieval-rows, nlieval-cache, "
+        "nlieval-vllm, lm-eval-vllm [lm-eval,nlieval-nocache,nlieval-cache]",
+    )
     ap.add_argument("--data-dir", default=os.environ.get("NLIEVAL_DATA_DIR"))
     ap.add_argument("--out", default="runs/lmeval-bench")
     ap.add_argument("--device", default="cpu", help="cpu or cuda [cpu]")
@@ -276,8 +308,13 @@ def main() -> None:
         "--vllm-gpu-memory",
         type=float,
         default=0.4,
-        help="nlieval-vllm: share of the GPU vLLM may take (the transformers copy of the "
-        "weights stays loaded beside it) [0.4]",
+        help="nlieval-vllm and lm-eval-vllm (one engine): share of the GPU vLLM may take "
+        "(the transformers copy of the weights stays loaded beside it) [0.4]",
+    )
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="also print the kernel profile of the cascade path at the last sweep point",
     )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -317,8 +354,8 @@ def main() -> None:
             folder, HFOptions(dtype=args.dtype, device=args.device), batch_size=args.batch_size
         )
         n_body = body_params(lm.model)
-        vllm_lm = None
-        if "nlieval-vllm" in systems_wanted:
+        vllm_lm = lmeval_vllm_lm = None
+        if {"nlieval-vllm", "lm-eval-vllm"} & set(systems_wanted):
             # vLLM in process on the same folder; its engine keeps its own weights.
             from nlieval.backends import VLLMOptions
             from nlieval.backends.vllm_engine import VLLMCausalLM
@@ -328,10 +365,12 @@ def main() -> None:
                 VLLMOptions(
                     gpu_memory_utilization=args.vllm_gpu_memory,
                     enforce_eager=args.device == "cpu",
-                    max_model_len=4096,
+                    max_model_len=VLLM_MAX_LEN,
                 ),
                 HFOptions(dtype=args.dtype),
             )
+            if "lm-eval-vllm" in systems_wanted:
+                lmeval_vllm_lm = lmeval_vllm(vllm_lm.llm, folder, args.dtype, VLLM_MAX_LEN)
         hflm = counter = None
         if "lm-eval" in systems_wanted:
             from lm_eval.models.huggingface import HFLM
@@ -371,14 +410,26 @@ def main() -> None:
                     if label in systems_wanted:
                         lm.prefix_cache, lm.cascade = cached, cascade
                         systems[label] = nlieval_point(lm, point, items)
-                if vllm_lm is not None:
+                # The vLLM rows count the unique tokens of the items (the prefix once):
+                # what the cascade path computes, so all share one measure of the matmul
+                # rate; their own work is not counted by them.
+                cached = systems.get("nlieval-cache")
+                unique = cached["tokens"] if cached else 0
+                if vllm_lm is not None and "nlieval-vllm" in systems_wanted:
                     res = nlieval_point(vllm_lm, point, items)
-                    # The unique tokens of the items (the prefix once): what the cascade
-                    # path computes, so the two share one measure of the matmul rate.
-                    cached = systems.get("nlieval-cache")
-                    res["tokens"] = cached["tokens"] if cached else 0
-                    res["padded"] = res["tokens"]
+                    res["tokens"] = res["padded"] = unique
                     systems["nlieval-vllm"] = res
+                if lmeval_vllm_lm is not None:
+                    tmp = Path(tempfile.mkdtemp(prefix="lmeval-task-"))
+                    write_lmeval_task(tmp, name, point, items, data.get_task(point.task).family)
+                    res = lmeval_point(lmeval_vllm_lm, None, tmp, name, point.k)
+                    # One request of context + option per option (vLLM 0.32 reads no prefix
+                    # cache for a request that asks for prompt log-probabilities).
+                    res["tokens"] = unique
+                    res["padded"] = sum(
+                        len(lm.split(c, " A")[0]) + 1 for c in res["contexts"]
+                    ) * len(point.labels)
+                    systems["lm-eval-vllm"] = res
                 reference = "lm-eval" if "lm-eval" in systems else next(iter(systems))
                 row = {
                     "model": model_name,
@@ -395,7 +446,36 @@ def main() -> None:
                 results["rows"].append(row)
                 (out / "results.json").write_text(json.dumps(results, indent=1))
                 print(json.dumps(row), flush=True)
+                last = (point, items)
+        if args.profile and "nlieval-cache" in systems_wanted:
+            lm.prefix_cache, lm.cascade = True, True
+            text = profile_cascade(lm, *last, args.device)
+            short = re.sub(r"\W", "_", Path(model_name).name)
+            (out / f"profile-{short}.txt").write_text(text)
+            print(f"kernel profile of the cascade path, {last[0].task} k={last[0].k}:")
+            print(text, flush=True)
     print(markdown(results))
+
+
+def profile_cascade(lm: Any, point: SweepPoint, items: list[Item], device: str) -> str:
+    """The kernels of one sweep point through the cascade path (``nlieval-cache``), by
+    self time (the device's on a GPU), after one warm-up call: where the time goes."""
+    from torch.profiler import ProfilerActivity, profile
+
+    prompts = [point.prompt(it) for it in items]
+    reqs = [ScoreRequest(p.text, p.continuations, len(p.prefix)) for p in prompts]
+    lm._cached = None
+    lm.loglikelihood(reqs)
+    activities = [ProfilerActivity.CPU]
+    if device.startswith("cuda"):
+        activities.append(ProfilerActivity.CUDA)
+    lm._cached = None
+    with profile(activities=activities) as prof:
+        lm.loglikelihood(reqs)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+    key = "self_cuda_time_total" if device.startswith("cuda") else "self_cpu_time_total"
+    return str(prof.key_averages().table(sort_by=key, row_limit=15))
 
 
 def markdown(results: dict[str, Any]) -> str:

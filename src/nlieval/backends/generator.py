@@ -88,6 +88,31 @@ def json_object_closed(text: str) -> bool:
     return closed and depth == 0
 
 
+def chat_template(tok: Any, folder: str, previous: ChatTemplate | None = None) -> ChatTemplate:
+    """The chat template of ``tok`` (a transformers tokenizer loaded from ``folder``),
+    compiled in nlieval's bounded sandbox: it is code from the model folder, and
+    transformers' own sandbox has no time or memory bound (one ``{% for %}`` too many
+    hangs ``instruct``). ``previous`` is returned as it is when its source is the same.
+    Every engine renders chat prompts through this one function.
+
+    >>> from transformers import AutoTokenizer
+    >>> chat = chat_template(AutoTokenizer.from_pretrained(tiny_lm), tiny_lm)
+    >>> chat.render([{"role": "user", "content": "Hi"}], add_generation_prompt=True)
+    '<user>Hi\\n<assistant>'
+    """
+    file = Path(folder) / "chat_template.jinja"
+    origin = f"chat template {file if file.is_file() else Path(folder) / 'tokenizer_config.json'}"
+    try:
+        source = tok.get_chat_template()
+    except ValueError:
+        raise ValueError(f"{origin}: the model has no chat template") from None
+    if not isinstance(source, str):
+        raise ValueError(f"{origin}: expected the template text")
+    if previous is not None and previous.source == source:
+        return previous
+    return ChatTemplate(source, origin, dict(tok.special_tokens_map))
+
+
 @dataclass(frozen=True)
 class _Row:
     index: int  # position in the caller's list
@@ -187,20 +212,7 @@ class LocalChat:
         self._chat_template().render(self.PROBE, add_generation_prompt=True)
 
     def _chat_template(self) -> ChatTemplate:
-        """The model's chat template, compiled in nlieval's bounded sandbox: it is code
-        from the model folder, and transformers' own sandbox has no time or memory
-        bound (one ``{% for %}`` too many hangs ``instruct``)."""
-        folder = Path(self.source.path)
-        file = folder / "chat_template.jinja"
-        origin = f"chat template {file if file.is_file() else folder / 'tokenizer_config.json'}"
-        try:
-            source = self.tok.get_chat_template()
-        except ValueError:
-            raise ValueError(f"{origin}: the model has no chat template") from None
-        if not isinstance(source, str):
-            raise ValueError(f"{origin}: expected the template text")
-        if self._chat is None or self._chat.source != source:
-            self._chat = ChatTemplate(source, origin, dict(self.tok.special_tokens_map))
+        self._chat = chat_template(self.tok, self.source.path, self._chat)
         return self._chat
 
     def _ids(self, messages: Messages) -> list[int]:

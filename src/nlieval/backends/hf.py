@@ -121,14 +121,11 @@ class HFCausalLM(TokenSplitter):
         else:
             self.device = next(self.model.parameters()).device
         self.model.eval()
-        self._fast = bool(getattr(self.tok, "is_fast", False))
-        self._special = set(self.tok.all_special_ids)
         pad = self.tok.pad_token_id
         self.pad_id = pad if pad is not None else (self.tok.eos_token_id or 0)
         params = inspect.signature(self.model.forward).parameters
         self._keep_arg = "logits_to_keep" if "logits_to_keep" in params else None
         self.batch_size = batch_size
-        self.prefix_cache = options.prefix_cache
         #: Score rows on top of a cached prefix with shared-prefix attention
         #: (:mod:`~nlieval.backends.hf_cascade`: the prefix held once), or, when False or
         #: when the architecture is not covered (one warning, at the first prefix), with
@@ -143,7 +140,6 @@ class HFCausalLM(TokenSplitter):
         # The last prefix: its ids, its keys/values per layer, and (rows, width, cache) of
         # the buffers filled from it (see _group_cache).
         self._cached: tuple[tuple[int, ...], list[tuple[Any, Any]], Any] | None = None
-        self._prefix_memo: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
         #: Tokens through the model body: ``tokens`` real ones, ``padded`` with the pads
         #: (what the matmuls really compute); key/value bytes of cached prefixes (each
         #: held once), copied from them into batch rows (0 with shared-prefix attention)
@@ -161,7 +157,7 @@ class HFCausalLM(TokenSplitter):
             "tokenizer_fallbacks": 0,
         }
         self._decoder = getattr(self.model, "model", None) or self.model.get_decoder()
-        self._frame = self._frame_tokens() if self._fast else None
+        self._use_tokenizer(self.tok, options.prefix_cache)
 
     MIN_PREFIX = 8  # shorter shared prefixes are not worth a cache
 

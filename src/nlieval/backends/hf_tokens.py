@@ -60,13 +60,13 @@ class _Offsets(Sequence[tuple[int, int]]):
 
 
 class TokenSplitter:
-    """The tokenization half of :class:`~nlieval.backends.hf.HFCausalLM`, mixed into it:
-    :meth:`split` and the batched, incremental ``_split_many`` / ``_rows``.
+    """The tokenization half of :class:`~nlieval.backends.hf.HFCausalLM` (and of
+    :class:`~nlieval.backends.vllm_engine.VLLMCausalLM`), mixed into it: :meth:`split` and
+    the batched, incremental ``_split_many`` / ``_rows``.
 
-    The class that mixes it in sets the attributes declared below: the tokenizer, whether
-    it is a fast one (offsets), its special ids, its BOS/EOS frame (``_frame_tokens``),
-    a small memo of tokenized prefixes, whether prefixes are cached, and the counts
-    (``tokenizer_fallbacks`` is counted here).
+    The class that mixes it in calls :meth:`_use_tokenizer` once, which sets the
+    attributes declared below, and keeps ``counts`` (``tokenizer_fallbacks`` is counted
+    here).
     """
 
     tok: Any
@@ -79,6 +79,18 @@ class TokenSplitter:
 
     #: Tokens re-tokenized on each side of a seam (see :meth:`_split_many`).
     SEAM_TOKENS = 4
+
+    def _use_tokenizer(self, tok: Any, prefix_cache: bool) -> None:
+        """Split with ``tok`` (a transformers tokenizer): whether it is a fast one
+        (offsets), its special ids, its BOS/EOS frame, an empty prefix memo, and whether
+        shared prefixes are tokenized (and cached) apart. The engines share this set-up so
+        that both tokenize the same text into the same ids."""
+        self.tok = tok
+        self.prefix_cache = prefix_cache
+        self._fast = bool(getattr(tok, "is_fast", False))
+        self._special = set(tok.all_special_ids)
+        self._prefix_memo = {}
+        self._frame = self._frame_tokens() if self._fast else None
 
     def split(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         """Token ids of context and continuation, tokenized together then split.

