@@ -44,7 +44,7 @@ class FolderError(RuntimeError):
 
     A folder that refuses a run says so in ``reason``; ``advice``, when given, is what
     to do in a command's flags (``--out``, ``--overwrite``), and ``changed`` names the
-    settings or contents that differ from those the folder was made with: a caller
+    settings that differ from those the folder was made with: a caller
     without those flags (an experiment's cell) says its own advice from them, never by
     reading the message.
 

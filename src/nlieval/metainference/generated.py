@@ -305,8 +305,8 @@ def _generate(
     if legacy.is_file() and not overwrite:
         raise RunError(
             f"{path} was made by an older `nlieval generate` (its answers are in "
-            f"{LEGACY_ANSWERS}, now {RECORDS}); choose another --out, or pass --overwrite "
-            "to discard it and start again"
+            f"{LEGACY_ANSWERS}, now {RECORDS})",
+            advice="choose another --out, or pass --overwrite to discard it and start again",
         )
     folder = RunFolder(path, Answer)
     # Items in data order whatever order answers arrived in (concurrent requests).

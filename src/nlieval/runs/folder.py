@@ -345,8 +345,9 @@ class RunFolder(Generic[R]):
                     f"{self.path} holds records made from other contents ({detail}): a data "
                     "file, template or the model's weights changed, or --data-dir/--template "
                     "names other files",
+                    # No `changed`: settings are not what differs, and going back to
+                    # other settings would not make these records right.
                     advice=START_AGAIN,
-                    changed=tuple(changed),
                 )
         if overwrite:
             for name in (RECORDS, RESULTS, SUMMARY, TIMING, PROVENANCE):

@@ -429,7 +429,8 @@ def run_instruct(
                 if old is not None and old != p.shot_ids:
                     raise RunError(
                         f"{out_dir}: the records of {p.task} k={p.k} run {p.run} used other "
-                        "exemplars (the data changed?); choose another --out or --overwrite"
+                        "exemplars (the data changed?)",
+                        advice="choose another --out or --overwrite",
                     )
         return steps
 
