@@ -253,9 +253,14 @@ def read_task(folder: str | Path) -> tuple[Item, ...]:
 SweepPoint = tuple[str, str | None, int, int]  # model, checkpoint, k, seed
 
 
-def _pred_letter(pred: str | None) -> str | None:
-    # A prediction that is no E/N/C label (or none at all) is kept and counted as
-    # consistent with nothing, as unparsable answers are scored wrong elsewhere.
+def pred_letter(pred: str | None) -> str | None:
+    """A prediction as the consistency report counts it: its E/N/C letter; None for no
+    prediction or another label, which is consistent with nothing (as unparsable
+    answers are scored wrong elsewhere).
+
+    >>> pred_letter("contradiction"), pred_letter("neutral"), pred_letter("reasoning")
+    ('C', 'N', None)
+    """
     if pred is None:
         return None
     try:
@@ -397,7 +402,7 @@ def consistency_report(
         point = (rec.model, rec.checkpoint, rec.k, rec.seed)
         key: tuple[Any, ...] = (*point, meta["pattern"], meta["input"], meta["target"])
         right = sources is not None and sources.all_right(rec, it.meta["sources"])
-        groups[key].append((_pred_letter(rec.pred), right))
+        groups[key].append((pred_letter(rec.pred), right))
     # Decided once per input pattern, target and reading, by the decision procedure.
     decided: dict[tuple[str, str, str], logic.Conclusion] = {}
     rows = []

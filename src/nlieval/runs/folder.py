@@ -581,8 +581,10 @@ def _task_name(task: str) -> str:
 
 
 def as_point(record: Record) -> Record:
-    """``record`` under the names of its sweep point (task, checkpoint, k, seed), one rule
-    for every reader that pairs the records of several folders. A task is named as
+    """``record`` under the names of its sweep point (task, checkpoint, k, seed), for a
+    reader that pairs the records of several folders by sweep point (``compare``; the
+    tables of ``grid``, ``report`` and ``sci-report`` keep their own handling of train
+    folders' checkpoints, ``over_checkpoints``). A task is named as
     ``run`` names it: ``nlieval train`` names a task YAML given as ``--test-task`` by its
     path (kept so, for its folders to resume), and here takes the name the file declares.
     A seed model of a train folder (``run --model TRAIN_FOLDER`` scores each as a

@@ -26,7 +26,7 @@ from ..metainference import InferReportConfig, inferred, inferred_consistency, l
 from ..reports import listing_inputs
 from ..runs import RunFolder
 from ..sci import format_report, iter_report_records, sci_rows
-from ..types import SCI4, Item, Label, Record
+from ..types import SCI4, Item, Record
 
 #: Folders of these commands are scientific NLI whatever their task.
 SCI_KINDS = frozenset({"instruct", "train"})
@@ -170,14 +170,6 @@ def _inferred_items(folder: str) -> list[tuple[Path, tuple[Item, ...]]]:
     return out
 
 
-def _letter(pred: str | None) -> str | None:
-    # As the report counts an answer: its E/C/N letter, none for another label.
-    try:
-        return None if pred is None else inferred.LETTER.get(Label.parse(pred))
-    except ValueError:
-        return None
-
-
 def _point(r: Record) -> str:
     where = r.model + (f" @ {r.checkpoint}" if r.checkpoint else "")
     return f"{where}, k={r.k}, seed={r.seed}"
@@ -294,7 +286,8 @@ def _items(
             "readings": {name: {"inferred": c.inferred, "allowed": list(c.allowed)}
                          for name, c in found.items()},
             "predictions": [
-                {"point": _point(r), "pred": r.pred, **_verdicts(_letter(r.pred), found)}
+                {"point": _point(r), "pred": r.pred,
+                 **_verdicts(inferred.pred_letter(r.pred), found)}
                 for r in sorted(preds[it.id], key=lambda r: (r.model, r.checkpoint or "",
                                                              r.k, r.seed))
             ],
