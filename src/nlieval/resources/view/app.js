@@ -32,7 +32,11 @@
       (waiting[n] || []).forEach(function (done) { done[0](data); });
       delete waiting[n];
     },
-    page: function (name, render) { PAGES.push(name); added.push([name, render]); }
+    page: function (name, render) { PAGES.push(name); added.push([name, render]); },
+    // The page's two ways of making elements, for the pages of other scripts (sci.js):
+    // text goes in through textContent only.
+    el: el,
+    clear: clear
   };
 
   function loadChunk(n) {

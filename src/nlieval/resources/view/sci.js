@@ -8,13 +8,8 @@
 (function () {
   var PAGE_SIZE = 50;
 
-  function el(tag, text, cls) {
-    var node = document.createElement(tag);
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    if (cls) node.className = cls;
-    return node;
-  }
-  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+  var el = window.NLIEVAL.el;  // app.js's, loaded before this script
+  var clear = window.NLIEVAL.clear;
 
   function commandLine(text, id) {
     var said = el("p", "as printed by: ", "runs");
