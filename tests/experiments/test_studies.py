@@ -119,3 +119,23 @@ def test_a_bad_block_option_of_an_output_is_one_line(
         check_outputs(read_experiment(path))
     assert str(err.value).startswith(f"{path}:15: field '{key}':")
     assert "\n" not in str(err.value)
+
+
+def test_a_dynamics_output_is_drawn_once_into_png_and_pdf(tmp_path: Path, tiny_llama: Path) -> None:
+    import shutil
+
+    steps = [tmp_path / "step-1", tmp_path / "step-2"]
+    for step in steps:
+        shutil.copytree(tiny_llama, step)
+    path = _file(tmp_path, str(tiny_llama))
+    given = read_experiment(path, [f"series.checkpoints={steps[0]},{steps[1]}"])
+    out = tmp_path / "out"
+    summary = run_experiment(given, out)
+    assert not summary.failed
+    report = out / "report"
+    # As every figure of a report: PNG and PDF, here of the one checkpoint cell.
+    png, pdf = report / "dyn-series-tiny.png", report / "dyn-series-tiny.pdf"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    index = (report / "index.md").read_text()
+    assert "dyn-series-tiny.png" in index and "dyn-series-tiny.pdf" in index

@@ -114,10 +114,11 @@ class DynamicsConfig(HumanSettings, plots.FigureWidth):
     format: str = table_format()
 
 
-def dynamics_of(config: DynamicsConfig) -> dict[str, Any]:
+def dynamics_of(config: DynamicsConfig, also: Sequence[str] = ()) -> dict[str, Any]:
     """What ``nlieval dynamics`` does (and an experiment's ``dynamics`` output):
     :func:`~nlieval.analyses.dynamics.follow_run` of ``config``'s run with every setting
-    of it (human line, plots, bins, curves, width).
+    of it (human line, plots, bins, curves, width); ``also``: more formats (``"pdf"``)
+    each plot is saved in beside its own path, from the one drawing.
 
     >>> import tempfile  # a run folder made without --checkpoints
     >>> folder = Path(tempfile.mkdtemp()); _ = (folder / "config.json").write_text("{}")
@@ -125,11 +126,17 @@ def dynamics_of(config: DynamicsConfig) -> dict[str, Any]:
     Traceback (most recent call last):
     ValueError: ...: not a checkpoint run (made without --checkpoints)
     """
+
+    def paths(path: str | None) -> plots.FigurePaths | None:
+        if path is None or not also:
+            return path
+        return (path, *(str(Path(path).with_suffix(f".{ext}")) for ext in also))
+
     return follow_run(
         config.run,
         human=config.human(),
-        plot=config.plot,
-        entropy_plot=config.entropy_plot,
+        plot=paths(config.plot),
+        entropy_plot=paths(config.entropy_plot),
         bins=config.bins,
         against=config.against,
         width=config.inches,

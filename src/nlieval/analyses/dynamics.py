@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics import summarize
-from ..plotting import figure_format, plot_accuracy_by_entropy, plot_run_dynamics
+from ..plotting import FigurePaths, figure_format, plot_accuracy_by_entropy, plot_run_dynamics
 from ..runs import RunFolder
 from ..types import Record
 from .chaosnli import HumanBaseline, entropy_bins, score_records
@@ -166,8 +166,8 @@ def follow_run(
     folder: str | Path,
     *,
     human: HumanBaseline | None = None,
-    plot: str | Path | None = None,
-    entropy_plot: str | Path | None = None,
+    plot: FigurePaths | None = None,
+    entropy_plot: FigurePaths | None = None,
     bins: int = 5,
     against: str = "original",
     width: float | None = None,
@@ -176,7 +176,8 @@ def follow_run(
     rows, the curves written to ``plot`` and accuracy by human-label entropy bin (one
     curve per checkpoint, against ``against``) to ``entropy_plot``. Returns ``rows``,
     ``written`` (paths) and ``skipped`` (notes for a plot without data). The figures are
-    ``width`` inches wide (the text width if None), in the format of their extension.
+    ``width`` inches wide (the text width if None), in the format of their extension;
+    a plot given several paths (``("d.png", "d.pdf")``) is drawn once and saved at each.
 
     A checkpoint run folder of one item, wrong at ``s1`` and right at ``s2``; it has no
     ChaosNLI records, so there is no entropy plot:
@@ -197,15 +198,16 @@ def follow_run(
     >>> out["skipped"] == [f"skipped {folder / 'bins.png'}: no ChaosNLI records in {folder}"]
     True
     """
-    for path in (plot, entropy_plot):
-        if path:
+    for paths in (plot, entropy_plot):
+        for path in _paths(paths):
             figure_format(path)  # an unknown extension before the work, not after it
     records = RunFolder(folder).records()
     rows = dynamics(records, checkpoint_order(folder), human)
     written: list[Path] = []
     skipped: list[str] = []
     if plot:
-        written.append(plot_run_dynamics(rows, plot, width=width))
+        plot_run_dynamics(rows, plot, width=width)
+        written += _paths(plot)
     if entropy_plot:
         binned = entropy_bins(records, bins)
         if len({r["model"] for r in binned}) == 1:
@@ -218,7 +220,16 @@ def follow_run(
                 for r in binned
             ]
         if binned:
-            written.append(plot_accuracy_by_entropy(binned, entropy_plot, against, width=width))
+            plot_accuracy_by_entropy(binned, entropy_plot, against, width=width)
+            written += _paths(entropy_plot)
         else:
-            skipped.append(f"skipped {entropy_plot}: no ChaosNLI records in {folder}")
+            names = ", ".join(map(str, _paths(entropy_plot)))
+            skipped.append(f"skipped {names}: no ChaosNLI records in {folder}")
     return {"rows": rows, "written": written, "skipped": skipped}
+
+
+def _paths(paths: FigurePaths | None) -> list[Path]:
+    # A figure's one path, or its several (one drawing saved in each format).
+    if paths is None:
+        return []
+    return [Path(p) for p in (paths if isinstance(paths, tuple) else (paths,))]

@@ -427,7 +427,8 @@ def _write_output(
                 entropy_plot=str(report / f"{name}-{cell}-entropy.png"),
                 **opts,
             )
-            result = dynamics_of(cfg)
+            # Drawn once, saved as PNG and PDF as every figure of the report.
+            result = dynamics_of(cfg, also=FIGURE_FORMATS[1:])
             table = f"{name}-{cell}.{EXTENSIONS[cfg.format]}"
             _write(report / table, as_format(format_dynamics(result["rows"]), cfg.format))
             files.append(table)
