@@ -318,3 +318,14 @@ def test_an_experiments_palette_keeps_a_models_colour_in_a_figure_without_the_ot
 
     assert colours(alone) == {"#1f77b4"}  # matplotlib's C0
     assert colours(within) == {"#ff7f0e"}  # C1
+
+
+def test_no_two_of_a_hundred_names_share_a_colour_and_a_marker() -> None:
+    from nlieval.plotting import styles
+
+    # A study's file names 11 models: with colour and marker both cycling by 10, the
+    # 1st and 11th were drawn alike (C0, o). 10 colours x 10 markers give 100 looks.
+    got = styles(f"model-{i:03d}" for i in range(100))
+    assert len({(s["color"], s["marker"]) for s in got.values()}) == 100
+    assert got["model-000"] == {"color": "C0", "marker": "o"}
+    assert got["model-010"]["color"] == "C0" and got["model-010"]["marker"] != "o"

@@ -278,6 +278,10 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
         "recomputed from the cells' records.",
         "",
     ]
+    # The models of the experiment's cells, so that a model keeps its colour and marker
+    # in every figure (not every model the file names: a study's file names many that a
+    # laptop run leaves out, and more than ten names would cycle the styles).
+    palette = sorted({c.model for c in cells if c.model})
     for out in exp.outputs:
         own = _cells_of(out, cells)
         title = f"## {out.label + ': ' if out.label else ''}{out.name} ({out.kind})"
@@ -297,7 +301,7 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
         if isinstance(inputs, str):
             index += [f"not written: {inputs}", ""]
             continue
-        files, notes = _write_output(exp, out, runs, report, inputs, ready)
+        files, notes = _write_output(exp, out, runs, report, inputs, ready, palette)
         written += [str(Path(REPORT) / f) for f in files]
         index += [f"- [{f}]({f})" for f in files]
         index += [f"- {n}" for n in notes]
@@ -340,6 +344,7 @@ def _write_output(
     report: Path,
     inputs: dict[str, list[Cell]] | None = None,
     ready: Sequence[Cell] = (),
+    palette: Sequence[str] = (),
 ) -> tuple[list[str], list[str]]:
     opts = output_options(exp, out)
     name = out.name
@@ -361,10 +366,9 @@ def _write_output(
 
         kind = opts.pop("figure")
         first, *more = (report / f"{name}.{ext}" for ext in FIGURE_FORMATS)
-        # Every model of the file, so that a model keeps its colour in every figure.
         figure_from(
             FigureConfig(kind=kind, runs=runs, out=str(first), **opts),
-            palette=[m.model for m in exp.models],
+            palette=palette,
             also=more,
         )
         files += [f"{name}.{ext}" for ext in FIGURE_FORMATS]

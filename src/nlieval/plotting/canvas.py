@@ -287,15 +287,20 @@ def styles(names: Iterable[str]) -> dict[str, dict[str, Any]]:
     """A colour and a marker per series name, by the name's place in the sorted names:
     the i-th name gets colour ``C<i mod 10>`` and the i-th of :data:`MARKERS`, so the same
     names give every figure of a call the same styles, whichever subset a figure draws
-    (pass every name of the call). Keyword arguments of ``plot`` and ``errorbar``.
+    (pass every name of the call). Past ten names the colours come round again, and each
+    round shifts the markers by one, so no two of up to 100 names look alike. Keyword
+    arguments of ``plot`` and ``errorbar``.
 
     >>> s = styles(["gpt2", "bert", "gpt2"])
     >>> s["bert"], s["gpt2"]
     ({'color': 'C0', 'marker': 'o'}, {'color': 'C1', 'marker': 's'})
+    >>> eleven = styles(f"m{i:02d}" for i in range(11))
+    >>> eleven["m00"], eleven["m10"]
+    ({'color': 'C0', 'marker': 'o'}, {'color': 'C0', 'marker': 's'})
     """
     ordered = sorted(set(names))
     return {
-        name: {"color": f"C{i % 10}", "marker": MARKERS[i % len(MARKERS)]}
+        name: {"color": f"C{i % 10}", "marker": MARKERS[(i + i // 10) % len(MARKERS)]}
         for i, name in enumerate(ordered)
     }
 
