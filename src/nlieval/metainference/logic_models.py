@@ -90,18 +90,54 @@ FRAME_CLASSES: dict[str, Frames] = {
 FRAMES: dict[str, str] = {name: f.condition for name, f in FRAME_CLASSES.items()}
 
 
-def frame_class(frames: object) -> Frames:
-    """The frame class named ``frames`` (or ``frames`` itself, a :class:`Frames`); else a
-    one-line error naming the choices.
+def _flags(f: Frames) -> tuple[bool, bool, bool]:
+    return (f.reflexive, f.symmetric, f.transitive)
 
-    >>> frame_class("KT").reflexive, frame_class(FRAME_CLASSES["S5"]).symmetric
-    (True, True)
-    """
+
+def _choices() -> str:
+    return "; ".join(f"{name} ({f.condition})" for name, f in FRAME_CLASSES.items())
+
+
+def _any_frames(frames: object) -> Frames:
+    """``frames`` itself (any :class:`Frames`, decided or not) or the class it names."""
     if isinstance(frames, Frames):
         return frames
     if not isinstance(frames, str) or frames not in FRAME_CLASSES:
         raise LogicError(f"unknown frame class {frames!r}; choose one of {', '.join(FRAMES)}")
     return FRAME_CLASSES[frames]
+
+
+def frame_class(frames: object) -> Frames:
+    """The frame class named ``frames``, or the one of :data:`FRAME_CLASSES` whose
+    conditions a :class:`Frames` has; else a one-line error naming the choices.
+
+    The decision procedures are sound and complete for these classes only: a
+    :class:`Frames` with other conditions (symmetric but not an equivalence, transitive
+    but not reflexive) is refused, not decided as the nearest class, and so is one that
+    takes a built-in name with another class's conditions.
+
+    >>> frame_class("KT").reflexive, frame_class(FRAME_CLASSES["S5"]).symmetric
+    (True, True)
+    >>> frame_class(Frames("T", reflexive=True)).name
+    'KT'
+    >>> try:
+    ...     frame_class(Frames("K4", transitive=True))
+    ... except LogicError as err:
+    ...     print(str(err)[:56])
+    frame class 'K4' (transitive) is not decided; choose one
+    """
+    fc = _any_frames(frames)
+    known = next((f for f in FRAME_CLASSES.values() if _flags(f) == _flags(fc)), None)
+    if known is None:
+        raise LogicError(
+            f"frame class {fc.name!r} ({fc.condition}) is not decided; choose one of {_choices()}"
+        )
+    if fc.name in FRAME_CLASSES and fc.name != known.name:
+        raise LogicError(
+            f"frame class {fc.name!r} is given the conditions of {known.name} "
+            f"({fc.condition}); choose one of {_choices()}"
+        )
+    return known
 
 
 def check_frames(frames: object) -> str:
@@ -210,13 +246,14 @@ def holds(f: Formula, model: KripkeModel, world: int = 0) -> bool:
 
 
 def in_frame_class(model: KripkeModel, frames: str | Frames) -> bool:
-    """Whether the model's relation meets the condition of the frame class.
+    """Whether the model's relation meets the conditions of the frame class (any
+    :class:`Frames`, decided or not).
 
     >>> loop = KripkeModel((frozenset(),), frozenset({(0, 0)}))
     >>> in_frame_class(loop, "S5"), in_frame_class(KripkeModel((frozenset(),), frozenset()), "KT")
     (True, False)
     """
-    fc = frame_class(frames)
+    fc = _any_frames(frames)  # a check of the conditions, for any class: nothing is decided
     rel = model.relation
     worlds = range(len(model.valuation))
     if any(not (0 <= u < len(worlds) and 0 <= v < len(worlds)) for u, v in rel):
