@@ -46,6 +46,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from .logic_formulas import (
     And,
@@ -206,7 +207,7 @@ class _Clock:
                 f"or more) is too large to check against {self.symbols:,} symbols"
             )
 
-    def fail(self, why: str) -> None:
+    def fail(self, why: str) -> NoReturn:
         text = show(self.f)
         text = text if len(text) <= 60 else text[:57] + "..."
         raise SolverLimit(
@@ -453,7 +454,8 @@ def tableau_model(
     """A model of the frame class whose world 0 makes the formula true, or None if there
     is none: sound and complete for K, KT, S4 and S5 at any modal depth (module
     docstring). Raises :class:`SolverLimit` after ``timeout_s`` seconds (None: the
-    module's :data:`SOLVER_TIMEOUT_S`, read at each call).
+    module's :data:`SOLVER_TIMEOUT_S`, read at each call), or when the search runs out of
+    memory (the message names the process's address-space limit where one is set).
 
     >>> print(tableau_model("a & box dia ~a", "S4"))  # w1 = {} needs no new world: a loop
     w0 = {a} sees [w0, w1]; w1 = {} sees [w1]
@@ -463,6 +465,29 @@ def tableau_model(
     f = parse(formula) if isinstance(formula, str) else formula
     fc = frame_class(frames)
     clock = _Clock(SOLVER_TIMEOUT_S if timeout_s is None else timeout_s, f, fc.name)
+    try:
+        model = _decide(f, fc, clock)
+    except MemoryError:
+        # Raised where an allocation failed; the search's worlds are freed by now, so
+        # there is room to say so in one line, as for the time bound.
+        clock.fail(f"ran out of memory ({_memory_bound()}) before it was decided")
+    if model is not None and not (holds(f, model) and in_frame_class(model, fc)):
+        raise AssertionError(f"tableau model {model} fails {show(f)!r} over {fc} frames")
+    return model
+
+
+def _memory_bound() -> str:
+    try:
+        import resource  # POSIX only
+    except ImportError:
+        return "the memory this process may use"
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft == resource.RLIM_INFINITY:
+        return "the memory this process may use"
+    return f"the address-space limit of {soft / 2**30:.3g} GiB, ulimit -v"
+
+
+def _decide(f: Formula, fc: Frames, clock: _Clock) -> KripkeModel | None:
     g = _Graph()
     root = g.compile(f)
     if fc.symmetric:  # S5, the one symmetric class: an equivalence, so one cluster
@@ -477,8 +502,6 @@ def tableau_model(
         if found is None:
             return None
         model = _tree_model(g, found, fc, clock)
-    if not (holds(f, model) and in_frame_class(model, frames)):
-        raise AssertionError(f"tableau model {model} fails {show(f)!r} over {frames} frames")
     return model
 
 
