@@ -6,10 +6,13 @@ folder under its path, size, modification and change times, inode and device. Th
 time (``st_ctime``) is what ``touch -r`` cannot set back: any write, rename or ``utime``
 moves it, so an edit in place with the size and modification time restored is hashed
 again. An entry of the cache only saves time: it is used when its key matches the file's
-``stat`` exactly, and otherwise the file is hashed. Someone who writes the cache file on
-purpose, with the key of a file they changed, is out of reach of any cache (they can
-write the weights, or nlieval itself, just as well); an old, copied or hand-edited cache
-cannot make a changed file pass for the old one.
+``stat`` exactly and the bytes at both ends of the file (its first and last 64 KiB, where
+safetensors and GGUF keep the header that names every tensor) are still those that were
+hashed; otherwise the file is hashed again. So an old, copied or hand-edited cache cannot
+make a changed file pass for the old one, and an entry copied onto another file, with
+the key rewritten to that file's ``stat``, is caught by the other file's own header.
+Someone who forges both, for a file that differs only in its middle, is out of reach of
+any cache (they can write the weights, or nlieval itself, just as well).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import re
 import stat
 import time
 from pathlib import Path
@@ -50,6 +55,10 @@ MARKER = "nlieval-conversion.json"
 
 _HASH_CACHE = "file-hashes.json"
 _CHUNK = 1 << 22
+#: Bytes read at each end of a file to check a cache entry before it is used.
+_SAMPLE = 1 << 16
+#: A cache entry: the file's SHA-256, then the SHA-256 of its size and ends (_ends).
+_ENTRY = re.compile(r"[0-9a-f]{64} [0-9a-f]{64}")
 #: A file changed this recently may change again within the same tick of the clock that
 #: stamps it, leaving its ``stat`` as it was: its hash is not kept (git's "racily clean").
 _RACY_NS = 2_000_000_000
@@ -72,15 +81,31 @@ def file_sha256(path: str | Path, cache: Path | None = None) -> str:
     key = _stat_key(p)
     cache_path = cache / _HASH_CACHE
     known = _read_cache(cache_path)
+    ends = _ends(p)
     if key in known:
-        return known[key]
+        digest, _, checked = known[key].partition(" ")
+        if checked == ends:
+            return digest
+        log.debug("%s: its cached hash is of other bytes; hashing it again", p)
     digest = _sha256(p)
     if _stat_key(p) != key or time.time_ns() - p.stat().st_ctime_ns < _RACY_NS:
         return digest  # changed while read, or may still change unseen: not kept
     known = _read_cache(cache_path)  # another process may have added entries meanwhile
-    known[key] = digest
+    known[key] = f"{digest} {ends}"
     _write_cache(cache_path, known)
     return digest
+
+
+def _ends(p: Path) -> str:
+    """SHA-256 of a file's size and its first and last :data:`_SAMPLE` bytes."""
+    with p.open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        h = hashlib.sha256(f"{size}\n".encode())
+        h.update(f.read(_SAMPLE))
+        if size > _SAMPLE:
+            f.seek(max(_SAMPLE, size - _SAMPLE))
+            h.update(f.read(_SAMPLE))
+    return h.hexdigest()
 
 
 def _stat_key(p: Path) -> str:
@@ -104,7 +129,8 @@ def _read_cache(path: Path) -> dict[str, str]:
         return {}  # no cache, or a broken one: hashing again is always right
     if not isinstance(data, dict):
         return {}
-    return {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
+    # An entry of another shape (an older nlieval's bare hash, a hand edit) is no entry.
+    return {str(k): v for k, v in data.items() if isinstance(v, str) and _ENTRY.fullmatch(v)}
 
 
 def _write_cache(path: Path, known: dict[str, str]) -> None:
