@@ -84,9 +84,10 @@ def _gemma3() -> ModelSource:
             f"pip install {pkg}=={version or '1.0.0'}"
         ) from err
     sha = str(g.EXPECTED_SHA256)
-    if _is_converted(key) and conversion_holds(_converted(key), sha, cache_dir()):
+    done = _converted(key, sha)
+    if _is_converted(done) and conversion_holds(done, sha, cache_dir()):
         # Converted from this package's GGUF and unchanged since: skip joining the parts.
-        return ModelSource("gemma3-270m", str(_converted(key)), None, None, None, sha)
+        return ModelSource("gemma3-270m", str(done), None, None, None, sha)
     target = cache_dir() / "gguf" / g.MODEL_NAME
     path = g.assemble(target)  # joins the part packages and checks the sha256
     return ModelSource("gemma3-270m", str(path.parent), path.name, None, key, sha)
@@ -108,14 +109,18 @@ ALIASES: dict[str, Callable[[], ModelSource]] = {
 DEFAULT_MODEL = "smollm2-135m"
 
 
-def _converted(key: str) -> Path:
-    return cache_dir() / "models" / key
+def _converted(key: str, source_sha256: str) -> Path:
+    # The folder is named by the source's content as well as its name: a conversion of
+    # other bytes (a GGUF replaced at the same path with the same size and mtime, another
+    # process converting it meanwhile) never lands in, or replaces, this one's folder
+    # between its check and its load.
+    return cache_dir() / "models" / f"{key}-{source_sha256[:16]}"
 
 
-def _is_converted(key: str) -> bool:
+def _is_converted(folder: Path) -> bool:
     # config.json is written inside the temporary folder before the atomic rename, so its
     # presence means a complete conversion.
-    return (_converted(key) / "config.json").is_file()
+    return (folder / "config.json").is_file()
 
 
 def resolve_model(spec: str, revision: str | None = None) -> ModelSource:
@@ -156,13 +161,13 @@ def local_hf_folder(source: ModelSource) -> ModelSource:
     if source.gguf_file is None:
         return source
     assert source.cache_key is not None
-    target = _converted(source.cache_key)
     sha = gguf_sha256(source)
+    target = _converted(source.cache_key, sha)
     # One process converts at a time: a second one started meanwhile (two shells on a
     # fresh machine) waits, then finds the conversion done, instead of replacing the
     # folder while the first is loading from it.
     with _conversion_lock(target):
-        if not _is_converted(source.cache_key):
+        if not _is_converted(target):
             _convert_gguf(source, target, sha)
         elif not conversion_holds(target, sha, cache_dir()):
             # A folder planted in the cache, or one edited since: scoring it under this
