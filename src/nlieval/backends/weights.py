@@ -89,7 +89,14 @@ def _gemma3() -> ModelSource:
         # Converted from this package's GGUF and unchanged since: skip joining the parts.
         return ModelSource("gemma3-270m", str(done), None, None, None, sha)
     target = cache_dir() / "gguf" / g.MODEL_NAME
-    path = g.assemble(target)  # joins the part packages and checks the sha256
+    try:
+        path = g.assemble(target)  # joins the part packages and checks the sha256
+    except FileExistsError:
+        # Other bytes where the joined GGUF is kept (cut short, or planted): the package
+        # refuses to use them, and the parts are joined again in a new file.
+        log.warning("%s is not the GGUF of %s: joining its parts again", target, pkg)
+        target.unlink()
+        path = g.assemble(target)
     return ModelSource("gemma3-270m", str(path.parent), path.name, None, key, sha)
 
 
