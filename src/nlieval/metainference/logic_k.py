@@ -90,6 +90,10 @@ LABELS: tuple[str, ...] = ("E", "C", "N")
 # pairs with v0 in S are exactly the ones to enumerate. (Deeper formulas tell them apart:
 # box a -> box box a holds in S4, not in KT.)
 #
+# K4 (transitive) allows every (v0, S), as K does: let the successors see nothing. KB4
+# (symmetric and transitive) allows those with v0 in S (one cluster, as above) and the
+# root that sees nothing (S empty): a world that sees a world sees itself.
+#
 # The enumeration is done all at once: a formula's truth over every (v0, S) pair is one
 # integer used as a bit set (bit S * 2^n + v0), and connectives are bitwise operations.
 # With n = 3 atoms that is 8 * 256 = 2048 bits.
@@ -135,11 +139,15 @@ class _Space:
         return int("".join(blocks), 2)
 
     def frame(self, frames: Frames) -> int:
-        """Bit set over (v0, S): the pairs a frame of the class can have (all for K;
-        v0 in S for the reflexive classes). Block S of the bit set is S itself."""
-        if not frames.reflexive:
+        """Bit set over (v0, S): the pairs a frame of the class can have (all for K and
+        K4; v0 in S for the reflexive classes; for KB4 also S empty: a world that sees
+        any world sees itself). Block S of the bit set is S itself."""
+        if not (frames.reflexive or frames.symmetric):
             return self.full
-        return int("".join(format(s, f"0{self.nval}b") for s in reversed(range(self.nsets))), 2)
+        pairs = int("".join(format(s, f"0{self.nval}b") for s in reversed(range(self.nsets))), 2)
+        if not frames.reflexive:
+            pairs |= (1 << self.nval) - 1  # block S = {}: a world that sees none
+        return pairs
 
 
 def _truth(f: Formula, full: int, leaf: Callable[[Formula], int]) -> int:

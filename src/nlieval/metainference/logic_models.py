@@ -6,7 +6,8 @@ definition (:func:`holds`, :func:`true_worlds`) and the four frame classes a for
 be decided over (:class:`Frames` values, by name in :data:`FRAME_CLASSES`): K (any
 accessibility relation), KT (reflexive), S4 (reflexive and transitive) and S5 (an
 equivalence relation), with the check that a model's relation is in a class
-(:func:`in_frame_class`).
+(:func:`in_frame_class`). A :class:`Frames` of one's own is decided when its conditions
+are among :data:`DECIDED` (also K4 and KB4), and refused in one line otherwise.
 
 Both decision procedures (:mod:`~nlieval.metainference.logic_k`'s bit sets and
 :mod:`~nlieval.metainference.logic_tableau`) return models of this type, each checked with
@@ -89,13 +90,29 @@ FRAME_CLASSES: dict[str, Frames] = {
 #: The frame classes, each with the condition on the accessibility relation.
 FRAMES: dict[str, str] = {name: f.condition for name, f in FRAME_CLASSES.items()}
 
+#: The conditions (reflexive, symmetric, transitive) both decision procedures are sound
+#: and complete for: those of :data:`FRAME_CLASSES`, and K4 (transitive) and KB4
+#: (symmetric and transitive), which a :class:`Frames` may name. KB and KTB (symmetric
+#: without transitive) are not decided: a symmetric relation makes a world's boxes speak
+#: of the world that sees it, which neither procedure follows.
+DECIDED: dict[tuple[bool, bool, bool], str] = {
+    (False, False, False): "K",
+    (True, False, False): "KT",
+    (False, False, True): "K4",
+    (True, False, True): "S4",
+    (False, True, True): "KB4",
+    (True, True, True): "S5",
+}
+
 
 def _flags(f: Frames) -> tuple[bool, bool, bool]:
     return (f.reflexive, f.symmetric, f.transitive)
 
 
 def _choices() -> str:
-    return "; ".join(f"{name} ({f.condition})" for name, f in FRAME_CLASSES.items())
+    return "; ".join(
+        f"{name} ({Frames(name, *flags).condition})" for flags, name in DECIDED.items()
+    )
 
 
 def _any_frames(frames: object) -> Frames:
@@ -108,36 +125,40 @@ def _any_frames(frames: object) -> Frames:
 
 
 def frame_class(frames: object) -> Frames:
-    """The frame class named ``frames``, or the one of :data:`FRAME_CLASSES` whose
-    conditions a :class:`Frames` has; else a one-line error naming the choices.
+    """The frame class named ``frames`` (one of :data:`FRAME_CLASSES`), or a
+    :class:`Frames` whose conditions both decision procedures decide (:data:`DECIDED`):
+    the entry of :data:`FRAME_CLASSES` with those conditions where there is one, else
+    ``frames`` itself; otherwise a one-line error naming the choices.
 
-    The decision procedures are sound and complete for these classes only: a
-    :class:`Frames` with other conditions (symmetric but not an equivalence, transitive
-    but not reflexive) is refused, not decided as the nearest class, and so is one that
-    takes a built-in name with another class's conditions.
+    A :class:`Frames` with conditions not decided (KB, KTB: symmetric but not
+    transitive) is refused, not decided as the nearest class, and so is one that takes
+    a built-in name with another class's conditions.
 
     >>> frame_class("KT").reflexive, frame_class(FRAME_CLASSES["S5"]).symmetric
     (True, True)
     >>> frame_class(Frames("T", reflexive=True)).name
     'KT'
+    >>> frame_class(Frames("K4", transitive=True)).name
+    'K4'
     >>> try:
-    ...     frame_class(Frames("K4", transitive=True))
+    ...     frame_class(Frames("B", reflexive=True, symmetric=True))
     ... except LogicError as err:
-    ...     print(str(err)[:56])
-    frame class 'K4' (transitive) is not decided; choose one
+    ...     print(str(err)[:68])
+    frame class 'B' (reflexive and symmetric) is not decided; choose one
     """
     fc = _any_frames(frames)
-    known = next((f for f in FRAME_CLASSES.values() if _flags(f) == _flags(fc)), None)
-    if known is None:
+    if _flags(fc) not in DECIDED:
         raise LogicError(
             f"frame class {fc.name!r} ({fc.condition}) is not decided; choose one of {_choices()}"
         )
-    if fc.name in FRAME_CLASSES and fc.name != known.name:
+    known = next((f for f in FRAME_CLASSES.values() if _flags(f) == _flags(fc)), None)
+    usual = DECIDED[_flags(fc)]
+    if fc.name in (*FRAME_CLASSES, *DECIDED.values()) and fc.name != usual:
         raise LogicError(
-            f"frame class {fc.name!r} is given the conditions of {known.name} "
+            f"frame class {fc.name!r} is given the conditions of {usual} "
             f"({fc.condition}); choose one of {_choices()}"
         )
-    return known
+    return fc if known is None else known
 
 
 def check_frames(frames: object) -> str:

@@ -1,4 +1,5 @@
-"""A tableau deciding satisfiability in K, KT, S4 and S5, for any modal depth and atoms.
+"""A tableau deciding satisfiability in K, KT, K4, S4, KB4 and S5, for any modal depth
+and atoms (the conditions of :data:`~nlieval.metainference.logic_models.DECIDED`).
 
 Part of :mod:`nlieval.metainference.logic`, which imports every public name here.
 :mod:`~nlieval.metainference.logic_k` sends here every formula its bit sets cannot take
@@ -20,10 +21,17 @@ world it sees holding X and what the world's boxes demand there:
   on), unless a world on the path from the root already holds all of that, which is then
   seen instead (loop checking: a set seen twice on a path is always caught, so the search
   ends, and the model is the reflexive-transitive closure of the edges made);
+- K4: as S4 without the reflexive rule, so the new world gets X, every ``box`` formula
+  and its body; a world of the path seen again closes a loop, and the model is the
+  transitive closure of the edges made (a world sees itself only on a loop, where every
+  box it holds was carried to the world it sees, its body with it);
 - S5: every world sees every world (a satisfiable formula has such a model: the class of
   its world). Every ``box`` and ``dia`` formula true at one world is true at all, so it
   is added to every world; each ``dia X`` gets one world holding X, unless one already
-  does: at most one world more than the formula has ``dia`` subformulas.
+  does: at most one world more than the formula has ``dia`` subformulas;
+- KB4: a world that sees a world sees itself (symmetric, then transitive), so the worlds
+  it sees are one S5 cluster, or it sees none: the S5 search, else one world where every
+  ``box`` holds and no ``dia`` does.
 
 Soundness: an open, fully expanded tableau is a model (each formula in a world's set is
 true there, by induction on the formula), and it is checked against
@@ -51,6 +59,7 @@ from typing import NoReturn
 from .logic_formulas import (
     And,
     Atom,
+    Binary,
     Box,
     Const,
     Dia,
@@ -65,7 +74,7 @@ from .logic_formulas import (
     show,
     subformulas,
 )
-from .logic_models import Frames, KripkeModel, frame_class, holds, in_frame_class
+from .logic_models import FRAME_CLASSES, Frames, KripkeModel, frame_class, holds, in_frame_class
 
 #: Seconds one decision may take before it is abandoned with a one-line error. The
 #: readings' formulas take milliseconds; the limit is against runaway input.
@@ -275,9 +284,12 @@ class _Frame:
     next: int = 0
 
 
-def _needs(g: _Graph, label: frozenset[int], carry_boxes: bool) -> list[frozenset[int]]:
+def _needs(g: _Graph, label: frozenset[int], frames: Frames) -> list[frozenset[int]]:
     boxes = [x for x in label if g.kind[x] == _BOX]
-    carried = boxes if carry_boxes else [g.left[x] for x in boxes]
+    bodies = [g.left[x] for x in boxes]
+    # Transitive: the boxes themselves go on. Without the reflexive rule (K4) their
+    # bodies go too, so that a world on the path seen again (a loop) holds them.
+    carried = (boxes if frames.reflexive else [*boxes, *bodies]) if frames.transitive else bodies
     out: list[frozenset[int]] = []
     for d in sorted(x for x in label if g.kind[x] == _DIA):
         need = frozenset([g.left[d], *carried])
@@ -287,7 +299,7 @@ def _needs(g: _Graph, label: frozenset[int], carry_boxes: bool) -> list[frozense
 
 
 def _search_tree(g: _Graph, root: int, frames: Frames, clock: _Clock) -> _World | None:
-    """K, KT and S4: depth-first over worlds, one explicit stack frame per world."""
+    """K, KT, K4 and S4: depth-first over worlds, one explicit stack frame per world."""
     reflexive, transitive = frames.reflexive, frames.transitive
     # A set that failed is unsatisfiable whatever the path (a loop check only ever adds
     # success), so failures are kept in S4 too; a success in S4 may lean on a world of
@@ -315,7 +327,7 @@ def _search_tree(g: _Graph, root: int, frames: Frames, clock: _Clock) -> _World 
                 known[top.init] = None
                 returned, has_returned = None, True
                 continue
-            top.world, top.needs, top.next = _World(label), _needs(g, label, transitive), 0
+            top.world, top.needs, top.next = _World(label), _needs(g, label, frames), 0
         if top.next < len(top.needs):
             need = top.needs[top.next]
             if transitive:
@@ -365,7 +377,9 @@ def _closure(edges: set[tuple[int, int]], n: int, clock: _Clock) -> set[tuple[in
         succ[u].append(v)
     out: set[tuple[int, int]] = set()
     for u in range(n):
-        seen, todo = {u}, [u]
+        # u sees itself only by a path back to it (K4) or its reflexive edge (S4)
+        seen: set[int] = set()
+        todo = [u]
         while todo:
             clock.tick()
             for v in succ[todo.pop()]:
@@ -452,7 +466,7 @@ def tableau_model(
     formula: Formula | str, frames: str | Frames = "K", timeout_s: float | None = None
 ) -> KripkeModel | None:
     """A model of the frame class whose world 0 makes the formula true, or None if there
-    is none: sound and complete for K, KT, S4 and S5 at any modal depth (module
+    is none: sound and complete for K, KT, K4, S4, KB4 and S5 at any modal depth (module
     docstring). Raises :class:`SolverLimit` after ``timeout_s`` seconds (None: the
     module's :data:`SOLVER_TIMEOUT_S`, read at each call), or when the search runs out of
     memory (the message names the process's address-space limit where one is set).
@@ -476,6 +490,23 @@ def tableau_model(
     return model
 
 
+def _dead_end_model(f: Formula, clock: _Clock) -> KripkeModel | None:
+    """A world that sees no world, making ``f`` true, or None: there every ``box``
+    holds and no ``dia`` does."""
+
+    def visit(g: Formula, args: list[Formula]) -> Formula:
+        if isinstance(g, (Box, Dia)):
+            return Const(isinstance(g, Box))
+        if isinstance(g, Not):
+            return Not(args[0])
+        if isinstance(g, Binary):
+            return type(g)(args[0], args[1])
+        return g
+
+    found = _decide(fold(f, visit), FRAME_CLASSES["K"], clock)
+    return None if found is None else KripkeModel(found.valuation[:1], frozenset())
+
+
 def _memory_bound() -> str:
     try:
         import resource  # POSIX only
@@ -488,9 +519,14 @@ def _memory_bound() -> str:
 
 
 def _decide(f: Formula, fc: Frames, clock: _Clock) -> KripkeModel | None:
+    if fc.symmetric and not fc.reflexive:
+        # KB4: a world that sees any world sees itself (symmetric, then transitive), so
+        # the worlds a world reaches are one cluster, an S5 model, or it sees none.
+        cluster = _decide(f, FRAME_CLASSES["S5"], clock)
+        return cluster if cluster is not None else _dead_end_model(f, clock)
     g = _Graph()
     root = g.compile(f)
-    if fc.symmetric:  # S5, the one symmetric class: an equivalence, so one cluster
+    if fc.symmetric:  # S5 (symmetric, reflexive and transitive): one cluster
         worlds = _search_cluster(g, root, clock)
         if worlds is None:
             return None
