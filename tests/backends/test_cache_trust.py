@@ -231,3 +231,27 @@ def test_a_planted_joined_gguf_of_the_packaged_model_is_joined_again(
     joined = (Path(source.path) / source.gguf_file).read_bytes()
     parts = b"".join(p.read_bytes() for p in g.chunk_paths())
     assert _sha(joined) == _sha(parts) == source.source_sha256
+
+
+def test_a_conversion_from_before_the_hash_named_folders_is_kept_only_if_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cache made by an older nlieval: models/<key>, without the source's hash.
+    monkeypatch.setenv("NLIEVAL_CACHE", str(tmp_path / "cache"))
+    made = _fake_conversions(monkeypatch)
+    (tmp_path / "one.gguf").write_bytes(b"GGUF one")
+    (tmp_path / "two.gguf").write_bytes(b"GGUF two")
+    one, two = (resolve_model(str(tmp_path / f"{n}.gguf")) for n in ("one", "two"))
+    assert one.cache_key and two.cache_key
+    honest = Path(local_hf_folder(one).path)
+    assert len(made) == 1
+    old_one = tmp_path / "cache" / "models" / one.cache_key
+    honest.rename(old_one)
+    # The honest old folder is taken over as it is: nothing converted again.
+    again = local_hf_folder(one)
+    assert len(made) == 1 and not old_one.exists()
+    assert _converted_from(again.path) == _sha(b"GGUF one")
+    # One model's conversion under the other's old name is not taken.
+    shutil.copytree(again.path, tmp_path / "cache" / "models" / two.cache_key)
+    got = local_hf_folder(two)
+    assert len(made) == 2 and _converted_from(got.path) == _sha(b"GGUF two")

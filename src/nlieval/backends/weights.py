@@ -84,7 +84,7 @@ def _gemma3() -> ModelSource:
             f"pip install {pkg}=={version or '1.0.0'}"
         ) from err
     sha = str(g.EXPECTED_SHA256)
-    done = _converted(key, sha)
+    done = _adopted(key, sha)
     if _is_converted(done) and conversion_holds(done, sha, cache_dir()):
         # Converted from this package's GGUF and unchanged since: skip joining the parts.
         return ModelSource("gemma3-270m", str(done), None, None, None, sha)
@@ -122,6 +122,19 @@ def _converted(key: str, source_sha256: str) -> Path:
     # process converting it meanwhile) never lands in, or replaces, this one's folder
     # between its check and its load.
     return cache_dir() / "models" / f"{key}-{source_sha256[:16]}"
+
+
+def _adopted(key: str, source_sha256: str) -> Path:
+    """:func:`_converted`, where a conversion made before folders were named by their
+    source's hash (``models/<key>``) is moved to if it holds what this source converts
+    to (its marker and files checked), instead of converting again."""
+    target = _converted(key, source_sha256)
+    old = cache_dir() / "models" / key
+    if not _is_converted(target) and _is_converted(old):
+        with _conversion_lock(target):
+            if not _is_converted(target) and conversion_holds(old, source_sha256, cache_dir()):
+                os.replace(old, target)
+    return target
 
 
 def _is_converted(folder: Path) -> bool:
@@ -169,7 +182,7 @@ def local_hf_folder(source: ModelSource) -> ModelSource:
         return source
     assert source.cache_key is not None
     sha = gguf_sha256(source)
-    target = _converted(source.cache_key, sha)
+    target = _adopted(source.cache_key, sha)
     # One process converts at a time: a second one started meanwhile (two shells on a
     # fresh machine) waits, then finds the conversion done, instead of replacing the
     # folder while the first is loading from it.
