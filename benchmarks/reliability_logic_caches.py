@@ -54,7 +54,7 @@ def _fresh(d: Path, stem: str) -> Path:
 def _cache_file() -> Path:
     from nlieval.backends.weights import cache_dir
 
-    return Path(cache_dir()) / "file-hashes.json"
+    return Path(cache_dir()) / "file-hashes.v2.json"
 
 
 def _key(p: Path) -> str:

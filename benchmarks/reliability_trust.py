@@ -53,7 +53,7 @@ def _edit_in_place(path: Path) -> None:
 def _cache() -> Path:
     from nlieval.backends.weights import cache_dir
 
-    return cache_dir() / "file-hashes.json"
+    return cache_dir() / "file-hashes.v2.json"
 
 
 def _retrained(base: Path) -> None:

@@ -1,7 +1,7 @@
 """The two caches that decide which weights a run scores and what its identity is never
 vouch for bytes they have not checked (issue 43, rule 4).
 
-The content-hash cache (``file-hashes.json``): an entry copied onto another file with the
+The content-hash cache (``file-hashes.v2.json``): an entry copied onto another file with the
 key rewritten to that file's ``stat`` (its mtime forged with ``os.utime``), a cache file
 copied from another folder or machine, an entry of another shape. The conversion cache
 (``models/`` under ``NLIEVAL_CACHE``): one model's conversion copied under another's
@@ -83,13 +83,13 @@ def test_a_hash_entry_copied_onto_another_file_is_not_taken(tmp_path: Path) -> N
             (folder / name).write_bytes(data)
     _settle()
     assert folder_fingerprint(a, cache) == _fingerprint(files_a)
-    entries = json.loads((cache / "file-hashes.json").read_text())
+    entries = json.loads((cache / file_hashes._HASH_CACHE).read_text())
     for name in files_a:
         src, dst = a / name, b / name
         st = src.stat()
         os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
         entries[_key(dst)] = entries[_key(src)]
-    (cache / "file-hashes.json").write_text(json.dumps(entries))
+    (cache / file_hashes._HASH_CACHE).write_text(json.dumps(entries))
     assert folder_fingerprint(b, cache) == _fingerprint(files_b)
     assert folder_fingerprint(a, cache) == _fingerprint(files_a)
 
@@ -106,9 +106,9 @@ def test_a_hash_cache_copied_from_another_folder_is_not_taken(tmp_path: Path) ->
     (here / "w.safetensors").write_bytes(b"these weights")
     st = (there / "w.safetensors").stat()
     os.utime(here / "w.safetensors", ns=(st.st_atime_ns, st.st_mtime_ns))
-    entries = json.loads((cache / "file-hashes.json").read_text())
+    entries = json.loads((cache / file_hashes._HASH_CACHE).read_text())
     moved = {k.replace(str(there.resolve()), str(here.resolve())): v for k, v in entries.items()}
-    (cache / "file-hashes.json").write_text(json.dumps(moved))
+    (cache / file_hashes._HASH_CACHE).write_text(json.dumps(moved))
     assert file_sha256(here / "w.safetensors", cache) == _sha(b"these weights")
 
 
@@ -117,7 +117,7 @@ def test_an_entry_of_another_shape_is_not_taken(tmp_path: Path, value: str) -> N
     f, cache = tmp_path / "w.safetensors", tmp_path / "cache"
     f.write_bytes(b"weights")
     cache.mkdir()
-    (cache / "file-hashes.json").write_text(json.dumps({_key(f): value}))
+    (cache / file_hashes._HASH_CACHE).write_text(json.dumps({_key(f): value}))
     assert file_sha256(f, cache) == _sha(b"weights")
 
 

@@ -74,7 +74,7 @@ def test_an_edit_in_place_with_the_mtime_restored_is_hashed_again(tmp_path: Path
     f.write_bytes(b"0123456789")
     _settle()
     assert file_sha256(f, cache) == hashlib.sha256(b"0123456789").hexdigest()
-    assert json.loads((cache / "file-hashes.json").read_text())  # kept
+    assert json.loads((cache / "file-hashes.v2.json").read_text())  # kept
     new = _edit_in_place(f)
     assert file_sha256(f, cache) == hashlib.sha256(new).hexdigest()
 
@@ -84,7 +84,7 @@ def test_a_cache_kept_from_before_the_edit_does_not_vouch(tmp_path: Path) -> Non
     f.write_bytes(b"0123456789")
     _settle()
     file_sha256(f, cache)
-    saved = (cache / "file-hashes.json").read_text()
+    saved = (cache / "file-hashes.v2.json").read_text()
     new = _edit_in_place(f)
     assert file_sha256(f, cache) == hashlib.sha256(new).hexdigest()
     # The cache restored (a backup, a copy from another machine), or its entry for this
@@ -97,7 +97,7 @@ def test_a_cache_kept_from_before_the_edit_does_not_vouch(tmp_path: Path) -> Non
         for k, v in entries.items()
     }
     for cached in (entries, forged):
-        (cache / "file-hashes.json").write_text(json.dumps(cached))
+        (cache / "file-hashes.v2.json").write_text(json.dumps(cached))
         assert file_sha256(f, cache) == hashlib.sha256(new).hexdigest()
 
 
@@ -106,7 +106,7 @@ def test_a_racy_file_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     f, cache = tmp_path / "w.bin", tmp_path / "cache"
     f.write_bytes(b"abc")
     assert file_sha256(f, cache) == hashlib.sha256(b"abc").hexdigest()
-    assert not (cache / "file-hashes.json").exists()
+    assert not (cache / "file-hashes.v2.json").exists()
 
 
 def test_a_conversion_edited_under_its_marker_is_not_taken(

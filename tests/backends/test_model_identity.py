@@ -96,10 +96,10 @@ def test_file_hashes_are_kept_by_stat_and_redone_on_change(
     time.sleep(0.1)  # older than the racy window: its hash is kept
     cache = tmp_path / "cache"
     assert file_sha256(f, cache) == hashlib.sha256(b"one").hexdigest()
-    assert (cache / "file-hashes.json").is_file()
+    assert (cache / "file-hashes.v2.json").is_file()
     f.write_bytes(b"two!")  # another size: another key
     assert file_sha256(f, cache) == hashlib.sha256(b"two!").hexdigest()
-    (cache / "file-hashes.json").write_text("{not json")  # a broken cache only costs a re-hash
+    (cache / "file-hashes.v2.json").write_text("{not json")  # a broken cache only costs a re-hash
     assert file_sha256(f, cache) == hashlib.sha256(b"two!").hexdigest()
 
 

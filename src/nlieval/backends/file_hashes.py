@@ -53,7 +53,10 @@ NOT_MODEL_FILES = frozenset({"trainer_state.json", "training_args.bin", "marker.
 #: Written inside a converted GGUF folder: the source's hash and the folder's own.
 MARKER = "nlieval-conversion.json"
 
-_HASH_CACHE = "file-hashes.json"
+#: Entries of this shape (hash and check of the ends) live in a file of their own, so
+#: that an older nlieval sharing the cache folder neither reads them as bare hashes nor
+#: is read: its ``file-hashes.json`` is left as it is.
+_HASH_CACHE = "file-hashes.v2.json"
 _CHUNK = 1 << 22
 #: Bytes read at each end of a file to check a cache entry before it is used.
 _SAMPLE = 1 << 16
