@@ -19,6 +19,7 @@ from nlieval.backends.weights import ModelError, resolve_model
 from nlieval.choice.scoring import make_sweep_point
 from nlieval.data import load_pool, load_task
 from nlieval.runs import RunFolder
+from tests.helpers.engines import absent
 
 pytestmark = pytest.mark.models
 
@@ -38,7 +39,7 @@ def real_lm(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
         try:
             resolve_model(request.param)
         except ModelError as err:
-            pytest.skip(str(err))
+            absent("the packaged models", "NLIEVAL_MODELS", f"{err}; run scripts/setup.sh")
         _MADE[request.param] = {"lm": HFCausalLM(request.param, batch_size=16)}
     return _MADE[request.param]["lm"]
 
