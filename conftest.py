@@ -43,6 +43,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 from tests.helpers.fake_openai import EchoLM, running
 from tests.helpers.tiny_models import tiny_model
 
+# In CI (NLIEVAL_STRICT=1, set by .ci/run) an unlisted skip is a failure.
+pytest_plugins = ["tests.helpers.skips"]
+
 #: The names, each made by the fixture ``_doctest_<name>``.
 DOCTEST_NAMES = ("tiny_lm", "tiny_encoder", "run_dir", "fake_server")
 _NAMED = {name: re.compile(rf"\b{name}\b") for name in DOCTEST_NAMES}

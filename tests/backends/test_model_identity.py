@@ -28,6 +28,7 @@ from nlieval.backends.weights import (
     resolve_model,
 )
 from nlieval.cli import main
+from tests.helpers.engines import absent
 from tests.helpers.tiny_models import tiny_model
 
 
@@ -155,7 +156,7 @@ def test_a_planted_conversion_of_the_packaged_model_is_converted_again(
     try:
         source = resolve_model("smollm2-135m")
     except ModelError as err:
-        pytest.skip(str(err))
+        absent("the packaged models", "NLIEVAL_MODELS", f"{err}; run scripts/setup.sh")
     assert source.gguf_file is not None
     gguf = Path(source.path) / source.gguf_file
     expected = "gguf:" + hashlib.sha256(gguf.read_bytes()).hexdigest()

@@ -26,6 +26,7 @@ import pytest
 from nlieval.backends import NOT_INSTALLED, HFOptions
 from nlieval.choice import RunConfig, run
 from nlieval.runs import RECORDS
+from tests.helpers.engines import absent
 
 pytestmark = [pytest.mark.vllm_inproc, pytest.mark.data]
 
@@ -42,7 +43,7 @@ VLLM_ARGS = ("--model", "vllm:smollm2-135m", "--enforce-eager", "--max-model-len
 def vllm_python() -> str:
     python = os.environ.get("NLIEVAL_VLLM_PYTHON", str(ROOT / ".venv-vllm" / "bin" / "python"))
     if not Path(python).is_file():
-        pytest.skip(f"no vLLM Python at {python} (scripts/setup_vllm.sh)")
+        absent("vLLM", "NLIEVAL_VLLM", f"no vLLM Python at {python}; run scripts/setup_vllm.sh")
     return python
 
 
@@ -123,8 +124,13 @@ def test_vllm_in_process_equals_transformers(vllm_run: Path, hf_run: Path) -> No
 def test_kill_at_a_random_moment_then_resume(
     tmp_path: Path, vllm_python: str, data_dir: Path, vllm_run: Path
 ) -> None:
+    # The moment is drawn from a seed the failure message names, so a failure can be
+    # rerun at the same moment (NLIEVAL_KILL_SEED=N); it falls in the first half of the
+    # run's 2 * LIMIT records, so the run is still going when the kill comes.
+    seed = int(os.environ.get("NLIEVAL_KILL_SEED", "0"))
+    stop_after = random.Random(seed).randint(1, LIMIT)
+    why = f"kill after {stop_after} records (NLIEVAL_KILL_SEED={seed})"
     out = tmp_path / "killed"
-    stop_after = random.Random(time.time_ns()).randint(1, 2 * LIMIT - 1)
     proc = _vllm_run(vllm_python, out, data_dir)
     deadline = time.monotonic() + 900
     records = out / RECORDS
@@ -132,18 +138,19 @@ def test_kill_at_a_random_moment_then_resume(
         if records.is_file() and records.read_text().count("\n") >= stop_after:
             break
         time.sleep(0.05)
-    killed = proc.poll() is None
-    if killed:
-        os.kill(proc.pid, signal.SIGKILL)
+    assert proc.poll() is None, f"{why}: the run ended before the kill"
+    os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, why
+    cut = records.read_text().count("\n")  # whole lines: a torn last one is not a record
+    assert stop_after <= cut < 2 * LIMIT, f"{why}: {cut} records survived the kill"
     again = _vllm_run(vllm_python, out, data_dir)
     _, err = again.communicate(timeout=900)
     assert again.returncode == 0, err[-2000:]
     rows = _records(out)
     keys = [(r["k"], r["seed"], r["item_id"]) for r in rows]
-    assert len(keys) == len(set(keys)), "duplicate records"
-    print(f"killed after {stop_after} records: {killed}")
-    assert _worst(_keyed(out), _keyed(vllm_run)) < TOLERANCE
+    assert len(keys) == len(set(keys)), f"{why}: duplicate records"
+    assert _worst(_keyed(out), _keyed(vllm_run)) < TOLERANCE, why
 
 
 def test_a_vllm_that_cannot_start_is_one_line(

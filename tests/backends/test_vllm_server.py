@@ -24,6 +24,7 @@ from nlieval.backends.completions import CompletionsLM
 from nlieval.backends.openai import ServerOptions
 from nlieval.choice import RunConfig, run
 from nlieval.runs import RECORDS
+from tests.helpers.engines import absent
 
 pytestmark = [pytest.mark.vllm, pytest.mark.data]
 
@@ -34,7 +35,7 @@ SERVED = os.environ.get("NLIEVAL_VLLM_MODEL", "smollm2-135m")
 def vllm_url() -> str:
     url = os.environ.get("NLIEVAL_VLLM_URL")
     if not url:
-        pytest.skip("NLIEVAL_VLLM_URL is not set (start a server with scripts/vllm_serve.sh)")
+        absent("a vLLM server", "NLIEVAL_VLLM", "no NLIEVAL_VLLM_URL; run scripts/vllm_serve.sh")
     models = httpx.get(f"{url.rstrip('/')}/models", timeout=10).json()
     assert SERVED in [m["id"] for m in models["data"]], models
     return url

@@ -4,7 +4,6 @@ the run stops before a model is loaded."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -16,39 +15,74 @@ from nlieval.types import NLI3, Item, Label
 
 ITEM = Item("t1", "A cat sits.", "An animal sits.", Label.ENTAILMENT)
 
+#: Each escape route, and the reason its refusal must give: a route into Python is refused
+#: by name (an unknown variable, an unsafe attribute, a missing filter), and a bomb by the
+#: bound of the sandbox it runs into (steps, characters, integer bits, call depth), so a
+#: bomb never gets as far as the wall-clock backstop.
 ESCAPES = {
-    "cycler globals": "{{ cycler.__init__.__globals__.os.popen('touch {m}').read() }}",
-    "joiner globals": "{{ joiner.__init__.__globals__.os.system('touch {m}') }}",
-    "namespace": "{% set ns = namespace(x=1) %}{{ ns.__init__.__globals__ }}",
-    "lipsum globals": "{{ lipsum.__globals__['os'].popen('touch {m}').read() }}",
-    "subclasses": "{{ ''.__class__.__mro__[1].__subclasses__() }}",
-    "item class": "{{ item.__class__.__init__.__globals__['os'].system('touch {m}') }}",
-    "self": "{{ self.__init__.__globals__.__builtins__.open('{m}', 'w') }}",
-    "config-style": "{{ config.items() }}",
-    "request-style": "{{ request.application.__globals__ }}",
-    "attr filter": "{{ item|attr('__class__') }}",
-    "format string": "{{ '{0.__class__.__init__.__globals__}'.format(item) }}",
-    "huge range": "{% for i in range(10**9) %}x{% endfor %}",
-    "nested range": (
-        "{% for i in range(99999) %}{% for j in range(99999) %}x{% endfor %}{% endfor %}"
+    "cycler globals": (
+        "{{ cycler.__init__.__globals__.os.popen('touch {m}').read() }}",
+        "unknown variable(s) cycler",
     ),
-    "string bomb": "{{ 'x' * 10**9 }}",
+    "joiner globals": (
+        "{{ joiner.__init__.__globals__.os.system('touch {m}') }}",
+        "unknown variable(s) joiner",
+    ),
+    "namespace": (
+        "{% set ns = namespace(x=1) %}{{ ns.__init__.__globals__ }}",
+        "unknown variable(s) namespace",
+    ),
+    "lipsum globals": (
+        "{{ lipsum.__globals__['os'].popen('touch {m}').read() }}",
+        "unknown variable(s) lipsum",
+    ),
+    "subclasses": (
+        "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+        "access to attribute '__class__' of 'str' object is unsafe",
+    ),
+    "item class": (
+        "{{ item.__class__.__init__.__globals__['os'].system('touch {m}') }}",
+        "is unsafe",
+    ),
+    "self": (
+        "{{ self.__init__.__globals__.__builtins__.open('{m}', 'w') }}",
+        "access to attribute '__init__' of 'TemplateReference' object is unsafe",
+    ),
+    "config-style": ("{{ config.items() }}", "unknown variable(s) config"),
+    "request-style": ("{{ request.application.__globals__ }}", "unknown variable(s) request"),
+    "attr filter": ("{{ item|attr('__class__') }}", "No filter named 'attr'"),
+    "format string": ("{{ '{0.__class__.__init__.__globals__}'.format(item) }}", "is unsafe"),
+    "huge range": ("{% for i in range(10**9) %}x{% endfor %}", "unknown variable(s) range"),
+    # Loops over what a template is given: 11 characters nested 7 deep are 19 million
+    # iterations, refused at the step bound (1,000,000 per render).
+    "loop bomb": (
+        "{% for a in premise %}" * 7 + "x" + "{% endfor %}" * 7,
+        "more than 1,000,000 steps",
+    ),
+    "string bomb": ("{{ 'x' * 10**9 }}", "would build 1,000,000,000 characters (limit 1,000,000)"),
+    "ljust bomb": ("{{ 'x'.ljust(10**10) }}", "characters (limit 1,000,000)"),
     # Jinja reads 9 ** 9 ** 9 as (9 ** 9) ** 9, a 78-digit number: the bomb is this one.
-    "power bomb": "{{ 9 ** (9 ** 9) }}",
-    "list mutation": "{% set l = [] %}{{ l.append(1) }}",
-    "dict builtin": "{{ dict(a=1).__class__ }}",
+    "power bomb": ("{{ 9 ** (9 ** 9) }}", "-bit integer (limit 4,096)"),
+    "recursion": (
+        "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}",
+        "calls nested deeper than 64",
+    ),
+    "list mutation": (
+        "{% set l = [] %}{{ l.append(1) }}",
+        "access to attribute 'append' of 'list' object is unsafe",
+    ),
+    "dict builtin": ("{{ dict(a=1).__class__ }}", "unknown variable(s) dict"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(ESCAPES))
 def test_escape_route_is_refused(name: str, tmp_path: Path) -> None:
     marker = tmp_path / "owned.txt"
-    source = ESCAPES[name].replace("{m}", str(marker)) + "\nPremise: {{ premise }}\nAnswer:"
-    started = time.monotonic()
+    route, reason = ESCAPES[name]
+    source = route.replace("{m}", str(marker)) + "\nPremise: {{ premise }}\nAnswer:"
     with pytest.raises(ValueError) as err:
         PromptBuilder("nli3", NLI3, [], source).build(ITEM)
-    # A hang or a memory bomb would not come back at all; a refusal comes back at once.
-    assert time.monotonic() - started < 30
+    assert reason in str(err.value) and "still rendering" not in str(err.value)
     assert "\n" not in str(err.value)
     assert not marker.exists()
 

@@ -43,8 +43,15 @@ def test_one_worker_per_gpu_gives_the_records_of_the_sequential_run(
     assert not summary.failed
     got, want = _records(par / "cells"), _records(seq / "cells")
     assert len(want) == 3 * 2 * 3 and got == want  # 3 cells x k 0, 1 x 3 items
-    gpus = {str(read_state(par, f"base-tiny-seed{s}")["job"]).split(" gpu ")[1] for s in range(3)}
-    assert gpus <= {"0", "1"} and gpus
+    # Each cell's job is "PID gpu ID": a worker keeps one GPU for its life, two workers
+    # never share one, and both GPUs took cells (each cell loads a model for seconds, so
+    # the second worker is up long before the first is free again).
+    jobs = [str(read_state(par, f"base-tiny-seed{s}")["job"]).split(" gpu ") for s in range(3)]
+    gpu_of: dict[str, set[str]] = {}
+    for pid, gpu in jobs:
+        gpu_of.setdefault(pid, set()).add(gpu)
+    assert all(len(g) == 1 for g in gpu_of.values()), gpu_of
+    assert len(gpu_of) == 2 and set().union(*gpu_of.values()) == {"0", "1"}, gpu_of
     assert (par / "report/table.md").read_bytes() == (seq / "report/table.md").read_bytes()
 
 
