@@ -21,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ..ground import check_inside, make_folder, open_own
 from .file_hashes import conversion_holds, file_sha256, folder_fingerprint, write_conversion_marker
 
 log = logging.getLogger(__name__)
@@ -192,8 +193,12 @@ def loadable_source(model: str | ModelSource, revision: str | None = None) -> Mo
 def _conversion_lock(target: Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``target``'s lock file beside it, held for the block
     (the kernel drops it if the process dies)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target.parent / (target.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    # The cache is the writer's folder: no link below it is followed (a lock, or a
+    # converted model, written through one would land elsewhere).
+    root = cache_dir()
+    make_folder(target.parent, root=root)
+    lock = target.parent / (target.name + ".lock")
+    fd = open_own(lock, os.O_RDWR | os.O_CREAT, in_place=True, root=root)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -288,7 +293,8 @@ def _convert_gguf(source: ModelSource, target: Path, source_sha256: str) -> None
     setattr(model, "hf_quantizer", None)  # noqa: B010 (typed as non-optional upstream)
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(target.parent, root=cache_dir())
+    check_inside(target, cache_dir())  # a link there is refused, never removed through
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     try:
         model.save_pretrained(tmp)

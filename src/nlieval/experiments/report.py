@@ -268,7 +268,7 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
     output with none done is listed as not written). Returns the paths written,
     relative to ``folder``."""
     report = folder / REPORT
-    make_folder(report)
+    make_folder(report, root=folder)
     written: list[str] = []
     index = [f"# {exp.name}: report", ""]
     if exp.description:
@@ -310,7 +310,7 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
             # What is shown without them says so: never a table that looks whole.
             index += [f"without (not done): {', '.join(missing)}"]
         index += [""]
-    atomic_write(report / "index.md", "\n".join(index).rstrip() + "\n")
+    _write(report / "index.md", "\n".join(index).rstrip())
     written.append(str(Path(REPORT) / "index.md"))
     return written
 
@@ -334,7 +334,8 @@ def _block_inputs(
 
 
 def _write(path: Path, text: str) -> None:
-    atomic_write(path, text if text.endswith("\n") else text + "\n")
+    # Every file of a report lies directly in its folder, checked by write_report.
+    atomic_write(path, text if text.endswith("\n") else text + "\n", root=path.parent)
 
 
 def _write_output(

@@ -5,13 +5,14 @@ folder, a site, an experiment folder, a cache): no part of a written path below 
 folder may be a symbolic link (:func:`check_inside`), so that nothing is written, made
 or appended through a link to somewhere else; the folder itself may be a link (a run
 kept on a bigger disk: the user named it). Written files are its own: each is opened
-without following a symbolic link (``O_NOFOLLOW``); one that is a link, not a regular file, or (for a file written in
-place: appended to, truncated) has a second hard link is a :class:`FolderError` naming
-it, before anything is written (a write through it would change a file elsewhere). A
-file is replaced whole (:func:`atomic_write`: readers and a crash see the old file or
-the new one, never half) or appended to durably (:func:`append_own`); a line cut short
-by a crash is cut off again (:func:`cut_torn_tail`). A write that fails (a full disk, a
-read-only folder) is a :class:`FolderError` naming the file and the reason.
+without following a symbolic link (``O_NOFOLLOW``); one that is a link, not a regular
+file, or (for a file written in place: appended to, truncated) has a second hard link is
+a :class:`FolderError` naming it, before anything is written (a write through it would
+change a file elsewhere). A file is replaced whole (:func:`atomic_write`: readers and a
+crash see the old file or the new one, never half) or appended to durably
+(:func:`append_own`); a line cut short by a crash is cut off again
+(:func:`cut_torn_tail`). A write that fails (a full disk, a read-only folder) is a
+:class:`FolderError` naming the file and the reason.
 
 Input files are read only when they are regular files outside ``/proc``, ``/sys`` and
 ``/dev`` (:func:`open_regular`), small ones whole and bounded (:func:`read_small_text`).
@@ -85,12 +86,12 @@ def check_inside(path: str | Path, root: str | Path) -> Path:
     return path
 
 
-def atomic_write(path: str | Path, text: str, *, root: str | Path | None = None) -> None:
-    """Replace ``path`` with ``text`` so that readers (and a crash) only ever see a
-    complete file: write a temporary file beside it, fsync, rename. A ``path`` that is a
-    symbolic link or not a regular file is refused, and a write that fails (a full disk,
-    a read-only folder) is a :class:`FolderError` naming ``path``; either way the old file
-    is left as it was.
+def atomic_write(path: str | Path, text: str | bytes, *, root: str | Path | None = None) -> None:
+    """Replace ``path`` with ``text`` (UTF-8, or bytes as they are) so that readers (and
+    a crash) only ever see a complete file: write a temporary file beside it, fsync,
+    rename. A ``path`` that is a symbolic link or not a regular file is refused, and a
+    write that fails (a full disk, a read-only folder) is a :class:`FolderError` naming
+    ``path``; either way the old file is left as it was.
 
     >>> path = Path(run_dir) / "a.txt"
     >>> atomic_write(path, "old"); atomic_write(path, "new"); path.read_text()
@@ -113,7 +114,7 @@ def atomic_write(path: str | Path, text: str, *, root: str | Path | None = None)
         # Made inside the try: an interrupt (Ctrl-C) right after it still removes it.
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
         try:
-            _write_all(fd, text.encode("utf-8"))
+            _write_all(fd, text.encode("utf-8") if isinstance(text, str) else text)
             # mkstemp makes the file private (0600); a result file is as readable as
             # any other file the user writes (the umask decides).
             os.fchmod(fd, 0o666 & ~_umask())

@@ -56,7 +56,7 @@ from typing import Any
 
 from ..backends import ModelError, resolve
 from ..data import items_fingerprint
-from ..ground import DataError, read_json
+from ..ground import DataError, check_inside, make_folder, read_json
 from ..metrics import mean_std, point_metrics
 from ..runs import RunError, RunFolder, Step, atomic_write, execute, finalize
 from ..types import Item, Record
@@ -118,9 +118,9 @@ SEED_RESULTS = "train.json"
 LEGACY_SEED_FILES = ("results.json", "test_records.jsonl")
 
 
-def _write_json(path: Path, payload: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")
+def _write_json(path: Path, payload: Any, root: Path) -> None:
+    make_folder(path.parent, root=root)
+    atomic_write(path, json.dumps(payload, indent=2, allow_nan=True) + "\n", root=root)
 
 
 def _mean_std(values: Sequence[float]) -> dict[str, float]:
@@ -219,7 +219,7 @@ def _clear_seed(run: RunFolder[Record], seed: int) -> None:
             shutil.rmtree(leftover)
     if any(r.seed == seed for r in records):
         kept = "".join(r.to_json() + "\n" for r in records if r.seed != seed)
-        atomic_write(run.records_path, kept)
+        atomic_write(run.records_path, kept, root=run.path)
         run.done_keys()
 
 
@@ -273,7 +273,7 @@ def train_seed(
         "test": data.test.describe() if data.test else None,
     }
     result["run_key"] = _run_key(config)
-    _write_json(folder / SEED_RESULTS, result)
+    _write_json(folder / SEED_RESULTS, result, run.path)
     return result, model, tokenizer
 
 
@@ -343,6 +343,7 @@ def train(
         if not resume:
             for legacy in LEGACY_SEED_FILES:
                 for old in run.path.glob(f"seed*/{legacy}"):
+                    check_inside(old.parent, run.path)  # never removed through a link
                     old.unlink()
         for seed in config.seeds:
             done = _seed_trained(run.path, seed, key) if resume else None
@@ -429,7 +430,7 @@ def train(
     for seed in config.seeds:
         result = trained[seed]
         result["test"] = {"task": test.task, "split": test.split, **point_metrics(by_seed[seed])}
-        _write_json(run.path / f"seed{seed}" / SEED_RESULTS, result)
+        _write_json(run.path / f"seed{seed}" / SEED_RESULTS, result, run.path)
     results = finalize(
         run,
         config.to_dict(),
