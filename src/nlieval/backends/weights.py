@@ -158,6 +158,9 @@ def local_hf_folder(source: ModelSource) -> ModelSource:
         return source
     assert source.cache_key is not None
     target = _converted(source.cache_key)
+    # The cache's entries are its own: one that is a link (to a folder elsewhere) is
+    # refused, never read as this model nor replaced through.
+    check_inside(target, cache_dir())
     sha = gguf_sha256(source)
     # One process converts at a time: a second one started meanwhile (two shells on a
     # fresh machine) waits, then finds the conversion done, instead of replacing the

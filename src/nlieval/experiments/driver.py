@@ -422,7 +422,7 @@ def run_experiment(
     grows or refuses (one line naming the cell). More than :data:`ASK_ABOVE` cells
     need ``yes``.
     """
-    from .report import check_outputs, write_report
+    from .report import REPORT, check_outputs, write_report
 
     out = Path(out)
     cells = plan_cells(exp, estimate=False)
@@ -432,6 +432,10 @@ def run_experiment(
             f"{exp.source}: {len(cells)} cells (more than {ASK_ABOVE}): give --yes to run them"
         )
     executor = executor or LocalExecutor()
+    # The folder's parts are its own: a link among them (cells kept elsewhere) is one
+    # line before anything is read or written through it.
+    for part in (CELLS, STATE, REPORT, PLAN, *(f"{CELLS}/{c.name}" for c in cells)):
+        check_inside(out / part, out)
     # The estimates status shows (n of N records): those the folder's plan saved, by
     # cell identity, and counted from the data only for a cell new or changed and not
     # done, so that a second call reads no task's data for them.
