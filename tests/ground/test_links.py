@@ -249,7 +249,9 @@ def syn(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(folder / "syn.yaml")
 
 
-@pytest.mark.parametrize("again", [[], ["--seeds", "0,1"]], ids=["resume", "more-seeds"])
+@pytest.mark.parametrize(
+    "again", [[], ["--seeds", "0,1"], ["--no-test"]], ids=["resume", "more-seeds", "no-test"]
+)
 def test_train_never_writes_a_seed_through_a_link(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], bert: Path, syn: str, again: list[str]
 ) -> None:

@@ -331,6 +331,10 @@ def train(
         check_encoder(resolve_encoder(config.model))
     data = load_data(config)  # data errors surface before anything is written
     run = RunFolder(config.out)
+    for seed in config.seeds:
+        # A seed folder is the run's own: one that is a link (a checkpoint kept elsewhere)
+        # is neither reused as this run's seed nor written through.
+        check_inside(run.path / f"seed{seed}", run.path)
     if resume and is_legacy_folder(run.path):
         raise RunError(legacy_message(run.path))
     key = _run_key(config)
