@@ -19,7 +19,7 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ..ground import DataError
+from ..ground import DataError, check_inside
 from ..runs import atomic_write, make_folder
 from ..settings import UNSET, flag_of, from_flat_dict
 from .commands import coerce
@@ -283,6 +283,8 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
     # laptop run leaves out, and more than ten names would cycle the styles).
     palette = sorted({c.model for c in cells if c.model})
     for out in exp.outputs:
+        # An output's own sub-folder (plots of sci-report, chaosnli's) is the report's.
+        check_inside(report / out.name, folder)
         own = _cells_of(out, cells)
         title = f"## {out.label + ': ' if out.label else ''}{out.name} ({out.kind})"
         index += [title, ""]
