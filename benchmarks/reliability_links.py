@@ -5,7 +5,8 @@ command itself), plants a symbolic link in it, a sub-folder or a file, pointing 
 sentinel folder elsewhere that holds someone else's files, then runs the command again.
 The right answer is one ``nlieval: error: ...`` line naming the link; exit 0 is a write
 through the link or a folder followed out of its own. Every case also checks the sentinel
-folder byte for byte afterwards: a change is counted as data lost.
+folder afterwards (bytes, inode, modification time): any change, a file rewritten even with
+the same bytes, is counted as data lost.
 
     python benchmarks/reliability.py --kills 0 --files links
 """
@@ -22,14 +23,19 @@ from pathlib import Path
 from reliability_kit import Case, invoke, nli_rows, task, write
 
 _n = itertools.count()
-#: The sentinel folder of each case and its files as planted (name -> path -> bytes).
-_PLANTED: dict[str, tuple[Path, dict[str, bytes]]] = {}
+#: The sentinel folder of each case and its files as planted.
+_PLANTED: dict[str, tuple[Path, dict[str, tuple[bytes, int, int]]]] = {}
 
 
-def _snapshot(folder: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
+def _snapshot(folder: Path) -> dict[str, tuple[bytes, int, int]]:
+    # Bytes, inode and modification time: a file rewritten with the same bytes (a site's
+    # meta.js written again from the same runs) was written through the link all the same.
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            out[str(p.relative_to(folder))] = (p.read_bytes(), st.st_ino, st.st_mtime_ns)
+    return out
 
 
 def _sentinel(d: Path, tag: str) -> Path:

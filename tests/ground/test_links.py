@@ -4,9 +4,10 @@ Every command that writes into a folder that may already exist is walked: a symb
 is planted in its folder (a sub-folder, or a file) pointing to a sentinel folder
 elsewhere, the command is run in this process, and the outcome must be one
 ``nlieval: error: ...`` line naming the link, with the sentinel folder's files byte for
-byte as they were. The ground's writers are walked the same way, and the source is
-searched for a raw write that does not go through them (a future writer that bypasses
-the rule fails :func:`test_no_raw_write_outside_the_ground`).
+byte as they were (and not rewritten: the same inode and modification time). The
+ground's writers are walked the same way, and the source is searched for a raw write that
+does not go through them (a future writer that bypasses the rule fails
+:func:`test_no_raw_write_outside_the_ground`).
 """
 
 from __future__ import annotations
@@ -50,10 +51,15 @@ def _sentinel(tmp_path: Path) -> Path:
     return s
 
 
-def _snapshot(folder: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
+def _snapshot(folder: Path) -> dict[str, tuple[bytes, int, int]]:
+    """Each file's bytes, inode and modification time: a file rewritten through a link
+    with the same bytes was written all the same."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            out[str(p.relative_to(folder))] = (p.read_bytes(), st.st_ino, st.st_mtime_ns)
+    return out
 
 
 # --------------------------------------------------------------------------- the ground
