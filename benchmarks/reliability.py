@@ -803,6 +803,7 @@ CASE_FILES = (
     "reliability_bounds",
     "reliability_trust",
     "reliability_logic_caches",
+    "reliability_links",
 )
 
 
@@ -975,7 +976,7 @@ def main() -> int:
         "--files",
         default=None,
         help="comma-separated case files to run (main: this script's own; identity, "
-        "server, templates, folders, numbers, bounds, trust, logic_caches: "
+        "server, templates, folders, numbers, bounds, trust, logic_caches, links: "
         "reliability_<name>.py) [all]",
     )
     ap.add_argument("--timeout", type=float, default=180, help="seconds per case [180]")
@@ -1027,6 +1028,9 @@ def main() -> int:
             rc, out, err = _in_process(argv, d, opts.timeout)
         outcome = classify(case, rc, err)
         table.setdefault(case.command, Counter())[outcome] += 1
+        if case.lost is not None and case.lost(d):
+            table[case.command]["data lost"] += 1  # besides how it ended
+            outcome += ", data lost"
         last = (err.strip().splitlines() or [""])[-1][:160]
         detail.append(
             {
@@ -1040,14 +1044,16 @@ def main() -> int:
             }
         )
         print(f"{outcome:<12} {case.command:<15} {case.name:<36} {last}", flush=True)
-    cols = ["clear error", "warning", "traceback", "silent"]
+    cols = ["clear error", "warning", "traceback", "silent", "data lost"]
     print("\n| command | cases | " + " | ".join(cols) + " |")
     print("|---|---:|" + "---:|" * len(cols))
     total = Counter[str]()
     for cmd, c in table.items():
         total.update(c)
-        print(f"| {cmd} | {sum(c.values())} | " + " | ".join(str(c[k]) for k in cols) + " |")
-    print(f"| **all** | {sum(total.values())} | " + " | ".join(str(total[k]) for k in cols) + " |")
+        n = sum(c.values()) - c["data lost"]  # a case that lost data is counted once
+        print(f"| {cmd} | {n} | " + " | ".join(str(c[k]) for k in cols) + " |")
+    n = sum(total.values()) - total["data lost"]
+    print(f"| **all** | {n} | " + " | ".join(str(total[k]) for k in cols) + " |")
     kills = kill_trials(model, opts.kills, d, opts.seed) if opts.kills else {}
     if kills:
         print(
@@ -1060,7 +1066,7 @@ def main() -> int:
         print(f"files in {d}")
     else:
         shutil.rmtree(d, ignore_errors=True)
-    return 0 if total["traceback"] == total["silent"] == 0 else 1
+    return 0 if total["traceback"] == total["silent"] == total["data lost"] == 0 else 1
 
 
 if __name__ == "__main__":

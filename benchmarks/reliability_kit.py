@@ -26,12 +26,15 @@ LABELS3 = "[entailment, neutral, contradiction]"
 @dataclass(frozen=True)
 class Case:
     """One hostile input: ``expect`` is ``error`` (exit != 0 with one line) or ``warning``
-    (exit 0 with a WARNING line naming the file: going on is the right answer)."""
+    (exit 0 with a WARNING line naming the file: going on is the right answer).
+    ``lost``, when given, is asked after the command (with the scratch folder): True when
+    files that were not the command's to write changed (counted as data lost)."""
 
     command: str
     name: str
     argv: Callable[[Path], list[str]]
     expect: str = "error"
+    lost: Callable[[Path], bool] | None = None
 
 
 def write(path: Path, text: str | bytes) -> Path:

@@ -204,7 +204,7 @@ def write_json(path: Path, payload: Any) -> None:
     '{\\n  "n": 1\\n}\\n'
     """
     make_folder(path.parent)
-    atomic_write(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")
+    atomic_write(path, json.dumps(payload, indent=2, allow_nan=True) + "\n", root=path.parent)
 
 
 def chaosnli_scores(config: ChaosnliConfig) -> tuple[dict[str, Any], Path | None] | None:

@@ -33,7 +33,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from ..ground import DataError, read_json
+from ..ground import DataError, atomic_write, check_inside, make_folder, read_json
 from ..types import NLI2, NLI3, Item, Label, Record, softmax
 from .base import ClassifierBackend, Progress
 from .finite import NonFiniteScore, check_scores
@@ -313,7 +313,10 @@ def save_classifier(
     if len(meta.labels) != outputs:
         raise ClassifierError(f"{len(meta.labels)} labels for a head with {outputs} outputs")
     folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(folder.parent)
+    # The checkpoint replaces ``folder`` whole: a link there is refused, never removed or
+    # written through (its target is not the run's).
+    check_inside(folder, folder.parent)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         tokenizer.save_pretrained(tmp)
@@ -325,7 +328,7 @@ def save_classifier(
             model.encoder.save_pretrained(tmp)
             head = {k: v.detach().cpu().contiguous() for k, v in model.head.state_dict().items()}
             save_file(head, str(tmp / HEAD_FILE))
-        (tmp / META_FILE).write_text(json.dumps(meta.to_dict(), indent=2) + "\n", "utf-8")
+        atomic_write(tmp / META_FILE, json.dumps(meta.to_dict(), indent=2) + "\n", root=tmp)
         if folder.exists():
             shutil.rmtree(folder)
         os.replace(tmp, folder)

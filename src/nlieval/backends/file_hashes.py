@@ -26,7 +26,7 @@ import stat
 import time
 from pathlib import Path
 
-from ..ground import DataError, FolderError, atomic_write, read_json
+from ..ground import DataError, FolderError, atomic_write, make_folder, read_json
 
 log = logging.getLogger(__name__)
 
@@ -138,8 +138,8 @@ def _read_cache(path: Path) -> dict[str, str]:
 
 def _write_cache(path: Path, known: dict[str, str]) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, json.dumps(known, sort_keys=True))
+        make_folder(path.parent)  # the cache folder (it may be a link)
+        atomic_write(path, json.dumps(known, sort_keys=True), root=path.parent)
     except (OSError, FolderError) as err:  # a read-only cache only costs a re-hash next time
         log.debug("cannot keep file hashes in %s: %s", path, err)
 
@@ -224,7 +224,7 @@ def folder_fingerprint(folder: str | Path, cache: Path | None = None) -> str:
 def write_conversion_marker(folder: Path, source_sha256: str, cache: Path | None = None) -> None:
     """Record in a freshly converted folder what it was converted from and what it holds."""
     marker = {"source_sha256": source_sha256, "folder_sha256": folder_fingerprint(folder, cache)}
-    (folder / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+    atomic_write(folder / MARKER, json.dumps(marker, indent=2) + "\n", root=folder)
 
 
 def conversion_holds(folder: Path, source_sha256: str, cache: Path | None = None) -> bool:

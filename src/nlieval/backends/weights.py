@@ -21,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ..ground import check_inside, make_folder, open_own
 from .file_hashes import conversion_holds, file_sha256, folder_fingerprint, write_conversion_marker
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,8 @@ def _adopted(key: str, source_sha256: str) -> Path:
     to (its marker and files checked), instead of converting again."""
     target = _converted(key, source_sha256)
     old = cache_dir() / "models" / key
-    if not _is_converted(target) and _is_converted(old):
+    # An old entry that is a link is never adopted: it would bring another folder's files in.
+    if not _is_converted(target) and not old.is_symlink() and _is_converted(old):
         with _conversion_lock(target):
             if not _is_converted(target) and conversion_holds(old, source_sha256, cache_dir()):
                 os.replace(old, target)
@@ -183,6 +185,9 @@ def local_hf_folder(source: ModelSource) -> ModelSource:
     assert source.cache_key is not None
     sha = gguf_sha256(source)
     target = _adopted(source.cache_key, sha)
+    # The cache's entries are its own: one that is a link (to a folder elsewhere) is
+    # refused, never read as this model nor replaced through.
+    check_inside(target, cache_dir())
     # One process converts at a time: a second one started meanwhile (two shells on a
     # fresh machine) waits, then finds the conversion done, instead of replacing the
     # folder while the first is loading from it.
@@ -217,8 +222,12 @@ def loadable_source(model: str | ModelSource, revision: str | None = None) -> Mo
 def _conversion_lock(target: Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``target``'s lock file beside it, held for the block
     (the kernel drops it if the process dies)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target.parent / (target.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    # The cache is the writer's folder: no link below it is followed (a lock, or a
+    # converted model, written through one would land elsewhere).
+    root = cache_dir()
+    make_folder(target.parent, root=root)
+    lock = target.parent / (target.name + ".lock")
+    fd = open_own(lock, os.O_RDWR | os.O_CREAT, in_place=True, root=root)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -313,7 +322,8 @@ def _convert_gguf(source: ModelSource, target: Path, source_sha256: str) -> None
     setattr(model, "hf_quantizer", None)  # noqa: B010 (typed as non-optional upstream)
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(target.parent, root=cache_dir())
+    check_inside(target, cache_dir())  # a link there is refused, never removed through
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     try:
         model.save_pretrained(tmp)

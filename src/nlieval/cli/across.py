@@ -39,7 +39,7 @@ def _write_or_print(text: str, out: str | None) -> None:
         return
     path = Path(out)
     make_folder(path.parent)
-    atomic_write(path, text if text.endswith("\n") else text + "\n")
+    atomic_write(path, text if text.endswith("\n") else text + "\n", root=path.parent)
     print(f"written: {path}")
 
 

@@ -146,7 +146,7 @@ def _scan(config: ContaminationConfig) -> dict[str, Any]:
         "scan": result.stats(),
     }
     side = out.with_name((out.stem if out.suffix == ".jsonl" else out.name) + ".summary.json")
-    atomic_write(side, json.dumps(summary, indent=2) + "\n")
+    atomic_write(side, json.dumps(summary, indent=2) + "\n", root=side.parent)
     return {"scores": scores, "scan": result.stats(), "out": out, "summary": side}
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..ground import atomic_write, read_jsonl
+from ..ground import atomic_write, make_folder, read_jsonl
 from ..types import Item
 from .ngrams import DEFAULT_N, build_index, contaminated_tokens, item_text
 from .scan import SHARD_BYTES, ScanOptions, ScanResult, corpus_files, scan_files, scan_ray
@@ -123,6 +123,7 @@ def write_scores(scores: Iterable[Mapping[str, Any]], path: str | Path) -> Path:
     """Write per-item scores, one JSON object a line (atomically: two commands writing
     one file leave one whole file, never a mix)."""
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(out, "".join(json.dumps(dict(s), ensure_ascii=False) + "\n" for s in scores))
+    make_folder(out.parent)  # the folder the user named (it may be a link)
+    text = "".join(json.dumps(dict(s), ensure_ascii=False) + "\n" for s in scores)
+    atomic_write(out, text, root=out.parent)
     return out

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..ground import DataError, atomic_write, load_yaml, read_small_text
+from ..ground import DataError, atomic_write, load_yaml, make_folder, read_small_text
 from ..types import ALPHA, NLI3, Label
 from .parsers import FieldError, FieldMap, MappedParser, norm_key, parse_label
 from .rules import FAMILIES, FileRule, TaskSpec
@@ -319,8 +319,8 @@ def write_task_yaml(path: str | Path, spec_dict: Mapping[str, Any]) -> Path:
     if "path" not in spec_dict:
         raise DataError(path, None, "path", "missing: the data file (jsonl, csv or tsv)")
     text = yaml.safe_dump(_plain(spec_dict), sort_keys=False, allow_unicode=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, text)
+    make_folder(path.parent)  # the folder the caller named (it may be a link)
+    atomic_write(path, text, root=path.parent)
     return path
 
 

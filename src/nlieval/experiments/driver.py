@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..backends import ServerError
-from ..ground import DataError, FolderError, read_json
+from ..ground import DataError, FolderError, check_inside, read_json
 from ..runs import RECORDS, RunFolder, atomic_write, make_folder
 from .plan import ASK_ABOVE, Cell, plan_cells, with_estimates
 from .spec import Experiment
@@ -312,7 +312,7 @@ def read_state(out: str | Path, cell: str) -> dict[str, Any] | None:
 
 
 def _write_state(out: Path, cell: Cell, outcome: Outcome) -> None:
-    make_folder(out / STATE)
+    make_folder(out / STATE, root=out)
     body = {
         "cell": cell.name,
         "state": outcome.state,
@@ -322,12 +322,13 @@ def _write_state(out: Path, cell: Cell, outcome: Outcome) -> None:
         "executor": outcome.executor,
         "job": outcome.job,
     }
-    atomic_write(_state_path(out, cell.name), json.dumps(body, indent=1, sort_keys=True) + "\n")
+    text = json.dumps(body, indent=1, sort_keys=True) + "\n"
+    atomic_write(_state_path(out, cell.name), text, root=out)
 
 
 def write_plan(out: Path, exp: Experiment, cells: Sequence[Cell]) -> None:
     """``DIR/experiment.json``: the file's name and source, every cell resolved, the outputs."""
-    make_folder(out)
+    make_folder(out)  # the folder the user named (it may be a link)
     body = {
         "experiment": exp.name,
         "source": exp.source,
@@ -337,7 +338,7 @@ def write_plan(out: Path, exp: Experiment, cells: Sequence[Cell]) -> None:
             for o in exp.outputs
         ],
     }
-    atomic_write(out / PLAN, json.dumps(body, indent=1, sort_keys=True) + "\n")
+    atomic_write(out / PLAN, json.dumps(body, indent=1, sort_keys=True) + "\n", root=out)
 
 
 def saved_estimates(out: Path) -> dict[str, tuple[int | None, int | None]]:
@@ -421,7 +422,7 @@ def run_experiment(
     grows or refuses (one line naming the cell). More than :data:`ASK_ABOVE` cells
     need ``yes``.
     """
-    from .report import check_outputs, write_report
+    from .report import REPORT, check_outputs, write_report
 
     out = Path(out)
     cells = plan_cells(exp, estimate=False)
@@ -431,6 +432,10 @@ def run_experiment(
             f"{exp.source}: {len(cells)} cells (more than {ASK_ABOVE}): give --yes to run them"
         )
     executor = executor or LocalExecutor()
+    # The folder's parts are its own: a link among them (cells kept elsewhere) is one
+    # line before anything is read or written through it.
+    for part in (CELLS, STATE, REPORT, PLAN, *(f"{CELLS}/{c.name}" for c in cells)):
+        check_inside(out / part, out)
     # The estimates status shows (n of N records): those the folder's plan saved, by
     # cell identity, and counted from the data only for a cell new or changed and not
     # done, so that a second call reads no task's data for them.
@@ -461,7 +466,9 @@ def run_experiment(
         jobs = []
         for cell in ready:
             folder = out / CELLS / cell.name
-            make_folder(folder.parent)
+            # A cell's run folder is written by its command: never through a link.
+            make_folder(folder.parent, root=out)
+            check_inside(folder, out)
             jobs.append(CellJob(cell, str(folder)))
         many = getattr(executor, "run_many", None)
         results = (

@@ -19,7 +19,7 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ..ground import DataError
+from ..ground import DataError, check_inside
 from ..runs import atomic_write, make_folder
 from ..settings import UNSET, flag_of, from_flat_dict
 from .commands import coerce
@@ -268,7 +268,7 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
     output with none done is listed as not written). Returns the paths written,
     relative to ``folder``."""
     report = folder / REPORT
-    make_folder(report)
+    make_folder(report, root=folder)
     written: list[str] = []
     index = [f"# {exp.name}: report", ""]
     if exp.description:
@@ -283,6 +283,8 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
     # laptop run leaves out, and more than ten names would cycle the styles).
     palette = sorted({c.model for c in cells if c.model})
     for out in exp.outputs:
+        # An output's own sub-folder (plots of sci-report, chaosnli's) is the report's.
+        check_inside(report / out.name, folder)
         own = _cells_of(out, cells)
         title = f"## {out.label + ': ' if out.label else ''}{out.name} ({out.kind})"
         index += [title, ""]
@@ -310,7 +312,7 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
             # What is shown without them says so: never a table that looks whole.
             index += [f"without (not done): {', '.join(missing)}"]
         index += [""]
-    atomic_write(report / "index.md", "\n".join(index).rstrip() + "\n")
+    _write(report / "index.md", "\n".join(index).rstrip())
     written.append(str(Path(REPORT) / "index.md"))
     return written
 
@@ -334,7 +336,8 @@ def _block_inputs(
 
 
 def _write(path: Path, text: str) -> None:
-    atomic_write(path, text if text.endswith("\n") else text + "\n")
+    # Every file of a report lies directly in its folder, checked by write_report.
+    atomic_write(path, text if text.endswith("\n") else text + "\n", root=path.parent)
 
 
 def _write_output(

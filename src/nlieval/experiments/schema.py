@@ -149,5 +149,5 @@ def write_schema(out: str | Path) -> Path:
     """
     path = Path(out)
     make_folder(path.parent)
-    atomic_write(path, schema_text())
+    atomic_write(path, schema_text(), root=path.parent)
     return path

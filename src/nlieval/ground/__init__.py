@@ -3,7 +3,8 @@ that renders the templates it is given. Every other room may use it; it uses non
 
 Where to start: :func:`read_jsonl` reads a JSONL file into located rows (file, line,
 object), and a bad line is one :class:`DataError` naming file, line and field;
-:func:`atomic_write` replaces a file whole; :func:`read_small_text` reads a small file
+:func:`atomic_write` replaces a file whole, inside the folder its writer names
+(:func:`check_inside`: never through a symbolic link); :func:`read_small_text` reads a small file
 whole and bounded, :func:`read_json` a small JSON file (bounded in size and depth);
 :func:`load_yaml` reads YAML (no aliases, no key given twice); :class:`FolderError` is a
 file or folder that cannot be used as asked.
@@ -25,6 +26,7 @@ from .errors import DataError, FolderError
 from .files import (
     append_own,
     atomic_write,
+    check_inside,
     cut_torn_tail,
     make_folder,
     open_own,
@@ -72,6 +74,7 @@ __all__ = [
     "as_format",
     "atomic_write",
     "bounded_lines",
+    "check_inside",
     "cut_torn_tail",
     "invalid_json",
     "latex_table",

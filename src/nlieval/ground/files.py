@@ -1,13 +1,18 @@
 """The files nlieval reads and writes, and the rules they follow.
 
-Written files are its own: each is opened without following a symbolic link
-(``O_NOFOLLOW``); one that is a link, not a regular file, or (for a file written in
-place: appended to, truncated) has a second hard link is a :class:`FolderError` naming
-it, before anything is written (a write through it would change a file elsewhere). A
-file is replaced whole (:func:`atomic_write`: readers and a crash see the old file or
-the new one, never half) or appended to durably (:func:`append_own`); a line cut short
-by a crash is cut off again (:func:`cut_torn_tail`). A write that fails (a full disk, a
-read-only folder) is a :class:`FolderError` naming the file and the reason.
+A writer writes only inside its own folder (the ``root`` every writer names: a run
+folder, a site, an experiment folder, a cache): no part of a written path below that
+folder may be a symbolic link (:func:`check_inside`), so that nothing is written, made
+or appended through a link to somewhere else; the folder itself may be a link (a run
+kept on a bigger disk: the user named it). Written files are its own: each is opened
+without following a symbolic link (``O_NOFOLLOW``); one that is a link, not a regular
+file, or (for a file written in place: appended to, truncated) has a second hard link is
+a :class:`FolderError` naming it, before anything is written (a write through it would
+change a file elsewhere). A file is replaced whole (:func:`atomic_write`: readers and a
+crash see the old file or the new one, never half) or appended to durably
+(:func:`append_own`); a line cut short by a crash is cut off again
+(:func:`cut_torn_tail`). A write that fails (a full disk, a read-only folder) is a
+:class:`FolderError` naming the file and the reason.
 
 Input files are read only when they are regular files outside ``/proc``, ``/sys`` and
 ``/dev`` (:func:`open_regular`), small ones whole and bounded (:func:`read_small_text`).
@@ -44,12 +49,49 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write(path: str | Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so that readers (and a crash) only ever see a
-    complete file: write a temporary file beside it, fsync, rename. A ``path`` that is a
-    symbolic link or not a regular file is refused, and a write that fails (a full disk,
-    a read-only folder) is a :class:`FolderError` naming ``path``; either way the old file
-    is left as it was.
+def check_inside(path: str | Path, root: str | Path) -> Path:
+    """``path``, which must lie inside the folder ``root``, checked that no part of it
+    below ``root`` (``path`` itself included) is a symbolic link: a write there would
+    land wherever the link points. A link, or a path outside ``root`` (``..``), is a
+    :class:`FolderError` naming it; parts that do not exist yet are made by the writer
+    (fresh folders, no links). ``root`` itself is not checked: the user named it.
+
+    >>> root = Path(run_dir); (root / "data").symlink_to(tempfile.mkdtemp())
+    >>> check_inside(root / "data" / "meta.js", root)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.ground.errors.FolderError: .../data is a symbolic link (to ...) inside ...
+    >>> check_inside(root / "new" / "a.txt", root) == root / "new" / "a.txt"
+    True
+    """
+    path, root = Path(path), Path(root)
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        rel = None
+    if rel is None or ".." in rel.parts:
+        raise FolderError(
+            f"{path}: not inside {root}: nlieval writes only inside the folder it was given"
+        )
+    here = root
+    for part in rel.parts:
+        here = here / part
+        try:
+            st = os.lstat(here)
+        except (FileNotFoundError, NotADirectoryError):
+            break  # made by the writer from here on: fresh folders
+        except OSError as err:
+            raise FolderError(f"{here}: cannot read: {err.strerror or err}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise _link_error(here, root)
+    return path
+
+
+def atomic_write(path: str | Path, text: str | bytes, *, root: str | Path | None = None) -> None:
+    """Replace ``path`` with ``text`` (UTF-8, or bytes as they are) so that readers (and
+    a crash) only ever see a complete file: write a temporary file beside it, fsync,
+    rename. A ``path`` that is a symbolic link or not a regular file is refused, and a
+    write that fails (a full disk, a read-only folder) is a :class:`FolderError` naming
+    ``path``; either way the old file is left as it was.
 
     >>> path = Path(run_dir) / "a.txt"
     >>> atomic_write(path, "old"); atomic_write(path, "new"); path.read_text()
@@ -59,15 +101,20 @@ def atomic_write(path: str | Path, text: str) -> None:
     >>> (Path(run_dir) / "b.txt").symlink_to(path); atomic_write(Path(run_dir) / "b.txt", "x")
     Traceback (most recent call last):
     nlieval.ground.errors.FolderError: .../b.txt is a symbolic link (to .../a.txt): ...
+
+    ``root`` is the folder of the writer (:func:`check_inside`); without it only ``path``
+    itself is checked.
     """
     path = Path(path)
+    if root is not None:
+        check_inside(path.parent, root)
     stat_own(path)  # a link is refused, not silently replaced by a file of its own
     tmp = ""
     try:
         # Made inside the try: an interrupt (Ctrl-C) right after it still removes it.
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
         try:
-            _write_all(fd, text.encode("utf-8"))
+            _write_all(fd, text.encode("utf-8") if isinstance(text, str) else text)
             # mkstemp makes the file private (0600); a result file is as readable as
             # any other file the user writes (the umask decides).
             os.fchmod(fd, 0o666 & ~_umask())
@@ -86,10 +133,11 @@ def atomic_write(path: str | Path, text: str) -> None:
                 log.warning("%s: cannot remove the temporary file %s", path, tmp)
 
 
-def make_folder(path: str | Path) -> Path:
+def make_folder(path: str | Path, *, root: str | Path | None = None) -> Path:
     """Make the folder ``path`` (and its parents) unless it exists; a path that is a
     file, lies below a file, or cannot be made (a read-only file system, no permission)
-    is a :class:`FolderError` naming it and why.
+    is a :class:`FolderError` naming it and why; so is one below ``root`` (the writer's
+    own folder) through a symbolic link (:func:`check_inside`).
 
     >>> make_folder(Path(run_dir) / "a" / "b").is_dir()
     True
@@ -98,6 +146,8 @@ def make_folder(path: str | Path) -> Path:
     nlieval.ground.errors.FolderError: .../f/out: cannot make this folder: .../f is a file
     """
     path = Path(path)
+    if root is not None:
+        check_inside(path, root)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -166,11 +216,17 @@ def stat_own(path: Path, *, in_place: bool = False) -> os.stat_result | None:
     return st
 
 
-def _link_error(path: Path) -> FolderError:
+def _link_error(path: Path, root: Path | None = None) -> FolderError:
     try:
         target = os.readlink(path)
     except OSError:
         target = "?"
+    if root is not None and os.path.isdir(path):
+        return FolderError(
+            f"{path} is a symbolic link (to {target}) inside {root}: nlieval writes only "
+            "inside its own folder, never through a link (a write would change the files "
+            "where it points); remove the link, or choose another --out"
+        )
     return FolderError(
         f"{path} is a symbolic link (to {target}): nlieval reads and writes its own files "
         "only, never through a link (a write would change the file it points to); replace "
@@ -187,7 +243,9 @@ def _single(path: Path, st: os.stat_result) -> None:
         )
 
 
-def open_own(path: Path, flags: int, *, in_place: bool = False) -> int:
+def open_own(
+    path: Path, flags: int, *, in_place: bool = False, root: str | Path | None = None
+) -> int:
     """A descriptor of the regular file ``path``, opened without following a link
     (``O_NOFOLLOW`` closes the window between the check and the open). ``in_place``
     (a file appended to or truncated) also refuses a file with a second hard link, whose
@@ -197,7 +255,11 @@ def open_own(path: Path, flags: int, *, in_place: bool = False) -> int:
     >>> os.link(p, Path(run_dir) / "b.txt"); open_own(p, os.O_WRONLY, in_place=True)
     Traceback (most recent call last):
     nlieval.ground.errors.FolderError: .../a.txt has 2 hard links: a write here would ...
+
+    ``root``: the writer's folder, no part of ``path`` below it a link (:func:`check_inside`).
     """
+    if root is not None:
+        check_inside(path.parent, root)
     stat_own(path, in_place=in_place)
     writing = bool(flags & (os.O_WRONLY | os.O_RDWR))
     try:
@@ -244,15 +306,16 @@ def read_own(path: Path, max_bytes: int | None = None) -> bytes:
     return data
 
 
-def append_own(path: Path, data: bytes) -> None:
+def append_own(path: Path, data: bytes, *, root: str | Path | None = None) -> None:
     """Append ``data`` durably (write, fsync). A failed write (a full disk) is cut off
-    again at once, so that no partial line is left behind it.
+    again at once, so that no partial line is left behind it. ``root``: the writer's
+    folder (:func:`check_inside`).
 
     >>> p = Path(run_dir) / "a.jsonl"; append_own(p, b"1\\n"); append_own(p, b"2\\n")
     >>> p.read_bytes()
     b'1\\n2\\n'
     """
-    fd = open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, in_place=True)
+    fd = open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, in_place=True, root=root)
     try:
         before = os.fstat(fd).st_size
         try:
@@ -268,7 +331,7 @@ def append_own(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def cut_torn_tail(p: Path) -> int:
+def cut_torn_tail(p: Path, *, root: str | Path | None = None) -> int:
     """Cut a partial last line (a write cut short by a crash) off an append-only JSONL
     file; return the bytes removed. A last line that is a whole JSON object but lacks its
     newline (a file written by hand or by another tool, or a write stopped just before
@@ -283,6 +346,8 @@ def cut_torn_tail(p: Path) -> int:
     >>> _ = p.write_bytes(b'{"a": 1}\\n{"b": 2}'); cut_torn_tail(p), p.read_bytes()
     (0, b'{"a": 1}\\n{"b": 2}\\n')
     """
+    if root is not None:
+        check_inside(p.parent, root)
     st = stat_own(p)
     if st is None or st.st_size == 0:
         return 0

@@ -432,7 +432,7 @@ def _generate(
                 "seconds": round(time.perf_counter() - started, 1),
                 "stopped": stopped,
             }
-            atomic_write(path / SUMMARY, json.dumps(summary, indent=2) + "\n")
+            atomic_write(path / SUMMARY, json.dumps(summary, indent=2) + "\n", root=path)
     write_task(
         path,
         name,

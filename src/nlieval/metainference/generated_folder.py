@@ -193,7 +193,7 @@ def write_items(folder: Path, answers: Mapping[str, Answer], order: Mapping[str,
     rows = sorted(answers.values(), key=lambda r: order.get(r.source_id, len(order)))
     items = [item for row in rows for item in _items_of(row)]
     text = "".join(json.dumps(it, ensure_ascii=False) + "\n" for it in items)
-    atomic_write(folder / ITEMS, text)
+    atomic_write(folder / ITEMS, text, root=folder)
     return len(items)
 
 

@@ -221,7 +221,7 @@ def write_task(
         row.update({k: it.meta[k] for k in _META_KEYS})
         lines.append(json.dumps(row, ensure_ascii=False) + "\n")
     # Never through a link planted at the file's name; a full disk is one line.
-    atomic_write(root / ITEMS_FILE, "".join(lines))
+    atomic_write(root / ITEMS_FILE, "".join(lines), root=root)
     counts = Counter(it.meta["pattern"] for it in items)
     spec = {
         "name": name,

@@ -21,12 +21,14 @@ cheap; the plots of results are beside it (:mod:`nlieval.plotting.results`).
 from __future__ import annotations
 
 import functools
+import io
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from ..ground import FolderError, atomic_write, make_folder
 from ..settings import setting
 
 if TYPE_CHECKING:
@@ -215,12 +217,13 @@ class PlotWriteError(ValueError):
 FigurePaths = str | Path | tuple[str | Path, ...]
 
 
-def save(fig: Figure, path: FigurePaths) -> Path:
+def save(fig: Figure, path: FigurePaths, *, root: str | Path | None = None) -> Path:
     """Write ``fig`` at ``path`` in the format of its extension (:func:`figure_format`:
     vector PDF or SVG, or PNG at 300 dpi), creating its folder; returns the path. Several
     paths (``("f.png", "f.pdf")``) write the one drawing in each of their formats and
     return the first. The files carry no date, so drawing the same figure twice writes
-    the same bytes.
+    the same bytes. Each file is written inside ``root`` (the writer's folder: no symbolic
+    link below it, :func:`nlieval.ground.check_inside`), and never through a link.
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
@@ -243,12 +246,16 @@ def save(fig: Figure, path: FigurePaths) -> Path:
         metadata: dict[str, Any] = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}.get(
             fmt, {}
         )
+        # Drawn into memory, then written by the ground's writer: never through a link
+        # (a figure that is a link to a file elsewhere is refused, not overwritten).
+        buf = io.BytesIO()
+        with matplotlib.rc_context({"svg.hashsalt": "nlieval"}):
+            fig.savefig(buf, dpi=PNG_DPI, format=fmt, metadata=metadata)
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            with matplotlib.rc_context({"svg.hashsalt": "nlieval"}):
-                fig.savefig(out, dpi=PNG_DPI, format=fmt, metadata=metadata)
-        except OSError as err:
-            raise PlotWriteError(f"cannot write the plot {out}: {err.strerror or err}") from None
+            make_folder(out.parent, root=root)
+            atomic_write(out, buf.getvalue(), root=root)
+        except FolderError as err:
+            raise PlotWriteError(f"cannot write the plot {out}: {err}") from None
     return outs[0]
 
 

@@ -146,7 +146,7 @@ def _acquire(folder: Path) -> Path:
     held = _HELD.get(key)
     if held is None:
         # Never through a link: the PID written below would truncate its target.
-        fd = open_own(key / LOCK, os.O_RDWR | os.O_CREAT, in_place=True)
+        fd = open_own(key / LOCK, os.O_RDWR | os.O_CREAT, in_place=True, root=key)
         try:
             held = _HELD[key] = _lock(fd, folder, key)
         except BaseException:
@@ -289,7 +289,7 @@ class RunFolder(Generic[R]):
         records, or (``kept``) other work made from them (a trained checkpoint), a name
         saved with another fingerprint is a :class:`RunError` saying what changed. Names
         new to the folder (a task added) are kept beside the saved ones."""
-        make_folder(self.path)
+        make_folder(self.path)  # the folder the user named (it may be a link)
         self.check_files()
         if self._lock is None:
             self._lock = _acquire(self.path)
@@ -364,11 +364,11 @@ class RunFolder(Generic[R]):
                 saved[name] = grown(old.get(name), saved.get(name))
         if known or fingerprints:
             saved["fingerprints"] = {**known, **(fingerprints or {})}
-        atomic_write(cfg_path, json.dumps(saved, indent=2) + "\n")
+        atomic_write(cfg_path, json.dumps(saved, indent=2) + "\n", root=self.path)
 
     def repair(self) -> int:
         """Cut a partial last line left by a crash mid-write; return bytes removed."""
-        return cut_torn_tail(self.records_path)
+        return cut_torn_tail(self.records_path, root=self.path)
 
     def iter_records(self) -> Iterator[R]:
         """Every row, first occurrence of each key only.
@@ -440,26 +440,29 @@ class RunFolder(Generic[R]):
         new = [r for r in records if r.key not in self._keys]
         if not new:
             return
-        append_own(self.records_path, "".join(r.to_json() + "\n" for r in new).encode("utf-8"))
+        rows = "".join(r.to_json() + "\n" for r in new).encode("utf-8")
+        append_own(self.records_path, rows, root=self.path)
         self._keys.update(r.key for r in new)
 
     def write_results(self, results: Mapping[str, Any], summary: str) -> None:
-        atomic_write(self.path / RESULTS, json.dumps(results, indent=2, allow_nan=True) + "\n")
-        atomic_write(self.path / SUMMARY, summary)
+        text = json.dumps(results, indent=2, allow_nan=True) + "\n"
+        atomic_write(self.path / RESULTS, text, root=self.path)
+        atomic_write(self.path / SUMMARY, summary, root=self.path)
 
     def append_provenance(self, entry: Mapping[str, Any]) -> None:
         """Append one invocation's provenance (one JSON line, fsync'ed); lines already
         there are never rewritten. A folder of an older version, whose ``results.json``
         kept one ``environment`` instead, gets that environment as its first line."""
         path = self.path / PROVENANCE
-        cut_torn_tail(path)  # a line cut short by a kill would merge with the next
+        cut_torn_tail(path, root=self.path)  # a line cut short by a kill would merge with the next
         lines = []
         if not self.has(PROVENANCE):
             env = self.read_results().get("environment")
             if isinstance(env, Mapping):
                 lines.append({**env, "command": "unknown (results version 1)"})
         lines.append(dict(entry))
-        append_own(path, "".join(json.dumps(x, sort_keys=True) + "\n" for x in lines).encode())
+        text = "".join(json.dumps(x, sort_keys=True) + "\n" for x in lines)
+        append_own(path, text.encode(), root=self.path)
 
     def read_provenance(self) -> list[dict[str, Any]]:
         """Every provenance line, oldest first (a torn last line from a crash is left out).
@@ -484,7 +487,7 @@ class RunFolder(Generic[R]):
         return _read_json(self.path / TIMING) if self.has(TIMING) else {}
 
     def write_timing(self, timing: Mapping[str, Any]) -> None:
-        atomic_write(self.path / TIMING, json.dumps(timing, indent=1) + "\n")
+        atomic_write(self.path / TIMING, json.dumps(timing, indent=1) + "\n", root=self.path)
 
     def read_results(self) -> dict[str, Any]:
         return _read_json(self.path / RESULTS) if self.has(RESULTS) else {}

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..data import DataError, write_task_yaml
-from ..ground import atomic_write, open_regular, read_jsonl
+from ..ground import atomic_write, make_folder, open_regular, read_jsonl
 from ..types import SCI4
 from .distant_implicit import (
     ClassifyFn,
@@ -272,10 +272,10 @@ def write_task(result: BuildResult, out_dir: str | Path, name: str, description:
             f"no pairs to write ({found}): the corpus has no sentence pair to keep; "
             f"nothing written to {out}"
         )
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     # Each file whole or not at all (write, then rename): two builds into one folder
     # leave one build's files, never a mix of lines.
-    atomic_write(out / f"{name}.jsonl", _jsonl(result.pairs))
+    atomic_write(out / f"{name}.jsonl", _jsonl(result.pairs), root=out)
     spec = {
         "name": name,
         "description": description or f"scientific NLI pairs built by nlieval ({name})",
@@ -291,7 +291,8 @@ def write_task(result: BuildResult, out_dir: str | Path, name: str, description:
         },
     }
     yaml_path = write_task_yaml(out / f"{name}.yaml", spec)
-    atomic_write(out / f"{name}.counts.json", json.dumps(result.to_json(), indent=2) + "\n")
+    counts = json.dumps(result.to_json(), indent=2) + "\n"
+    atomic_write(out / f"{name}.counts.json", counts, root=out)
     return yaml_path
 
 
@@ -303,5 +304,5 @@ def write_pairs(pairs: Iterable[Pair], path: str | Path) -> int:
     """Write pairs as jsonl (e.g. unlabelled candidates to score), atomically; return
     how many."""
     pairs = list(pairs)
-    atomic_write(Path(path), _jsonl(pairs))
+    atomic_write(Path(path), _jsonl(pairs), root=Path(path).parent)
     return len(pairs)

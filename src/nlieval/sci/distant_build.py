@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import DataError
-from ..ground import read_jsonl
+from ..ground import make_folder, read_jsonl
 from ..settings import setting
 from ..types import SCI4, Label
 from .distant import read_corpus, write_pairs, write_task
@@ -173,8 +173,7 @@ def build_implicit_task(config: ImplicitConfig) -> dict[str, Any]:
     """
     docs = read_corpus(config.corpus, config.text_field, config.id_field)
     cands = implicit_candidates(docs, config.seed, config.nonadjacent_ratio)
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(config.out)
     result: BuildResult | None = None
     backend = None
     if config.scores is not None:

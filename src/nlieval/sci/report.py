@@ -483,8 +483,9 @@ def sci_report(config: SciReportConfig) -> dict[str, Any] | None:
         out["plots"] = plot_confusions(rows, config.plot_dir, config.plot_format, config.inches)
     if config.json:
         path = Path(config.json)
-        make_folder(path.parent)
+        make_folder(path.parent)  # the folder the user named (it may be a link)
         payload = {"rows": rows, "in_vs_out_of_domain": pairs}
-        atomic_write(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")
+        text = json.dumps(payload, indent=2, allow_nan=True) + "\n"
+        atomic_write(path, text, root=path.parent)
         out["json"] = path
     return out

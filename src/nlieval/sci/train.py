@@ -56,7 +56,7 @@ from typing import Any
 
 from ..backends import ModelError, resolve
 from ..data import items_fingerprint
-from ..ground import DataError, read_json
+from ..ground import DataError, check_inside, make_folder, read_json
 from ..metrics import mean_std, point_metrics
 from ..runs import RunError, RunFolder, Step, atomic_write, execute, finalize
 from ..types import Item, Record
@@ -118,9 +118,9 @@ SEED_RESULTS = "train.json"
 LEGACY_SEED_FILES = ("results.json", "test_records.jsonl")
 
 
-def _write_json(path: Path, payload: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")
+def _write_json(path: Path, payload: Any, root: Path) -> None:
+    make_folder(path.parent, root=root)
+    atomic_write(path, json.dumps(payload, indent=2, allow_nan=True) + "\n", root=root)
 
 
 def _mean_std(values: Sequence[float]) -> dict[str, float]:
@@ -219,7 +219,7 @@ def _clear_seed(run: RunFolder[Record], seed: int) -> None:
             shutil.rmtree(leftover)
     if any(r.seed == seed for r in records):
         kept = "".join(r.to_json() + "\n" for r in records if r.seed != seed)
-        atomic_write(run.records_path, kept)
+        atomic_write(run.records_path, kept, root=run.path)
         run.done_keys()
 
 
@@ -273,7 +273,7 @@ def train_seed(
         "test": data.test.describe() if data.test else None,
     }
     result["run_key"] = _run_key(config)
-    _write_json(folder / SEED_RESULTS, result)
+    _write_json(folder / SEED_RESULTS, result, run.path)
     return result, model, tokenizer
 
 
@@ -331,6 +331,10 @@ def train(
         check_encoder(resolve_encoder(config.model))
     data = load_data(config)  # data errors surface before anything is written
     run = RunFolder(config.out)
+    for seed in config.seeds:
+        # A seed folder is the run's own: one that is a link (a checkpoint kept elsewhere)
+        # is neither reused as this run's seed nor written through.
+        check_inside(run.path / f"seed{seed}", run.path)
     if resume and is_legacy_folder(run.path):
         raise RunError(legacy_message(run.path))
     key = _run_key(config)
@@ -343,6 +347,7 @@ def train(
         if not resume:
             for legacy in LEGACY_SEED_FILES:
                 for old in run.path.glob(f"seed*/{legacy}"):
+                    check_inside(old.parent, run.path)  # never removed through a link
                     old.unlink()
         for seed in config.seeds:
             done = _seed_trained(run.path, seed, key) if resume else None
@@ -429,7 +434,7 @@ def train(
     for seed in config.seeds:
         result = trained[seed]
         result["test"] = {"task": test.task, "split": test.split, **point_metrics(by_seed[seed])}
-        _write_json(run.path / f"seed{seed}" / SEED_RESULTS, result)
+        _write_json(run.path / f"seed{seed}" / SEED_RESULTS, result, run.path)
     results = finalize(
         run,
         config.to_dict(),

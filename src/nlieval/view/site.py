@@ -35,7 +35,7 @@ from ..analyses import (
     item_listing,
     write_plots,
 )
-from ..ground import atomic_write
+from ..ground import atomic_write, check_inside, make_folder
 from ..metrics import METRICS
 from ..plotting import series_name
 from ..reports import (
@@ -451,21 +451,28 @@ def build_site(cfg: ViewConfig) -> Path:
             raise RunError(f"{out}: not a folder")
         if any(out.iterdir()) and not (out / MARK).is_file():
             raise RunError(f"{out}: a folder of other files, not a site of nlieval view")
+        # A sub-folder that is a link (an older site's data kept elsewhere) is refused
+        # before anything is removed or written: the site writes only inside itself.
+        for sub in ("data", "assets", FIGURES, MARK, "index.html"):
+            check_inside(out / sub, out)
         for sub in ("data", "assets", FIGURES):
-            if (out / sub).is_dir() and not (out / sub).is_symlink():
+            if (out / sub).is_dir():
                 shutil.rmtree(out / sub)
-    (out / "data").mkdir(parents=True, exist_ok=True)
-    (out / "assets").mkdir(exist_ok=True)
-    atomic_write(out / MARK, "a site written by nlieval view; it replaces this folder's data\n")
+    make_folder(out / "data", root=out)
+    make_folder(out / "assets", root=out)
+    make_folder(out / FIGURES, root=out)
+    atomic_write(
+        out / MARK, "a site written by nlieval view; it replaces this folder's data\n", root=out
+    )
     for name in ("app.js", "sci.js", "style.css"):
-        atomic_write(out / "assets" / name, (ASSETS / name).read_text(encoding="utf-8"))
-    atomic_write(out / "index.html", (ASSETS / "index.html").read_text(encoding="utf-8"))
+        text = (ASSETS / name).read_text(encoding="utf-8")
+        atomic_write(out / "assets" / name, text, root=out)
+    atomic_write(out / "index.html", (ASSETS / "index.html").read_text(encoding="utf-8"), root=out)
     meta["figures"] = site_figures(cfg, folders, held, out / FIGURES)
-    atomic_write(out / "data" / "meta.js", f"NLIEVAL.meta({script_json(meta)});\n")
+    atomic_write(out / "data" / "meta.js", f"NLIEVAL.meta({script_json(meta)});\n", root=out)
     for n, part in enumerate(chunks):
-        atomic_write(
-            out / "data" / f"chunk-{n:05d}.js", f"NLIEVAL.chunk({n}, {script_json(part)});\n"
-        )
+        text = f"NLIEVAL.chunk({n}, {script_json(part)});\n"
+        atomic_write(out / "data" / f"chunk-{n:05d}.js", text, root=out)
     return out
 
 
