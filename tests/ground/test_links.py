@@ -319,7 +319,7 @@ def test_an_experiment_never_writes_through_a_link_in_its_folder(
     assert _snapshot(sentinel) == before
 
 
-@pytest.mark.parametrize("planted", ["models", "entry"])
+@pytest.mark.parametrize("planted", ["models", "entry", "old-entry"])
 def test_the_conversion_cache_is_never_written_through_a_link(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, planted: str
 ) -> None:
@@ -332,10 +332,18 @@ def test_the_conversion_cache_is_never_written_through_a_link(
     (sentinel / "config.json").write_text("{}")  # looks like a finished conversion
     before = _snapshot(sentinel)
     source = ModelSource("m", str(tmp_path), "m.gguf", cache_key="m-q8", source_sha256="ab")
-    link = cache / "models" if planted == "models" else cache / "models" / "m-q8"
+    # The entry's folder is named by its key and its source's hash; one made before that
+    # naming (key alone) is adopted when it holds, but never when it is a link.
+    name = {"models": None, "entry": "m-q8-ab", "old-entry": "m-q8"}[planted]
+    link = cache / "models" if name is None else cache / "models" / name
     _plant(link, sentinel)
-    with pytest.raises(FolderError, match=rf"^{link} is a symbolic link"):
-        local_hf_folder(source)
+    if planted == "old-entry":
+        with pytest.raises(OSError):  # not adopted: converting the (missing) GGUF fails
+            local_hf_folder(source)
+        assert link.is_symlink() and not (cache / "models" / "m-q8-ab").exists()
+    else:
+        with pytest.raises(FolderError, match=rf"^{link} is a symbolic link"):
+            local_hf_folder(source)
     assert _snapshot(sentinel) == before
 
 
