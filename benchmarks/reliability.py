@@ -802,6 +802,7 @@ CASE_FILES = (
     "reliability_numbers",
     "reliability_bounds",
     "reliability_trust",
+    "reliability_counts",
 )
 
 
@@ -974,7 +975,7 @@ def main() -> int:
         "--files",
         default=None,
         help="comma-separated case files to run (main: this script's own; identity, "
-        "server, templates, folders, numbers, bounds, trust: reliability_<name>.py) [all]",
+        "server, templates, folders, numbers, bounds, trust, counts: reliability_<name>.py) [all]",
     )
     ap.add_argument("--timeout", type=float, default=180, help="seconds per case [180]")
     ap.add_argument("--seed", type=int, default=0)
