@@ -444,6 +444,20 @@ def _some(keys: Sequence[str], shown: int = 3) -> str:
     return ", ".join(keys[:shown]) + more
 
 
+#: The vocabulary files of transformers' tokenizers (a fast tokenizer's, WordPiece, BPE,
+#: SentencePiece), for the message about a folder that holds none.
+VOCABULARY_FILES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "tokenizer.model",
+    "vocab.json",
+    "merges.txt",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "spm.model",
+)
+
+
 def check_tokenizer_files(tokenizer: Any, path: str) -> None:
     """Refuse (one line, a :class:`ModelError`) a tokenizer loaded from the local folder
     ``path`` when none of the vocabulary files its class reads (``vocab_files_names``:
@@ -469,6 +483,12 @@ def load_tokenizer(path: str, name: str, **kwargs: Any) -> Any:
     try:
         tok = AutoTokenizer.from_pretrained(path, **kwargs)
     except (OSError, ValueError) as err:
+        folder = Path(path)
+        if folder.is_dir() and not any((folder / n).is_file() for n in VOCABULARY_FILES):
+            raise ModelError(
+                f"{folder}: no tokenizer files (such as {', '.join(VOCABULARY_FILES[:3])}); "
+                "save the model's tokenizer into the folder"
+            ) from None
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelError(f"cannot load the tokenizer of {name!r} from {path}: {first}") from None
     check_tokenizer_files(tok, path)
