@@ -165,6 +165,22 @@ def test_a_folder_missing_what_its_kind_needs_is_one_line_naming_the_file(
     assert str(folder) in message and named in message, message
 
 
+def test_a_classifier_folder_whose_labels_are_not_its_head_outputs_is_refused(
+    folders: dict[str, Path], tmp_path: Path
+) -> None:
+    # Its description names two labels, its head has three outputs.
+    folder = tmp_path / "clf"
+    shutil.copytree(folders["clf"], folder)
+    meta = json.loads((folder / "nlieval_classifier.json").read_text())
+    meta["labels"] = ["entailment", "non-entailment"]
+    (folder / "nlieval_classifier.json").write_text(json.dumps(meta))
+    with pytest.raises(ClassifierError) as err:
+        resolve(str(folder), hf=HFOptions(device="cpu")).scorer()
+    message = str(err.value)
+    assert "\n" not in message and "classifier_head.safetensors" in message, message
+    assert "3 outputs" in message and "2 labels" in message
+
+
 def test_a_sequence_classifier_without_its_label_names_is_refused(
     folders: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -365,9 +365,18 @@ def load_head(model: PairClassifier, folder: str | Path) -> None:
         state = load_file(str(path))
     except (OSError, ValueError) as err:  # safetensors' own error for a damaged file
         raise ClassifierError(f"{path}: cannot read the head: {err}") from None
-    missing = sorted(set(model.head.state_dict()) - set(state))
+    want = model.head.state_dict()
+    missing = sorted(set(want) - set(state))
     if missing:
         raise ClassifierError(f"{path}: no {', '.join(missing)} of the head")
+    for key, tensor in want.items():
+        if tuple(state[key].shape) != tuple(tensor.shape):
+            # Its first size is the number of outputs; torch's own report is many lines.
+            raise ClassifierError(
+                f"{path}: the head has {state[key].shape[0]} outputs, {META_FILE} names "
+                f"{tensor.shape[0]} labels (or the head is of another encoder: {key} "
+                f"{list(state[key].shape)}, the model {list(tensor.shape)})"
+            )
     try:
         model.head.load_state_dict(state)
     except RuntimeError as err:
