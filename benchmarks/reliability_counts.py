@@ -17,6 +17,7 @@ choice of start: a warning.
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 from pathlib import Path
 
@@ -169,6 +170,14 @@ def cases(model: str, bert: str) -> list[Case]:
         _drop_tensors(c / "model.safetensors", "encoder.layer.1.")
         return run_on(c, f)
 
+    def clf_labels_unlike_head(d: Path) -> list[str]:
+        f = _fresh(d, "clf-labels")
+        c = _pair_classifier(d, bert, f)
+        meta = json.loads((c / "nlieval_classifier.json").read_text())
+        meta["labels"] = ["entailment", "non-entailment"]
+        (c / "nlieval_classifier.json").write_text(json.dumps(meta))
+        return run_on(c, f)
+
     def lora_no_adapters(d: Path) -> list[str]:
         f = _fresh(d, "lora-ad")
         c = _lora(d, model, f)
@@ -205,6 +214,7 @@ def cases(model: str, bert: str) -> list[Case]:
         Case("run", "folder: train classifier, no head file", clf_no_head),
         Case("run", "folder: train classifier, no tokenizer", clf_no_tokenizer),
         Case("run", "folder: train classifier, encoder layer", clf_encoder_layer),
+        Case("run", "folder: train classifier, 2 labels 3 outputs", clf_labels_unlike_head),
         Case("run", "folder: LoRA, no adapter weights", lora_no_adapters),
         Case("run", "folder: LoRA, head not in adapters", lora_no_head),
         Case("train", "--init-from: encoder layer missing", init_from_partial, "warning"),
