@@ -804,6 +804,7 @@ CASE_FILES = (
     "reliability_trust",
     "reliability_logic_caches",
     "reliability_links",
+    "reliability_counts",
 )
 
 
@@ -976,7 +977,7 @@ def main() -> int:
         "--files",
         default=None,
         help="comma-separated case files to run (main: this script's own; identity, "
-        "server, templates, folders, numbers, bounds, trust, logic_caches, links: "
+        "server, templates, folders, numbers, bounds, trust, logic_caches, links, counts: "
         "reliability_<name>.py) [all]",
     )
     ap.add_argument("--timeout", type=float, default=180, help="seconds per case [180]")

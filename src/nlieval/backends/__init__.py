@@ -50,7 +50,7 @@ from .registry import (
     training_seed,
 )
 from .vllm_engine import NOT_INSTALLED, VLLMError, VLLMOptions
-from .weights import DEFAULT_MODEL, ModelError, parameter_count, resolve_model
+from .weights import DEFAULT_MODEL, ModelError, parameter_count, resolve_model, warn_new_weights
 
 if TYPE_CHECKING:
     from .classifier import (
@@ -147,6 +147,7 @@ __all__ = [
     "save_classifier",
     "stand_in",
     "training_seed",
+    "warn_new_weights",
 ]
 
 #: The names of the trained pair classifier (torch is imported with them).

@@ -350,11 +350,36 @@ def read_meta(folder: str | Path) -> ClassifierMeta:
     return ClassifierMeta.from_dict(raw, str(path))
 
 
+def head_file(folder: str | Path) -> Path:
+    """The head file of a classifier folder, refused in one line when it is not there
+    (the head would otherwise be drawn at random)."""
+    path = Path(folder) / HEAD_FILE
+    if not path.is_file():
+        raise ClassifierError(f"{path}: missing; the classifier's head is not in its folder")
+    return path
+
+
 def load_head(model: PairClassifier, folder: str | Path) -> None:
     """Put the saved head of ``folder`` into ``model`` (shapes must match)."""
     from safetensors.torch import load_file
 
-    state = load_file(str(Path(folder) / HEAD_FILE))
+    path = head_file(folder)
+    try:
+        state = load_file(str(path))
+    except (OSError, ValueError) as err:  # safetensors' own error for a damaged file
+        raise ClassifierError(f"{path}: cannot read the head: {err}") from None
+    want = model.head.state_dict()
+    missing = sorted(set(want) - set(state))
+    if missing:
+        raise ClassifierError(f"{path}: no {', '.join(missing)} of the head")
+    for key, tensor in want.items():
+        if tuple(state[key].shape) != tuple(tensor.shape):
+            # Its first size is the number of outputs; torch's own report is many lines.
+            raise ClassifierError(
+                f"{path}: the head has {state[key].shape[0]} outputs, {META_FILE} names "
+                f"{tensor.shape[0]} labels (or the head is of another encoder: {key} "
+                f"{list(state[key].shape)}, the model {list(tensor.shape)})"
+            )
     try:
         model.head.load_state_dict(state)
     except RuntimeError as err:
@@ -374,7 +399,9 @@ def load_classifier(
     >>> torch.equal(loaded.head.weight, model.head.weight), meta.labels, loaded.training
     (True, ('entailment', 'non-entailment'), False)
     """
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel
+
+    from .weights import ModelError, load_tokenizer, refuse_new_weights
 
     meta = read_meta(folder)
     if meta.head != PAIR_HEAD:
@@ -383,10 +410,17 @@ def load_classifier(
         lora, tok = load_lora(folder, meta.base_model, len(meta.labels), meta.adapter)
         lora.to(torch.device(device)).eval()
         return lora, tok, meta
-    encoder = AutoModel.from_pretrained(str(folder))
+    # Every file checked before the encoder loads: a folder missing one is one line.
+    tokenizer = load_tokenizer(str(folder), str(folder))
+    head_file(folder)
+    try:
+        encoder, info = AutoModel.from_pretrained(str(folder), output_loading_info=True)
+    except (OSError, ValueError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelError(f"cannot load the encoder of classifier {folder}: {first}") from None
+    refuse_new_weights(info, str(folder), "classifier's encoder")
     model = PairClassifier(encoder, len(meta.labels), pool=meta.pool)
     load_head(model, folder)
-    tokenizer = AutoTokenizer.from_pretrained(str(folder))
     model.to(torch.device(device)).eval()
     return model, tokenizer, meta
 

@@ -39,7 +39,7 @@ from ..types import ALPHA, Label
 from .finite import check_scores
 from .options import HFOptions
 from .placement import pick_placement
-from .weights import ALIASES, ModelError, resolve_model
+from .weights import ALIASES, ModelError, load_tokenizer, refuse_new_weights, resolve_model
 
 log = logging.getLogger(__name__)
 
@@ -413,7 +413,7 @@ class HFSequenceClassifier:
         checkpoint's) overrides theirs; ``batch_size`` ``auto`` is
         :data:`~nlieval.backends.classifier.AUTO_BATCH` pairs per forward pass."""
         import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification
 
         from .classifier import AUTO_BATCH, ClassifierError
 
@@ -440,12 +440,11 @@ class HFSequenceClassifier:
                 f"config.json, whose id2label names {n} labels: {wrong}; a head with "
                 "another number of outputs, or a config of another model"
             )
+        self.tokenizer: Any = load_tokenizer(source.path, source.name, revision=source.revision)
         try:
-            self.tokenizer: Any = AutoTokenizer.from_pretrained(
-                source.path, revision=source.revision
-            )
-            self.model: Any = AutoModelForSequenceClassification.from_pretrained(
-                source.path, **kwargs
+            self.model: Any
+            self.model, info = AutoModelForSequenceClassification.from_pretrained(
+                source.path, output_loading_info=True, **kwargs
             )
         except (OSError, ValueError) as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else ""
@@ -461,6 +460,7 @@ class HFSequenceClassifier:
                 f"config.json, whose id2label names {n} labels (the outputs of its head): "
                 "a head with another number of outputs, or a config of another model"
             ) from None
+        refuse_new_weights(info, source.path, "sequence classifier")
         if device_map is None:
             self.model.to(torch.device(device))
         self.model.eval()

@@ -125,10 +125,18 @@ def lora_base(base_model: str, adapter: Mapping[str, Any] | None, where: str) ->
     return source
 
 
-def _tokenizer(folder: str) -> Any:
-    from transformers import AutoTokenizer
+#: The files of PEFT's ``save_pretrained`` that a LoRA checkpoint needs: the adapters'
+#: configuration and their weights (with the head, PEFT's ``modules_to_save``).
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+#: The heads of transformers' sequence classifiers, fresh on a base model: PEFT's
+#: ``modules_to_save`` for a sequence-classification task, loaded from the adapter file.
+HEAD_MODULES = ("score", "classifier")
 
-    tok = AutoTokenizer.from_pretrained(folder)
+
+def _tokenizer(folder: str) -> Any:
+    from .weights import load_tokenizer
+
+    tok = load_tokenizer(folder, folder)
     if tok.pad_token is None:
         # The classification head reads the last token that is not padding; a decoder's
         # tokenizer often has no pad token, and its end-of-text token never occurs in a pair.
@@ -139,9 +147,19 @@ def _tokenizer(folder: str) -> Any:
 def _base(folder: str, num_labels: int, pad_token_id: int) -> Any:
     from transformers import AutoModelForSequenceClassification
 
-    return AutoModelForSequenceClassification.from_pretrained(
-        folder, num_labels=num_labels, pad_token_id=pad_token_id, dtype=torch.float32
+    from .weights import refuse_new_weights
+
+    model, info = AutoModelForSequenceClassification.from_pretrained(
+        folder,
+        num_labels=num_labels,
+        pad_token_id=pad_token_id,
+        dtype=torch.float32,
+        output_loading_info=True,
     )
+    # The head is new on a base model (trained, or loaded with the adapters); any other
+    # parameter missing from the base's files would be random under the adapters.
+    refuse_new_weights(info, folder, "LoRA base model", expected=HEAD_MODULES)
+    return model
 
 
 def build_lora(
@@ -201,14 +219,33 @@ def load_lora(
     """(model, tokenizer) of a checkpoint folder written by :func:`save_lora` (its
     tokenizer saved beside it), on top of its base model (``base_model`` and the
     description's ``adapter`` entry: :func:`lora_base`) loaded again."""
+    import warnings
+
     from peft import PeftModel
 
-    from .weights import loadable_source
+    from .weights import ModelError, loadable_source
 
+    for name in ADAPTER_FILES:
+        if not (Path(folder) / name).is_file():
+            raise ModelError(f"{Path(folder) / name}: missing; a LoRA checkpoint needs it")
     source = lora_base(base_model, adapter, str(folder))
     tok = _tokenizer(str(folder))
     base = _base(loadable_source(source).path, num_labels, tok.pad_token_id)
-    peft = PeftModel.from_pretrained(base, str(folder))
+    weights = Path(folder) / ADAPTER_FILES[1]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            peft = PeftModel.from_pretrained(base, str(folder))
+        except KeyError as err:  # PEFT's word on a head (modules_to_save) not in the file
+            raise ModelError(f"{weights}: no weights for {err} (the head)") from None
+    for w in seen:
+        # PEFT's only word on adapter weights absent from the file: a warning.
+        if "missing adapter keys" in str(w.message):
+            raise ModelError(
+                f"{weights}: does not hold every adapter weight of its adapter_config.json "
+                "(PEFT would leave them at their initial values)"
+            )
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return LoraPairClassifier(
         peft,
         num_labels,

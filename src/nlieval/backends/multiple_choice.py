@@ -28,7 +28,7 @@ from .base import ChoiceBackend, ClassifierBackend, Progress
 from .finite import NonFiniteScore, check_scores
 from .options import HFOptions
 from .placement import pick_placement
-from .weights import ModelError, resolve_model
+from .weights import ModelError, load_tokenizer, refuse_new_weights, resolve_model
 
 #: The end of an architecture name that ``AutoModelForMultipleChoice`` loads.
 ARCHITECTURE_SUFFIX = "ForMultipleChoice"
@@ -147,7 +147,7 @@ class HFMultipleChoice:
         is :data:`AUTO_BATCH` items per forward pass. An ``nlieval train`` folder keeps
         the input length it was trained with; any other model takes its longest."""
         import torch
-        from transformers import AutoModelForMultipleChoice, AutoTokenizer
+        from transformers import AutoModelForMultipleChoice
 
         from .classifier import is_classifier_folder, read_meta
         from .hf_classifier import max_pair_length
@@ -163,14 +163,18 @@ class HFMultipleChoice:
             memory = options.placement()["max_memory"]
             if memory is not None:
                 kwargs["max_memory"] = dict(memory)
+        tokenizer: Any = load_tokenizer(source.path, source.name, revision=source.revision)
         try:
-            tokenizer: Any = AutoTokenizer.from_pretrained(source.path, revision=source.revision)
-            loaded: Any = AutoModelForMultipleChoice.from_pretrained(source.path, **kwargs)
+            loaded: Any
+            loaded, info = AutoModelForMultipleChoice.from_pretrained(
+                source.path, output_loading_info=True, **kwargs
+            )
         except (OSError, ValueError, RuntimeError) as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise ModelError(
                 f"cannot load multiple-choice model {source.name!r}: {first}"
             ) from None
+        refuse_new_weights(info, source.path, "multiple-choice model")
         if options.device_map is None:
             loaded.to(torch.device(device))
         if tokenizer.pad_token is None:

@@ -14,7 +14,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
@@ -406,6 +406,130 @@ def pick_dtype(dtype: str, device: str) -> Any:
     return names[dtype]
 
 
+#: A folder's weight files, in the order transformers looks for them (named in messages).
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+
+
+def weights_named(path: str) -> str:
+    """How a message names the weights of the model at ``path``: the weight file of a
+    local folder (the first of :data:`WEIGHT_FILES` there), else the hub id's weights.
+
+    >>> weights_named("org/m")
+    'the weights of org/m'
+    """
+    folder = Path(path)
+    if folder.is_dir():
+        for name in WEIGHT_FILES:
+            if (folder / name).is_file():
+                return str(folder / name)
+        return str(folder / WEIGHT_FILES[0])
+    return f"the weights of {path}"
+
+
+def new_weights(info: Mapping[str, Any], expected: Sequence[str] = ()) -> list[str]:
+    """The parameters that transformers' ``from_pretrained(..., output_loading_info=True)``
+    reports as missing from the files (so drawn at random: its "newly initialized"
+    report), less those under a module named in ``expected`` (a head the caller adds).
+
+    >>> new_weights({"missing_keys": {"score.weight", "model.norm.weight"}}, ("score",))
+    ['model.norm.weight']
+    """
+    missing = sorted(str(k) for k in info.get("missing_keys") or ())
+    return [k for k in missing if k.split(".")[0] not in expected]
+
+
+def refuse_new_weights(
+    info: Mapping[str, Any], path: str, what: str, expected: Sequence[str] = ()
+) -> None:
+    """One line (a :class:`ModelError`) naming the weight file of ``path`` when the load
+    ``info`` says some of ``what``'s parameters were not in it: transformers would score
+    with random values in their place, and say so only in a report on the terminal."""
+    missing = new_weights(info, expected)
+    if missing:
+        raise ModelError(
+            f"{weights_named(path)}: no weights for {_some(missing)} of this {what} "
+            "(transformers would initialise them at random); a folder of another kind of "
+            "model, or one saved without them"
+        )
+
+
+def warn_new_weights(
+    info: Mapping[str, Any], path: str, what: str, expected: Sequence[str] = ()
+) -> None:
+    """As :func:`refuse_new_weights`, a warning instead: for a model the user asked to
+    start from (``nlieval train``'s base model or ``--init-from``), whose missing
+    parameters training will learn."""
+    missing = new_weights(info, expected)
+    if missing:
+        log.warning(
+            "%s: no weights for %s of this %s: they start at random",
+            weights_named(path),
+            _some(missing),
+            what,
+        )
+
+
+def _some(keys: Sequence[str], shown: int = 3) -> str:
+    more = f" and {len(keys) - shown} more" if len(keys) > shown else ""
+    return ", ".join(keys[:shown]) + more
+
+
+#: The vocabulary files of transformers' tokenizers (a fast tokenizer's, WordPiece, BPE,
+#: SentencePiece), for the message about a folder that holds none.
+VOCABULARY_FILES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "tokenizer.model",
+    "vocab.json",
+    "merges.txt",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "spm.model",
+)
+
+
+def check_tokenizer_files(tokenizer: Any, path: str) -> None:
+    """Refuse (one line, a :class:`ModelError`) a tokenizer loaded from the local folder
+    ``path`` when none of the vocabulary files its class reads (``vocab_files_names``:
+    ``tokenizer.json``, ``vocab.txt``, ``tokenizer.model``...) is there: transformers then
+    builds a tokenizer of the config's model type that knows no words, without a word."""
+    folder = Path(path)
+    if not folder.is_dir():
+        return
+    names = sorted(set(getattr(tokenizer, "vocab_files_names", {}).values()))
+    if names and not any((folder / n).is_file() for n in names):
+        raise ModelError(
+            f"{folder}: no tokenizer files ({', '.join(names)}); "
+            "save the model's tokenizer into the folder"
+        )
+
+
+def load_tokenizer(path: str, name: str, **kwargs: Any) -> Any:
+    """The tokenizer of the model at ``path`` (``kwargs`` to ``AutoTokenizer``), checked
+    by :func:`check_tokenizer_files`; one that cannot be loaded is a :class:`ModelError`
+    in one line naming ``name``."""
+    from transformers import AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(path, **kwargs)
+    except (OSError, ValueError) as err:
+        folder = Path(path)
+        if folder.is_dir() and not any((folder / n).is_file() for n in VOCABULARY_FILES):
+            raise ModelError(
+                f"{folder}: no tokenizer files (such as {', '.join(VOCABULARY_FILES[:3])}); "
+                "save the model's tokenizer into the folder"
+            ) from None
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelError(f"cannot load the tokenizer of {name!r} from {path}: {first}") from None
+    check_tokenizer_files(tok, path)
+    return tok
+
+
 def load_causal_lm(
     source: ModelSource, *, dtype: Any, trust_remote_code: bool = False, **kwargs: Any
 ) -> tuple[Any, Any]:
@@ -417,17 +541,23 @@ def load_causal_lm(
     >>> model.dtype, model.config.num_hidden_layers, len(tok)  # a 2-layer model, 400 tokens
     (torch.bfloat16, 2, 400)
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     if source.revision:
         kwargs["revision"] = source.revision
+    tok = load_tokenizer(
+        source.path, source.name, revision=source.revision, trust_remote_code=trust_remote_code
+    )
+    auto: Any = AutoModelForCausalLM  # with output_loading_info: a pair, not typed so
     try:
-        tok = AutoTokenizer.from_pretrained(
-            source.path, revision=source.revision, trust_remote_code=trust_remote_code
-        )
-        model = AutoModelForCausalLM.from_pretrained(
-            source.path, dtype=dtype, trust_remote_code=trust_remote_code, **kwargs
+        model, info = auto.from_pretrained(
+            source.path,
+            dtype=dtype,
+            trust_remote_code=trust_remote_code,
+            output_loading_info=True,
+            **kwargs,
         )
     except OSError as err:
         raise ModelError(f"cannot load model {source.name!r} from {source.path}: {err}") from err
+    refuse_new_weights(info, source.path, "model")
     return tok, model

@@ -125,7 +125,7 @@ def _scan(config: ContaminationConfig) -> dict[str, Any]:
     for name in config.tasks:
         ds = config.load(name, config.split)
         # Records carry the task's registered name: scores must use the same.
-        items[get_task(name).name] = config.select_items(ds.items)
+        items[get_task(name).name] = config.select_items(ds.items, f"{name} {ds.split}")
     scores, result = score_tasks(
         items,
         config.corpus,

@@ -72,7 +72,7 @@ from .prompt_files import (
 )
 from .readers import format_of, text_rows
 from .rules import TaskSpec
-from .selection import ItemSelection, label_imbalance
+from .selection import ItemSelection, label_imbalance, warn_if_short
 from .source import DATA_DIR_HELP, DataDir, TaskFiles, TaskSource, TasksToRead, format_task_list
 from .stats import fleiss_kappa, label_change_share, task_stats
 from .tasks import TASKS
@@ -121,5 +121,6 @@ __all__ = [
     "same_data",
     "sample_items",
     "seeded_rng",
+    "warn_if_short",
     "write_task_yaml",
 ]

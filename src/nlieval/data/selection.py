@@ -28,6 +28,26 @@ def _label_counts(labels: Sequence[str], items: Sequence[Item]) -> dict[str, int
     return {lab: counts.get(lab, 0) for lab in labels}
 
 
+def warn_if_short(asked: int, flag: str, have: int, where: str) -> None:
+    """A one-line warning (logger ``nlieval.data``) when ``flag`` asks for ``asked`` items
+    of ``where`` and it holds only ``have``: every count written afterwards is ``have``,
+    the items used, and the user is told both numbers rather than reading the one they
+    typed. The one rule of every selection of items (``--limit``, ``--sample``,
+    ``--balanced-limit``, a training source's ``NAME:N``).
+
+    >>> warn_if_short(50, "--limit 50", 12, "smoke train")  # logs: 50 asked, 12 used
+    """
+    if asked > have:
+        log.warning(
+            "%s: %s asks for %s items, it has %s: all %s are used",
+            where,
+            flag,
+            f"{asked:,}",
+            f"{have:,}",
+            f"{have:,}",
+        )
+
+
 def label_imbalance(
     labels: Sequence[str | Label], split: Sequence[Item], chosen: Sequence[Item]
 ) -> str | None:
@@ -101,8 +121,13 @@ class ItemSelection:
             if value is not None and value < 1:
                 raise ValueError(f"--{name} must be positive, got {value}")
 
-    def select_items(self, items: Sequence[Item]) -> tuple[Item, ...]:
-        """The selected items, in file order."""
+    def select_items(self, items: Sequence[Item], where: str = "the split") -> tuple[Item, ...]:
+        """The selected items, in file order; asking for more items than ``where`` holds
+        is a warning naming both numbers (:func:`warn_if_short`)."""
+        if self.sample is not None:
+            warn_if_short(self.sample, f"--sample {self.sample}", len(items), where)
+        elif self.limit is not None:
+            warn_if_short(self.limit, f"--limit {self.limit}", len(items), where)
         if self.sample is not None:
             return sample_items(items, self.sample, self.sample_seed)
         return tuple(items[: self.limit] if self.limit else items)
@@ -125,7 +150,7 @@ class ItemSelection:
         contradiction=0 (the split: entailment=4 neutral=4 contradiction=4): no item
         labelled neutral, contradiction; --sample 4 takes a seeded sample stratified by label
         """
-        chosen = self.select_items(items)
+        chosen = self.select_items(items, where)
         message = _balance_warning(self, items, chosen, labels, where)
         if message is not None:
             log.warning("%s", message)

@@ -141,7 +141,7 @@ def build_inferred(config: InferBuildConfig) -> dict[str, Any]:
     (True, 'task.yaml')
     """
     ds = config.load(config.task, config.split)
-    items = config.select_items(ds.items)
+    items = config.select_items(ds.items, f"{config.task} {ds.split}")
     generated: tuple[Item, ...] = ()
     if config.generated:
         generated = config.load(config.generated).items

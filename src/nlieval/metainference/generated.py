@@ -169,6 +169,8 @@ def _targets_and_examples(
     ds = data.load_task(config.task, config.data_dir, config.split, skip_bad=config.skip_bad)
     targets = distinct_sentences(ds.items, config.sentences)
     if config.limit is not None:
+        where = f"{config.task} {ds.split} (distinct {config.sentences}s)"
+        data.warn_if_short(config.limit, f"--limit {config.limit}", len(targets), where)
         targets = targets[: config.limit]
     if not targets:
         raise data.DataError(ds.source, None, None, f"no {config.sentences}s to generate for")
@@ -196,6 +198,8 @@ def _targets_and_examples(
                 f"no premise of {pool.task} {pool.split} (outside the premises generated for) "
                 "has all three labels; pass --examples 0"
             )
+        where = f"{pool.task} {pool.split} (premises with all three labels)"
+        data.warn_if_short(config.examples, f"--examples {config.examples}", len(examples), where)
     return ds, targets, examples
 
 

@@ -316,6 +316,8 @@ def plan_instruct(
             )
         ds = data.load_task(task, config.data_dir, config.split)
         if config.limit and config.balanced_limit:
+            where = f"{spec.name} {ds.split}"
+            data.warn_if_short(config.limit, f"--limit {config.limit}", len(ds.items), where)
             items = take_balanced(ds.items, config.limit)
         else:
             items = config.choose(ds.items, ds.labels, f"{spec.name} {ds.split}")

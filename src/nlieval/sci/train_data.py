@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data import load_task, same_data, sample_items
+from ..data import load_task, same_data, sample_items, warn_if_short
 from ..types import Item
 from .train_config import Source, TrainConfig, TrainError, parse_sources
 
@@ -231,6 +231,8 @@ def _combine(loaded: Sequence[tuple[Source, Part]], config: TrainConfig) -> Part
         items = part.items
         if src.n is not None:
             labelled = [it for it in items if it.label is not None]
+            where = f"training source {src.task}@{part.split} (its labelled items)"
+            warn_if_short(src.n, f"{src.task}:{src.n}", len(labelled), where)
             items = sample_items(labelled, src.n, config.sample_seed)
         # A task YAML is named by its file's stem (the name its items carry elsewhere).
         name = Path(src.task).stem if src.task.endswith((".yaml", ".yml")) else src.task

@@ -73,7 +73,14 @@ def build_model(
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from ..backends import CHOICE_HEAD, PairClassifier, build_lora, load_head, read_meta
+    from ..backends import (
+        CHOICE_HEAD,
+        PairClassifier,
+        build_lora,
+        load_head,
+        read_meta,
+        warn_new_weights,
+    )
 
     lora = config.lora_settings
     if head == CHOICE_HEAD:
@@ -98,7 +105,9 @@ def build_model(
         return build_lora(config.model, len(labels), lora, seed)
     source = str(init_from) if init_from is not None else resolve_encoder(config.model)
     torch.manual_seed(seed)
-    encoder = AutoModel.from_pretrained(source)
+    encoder, info = AutoModel.from_pretrained(source, output_loading_info=True)
+    # A start the user chose: what its files lack starts at random, and they are told.
+    warn_new_weights(info, source, "encoder")
     tokenizer = AutoTokenizer.from_pretrained(source)
     pool = read_meta(source).pool if init_from is not None else None
     model = PairClassifier(encoder, len(labels), pool=pool)
