@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from nlieval.experiments import plan_cells, read_experiment, run_experiment
+from nlieval.experiments import Experiment, plan_cells, read_experiment, run_experiment
 from nlieval.experiments.report import check_outputs
 from nlieval.ground import DataError
 
@@ -174,7 +175,7 @@ LII_SIX = {
 LII_FIVE = {"anli_r3", "hans", "mnli_m", "snli", "alphanli"}
 
 
-def _options(exp, name: str) -> dict:  # type: ignore[no-untyped-def]
+def _options(exp: Experiment, name: str) -> dict[str, Any]:
     out = next(o for o in exp.outputs if o.name == name)
     return {"kind": out.kind, "label": out.label, "blocks": out.blocks,
             **{s.key: s.value for s in out.options}}  # fmt: skip
