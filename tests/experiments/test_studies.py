@@ -161,6 +161,7 @@ LII_LABELS = {
     "figure-6": "Figure 6",
     "figure-7": "Figure 7",
     "table-4": "Table 4",
+    "text-4-4-label-change": "§4.4 in-text label change (32% / 25% / 11%)",
 }
 #: §3.2: Meta-Llama 3.1 {8, 70, 405}B, Mistral 7B / Mixtral 8x{7, 22}B (base models).
 LII_SIX = {
