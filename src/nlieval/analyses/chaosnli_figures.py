@@ -85,7 +85,7 @@ class ChaosnliFigureConfig(ReferenceLine, ChaosnliConfig, plots.FigureWidth):
     ``entropy`` (accuracy by human-label entropy bin, a panel per ChaosNLI set) or
     ``divergence`` (``metric`` of each model, with the chance, human and reference lines).
 
-    >>> ChaosnliFigureConfig(figure="divergence", plot="f.png").metric
+    >>> ChaosnliFigureConfig(runs=("r",), figure="divergence", plot="f.png").metric
     'js_distance'
     """
 

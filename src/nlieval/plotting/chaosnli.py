@@ -46,8 +46,9 @@ def plot_final_divergence(
     over seeds), one panel per task (rows of :func:`nlieval.analyses.chaosnli.score_records`),
     with the chance line (the uniform distribution on the same items, dashed grey), the
     human line (split-half or published, solid black; none for KL) and each of ``lines``
-    (name -> task -> level: a reference system such as a published BERT, dotted). A
-    level that differs between bars (bars on different items) is a marker per bar.
+    (name -> task -> level: a reference system such as a published BERT, dotted), all
+    drawn over the bars. A level that differs between bars (bars on different items) is
+    a marker per bar.
 
     >>> import tempfile
     >>> from nlieval.analyses.chaosnli import score_records
@@ -92,7 +93,7 @@ def plot_final_divergence(
         ):
             level = _level(levels)
             if level is not None:
-                ax.axhline(level, label=name, zorder=0, **style)
+                ax.axhline(level, label=name, zorder=3, **style)
             elif any(math.isfinite(v) for v in levels):
                 ax.scatter([x for x, v in zip(xs, levels, strict=True) if math.isfinite(v)],
                            [v for v in levels if math.isfinite(v)], marker="_", s=300,
@@ -100,7 +101,7 @@ def plot_final_divergence(
         for i, (name, by_task) in enumerate(sorted((lines or {}).items())):
             if task in by_task:
                 ax.axhline(by_task[task], ls=BASELINE_DASHES[i % 4], lw=1.2,
-                           color=BASELINE_COLORS[i % 4], label=name, zorder=0)  # fmt: skip
+                           color=BASELINE_COLORS[i % 4], label=name, zorder=3)  # fmt: skip
         ax.set_xticks(xs, [series_name(r, with_k=True) for r in task_rows],
                       rotation=30, ha="right")  # fmt: skip
         ax.set(title=task, ylabel=TITLES[metric])
