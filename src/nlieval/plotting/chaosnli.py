@@ -10,8 +10,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .canvas import FigurePaths, grid, legend, panels, save, series_name, std_note, styled
-from .results import BASELINE_COLORS, BASELINE_DASHES, DIVERGENCE_PANELS, _palette
+from .canvas import (
+    FigurePaths,
+    grid,
+    legend,
+    panels,
+    save,
+    series_name,
+    std_note,
+    styled,
+    styles,
+)
+from .results import BASELINE_COLORS, BASELINE_DASHES, DIVERGENCE_PANELS
 
 Row = Mapping[str, Any]
 
@@ -69,7 +79,8 @@ def plot_final_divergence(
     tasks: dict[str, list[Row]] = {}
     for r in rows:
         tasks.setdefault(str(r["task"]), []).append(r)
-    palette = _palette(names, rows)
+    # The call's names first: a model keeps its style across the report's figures.
+    palette = styles([*(names or ()), *(series_name(r) for r in rows)])
     fig = grid(len(tasks), size=(4.0, 3.4), width=width)
     axes = panels(fig, len(tasks))
     spread = False
