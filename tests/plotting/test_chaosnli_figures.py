@@ -202,3 +202,55 @@ def test_a_stats_output_is_the_dataset_table(tmp_path: Path) -> None:
     items = len(smoke.read_text().splitlines())
     row = next(line for line in (report / "out.md").read_text().splitlines() if "smoke" in line)
     assert str(items) in row.split()
+
+
+def test_figure_6_as_declared_js_over_training_tokens_with_its_bert_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Figure 6 of experiments/lost-in-inference.yaml: a checkpoint run of ChaosNLI records,
+    # steps read from the names at 4M tokens a step (003 Appendix D).
+    drawn = Drawn(monkeypatch, "nlieval.plotting.results")
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    records = []
+    for step, probs in (("step-1000", (0.4, 0.3, 0.3)), ("step-2000", (0.6, 0.3, 0.1))):
+        for i, counts in enumerate(COUNTS):
+            meta = {"human_counts": counts, "majority_label": NLI[counts.index(max(counts))]}
+            records.append(
+                Record(
+                    "chaosnli_snli",
+                    f"u{i}",
+                    "scratch",
+                    4,
+                    0,
+                    NLI,
+                    (0.0,) * 3,
+                    probs,
+                    "entailment",
+                    NLI[i],
+                    checkpoint=step,
+                    meta=meta,
+                )  # fmt: skip
+            )
+    RunFolder(folder).append(records)
+    cfg = FigureConfig(
+        kind="dynamics",
+        runs=(str(folder),),
+        out=str(tmp_path / "f.png"),
+        metric="js_distance",
+        pattern=r"step[-_]?(\d+)",
+        scale=4_000_000,
+        reference=(("chaosnli_snli", 0.23),),
+        reference_label="BERT-large (Nie et al. 2020b)",
+    )
+    figure_from(cfg)
+    (ax,) = drawn.axes()
+    human = [[c / 100 for c in counts] for counts in COUNTS]
+    series = [line for line in ax.get_lines() if len(line.get_xdata()) == 2]
+    curve = next(line for line in series if len(set(line.get_ydata())) == 2)
+    assert list(curve.get_xdata()) == [4e9, 8e9]  # 1,000 and 2,000 steps of 4M tokens
+    for y, probs in zip(curve.get_ydata(), ((0.4, 0.3, 0.3), (0.6, 0.3, 0.1)), strict=True):
+        want = sum(_js_distance(h, list(probs)) for h in human) / len(human)
+        assert y == pytest.approx(want, abs=1e-6)
+    assert _hlines(ax)["BERT-large (Nie et al. 2020b)"] == 0.23
