@@ -197,6 +197,8 @@ def test_lost_in_inference_outputs_carry_the_papers_numbers() -> None:
         assert _options(exp, name)["kind"] == "chaosnli-figure"
     # §4.4: Figure 5 a is Llama 8B and 405B; Appendix B: Figure 7 the other four.
     assert _options(exp, "figure-5a")["models"] == ["llama-3.1-8b", "llama-3.1-405b"]
+    # §1: accuracy "as computed on the majority label".
+    assert _options(exp, "figure-5a")["curves"] == _options(exp, "figure-7")["curves"] == "majority"
     fig7 = set(_options(exp, "figure-7")["models"])
     assert fig7 == {"llama-3.1-70b", "mistral-7b", "mixtral-8x7b", "mixtral-8x22b"}
     # Table 2's three MNLI items, found by their premises in chaosNLI_mnli_m.jsonl.
