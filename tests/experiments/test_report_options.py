@@ -130,7 +130,6 @@ VALUES: dict[tuple[str, str], Any] = {
             "human_seed": 4,
             "human_js": ["chaosnli_snli=0.07"],
             "common_items": True,
-            "against": "majority",
             "reference": ["chaosnli_snli=0.23"],
             "reference_label": "BERT (a paper)",
             "figure": "divergence",

@@ -137,7 +137,12 @@ KINDS: dict[str, Kind] = {
         Kind("dynamics", _dynamics, ("run", "plot", "entropy_plot")),
         # Figures from the ChaosNLI records: accuracy by human-label entropy, or the final
         # models' divergence with its chance, human and reference lines.
-        Kind("chaosnli-figure", _chaosnli_figure, ("runs", "out", "write", "plot", "format")),
+        # `against` is the all-correct subset's label, which no figure draws: refused.
+        Kind(
+            "chaosnli-figure",
+            _chaosnli_figure,
+            ("runs", "out", "write", "plot", "format", "against"),
+        ),
         # The benchmarks' sizes and label sets, read from the data (a dataset table).
         Kind("stats", _stats, ("format",)),
         Kind("sci-report", _sci, ("runs", "plot_dir", "json")),
