@@ -17,6 +17,7 @@ from .analyses import (
     GRID_KEYS,
     SORTS,
     Grid,
+    ReferenceLine,
     baseline_lines,
     breakdown,
     breakdown_table,
@@ -512,6 +513,7 @@ def figure_report(
     names: Sequence[tuple[str, str]] = (),
     palette: Iterable[str] | None = None,
     held: Sequence[Sequence[Record]] | None = None,
+    references: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Path:
     """One figure across the models of ``folders`` (recomputed from their records), in
     the format of ``path``'s extension (several paths: the one drawing in each format),
@@ -533,12 +535,14 @@ def figure_report(
     ``baselines`` is a run folder drawn as one line per system at the figure's own
     metric (accuracy, or a dynamics figure's ``metric``): a system scored at several k
     at its largest k, stated in its name (:func:`nlieval.plotting.reference_levels`).
-    ``held``: the records of each of ``folders`` as already read.
+    ``held``: the records of each of ``folders`` as already read. ``references``: more
+    reference lines given by value (name -> task -> level, at the figure's metric).
     """
     records, renamed = _named(folders, names, held)
     lines: dict[str, dict[str, float]] = {}
     for f in baselines:
         lines.update(baseline_lines(f, metric if kind == "dynamics" else "accuracy"))
+    lines.update({k: dict(v) for k, v in (references or {}).items()})
     if kind == "shots":
         return plot_accuracy_vs_shots(summarize(records), path, lines, width=width, names=palette)
     if kind == "size":
@@ -926,7 +930,7 @@ class FigureAxes:
 
 
 @dataclass(frozen=True, kw_only=True)
-class FigureConfig(FigureAxes, FigureWidth):
+class FigureConfig(ReferenceLine, FigureAxes, FigureWidth):
     """What ``nlieval figure`` draws: :func:`figure_from`.
 
     >>> FigureConfig(kind="shots", out="f.png").metric
@@ -1016,4 +1020,5 @@ def figure_from(
         names=cfg.name or (),
         palette=palette,
         held=held,
+        references=cfg.lines(),
     )

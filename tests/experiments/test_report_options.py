@@ -28,6 +28,8 @@ BASE: dict[str, dict[str, Any]] = {
     "epg": {"scores": "other"},
     # The two go together.
     "sci-report": {"in_domain": "snli", "out_of_domain": "mnli"},
+    "chaosnli-figure": {"figure": "entropy"},
+    "stats": {"tasks": ["smoke"]},
 }
 
 #: A value other than the default, for every option of every kind. A field added to a
@@ -117,6 +119,34 @@ VALUES: dict[tuple[str, str], Any] = {
             "format": "latex",
         }.items()
     },
+    **{("figure", k): v for k, v in {"reference": ["smoke=0.5"], "reference_label": "R"}.items()},
+    **{
+        ("chaosnli-figure", k): v
+        for k, v in {
+            "width": "column",
+            "name": ["m=Model M"],
+            "bins": 3,
+            "human_splits": 10,
+            "human_seed": 4,
+            "human_js": ["chaosnli_snli=0.07"],
+            "common_items": True,
+            "reference": ["chaosnli_snli=0.23"],
+            "reference_label": "BERT (a paper)",
+            "figure": "divergence",
+            "metric": "kl",
+            "curves": "majority",
+            "models": ["m"],
+        }.items()
+    },
+    **{
+        ("stats", k): v
+        for k, v in {
+            "tasks": ["snli"],
+            "data_dir": "data",
+            "split": "all",
+            "skip_bad": True,
+        }.items()
+    },
     **{
         ("sci-report", k): v
         for k, v in {
@@ -178,6 +208,8 @@ class Calls:
             "sci_report": ("nlieval.sci", {"text": "t", "plots": [], "json": None}),
             "inferred_consistency": ("nlieval.metainference", {"rows": [], "readings": {}}),
             "contamination_report": ("nlieval.contamination", {"epg": []}),
+            "chaosnli_figure": ("nlieval.analyses", Path("f.png")),
+            "task_stats": ("nlieval.data", "task  split  items"),
         }
         for name, (module, result) in fakes.items():
             monkeypatch.setattr(f"{module}.{name}", self._recorder(name, result))

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from nlieval.experiments import plan_cells, read_experiment, run_experiment
+from nlieval.experiments import Experiment, plan_cells, read_experiment, run_experiment
 from nlieval.experiments.report import check_outputs
 from nlieval.ground import DataError
 
@@ -139,3 +140,138 @@ def test_a_dynamics_output_is_drawn_once_into_png_and_pdf(tmp_path: Path, tiny_l
     assert pdf.read_bytes()[:5] == b"%PDF-"
     index = (report / "index.md").read_text()
     assert "dyn-series-tiny.png" in index and "dyn-series-tiny.pdf" in index
+
+
+# --------------------------------------------------------------------------- Lost in Inference
+# The shipped file against values read by hand from the paper
+# (../shared/docs/papers/003_dbc6b414281a4f28.txt; 000_cbbee423e898d24d.txt).
+
+LII = Path(__file__).parents[2] / "experiments" / "lost-in-inference.yaml"
+
+#: 003's tables and figures that a computation makes, by output name.
+LII_LABELS = {
+    "figure-1": "Figure 1",
+    "figure-2": "Figure 2",
+    "table-1": "Table 1",
+    "figure-3": "Figure 3",
+    "table-2": "Table 2",
+    "table-3": "Table 3",
+    "figure-5a": "Figure 5 a",
+    "figure-5b": "Figure 5 b",
+    "figure-6": "Figure 6",
+    "figure-7": "Figure 7",
+    "table-4": "Table 4",
+    "text-4-4-label-change": "§4.4 in-text label change (32% / 25% / 11%)",
+}
+#: §3.2: Meta-Llama 3.1 {8, 70, 405}B, Mistral 7B / Mixtral 8x{7, 22}B (base models).
+LII_SIX = {
+    "meta-llama/Llama-3.1-8B",
+    "meta-llama/Llama-3.1-70B",
+    "meta-llama/Llama-3.1-405B",
+    "mistralai/Mistral-7B-v0.1",
+    "mistralai/Mixtral-8x7B-v0.1",
+    "mistralai/Mixtral-8x22B-v0.1",
+}
+#: §3.1 / Appendix A: ANLI round 3, HANS, MNLI (matched dev), SNLI, alpha-NLI.
+LII_FIVE = {"anli_r3", "hans", "mnli_m", "snli", "alphanli"}
+
+
+def _options(exp: Experiment, name: str) -> dict[str, Any]:
+    out = next(o for o in exp.outputs if o.name == name)
+    return {"kind": out.kind, "label": out.label, "blocks": out.blocks,
+            **{s.key: s.value for s in out.options}}  # fmt: skip
+
+
+def test_lost_in_inference_outputs_carry_the_papers_numbers() -> None:
+    exp = read_experiment(LII)
+    check_outputs(exp)
+    assert {o.name: o.label for o in exp.outputs} == LII_LABELS
+    # Defect 2: Table 3 is ChaosNLI original vs majority accuracy (not the shot grid), in
+    # percent with two decimals, a row per model; Figure 5 a/b are figures, not a table.
+    t3 = _options(exp, "table-3")
+    assert (t3["kind"], t3["blocks"], t3["rows"]) == ("grid", ("chaosnli",), ["model"])
+    assert t3["metrics"] == ["acc_original", "acc_majority"]
+    assert (t3["percent"], t3["digits"]) == (True, 2)
+    assert not [o for o in exp.outputs if o.kind == "grid" and "benchmarks" in o.blocks]
+    for name in ("figure-5a", "figure-5b", "figure-7"):
+        assert _options(exp, name)["kind"] == "chaosnli-figure"
+    # §4.4: Figure 5 a is Llama 8B and 405B; Appendix B: Figure 7 the other four.
+    assert _options(exp, "figure-5a")["models"] == ["llama-3.1-8b", "llama-3.1-405b"]
+    # §1: accuracy "as computed on the majority label".
+    assert _options(exp, "figure-5a")["curves"] == _options(exp, "figure-7")["curves"] == "majority"
+    fig7 = set(_options(exp, "figure-7")["models"])
+    assert fig7 == {"llama-3.1-70b", "mistral-7b", "mixtral-8x7b", "mixtral-8x22b"}
+    # Table 2's three MNLI items, found by their premises in chaosNLI_mnli_m.jsonl.
+    assert _options(exp, "table-2")["ids"] == ["113193c", "125391e", "67610c"]
+    # BERT-large JSD of the ChaosNLI scoreboard (Nie et al. 2020b), on 5 b and 6.
+    bert = ["chaosnli_snli=0.23", "chaosnli_mnli=0.3152", "chaosnli_alphanli=0.3055"]
+    assert _options(exp, "figure-5b")["reference"] == bert
+    assert _options(exp, "figure-6")["reference"] == bert
+    # Appendix D: 4M tokens a step, so a step is 4e6 training tokens.
+    assert _options(exp, "figure-2")["scale"] == 4_000_000
+    assert "documents do not name" not in LII.read_text()
+
+
+def test_lost_in_inference_settings_are_the_papers() -> None:
+    exp = read_experiment(LII)
+    hub = {m.name: m.model.removeprefix("server:") for m in exp.models}
+    entries = {e.block: e for e in exp.matrix}
+    for block in ("benchmarks", "chaosnli"):
+        assert {hub[m] for m in entries[block].models} == LII_SIX
+    # 000 adds Gemma 2 {2, 9, 27}B.
+    assert {"google/gemma-2-2b", "google/gemma-2-9b", "google/gemma-2-27b"} <= set(hub.values())
+    for block in exp.blocks:
+        if block.command == "run":
+            # Footnote 3: the few-shot examples of each k drawn once and kept fixed.
+            assert block.value("seeds") == [0], block.name
+    assert set(exp.block("benchmarks").value("tasks")) == LII_FIVE
+    # §4.2: "four-shot performance" on all five benchmarks (Figure 2, Table 1).
+    assert set(exp.block("dynamics").value("tasks")) == LII_FIVE
+    assert exp.block("dynamics").value("shots") == [4]
+    assert exp.block("contamination").value("n") == 8  # §4.3: 8-grams
+    assert set(_options(exp, "table-4")["tasks"]) == LII_FIVE
+    assert [c.name for c in plan_cells(exp, estimate=False)] == [
+        f"{b}-{m}" for b in ("benchmarks", "chaosnli") for m in entries[b].models
+    ]
+    laptop = read_experiment(LII, ["models=smollm2-135m", "limit=4", "benchmarks.shots=0,1"])
+    cells = plan_cells(laptop, estimate=False)
+    assert [c.name for c in cells] == ["benchmarks-smollm2-135m", "chaosnli-smollm2-135m"]
+
+
+def test_the_prompts_are_table_5_word_for_word() -> None:
+    import jinja2
+
+    from nlieval.choice.prompts import PromptBuilder
+    from nlieval.types import ALPHA, NLI3, Item, Label
+
+    # 003 Table 5, as printed (MNLI, SNLI, ANLI and AbductiveNLI).
+    nli = (
+        '{% for x in few_shot -%}\nPremise: {{ x["premise"] }}\nHypothesis: '
+        '{{ x["hypothesis"] }}\nA. Entailment\nB. Neutral\nC. Contradiction\nAnswer: '
+        '{{ x["answer"] }}\n\n{% endfor -%}\nPremise: {{ premise }}\nHypothesis: '
+        "{{ hypothesis }}\nA. Entailment\nB. Neutral\nC. Contradiction\nAnswer: {{ choice_text }}"
+    )
+    alpha = (
+        '{% for x in few_shot -%}\nObservation 1: {{ x["obs1"] }}\nObservation 2: '
+        '{{ x["obs2"] }}\nA. {{ x["choices"]["A"] }}\nB. {{ x["choices"]["B"] }}\nAnswer: '
+        '{{ x["answer"] }}\n\n{% endfor -%}\nObservation 1: {{ obs1 }}\nObservation 2: '
+        '{{ obs2 }}\nA. {{ choices["A"] }}\nB. {{ choices["B"] }}\nAnswer: {{ choice_text }}'
+    )
+    shot = Item("s", "A man sleeps.", "A man is awake.", Label.CONTRADICTION)
+    test = Item("t", "A cat sits.", "An animal sits.", Label.ENTAILMENT)
+    p = PromptBuilder("nli3", NLI3, [shot]).build(test)
+    paper = jinja2.Template(nli).render(
+        few_shot=[{"premise": "A man sleeps.", "hypothesis": "A man is awake.", "answer": "C"}],
+        premise="A cat sits.", hypothesis="An animal sits.", choice_text="A",
+    )  # fmt: skip
+    assert p.text + p.continuations[0] == paper
+    shot = Item("s", "Ron got a job.", "Ron was fired.", Label.HYP2, ("Hard work.", "Rude."))
+    test = Item("t", "Sandy lived in NY.", "Sandy moved.", None, ("It stormed.", "A job."))
+    p = PromptBuilder("alphanli", ALPHA, [shot]).build(test)
+    paper = jinja2.Template(alpha).render(
+        few_shot=[{"obs1": "Ron got a job.", "obs2": "Ron was fired.", "answer": "B",
+                   "choices": {"A": "Hard work.", "B": "Rude."}}],
+        obs1="Sandy lived in NY.", obs2="Sandy moved.", choices={"A": "It stormed.", "B": "A job."},
+        choice_text="B",
+    )  # fmt: skip
+    assert p.text + p.continuations[1] == paper

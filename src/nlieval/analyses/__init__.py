@@ -44,6 +44,13 @@ from ..plotting import (
 from . import chaosnli
 from .breakdown import breakdown, breakdown_table
 from .chaosnli import HumanBaseline, score_prediction_file, score_records
+from .chaosnli_figures import (
+    CHAOSNLI_FIGURES,
+    ChaosnliFigureConfig,
+    ReferenceLine,
+    chaosnli_figure,
+    reference_lines,
+)
 from .commands import (
     CHAOSNLI_JSON,
     PLOTS,
@@ -111,4 +118,10 @@ __all__ = [
     "format_import",
     "score_file",
     "write_plots",
+    # the ChaosNLI figures of an experiment's report, and reference lines by value
+    "CHAOSNLI_FIGURES",
+    "ChaosnliFigureConfig",
+    "ReferenceLine",
+    "chaosnli_figure",
+    "reference_lines",
 ]

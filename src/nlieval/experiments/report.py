@@ -81,6 +81,18 @@ def _dynamics() -> type[Any]:
     return DynamicsConfig
 
 
+def _chaosnli_figure() -> type[Any]:
+    from ..analyses import ChaosnliFigureConfig
+
+    return ChaosnliFigureConfig
+
+
+def _stats() -> type[Any]:
+    from ..data import TasksToRead
+
+    return TasksToRead
+
+
 def _sci() -> type[Any]:
     from ..sci import SciReportConfig
 
@@ -123,6 +135,16 @@ KINDS: dict[str, Kind] = {
         # `write` puts chaosnli.json into the first cell: the report writes its own.
         Kind("chaosnli", _chaosnli, ("runs", "out", "write")),
         Kind("dynamics", _dynamics, ("run", "plot", "entropy_plot")),
+        # Figures from the ChaosNLI records: accuracy by human-label entropy, or the final
+        # models' divergence with its chance, human and reference lines.
+        # `against` is the all-correct subset's label, which no figure draws: refused.
+        Kind(
+            "chaosnli-figure",
+            _chaosnli_figure,
+            ("runs", "out", "write", "plot", "format", "against"),
+        ),
+        # The benchmarks' sizes and label sets, read from the data (a dataset table).
+        Kind("stats", _stats, ("format",)),
         Kind("sci-report", _sci, ("runs", "plot_dir", "json")),
         Kind("infer-report", _infer_report, ("run", "items", "source_run", "format")),
         Kind(
@@ -188,6 +210,13 @@ def output_options(exp: Experiment, out: Output) -> dict[str, Any]:
                 f"not an option of output kind {out.kind}{suggest(s.key, [*known, *extra])}"
             )
         values[s.key] = coerce(f, s)
+    if out.kind == "chaosnli-figure":
+        named = {m.name for m in exp.models}
+        for s in out.options:
+            if s.key == "models":
+                for m in values.get("models") or ():
+                    if m not in named:
+                        raise s.error(f"no model {m!r}{suggest(m, sorted(named))}")
     if out.kind == "figure" and "figure" not in values:
         raise DataError(
             exp.source,
@@ -224,6 +253,7 @@ _STAND_INS: dict[str, Any] = {
     "items": "cell",
     "out": "figure.png",
     "scores": "scores.jsonl",
+    "plot": "figure.png",
 }
 
 
@@ -259,7 +289,29 @@ def check_outputs(exp: Experiment) -> None:
 
 
 def _cells_of(out: Output, cells: Sequence[Cell]) -> list[Cell]:
-    return [c for c in cells if c.block in out.blocks]
+    own = [c for c in cells if c.block in out.blocks]
+    chosen, _ = _chosen_models(out, own)
+    return chosen
+
+
+def _chosen_models(out: Output, own: Sequence[Cell]) -> tuple[list[Cell], str | None]:
+    """The cells of the models a ``chaosnli-figure`` names (Figure 5 a draws two of the
+    study's nine); when none of them has a cell (a laptop run of other models), every
+    cell, and the note that says so."""
+    models = next((s.value for s in out.options if s.key == "models"), None)
+    if out.kind != "chaosnli-figure" or models is None:
+        return list(own), None
+    wanted = [
+        str(m).strip() for m in (models if isinstance(models, list) else str(models).split(","))
+    ]
+    chosen = [c for c in own if c.model_name in wanted]
+    if chosen or not own:
+        return chosen, None
+    ran = sorted({str(c.model_name) for c in own})
+    return list(own), (
+        f"none of its models ({', '.join(wanted)}) has a cell here: drawn with "
+        f"{', '.join(ran)} instead"
+    )
 
 
 def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set[str]) -> list[str]:
@@ -304,6 +356,8 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
             index += [f"not written: {inputs}", ""]
             continue
         files, notes = _write_output(exp, out, runs, report, inputs, ready, palette)
+        _, instead = _chosen_models(out, [c for c in cells if c.block in out.blocks])
+        notes += [instead] if instead else []
         written += [str(Path(REPORT) / f) for f in files]
         index += [f"- [{f}]({f})" for f in files]
         index += [f"- {n}" for n in notes]
@@ -405,8 +459,17 @@ def _write_output(
 
         items_cfg = ItemsConfig(runs=runs, **opts)
         table = f"{name}.{EXTENSIONS[items_cfg.format]}"
-        _write(report / table, items_from(items_cfg))
-        files.append(table)
+        try:
+            text = items_from(items_cfg)
+        except ValueError as err:
+            # The items a study names (its Table 2) that the cells did not score (a run
+            # with --set limit=N): said in the index, not a failed report.
+            if not items_cfg.ids or not str(err).startswith("--ids: no record"):
+                raise
+            notes.append(f"not written: {err} in its cells (a run of fewer items?)")
+        else:
+            _write(report / table, text)
+            files.append(table)
     elif out.kind == "chaosnli":
         from ..analyses import ChaosnliConfig, chaosnli, chaosnli_scores
         from ..ground import as_format
@@ -441,6 +504,25 @@ def _write_output(
             files.append(table)
             files += [str(Path(p).relative_to(report)) for p in result["written"]]
             notes += list(result["skipped"])
+    elif out.kind == "chaosnli-figure":
+        from ..analyses import ChaosnliFigureConfig, chaosnli_figure
+
+        first, *more = (report / f"{name}.{ext}" for ext in FIGURE_FORMATS)
+        drawn = chaosnli_figure(
+            ChaosnliFigureConfig(runs=runs, plot=str(first), **opts), palette, also=more
+        )
+        if drawn is None:
+            notes.append("no ChaosNLI records in its cells")
+        else:
+            files += [f"{name}.{ext}" for ext in FIGURE_FORMATS]
+    elif out.kind == "stats":
+        from ..data import TasksToRead, task_stats
+
+        for fmt in ("md", "latex"):
+            _write(
+                report / f"{name}.{EXTENSIONS[fmt]}", task_stats(TasksToRead(format=fmt, **opts))
+            )
+            files.append(f"{name}.{EXTENSIONS[fmt]}")
     elif out.kind == "epg":
         from ..contamination import ContaminationConfig, contamination_report, format_epg
         from .commands import SCORES

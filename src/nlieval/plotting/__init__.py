@@ -39,6 +39,7 @@ from .canvas import (
     styled,
     styles,
 )
+from .chaosnli import plot_final_divergence
 from .results import (
     DYNAMICS_METRICS,
     checkpoint_positions,
@@ -66,6 +67,7 @@ __all__ = [
     "styles",
     "plot_confusion",
     "plot_epg",
+    "plot_final_divergence",
     "DYNAMICS_METRICS",
     "PlotWriteError",
     "checkpoint_positions",
