@@ -371,6 +371,9 @@ ALLOWED = {
         "renames the temporary folder over the checked checkpoint folder",
     ("backends/lora_classifier.py", "save_lora", "save_pretrained"):
         "called by save_classifier on its fresh temporary folder",
+    ("backends/weights.py", "_adopted", "replace"):
+        "renames an old-named conversion inside the cache (never one that is a link) to "
+        "its new name, whose place check_inside then checks",
     ("backends/weights.py", "_convert_gguf", "mkdtemp"):
         "a fresh temporary folder in the cache, whose parent make_folder(root=cache) made",
     ("backends/weights.py", "_convert_gguf", "save_pretrained"):
