@@ -87,11 +87,12 @@ def test_one_place_says_what_a_model_is(tmp_path: Path, tiny_llama: Path) -> Non
     assert seeds.seeds == tuple(str(train / f"seed{n}") for n in (0, 1, 10))  # seed order
     assert resolve(str(train), sweep_seeds=True).sweep == seeds.seeds
     assert resolve("m", server=ServerOptions(URL)).kind == "server"
-    # A sweep's folder is loaded instead of the model; anything else is a revision of it.
-    mixed = resolve(str(tiny_llama), checkpoints=(str(ckpt), "step100"))
+    # A sweep's folder is loaded instead of the model; anything else is a hub revision
+    # of it (so the model must be a hub id: a local folder takes none).
+    mixed = resolve("org/m", checkpoints=(str(ckpt), "step100"))
     assert [(c.key, c.model, c.revision, c.kind) for c in mixed.loads] == [
         (str(ckpt), str(ckpt), None, "classifier-folder"),
-        ("step100", str(tiny_llama), "step100", "causal-lm"),
+        ("step100", "org/m", "step100", "causal-lm"),
     ]
     # A stand-in gives its own backend and claims no weights.
     given = stand_in(RunConfig("org/none", ("smoke",)), lambda ck: "backend")

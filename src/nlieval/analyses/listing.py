@@ -129,6 +129,31 @@ def item_listing(
     return rows[:limit] if limit is not None else rows
 
 
+def label_counts_text(counts: Mapping[str, Any]) -> str:
+    """Label counts (or shares) as ``LABEL=COUNT`` pairs, word labels cut to the shortest
+    start that still tells them apart (first letter capitalised), other labels whole (a
+    cut ``12`` would read as ``1``): ``=`` keeps a label made of digits (alpha-NLI's
+    ``1`` and ``2``) from running into its count.
+
+    >>> label_counts_text({"entailment": 49, "neutral": 36, "contradiction": 15})
+    'E=49 N=36 C=15'
+    >>> label_counts_text({"1": 97, "2": 3})
+    '1=97 2=3'
+    >>> label_counts_text({"contrasting": 1, "contradiction": 2, "neutral": 0})
+    'Contras=1 Contrad=2 Neutral=0'
+    """
+    labels = [str(lab) for lab in counts]
+    words = all(lab[:1].isalpha() for lab in labels)
+    longest = max((len(lab) for lab in labels), default=0) if words else 0
+    for n in range(1, longest + 1):
+        short = [lab[:n][:1].upper() + lab[1:n] for lab in labels]
+        if len(set(short)) == len(short):
+            break
+    else:
+        short = labels  # not words, or equal but for case: whole labels tell them apart
+    return " ".join(f"{a}={c}" for a, c in zip(short, counts.values(), strict=True))
+
+
 #: The formats of :func:`listing_table`.
 LISTING_FORMATS = ("md", "csv", "json", "latex")
 
@@ -180,8 +205,7 @@ def listing_table(
     for r in rows:
         human = ""
         if r.get("human"):
-            human = " ".join(f"{lab[:1].upper()}{n}" for lab, n in r["human"].items())
-            human += f" ({r['majority']})"
+            human = f"{label_counts_text(r['human'])} ({r['majority']})"
         preds = [str(r["predictions"].get(m, "–")) for m in models]
         body.append(
             [r["task"], str(r["k"]), str(r["seed"]), r["id"], cut(r["premise"]),

@@ -48,7 +48,15 @@ from .base import ChoiceBackend, ClassifierBackend, GenerationBackend, LogLikeli
 from .openai import ServerOptions
 from .options import HFOptions
 from .vllm_engine import VLLMOptions
-from .weights import DEFAULT_MODEL, ModelError, ModelSource, model_fingerprint, resolve_model
+from .weights import (
+    DEFAULT_MODEL,
+    ModelError,
+    ModelSource,
+    local_kind,
+    model_fingerprint,
+    no_revision,
+    resolve_model,
+)
 
 #: Prefixes that name a model on a server; the first is the one written in messages.
 SERVER_PREFIXES = ("server:", "openai-completions:")
@@ -368,7 +376,7 @@ class ResolvedModel:
             out: dict[str, str] = {}
             for c in self.loads:
                 assert c.key is not None
-                local = Path(c.key).exists()
+                local = Path(c.key).expanduser().exists()
                 if local and c.kind == "classifier-folder":
                     out |= _classifier_prints(f"model {c.key}", Path(c.key))
                     continue
@@ -527,6 +535,15 @@ def resolve(
 
     spec = parse_model(model, server.api_base if server else None)
     opts = hf or HFOptions()
+    if checkpoints and spec.engine != "hf":
+        raise ValueError(
+            "--checkpoints needs a local model, not one on a server"
+            if spec.engine == "server"
+            # vLLM runs causal language models only; a sweep of checkpoints is the
+            # transformers engine's.
+            else "--checkpoints needs the transformers engine, not vllm:"
+        )
+    _check_revisions(spec, opts.revision, checkpoints)
     made = functools.partial(
         ResolvedModel,
         model_label(model),
@@ -541,14 +558,8 @@ def resolve(
         checked=checked,
     )
     if spec.engine == "server":
-        if checkpoints:
-            raise ValueError("--checkpoints needs a local model, not one on a server")
         return made("server", (Checkpoint(None, spec.name, None, "server"),))
     if spec.engine == "vllm":
-        # vLLM runs causal language models only; a sweep of checkpoints is the
-        # transformers engine's.
-        if checkpoints:
-            raise ValueError("--checkpoints needs the transformers engine, not vllm:")
         if is_classifier_folder(spec.name):
             raise ValueError(f"--model {model}: vLLM scores causal language models only")
         return made("causal-lm", (Checkpoint(None, spec.name, opts.revision, "causal-lm"),))
@@ -569,9 +580,9 @@ def resolve(
     sweep = tuple(checkpoints) or (seeds if sweep_seeds else ())
     loads = []
     for key in sweep or (None,):
-        # A local folder is loaded instead of the model (a revision means nothing to a
-        # folder); anything else is a revision of it.
-        if key is None or Path(key).exists():
+        # A path is loaded instead of the model; anything else is a hub revision of it
+        # (_check_revisions has refused one that cannot be).
+        if key is None or Path(key).expanduser().exists():
             name, revision = key or spec.name, opts.revision
         else:
             name, revision = spec.name, key
@@ -579,6 +590,58 @@ def resolve(
             Checkpoint(key, name, revision, kind if key is None else kind_of(name, revision))
         )
     return made(kind, tuple(loads), sweep=sweep, seeds=seeds)
+
+
+#: What a checkpoint may be, in every refusal of one.
+CHECKPOINT_IS = (
+    "a checkpoint is a path (a model folder or .gguf file, loaded instead of --model) or "
+    "a hub revision (branch, tag or commit) of a hub model --model owner/name"
+)
+
+
+def _check_revisions(spec: ModelSpec, revision: str | None, checkpoints: Sequence[str]) -> None:
+    """Refuse, in one line, every hub revision that cannot apply: ``--revision`` of a
+    server's model, of a packaged model, a folder or a .gguf file, or beside
+    ``--checkpoints`` (each checkpoint names its weights, so it would be dropped); a
+    checkpoint that is no path of a model that is no hub id (a packaged model's name
+    among them). Each of these used to be dropped without a word, and another model's
+    numbers came out under the name. Reads local paths only, never the hub.
+
+    >>> _check_revisions(ModelSpec("hf", "org/m"), None, ("step100", "main"))
+    >>> _check_revisions(ModelSpec("hf", "smollm2-135m"), None, ("gemma3-270m",))
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: --checkpoints gemma3-270m: a packaged model is not a checkpoint of smollm2-135m; ...
+    """
+    if revision is not None:
+        if spec.engine == "server":
+            raise ValueError(
+                f"--revision {revision}: a server's model takes no hub revision (the server "
+                "loads its own weights); drop --revision"
+            )
+        if checkpoints:
+            raise ValueError(
+                f"--revision {revision} with --checkpoints: each checkpoint names the "
+                "weights it loads, so the revision would be dropped; give it as a checkpoint"
+            )
+        kind = local_kind(spec.name)
+        if kind is not None:
+            raise ModelError(no_revision(spec.name, revision, kind))
+    model_kind = local_kind(spec.name)
+    for key in checkpoints:
+        key_kind = local_kind(key)
+        if key_kind == "packaged model":
+            raise ValueError(
+                f"--checkpoints {key}: a packaged model is not a checkpoint of {spec.name}; "
+                + CHECKPOINT_IS
+            )
+        if key_kind is not None and not Path(key).expanduser().exists():
+            raise ValueError(f"--checkpoints {key}: no such path; {CHECKPOINT_IS}")
+        if key_kind is None and model_kind is not None:
+            raise ValueError(
+                f"--checkpoints {key}: not a path, and --model {spec.name} is a "
+                f"{model_kind}, which takes no hub revision; {CHECKPOINT_IS}"
+            )
 
 
 def stand_in(config: NamesAModel, load: Load) -> ResolvedModel:

@@ -145,12 +145,55 @@ def _is_converted(folder: Path) -> bool:
     return (folder / "config.json").is_file()
 
 
+def local_kind(spec: str) -> str | None:
+    """What ``spec`` names when it is not a hub id: ``packaged model``, ``local folder``,
+    ``.gguf file`` (or a path that does not exist); None for a hub id (owner/name), the
+    only kind of model a hub revision can apply to.
+
+    >>> local_kind("smollm2-135m"), local_kind("/tmp"), local_kind("org/m") is None
+    ('packaged model', 'local folder', True)
+    """
+    if spec in ALIASES:
+        return "packaged model"
+    p = Path(spec).expanduser()
+    if p.is_dir():
+        return "local folder"
+    if p.suffix == ".gguf":
+        return ".gguf file"
+    if p.exists() or spec.startswith((".", "/", "~")):
+        return "local path"
+    return None
+
+
+def no_revision(spec: str, revision: str, kind: str) -> str:
+    """The one line refusing hub revision ``revision`` for ``spec``, a ``kind`` (see
+    :func:`local_kind`): a revision it cannot take would be dropped without a word, and
+    the numbers would be another model's.
+
+    >>> no_revision("smollm2-135m", "step100", "packaged model")  # doctest: +ELLIPSIS
+    'revision step100 cannot apply to smollm2-135m, a packaged model: a hub revision ...'
+    """
+    return (
+        f"revision {revision} cannot apply to {spec}, a {kind}: a hub revision (branch, "
+        "tag or commit) applies only to a hub model (owner/name); give another model or "
+        "checkpoint as its path instead"
+    )
+
+
 def resolve_model(spec: str, revision: str | None = None) -> ModelSource:
-    """Turn what the user typed into a :class:`ModelSource`.
+    """Turn what the user typed into a :class:`ModelSource`. ``revision`` (a hub revision)
+    is refused for anything but a hub id (:func:`no_revision`): no loader may drop it.
 
     >>> resolve_model("HuggingFaceTB/SmolLM2-135M").path
     'HuggingFaceTB/SmolLM2-135M'
+    >>> resolve_model("smollm2-135m", "main")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.backends.weights.ModelError: revision main cannot apply to smollm2-135m, ...
     """
+    if revision is not None:
+        kind = local_kind(spec)
+        if kind is not None:
+            raise ModelError(no_revision(spec, revision, kind))
     if spec in ALIASES:
         return ALIASES[spec]()
     p = Path(spec).expanduser()
@@ -160,7 +203,7 @@ def resolve_model(spec: str, revision: str | None = None) -> ModelSource:
         return ModelSource(spec, str(p.parent), p.name, None, f"{p.stem}-{digest.hexdigest()[:12]}")
     if p.is_dir():
         if (p / "config.json").is_file():
-            return ModelSource(spec, str(p), None, revision)
+            return ModelSource(spec, str(p))
         ggufs = sorted(p.glob("*.gguf"))
         if len(ggufs) == 1:
             return resolve_model(str(ggufs[0]))

@@ -14,6 +14,7 @@ which figure with ``figure: shots`` (``size``, ``dynamics``).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
@@ -360,7 +361,7 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
         notes += [instead] if instead else []
         written += [str(Path(REPORT) / f) for f in files]
         index += [f"- [{f}]({f})" for f in files]
-        index += [f"- {n}" for n in notes]
+        index += [f"- {_within(n, folder)}" for n in notes]
         index += ["", f"cells: {', '.join(c.name for c in ready)}"]
         if missing:
             # What is shown without them says so: never a table that looks whole.
@@ -369,6 +370,18 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
     _write(report / "index.md", "\n".join(index).rstrip())
     written.append(str(Path(REPORT) / "index.md"))
     return written
+
+
+def _within(note: str, folder: Path) -> str:
+    """``note`` with the paths inside the experiment ``folder`` written relative to it
+    (the functions behind the outputs name the files they were given, which the driver
+    gives under ``folder``): a report moved elsewhere stays byte for byte the same, and
+    holds no path of the machine that wrote it.
+
+    >>> _within("skipped /x/e/report/d.png: no ChaosNLI records in /x/e/cells/c", Path("/x/e"))
+    'skipped report/d.png: no ChaosNLI records in cells/c'
+    """
+    return note.replace(f"{folder}{os.sep}", "").replace(str(folder), ".")
 
 
 def _block_inputs(

@@ -346,9 +346,15 @@
     return box;
   }
   function shares(labels, values) {
+    // As the items listing prints counts (analyses.label_counts_text): "=" between a
+    // label and its share, so alpha-NLI's labels 1 and 2 never run into a number; a
+    // label is cut to its first letter only when those letters tell the labels apart.
     var total = values.reduce(function (a, b) { return a + b; }, 0) || 1;
+    var first = labels.map(function (lab) { return lab.slice(0, 1).toUpperCase(); });
+    var cut = labels.every(function (lab) { return /^[A-Za-z]/.test(lab); }) &&
+      first.every(function (f, k) { return first.indexOf(f) === k; });
     return labels.map(function (lab, k) {
-      return lab.slice(0, 1).toUpperCase() + " " + Math.round(100 * values[k] / total);
+      return (cut ? first[k] : lab) + "=" + Math.round(100 * values[k] / total) + "%";
     }).join(" ");
   }
 
