@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import DataError
-from ..ground import read_jsonl
-from ..ground import as_format
+from ..ground import as_format, read_jsonl
 from ..settings import setting, table_format
 from ..types import SCI4, Label
 from .distant import read_corpus, write_pairs, write_task
