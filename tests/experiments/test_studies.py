@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nlieval.experiments import plan_cells, read_experiment, run_experiment
+from nlieval.experiments import Experiment, plan_cells, read_experiment, run_experiment
 from nlieval.experiments.report import check_outputs
 from nlieval.ground import DataError
 
@@ -148,7 +148,7 @@ def test_a_dynamics_output_is_drawn_once_into_png_and_pdf(tmp_path: Path, tiny_l
 EXPERIMENTS = Path(__file__).parents[2] / "experiments"
 
 
-def _settings(exp, block: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def _settings(exp: Experiment, block: str) -> dict[str, object]:
     return {s.key: s.value for s in exp.block(block).settings}
 
 
