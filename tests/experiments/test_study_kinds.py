@@ -78,7 +78,8 @@ def test_study_kinds_and_outputs_missing_a_block(tmp_path: Path, tiny_llama: Pat
 
     # Written though their block makes no cell: they read data files, not cells.
     stats = (report / "table-2.md").read_text().splitlines()
-    row = stats[2].split()
+    assert stats[0] == "```text"
+    row = stats[3].split()
     # By hand: 2 items; premise words 4 and 3, hypothesis words 3 and 4 (means 3.5);
     # hypothesis words in the premise 2 of 3 and 0 of 4 (mean 33.3%).
     assert row[:3] == ["tiny-stats", "test", "2"]

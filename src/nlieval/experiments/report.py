@@ -529,7 +529,9 @@ def _write_static(exp: Experiment, out: Output, report: Path) -> list[str]:
         if out.kind == "stats":
             from ..data import TasksToRead, task_stats
 
-            texts[fmt] = task_stats(TasksToRead(**opts, format=fmt))
+            text = task_stats(TasksToRead(**opts, format=fmt))
+            # `stats` prints aligned text for md: fenced, so that Markdown keeps it.
+            texts[fmt] = f"```text\n{text}\n```" if fmt == "md" else text
         else:
             from ..sci import LinkingPhrasesConfig, linking_phrase_table
 
