@@ -216,8 +216,9 @@ def test_meta_inference_file_is_paper_004() -> None:
     assert _settings(exp, "bert")["test_split"] == "test"
     labels = {o.name: o.label or "" for o in exp.outputs}
     assert labels["table-2"].startswith("Table 2")
-    assert labels["table-3"].startswith("Table 3")
+    for col in ("snli", "ll32", "ll33", "ds-r1"):
+        assert labels[f"table-3-{col}"].startswith("Table 3, column")
     assert labels["tables-4-7"].startswith("Tables 4 and 7")
     assert labels["tables-8-9"].startswith("Tables 8 and 9")
-    t3 = next(o for o in exp.outputs if o.name == "table-3")
+    t3 = next(o for o in exp.outputs if o.name == "table-3-snli")
     assert {s.key: s.value for s in t3.options}["reference_by"] == "hypothesis_only=true"
