@@ -139,6 +139,15 @@ VALUES: dict[tuple[str, str], Any] = {
         }.items()
     },
     **{
+        ("logic-table", k): v
+        for k, v in {
+            "readings": ["reading.yaml"],
+            "frames": "S5",
+            "formulas": False,
+            "citations": True,
+        }.items()
+    },
+    **{
         ("stats", k): v
         for k, v in {
             "tasks": ["snli"],
@@ -210,6 +219,7 @@ class Calls:
             "contamination_report": ("nlieval.contamination", {"epg": []}),
             "chaosnli_figure": ("nlieval.analyses", Path("f.png")),
             "task_stats": ("nlieval.data", "task  split  items"),
+            "decide_table": ("nlieval.metainference", ([], {})),
         }
         for name, (module, result) in fakes.items():
             monkeypatch.setattr(f"{module}.{name}", self._recorder(name, result))
@@ -237,7 +247,10 @@ def _made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, options: d
         if old.is_file():
             old.unlink()
     runs = ("cells/base-m", "cells/other-m") if kind == "compare" else ("cells/base-m",)
-    files, notes = rep._write_output(exp, out, runs, report, inputs, [cell])
+    if rep.KINDS[kind].reads_cells:
+        files, notes = rep._write_output(exp, out, runs, report, inputs, [cell])
+    else:  # a table that reads no cell (stats, logic-table, linking-phrases)
+        files, notes = rep._write_static(exp, out, report), []
     written = {f: (report / f).read_bytes() for f in files if (report / f).is_file()}
     return calls.seen, files, written, notes
 

@@ -275,3 +275,84 @@ def test_the_prompts_are_table_5_word_for_word() -> None:
         choice_text="B",
     )  # fmt: skip
     assert p.text + p.continuations[1] == paper
+# --------------------------------------------------------------------------- the shipped
+# MisMatched (002) and meta-inference (004) files: their declarations against values read
+# from the papers by hand.
+
+EXPERIMENTS = Path(__file__).parents[2] / "experiments"
+
+
+def _settings(exp: Experiment, block: str) -> dict[str, object]:
+    return {s.key: s.value for s in exp.block(block).settings}
+
+
+def test_mismatched_file_is_paper_002() -> None:
+    exp = read_experiment(EXPERIMENTS / "mismatched.yaml")
+    check_outputs(exp)
+    models = {m.name: m.model for m in exp.models}
+    # Section 4.1: the four open instruct LLMs by the variants it names.
+    llms = {
+        "meta-llama/Llama-2-13b-chat-hf",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "mistralai/Mistral-7B-Instruct-v0.3",
+        "microsoft/Phi-3-medium-128k-instruct",
+    }
+    entry = next(e for e in exp.matrix if e.block == "instruct-llms")
+    assert {models[m] for m in entry.models} == llms
+    # Appendix C: 5 epochs, patience 2, Adam; Section 4.2: 3 seeds.
+    enc = _settings(exp, "encoders")
+    assert (enc["epochs"], enc["patience"], enc["optimizer"], enc["seeds"]) == (5, 2, "adam", 3)
+    # Section 4.1 / Appendix D: zero-shot and 4 exemplars, 3 runs, the Table 3 prompt.
+    llm = _settings(exp, "instruct-llms")
+    assert (llm["shots"], llm["runs"], llm["prompt"]) == ([0, 4], 3, "mismatched-table3")
+    assert _settings(exp, "shot-scaling")["shots"] == [4, 8, 12, 16]  # Table 6
+    assert _settings(exp, "hyp-only")["hypothesis_only"] is True  # Table 7
+    assert _settings(exp, "lora")["epochs"] == 3  # Appendix C, Table 15
+    outputs = {o.name: o for o in exp.outputs}
+    for name, number in (
+        ("table-2", "Table 2"),
+        ("table-4", "Table 4"),
+        ("table-5", "Table 5"),
+        ("table-6", "Table 6"),
+        ("table-7", "Table 7"),
+        ("tables-8-16", "Tables 8 and 16"),
+        ("table-9", "Table 9"),
+        ("table-11", "Table 11"),
+        ("table-15", "Table 15"),
+    ):
+        assert (outputs[name].label or "").startswith(number)
+    # The paper's Table 4 has no Average row.
+    assert {s.key: s.value for s in outputs["table-4"].options}["no_average"] is True
+    cells = {c.name for c in plan_cells(exp, estimate=False)}
+    # Parts whose data is not here make no cell until given.
+    assert not {c for c in cells if c.startswith(("in-domain", "lora", "implicit"))}
+
+
+def test_meta_inference_file_is_paper_004() -> None:
+    exp = read_experiment(EXPERIMENTS / "meta-inference.yaml")
+    check_outputs(exp)
+    models = {m.name: m.model for m in exp.models}
+    # Appendix D: the three generators.
+    gens = {models[m] for e in exp.matrix if e.block.startswith("generated-") for m in e.models}
+    assert gens == {
+        "meta-llama/Llama-3.2-3B-Instruct",
+        "meta-llama/Llama-3.3-70B-Instruct",
+        "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
+    }
+    # Appendix E: the last 2 layers, Adam at 0.001, batch 64, 10 epochs, no weight decay.
+    bert = _settings(exp, "bert")
+    assert (bert["top_layers"], bert["optimizer"], bert["lr"]) == (2, "adam", 0.001)
+    assert (bert["batch_size"], bert["epochs"], bert["weight_decay"]) == (64, 10, 0)
+    assert _settings(exp, "bert-hyp")["hypothesis_only"] is True
+    # Section 5.3: the inferred items come from SNLI test.
+    for block in ("items", "chains-ds-r1", "chains-ll33", "sources"):
+        assert _settings(exp, block)["split"] == "test"
+    assert _settings(exp, "bert")["test_split"] == "test"
+    labels = {o.name: o.label or "" for o in exp.outputs}
+    assert labels["table-2"].startswith("Table 2")
+    for col in ("snli", "ll32", "ll33", "ds-r1"):
+        assert labels[f"table-3-{col}"].startswith("Table 3, column")
+    assert labels["tables-4-7"].startswith("Tables 4 and 7")
+    assert labels["tables-8-9"].startswith("Tables 8 and 9")
+    t3 = next(o for o in exp.outputs if o.name == "table-3-snli")
+    assert {s.key: s.value for s in t3.options}["reference_by"] == "hypothesis_only=true"

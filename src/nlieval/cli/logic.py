@@ -124,7 +124,7 @@ def _cmd_table(args: argparse.Namespace) -> int:
     if cfg.format == "json":
         print(json.dumps(rows, indent=2))
     else:
-        print(logic.format_table(rows))
+        print(logic.format_table(rows, citations=cfg.citations))
         print("\n" + logic.readings_summary(readings))
     return 0
 

@@ -216,7 +216,7 @@ def shipped_names(kind: str) -> list[str]:
     """The names of the prompts of ``kind`` the package ships besides its default.
 
     >>> shipped_names("instruct")
-    ['mismatched']
+    ['mismatched', 'mismatched-table3']
     """
     folder = resources.files("nlieval") / "resources" / "prompts"
     prefix = f"{kind}-"

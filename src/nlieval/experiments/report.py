@@ -38,6 +38,9 @@ class Kind:
     name: str
     cls: Callable[[], type[Any]]
     own: tuple[str, ...]
+    #: False: the output reads data files or the library alone (a dataset table, a list
+    #: of phrases, the logic table), so it is written whatever its blocks' cells are.
+    reads_cells: bool = True
 
 
 def _grid() -> type[Any]:
@@ -88,12 +91,6 @@ def _chaosnli_figure() -> type[Any]:
     return ChaosnliFigureConfig
 
 
-def _stats() -> type[Any]:
-    from ..data import TasksToRead
-
-    return TasksToRead
-
-
 def _sci() -> type[Any]:
     from ..sci import SciReportConfig
 
@@ -104,6 +101,24 @@ def _infer_report() -> type[Any]:
     from ..metainference import InferReportConfig
 
     return InferReportConfig
+
+
+def _stats() -> type[Any]:
+    from ..data import TasksToRead
+
+    return TasksToRead
+
+
+def _linking_phrases() -> type[Any]:
+    from ..sci import LinkingPhrasesConfig
+
+    return LinkingPhrasesConfig
+
+
+def _logic_table() -> type[Any]:
+    from ..metainference import LogicTableConfig
+
+    return LogicTableConfig
 
 
 #: The options of an output that name blocks (their cells' folders), by kind: an
@@ -144,10 +159,13 @@ KINDS: dict[str, Kind] = {
             _chaosnli_figure,
             ("runs", "out", "write", "plot", "format", "against"),
         ),
-        # The benchmarks' sizes and label sets, read from the data (a dataset table).
-        Kind("stats", _stats, ("format",)),
         Kind("sci-report", _sci, ("runs", "plot_dir", "json")),
         Kind("infer-report", _infer_report, ("run", "items", "source_run", "format")),
+        # Dataset tables (`nlieval stats`), the linking phrases of distant supervision and
+        # the readings' logic table: each written in Markdown and LaTeX.
+        Kind("stats", _stats, ("format",), reads_cells=False),
+        Kind("linking-phrases", _linking_phrases, ("format",), reads_cells=False),
+        Kind("logic-table", _logic_table, ("format",), reads_cells=False),
         Kind(
             "epg",
             _epg,
@@ -343,6 +361,18 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
         index += [title, ""]
         ready = [c for c in own if c.name in done]
         missing = [c.name for c in own if c.name not in done]
+        kind = KINDS.get(out.kind)
+        if kind is not None and not kind.reads_cells:
+            files = _write_static(exp, out, report)
+            written += [str(Path(REPORT) / f) for f in files]
+            index += [f"- [{f}]({f})" for f in files] + [""]
+            continue
+        empty = [b for b in out.blocks if not any(c.block == b for c in cells)]
+        if empty:
+            # A table over several blocks without one of them would be another table
+            # under the same label (Table 5's ID column without its OOD column).
+            index += [f"not written: skipped: {LEFT_OUT.format(', '.join(empty))}", ""]
+            continue
         if not ready:
             why = (
                 f"waiting for {', '.join(missing)}"
@@ -528,14 +558,6 @@ def _write_output(
             notes.append("no ChaosNLI records in its cells")
         else:
             files += [f"{name}.{ext}" for ext in FIGURE_FORMATS]
-    elif out.kind == "stats":
-        from ..data import TasksToRead, task_stats
-
-        for fmt in ("md", "latex"):
-            _write(
-                report / f"{name}.{EXTENSIONS[fmt]}", task_stats(TasksToRead(format=fmt, **opts))
-            )
-            files.append(f"{name}.{EXTENSIONS[fmt]}")
     elif out.kind == "epg":
         from ..contamination import ContaminationConfig, contamination_report, format_epg
         from .commands import SCORES
@@ -569,6 +591,39 @@ def _write_output(
             files += [table, f"{name}.json"]
             files += [str(Path(p).relative_to(report)) for p in sci["plots"]]
     return files, notes
+
+
+def _write_static(exp: Experiment, out: Output, report: Path) -> list[str]:
+    """The files of an output that reads no cell (:attr:`Kind.reads_cells` False): a
+    table in Markdown and LaTeX (the logic table: its aligned text and its rows as JSON)."""
+    opts = output_options(exp, out)
+    texts: dict[str, str] = {}
+    if out.kind == "logic-table":
+        from ..metainference import LogicTableConfig, decide_table, logic
+
+        cfg = LogicTableConfig(**opts)
+        rows, _readings = decide_table(cfg)
+        table = logic.format_table(rows, citations=cfg.citations)
+        cited = [{**r, "paper": list(logic.CITATIONS.get(r["relation"], ()))} for r in rows]
+        texts["md"] = f"```text\n{table}\n```"
+        texts["json"] = json.dumps(cited if cfg.citations else rows, indent=2, ensure_ascii=False)
+    for fmt in () if texts else ("md", "latex"):
+        if out.kind == "stats":
+            from ..data import TasksToRead, task_stats
+
+            text = task_stats(TasksToRead(**opts, format=fmt))
+            # `stats` prints aligned text for md: fenced, so that Markdown keeps it.
+            texts[fmt] = f"```text\n{text}\n```" if fmt == "md" else text
+        else:
+            from ..sci import LinkingPhrasesConfig, linking_phrase_table
+
+            texts[fmt] = linking_phrase_table(LinkingPhrasesConfig(format=fmt))
+    files = []
+    for fmt, text in texts.items():
+        name = f"{out.name}.{EXTENSIONS[fmt]}"
+        _write(report / name, text)
+        files.append(name)
+    return files
 
 
 def _infer_report_files(

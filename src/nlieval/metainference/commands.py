@@ -60,6 +60,11 @@ class LogicTableConfig(ReadingsSettings):
         "search, about 10 s)",
         names=("--no-formulas",),
     )
+    citations: bool = setting(
+        False,
+        help="add the column paper: which earlier paper states each relation (the "
+        "meta-inference study's Table 2)",
+    )
 
 
 @dataclass(frozen=True)

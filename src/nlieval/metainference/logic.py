@@ -239,6 +239,30 @@ RELATIONS: tuple[str, ...] = (
 )
 
 
+#: The earlier papers that state a relation of :data:`RELATIONS`, by mark: the "Paper"
+#: column of the meta-inference study's Table 2 (paper 004), as printed there.
+CITED: dict[str, str] = {
+    "★": "Minervini & Riedel (2018)",
+    "†": "Li et al. (2019)",
+    "‡": "Jang et al. (2022)",
+}
+
+#: The marks of :data:`CITED` of each relation that one of those papers states (004
+#: Table 2); the other relations are the study's own.
+CITATIONS: dict[str, tuple[str, ...]] = {
+    "Eaa": ("★",),
+    "Cab -> Cba": ("★", "†"),
+    "Eab -> ~Cba": ("★",),
+    "Nab -> ~Cba": ("★",),
+    "Eab & Ebc -> Eac": ("★", "†"),
+    "Eab & Cbc -> Cac": ("†",),
+    "Nab & Ebc -> ~Cac": ("†",),
+    "Nab & Cbc -> ~Eac": ("†",),
+    "Eab & Cac -> Cbc": ("‡",),
+    "Nab & Cac -> ~Ebc": ("‡",),
+}
+
+
 @dataclass(frozen=True)
 class MetaInference:
     """``premises -> conclusion`` over label atoms; ``premises`` None for a bare formula.
@@ -420,9 +444,11 @@ def reading_list(readings: Mapping[str, Reading] | Sequence[Reading] | None) -> 
     return list(readings)
 
 
-def format_table(rows: Sequence[Mapping[str, str]]) -> str:
+def format_table(rows: Sequence[Mapping[str, str]], citations: bool = False) -> str:
     """The rows of :func:`table` as a text table, one line per relation, then the frame
-    class of each reading (:func:`frames_note`).
+    class of each reading (:func:`frames_note`). ``citations`` adds the column ``paper``:
+    the marks of :data:`CITATIONS` (the papers that state the relation), and a line
+    naming each mark's paper.
 
     A contingent cell with a ``formula`` (``table(..., formulas=True)``) shows it: the
     condition under which the meta-inference holds, as the paper prints it.
@@ -435,6 +461,14 @@ def format_table(rows: Sequence[Mapping[str, str]]) -> str:
     decided over K frames (any accessibility relation): SC
     >>> print(format_table(table([READINGS["EI"]], ["Eaa"], formulas=True)).splitlines()[2])
     Eaa       contingent: dia a
+    >>> print(format_table(table([READINGS["MC"]], ["Eaa", "Caa"]), citations=True))
+    relation  MC          paper
+    --------  ----------  -----
+    Eaa       valid       ★
+    Caa       contingent
+    <BLANKLINE>
+    decided over K frames (any accessibility relation): MC
+    paper: ★ Minervini & Riedel (2018); † Li et al. (2019); ‡ Jang et al. (2022)
     """
     names = list(dict.fromkeys(r["reading"] for r in rows))
     rels = list(dict.fromkeys(r["relation"] for r in rows))
@@ -443,13 +477,23 @@ def format_table(rows: Sequence[Mapping[str, str]]) -> str:
         + (f": {r['formula']}" if r.get("formula") else "")
         for r in rows
     }
-    lines = [["relation", *names]] + [[rel, *(status[rel, n] for n in names)] for rel in rels]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(names) + 1)]
+    head = ["relation", *names, *(["paper"] if citations else [])]
+    lines = [head] + [
+        [rel, *(status[rel, n] for n in names), *([", ".join(CITATIONS.get(rel, ()))] * citations)]
+        for rel in rels
+    ]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     lines.insert(1, ["-" * w for w in widths])
     frames = {r["reading"]: r["frames"] for r in rows}
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
-    ) + ("\n\n" + _frames_line(frames.items()) if rows else "")
+    legend = "; ".join(f"{mark} {paper}" for mark, paper in CITED.items())
+    return (
+        "\n".join(
+            "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+            for line in lines
+        )
+        + ("\n\n" + _frames_line(frames.items()) if rows else "")
+        + (f"\npaper: {legend}" if citations and rows else "")
+    )
 
 
 def _frames_line(pairs: Iterable[tuple[str, str]]) -> str:

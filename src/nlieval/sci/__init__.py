@@ -30,7 +30,14 @@ from __future__ import annotations
 
 from . import distant, instruct, report, train
 from .distant import BuildResult, build_distant, implicit_candidates, pseudo_label, read_corpus
-from .distant_build import DistantConfig, ImplicitConfig, build_distant_task, build_implicit_task
+from .distant_build import (
+    DistantConfig,
+    ImplicitConfig,
+    LinkingPhrasesConfig,
+    build_distant_task,
+    build_implicit_task,
+    linking_phrase_table,
+)
 from .instruct import InstructConfig, instruct_backend, parse_answer, run_instruct
 from .report import SciReportConfig, format_report, iter_report_records, sci_report, sci_rows
 from .train import TrainConfig, format_results
@@ -60,9 +67,11 @@ __all__ = [
     "instruct_backend",
     # the settings of the build and sci-report commands, and what each does
     "DistantConfig",
+    "LinkingPhrasesConfig",
     "ImplicitConfig",
     "SciReportConfig",
     "build_distant_task",
     "build_implicit_task",
+    "linking_phrase_table",
     "sci_report",
 ]

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..data import DataError
-from ..ground import make_folder, read_jsonl
-from ..settings import setting
+from ..ground import as_format, make_folder, read_jsonl
+from ..settings import setting, table_format
 from ..types import SCI4, Label
 from .distant import read_corpus, write_pairs, write_task
 from .distant_implicit import (
@@ -26,7 +26,7 @@ from .distant_implicit import (
     pseudo_label,
     select_pseudo_labelled,
 )
-from .distant_pairs import BuildResult, Pair, build_distant
+from .distant_pairs import LINKING_PHRASES, BuildResult, Pair, build_distant
 
 #: The file of unlabelled candidates that ``build implicit`` writes without scores.
 CANDIDATES = "candidates.jsonl"
@@ -72,6 +72,28 @@ class ImplicitConfig(CorpusSettings):
         1.0, help="non-adjacent (neutral) candidates per adjacent candidate"
     )
     balance: bool = setting(False, help="downsample to the smallest class")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinkingPhrasesConfig:
+    """The table of the linking phrases distant supervision reads a class off
+    (:func:`linking_phrase_table`; the MisMatched study's Table 11)."""
+
+    format: str = table_format()
+
+
+def linking_phrase_table(config: LinkingPhrasesConfig) -> str:
+    """The classes and their linking phrases (:data:`LINKING_PHRASES`, the ones
+    ``build distant`` matches), one row per class, each phrase quoted, in ``config.format``.
+
+    >>> print(linking_phrase_table(LinkingPhrasesConfig()).splitlines()[2])
+    | Contrasting | 'However', 'On the other hand', 'In contrast', 'On the contrary' |
+    """
+    rows = [
+        f"| {label.display} | {', '.join(repr(p) for p in phrases)} |"
+        for label, phrases in LINKING_PHRASES.items()
+    ]
+    return as_format("\n".join(["| Class | Linking Phrases |", "|---|---|", *rows]), config.format)
 
 
 def build_distant_task(config: DistantConfig) -> tuple[BuildResult, Path]:

@@ -146,7 +146,8 @@ class InstructPrompt:
         """The conversation for one test item: system, exemplar turns, the item.
 
         ``system_role=False`` puts the instructions at the top of the first user turn,
-        for chat templates without a system role.
+        for chat templates without a system role. Instructions that render empty are
+        left out (no system turn, nothing prepended).
         """
         turns: list[Message] = []
         for ex in exemplars:
@@ -157,6 +158,10 @@ class InstructPrompt:
                 turns.append({"role": "assistant", "content": self.answer(ex.label)})
         turns.append({"role": "user", "content": self.user(item)})
         system = self.system(exemplars)
+        if not system.strip():
+            # A prompt that is one user turn (MisMatched's Table 3) sends no empty system
+            # turn and prepends nothing: its text is sent as printed.
+            return turns
         if system_role:
             return [{"role": "system", "content": system}, *turns]
         first = turns[0]
