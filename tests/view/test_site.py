@@ -161,7 +161,7 @@ def test_a_folder_of_run_folders_and_where_the_site_may_go(
     with pytest.raises(RunError, match="not a site of nlieval view"):
         build_site(ViewConfig(runs=(str(hand_made[0]),), out=str(mine)))
     assert (mine / "notes.txt").read_text() == "keep me"
-    with pytest.raises(RunError, match="is no run folder and holds none"):
+    with pytest.raises(RunError, match="nothing to show: .*no run folder, and holds none"):
         build_site(ViewConfig(runs=(str(mine),), out=str(tmp_path / "other")))
 
 
@@ -376,3 +376,53 @@ def test_one_palette_for_every_figure_of_the_site(
     # third and fourth names of a palette of four).
     assert len(seen) == 4  # figure shots; plots: shots, by entropy, divergence
     assert set(seen) == {frozenset({"A", "B"})}
+
+
+def test_every_kind_of_folder_the_docs_name_and_those_it_cannot_show(tmp_path: Path) -> None:
+    # An experiment's output folder keeps its cells two levels down (DIR/cells/NAME) and
+    # a report beside them; a cell whose run wrote no record yet (config.json alone), a
+    # folder of other files and a missing one are listed with their reason, the rest shown.
+    exp = tmp_path / "exp"
+    for name, model in (("c1", "ma"), ("c2", "mb")):
+        (exp / "cells" / name).mkdir(parents=True)
+        RunFolder(exp / "cells" / name).append([_rec(model, "1", "neutral", "neutral")])
+    (exp / "report").mkdir()
+    (exp / "report" / "index.md").write_text("# report")
+    empty = exp / "cells" / "c3"
+    empty.mkdir()
+    (empty / "config.json").write_text("{}")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.txt").write_text("no run")
+    runs = (str(exp), str(plain), str(tmp_path / "missing"))
+    site = build_site(ViewConfig(runs=runs, out=str(tmp_path / "site")))
+    meta = read_js(site / "data" / "meta.js")
+    cells = [str(exp / "cells" / "c1"), str(exp / "cells" / "c2")]
+    assert [r["folder"] for r in meta["runs"]] == cells
+    assert meta["items"]["models"] == ["ma", "mb"]
+    skipped = {s["folder"]: s["reason"] for s in meta["skipped"]}
+    assert skipped == {
+        str(empty): "its run wrote no record (yet)",
+        str(plain): "no run folder, and holds none (nor cells/NAME of an experiment)",
+        str(tmp_path / "missing"): "no such folder",
+    }
+
+
+def test_folders_scored_on_different_items_are_shown_with_their_n_and_marked(
+    tmp_path: Path,
+) -> None:
+    # A 3-item run beside a 1-item run of the same task (a --limit beside a --sample):
+    # shown, each cell with its n, the cells on other items marked (grid --allow-mixed).
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    RunFolder(a).append([_rec("ma", i, "neutral", "neutral") for i in ("1", "2", "3")])
+    RunFolder(b).append([_rec("mb", "4", "neutral", "entailment")])
+    site = build_site(ViewConfig(runs=(str(a), str(b)), out=str(tmp_path / "site")))
+    grid = read_js(site / "data" / "meta.js")["grids"][0]
+    cells = {row[0]: row[1] for row in grid["rows"]}
+    # By hand: ma right on 3 of 3, mb on 0 of 1.
+    assert cells["ma"].startswith("1.000 (n=3)") and cells["ma"].endswith("\u2020")
+    assert cells["mb"].startswith("0.000 (n=1)") and cells["mb"].endswith("\u2020")
+    assert any("other items" in n for n in grid["notes"])
+    assert grid["command"].endswith("--allow-mixed")

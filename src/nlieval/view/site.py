@@ -35,7 +35,7 @@ from ..analyses import (
     item_listing,
     write_plots,
 )
-from ..ground import atomic_write
+from ..ground import DataError, atomic_write
 from ..metrics import METRICS
 from ..plotting import series_name
 from ..reports import (
@@ -104,28 +104,88 @@ def script_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+#: Where an experiment's output folder keeps its cells' run folders (``DIR/cells/NAME``).
+CELLS = "cells"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The run folders of a site (``folders``, each with its records in ``held``) and
+    the folders given that it cannot show (``skipped``: each ``{"folder", "reason"}``)."""
+
+    folders: list[str]
+    held: list[list[Record]]
+    skipped: list[dict[str, str]]
+
+
+def _inner(folder: Path) -> list[Path]:
+    # The run folders one level down (a folder of run folders) and, for an experiment's
+    # output folder, those of its cells (DIR/cells/NAME), each in name order.
+    out: list[Path] = []
+    for at in (folder, folder / CELLS):
+        if at.is_dir() and not at.is_symlink():
+            out += sorted(p for p in at.iterdir() if p.is_dir() and RunFolder(p).exists())
+    return out
+
+
+def shown_folders(folders: Sequence[str | Path]) -> Shown:
+    """The run folders of ``folders``: a run folder of any command (run, import, train,
+    instruct) as itself; any other folder replaced by the run folders in it, one level
+    down, and an experiment's cells (``DIR/cells/NAME``), in name order. Each is read
+    once; one that cannot be shown (no records yet, unreadable records, no run folder
+    in it) is skipped with its reason, so that the rest of the site is built.
+
+    >>> shown = shown_folders([run_dir]); shown.folders, shown.skipped[0]["reason"]
+    ([], 'no run folder, and holds none (nor cells/NAME of an experiment)')
+    """
+    out = Shown([], [], [])
+
+    def skip(folder: str | Path, reason: str) -> None:
+        out.skipped.append({"folder": str(folder), "reason": reason})
+
+    for folder in folders:
+        path = Path(folder)
+        if not path.is_dir():
+            skip(folder, "no such folder")
+            continue
+        if RunFolder(path).exists():
+            candidates = [path]
+        else:
+            candidates = _inner(path)
+            if not candidates:
+                skip(folder, "no run folder, and holds none (nor cells/NAME of an experiment)")
+                continue
+        for run in candidates:
+            name = str(folder) if run == path else str(run)
+            try:
+                records = RunFolder(run).records()
+            except (RunError, DataError) as err:
+                skip(name, f"its records cannot be read: {err}")
+                continue
+            if not records:
+                skip(name, "its run wrote no record (yet)")
+                continue
+            out.folders.append(name)
+            out.held.append(records)
+    return out
+
+
 def run_folders(folders: Sequence[str | Path]) -> list[str]:
-    """``folders`` with each folder that is no run folder replaced by the run folders in
-    it (an experiment's output folder), in name order; one with none is a RunError.
+    """The run folders of ``folders`` that the site shows (:func:`shown_folders`); none
+    at all is a RunError that names each folder and why.
 
     >>> run_folders([run_dir])
     Traceback (most recent call last):
-    nlieval.ground.errors.FolderError: ... is no run folder and holds none
+    nlieval.ground.errors.FolderError: nothing to show: ... no run folder, and holds none ...
     """
-    out: list[str] = []
-    for folder in folders:
-        if RunFolder(folder).exists():
-            out.append(str(folder))
-            continue
-        inner = (
-            sorted(str(p) for p in Path(folder).iterdir() if p.is_dir() and RunFolder(p).exists())
-            if Path(folder).is_dir()
-            else []
-        )
-        if not inner:
-            raise RunError(f"{folder} is no run folder and holds none")
-        out += inner
-    return out
+    return _some(shown_folders(folders)).folders
+
+
+def _some(shown: Shown) -> Shown:
+    if not shown.folders:
+        said = "; ".join(f"{s['folder']}: {s['reason']}" for s in shown.skipped)
+        raise RunError(f"nothing to show: {said}")
+    return shown
 
 
 def _name_flags(names: Sequence[tuple[str, str]]) -> list[str]:
@@ -135,10 +195,12 @@ def _name_flags(names: Sequence[tuple[str, str]]) -> list[str]:
 
 def _grid_table(cfg: GridConfig, title: str, held: Sequence[Sequence[Record]]) -> dict[str, Any]:
     # The cells as text, as `nlieval grid` prints them, from the one Grid.
-    text = grid_text(grid_of(cfg, held))
+    grid = grid_of(cfg, held)
+    text = grid_text(grid)
     command = ["nlieval", "grid", *cfg.runs, *_name_flags(cfg.name or ())]
     command += ["--rows", ",".join(cfg.rows), "--metrics", ",".join(cfg.metrics)]
     command += ["--ci", str(cfg.ci)] if cfg.ci is not None else []
+    command += ["--allow-mixed"] if any(c.mixed for c in grid.cells) else []
     return {"title": title, "runs": list(cfg.runs), "command": shlex.join(command),
             "header": list(text.header), "rows": [list(r) for r in text.rows],
             "notes": list(text.notes)}  # fmt: skip
@@ -198,6 +260,7 @@ def site_data(
     chunk: int = CHUNK,
     ci: float | None = None,
     held: Sequence[Sequence[Record]] | None = None,
+    skipped: Sequence[Mapping[str, str]] = (),
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The data of the pages: ``meta`` (the overview of each run folder, the results
     grids, the :class:`~nlieval.analyses.Grid` of :func:`nlieval.reports.grid_of` as
@@ -210,7 +273,8 @@ def site_data(
     ``meta`` also holds the confusion page (``sci``) and the meta-inference page
     (``infer``) of :mod:`nlieval.view.sci`, None and empty without such folders.
     ``held``: the records of each run folder of ``folders`` as already read (else read
-    here, once).
+    here, once, by :func:`shown_folders`, which also gives ``skipped``: the folders
+    given that the site cannot show, each with its reason, listed on the overview).
 
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0),
@@ -219,9 +283,12 @@ def site_data(
     >>> meta["items"]["count"], meta["items"]["flags"], chunks[0]["rows"][0]["models"][0]["pred"]
     (1, [6], 'b')
     """
-    folders = run_folders(folders)
     if held is None:
-        held = [RunFolder(f).records() for f in folders]
+        found = _some(shown_folders(folders))
+        runs, held, skipped = found.folders, found.held, [*skipped, *found.skipped]
+    else:
+        runs = [str(f) for f in folders]
+    folders = runs
     records, items = listing_inputs(folders, data_dir=data_dir, names=names, held=held)
     if not records:
         raise RunError(f"no records in {', '.join(map(str, folders))}")
@@ -293,8 +360,12 @@ def site_data(
     if len({r.k for r in records}) > 1:
         index_keys.append("k")
     rows_of = tuple(index_keys)
-    runs = tuple(folders)
-    accuracy = GridConfig(runs=runs, rows=rows_of, ci=ci, name=tuple(names) or None)
+    every_run = tuple(folders)
+    # Folders scored on different items are shown side by side, each cell with its n and
+    # those on other items marked, as `nlieval grid --allow-mixed` prints them.
+    accuracy = GridConfig(
+        runs=every_run, rows=rows_of, ci=ci, name=tuple(names) or None, allow_mixed=True
+    )
     grids = [_grid_table(accuracy, "accuracy", held)]
     # The ChaosNLI grid over the folders that hold ChaosNLI records (as `nlieval grid
     # --metrics acc_original,...` of those folders; the others would stop it).
@@ -303,10 +374,11 @@ def site_data(
         chaos = tuple(folders[i] for i in chaos_at)
         values = tuple(v for v in CHAOS_VALUES if v in METRICS)
         named = tuple(_names_of(chaos, folders, names)) or None
-        g = GridConfig(runs=chaos, rows=rows_of, metrics=values, name=named)
+        g = GridConfig(runs=chaos, rows=rows_of, metrics=values, name=named, allow_mixed=True)
         grids.append(_grid_table(g, "ChaosNLI", [held[i] for i in chaos_at]))
     meta = {
         "runs": overview,
+        "skipped": [dict(s) for s in skipped],
         "grids": grids,
         "items": index,
         "sci": sci_page(folders, held),
@@ -441,10 +513,12 @@ def build_site(cfg: ViewConfig) -> Path:
     >>> sorted(p.name for p in (site / "figures").iterdir())
     ['accuracy_vs_shots.svg']
     """
-    folders = run_folders(cfg.runs)
-    held = [RunFolder(f).records() for f in folders]
+    shown = _some(shown_folders(cfg.runs))
+    folders, held = shown.folders, shown.held
     names = cfg.name or ()
-    meta, chunks = site_data(folders, data_dir=cfg.data_dir, names=names, ci=cfg.ci, held=held)
+    meta, chunks = site_data(
+        folders, data_dir=cfg.data_dir, names=names, ci=cfg.ci, held=held, skipped=shown.skipped
+    )
     out = Path(cfg.out)
     if out.exists():
         if not out.is_dir():

@@ -121,6 +121,13 @@
                            run.provenance.map(function (p) { return JSON.stringify(p, null, 2); }).join("\n")));
       page.appendChild(box);
     });
+    var skipped = META.skipped || [];
+    if (skipped.length) {
+      page.appendChild(el("h2", skipped.length + " folder" + (skipped.length === 1 ? "" : "s") + " not shown"));
+      var list = el("ul", null, "skipped");
+      skipped.forEach(function (s) { list.appendChild(el("li", s.folder + ": " + s.reason)); });
+      page.appendChild(list);
+    }
   }
 
   function cellValue(text) {
