@@ -426,3 +426,20 @@ def test_folders_scored_on_different_items_are_shown_with_their_n_and_marked(
     assert cells["mb"].startswith("0.000 (n=1)") and cells["mb"].endswith("\u2020")
     assert any("other items" in n for n in grid["notes"])
     assert grid["command"].endswith("--allow-mixed")
+
+
+def test_a_folder_of_labels_without_texts_says_so_and_why(tmp_path: Path) -> None:
+    # An import made before imports recorded their tasks: config.json names none, so no
+    # text can be joined; the Items page says so instead of showing empty rows silently.
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "mismatched"
+    folder = tmp_path / "bert"
+    argv = ["import", str(example / "bert.csv"), "--format", "labels", "--model", "bert"]
+    assert main([*argv, "--task", str(example / "task.yaml"), "--out", str(folder)]) == 0
+    config = json.loads((folder / "config.json").read_text())
+    config.pop("tasks", None)
+    config["task"] = None
+    (folder / "config.json").write_text(json.dumps(config))
+    site = build_site(ViewConfig(runs=(str(folder),), out=str(tmp_path / "site")))
+    [line] = read_js(site / "data" / "meta.js")["items"]["textless"]
+    assert line.startswith(f"{folder} holds labels without texts for ")
+    assert "names no task" in line

@@ -293,6 +293,7 @@ def site_data(
     if not records:
         raise RunError(f"no records in {', '.join(map(str, folders))}")
     rows = item_listing(records, items)
+    textless = _textless(folders, held, items)
     models = sorted({m for r in rows for m in r["predictions"]})
     joined: dict[tuple[str, int, int, str], dict[str, Record]] = defaultdict(dict)
     for r in records:
@@ -314,7 +315,7 @@ def site_data(
         "chunk": chunk, "task": [], "id": [], "k": [], "seed": [], "gold": [], "majority": [],
         "entropy": [], "wrong": [], "flags": [], "preds": {m: [] for m in models},
         "model_entropy": {m: [] for m in models}, "js": {m: [] for m in models},
-        "values": {f: [] for f in fields},
+        "values": {f: [] for f in fields}, "textless": textless,
     }  # fmt: skip
     chunks: list[dict[str, Any]] = []
     # Each model's record of each row, their entropies and divergences in one call.
@@ -385,6 +386,28 @@ def site_data(
         "infer": infer_page(folders, data_dir, held),
     }
     return meta, chunks
+
+
+def _textless(
+    folders: Sequence[str], held: Sequence[Sequence[Record]], items: Mapping[str, Any]
+) -> list[str]:
+    """One line per folder whose records are of a task with no texts to join (labels
+    without texts), saying why: its ``config.json`` names no task (an import made before
+    imports recorded theirs), or the task's items lack the records' ids."""
+    out = []
+    for folder, recs in zip(folders, held, strict=True):
+        tasks = sorted({r.task for r in recs if not items.get(r.task)})
+        if not tasks:
+            continue
+        cfg = RunFolder(folder).read_config() or {}
+        why = (
+            "its config.json names no task (an import made before imports recorded their "
+            "tasks): import its files again to join them"
+            if not cfg.get("tasks") and not isinstance(cfg.get("task"), str)
+            else "its tasks' data has no such items here (give --data-dir)"
+        )
+        out.append(f"{folder} holds labels without texts for {', '.join(tasks)}: {why}")
+    return out
 
 
 def _chaos_at(held: Sequence[Sequence[Record]]) -> list[int]:

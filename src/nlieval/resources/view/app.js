@@ -223,6 +223,9 @@
   function setupItems() {
     var ix = META.items;
     $("item-total").textContent = String(ix.count);
+    (ix.textless || []).forEach(function (line) {
+      $("page-items").insertBefore(el("p", line, "note textless"), $("item-controls"));
+    });
     var filters = $("item-filters");
     ix.filters.forEach(function (f) {
       var label = el("label");
