@@ -15,6 +15,7 @@ from .commands import takes
 from .driver import (
     Executor,
     LocalExecutor,
+    Progress,
     Summary,
     experiment_status,
     format_status,
@@ -135,6 +136,11 @@ class ExperimentRun(DataDir):
     address: str | None = setting(
         None, help="with --executor ray: the cluster's address, e.g. 10.0.0.1:6379 [RAY_ADDRESS]"
     )
+    quiet: bool = setting(False, help="no line per cell and no progress bar: the summary alone")
+    json: bool = setting(
+        False,
+        help="the summary as JSON on standard output (the lines per cell go to standard error)",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,8 +180,9 @@ def plan_text(cfg: ExperimentPlan) -> str:
     return text
 
 
-def run_file(cfg: ExperimentRun) -> Summary:
-    """:func:`run_experiment` of the file with its overrides.
+def run_file(cfg: ExperimentRun, progress: Progress | None = None) -> Summary:
+    """:func:`run_experiment` of the file with its overrides, telling ``progress`` of
+    each cell.
 
     >>> run_file(ExperimentRun(file="e.yaml", out="x", executor="ray", gpus=("0",)))
     Traceback (most recent call last):
@@ -201,7 +208,8 @@ def run_file(cfg: ExperimentRun) -> Summary:
         cfg.slurm_array,
         cfg.array_parallelism,
     )
-    return run_experiment(read_with_data_dir(cfg), cfg.out, executor=executor, yes=cfg.yes)
+    exp = read_with_data_dir(cfg)
+    return run_experiment(exp, cfg.out, executor=executor, yes=cfg.yes, progress=progress)
 
 
 def status_text(cfg: ExperimentStatus) -> str:
