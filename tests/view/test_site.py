@@ -443,3 +443,28 @@ def test_a_folder_of_labels_without_texts_says_so_and_why(tmp_path: Path) -> Non
     [line] = read_js(site / "data" / "meta.js")["items"]["textless"]
     assert line.startswith(f"{folder} holds labels without texts for ")
     assert "names no task" in line
+
+
+def test_a_field_of_many_values_is_searched_text_not_a_drop_down(tmp_path: Path) -> None:
+    # 25 items, each with its own free-text reason (ANLI's kind) and one of 3 rounds:
+    # the round is a filter, the reason is text in the item (searched, shown), no filter.
+    rows = [{"id": f"i{n}", "sentence1": f"Premise {n}.", "sentence2": f"Hypothesis {n}.",
+             "label": "neutral", "round": f"r{n % 3}", "reason": f"because of thing {n}"}
+            for n in range(25)]  # fmt: skip
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "task.yaml").write_text(
+        "name: free-text\npath: items.jsonl\n"
+        "fields: {premise: sentence1, hypothesis: sentence2, meta: [round, reason]}\n"
+        "labels: [entailment, neutral, contradiction]\n"
+    )
+    (tmp_path / "preds.csv").write_text("id,pred\n" + "".join(f"i{n},neutral\n" for n in range(25)))
+    folder = tmp_path / "run"
+    argv = ["import", str(tmp_path / "preds.csv"), "--format", "labels", "--model", "m"]
+    assert main([*argv, "--task", str(tmp_path / "task.yaml"), "--out", str(folder)]) == 0
+    site = build_site(ViewConfig(runs=(str(folder),), out=str(tmp_path / "site")))
+    index = read_js(site / "data" / "meta.js")["items"]
+    assert (index["fields"], index["text_fields"]) == (["round"], ["reason"])
+    assert "reason" not in index["values"]
+    rows_shown = read_js(site / "data" / "chunk-00000.js")["rows"]
+    at = index["id"].index("i7")
+    assert rows_shown[at]["texts"] == {"reason": "because of thing 7"}

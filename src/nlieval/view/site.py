@@ -64,6 +64,8 @@ CHAOS_VALUES = ("acc_original", "acc_majority", "js_distance", "kl")
 #: no script an SVG might hold).
 FIGURES = "figures"
 _SKIP_FIELDS = frozenset({"human_counts", "majority_label"})
+#: The most values a field of the items may have to be offered as a drop-down filter.
+MAX_CHOICES = 20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -303,19 +305,24 @@ def site_data(
     def item_of(row: Mapping[str, Any]) -> Item | None:
         return items.get(row["task"], {}).get(row["id"])
 
-    fields = sorted({
-        key for row in rows if (it := item_of(row)) is not None
-        for key, v in it.meta.items()
-        # Fields to filter by are categories (heuristic, genre, round): not a number
-        # that takes a value per item.
-        if key not in _SKIP_FIELDS and isinstance(v, (str, int, bool))
-    })  # fmt: skip
+    seen: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        if (it := item_of(row)) is not None:
+            for key, v in it.meta.items():
+                # Fields to filter by are categories (heuristic, genre, round): not a
+                # number that takes a value per item.
+                if key not in _SKIP_FIELDS and isinstance(v, (str, int, bool)):
+                    seen[key].add(str(v))
+    # A field of few values is a drop-down; one of many (ANLI's free-text reason) is
+    # text: searched, and shown in the item, never a list of every value.
+    fields = sorted(f for f, values in seen.items() if len(values) <= MAX_CHOICES)
+    text_fields = sorted(f for f in seen if f not in fields)
     index: dict[str, Any] = {
         "count": len(rows), "models": models, "filters": list(FILTERS), "fields": fields,
         "chunk": chunk, "task": [], "id": [], "k": [], "seed": [], "gold": [], "majority": [],
         "entropy": [], "wrong": [], "flags": [], "preds": {m: [] for m in models},
         "model_entropy": {m: [] for m in models}, "js": {m: [] for m in models},
-        "values": {f: [] for f in fields}, "textless": textless,
+        "values": {f: [] for f in fields}, "textless": textless, "text_fields": text_fields,
     }  # fmt: skip
     chunks: list[dict[str, Any]] = []
     # Each model's record of each row, their entropies and divergences in one call.
@@ -350,6 +357,8 @@ def site_data(
             "premise": row["premise"], "hypothesis": row["hypothesis"],
             "choices": list(item.choices) if item is not None else [],
             "human": row["human"],
+            "texts": {f: str(item.meta[f]) for f in text_fields
+                      if item is not None and item.meta.get(f) is not None},
             "models": [{"name": m, **d} for (m, _r), d in zip(recs, details, strict=True)],
         })  # fmt: skip
     overview = [_overview(folder, recs) for folder, recs in zip(folders, held, strict=True)]
