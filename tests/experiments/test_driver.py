@@ -489,3 +489,21 @@ def test_run_says_each_cell_as_it_starts_and_ends_and_its_log_has_no_escape_code
         [*argv, "--out", str(tmp_path / "out"), "--quiet"], capture_output=True, text=True
     )
     assert quiet.stdout.splitlines()[0].startswith("3 of 3 cells done (0 run in this call)")
+
+
+def test_each_warning_is_said_once(
+    tmp_path: Path, tiny_llama: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # smoke's first two items are labelled entailment and neutral: --limit 2 warns of the
+    # missing contradiction, in the plan's estimate and again in the cell's run.
+    text = (
+        f"models: {{tiny: {{model: {tiny_llama}}}}}\n"
+        "blocks: {base: {command: run, tasks: [smoke], limit: 2}}\n"
+        "matrix: [{block: base, models: [tiny]}]\n"
+    )
+    (tmp_path / "e.yaml").write_text(text)
+    planning.clear_estimates()
+    with caplog.at_level("WARNING", logger="nlieval"):
+        run_experiment(read_experiment(tmp_path / "e.yaml"), tmp_path / "out", report=False)
+    said = [r.getMessage() for r in caplog.records if "takes the first 2 items" in r.getMessage()]
+    assert len(said) == 1, said

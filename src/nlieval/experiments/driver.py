@@ -16,6 +16,7 @@ An executor is a callable that takes a :class:`CellJob` and returns its
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -517,11 +518,33 @@ def run_experiment(
     (:class:`Progress`); cells an executor runs together (``run_many``: GPU workers,
     Slurm, Ray) start together.
     """
+    # One filter per handler: each place a warning goes to says it once.
+    filters = [(handler, _Once()) for handler in logging.getLogger().handlers]
+    for handler, once in filters:
+        handler.addFilter(once)
     try:
         return _run_experiment(exp, Path(out), executor, yes, report, progress)
     finally:
+        for handler, once in filters:
+            handler.removeFilter(once)
         if progress is not None:
             progress.close()
+
+
+class _Once(logging.Filter):
+    """Each warning said once in a run of the cells: the plan's estimate and the cell's
+    run read the same items, and would each warn of the same label imbalance."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[str, int, str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, record.levelno, record.getMessage())
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
 
 
 def _run_experiment(
