@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from nlieval.cli import main
+from nlieval.data import load_task
 from nlieval.runs import RunError, RunFolder
 from nlieval.types import Record
 from nlieval.view import ViewConfig, build_site, serve
@@ -468,3 +469,33 @@ def test_a_field_of_many_values_is_searched_text_not_a_drop_down(tmp_path: Path)
     rows_shown = read_js(site / "data" / "chunk-00000.js")["rows"]
     at = index["id"].index("i7")
     assert rows_shown[at]["texts"] == {"reason": "because of thing 7"}
+
+
+def test_a_folder_whose_task_data_is_not_here_shows_labels_and_the_rest_its_texts(
+    tmp_path: Path,
+) -> None:
+    # An import of a task (a YAML since moved away) beside a run of the packaged smoke
+    # task: the site is built, the import's rows say why they have no text, smoke's
+    # rows have theirs.
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "mismatched"
+    task = tmp_path / "task"
+    task.mkdir()
+    for name in ("task.yaml", "items.jsonl"):
+        (task / name).write_text((example / name).read_text())
+    imported = tmp_path / "bert"
+    argv = ["import", str(example / "bert.csv"), "--format", "labels", "--model", "bert"]
+    assert main([*argv, "--task", str(task / "task.yaml"), "--out", str(imported)]) == 0
+    (task / "items.jsonl").unlink()
+    smoke = tmp_path / "smoke"
+    smoke.mkdir()
+    RunFolder(smoke).append([Record("smoke", "smoke-01", "m", 0, 0, NLI, (-0.1, -2.0, -3.0),
+                                    (0.8, 0.1, 0.1), "entailment", "entailment")])  # fmt: skip
+    (smoke / "config.json").write_text(json.dumps({"tasks": ["smoke"]}))
+    site = build_site(ViewConfig(runs=(str(imported), str(smoke)), out=str(tmp_path / "site")))
+    index = read_js(site / "data" / "meta.js")["items"]
+    [line] = index["textless"]
+    assert line.startswith(f"{imported} holds labels without texts for mismatched-mini: ")
+    assert "items.jsonl" in line
+    rows = read_js(site / "data" / "chunk-00000.js")["rows"]
+    at = index["id"].index("smoke-01")
+    assert rows[at]["premise"] == load_task("smoke").items[0].premise != ""

@@ -291,11 +291,23 @@ def site_data(
     else:
         runs = [str(f) for f in folders]
     folders = runs
-    records, items = listing_inputs(folders, data_dir=data_dir, names=names, held=held)
+    unread: dict[str, str] = {}
+    try:
+        records, items = listing_inputs(folders, data_dir=data_dir, names=names, held=held)
+    except DataError:
+        # A task whose data is not here: its folder's rows show labels without texts
+        # (said on the page), the other folders' texts are joined as ever.
+        records = flat(read_named(folders, names, poolable=False, held=held))
+        items = {}
+        for folder, own in zip(folders, held, strict=True):
+            try:
+                items.update(listing_inputs([folder], data_dir=data_dir, held=[own])[1])
+            except DataError as err:
+                unread[folder] = str(err)
     if not records:
         raise RunError(f"no records in {', '.join(map(str, folders))}")
     rows = item_listing(records, items)
-    textless = _textless(folders, held, items)
+    textless = _textless(folders, held, items, unread)
     models = sorted({m for r in rows for m in r["predictions"]})
     joined: dict[tuple[str, int, int, str], dict[str, Record]] = defaultdict(dict)
     for r in records:
@@ -398,23 +410,30 @@ def site_data(
 
 
 def _textless(
-    folders: Sequence[str], held: Sequence[Sequence[Record]], items: Mapping[str, Any]
+    folders: Sequence[str],
+    held: Sequence[Sequence[Record]],
+    items: Mapping[str, Any],
+    unread: Mapping[str, str] = {},  # noqa: B006 - read only
 ) -> list[str]:
     """One line per folder whose records are of a task with no texts to join (labels
     without texts), saying why: its ``config.json`` names no task (an import made before
-    imports recorded theirs), or the task's items lack the records' ids."""
+    imports recorded theirs), its tasks' data could not be read (``unread``: the error),
+    or the task's items lack the records' ids."""
     out = []
     for folder, recs in zip(folders, held, strict=True):
         tasks = sorted({r.task for r in recs if not items.get(r.task)})
         if not tasks:
             continue
         cfg = RunFolder(folder).read_config() or {}
-        why = (
-            "its config.json names no task (an import made before imports recorded their "
-            "tasks): import its files again to join them"
-            if not cfg.get("tasks") and not isinstance(cfg.get("task"), str)
-            else "its tasks' data has no such items here (give --data-dir)"
-        )
+        if folder in unread:
+            why = unread[folder]
+        elif not cfg.get("tasks") and not isinstance(cfg.get("task"), str):
+            why = (
+                "its config.json names no task (an import made before imports recorded "
+                "their tasks): import its files again to join them"
+            )
+        else:
+            why = "its tasks' data has no such items here (give --data-dir)"
         out.append(f"{folder} holds labels without texts for {', '.join(tasks)}: {why}")
     return out
 
