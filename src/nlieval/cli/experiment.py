@@ -24,6 +24,7 @@ from ..experiments import (
     write_schema,
 )
 from .args import add_command, command_parser, settings_from_args
+from .commands import no_library_bars
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
@@ -39,9 +40,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     stream = sys.stderr if cfg.json else sys.stdout
     terminal = sys.stderr.isatty()
     if not terminal:
-        from . import _no_library_bars
-
-        _no_library_bars()
+        no_library_bars()
     progress = None if cfg.quiet else Progress(_say(stream), bar=terminal)
     began = time.monotonic()
     summary = run_file(cfg, progress)
