@@ -363,7 +363,9 @@ def _run_page(page_blocks: list[Block], tmp: Path, stand_in: bool = False) -> No
     """Run the blocks (the commands read the real benchmark files: the callers take the
     ``data_dir`` fixture, which skips without them)."""
     root = _repo_root(tmp)
-    env = dict(os.environ)
+    # A reader's shell after the README's set-up exports no data folder (CI does): the
+    # commands find ../shared/data from the repository root, as pasted.
+    env = {k: v for k, v in os.environ.items() if k != "NLIEVAL_DATA_DIR"}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH", "")])
     script, outputs = _script(page_blocks, tmp, stand_in)

@@ -193,7 +193,7 @@ def test_grid_refuses_cells_of_one_task_on_other_items_and_marks_them_on_request
     ]
     assert lines[-1].startswith("† scored on other items than a cell of the same task")
     assert main(["grid", str(big), "--format", "csv", "--allow-mixed", "--no-average"]) == 0
-    assert capsys.readouterr().out.splitlines()[1] == "m200,0.75,,,,200"  # nothing mixed
+    assert capsys.readouterr().out.splitlines()[1] == "m200,0.75,200"  # nothing mixed
 
 
 def test_grid_shows_a_shared_n_once_and_digits_apply_to_csv(
@@ -208,13 +208,14 @@ def test_grid_shows_a_shared_n_once_and_digits_apply_to_csv(
     assert lines[2:] == ["| ma | 0.333 |", "| mb | 0.667 |", "| Average | 0.500 |"]
     assert main(["grid", str(a), str(b), "--format", "csv", "--percent", "--digits", "1"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "model,snli mean,snli std,snli low,snli high,snli n",
-        "ma,33.3,,,,3",
-        "mb,66.7,,,,3",
-        "Average,50.0,,,,",
+        # No ± and no interval in any cell: no std, low or high column (empty).
+        "model,snli mean,snli n",
+        "ma,33.3,3",
+        "mb,66.7,3",
+        "Average,50.0,",
     ]
     assert main(["grid", str(a), "--format", "csv", "--no-average"]) == 0
-    assert capsys.readouterr().out.splitlines()[1] == f"ma,{1 / 3},,,,3"  # all digits
+    assert capsys.readouterr().out.splitlines()[1] == f"ma,{1 / 3},3"  # all digits
     assert main(["grid", str(a), "--format", "json", "--digits", "2", "--no-average"]) == 0
     assert json.loads(capsys.readouterr().out)["cells"][0]["mean"] == 0.33
 
@@ -243,7 +244,7 @@ def test_grid_percent_scales_proportions_only_in_every_format(
     assert main(argv) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "| m | 50.000 | 2.080 |"
     assert main([*argv, "--format", "csv", "--digits", "1"]) == 0
-    assert capsys.readouterr().out.splitlines()[1] == "m,50.0,,,,2,2.1,,,,2"
+    assert capsys.readouterr().out.splitlines()[1] == "m,50.0,2,2.1,2"
     assert main([*argv, "--format", "json", "--digits", "2"]) == 0
     cells = json.loads(capsys.readouterr().out)["cells"]
     assert [(c["column"], c["metric"], c["mean"]) for c in cells] == [

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import nlieval.data.load as data_load
 from nlieval.data import (
     ENV_DATA_DIR,
     TASKS,
@@ -28,11 +29,15 @@ from nlieval.data import (
 )
 from nlieval.types import ALPHA, NLI2, NLI3, SCI4, Label
 
+#: The default data folder as the package sets it (the fixture below turns it off).
+PACKAGE_DEFAULT = data_load.DEFAULT_DATA_DIR
+
 
 @pytest.fixture(autouse=True)
 def _no_env_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     # Tests here build their own data dirs; a real NLIEVAL_DATA_DIR must not leak in.
     monkeypatch.delenv(ENV_DATA_DIR, raising=False)
+    monkeypatch.setattr("nlieval.data.load.DEFAULT_DATA_DIR", None)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -567,6 +572,22 @@ def test_env_var_is_used_and_argument_wins(tmp_path: Path, monkeypatch: pytest.M
     assert resolve_data_dir() == tmp_path / "env"
     assert load_task("snli").items[0].id == "env"
     assert load_task("snli", tmp_path / "arg").items[0].id == "arg"
+
+
+def test_without_a_data_dir_the_shared_data_beside_the_root_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The README's set-up: the shared data at ../shared/data of the repository root, where
+    # the docs run their commands with nothing exported.
+    write_jsonl(
+        tmp_path / "shared" / "data" / "snli_1.0_dev.jsonl", [snli_row("shared", "neutral")]
+    )
+    (tmp_path / "repo").mkdir()
+    monkeypatch.chdir(tmp_path / "repo")
+    monkeypatch.setattr("nlieval.data.load.DEFAULT_DATA_DIR", PACKAGE_DEFAULT)
+    assert load_task("snli").items[0].id == "shared"
+    monkeypatch.chdir(tmp_path)  # no ../shared/data here: none, as before
+    assert resolve_data_dir() is None
 
 
 def test_resolve_data_dir_none_and_missing(tmp_path: Path) -> None:

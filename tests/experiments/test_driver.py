@@ -449,3 +449,61 @@ def test_kill_9_of_the_driver_at_several_moments_then_it_goes_on(
         tmp_path / "ref" / "report" / "table.md"
     ).read_bytes()
     assert [r["state"] for r in experiment_status(out)] == ["done"] * 3
+
+
+def test_run_says_each_cell_as_it_starts_and_ends_and_its_log_has_no_escape_code(
+    tmp_path: Path, tiny_llama: Path
+) -> None:
+    # As a user's `nlieval experiment run ... > log 2>&1`: a line when each cell starts
+    # and ends, with its records (by hand: 3 items x k = 0, 1 is 6; one shot count x 3
+    # items is 3 for each seed cell), the summary with its time, no bar and no escape code.
+    path = _file(tmp_path, tiny_llama)
+    log = tmp_path / "log"
+    argv = [sys.executable, "-m", "nlieval.cli", "experiment", "run", str(path)]
+    with log.open("w") as sink:
+        code = subprocess.run(
+            [*argv, "--out", str(tmp_path / "out")], stdout=sink, stderr=subprocess.STDOUT
+        ).returncode
+    text = log.read_text()
+    assert code == 0, text
+    assert "\x1b" not in text and "\r" not in text
+    lines = text.splitlines()
+    assert lines[0] == "3 cells to run (12 records planned)"
+    for at, (cell, n) in enumerate((("base-tiny", 6), ("base-tiny-seed1", 3),
+                                    ("base-tiny-seed2", 3)), start=1):  # fmt: skip
+        start = lines.index(f"cell {at}/3 {cell}: started ({n} records planned)")
+        assert lines[start + 1].startswith(f"cell {at}/3 {cell}: done, {n} records in ")
+    assert lines[-1].startswith("3 of 3 cells done (3 run in this call), 0 failed; report: ")
+    assert lines[-1].endswith(" s")
+    # Again: nothing to run, said so; --json prints the summary alone on standard output.
+    again = subprocess.run(
+        [*argv, "--out", str(tmp_path / "out"), "--json"], capture_output=True, text=True
+    )
+    assert again.returncode == 0
+    summary = json.loads(again.stdout)
+    assert (summary["done"], summary["ran"], summary["failed"]) == (3, 0, 0)
+    assert again.stderr.splitlines()[0] == (
+        "0 cells to run; 3 done already: base-tiny, base-tiny-seed1, base-tiny-seed2"
+    )
+    quiet = subprocess.run(
+        [*argv, "--out", str(tmp_path / "out"), "--quiet"], capture_output=True, text=True
+    )
+    assert quiet.stdout.splitlines()[0].startswith("3 of 3 cells done (0 run in this call)")
+
+
+def test_each_warning_is_said_once(
+    tmp_path: Path, tiny_llama: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # smoke's first two items are labelled entailment and neutral: --limit 2 warns of the
+    # missing contradiction, in the plan's estimate and again in the cell's run.
+    text = (
+        f"models: {{tiny: {{model: {tiny_llama}}}}}\n"
+        "blocks: {base: {command: run, tasks: [smoke], limit: 2}}\n"
+        "matrix: [{block: base, models: [tiny]}]\n"
+    )
+    (tmp_path / "e.yaml").write_text(text)
+    planning.clear_estimates()
+    with caplog.at_level("WARNING", logger="nlieval"):
+        run_experiment(read_experiment(tmp_path / "e.yaml"), tmp_path / "out", report=False)
+    said = [r.getMessage() for r in caplog.records if "takes the first 2 items" in r.getMessage()]
+    assert len(said) == 1, said

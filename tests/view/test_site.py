@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from nlieval.cli import main
+from nlieval.data import load_task
 from nlieval.runs import RunError, RunFolder
 from nlieval.types import Record
 from nlieval.view import ViewConfig, build_site, serve
@@ -161,7 +162,7 @@ def test_a_folder_of_run_folders_and_where_the_site_may_go(
     with pytest.raises(RunError, match="not a site of nlieval view"):
         build_site(ViewConfig(runs=(str(hand_made[0]),), out=str(mine)))
     assert (mine / "notes.txt").read_text() == "keep me"
-    with pytest.raises(RunError, match="is no run folder and holds none"):
+    with pytest.raises(RunError, match="nothing to show: .*no run folder, and holds none"):
         build_site(ViewConfig(runs=(str(mine),), out=str(tmp_path / "other")))
 
 
@@ -376,3 +377,125 @@ def test_one_palette_for_every_figure_of_the_site(
     # third and fourth names of a palette of four).
     assert len(seen) == 4  # figure shots; plots: shots, by entropy, divergence
     assert set(seen) == {frozenset({"A", "B"})}
+
+
+def test_every_kind_of_folder_the_docs_name_and_those_it_cannot_show(tmp_path: Path) -> None:
+    # An experiment's output folder keeps its cells two levels down (DIR/cells/NAME) and
+    # a report beside them; a cell whose run wrote no record yet (config.json alone), a
+    # folder of other files and a missing one are listed with their reason, the rest shown.
+    exp = tmp_path / "exp"
+    for name, model in (("c1", "ma"), ("c2", "mb")):
+        (exp / "cells" / name).mkdir(parents=True)
+        RunFolder(exp / "cells" / name).append([_rec(model, "1", "neutral", "neutral")])
+    (exp / "report").mkdir()
+    (exp / "report" / "index.md").write_text("# report")
+    empty = exp / "cells" / "c3"
+    empty.mkdir()
+    (empty / "config.json").write_text("{}")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.txt").write_text("no run")
+    runs = (str(exp), str(plain), str(tmp_path / "missing"))
+    site = build_site(ViewConfig(runs=runs, out=str(tmp_path / "site")))
+    meta = read_js(site / "data" / "meta.js")
+    cells = [str(exp / "cells" / "c1"), str(exp / "cells" / "c2")]
+    assert [r["folder"] for r in meta["runs"]] == cells
+    assert meta["items"]["models"] == ["ma", "mb"]
+    skipped = {s["folder"]: s["reason"] for s in meta["skipped"]}
+    assert skipped == {
+        str(empty): "its run wrote no record (yet)",
+        str(plain): "no run folder, and holds none (nor cells/NAME of an experiment)",
+        str(tmp_path / "missing"): "no such folder",
+    }
+
+
+def test_folders_scored_on_different_items_are_shown_with_their_n_and_marked(
+    tmp_path: Path,
+) -> None:
+    # A 3-item run beside a 1-item run of the same task (a --limit beside a --sample):
+    # shown, each cell with its n, the cells on other items marked (grid --allow-mixed).
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    RunFolder(a).append([_rec("ma", i, "neutral", "neutral") for i in ("1", "2", "3")])
+    RunFolder(b).append([_rec("mb", "4", "neutral", "entailment")])
+    site = build_site(ViewConfig(runs=(str(a), str(b)), out=str(tmp_path / "site")))
+    grid = read_js(site / "data" / "meta.js")["grids"][0]
+    cells = {row[0]: row[1] for row in grid["rows"]}
+    # By hand: ma right on 3 of 3, mb on 0 of 1.
+    assert cells["ma"].startswith("1.000 (n=3)") and cells["ma"].endswith("\u2020")
+    assert cells["mb"].startswith("0.000 (n=1)") and cells["mb"].endswith("\u2020")
+    assert any("other items" in n for n in grid["notes"])
+    assert grid["command"].endswith("--allow-mixed")
+
+
+def test_a_folder_of_labels_without_texts_says_so_and_why(tmp_path: Path) -> None:
+    # An import made before imports recorded their tasks: config.json names none, so no
+    # text can be joined; the Items page says so instead of showing empty rows silently.
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "mismatched"
+    folder = tmp_path / "bert"
+    argv = ["import", str(example / "bert.csv"), "--format", "labels", "--model", "bert"]
+    assert main([*argv, "--task", str(example / "task.yaml"), "--out", str(folder)]) == 0
+    config = json.loads((folder / "config.json").read_text())
+    config.pop("tasks", None)
+    config["task"] = None
+    (folder / "config.json").write_text(json.dumps(config))
+    site = build_site(ViewConfig(runs=(str(folder),), out=str(tmp_path / "site")))
+    [line] = read_js(site / "data" / "meta.js")["items"]["textless"]
+    assert line.startswith(f"{folder} holds labels without texts for ")
+    assert "names no task" in line
+
+
+def test_a_field_of_many_values_is_searched_text_not_a_drop_down(tmp_path: Path) -> None:
+    # 25 items, each with its own free-text reason (ANLI's kind) and one of 3 rounds:
+    # the round is a filter, the reason is text in the item (searched, shown), no filter.
+    rows = [{"id": f"i{n}", "sentence1": f"Premise {n}.", "sentence2": f"Hypothesis {n}.",
+             "label": "neutral", "round": f"r{n % 3}", "reason": f"because of thing {n}"}
+            for n in range(25)]  # fmt: skip
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "task.yaml").write_text(
+        "name: free-text\npath: items.jsonl\n"
+        "fields: {premise: sentence1, hypothesis: sentence2, meta: [round, reason]}\n"
+        "labels: [entailment, neutral, contradiction]\n"
+    )
+    (tmp_path / "preds.csv").write_text("id,pred\n" + "".join(f"i{n},neutral\n" for n in range(25)))
+    folder = tmp_path / "run"
+    argv = ["import", str(tmp_path / "preds.csv"), "--format", "labels", "--model", "m"]
+    assert main([*argv, "--task", str(tmp_path / "task.yaml"), "--out", str(folder)]) == 0
+    site = build_site(ViewConfig(runs=(str(folder),), out=str(tmp_path / "site")))
+    index = read_js(site / "data" / "meta.js")["items"]
+    assert (index["fields"], index["text_fields"]) == (["round"], ["reason"])
+    assert "reason" not in index["values"]
+    rows_shown = read_js(site / "data" / "chunk-00000.js")["rows"]
+    at = index["id"].index("i7")
+    assert rows_shown[at]["texts"] == {"reason": "because of thing 7"}
+
+
+def test_a_folder_whose_task_data_is_not_here_shows_labels_and_the_rest_its_texts(
+    tmp_path: Path,
+) -> None:
+    # An import of a task (a YAML since moved away) beside a run of the packaged smoke
+    # task: the site is built, the import's rows say why they have no text, smoke's
+    # rows have theirs.
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "mismatched"
+    task = tmp_path / "task"
+    task.mkdir()
+    for name in ("task.yaml", "items.jsonl"):
+        (task / name).write_text((example / name).read_text())
+    imported = tmp_path / "bert"
+    argv = ["import", str(example / "bert.csv"), "--format", "labels", "--model", "bert"]
+    assert main([*argv, "--task", str(task / "task.yaml"), "--out", str(imported)]) == 0
+    (task / "items.jsonl").unlink()
+    smoke = tmp_path / "smoke"
+    smoke.mkdir()
+    RunFolder(smoke).append([Record("smoke", "smoke-01", "m", 0, 0, NLI, (-0.1, -2.0, -3.0),
+                                    (0.8, 0.1, 0.1), "entailment", "entailment")])  # fmt: skip
+    (smoke / "config.json").write_text(json.dumps({"tasks": ["smoke"]}))
+    site = build_site(ViewConfig(runs=(str(imported), str(smoke)), out=str(tmp_path / "site")))
+    index = read_js(site / "data" / "meta.js")["items"]
+    [line] = index["textless"]
+    assert line.startswith(f"{imported} holds labels without texts for mismatched-mini: ")
+    assert "items.jsonl" in line
+    rows = read_js(site / "data" / "chunk-00000.js")["rows"]
+    at = index["id"].index("smoke-01")
+    assert rows[at]["premise"] == load_task("smoke").items[0].premise != ""

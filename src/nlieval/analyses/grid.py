@@ -553,7 +553,8 @@ def _column_n(g: Grid, col: tuple[Any, ...]) -> int | None:
 def render_grid(
     g: Grid, fmt: str = "md", *, percent: bool = False, digits: int | None = None
 ) -> str:
-    """A grid as Markdown (``md``), CSV (``csv``: mean, std, interval and n columns),
+    """A grid as Markdown (``md``), CSV (``csv``: mean, std, interval and n columns, std
+    only where a cell has a ± and the interval only where one has an interval),
     JSON (``json``: the cells) or LaTeX (``latex``: the Markdown cells as a booktabs
     table, :func:`nlieval.ground.as_format`). ``percent`` prints the proportions
     (accuracy, F1: :attr:`nlieval.metrics.Metric.proportion`) x 100, the papers'
@@ -572,8 +573,8 @@ def render_grid(
     |---|---|
     | a | 50.0 |
     >>> print(render_grid(g, "csv", percent=True, digits=1), end="")
-    model,t mean,t std,t low,t high,t n
-    a,50.0,,,,200
+    model,t mean,t n
+    a,50.0,200
     """
 
     def num(value: float | None, cell: Cell) -> float | None:
@@ -609,12 +610,14 @@ def render_grid(
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
+        # A column no cell fills is left out: std (and its seeds) where some cell has a
+        # ±, low and high where some cell has an interval (--ci).
         with_std = any(c.std is not None for c in g.cells)
+        with_ci = any(c.low is not None or c.high is not None for c in g.cells)
         parts = (
             "mean",
-            "std",
-            "low",
-            "high",
+            *(("std",) if with_std else ()),
+            *(("low", "high") if with_ci else ()),
             "n",
             *(("seeds",) if with_std else ()),
             *(("mixed",) if any_mixed else ()),

@@ -16,11 +16,11 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..data import DATA_DIR_HELP, Dataset, load_task
+from ..data import DATA_DIR_HELP, SPLIT_HELP, Dataset, load_task, task_at
 from ..metrics import summarize
 from ..runs import RunFolder, Step, execute, finalize, markdown_table, metrics_table
 from ..settings import setting
@@ -69,7 +69,7 @@ class ImportConfig:
     )
     task: str | None = setting(
         None,
-        help="the task the predictions are for (needed unless the file names say it)",
+        help="the task the predictions are for, NAME[@SPLIT] (needed unless the file names say it)",
     )
     model: str | None = setting(None, help="model name (needed for jsonl)")
     seed: int | None = setting(None, help="seed to record [file name, or 0]")
@@ -80,6 +80,11 @@ class ImportConfig:
     )
     # Declared here, not by the data folder mixin: the field order is config.json's.
     data_dir: str | None = setting(None, help=DATA_DIR_HELP)
+    split: str | None = setting(None, help=SPLIT_HELP)
+    #: The tasks of the folder's records as given (a name or a task YAML's path), which
+    #: :func:`import_predictions` writes into ``config.json`` so that ``items`` and
+    #: ``view`` join their texts (not a flag: the files or ``--task`` say them).
+    tasks: tuple[str, ...] = field(default=())
 
     KIND: ClassVar[str] = "import"
     IDENTITY: ClassVar[tuple[str, ...]] = ("kind",)
@@ -129,6 +134,26 @@ def read_predictions(
     return out
 
 
+def _split_of(config: ImportConfig) -> ImportConfig:
+    """``config`` with a ``--task NAME@SPLIT`` read as ``--task NAME --split SPLIT``
+    (:func:`nlieval.data.task_at`); two different splits are refused.
+
+    >>> c = _split_of(ImportConfig((), task="snli@test")); c.task, c.split
+    ('snli', 'test')
+    >>> _split_of(ImportConfig((), task="snli@test", split="dev"))
+    Traceback (most recent call last):
+    ValueError: --task snli@test and --split dev name two splits; give one
+    """
+    if config.task is None:
+        return config
+    name, split = task_at(config.task)
+    if split is not None and config.split not in (None, split):
+        raise ValueError(
+            f"--task {config.task} and --split {config.split} name two splits; give one"
+        )
+    return replace(config, task=name, split=split or config.split)
+
+
 def _label_order(
     order: Sequence[str] | None, labels: Sequence[str], path: str | Path
 ) -> list[str] | None:
@@ -172,10 +197,12 @@ def _plan(sets: Sequence[PredictionSet], datasets: Mapping[str, Dataset]) -> lis
         agree = sum(1 for p, it in with_gold if it.label is not None and p.gold == it.label.value)
         if not matched:
             ids = ", ".join(p.item_id for p in s.predictions[:SHOWN_IDS])
+            ds = datasets[s.task]
             raise ValueError(
                 f"{s.path}: none of its {len(s.predictions)} ids (first: {ids}) names an item "
-                f"of {s.task} (its ids: {', '.join(list(by_id)[:SHOWN_IDS])}, ...): the file "
-                "was made for another copy of the task"
+                f"of {s.task}, split {ds.split} (its ids: "
+                f"{', '.join(list(by_id)[:SHOWN_IDS])}, ...): the file was made for another "
+                "split (give --split, or --task NAME@SPLIT) or another copy of the task"
             )
         given = {p.item_id for p in s.predictions}
         unmatched = [p.item_id for p in s.predictions if p.item_id not in by_id]
@@ -244,11 +271,12 @@ def import_predictions(
     >>> f["matched"], f["unmatched_ids"], out["scores"][0]["acc_original"]
     (1, ('u9',), 1.0)
     """
+    config = _split_of(config)
     datasets: dict[str, Dataset] = {}
 
     def dataset(task: str) -> Dataset:
         if task not in datasets:
-            datasets[task] = load_task(task, config.data_dir)
+            datasets[task] = load_task(task, config.data_dir, config.split)
         return datasets[task]
 
     def labels_of(task: str) -> list[str]:
@@ -272,7 +300,11 @@ def import_predictions(
     planned = _plan(sets, datasets)
     _refuse_clashes(planned)
     folder = RunFolder(out_dir)
-    if not overwrite and (folder.read_config() or {}).get("kind") == config.KIND:
+    old = folder.read_config() or {}
+    kept = old.get("tasks") if not overwrite and old.get("kind") == config.KIND else None
+    specs = [*(kept if isinstance(kept, list) else []), *(str(s.task) for s in read)]
+    config = replace(config, tasks=tuple(dict.fromkeys(map(str, specs))))
+    if not overwrite and old.get("kind") == config.KIND:
         # Only a saved record equal to the one a file gives counts as done: another
         # prediction already there for the item would hide this one without a word.
         # Checked before the folder is started, which rewrites its config.json (a

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..ground import DataError, FolderError
 from .commands import COMMANDS
+from .commands import no_library_bars as _no_library_bars
 
 # Nothing here imports a command's module or a family at import time: `nlieval --help`,
 # `--version` and each command load only what they use (the command groups, and the
@@ -188,17 +189,6 @@ def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
     if word in COMMANDS:
         return build_parser([COMMANDS[word].group])
     return _summary_parser()
-
-
-def _no_library_bars() -> None:
-    """``--no-progress``: no bar of the libraries either (transformers' "Loading weights",
-    the hub's downloads), which would print around a one-line error."""
-    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read when they are imported
-    if "transformers" in sys.modules:  # imported already (in-process callers)
-        from transformers.utils import logging as hf_logging
-
-        off: Any = hf_logging.disable_progress_bar  # unannotated
-        off()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,7 +13,10 @@ The examples are real commands (tests parse each of them with the full parser).
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -264,3 +267,15 @@ def epilog(examples: tuple[str, ...]) -> str | None:
     if not examples:
         return None
     return "examples:\n" + "\n".join(f"  {line}" for line in examples)
+
+
+def no_library_bars() -> None:
+    """``--no-progress`` (and ``experiment run`` into a log file): no bar of the
+    libraries either (transformers' "Loading weights", the hub's downloads), which would
+    print around a one-line error, or escape codes into a log."""
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read when they are imported
+    if "transformers" in sys.modules:  # imported already (in-process callers)
+        from transformers.utils import logging as hf_logging
+
+        off: Any = hf_logging.disable_progress_bar  # unannotated
+        off()

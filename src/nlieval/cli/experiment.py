@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
 
 from ..experiments import (
     ExperimentPlan,
     ExperimentRun,
     ExperimentSchema,
     ExperimentStatus,
+    Progress,
     plan_text,
     run_file,
     schema_text,
@@ -18,6 +24,7 @@ from ..experiments import (
     write_schema,
 )
 from .args import add_command, command_parser, settings_from_args
+from .commands import no_library_bars
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
@@ -26,9 +33,30 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    summary = run_file(settings_from_args(ExperimentRun, args))
-    print(summary.text())
+    cfg = settings_from_args(ExperimentRun, args)
+    # A line per cell (on standard error with --json, whose standard output is the
+    # summary alone); the bar only on a terminal, so a log file gets no escape code, nor
+    # the libraries' own bars (transformers' "Loading weights").
+    stream = sys.stderr if cfg.json else sys.stdout
+    terminal = sys.stderr.isatty()
+    if not terminal:
+        no_library_bars()
+    progress = None if cfg.quiet else Progress(_say(stream), bar=terminal)
+    began = time.monotonic()
+    summary = run_file(cfg, progress)
+    seconds = time.monotonic() - began
+    if cfg.json:
+        print(json.dumps({**summary.to_dict(), "seconds": round(seconds, 1)}, indent=1))
+    else:
+        print(f"{summary.text()} in {seconds:.1f} s")
     return 1 if summary.failed else 0
+
+
+def _say(stream: TextIO) -> Callable[[str], None]:
+    def say(line: str) -> None:
+        print(line, file=stream, flush=True)
+
+    return say
 
 
 def _cmd_status(args: argparse.Namespace) -> int:

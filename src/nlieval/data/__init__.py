@@ -73,7 +73,16 @@ from .prompt_files import (
 from .readers import format_of, text_rows
 from .rules import TaskSpec
 from .selection import ItemSelection, label_imbalance, warn_if_short
-from .source import DATA_DIR_HELP, DataDir, TaskFiles, TaskSource, TasksToRead, format_task_list
+from .source import (
+    DATA_DIR_HELP,
+    SPLIT_HELP,
+    DataDir,
+    TaskFiles,
+    TaskSource,
+    TasksToRead,
+    format_task_list,
+    task_at,
+)
 from .stats import fleiss_kappa, label_change_share, task_stats
 from .tasks import TASKS
 from .taskyaml import make_parser, write_task_yaml
@@ -101,6 +110,8 @@ __all__ = [
     "DATA_DIR_HELP",
     "DataDir",
     "TaskFiles",
+    "SPLIT_HELP",
+    "task_at",
     "TaskSource",
     "TasksToRead",
     "format_task_list",

@@ -28,13 +28,19 @@ log = logging.getLogger("nlieval.data")  # one logger for the whole package, as 
 
 #: Environment variable naming the data directory when no ``data_dir`` is passed.
 ENV_DATA_DIR = "NLIEVAL_DATA_DIR"
+#: The data directory when neither ``data_dir`` nor ``$NLIEVAL_DATA_DIR`` names one,
+#: relative to the current directory, used where it is a folder: the README's set-up
+#: puts the shared data beside the checkout, and the docs run every command from the
+#: repository root, so that a command pasted from them finds it with nothing exported.
+DEFAULT_DATA_DIR: str | None = "../shared/data"
 
 # How many skipped lines are logged one by one before only the summary is logged.
 _MAX_LOGGED_BAD = 5
 
 
 def resolve_data_dir(data_dir: str | Path | None = None) -> Path | None:
-    """The data directory: the argument, else ``$NLIEVAL_DATA_DIR``, else None.
+    """The data directory: the argument, else ``$NLIEVAL_DATA_DIR``, else
+    :data:`DEFAULT_DATA_DIR` where that is a folder, else None.
 
     A directory that is named but does not exist raises :class:`DataError`.
 
@@ -43,7 +49,8 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path | None:
     """
     raw = data_dir if data_dir not in (None, "") else os.environ.get(ENV_DATA_DIR) or None
     if raw is None:
-        return None
+        default = Path(DEFAULT_DATA_DIR) if DEFAULT_DATA_DIR else None
+        return default if default is not None and default.is_dir() else None
     path = Path(raw).expanduser()
     if not path.is_dir():
         why = "is not a directory" if path.exists() else "does not exist"

@@ -21,6 +21,24 @@ from .tasks import TASKS
 #: The help of ``--data-dir``, for a configuration whose field order is a file format
 #: (its ``config.json``), so that it declares the field itself.
 DATA_DIR_HELP = "folder of official files [$NLIEVAL_DATA_DIR]"
+#: The help of ``--split`` (one split), for the same kind of configuration.
+SPLIT_HELP = "split to read (default: the task's)"
+
+
+def task_at(text: str) -> tuple[str, str | None]:
+    """A task as ``NAME[@SPLIT]`` (a name or task YAML, and the split to read; None: the
+    task's default), the one reading of that syntax (``train --task``, ``import --task``).
+
+    >>> task_at("snli@test"), task_at(" sick ")
+    (('snli', 'test'), ('sick', None))
+    >>> task_at("snli@")
+    Traceback (most recent call last):
+    ValueError: 'snli@': NAME[@SPLIT] expected
+    """
+    name, at, split = text.partition("@")
+    if not name.strip() or (at and not split.strip()):
+        raise ValueError(f"{text!r}: NAME[@SPLIT] expected")
+    return name.strip(), split.strip() or None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,7 +60,7 @@ class TaskFiles(DataDir):
     48
     """
 
-    split: str | None = setting(None, help="split to read (default: the task's)")
+    split: str | None = setting(None, help=SPLIT_HELP)
     skip_bad: bool = setting(False, help="skip malformed data lines (counted)")
 
     def load(self, name: str, split: str | None = None) -> Dataset:

@@ -269,10 +269,12 @@ def coerce(f: Field[Any], s: Setting) -> Any:
         isinstance(value, list) and any(isinstance(v, (dict, list, bool)) for v in value)
     ):
         raise s.error(f"expected {kind}, found {value!r}")
-    if flag is not None and flag.parse is not None and flag.action == "append":
-        # A repeatable flag (--name, --human-js): each value of the list is one use of it.
+    if flag is not None and flag.action == "append":
+        # A repeatable flag (--name, --human-js, --run): each value of the list is one
+        # use of it, and one value is a list of one, as the flag gives it.
+        read = flag.parse or str
         try:
-            return tuple(flag.parse(str(v)) for v in _as_values(value))
+            return tuple(read(str(v)) for v in _as_values(value))
         except ValueError as err:
             raise s.error(str(err)) from None
     if flag is not None and flag.parse is not None:

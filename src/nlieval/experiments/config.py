@@ -9,20 +9,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..data import DataDir
 from ..settings import csv_list, positive_int, setting
+from .commands import takes
 from .driver import (
     Executor,
     LocalExecutor,
+    Progress,
     Summary,
     experiment_status,
     format_status,
     run_experiment,
 )
-from .overrides import read_experiment
+from .overrides import apply_overrides, read_experiment
 from .plan import ASK_ABOVE, format_plan, plan_cells
 from .ray_executor import RayExecutor
 from .schema import schema_text
 from .slurm import SlurmExecutor
+from .spec import Experiment
 
 #: The executors of ``--executor``.
 EXECUTORS = ("local", "slurm", "ray")
@@ -83,8 +87,9 @@ def _yes() -> bool:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ExperimentPlan:
-    """What ``nlieval experiment plan`` shows: :func:`plan_text`."""
+class ExperimentPlan(DataDir):
+    """What ``nlieval experiment plan`` shows: :func:`plan_text`. ``data_dir``: where
+    every cell that reads data reads it (:func:`read_with_data_dir`)."""
 
     file: str = _file()
     set: tuple[str, ...] = _overrides()
@@ -95,8 +100,9 @@ class ExperimentPlan:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ExperimentRun:
-    """What ``nlieval experiment run`` does: :func:`run_file`."""
+class ExperimentRun(DataDir):
+    """What ``nlieval experiment run`` does: :func:`run_file`. ``data_dir``: as
+    :class:`ExperimentPlan`'s."""
 
     file: str = _file()
     out: str = setting(help="the experiment folder (cells/, state/, report/, experiment.json)")
@@ -130,6 +136,11 @@ class ExperimentRun:
     address: str | None = setting(
         None, help="with --executor ray: the cluster's address, e.g. 10.0.0.1:6379 [RAY_ADDRESS]"
     )
+    quiet: bool = setting(False, help="no line per cell and no progress bar: the summary alone")
+    json: bool = setting(
+        False,
+        help="the summary as JSON on standard output (the lines per cell go to standard error)",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,10 +157,21 @@ class ExperimentSchema:
     out: str | None = setting(None, help="write the schema here instead of printing it")
 
 
+def read_with_data_dir(cfg: ExperimentPlan | ExperimentRun) -> Experiment:
+    """The experiment file of ``cfg`` with its ``--set`` overrides and ``--data-dir`` as
+    ``data_dir`` of every block whose command reads data (none such: nothing to set). A
+    cell's identity leaves out where its data is, so a cell done without ``--data-dir``
+    is done with it."""
+    exp = read_experiment(cfg.file, cfg.set)
+    if cfg.data_dir and any(takes(b.command, "data_dir") for b in exp.blocks):
+        exp = apply_overrides(exp, [f"data_dir={cfg.data_dir}"])
+    return exp
+
+
 def plan_text(cfg: ExperimentPlan) -> str:
     """The cells of the file with their command lines and estimates; more than
     :data:`ASK_ABOVE` cells need ``yes`` (the plan of a typo is a long list)."""
-    cells = plan_cells(read_experiment(cfg.file, cfg.set), estimate=cfg.estimate)
+    cells = plan_cells(read_with_data_dir(cfg), estimate=cfg.estimate)
     text = format_plan(cells)
     if len(cells) > ASK_ABOVE and not cfg.yes:
         raise ValueError(
@@ -158,8 +180,9 @@ def plan_text(cfg: ExperimentPlan) -> str:
     return text
 
 
-def run_file(cfg: ExperimentRun) -> Summary:
-    """:func:`run_experiment` of the file with its overrides.
+def run_file(cfg: ExperimentRun, progress: Progress | None = None) -> Summary:
+    """:func:`run_experiment` of the file with its overrides, telling ``progress`` of
+    each cell.
 
     >>> run_file(ExperimentRun(file="e.yaml", out="x", executor="ray", gpus=("0",)))
     Traceback (most recent call last):
@@ -185,9 +208,8 @@ def run_file(cfg: ExperimentRun) -> Summary:
         cfg.slurm_array,
         cfg.array_parallelism,
     )
-    return run_experiment(
-        read_experiment(cfg.file, cfg.set), cfg.out, executor=executor, yes=cfg.yes
-    )
+    exp = read_with_data_dir(cfg)
+    return run_experiment(exp, cfg.out, executor=executor, yes=cfg.yes, progress=progress)
 
 
 def status_text(cfg: ExperimentStatus) -> str:

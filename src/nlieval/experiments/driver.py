@@ -16,6 +16,7 @@ An executor is a callable that takes a :class:`CellJob` and returns its
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -277,6 +278,21 @@ class Summary:
         """The cells that failed."""
         return [o for o in self.outcomes if o.state == "failed"]
 
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as JSON data (``experiment run --json``): each cell's outcome,
+        the counts and the report's files.
+
+        >>> Summary((Outcome("a", "done", 1), Outcome("b", "done", 0)), ("r.md",)).to_dict()["ran"]
+        1
+        """
+        return {
+            "cells": [dict(vars(o)) for o in self.outcomes],
+            "done": sum(1 for o in self.outcomes if o.state == "done"),
+            "ran": sum(1 for o in self.outcomes if o.attempts),
+            "failed": len(self.failed),
+            "report": list(self.report),
+        }
+
     def text(self) -> str:
         """One line per cell that was run or failed, and a closing count."""
         lines = []
@@ -407,6 +423,84 @@ def waits_for(cell: Cell, states: dict[str, str]) -> Outcome | None:
     return None
 
 
+class Progress:
+    """What :func:`run_experiment` says while it works: a line when a cell starts and
+    when it ends (its name, its place among the cells to run, its records and time),
+    through ``say``; and, with ``bar``, one progress bar across the cells on standard
+    error (tqdm: elapsed and estimated time left), weighted by each cell's estimated
+    records where every cell to run has one. A log file (standard error not a terminal)
+    gets the lines and no bar, so no escape code.
+
+    >>> from nlieval.experiments.spec import Resources
+    >>> c = Cell("b-a", "b", "run", "a", "m", (), Resources(), "e.yaml", 1, {}, (), records=12)
+    >>> p = Progress(print, bar=False); p.begin([c], done=["b-x"])
+    1 cell to run (12 records planned); 1 done already: b-x
+    >>> p.start(c)
+    cell 1/1 b-a: started (12 records planned)
+    >>> p.end(c, Outcome("b-a", "done", 1), 12, 3.25)
+    cell 1/1 b-a: done, 12 records in 3.2 s
+    """
+
+    def __init__(self, say: Callable[[str], None], *, bar: bool = True) -> None:
+        self.say = say
+        self.show_bar = bar
+        self._bar: Any = None
+        self._at: dict[str, int] = {}
+        self._weight: dict[str, int] = {}
+        self._total = 0
+
+    def begin(self, cells: Sequence[Cell], done: Sequence[str] = ()) -> None:
+        """The cells to run (in order) and the names of those done already."""
+        self._at = {c.name: i + 1 for i, c in enumerate(cells)}
+        self._total = len(cells)
+        known = all(c.records is not None for c in cells)
+        self._weight = {c.name: (c.records or 0) if known else 1 for c in cells}
+        planned = sum(c.records or 0 for c in cells)
+        counted = f" ({'' if known else 'at least '}{planned} records planned)" if planned else ""
+        cell = "cell" if len(cells) == 1 else "cells"
+        already = f"; {len(done)} done already: {', '.join(done)}" if done else ""
+        self.say(f"{len(cells)} {cell} to run{counted}{already}")
+        if self.show_bar and cells:
+            from tqdm import tqdm
+
+            unit = "record" if known and planned else "cell"
+            total = planned if known and planned else len(cells)
+            self._bar = tqdm(total=total, unit=unit, desc="experiment", dynamic_ncols=True)
+
+    def _where(self, cell: Cell) -> str:
+        return f"cell {self._at.get(cell.name, '?')}/{self._total} {cell.name}"
+
+    def _line(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.clear()
+        self.say(text)
+        if self._bar is not None:
+            self._bar.refresh()
+
+    def start(self, cell: Cell) -> None:
+        """A cell handed to its executor."""
+        planned = f" ({cell.records} records planned)" if cell.records is not None else ""
+        self._line(f"{self._where(cell)}: started{planned}")
+
+    def end(self, cell: Cell, outcome: Outcome, records: int, seconds: float) -> None:
+        """A cell's outcome, with the records its folder holds and the seconds it took."""
+        took = f"{records} records in {seconds:.1f} s"
+        if outcome.state == "done":
+            self._line(f"{self._where(cell)}: done, {took}")
+        else:
+            self._line(
+                f"{self._where(cell)}: {outcome.state} after {seconds:.1f} s: {outcome.error}"
+            )
+        if self._bar is not None:
+            self._bar.update(self._weight.get(cell.name, 1))
+
+    def close(self) -> None:
+        """The bar taken off the terminal."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
 def run_experiment(
     exp: Experiment,
     out: str | Path,
@@ -414,17 +508,56 @@ def run_experiment(
     executor: Executor | None = None,
     yes: bool = False,
     report: bool = True,
+    progress: Progress | None = None,
 ) -> Summary:
     """Run every cell of ``exp`` not done yet into ``out/cells`` and write ``out/report``.
 
     A cell done under its present configuration is skipped (no model is loaded); a cell
     whose configuration changed is given to its command again, whose folder resumes,
     grows or refuses (one line naming the cell). More than :data:`ASK_ABOVE` cells
-    need ``yes``.
+    need ``yes``. ``progress`` is told of each cell as it starts and ends
+    (:class:`Progress`); cells an executor runs together (``run_many``: GPU workers,
+    Slurm, Ray) start together.
     """
+    # One filter per handler: each place a warning goes to says it once.
+    filters = [(handler, _Once()) for handler in logging.getLogger().handlers]
+    for handler, once in filters:
+        handler.addFilter(once)
+    try:
+        return _run_experiment(exp, Path(out), executor, yes, report, progress)
+    finally:
+        for handler, once in filters:
+            handler.removeFilter(once)
+        if progress is not None:
+            progress.close()
+
+
+class _Once(logging.Filter):
+    """Each warning said once in a run of the cells: the plan's estimate and the cell's
+    run read the same items, and would each warn of the same label imbalance."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[str, int, str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, record.levelno, record.getMessage())
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+
+def _run_experiment(
+    exp: Experiment,
+    out: Path,
+    executor: Executor | None,
+    yes: bool,
+    report: bool,
+    progress: Progress | None,
+) -> Summary:
     from .report import REPORT, check_outputs, write_report
 
-    out = Path(out)
     cells = plan_cells(exp, estimate=False)
     check_outputs(exp)  # a bad output fails before any model work
     if len(cells) > ASK_ABOVE and not yes:
@@ -442,6 +575,10 @@ def run_experiment(
     done = {c.name for c in cells if is_done(out, c)}
     cells = with_estimates(cells, saved_estimates(out), skip=done)
     write_plan(out, exp, cells)
+    if progress is not None:
+        progress.begin(
+            [c for c in cells if c.name not in done], [c.name for c in cells if c.name in done]
+        )
     states: dict[str, str] = {}
     decided: dict[str, Outcome] = {}
     while True:
@@ -470,12 +607,7 @@ def run_experiment(
             make_folder(folder.parent, root=out)
             check_inside(folder, out)
             jobs.append(CellJob(cell, str(folder)))
-        many = getattr(executor, "run_many", None)
-        results = (
-            many(jobs, exp.retries, exp.backoff)
-            if many is not None
-            else [executor(job, exp.retries, exp.backoff) for job in jobs]
-        )
+        results = _run_wave(executor, jobs, exp, progress)
         for cell, outcome in zip(ready, results, strict=True):
             if outcome.state == "failed":
                 outcome = Outcome(
@@ -495,6 +627,39 @@ def run_experiment(
         done = {o.cell for o in outcomes if o.state == "done"}
         files = tuple(write_report(exp, cells, out, done))
     return Summary(tuple(outcomes), files)
+
+
+def _run_wave(
+    executor: Executor, jobs: Sequence[CellJob], exp: Experiment, progress: Progress | None
+) -> list[Outcome]:
+    # The ready cells: one after another where the executor runs them so (each said as
+    # it starts and ends), else handed over together (said together).
+    many = getattr(executor, "run_many", None)
+    one_by_one = many is None or (isinstance(executor, LocalExecutor) and len(executor.gpus) < 2)
+    out: list[Outcome] = []
+    if one_by_one:
+        for job in jobs:
+            if progress is not None:
+                progress.start(job.cell)
+            began = time.monotonic()
+            outcome = executor(job, exp.retries, exp.backoff)
+            _ended(progress, job, outcome, time.monotonic() - began)
+            out.append(outcome)
+        return out
+    assert many is not None
+    if progress is not None:
+        for job in jobs:
+            progress.start(job.cell)
+    began = time.monotonic()
+    results = many(jobs, exp.retries, exp.backoff)
+    for job, outcome in zip(jobs, results, strict=True):
+        _ended(progress, job, outcome, time.monotonic() - began)
+    return list(results)
+
+
+def _ended(progress: Progress | None, job: CellJob, outcome: Outcome, seconds: float) -> None:
+    if progress is not None:
+        progress.end(job.cell, outcome, _records(Path(job.folder)), seconds)
 
 
 # --------------------------------------------------------------------------- status

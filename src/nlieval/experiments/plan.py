@@ -467,6 +467,9 @@ def _cell(
         if checked and callable(to_dict):
             saved = to_dict()
             chosen.update({f: saved.get(f) for f in checked})
+    # Where the data is read from changes no number (contents, never paths): a cell
+    # planned with --data-dir is the cell planned without it.
+    chosen.pop("data_dir", None)
     given = json.loads(json.dumps(chosen, default=str))
     return Cell(
         name,
@@ -577,7 +580,7 @@ def format_plan(cells: Sequence[Cell]) -> str:
     >>> print(format_plan(plan_cells(exp, estimate=False)))
     b-a  records ?  words ?
       nlieval run --model smollm2-135m --task smoke --out DIR/cells/b-a
-    1 cells; records 0, prompt words 0 (of the cells estimated)
+    1 cells; records ?, prompt words ? (no cell estimated)
     """
     import shlex
 
@@ -587,9 +590,34 @@ def format_plan(cells: Sequence[Cell]) -> str:
         words = "?" if c.words is None else str(c.words)
         lines.append(f"{c.name}  records {records}  words {words}")
         lines.append("  " + shlex.join([*c.argv, "--out", f"DIR/cells/{c.name}"]))
+    lines.append(plan_total(cells))
+    return "\n".join(lines)
+
+
+def plan_total(cells: Sequence[Cell]) -> str:
+    """The totals of a plan: records and prompt words summed over the cells; a cell
+    that cannot be estimated (it reads another cell, or is not a run) is unknown, so
+    the sums are lower bounds, said as such, and none estimated is no number.
+
+    >>> from nlieval.experiments.spec import Resources
+    >>> c = Cell("b-a", "b", "run", "a", "m", (), Resources(), "e.yaml", 1, {}, ())
+    >>> plan_total([replace(c, records=12, words=300)] * 2)
+    '2 cells; records 24, prompt words 600'
+    >>> plan_total([replace(c, records=12, words=300), c])
+    '2 cells; records at least 12, prompt words at least 300 (1 cell not estimated)'
+    >>> plan_total([c])
+    '1 cells; records ?, prompt words ? (no cell estimated)'
+    """
+    unknown = sum(1 for c in cells if c.records is None)
     total_r = sum(c.records or 0 for c in cells)
     total_w = sum(c.words or 0 for c in cells)
-    lines.append(
-        f"{len(cells)} cells; records {total_r}, prompt words {total_w} (of the cells estimated)"
-    )
-    return "\n".join(lines)
+    head = f"{len(cells)} cells; records"
+    if cells and unknown == len(cells):
+        return f"{head} ?, prompt words ? (no cell estimated)"
+    if unknown:
+        cell = "cell" if unknown == 1 else "cells"
+        return (
+            f"{head} at least {total_r}, prompt words at least {total_w} "
+            f"({unknown} {cell} not estimated)"
+        )
+    return f"{head} {total_r}, prompt words {total_w}"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..backends import LoraSettings
-from ..data import ItemSelection
+from ..data import ItemSelection, task_at
 from ..ground import DataError, read_json
 from ..settings import positive_int, seed_list, setting
 
@@ -61,10 +61,11 @@ def parse_sources(text: str) -> tuple[Source, ...]:
             name, n = head, int(tail)
             if n < 1:
                 raise TrainError(f"--task {part!r}: a sample of {n} items")
-        name, at, split = name.partition("@")
-        if not name.strip() or (at and not split.strip()):
-            raise TrainError(f"--task {part!r}: NAME[@SPLIT][:N] expected")
-        out.append(Source(name.strip(), split.strip() or None, n))
+        try:
+            task, split = task_at(name)
+        except ValueError:
+            raise TrainError(f"--task {part!r}: NAME[@SPLIT][:N] expected") from None
+        out.append(Source(task, split, n))
     names = [(s.task, s.split) for s in out]
     if len(set(names)) != len(names):
         raise TrainError(f"--task {text!r} names one source twice")

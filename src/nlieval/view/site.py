@@ -35,7 +35,7 @@ from ..analyses import (
     item_listing,
     write_plots,
 )
-from ..ground import atomic_write, check_inside, make_folder
+from ..ground import DataError, atomic_write, check_inside, make_folder
 from ..metrics import METRICS
 from ..plotting import series_name
 from ..reports import (
@@ -64,6 +64,8 @@ CHAOS_VALUES = ("acc_original", "acc_majority", "js_distance", "kl")
 #: no script an SVG might hold).
 FIGURES = "figures"
 _SKIP_FIELDS = frozenset({"human_counts", "majority_label"})
+#: The most values a field of the items may have to be offered as a drop-down filter.
+MAX_CHOICES = 20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,28 +106,88 @@ def script_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+#: Where an experiment's output folder keeps its cells' run folders (``DIR/cells/NAME``).
+CELLS = "cells"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The run folders of a site (``folders``, each with its records in ``held``) and
+    the folders given that it cannot show (``skipped``: each ``{"folder", "reason"}``)."""
+
+    folders: list[str]
+    held: list[list[Record]]
+    skipped: list[dict[str, str]]
+
+
+def _inner(folder: Path) -> list[Path]:
+    # The run folders one level down (a folder of run folders) and, for an experiment's
+    # output folder, those of its cells (DIR/cells/NAME), each in name order.
+    out: list[Path] = []
+    for at in (folder, folder / CELLS):
+        if at.is_dir() and not at.is_symlink():
+            out += sorted(p for p in at.iterdir() if p.is_dir() and RunFolder(p).exists())
+    return out
+
+
+def shown_folders(folders: Sequence[str | Path]) -> Shown:
+    """The run folders of ``folders``: a run folder of any command (run, import, train,
+    instruct) as itself; any other folder replaced by the run folders in it, one level
+    down, and an experiment's cells (``DIR/cells/NAME``), in name order. Each is read
+    once; one that cannot be shown (no records yet, unreadable records, no run folder
+    in it) is skipped with its reason, so that the rest of the site is built.
+
+    >>> shown = shown_folders([run_dir]); shown.folders, shown.skipped[0]["reason"]
+    ([], 'no run folder, and holds none (nor cells/NAME of an experiment)')
+    """
+    out = Shown([], [], [])
+
+    def skip(folder: str | Path, reason: str) -> None:
+        out.skipped.append({"folder": str(folder), "reason": reason})
+
+    for folder in folders:
+        path = Path(folder)
+        if not path.is_dir():
+            skip(folder, "no such folder")
+            continue
+        if RunFolder(path).exists():
+            candidates = [path]
+        else:
+            candidates = _inner(path)
+            if not candidates:
+                skip(folder, "no run folder, and holds none (nor cells/NAME of an experiment)")
+                continue
+        for run in candidates:
+            name = str(folder) if run == path else str(run)
+            try:
+                records = RunFolder(run).records()
+            except (RunError, DataError) as err:
+                skip(name, f"its records cannot be read: {err}")
+                continue
+            if not records:
+                skip(name, "its run wrote no record (yet)")
+                continue
+            out.folders.append(name)
+            out.held.append(records)
+    return out
+
+
 def run_folders(folders: Sequence[str | Path]) -> list[str]:
-    """``folders`` with each folder that is no run folder replaced by the run folders in
-    it (an experiment's output folder), in name order; one with none is a RunError.
+    """The run folders of ``folders`` that the site shows (:func:`shown_folders`); none
+    at all is a RunError that names each folder and why.
 
     >>> run_folders([run_dir])
     Traceback (most recent call last):
-    nlieval.ground.errors.FolderError: ... is no run folder and holds none
+    nlieval.ground.errors.FolderError: nothing to show: ... no run folder, and holds none ...
     """
-    out: list[str] = []
-    for folder in folders:
-        if RunFolder(folder).exists():
-            out.append(str(folder))
-            continue
-        inner = (
-            sorted(str(p) for p in Path(folder).iterdir() if p.is_dir() and RunFolder(p).exists())
-            if Path(folder).is_dir()
-            else []
-        )
-        if not inner:
-            raise RunError(f"{folder} is no run folder and holds none")
-        out += inner
-    return out
+    return _some(shown_folders(folders)).folders
+
+
+def _some(shown: Shown) -> Shown:
+    if not shown.folders:
+        said = "; ".join(f"{s['folder']}: {s['reason']}" for s in shown.skipped)
+        raise RunError(f"nothing to show: {said}")
+    return shown
 
 
 def _name_flags(names: Sequence[tuple[str, str]]) -> list[str]:
@@ -135,10 +197,12 @@ def _name_flags(names: Sequence[tuple[str, str]]) -> list[str]:
 
 def _grid_table(cfg: GridConfig, title: str, held: Sequence[Sequence[Record]]) -> dict[str, Any]:
     # The cells as text, as `nlieval grid` prints them, from the one Grid.
-    text = grid_text(grid_of(cfg, held))
+    grid = grid_of(cfg, held)
+    text = grid_text(grid)
     command = ["nlieval", "grid", *cfg.runs, *_name_flags(cfg.name or ())]
     command += ["--rows", ",".join(cfg.rows), "--metrics", ",".join(cfg.metrics)]
     command += ["--ci", str(cfg.ci)] if cfg.ci is not None else []
+    command += ["--allow-mixed"] if any(c.mixed for c in grid.cells) else []
     return {"title": title, "runs": list(cfg.runs), "command": shlex.join(command),
             "header": list(text.header), "rows": [list(r) for r in text.rows],
             "notes": list(text.notes)}  # fmt: skip
@@ -198,6 +262,7 @@ def site_data(
     chunk: int = CHUNK,
     ci: float | None = None,
     held: Sequence[Sequence[Record]] | None = None,
+    skipped: Sequence[Mapping[str, str]] = (),
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The data of the pages: ``meta`` (the overview of each run folder, the results
     grids, the :class:`~nlieval.analyses.Grid` of :func:`nlieval.reports.grid_of` as
@@ -210,7 +275,8 @@ def site_data(
     ``meta`` also holds the confusion page (``sci``) and the meta-inference page
     (``infer``) of :mod:`nlieval.view.sci`, None and empty without such folders.
     ``held``: the records of each run folder of ``folders`` as already read (else read
-    here, once).
+    here, once, by :func:`shown_folders`, which also gives ``skipped``: the folders
+    given that the site cannot show, each with its reason, listed on the overview).
 
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0),
@@ -219,13 +285,29 @@ def site_data(
     >>> meta["items"]["count"], meta["items"]["flags"], chunks[0]["rows"][0]["models"][0]["pred"]
     (1, [6], 'b')
     """
-    folders = run_folders(folders)
     if held is None:
-        held = [RunFolder(f).records() for f in folders]
-    records, items = listing_inputs(folders, data_dir=data_dir, names=names, held=held)
+        found = _some(shown_folders(folders))
+        runs, held, skipped = found.folders, found.held, [*skipped, *found.skipped]
+    else:
+        runs = [str(f) for f in folders]
+    folders = runs
+    unread: dict[str, str] = {}
+    try:
+        records, items = listing_inputs(folders, data_dir=data_dir, names=names, held=held)
+    except DataError:
+        # A task whose data is not here: its folder's rows show labels without texts
+        # (said on the page), the other folders' texts are joined as ever.
+        records = flat(read_named(folders, names, poolable=False, held=held))
+        items = {}
+        for folder, own in zip(folders, held, strict=True):
+            try:
+                items.update(listing_inputs([folder], data_dir=data_dir, held=[own])[1])
+            except DataError as err:
+                unread[folder] = str(err)
     if not records:
         raise RunError(f"no records in {', '.join(map(str, folders))}")
     rows = item_listing(records, items)
+    textless = _textless(folders, held, items, unread)
     models = sorted({m for r in rows for m in r["predictions"]})
     joined: dict[tuple[str, int, int, str], dict[str, Record]] = defaultdict(dict)
     for r in records:
@@ -235,19 +317,24 @@ def site_data(
     def item_of(row: Mapping[str, Any]) -> Item | None:
         return items.get(row["task"], {}).get(row["id"])
 
-    fields = sorted({
-        key for row in rows if (it := item_of(row)) is not None
-        for key, v in it.meta.items()
-        # Fields to filter by are categories (heuristic, genre, round): not a number
-        # that takes a value per item.
-        if key not in _SKIP_FIELDS and isinstance(v, (str, int, bool))
-    })  # fmt: skip
+    seen: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        if (it := item_of(row)) is not None:
+            for key, v in it.meta.items():
+                # Fields to filter by are categories (heuristic, genre, round): not a
+                # number that takes a value per item.
+                if key not in _SKIP_FIELDS and isinstance(v, (str, int, bool)):
+                    seen[key].add(str(v))
+    # A field of few values is a drop-down; one of many (ANLI's free-text reason) is
+    # text: searched, and shown in the item, never a list of every value.
+    fields = sorted(f for f, values in seen.items() if len(values) <= MAX_CHOICES)
+    text_fields = sorted(f for f in seen if f not in fields)
     index: dict[str, Any] = {
         "count": len(rows), "models": models, "filters": list(FILTERS), "fields": fields,
         "chunk": chunk, "task": [], "id": [], "k": [], "seed": [], "gold": [], "majority": [],
         "entropy": [], "wrong": [], "flags": [], "preds": {m: [] for m in models},
         "model_entropy": {m: [] for m in models}, "js": {m: [] for m in models},
-        "values": {f: [] for f in fields},
+        "values": {f: [] for f in fields}, "textless": textless, "text_fields": text_fields,
     }  # fmt: skip
     chunks: list[dict[str, Any]] = []
     # Each model's record of each row, their entropies and divergences in one call.
@@ -282,6 +369,8 @@ def site_data(
             "premise": row["premise"], "hypothesis": row["hypothesis"],
             "choices": list(item.choices) if item is not None else [],
             "human": row["human"],
+            "texts": {f: str(item.meta[f]) for f in text_fields
+                      if item is not None and item.meta.get(f) is not None},
             "models": [{"name": m, **d} for (m, _r), d in zip(recs, details, strict=True)],
         })  # fmt: skip
     overview = [_overview(folder, recs) for folder, recs in zip(folders, held, strict=True)]
@@ -293,8 +382,12 @@ def site_data(
     if len({r.k for r in records}) > 1:
         index_keys.append("k")
     rows_of = tuple(index_keys)
-    runs = tuple(folders)
-    accuracy = GridConfig(runs=runs, rows=rows_of, ci=ci, name=tuple(names) or None)
+    every_run = tuple(folders)
+    # Folders scored on different items are shown side by side, each cell with its n and
+    # those on other items marked, as `nlieval grid --allow-mixed` prints them.
+    accuracy = GridConfig(
+        runs=every_run, rows=rows_of, ci=ci, name=tuple(names) or None, allow_mixed=True
+    )
     grids = [_grid_table(accuracy, "accuracy", held)]
     # The ChaosNLI grid over the folders that hold ChaosNLI records (as `nlieval grid
     # --metrics acc_original,...` of those folders; the others would stop it).
@@ -303,16 +396,46 @@ def site_data(
         chaos = tuple(folders[i] for i in chaos_at)
         values = tuple(v for v in CHAOS_VALUES if v in METRICS)
         named = tuple(_names_of(chaos, folders, names)) or None
-        g = GridConfig(runs=chaos, rows=rows_of, metrics=values, name=named)
+        g = GridConfig(runs=chaos, rows=rows_of, metrics=values, name=named, allow_mixed=True)
         grids.append(_grid_table(g, "ChaosNLI", [held[i] for i in chaos_at]))
     meta = {
         "runs": overview,
+        "skipped": [dict(s) for s in skipped],
         "grids": grids,
         "items": index,
         "sci": sci_page(folders, held),
         "infer": infer_page(folders, data_dir, held),
     }
     return meta, chunks
+
+
+def _textless(
+    folders: Sequence[str],
+    held: Sequence[Sequence[Record]],
+    items: Mapping[str, Any],
+    unread: Mapping[str, str] = {},  # noqa: B006 - read only
+) -> list[str]:
+    """One line per folder whose records are of a task with no texts to join (labels
+    without texts), saying why: its ``config.json`` names no task (an import made before
+    imports recorded theirs), its tasks' data could not be read (``unread``: the error),
+    or the task's items lack the records' ids."""
+    out = []
+    for folder, recs in zip(folders, held, strict=True):
+        tasks = sorted({r.task for r in recs if not items.get(r.task)})
+        if not tasks:
+            continue
+        cfg = RunFolder(folder).read_config() or {}
+        if folder in unread:
+            why = unread[folder]
+        elif not cfg.get("tasks") and not isinstance(cfg.get("task"), str):
+            why = (
+                "its config.json names no task (an import made before imports recorded "
+                "their tasks): import its files again to join them"
+            )
+        else:
+            why = "its tasks' data has no such items here (give --data-dir)"
+        out.append(f"{folder} holds labels without texts for {', '.join(tasks)}: {why}")
+    return out
 
 
 def _chaos_at(held: Sequence[Sequence[Record]]) -> list[int]:
@@ -441,10 +564,12 @@ def build_site(cfg: ViewConfig) -> Path:
     >>> sorted(p.name for p in (site / "figures").iterdir())
     ['accuracy_vs_shots.svg']
     """
-    folders = run_folders(cfg.runs)
-    held = [RunFolder(f).records() for f in folders]
+    shown = _some(shown_folders(cfg.runs))
+    folders, held = shown.folders, shown.held
     names = cfg.name or ()
-    meta, chunks = site_data(folders, data_dir=cfg.data_dir, names=names, ci=cfg.ci, held=held)
+    meta, chunks = site_data(
+        folders, data_dir=cfg.data_dir, names=names, ci=cfg.ci, held=held, skipped=shown.skipped
+    )
     out = Path(cfg.out)
     if out.exists():
         if not out.is_dir():

@@ -121,6 +121,13 @@
                            run.provenance.map(function (p) { return JSON.stringify(p, null, 2); }).join("\n")));
       page.appendChild(box);
     });
+    var skipped = META.skipped || [];
+    if (skipped.length) {
+      page.appendChild(el("h2", skipped.length + " folder" + (skipped.length === 1 ? "" : "s") + " not shown"));
+      var list = el("ul", null, "skipped");
+      skipped.forEach(function (s) { list.appendChild(el("li", s.folder + ": " + s.reason)); });
+      page.appendChild(list);
+    }
   }
 
   function cellValue(text) {
@@ -216,6 +223,9 @@
   function setupItems() {
     var ix = META.items;
     $("item-total").textContent = String(ix.count);
+    (ix.textless || []).forEach(function (line) {
+      $("page-items").insertBefore(el("p", line, "note textless"), $("item-controls"));
+    });
     var filters = $("item-filters");
     ix.filters.forEach(function (f) {
       var label = el("label");
@@ -292,7 +302,9 @@
       if (!ok) continue;
       if (q) {
         var d = detail(i);
-        var text = [ix.id[i], d.premise, d.hypothesis].concat(d.choices).join("\n").toLowerCase();
+        var texts = d.texts || {};
+        var text = [ix.id[i], d.premise, d.hypothesis].concat(d.choices)
+          .concat(Object.keys(texts).map(function (f) { return texts[f]; })).join("\n").toLowerCase();
         if (text.indexOf(q) < 0) continue;
       }
       out.push(i);
@@ -368,7 +380,10 @@
       var d = detail(i), tr = el("tr");
       tr.dataset.index = String(i);
       [ix.id[i], ix.task[i], ix.k[i], ix.seed[i], d.premise, d.hypothesis, ix.gold[i],
-       ix.majority[i]].forEach(function (v) { tr.appendChild(el("td", v === null ? "–" : v)); });
+       ix.majority[i]].forEach(function (v, at) {
+        // The two texts wrap at a readable width; the short cells do not wrap at all.
+        tr.appendChild(el("td", v === null ? "–" : v, at === 4 || at === 5 ? "text" : "short"));
+      });
       var humans = el("td");
       if (d.human) {
         var labs = Object.keys(d.human), counts = labs.map(function (l) { return d.human[l]; });
@@ -407,6 +422,7 @@
       pairs.push(["human entropy (bits)", num(ix.entropy[i])]);
     }
     ix.fields.forEach(function (f) { if (ix.values[f][i] !== null) pairs.push([f, ix.values[f][i]]); });
+    Object.keys(d.texts || {}).forEach(function (f) { pairs.push([f, d.texts[f]]); });
     box.appendChild(dl(pairs));
     d.models.forEach(function (rec) {
       var part = el("article", null, "model");
