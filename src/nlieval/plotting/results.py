@@ -9,7 +9,8 @@ its path. Every function draws under the package style (:func:`~.canvas.styled`)
 ``names``: the series names of every figure of the call, so that a model keeps its colour
 and marker in each (:func:`~.canvas.styles`).
 
-Reference lines are the quantity of their axis: chance accuracy on an accuracy axis, the
+Reference lines are the quantity of their axis: the random baseline 1/K on an accuracy
+axis (labelled so: :func:`chance_line`), the
 uniform guess's gold NLL (ln of the number of options) on an NLL axis, the uniform and human
 JS distances on a JS axis, and each reference system at the axis' metric
 (:func:`reference_levels`).
@@ -22,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..metrics import METRICS
+from ..metrics import METRICS, chance_label
 from .canvas import (
     FigurePaths,
     grid,
@@ -161,7 +162,7 @@ def plot_accuracy_vs_shots(
                 label=name,
                 **palette[name],
             )
-        ax.axhline(rows[0]["chance"], ls="--", color="grey", label="chance", zorder=0)
+        chance_line(ax, rows[0])
         _reference_lines(ax, str(task), baselines)
         ax.set_xticks(sorted({int(r["k"]) for r in rows}))
         ax.set(title=str(task), xlabel="shots (k)", ylabel="accuracy", ylim=(0, 1))
@@ -417,8 +418,7 @@ def plot_accuracy_vs_size(
             for x, r in pts:
                 ax.errorbar([x], [r["accuracy"]], yerr=[r.get("accuracy_std", 0.0)],
                             color=color, marker=markers[series_name(r)]["marker"])  # fmt: skip
-        if task_rows[0].get("chance") is not None:
-            ax.axhline(task_rows[0]["chance"], ls="--", color="grey", label="chance", zorder=0)
+        chance_line(ax, task_rows[0])
         _reference_lines(ax, str(task), baselines)
         ax.set_xscale("log")
         xs = [sizes[str(r["model"])] for r in task_rows]
@@ -440,6 +440,31 @@ def plot_accuracy_vs_size(
     return save(fig, path)
 
 
+def random_baseline(row: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The random baseline of a row's task, 1/K for its K options, and its label; None
+    when the row names neither its options (``labels``, ``n_labels``) nor a ``chance``.
+    The row's ``chance`` is read only when it names no options (an older row).
+
+    >>> random_baseline({"labels": ["e", "n", "c"], "chance": 1.0})
+    ('random (1/3)', 0.3333333333333333)
+    """
+    k = len(row["labels"]) if row.get("labels") else row.get("n_labels")
+    if k:
+        return chance_label(int(k)), 1.0 / int(k)
+    if row.get("chance"):
+        k = round(1.0 / float(row["chance"]))
+        return chance_label(k), 1.0 / k
+    return None
+
+
+def chance_line(ax: Any, row: Mapping[str, Any]) -> None:
+    """Draw the random baseline of ``row``'s task (:func:`random_baseline`) dashed on an
+    accuracy axis, labelled "random (1/K)"; nothing when the row has none."""
+    level = random_baseline(row)
+    if level is not None:
+        ax.axhline(level[1], ls="--", color="grey", label=level[0], zorder=0)
+
+
 #: Metrics :func:`plot_dynamics` can follow: those of :data:`nlieval.metrics.METRICS` with an
 #: axis title.
 DYNAMICS_METRICS = tuple(m.name for m in METRICS.values() if m.axis)
@@ -454,8 +479,9 @@ def _axis_levels(rows: Sequence[Row], metric: str) -> dict[str, float]:
     {'uniform guess (ln 3)': 1.0986122886681098}
     """
     r = rows[0]
-    if metric == "accuracy" and r.get("chance") is not None:
-        return {"chance": float(r["chance"])}
+    if metric == "accuracy":
+        level = random_baseline(r)
+        return {} if level is None else {level[0]: level[1]}
     if metric == "gold_nll":
         n = len(r["labels"]) if r.get("labels") else r.get("n_labels")
         return {f"uniform guess (ln {n})": math.log(n)} if n else {}
@@ -578,8 +604,7 @@ def plot_run_dynamics(
         x = range(len(r["checkpoints"]))
         acc, nll = axes[0][i], axes[1][i]
         acc.plot(x, r["accuracy"], marker="o", label="model")
-        if r.get("chance") is not None:
-            acc.axhline(r["chance"], ls="--", color="grey", label="chance", zorder=0)
+        chance_line(acc, r)
         acc.set_title(f"{r['task']} k={r['k']}  tau={r['tau_accuracy']:.2f}")
         acc.set(ylabel="accuracy", ylim=(0, 1))
         nll.plot(x, r["gold_nll"], marker="o", color="tab:red", label="model")

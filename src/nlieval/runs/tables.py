@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..ground import markdown_table
-from ..metrics import METRICS, metrics
+from ..metrics import CHANCE_HEAD, MAJORITY_LABEL, METRICS, UNDEFINED_NOTE, metrics
 from .schema import Results
 
 
@@ -34,9 +34,10 @@ def metrics_table(
     """A Markdown table, one line per (model, checkpoint, task, k).
 
     ``timing`` maps a model name to its run folder's ``timing.json`` (seconds and items
-    per sweep point); with it the table adds the scoring rate and wall time. ``chance``
-    is of the items scored (:func:`nlieval.metrics.point_metrics`), and their gold labels
-    are counted beside the predicted labels' shares.
+    per sweep point); with it the table adds the scoring rate and wall time. The random
+    baseline is the task's 1/K (:func:`nlieval.metrics.point_metrics`), and the scored
+    items' gold labels are counted beside the predicted labels' shares. A metric
+    undefined on the items is n/a, said in a note under the table.
 
     >>> from nlieval.metrics import summarize
     >>> from nlieval.types import Record
@@ -60,7 +61,7 @@ def metrics_table(
         ]
 
     shown = metrics(source="records")
-    head = ["seeds", *(m.label for m in shown), "chance", "predicted labels", "gold labels"]
+    head = ["seeds", *(m.label for m in shown), CHANCE_HEAD, "predicted labels", "gold labels"]
     return _row_table(rows, timing, head, cells)
 
 
@@ -92,7 +93,7 @@ def instruct_table(
 
     # The instruct papers' columns: macro F1 first.
     shown = [METRICS["macro_f1"], METRICS["accuracy"]]
-    head = ["runs", *(m.label for m in shown), "unparsed/run", "chance", "majority"]
+    head = ["runs", *(m.label for m in shown), "unparsed/run", CHANCE_HEAD, MAJORITY_LABEL]
     return _row_table(rows, timing, head, cells)
 
 
@@ -123,7 +124,10 @@ def _row_table(
         if timing:
             line.extend(_rate(timing, r))
         body.append(line)
-    return "\n".join(markdown_table(names, body))
+    lines = markdown_table(names, body)
+    if any(cell == "n/a" for line in body for cell in line):
+        lines += ["", UNDEFINED_NOTE]
+    return "\n".join(lines)
 
 
 def _rate(timing: Mapping[str, Mapping[str, Any]], row: Mapping[str, Any]) -> list[str]:
