@@ -87,8 +87,8 @@ def report(
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
     ...                            (-0.1, -2.0), (0.87, 0.13), "entailment", "neutral")])
-    >>> print(report([run_dir]).splitlines()[-1])  # wrong: accuracy 0, gold NLL 2
-    | m | t | 0 | 1 | 1 | 0.000 | 0.000 | 2.000 | 1.000 | E 100% N 0% | E 0 N 1 |
+    >>> print(report([run_dir]).splitlines()[2])  # wrong: accuracy 0, gold NLL 2
+    | m | t | 0 | 1 | 1 | 0.000 | n/a | 2.000 | 0.500 | E 100% N 0% | E 0 N 1 |
     >>> sorted(p.name for p in Path(run_dir).iterdir())  # with ``write``
     ['provenance.jsonl', 'records.jsonl', 'results.json', 'summary.md']
     """
@@ -201,7 +201,7 @@ def grid_report(
     >>> RunFolder(a).append([rec("m1", "neutral")]); RunFolder(b).append([rec("m2", "entailment")])
     >>> g = grid_report([a, b], reference=b)
     >>> [(c.row[0], c.mean) for c in g.cells]
-    [('m1', 1.0), ('m2', 0.0), ('m1 - m2', 1.0), ('Average', 0.5)]
+    [('m1', 1.0), ('m2', 0.0), ('m1 - m2', 1.0), ('mean of 2 models', 0.5)]
     """
     paths = list(folders)
     resolved = [Path(p).resolve() for p in paths]
@@ -704,7 +704,7 @@ class _GridLayout(NamedRuns):
         "none",
         metavar="KEY=VALUE",
     )
-    no_average: bool = setting(False, help="no Average row")
+    no_average: bool = setting(False, help="no Average row (the mean of the models)")
     no_overall: bool = setting(
         False,
         help="no Overall row or column for an item field (Overall: all items pooled and "
