@@ -26,6 +26,7 @@ from typing import Any
 from ..metrics import METRICS, chance_label
 from .canvas import (
     FigurePaths,
+    display_name,
     grid,
     legend,
     panels,
@@ -36,6 +37,7 @@ from .canvas import (
     styled,
     styles,
 )
+from .canvas import palette as canvas_palette
 
 Row = Mapping[str, Any]
 ACC_STYLES = (
@@ -104,7 +106,7 @@ def _has_spread(rows: Iterable[Row], metric: str) -> bool:
 def _palette(names: Iterable[str] | None, rows: Iterable[Row]) -> dict[str, dict[str, Any]]:
     # The call's names when given (every figure of a call the same styles), else this
     # figure's own.
-    return styles([*(names or ()), *(series_name(r) for r in rows)])
+    return canvas_palette(names, (series_name(r) for r in rows))
 
 
 def _by(rows: Iterable[Row], key: str) -> dict[Any, list[Row]]:
@@ -529,12 +531,19 @@ def plot_dynamics(
     if not rows:
         raise ValueError(f"no checkpoint rows with {metric} and a position on the x axis")
     tasks = _by(rows, "task")
-    short = short_names(str(r["model"]) for r in rows)
+    # The call's models (raw, or as figures name them: display_name) and the rows' models
+    # under one set of short names, the call's first in the styles: a model keeps the
+    # look every other figure of the call gives it.
+    drawn = {str(r["model"]) for r in rows}
+    seen = {display_name(m) for m in drawn}
+    called = [n for n in names or () if n in drawn or display_name(n) not in seen]
+    short = short_names([*called, *drawn])
+    short.update({n: display_name(n) for n in names or () if n not in short})
 
     def label(r: Row) -> str:
         return f"{short[str(r['model'])]} k={r['k']}"
 
-    by_model = styles([*(names or ()), *short.values()])
+    by_model = styles({short[n] for n in names or ()}, short.values())
     shades = _k_shades((short[str(r["model"])], r["k"]) for r in rows)
     palette: dict[str, dict[str, Any]] = {
         label(r): {**by_model[short[str(r["model"])]],

@@ -18,8 +18,8 @@ from .canvas import (
     series_name,
     std_note,
     styled,
-    styles,
 )
+from .canvas import palette as canvas_palette
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -71,7 +71,7 @@ def epg_figure(
     ['t=0–0.1', 't=0.2']
     """
     tasks = sorted({r["task"] for r in rows}) or [""]
-    palette = styles([*(names or ()), *(series_name(r) for r in rows)])
+    palette = canvas_palette(names, (series_name(r) for r in rows))
     fig = grid(len(tasks), size=(4.8, 3.8), width=width)
     axes = panels(fig, len(tasks))
     # A model's lines share its colour and marker; its k tells them apart by dash.
