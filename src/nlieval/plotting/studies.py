@@ -228,7 +228,8 @@ def plot_confusion(
 
     counts = np.asarray(row["confusion"], dtype=float)[:, :ncol]
     totals = counts.sum(axis=1, keepdims=True)
-    shares = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
+    # A gold row without items has no shares (0/0): its cells are blank ("–"), not 0%.
+    shares = np.divide(counts, totals, out=np.full_like(counts, np.nan), where=totals > 0)
     cols = row["confusion_columns"][:ncol]
     labels = row["labels"]
     # Side by side in the text width; one above the other in a column, where two panels
@@ -243,7 +244,8 @@ def plot_confusion(
         (axes[1], shares, "share of gold row", "{:.0%}"),
     )
     for ax, values, title, fmt in panels:
-        top = values.max() if values.size and values.max() > 0 else 1.0
+        top = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
+        top = top if top > 0 else 1.0
         ax.imshow(values, cmap="Blues", vmin=0, vmax=top, aspect="auto")
         for i in range(values.shape[0]):
             for j in range(values.shape[1]):
@@ -251,7 +253,7 @@ def plot_confusion(
                 ax.text(
                     j,
                     i,
-                    fmt.format(values[i, j]),
+                    "–" if np.isnan(values[i, j]) else fmt.format(values[i, j]),
                     ha="center",
                     va="center",
                     fontsize=7,
@@ -268,6 +270,15 @@ def plot_confusion(
     runs = f"{row['runs']} runs summed" if row["runs"] > 1 else "1 run"
     fig.suptitle(
         f"{series_name(row)} · {row['task']} · k={row['k']}\n"
-        f"n={row['n']} · {runs} · macro F1 {row['macro_f1']:.3f}",
+        f"n={row['n']} · {runs} · macro F1 {_score(row['macro_f1'])}",
     )
     return save(fig, path)
+
+
+def _score(value: float | None) -> str:
+    """A score as the figure prints it: n/a where it is undefined on the items (NaN).
+
+    >>> _score(0.5), _score(float("nan"))
+    ('0.500', 'n/a')
+    """
+    return "n/a" if value is None or value != value else f"{value:.3f}"
