@@ -256,7 +256,7 @@ def test_run_dynamics_has_random_chance_uniform_and_checkpoint_curves_named_by_c
     levels = {ax.get_ylabel(): _hlines_of(ax) for ax in curves.axes}
     assert levels["accuracy"]["random (1/3)"] == pytest.approx(1 / 3)
     assert not [name for name in levels["accuracy"] if "chance" in name]
-    assert levels["mean NLL of gold option"]["uniform guess (ln 3)"] == pytest.approx(math.log(3))
+    assert levels["mean gold NLL"]["uniform guess (ln 3)"] == pytest.approx(math.log(3))
     assert "uniform" in levels["JS distance to human labels"]
     assert curves.axes[-1].get_xlabel() == "checkpoint (in training order)"
     labels = [t.get_text() for t in bins.legends[0].get_texts()]

@@ -362,7 +362,8 @@ def plot_divergence(
             top = max([*heights, *(v + e for v, e in zip(values, errors, strict=True))])
             ax.set_ylim(0, top * 1.15 if math.isfinite(top) and top > 0 else 1)
             ax.set(ylabel=title, title=str(task) if metric == DIVERGENCE_PANELS[0][0] else "")
-        cells[-1, col].set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+        # Slanted, neighbouring model names ran into each other; upwards they cannot.
+        cells[-1, col].set_xticks(range(len(labels)), labels, rotation=90)
         # Bars of one width in every column, however many systems a task has.
         cells[-1, col].set_xlim(-0.6, max(widest, 2) - 0.4)
     spread = any(_has_spread(rows, m) for m, _ in DIVERGENCE_PANELS)
@@ -566,14 +567,26 @@ def plot_dynamics(
             ax.axhline(level, ls="--" if i == 0 else (0, (4, 2)), lw=1,
                        color="grey" if i == 0 else "0.15", label=ref, zorder=0)  # fmt: skip
         _reference_lines(ax, str(task), lines)
-        if min(position[str(r["checkpoint"])] for r in task_rows) > 0:
-            ax.set_xscale("log")
+        xs = [position[str(r["checkpoint"])] for r in task_rows]
+        if min(xs) > 0:
+            _decades(ax, xs)
         ax.set(title=str(task), xlabel=axis, ylabel=METRICS[metric].axis)
         # Accuracy on 0-1, as accuracy vs shots draws it: a change of one item in a hundred
         # is not stretched over the whole panel.
         ax.set_ylim(*((0, 1) if metric == "accuracy" else (0, None)))
     legend(fig, axes, [std_note()] if _has_spread(rows, metric) else [])
     return save(fig, path)
+
+
+def _decades(ax: Any, xs: Sequence[float]) -> None:
+    """A log x axis over whole decades around ``xs``, labelled at the decades only: a
+    series within a decade or two otherwise got a label at every minor tick (2.4e11,
+    2.5e11, ...), each running into the next."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xscale("log")
+    ax.set_xlim(10 ** math.floor(math.log10(min(xs))), 10 ** math.ceil(math.log10(max(xs) * 1.01)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _short(names: Sequence[str]) -> list[str]:
@@ -584,6 +597,21 @@ def _short(names: Sequence[str]) -> list[str]:
     """
     tails = [Path(n).name or n for n in names]
     return tails if len(set(tails)) == len(tails) else list(names)
+
+
+#: Points along a panel's x axis that :func:`plot_run_dynamics` gives each upward label.
+TICK_ROOM = 16.0
+
+
+def _spread(n: int, most: int) -> list[int]:
+    """At most ``most`` of the positions 0..n-1, every so many from the first (one step
+    between any two, so none crowd).
+
+    >>> _spread(5, 8), _spread(12, 4)
+    ([0, 1, 2, 3, 4], [0, 3, 6, 9])
+    """
+    step = max(1, -(-n // most))
+    return list(range(0, n, step))
 
 
 @styled
@@ -609,24 +637,26 @@ def plot_run_dynamics(
     n_rows = 3 if any("js_distance" in r for r in rows) else 2
     fig = grid(n, n_rows, size=(4.0, 2.6), width=width)
     axes = fig.subplots(n_rows, n, squeeze=False, sharex="col")
+    every: list[Any] = []
     for i, r in enumerate(rows):
         x = range(len(r["checkpoints"]))
         acc, nll = axes[0][i], axes[1][i]
-        acc.plot(x, r["accuracy"], marker="o", label="model")
+        acc.plot(x, r["accuracy"], marker="o", label="accuracy")
         chance_line(acc, r)
         acc.set_title(f"{r['task']} k={r['k']}  tau={r['tau_accuracy']:.2f}")
         acc.set(ylabel="accuracy", ylim=(0, 1))
-        nll.plot(x, r["gold_nll"], marker="o", color="tab:red", label="model")
+        nll.plot(x, r["gold_nll"], marker="o", color="tab:red", label="gold NLL")
         if r.get("n_labels"):
             nll.axhline(math.log(r["n_labels"]), ls="--", color="grey",
                         label=f"uniform guess (ln {r['n_labels']})", zorder=0)  # fmt: skip
         nll.set_title(f"gold NLL  tau(-NLL)={r['tau_nll']:.2f}")
-        nll.set(ylabel="mean NLL of gold option", ylim=(0, None))
+        # Short: a column-wide panel is lower than "mean NLL of gold option" is long.
+        nll.set(ylabel="mean gold NLL", ylim=(0, None))
         shown = [acc, nll]
         if n_rows == 3:
             ax = axes[2][i]
             if "js_distance" in r:
-                ax.plot(x, r["js_distance"], marker="o", color="tab:purple", label="model")
+                ax.plot(x, r["js_distance"], marker="o", color="tab:purple", label="JS distance")
                 ax.axhline(r["uniform"]["js_distance"], ls="--", color="grey", label="uniform")
                 ax.axhline(
                     r["human"]["js_distance"], ls=":", color="black", label=r["human"]["label"]
@@ -637,12 +667,19 @@ def plot_run_dynamics(
                 shown.append(ax)
             else:
                 ax.set_axis_off()
-        for ax in shown:
-            ax.legend(loc="best")
+        every += shown
         bottom = shown[-1]
-        bottom.set_xticks(list(x))
-        bottom.set_xticklabels(_short(r["checkpoints"]), rotation=45, ha="right")
+        # Upwards, every so many checkpoints from the first, as many as the panel's width
+        # holds (a line of 7-pt text each, with room between): a label per checkpoint of
+        # a long series ran into its neighbours.
+        inches = bottom.get_position().width * fig.get_figwidth()
+        shown_at = _spread(len(r["checkpoints"]), max(2, int(inches * 72 / TICK_ROOM)))
+        bottom.set_xticks(shown_at, [_short(r["checkpoints"])[j] for j in shown_at],
+                          rotation=90)  # fmt: skip
         bottom.set_xlabel("checkpoint (in training order)")
+    # One legend below the panels: each panel's own, inside a column-wide panel, covered
+    # its curves and ran into its axis title.
+    legend(fig, every)
     return save(fig, path)
 
 

@@ -96,9 +96,11 @@ def epg_figure(
                 ]
         ax.axhline(0.0, color="grey", lw=0.8)
         metric = rows[0]["metric"] if rows else "accuracy"
+        # On two lines: side by side at a column's width, the panels' x titles on one
+        # line ran into each other.
         ax.set(
             title=task,
-            xlabel="% of items contaminated (score > t)",
+            xlabel="% contaminated\n(score > t)",
             ylabel=f"EPG ({metric}: all − clean)",
         )
     spread = any(float(r.get("epg_std") or 0.0) > 0 for r in rows)
@@ -163,6 +165,9 @@ def spread_labels(fig: Figure, labels: Sequence[Annotation]) -> None:
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     placed = [box for ax in fig.axes for box in _marker_boxes(ax, fig.dpi)]
+    # The figure's own texts (titles, axis and tick labels, the legend) are no place for
+    # a label either: at a column's width the top row of labels met a panel's title.
+    placed += [t.get_window_extent(renderer) for t in _fixed_texts(fig)]
     lines = [ln.get_transform().transform_path(ln.get_path()) for ax in fig.axes
              for ln in ax.get_lines() if ln.get_visible()]  # fmt: skip
 
@@ -200,6 +205,18 @@ def spread_labels(fig: Figure, labels: Sequence[Annotation]) -> None:
                             "shrinkB": 2},
             )  # fmt: skip
             leader.set_in_layout(False)
+
+
+def _fixed_texts(fig: Figure) -> list[Any]:
+    """The texts of ``fig`` that labels must keep clear of: each panel's title, axis
+    labels and tick labels, and the legends' entries and titles."""
+    out: list[Any] = []
+    for ax in fig.axes:
+        out += [ax.title, ax.xaxis.label, ax.yaxis.label]
+        out += [*ax.get_xticklabels(), *ax.get_yticklabels()]
+    for leg in fig.legends:
+        out += [*leg.get_texts(), leg.get_title()]
+    return [t for t in out if t.get_visible() and t.get_text().strip()]
 
 
 def _marker_boxes(ax: Axes, dpi: float) -> list[Bbox]:
@@ -261,7 +278,8 @@ def plot_confusion(
                 )
         if ncol > len(labels):  # set the unparsed column apart
             ax.axvline(len(labels) - 0.5, color="0.3", linewidth=1.2)
-        ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right")
+        # Upright labels of crowded columns ran into each other; upwards they cannot.
+        ax.set_xticks(range(len(cols)), cols, rotation=90)
         ax.set_yticks(range(len(labels)), labels)
         ax.set_xlabel("predicted")
         ax.set_ylabel("gold")
