@@ -61,6 +61,7 @@ from .runs import (
     read_results,
     run_labels,
     run_timing,
+    run_warnings,
 )
 from .settings import csv_list, setting, table_format
 from .significance import CONFIDENCE, CORRECTIONS, RESAMPLES, Resampling
@@ -118,8 +119,11 @@ def report(
             own = {shown.pop(): next(iter(own.values()))}
         timing.update(own)
     if all((res.config or {}).get("kind") == "instruct" for res in results):
-        return instruct_table(rows, timing)
-    return metrics_table(rows, timing)
+        table = instruct_table(rows, timing)
+    else:
+        table = metrics_table(rows, timing)
+    # What a run recorded of its items (--limit took the first N, of one label).
+    return table + "".join(f"\n\n{line}" for line in run_warnings(folders))
 
 
 @dataclass(frozen=True)
@@ -298,7 +302,7 @@ def grid_report(
         value = reference_by.partition("=")[2]
         is_literal = value.lower() in ("true", "false", "null") or value.lstrip("-").isdigit()
         name = reference_by if is_literal else value.strip("*?") or reference_by
-    return grid(
+    g = grid(
         rows,
         index=index,
         columns=columns,
@@ -309,6 +313,10 @@ def grid_report(
         references=own,
         reference_name=name,
     )
+    # What a run recorded of its items (--limit took the first N, of one label) is said
+    # under every table made from it.
+    warned = run_warnings(paths)
+    return replace(g, notes=(*g.notes, *warned)) if warned else g
 
 
 def _row_order(row: Mapping[str, Any]) -> tuple[str, str, str, int]:

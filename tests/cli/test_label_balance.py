@@ -63,6 +63,12 @@ def test_run_limit_12_on_scinli_warns_and_shows_random_chance_and_no_macro_f1(
         "contrasting 12 reasoning 0 E 0 N 0",
     )
     assert row["macro F1"] == "n/a"
+    # The warning is recorded with the run and said under every table made from it.
+    warning = "scinli test: --limit 12 takes the first 12 items, labelled contrasting=12"
+    assert warning in (tmp_path / "run" / "summary.md").read_text(encoding="utf-8")
+    for command in (["grid"], ["report"], ["sci-report"]):
+        assert main([*command, str(tmp_path / "run")]) == 0
+        assert warning in capsys.readouterr().out, command
 
 
 def test_run_sample_on_scinli_is_balanced_and_silent(

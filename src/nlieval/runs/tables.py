@@ -185,6 +185,7 @@ def markdown_summary(results: Results) -> str:
             f"- {task}: {info['items']} of {info['items_in_split']} items of {info['split']} "
             f"({info['source']}); dropped: {dropped}; few-shot pool: {info.get('pool')}"
         )
+        lines += [f"  - warning: {line}" for line in info.get("warnings") or ()]
     return "\n".join(lines) + "\n"
 
 

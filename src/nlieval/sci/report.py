@@ -29,7 +29,14 @@ from ..data import get_task
 from ..ground import DataError, as_format
 from ..metrics import METRICS, UNDEFINED_NOTE, mean_std, point_metrics
 from ..plotting import FigureWidth, plot_confusion
-from ..runs import RunFolders, atomic_write, make_folder, markdown_table, plus_minus
+from ..runs import (
+    RunFolders,
+    atomic_write,
+    make_folder,
+    markdown_table,
+    plus_minus,
+    run_warnings,
+)
 from ..settings import setting, table_format
 from ..types import Record
 
@@ -477,7 +484,10 @@ def sci_report(config: SciReportConfig) -> dict[str, Any] | None:
             task_of_rows(config.out_of_domain, rows, "--out-of-domain"),
         )
     pairs = shift_rows(rows, *shift) if shift else None
-    text = as_format(format_report(rows, pairs, shift), config.format)
+    report = format_report(rows, pairs, shift)
+    # What a run recorded of its items (--limit took the first N, of one label).
+    report += "".join(f"\n\n{line}" for line in run_warnings(config.runs))
+    text = as_format(report, config.format)
     out: dict[str, Any] = {"text": text, "plots": [], "json": None}
     if config.plot_dir:
         out["plots"] = plot_confusions(rows, config.plot_dir, config.plot_format, config.inches)
