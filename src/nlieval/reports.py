@@ -205,7 +205,7 @@ def grid_report(
     >>> RunFolder(a).append([rec("m1", "neutral")]); RunFolder(b).append([rec("m2", "entailment")])
     >>> g = grid_report([a, b], reference=b)
     >>> [(c.row[0], c.mean) for c in g.cells]
-    [('m1', 1.0), ('m2', 0.0), ('m1 - m2', 1.0), ('mean of 2 models', 0.5)]
+    [('m1', 1.0), ('m2', 0.0), ('m1 - m2', 1.0)]
     """
     paths = list(folders)
     resolved = [Path(p).resolve() for p in paths]

@@ -240,3 +240,17 @@ def test_a_cell_undefined_on_its_items_is_n_a_with_a_note_and_no_number() -> Non
     md = render_grid(g).splitlines()
     assert md[2] == "| a | n/a |" and md[4] == "| mean of 2 models | 0.500 ‡ |"
     assert any(line.startswith("n/a: undefined on these items") for line in md)
+
+
+def test_a_reference_run_is_no_model_of_the_average() -> None:
+    # m and n, and m's hypothesis-only reference run: the mean of the models is over m
+    # and n (by hand (0.8 + 0.7) / 2 = 0.75), never with the baseline (0.7 over three).
+    own = [{"model": "m", "task": "t", "accuracy": 0.8},
+           {"model": "m hyp", "task": "t", "accuracy": 0.6},
+           {"model": "n", "task": "t", "accuracy": 0.7}]  # fmt: skip
+    g = grid(own, references={"m": "m hyp", "n": None}, reference_name="hyp")
+    cell = g.value((MEAN2,), ("t",))
+    assert cell is not None and cell.mean == pytest.approx(0.75)
+    g = grid(own, reference={"model": "m hyp"})
+    cell = g.value((MEAN2,), ("t",))
+    assert cell is not None and cell.mean == pytest.approx(0.75)

@@ -299,8 +299,7 @@ def test_items_of_one_gold_class_have_no_macro_f1_in_any_table() -> None:
     # absent classes as 0 that was "macro F1 0.056" (MisMatched table 4's 5.6). Macro F1
     # over one class is undefined: n/a, said under the table, in the row and per domain.
     recs = [
-        _instruct_record("scinli", str(i), C, C if i == 0 else R, 0, domain="acl")
-        for i in range(8)
+        _instruct_record("scinli", str(i), C, C if i == 0 else R, 0, domain="acl") for i in range(8)
     ]
     (row,) = sci.sci_rows(recs)
     assert row["macro_f1"] != row["macro_f1"]  # NaN

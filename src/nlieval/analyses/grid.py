@@ -248,6 +248,9 @@ def grid(
         # An item field's Overall row pools the others' items: no row of the mean.
         pos = [i for i, n in enumerate(index) if n in fields]
         data_rows = [rk for rk in row_keys if not any(rk[i] == OVERALL for i in pos)]
+        # A reference run (a hypothesis-only baseline) is no model of the mean: pooling it
+        # with the models it is a baseline of would average two kinds of system.
+        data_rows = [rk for rk in data_rows if not _is_reference(rk, index, reference, references)]
         avg_rows, avg_cells, short = _average_rows(out, data_rows, col_keys, index, eligible)
         out += avg_cells
         if short:
@@ -262,6 +265,26 @@ def grid(
         tuple(out),
         tuple(notes),
     )
+
+
+def _is_reference(
+    rk: tuple[Any, ...],
+    index: Sequence[str],
+    reference: Mapping[str, Any] | None,
+    references: Mapping[str, str | None] | None,
+) -> bool:
+    """Whether the row ``rk`` is a reference run's (of ``reference``, or a model that is
+    none of ``references``' keys: a reference of one of them)."""
+    named = dict(zip(index, rk, strict=True))
+    if (
+        reference is not None
+        and all(named[n] == v for n, v in reference.items() if n in named)
+        and any(n in named for n in reference)
+    ):
+        return True
+    if references is not None and "model" in named:
+        return str(named["model"]) not in references
+    return False
 
 
 def averaged_key(index: Sequence[str]) -> int:

@@ -132,7 +132,10 @@ class ItemSelection:
         return chosen
 
     def warning(
-        self, items: Sequence[Item], chosen: Sequence[Item], labels: Sequence[str | Label],
+        self,
+        items: Sequence[Item],
+        chosen: Sequence[Item],
+        labels: Sequence[str | Label],
         where: str,
     ) -> str | None:
         """The warning :meth:`choose` logged for ``chosen`` of ``items`` (None: none), for
