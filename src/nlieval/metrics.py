@@ -65,24 +65,44 @@ def accuracy(gold: np.ndarray, pred: np.ndarray, classes: np.ndarray | None = No
 
 
 def macro_f1(gold: np.ndarray, pred: np.ndarray, classes: np.ndarray | None = None) -> float:
-    """The unweighted mean F1 over ``classes`` (default: those present in ``gold`` or
-    ``pred``; an F1 of 0 where a class has no true positives), as scikit-learn's
-    ``f1_score(labels=classes, average="macro", zero_division=0)``; vectorised by hand
-    because the bootstrap calls it thousands of times.
+    """The unweighted mean F1 over the classes of ``classes`` (default: every class) that
+    have gold items among these items; NaN ("n/a" in tables) when fewer than two have.
+
+    A class without gold items has no recall (0/0): counting its F1 as 0 would print a
+    number over classes the items do not hold (8 items of one SciNLI class gave "macro
+    F1 5.6"), so the mean is over the classes present in gold, and it is undefined when
+    one class is all the items hold (accuracy says it all). With every class present
+    this is scikit-learn's ``f1_score(labels=classes, average="macro",
+    zero_division=0)``: a prediction of another class (or an unparsed answer) is a false
+    positive of no present class but a miss of its gold class. Vectorised by hand because
+    the bootstrap calls it thousands of times. :data:`UNDEFINED_NOTE` says it under a
+    table.
 
     >>> round(macro_f1(np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1])), 4)
     0.7333
     >>> round(macro_f1(np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1]), np.array([0, 1, 2])), 4)
-    0.4889
+    0.7333
+    >>> macro_f1(np.array([0, 0, 0]), np.array([0, 1, 2]), np.array([0, 1, 2]))
+    nan
     """
-    if classes is None:
-        classes = np.union1d(gold, pred)
+    present = np.unique(gold)
+    if classes is not None:
+        present = np.intersect1d(present, classes)
+    if len(present) < 2:
+        return float("nan")
     scores = []
-    for c in classes:
+    for c in present:
         tp = np.sum((gold == c) & (pred == c))
         denom = np.sum(gold == c) + np.sum(pred == c)
-        scores.append(0.0 if denom == 0 else 2.0 * tp / denom)
-    return float(np.mean(scores)) if scores else float("nan")
+        scores.append(2.0 * tp / denom)
+    return float(np.mean(scores))
+
+
+#: Said under every table with an n/a it prints for a metric undefined on its items.
+UNDEFINED_NOTE = (
+    "n/a: undefined on these items (macro F1 is the mean over the classes with gold items, "
+    "n/a where the items hold one class only; a class's F1 is n/a without gold items of it)"
+)
 
 
 def _gold_nll(record: Record) -> float:
@@ -226,6 +246,22 @@ METRICS: dict[str, Metric] = {
 }
 
 
+#: The column heading of the random baseline (:func:`chance_label` names its K).
+CHANCE_HEAD = "random (1/K)"
+#: The column heading of the majority-class baseline of the scored items.
+MAJORITY_LABEL = "majority class of these items"
+
+
+def chance_label(options: int) -> str:
+    """How a table or a figure names the random baseline of a task of ``options``
+    options: the paper's 1/K, never the gold prior of the items scored.
+
+    >>> chance_label(3)
+    'random (1/3)'
+    """
+    return f"random (1/{options})"
+
+
 def metric(name: str) -> Metric:
     """The metric called ``name`` in :data:`METRICS`; an unknown name is a ValueError
     listing the known ones.
@@ -273,10 +309,11 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
     confusion matrix only through ``n_unparsed``. A record with a log-likelihood that is
     not finite is refused (:class:`NonFiniteRecord`): its prediction is no prediction.
 
-    ``gold_counts`` are the scored items' gold labels; ``chance`` is the accuracy expected
-    of answers drawn at random in the shares of those gold labels (the sum of the squared
-    shares): 1/L on items balanced over L labels, 1.0 on items of one label, where
-    answering that label scores 1.0 too. ``majority_baseline`` is the largest share.
+    ``gold_counts`` are the scored items' gold labels; ``chance`` is the random baseline
+    of the task, 1/K for its K options (:func:`chance_label`): never a number of the
+    scored items, which on the first N items of a sorted file may all be one label and
+    would put "chance" at 1.0. ``majority_baseline`` is the largest share of the scored
+    items' gold labels (the majority class of these n items, :data:`MAJORITY_LABEL`).
 
     >>> from dataclasses import replace
     >>> a = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
@@ -285,8 +322,8 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
     >>> m = point_metrics([a, b])  # gold NLL: the mean of 0.1 and 1.0
     >>> m["accuracy"], round(m["gold_nll"], 4), m["confusion"], m["majority_baseline"]
     (0.5, 0.55, [[1, 0], [1, 0]], 0.5)
-    >>> m["gold_counts"], m["chance"], point_metrics([a, a, b])["chance"]  # 4/9 + 1/9
-    ({'entailment': 1, 'neutral': 1}, 0.5, 0.5555555555555556)
+    >>> m["gold_counts"], m["chance"], point_metrics([a, a, a])["chance"]  # 1/K, K = 2
+    ({'entailment': 1, 'neutral': 1}, 0.5, 0.5)
     """
     from sklearn.metrics import confusion_matrix, f1_score  # heavy: loaded on first use
 
@@ -309,7 +346,11 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
         out[m.name] = m.of(labelled, labels)
         if m.name == "macro_f1":  # results.json has always listed it here
             per_class = f1_score(gold, pred, labels=labels, average=None, zero_division=0)
-            out["per_class_f1"] = dict(zip(labels, (float(x) for x in per_class), strict=True))
+            # A class without gold items has no recall: its F1 is undefined, not 0.
+            out["per_class_f1"] = {
+                lab: float(x) if gold_counts.get(lab, 0) else math.nan
+                for lab, x in zip(labels, per_class, strict=True)
+            }
     return {
         **out,
         "pred_dist": {lab: pred_counts.get(lab, 0) / n for lab in labels},
@@ -317,7 +358,7 @@ def point_metrics(records: Sequence[Record]) -> dict[str, Any]:
         "confusion": confusion_matrix(gold, pred, labels=labels).tolist(),
         "labels": labels,
         "gold_counts": {lab: gold_counts.get(lab, 0) for lab in labels},
-        "chance": sum(c * c for c in gold_counts.values()) / (n * n),
+        "chance": 1.0 / len(labels),
         "majority_baseline": max(gold_counts.values()) / n,
     }
 

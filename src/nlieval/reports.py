@@ -62,6 +62,7 @@ from .runs import (
     read_results,
     run_labels,
     run_timing,
+    run_warnings,
 )
 from .settings import csv_list, setting, table_format
 from .significance import CONFIDENCE, CORRECTIONS, RESAMPLES, Resampling
@@ -88,8 +89,8 @@ def report(
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
     ...                            (-0.1, -2.0), (0.87, 0.13), "entailment", "neutral")])
-    >>> print(report([run_dir]).splitlines()[-1])  # wrong: accuracy 0, gold NLL 2
-    | m | t | 0 | 1 | 1 | 0.000 | 0.000 | 2.000 | 1.000 | E 100% N 0% | E 0 N 1 |
+    >>> print(report([run_dir]).splitlines()[2])  # wrong: accuracy 0, gold NLL 2
+    | m | t | 0 | 1 | 1 | 0.000 | n/a | 2.000 | 0.500 | E 100% N 0% | E 0 N 1 |
     >>> sorted(p.name for p in Path(run_dir).iterdir())  # with ``write``
     ['provenance.jsonl', 'records.jsonl', 'results.json', 'summary.md']
     """
@@ -119,8 +120,11 @@ def report(
             own = {shown.pop(): next(iter(own.values()))}
         timing.update(own)
     if all((res.config or {}).get("kind") == "instruct" for res in results):
-        return instruct_table(rows, timing)
-    return metrics_table(rows, timing)
+        table = instruct_table(rows, timing)
+    else:
+        table = metrics_table(rows, timing)
+    # What a run recorded of its items (--limit took the first N, of one label).
+    return table + "".join(f"\n\n{line}" for line in run_warnings(folders))
 
 
 @dataclass(frozen=True)
@@ -202,7 +206,7 @@ def grid_report(
     >>> RunFolder(a).append([rec("m1", "neutral")]); RunFolder(b).append([rec("m2", "entailment")])
     >>> g = grid_report([a, b], reference=b)
     >>> [(c.row[0], c.mean) for c in g.cells]
-    [('m1', 1.0), ('m2', 0.0), ('m1 - m2', 1.0), ('Average', 0.5)]
+    [('m1', 1.0), ('m2', 0.0), ('m1 - m2', 1.0)]
     """
     paths = list(folders)
     resolved = [Path(p).resolve() for p in paths]
@@ -299,7 +303,7 @@ def grid_report(
         value = reference_by.partition("=")[2]
         is_literal = value.lower() in ("true", "false", "null") or value.lstrip("-").isdigit()
         name = reference_by if is_literal else value.strip("*?") or reference_by
-    return grid(
+    g = grid(
         rows,
         index=index,
         columns=columns,
@@ -310,6 +314,10 @@ def grid_report(
         references=own,
         reference_name=name,
     )
+    # What a run recorded of its items (--limit took the first N, of one label) is said
+    # under every table made from it.
+    warned = run_warnings(paths)
+    return replace(g, notes=(*g.notes, *warned)) if warned else g
 
 
 def _row_order(row: Mapping[str, Any]) -> tuple[str, str, str, int]:
@@ -708,7 +716,7 @@ class _GridLayout(NamedRuns):
         "none",
         metavar="KEY=VALUE",
     )
-    no_average: bool = setting(False, help="no Average row")
+    no_average: bool = setting(False, help="no Average row (the mean of the models)")
     no_overall: bool = setting(
         False,
         help="no Overall row or column for an item field (Overall: all items pooled and "

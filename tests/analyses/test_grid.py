@@ -16,6 +16,9 @@ from nlieval.ground import DataError
 from nlieval.metrics import METRICS, Metric, point_metrics, summarize
 from nlieval.types import Record
 
+#: The label of the Average row of two models (ground.mean_label).
+MEAN2 = "mean of 2 models"
+
 
 def _chaos_rows() -> list[dict[str, object]]:
     # Two models on the three ChaosNLI sets, original and majority accuracy per row.
@@ -46,16 +49,16 @@ def _chaos_rows() -> list[dict[str, object]]:
 def test_the_chaosnli_layout_with_an_average_row() -> None:
     g = grid(_chaos_rows(), values=("acc_original", "acc_majority"))
     assert g.columns == ("task", "metric")
-    assert g.rows == (("m1",), ("m2",), ("Average",))
+    assert g.rows == (("m1",), ("m2",), ("mean of 2 models",))
     assert len(g.cols) == 6  # 3 sets x {original, majority}
-    cell = g.value(("Average",), ("chaosnli_snli", "acc_majority"))
+    cell = g.value(("mean of 2 models",), ("chaosnli_snli", "acc_majority"))
     assert cell is not None and cell.mean == pytest.approx((0.70 + 0.76) / 2) and cell.std is None
     m1 = g.value(("m1",), ("chaosnli_mnli", "acc_original"))
     assert m1 is not None and (m1.mean, m1.std) == (0.50, 0.01)
     md = render_grid(g, percent=True, digits=1)
     assert "| m2 | 62.0 ± 1.0 | 64.0 ± 2.0 |" in md  # alpha-NLI first: sorted by name
     *table, blank, note = md.splitlines()
-    assert table[-1].startswith("| Average | 57.0 | 61.0 |") and blank == ""
+    assert table[-1].startswith("| mean of 2 models | 57.0 | 61.0 |") and blank == ""
     assert note == "± sample standard deviation over 2 seeds"  # every ± is over seeds [0, 1]
 
 
@@ -93,7 +96,7 @@ def test_csv_and_json_hold_the_same_numbers() -> None:
     assert table[0][:3] == ["model", "chaosnli_alphanli mean", "chaosnli_alphanli std"]
     assert [float(x) for x in table[1][1:3]] == [0.52, 0.01]
     cells = json.loads(render_grid(g, "json"))["cells"]
-    avg = [c for c in cells if c["row"] == ["Average"] and c["column"] == ["chaosnli_mnli"]]
+    avg = [c for c in cells if c["row"] == [MEAN2] and c["column"] == ["chaosnli_mnli"]]
     assert math.isclose(avg[0]["mean"], 0.6) and avg[0]["std"] is None
 
 
@@ -180,8 +183,8 @@ def test_overall_is_no_row_of_the_average_and_domains_are_no_mixed_items() -> No
     ]  # fmt: skip
     # The domains hold other items by design: not refused as mixed cells.
     g = grid(rows, index=("domain",), columns=("model",))
-    assert g.rows == (("x",), ("y",), ("Overall",), ("Average",))
-    avg = g.value(("Average",), ("m",))
+    assert g.rows == (("x",), ("y",), ("Overall",), ("mean of 2 domain values",))
+    avg = g.value(("mean of 2 domain values",), ("m",))
     assert avg is not None and avg.mean == 0.5 and not avg.short  # (1 + 0) / 2, not with 1/3
     with pytest.raises(ValueError, match="unknown grid key 'genre'"):
         grid(rows, index=("genre",))
@@ -194,14 +197,60 @@ def test_an_average_over_fewer_rows_is_marked_and_its_note_names_the_column() ->
         {"model": "a", "task": "mnli", "accuracy": 0.4},
     ]
     g = grid(rows)
-    mnli, snli = g.value(("Average",), ("mnli",)), g.value(("Average",), ("snli",))
+    mnli, snli = g.value((MEAN2,), ("mnli",)), g.value((MEAN2,), ("snli",))
     assert mnli is not None and mnli.short and snli is not None and not snli.short
-    assert g.notes == ("‡ Average over fewer rows (the rest lack it): mnli 1 of 2",)
+    assert g.notes == ("‡ mean over fewer rows (the rest lack it): mnli 1 of 2",)
     md = render_grid(g).splitlines()
-    assert md[4] == "| Average | 0.400 ‡ | 0.600 |"
+    assert md[4] == "| mean of 2 models | 0.400 ‡ | 0.600 |"
     assert md[-2:] == [g.notes[0], "± sample standard deviation over 2 seeds"]
     cells = json.loads(render_grid(g, "json"))
     assert cells["notes"] == list(g.notes)
     seeds = {(c["row"][0], c["column"][0]): c["seeds"] for c in cells["cells"]}
     assert seeds == {("a", "snli"): 2, ("b", "snli"): 2, ("a", "mnli"): None,
-                     ("Average", "snli"): None, ("Average", "mnli"): None}  # fmt: skip
+                     (MEAN2, "snli"): None, (MEAN2, "mnli"): None}  # fmt: skip
+
+
+def test_an_average_is_over_the_models_at_each_k_and_says_so() -> None:
+    # Two models at k = 0 and 1: the mean of the models at each k, never the mean of
+    # all four rows (by hand: k=0 (0.4 + 0.6) / 2 = 0.5, k=1 (0.8 + 0.5) / 2 = 0.65; the
+    # pooled mean 0.575 is the number no paper prints).
+    rows = [
+        {"model": m, "task": "snli", "k": k, "accuracy": a}
+        for m, k, a in (("a", 0, 0.4), ("b", 0, 0.6), ("a", 1, 0.8), ("b", 1, 0.5))
+    ]
+    g = grid(rows, index=("model", "k"))
+    assert g.rows[-2:] == (("mean of 2 models", 0), ("mean of 2 models", 1))
+    means = {rk: g.value(rk, ("snli",)) for rk in g.rows[-2:]}
+    assert [c.mean if c else None for c in means.values()] == [
+        pytest.approx(0.5),
+        pytest.approx(0.65),
+    ]
+    md = render_grid(g).splitlines()
+    assert md[-2:] == ["| mean of 2 models | 0 | 0.500 |", "| mean of 2 models | 1 | 0.650 |"]
+    # With k first in the rows, the Average is still over the models, per k.
+    g = grid(rows, index=("k", "model"))
+    assert g.rows[-2:] == ((0, "mean of 2 models"), (1, "mean of 2 models"))
+
+
+def test_a_cell_undefined_on_its_items_is_n_a_with_a_note_and_no_number() -> None:
+    nan = float("nan")
+    rows = [{"model": "a", "task": "scinli", "macro_f1": nan, "n": 8},
+            {"model": "b", "task": "scinli", "macro_f1": 0.5, "n": 8}]  # fmt: skip
+    g = grid(rows, values=("macro_f1",))
+    md = render_grid(g).splitlines()
+    assert md[2] == "| a | n/a |" and md[4] == "| mean of 2 models | 0.500 ‡ |"
+    assert any(line.startswith("n/a: undefined on these items") for line in md)
+
+
+def test_a_reference_run_is_no_model_of_the_average() -> None:
+    # m and n, and m's hypothesis-only reference run: the mean of the models is over m
+    # and n (by hand (0.8 + 0.7) / 2 = 0.75), never with the baseline (0.7 over three).
+    own = [{"model": "m", "task": "t", "accuracy": 0.8},
+           {"model": "m hyp", "task": "t", "accuracy": 0.6},
+           {"model": "n", "task": "t", "accuracy": 0.7}]  # fmt: skip
+    g = grid(own, references={"m": "m hyp", "n": None}, reference_name="hyp")
+    cell = g.value((MEAN2,), ("t",))
+    assert cell is not None and cell.mean == pytest.approx(0.75)
+    g = grid(own, reference={"model": "m hyp"})
+    cell = g.value((MEAN2,), ("t",))
+    assert cell is not None and cell.mean == pytest.approx(0.75)

@@ -40,7 +40,10 @@ def test_grid_with_reference_gap_in_three_formats(
     argv = ["grid", *runs, "--rows", "model,k", "--reference", str(folders["hyp-only"])]
     assert main(argv) == 0
     table = capsys.readouterr().out
-    assert "| org/small | 0 |" in table and "| Average |" in table
+    assert "| org/small | 0 |" in table
+    # The mean of the 2 models at each k, never pooling k = 0 and k = 2, nor the
+    # hypothesis-only reference with the models it is a baseline of.
+    assert "| mean of 2 models | 0 |" in table and "| mean of 2 models | 2 |" in table
     assert "org/small - org/hyp-only" in table
     assert main([*argv, "--format", "json", "--out", str(tmp_path / "g.json")]) == 0
     cells = json.loads((tmp_path / "g.json").read_text())["cells"]
@@ -114,7 +117,8 @@ def test_grid_intervals_and_checkpoints_as_seeds(
         seeds = _accuracy(folders["small"], k=c["row"][1])
         assert c["mean"] == pytest.approx(sum(seeds.values()) / len(seeds))
         assert c["low"] <= c["mean"] <= c["high"] and c["high"] - c["low"] > 0
-    assert all(c["low"] is None for c in cells if c["row"][0] == "Average")
+    # One model: no Average row (the mean of one row would repeat it).
+    assert not [c for c in cells if str(c["row"][0]).startswith("mean of")]
     assert main([*argv, "--resamples", "400", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["cells"] == cells  # seeded: the same intervals
     md = tmp_path / "ci.md"
@@ -189,7 +193,7 @@ def test_grid_refuses_cells_of_one_task_on_other_items_and_marks_them_on_request
     assert lines[2:5] == [
         "| m200 | 0.750 (n=200) † |",
         "| m50 | 0.500 (n=50) † |",
-        "| Average | 0.625 † |",  # (0.5 + 0.75) / 2, over other items: marked too
+        "| mean of 2 models | 0.625 † |",  # (0.5 + 0.75) / 2, over other items: marked too
     ]
     assert lines[-1].startswith("† scored on other items than a cell of the same task")
     assert main(["grid", str(big), "--format", "csv", "--allow-mixed", "--no-average"]) == 0
@@ -205,14 +209,14 @@ def test_grid_shows_a_shared_n_once_and_digits_apply_to_csv(
     assert main(["grid", str(a), str(b)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "| model | snli (n=3) |"
-    assert lines[2:] == ["| ma | 0.333 |", "| mb | 0.667 |", "| Average | 0.500 |"]
+    assert lines[2:] == ["| ma | 0.333 |", "| mb | 0.667 |", "| mean of 2 models | 0.500 |"]
     assert main(["grid", str(a), str(b), "--format", "csv", "--percent", "--digits", "1"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         # No ± and no interval in any cell: no std, low or high column (empty).
         "model,snli mean,snli n",
         "ma,33.3,3",
         "mb,66.7,3",
-        "Average,50.0,",
+        "mean of 2 models,50.0,",
     ]
     assert main(["grid", str(a), "--format", "csv", "--no-average"]) == 0
     assert capsys.readouterr().out.splitlines()[1] == f"ma,{1 / 3},3"  # all digits

@@ -95,7 +95,7 @@ def test_grid_by_domain_is_the_per_domain_and_overall_layout_of_mismatched_table
     # The study's layout: a row per model, a column per domain, then Overall.
     assert lines[0] == "| model | cl (n=4) | cs (n=5) | med (n=3) | Overall (n=12) |"
     assert [line.split(" |")[0] for line in lines[2:5]] == ["| org/llama", "| org/mistral",
-                                                             "| Average"]  # fmt: skip
+                                                             "| mean of 2 models"]  # fmt: skip
     out = tmp_path / "g.json"
     assert main([*argv, "--metrics", "macro_f1", "--format", "json", "--out", str(out)]) == 0
     cells = _cells(out)
@@ -130,8 +130,8 @@ def test_overall_pools_the_items_and_is_no_mean_of_the_domain_cells(
     assert main(["grid", str(a), "--rows", "domain", "--cols", "model", "--metrics",
                  "macro_f1"]) == 0  # fmt: skip
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2:] == ["| x | 0.167 (n=3) |", "| y | 0.556 (n=3) |",
-                         "| Overall | 0.522 (n=6) |", "| Average | 0.361 |"]  # fmt: skip
+    assert lines[2:] == ["| x | 0.167 (n=3) |", "| y | 0.556 (n=3) |", "| Overall | 0.522 (n=6) |",
+                         "| mean of 2 domain values | 0.361 |"]  # fmt: skip
     assert main(["grid", str(a), "--cols", "domain", "--no-overall", "--no-average"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "| model | x (n=3) | y (n=3) |"
     assert main(["grid", str(a), "--cols", "domian"]) == 2  # a typo: refused in one line
@@ -151,8 +151,8 @@ def test_two_folders_of_one_model_are_two_rows_told_apart_by_their_config(
     lines = capsys.readouterr().out.splitlines()
     # 6 items each (not 12 pooled): 4/6 and 1/6, the Average (4/6 + 1/6) / 2 = 5/12.
     assert lines[0] == "| model | snli (n=6) |"
-    assert lines[2:] == ["| m (template=hyp-only.yaml) | 0.167 |",
-                         "| m (template=none) | 0.667 |", "| Average | 0.417 |"]  # fmt: skip
+    assert lines[2:] == ["| m (template=hyp-only.yaml) | 0.167 |", "| m (template=none) | 0.667 |",
+                         "| mean of 2 models | 0.417 |"]  # fmt: skip
     # An LM's hypothesis-only template as its own reference (matched by the file's stem):
     # 4/6 - 1/6 = 0.5.
     assert main(["grid", str(plain), str(hyp), "--reference-by", "template=hyp-only",
@@ -222,7 +222,7 @@ def test_a_gap_column_to_each_models_own_reference_run(
     assert note in lines
     # Average of a gap column: over bert-full only, of the 2 rows that could hold it.
     assert lines[5].endswith("| 0.500 ‡ | 0.500 ‡ | 0.500 ‡ |")
-    assert any(line.startswith("‡ Average over fewer rows") for line in lines)
+    assert any(line.startswith("‡ mean over fewer rows") for line in lines)
     two = fold("bert-hyp2", "bert-hyp2", 0, {"model": "bert", "hypothesis_only": True})
     for bad, why in (
         ([*argv[:4], two, *argv[4:]], "several reference runs of its model"),
@@ -246,8 +246,8 @@ def test_the_seeds_behind_each_std_and_a_short_average(
     lines = capsys.readouterr().out.splitlines()
     assert lines[2] == "| ma | – | 0.500 ± 0.000 (2 seeds) |"
     assert lines[3] == "| mb | 0.000 | 1.000 ± 0.000 (3 seeds) |"
-    assert lines[4] == "| Average | 0.000 ‡ | 0.750 |"
-    assert lines[6:] == ["‡ Average over fewer rows (the rest lack it): mnli 1 of 2",
+    assert lines[4] == "| mean of 2 models | 0.000 ‡ | 0.750 |"
+    assert lines[6:] == ["‡ mean over fewer rows (the rest lack it): mnli 1 of 2",
                          "± sample standard deviation over the seeds each cell names"]  # fmt: skip
     assert main(["grid", str(a), "--format", "csv", "--no-average"]) == 0
     assert capsys.readouterr().out.splitlines() == [

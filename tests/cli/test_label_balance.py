@@ -31,7 +31,7 @@ def _labels(path: Path) -> list[str]:
     return [json.loads(line)["label"] for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_run_limit_12_on_scinli_warns_and_shows_the_scored_items_chance(
+def test_run_limit_12_on_scinli_warns_and_shows_random_chance_and_no_macro_f1(
     data_dir: Path,
     tiny_llama: Path,
     tmp_path: Path,
@@ -55,12 +55,20 @@ def test_run_limit_12_on_scinli_warns_and_shows_the_scored_items_chance(
         "seeded sample stratified by label"
     ) in _warnings(caplog)
     row = _table_row(capsys.readouterr().out)
-    # 12 items of one label: answering at random in the gold shares is right every time.
-    assert (row["n"], row["chance"], row["gold labels"]) == (
+    # 12 items of one label: the random baseline is still the task's 1/K (K = 4 options),
+    # never the gold prior of the items (1.0 here); macro F1 over one class is n/a.
+    assert (row["n"], row["random (1/K)"], row["gold labels"]) == (
         "12",
-        "1.000",
+        "0.250",
         "contrasting 12 reasoning 0 E 0 N 0",
     )
+    assert row["macro F1"] == "n/a"
+    # The warning is recorded with the run and said under every table made from it.
+    warning = "scinli test: --limit 12 takes the first 12 items, labelled contrasting=12"
+    assert warning in (tmp_path / "run" / "summary.md").read_text(encoding="utf-8")
+    for command in (["grid"], ["report"], ["sci-report"]):
+        assert main([*command, str(tmp_path / "run")]) == 0
+        assert warning in capsys.readouterr().out, command
 
 
 def test_run_sample_on_scinli_is_balanced_and_silent(
@@ -77,8 +85,8 @@ def test_run_sample_on_scinli_is_balanced_and_silent(
         assert main(argv) == 0
     assert not [m for m in _warnings(caplog) if "labelled" in m]
     row = _table_row(capsys.readouterr().out)
-    # 2 of each of 4 labels: 4 * (1/4)^2.
-    assert (row["n"], row["chance"], row["gold labels"]) == (
+    # 4 options: 1/4.
+    assert (row["n"], row["random (1/K)"], row["gold labels"]) == (
         "8",
         "0.250",
         "contrasting 2 reasoning 2 E 2 N 2",

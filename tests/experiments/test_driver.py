@@ -154,8 +154,9 @@ def test_index_names_each_artifact_and_its_cells(done: tuple[Path, Path]) -> Non
     )
     assert index.count("cells: base-tiny, base-tiny-seed1, base-tiny-seed2") == 2
     table = [x for x in (out / "report" / "table.md").read_text().splitlines() if x[:1] == "|"]
-    # Rows model x k: k = 0, 1, 2 and the Average (the notes under the table aside).
-    assert [line.split("|")[2].strip() for line in table[2:]] == ["0", "1", "2", ""]
+    # Rows model x k: k = 0, 1, 2, and no Average: one model, whose mean over models
+    # would repeat its rows (never a mean pooling the k; the notes under the table aside).
+    assert [line.split("|")[2].strip() for line in table[2:]] == ["0", "1", "2"]
 
 
 def test_status_of_a_partial_cell_counts_its_records(

@@ -244,17 +244,19 @@ def test_an_unknown_extension_is_one_line_before_any_work(
         main(["figure", "shots", run, "--out", str(tmp_path / "x.png"), "--width", "wide"])
 
 
-def test_run_dynamics_has_chance_uniform_and_checkpoint_curves_named_by_checkpoint(
+def test_run_dynamics_has_random_chance_uniform_and_checkpoint_curves_named_by_checkpoint(
     tmp_path: Path, drawn: list[Any]
 ) -> None:
     run = _checkpoint_run(tmp_path / "ft", str(tmp_path / "ft" / "step-10"))
     out = ["dynamics", run, "--plot", str(tmp_path / "d.png")]
     assert main([*out, "--entropy-plot", str(tmp_path / "b.png"), "--bins", "1"]) == 0
     curves, bins = drawn
-    # Gold labels all entailment: a guess from the gold distribution is right always.
+    # Gold labels all entailment: the random baseline is still 1/3 (3 options), labelled
+    # so, never the gold prior of these items (1.0).
     levels = {ax.get_ylabel(): _hlines_of(ax) for ax in curves.axes}
-    assert levels["accuracy"]["chance"] == pytest.approx(1.0)
-    assert levels["mean NLL of gold option"]["uniform guess (ln 3)"] == pytest.approx(math.log(3))
+    assert levels["accuracy"]["random (1/3)"] == pytest.approx(1 / 3)
+    assert not [name for name in levels["accuracy"] if "chance" in name]
+    assert levels["mean gold NLL"]["uniform guess (ln 3)"] == pytest.approx(math.log(3))
     assert "uniform" in levels["JS distance to human labels"]
     assert curves.axes[-1].get_xlabel() == "checkpoint (in training order)"
     labels = [t.get_text() for t in bins.legends[0].get_texts()]

@@ -291,3 +291,22 @@ def test_out_of_domain_named_by_its_task_yaml(
     err = capsys.readouterr().err.strip()
     assert err.endswith("no records of that task in these folders (they hold my_ood, scinli)")
     assert len(err.splitlines()) == 1
+
+
+def test_items_of_one_gold_class_have_no_macro_f1_in_any_table() -> None:
+    # The first 8 SciNLI test items are all "contrasting": one predicted right, the rest
+    # reasoning. By hand, F1 contrasting = 2 * 1 / (8 + 1) = 0.222; counted with the 3
+    # absent classes as 0 that was "macro F1 0.056" (MisMatched table 4's 5.6). Macro F1
+    # over one class is undefined: n/a, said under the table, in the row and per domain.
+    recs = [
+        _instruct_record("scinli", str(i), C, C if i == 0 else R, 0, domain="acl") for i in range(8)
+    ]
+    (row,) = sci.sci_rows(recs)
+    assert row["macro_f1"] != row["macro_f1"]  # NaN
+    assert row["per_class_f1"][C] == pytest.approx(2 / 9)
+    assert all(row["per_class_f1"][lab] != row["per_class_f1"][lab] for lab in (R, E, N))
+    text = sci.format_report([row])
+    table = [line for line in text.splitlines() if line.startswith("| chat")]
+    assert table[0].split(" | ")[5:] == ["n/a", "0.125", "0.0", "0.222", "n/a", "n/a", "n/a |"]
+    assert "| acl | 8 | n/a |" in text
+    assert text.splitlines()[-1].startswith("n/a: undefined on these items")

@@ -360,14 +360,15 @@ def test_one_palette_for_every_figure_of_the_site(
     import nlieval.plotting.results as drawn
 
     seen: list[frozenset[str]] = []
-    original = drawn.styles
+    original = drawn.canvas_palette
 
-    def kept(names: Any) -> Any:
-        names = list(names)
-        seen.append(frozenset(names))
-        return original(names)
+    def kept(names: Any, shown: Any = ()) -> Any:
+        names, shown = list(names or ()), list(shown)
+        seen.append(frozenset([*names, *shown]))
+        return original(names, shown)
 
-    monkeypatch.setattr(drawn, "styles", kept)
+    # Every figure's styles come from plotting.palette (the call's names, then the rest).
+    monkeypatch.setattr(drawn, "canvas_palette", kept)
     runs = tuple(map(str, hand_made))
     cfg = ViewConfig(runs=runs, out=str(tmp_path / "site"), name=(("", "A"), ("", "B")))
     build_site(cfg)

@@ -166,7 +166,7 @@ def _csv(value: Any) -> Any:
 #: Said under a table with a cell that has no F1 (:func:`_cell_f1`).
 NA_NOTE = (
     "n/a: F1 of a class without gold items in the row (its recall is undefined); macro F1 "
-    "as every command gives it (a predicted class without gold items counts 0), n/a where "
+    "as every command gives it (the mean over the classes with gold items), n/a where "
     "the row holds gold items of one class only"
 )
 

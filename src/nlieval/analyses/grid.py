@@ -5,7 +5,8 @@ the ChaosNLI rows of :func:`nlieval.analyses.chaosnli.score_records` with
 ``acc_original``/``acc_majority``) are pivoted by the researcher's choice of row keys
 (``model``, ``model`` and ``k``, ...) and column keys (``task``, and the metric when there
 are several: the ChaosNLI table's task x {original, majority}), each cell a mean over
-seeds with its std, an ``Average`` row over the table's rows, and optionally the gap of
+seeds with its std, an Average row over the models (one per value of the other row keys:
+per k when the rows are model and k; labelled ``mean of 2 models``), and optionally the gap of
 every row to a reference row (e.g. points over a hypothesis-only baseline).
 
 Every cell carries its number of items ``n``; when the rows say which items they were
@@ -23,8 +24,8 @@ per-domain macro F1s).
 ...         {"model": "b", "task": "snli", "k": 0, "accuracy": 0.7, "accuracy_std": 0.0},
 ...         {"model": "a", "task": "mnli", "k": 0, "accuracy": 0.4, "accuracy_std": 0.0}]
 >>> g = grid(rows, index=("model",), columns=("task",), values=("accuracy",))
->>> [(c.row, c.column, c.mean) for c in g.cells if c.row == ("Average",)]
-[(('Average',), ('mnli',), 0.4), (('Average',), ('snli',), 0.6)]
+>>> [(c.row, c.column, c.mean) for c in g.cells if c.row == ("mean of 2 models",)]
+[(('mean of 2 models',), ('mnli',), 0.4), (('mean of 2 models',), ('snli',), 0.6)]
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
-from ..ground import as_format
-from ..metrics import METRICS, group_records, listed, metrics
+from ..ground import as_format, mean_label
+from ..metrics import METRICS, UNDEFINED_NOTE, group_records, listed, metrics
 from ..runs import markdown_table
 from ..significance import CONFIDENCE, MEAN, RESAMPLES, bootstrap_interval
 from ..types import Record
@@ -48,7 +49,6 @@ from .notes import seeds_note
 
 #: Keys of every metric row (besides ``metric``); any other key is a field of the items.
 KEYS = ("model", "checkpoint", "task", "k")
-AVERAGE = "Average"
 #: The value of an item-field key in the row or column scored on all items pooled.
 OVERALL = "Overall"
 
@@ -141,9 +141,12 @@ def grid(
     that the rows hold, as :func:`by_fields` gives them) or ``metric`` (one of ``values``;
     when there are several values and neither names ``metric``, it is added to the
     columns). Two rows with one cell are an error (pick keys that tell them apart, e.g.
-    add ``k``). ``average`` adds a row of the mean over rows of each column (over the rows
-    that have it; a column that fewer rows hold is marked ``short`` and named in a note;
-    an item field's ``Overall`` row is no row of the mean). ``reference`` names rows by
+    add ``k``). ``average`` adds Average rows: the mean of each column over one row key
+    (:func:`averaged_key`: the models), one row per value of the other row keys (per k,
+    never pooling shot counts), labelled with what it averages
+    (:func:`nlieval.ground.mean_label`: ``mean of 3 models``); over the rows that have
+    the column (one that fewer rows hold is marked ``short`` and named in a note; an item
+    field's ``Overall`` row is no row of the mean). ``reference`` names rows by
     some of their keys (``{"model": "hyp-only"}``): every other row gets a gap row
     ``<row> - <reference>`` of its differences to the reference row that shares its other
     keys (the same k, ...).
@@ -166,7 +169,7 @@ def grid(
     Traceback (most recent call last):
     ValueError: the cells of task snli are scored on different items: a / snli (n=2), b / ...
     >>> [(c.row, c.n, c.mixed) for c in grid(rows, allow_mixed=True).cells]
-    [(('a',), 2, True), (('b',), 1, True), (('Average',), None, True)]
+    [(('a',), 2, True), (('b',), 1, True), (('mean of 2 models',), None, True)]
     >>> own = [{"model": "m", "task": "t", "accuracy": 0.8}, {"model": "m hyp", "task": "t",
     ...         "accuracy": 0.6}, {"model": "n", "task": "t", "accuracy": 0.7}]
     >>> g = grid(own, references={"m": "m hyp", "n": None}, reference_name="hyp")
@@ -242,35 +245,18 @@ def grid(
         extra_rows, gap_cells = _reference_rows(cells, row_keys, col_keys, index, reference)
         out += gap_cells
     if average:
-        avg = (AVERAGE,) + ("",) * (len(index) - 1)
         # An item field's Overall row pools the others' items: no row of the mean.
         pos = [i for i, n in enumerate(index) if n in fields]
         data_rows = [rk for rk in row_keys if not any(rk[i] == OVERALL for i in pos)]
-        by_key = {(c.row, c.column): c for c in out}
-        short: list[str] = []
-        for ck in col_keys:
-            have = [rk for rk in data_rows if (rk, ck) in by_key]
-            used = [by_key[(rk, ck)] for rk in have if not math.isnan(by_key[(rk, ck)].mean)]
-            if not used:
-                continue
-            could = len(eligible[ck]) if ck in eligible else len(data_rows)
-            mean = sum(c.mean for c in used) / len(used)
-            out.append(
-                Cell(
-                    avg,
-                    ck,
-                    mean,
-                    mixed=any(c.mixed for c in used),
-                    short=len(used) < could,
-                    metric=used[0].metric,
-                )
-            )
-            if len(used) < could:
-                short.append(f"{' / '.join(map(str, ck))} {len(used)} of {could}")
+        # A reference run (a hypothesis-only baseline) is no model of the mean: pooling it
+        # with the models it is a baseline of would average two kinds of system.
+        data_rows = [rk for rk in data_rows if not _is_reference(rk, index, reference, references)]
+        avg_rows, avg_cells, short = _average_rows(out, data_rows, col_keys, index, eligible)
+        out += avg_cells
         if short:
-            notes.append(f"{SHORT_MARK} {AVERAGE} over fewer rows (the rest lack it): "
+            notes.append(f"{SHORT_MARK} mean over fewer rows (the rest lack it): "
                          + ", ".join(short))  # fmt: skip
-        extra_rows.insert(0, avg)
+        extra_rows[:0] = avg_rows
     return Grid(
         index,
         columns,
@@ -279,6 +265,88 @@ def grid(
         tuple(out),
         tuple(notes),
     )
+
+
+def _is_reference(
+    rk: tuple[Any, ...],
+    index: Sequence[str],
+    reference: Mapping[str, Any] | None,
+    references: Mapping[str, str | None] | None,
+) -> bool:
+    """Whether the row ``rk`` is a reference run's (of ``reference``, or a model that is
+    none of ``references``' keys: a reference of one of them)."""
+    named = dict(zip(index, rk, strict=True))
+    if (
+        reference is not None
+        and all(named[n] == v for n, v in reference.items() if n in named)
+        and any(n in named for n in reference)
+    ):
+        return True
+    if references is not None and "model" in named:
+        return str(named["model"]) not in references
+    return False
+
+
+def averaged_key(index: Sequence[str]) -> int:
+    """The position of the one row key an Average row averages over: ``model`` when the
+    rows name it, else the first key. Every other row key (k, checkpoint, ...) keeps its
+    value: an Average never pools shot counts, checkpoints or seeds of one model.
+
+    >>> averaged_key(("k", "model")), averaged_key(("domain",))
+    (1, 0)
+    """
+    return index.index("model") if "model" in index else 0
+
+
+def _average_rows(
+    cells: Sequence[Cell],
+    data_rows: Sequence[tuple[Any, ...]],
+    col_keys: Sequence[tuple[Any, ...]],
+    index: Sequence[str],
+    eligible: Mapping[tuple[Any, ...], set[tuple[Any, ...]]],
+) -> tuple[list[tuple[Any, ...]], list[Cell], list[str]]:
+    # One Average row per value of the other row keys (one per k when the rows are model
+    # and k), each the mean over the averaged key's rows of that value, labelled with
+    # what it averages (mean_label); none where one row is all there is to average.
+    at = averaged_key(index)
+    groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+    for rk in data_rows:
+        groups.setdefault(rk[:at] + rk[at + 1 :], []).append(rk)
+    by_key = {(c.row, c.column): c for c in cells}
+    rows: list[tuple[Any, ...]] = []
+    out: list[Cell] = []
+    short: list[str] = []
+    for rest, members in groups.items():
+        count = len({rk[at] for rk in members})
+        if count < 2:
+            continue  # the mean of one row is that row: no second line of the same numbers
+        label = mean_label(count, index[at])
+        avg = (*rest[:at], label, *rest[at:])
+        made = False
+        for ck in col_keys:
+            have = [by_key[(rk, ck)] for rk in members if (rk, ck) in by_key]
+            used = [c for c in have if not math.isnan(c.mean)]
+            if not used:
+                continue
+            could = len(eligible[ck] & set(members)) if ck in eligible else len(members)
+            out.append(
+                Cell(
+                    avg,
+                    ck,
+                    sum(c.mean for c in used) / len(used),
+                    mixed=any(c.mixed for c in used),
+                    short=len(used) < could,
+                    metric=used[0].metric,
+                )
+            )
+            made = True
+            if len(used) < could:
+                where = " ".join(str(v) for v in avg if v != label and v != "")
+                where = f" ({where})" if where else ""
+                short.append(f"{' / '.join(map(str, ck))}{where} {len(used)} of {could}")
+        if made:
+            rows.append(avg)
+    return rows, out, short
 
 
 def _reference_rows(
@@ -523,8 +591,11 @@ def _num(value: float, scale: float, digits: int | None) -> float:
 def _fmt(
     cell: Cell | None, scale: float, digits: int, with_n: bool, with_seeds: bool = False
 ) -> str:
-    if cell is None or math.isnan(cell.mean):
+    if cell is None:
         return "–"
+    if math.isnan(cell.mean):
+        # A run that holds the cell but whose metric is undefined on its items.
+        return "n/a"
     text = f"{cell.mean * scale:.{digits}f}"
     if cell.std is not None:
         text += f" ± {cell.std * scale:.{digits}f}"
@@ -690,5 +761,7 @@ def grid_text(g: Grid, *, percent: bool = False, digits: int | None = None) -> G
         for rk in g.rows
     )
     notes = [*((MIXED_NOTE,) if any(c.mixed for c in g.cells) else ()), *g.notes]
+    if any(math.isnan(c.mean) for c in g.cells):
+        notes.append(UNDEFINED_NOTE)
     notes += [seeds_line] if seeds_line else []
     return GridText(head, body, tuple(notes))

@@ -48,7 +48,8 @@ def plan(config: RunConfig) -> Planned:
     out = []
     for task, spec in zip(config.tasks, data.get_tasks(config.tasks), strict=True):
         ds = data.load_task(task, config.data_dir, config.split, skip_bad=config.skip_bad)
-        items = config.choose(ds.items, ds.labels, f"{spec.name} {ds.split}")
+        where = f"{spec.name} {ds.split}"
+        items = config.choose(ds.items, ds.labels, where)
         pool: Sequence[Item] = ()
         pool_is_test = False
         pool_source = None
@@ -97,6 +98,10 @@ def plan(config: RunConfig) -> Planned:
             "pool_fingerprint": data.items_fingerprint(pool) if pool else None,
             "prompt_fingerprints": first,
         }
+        # What --limit or --sample chose, said in every table of the run (run_warnings).
+        warned = config.warning(ds.items, items, ds.labels, where)
+        if warned is not None:
+            info["warnings"] = [warned]
         out.append((dataclasses.replace(ds, items=tuple(items)), points, info))
     return out
 

@@ -156,6 +156,18 @@ class ItemSelection:
             log.warning("%s", message)
         return chosen
 
+    def warning(
+        self,
+        items: Sequence[Item],
+        chosen: Sequence[Item],
+        labels: Sequence[str | Label],
+        where: str,
+    ) -> str | None:
+        """The warning :meth:`choose` logged for ``chosen`` of ``items`` (None: none), for
+        a run to record beside its data (``warnings`` of its ``results.json``), so that
+        every table made from the run says it (:func:`nlieval.runs.run_warnings`)."""
+        return _balance_warning(self, items, chosen, labels, where)
+
 
 def _balance_warning(
     selection: ItemSelection,

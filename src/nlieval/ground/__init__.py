@@ -46,7 +46,7 @@ from .jsonl import (
     read_json,
     read_jsonl,
 )
-from .tables import TEXT_FORMATS, as_format, latex_table, markdown_table
+from .tables import TEXT_FORMATS, as_format, latex_table, markdown_table, mean_label
 from .yaml import load_yaml
 
 if TYPE_CHECKING:
@@ -81,6 +81,7 @@ __all__ = [
     "load_yaml",
     "make_folder",
     "markdown_table",
+    "mean_label",
     "open_own",
     "open_regular",
     "parse_json",

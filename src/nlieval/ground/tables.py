@@ -39,6 +39,24 @@ _UNICODE = {
 }
 
 
+#: How :func:`mean_label` names the values of a key it averages over.
+_PLURALS = {"model": "models", "k": "shot counts", "task": "tasks", "checkpoint": "checkpoints",
+            "seed": "seeds", "metric": "metrics"}  # fmt: skip
+
+
+def mean_label(count: int, over: str) -> str:
+    """The label of a row or column that averages ``count`` values of one key ``over``:
+    it says what it averages, and the one rule of every table's Average (a mean over one
+    named dimension, never over k, seeds or kinds of model pooled without a word).
+
+    >>> mean_label(3, "model"), mean_label(1, "model"), mean_label(2, "domain")
+    ('mean of 3 models', 'mean of 1 model', 'mean of 2 domain values')
+    """
+    if count == 1:
+        return f"mean of 1 {over}"
+    return f"mean of {count} {_PLURALS.get(over, over + ' values')}"
+
+
 def markdown_table(head: Sequence[str], body: Iterable[Sequence[str]]) -> list[str]:
     """The lines of a Markdown table: a header, the rule, one line per row of cells.
 

@@ -290,13 +290,14 @@ def legend(fig: Figure, axes: Sequence[Axes], extra: Sequence[Artist] = ()) -> N
         fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=ncols)
 
 
-def styles(names: Iterable[str]) -> dict[str, dict[str, Any]]:
+def styles(names: Iterable[str], extra: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
     """A colour and a marker per series name, by the name's place in the sorted names:
     the i-th name gets colour ``C<i mod 10>`` and the i-th of :data:`MARKERS`, so the same
     names give every figure of a call the same styles, whichever subset a figure draws
-    (pass every name of the call). Past ten names the colours come round again, and each
-    round shifts the markers by one, so no two of up to 100 names look alike. Keyword
-    arguments of ``plot`` and ``errorbar``.
+    (pass every name of the call). ``extra`` names (not among ``names``) come after them,
+    in sorted order, so they never move a name's style. Past ten names the colours come
+    round again, and each round shifts the markers by one, so no two of up to 100 names
+    look alike. Keyword arguments of ``plot`` and ``errorbar``.
 
     >>> s = styles(["gpt2", "bert", "gpt2"])
     >>> s["bert"], s["gpt2"]
@@ -306,10 +307,43 @@ def styles(names: Iterable[str]) -> dict[str, dict[str, Any]]:
     ({'color': 'C0', 'marker': 'o'}, {'color': 'C0', 'marker': 's'})
     """
     ordered = sorted(set(names))
+    ordered += sorted(set(extra) - set(ordered))
     return {
         name: {"color": f"C{i % 10}", "marker": MARKERS[(i + i // 10) % len(MARKERS)]}
         for i, name in enumerate(ordered)
     }
+
+
+def display_name(model: str) -> str:
+    """The name a figure gives a model: the last component of its path or hub id, as
+    :func:`series_name` names a series (``org/model-c`` and ``model-c`` are one model).
+
+    >>> display_name("org/model-c"), display_name("model-c"), display_name("gpt2@step-1")
+    ('model-c', 'model-c', 'gpt2@step-1')
+    """
+    return Path(model).name or model
+
+
+def palette(names: Iterable[str] | None, shown: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
+    """The style of every series of a figure, the one rule every figure follows: the
+    call's model ``names`` (raw, ``org/model-c``, or as figures name them, ``model-c``:
+    :func:`display_name`) take :func:`styles` of their display names, and the figure's
+    ``shown`` series that are none of them (a checkpoint series ``m@step-1``) come after,
+    so a model keeps its colour and marker in every figure of the call whatever else a
+    figure draws. Keyed by display name and by each raw name given.
+
+    >>> p = palette(["org/model-c", "org/model-a"], ["model-c", "model-c@step-1"])
+    >>> p["model-c"] == p["org/model-c"] == styles(["model-a", "model-c"])["model-c"]
+    True
+    >>> p["model-c@step-1"]
+    {'color': 'C2', 'marker': '^'}
+    """
+    given = list(names or ())
+    own = sorted({display_name(n) for n in given})
+    rest = sorted(set(shown) - set(own))
+    out = styles(own, rest)
+    out.update({n: out[display_name(n)] for n in given})
+    return out
 
 
 def std_note(label: str = "error bars: ±1 std over seeds") -> Artist:

@@ -9,7 +9,8 @@ its path. Every function draws under the package style (:func:`~.canvas.styled`)
 ``names``: the series names of every figure of the call, so that a model keeps its colour
 and marker in each (:func:`~.canvas.styles`).
 
-Reference lines are the quantity of their axis: chance accuracy on an accuracy axis, the
+Reference lines are the quantity of their axis: the random baseline 1/K on an accuracy
+axis (labelled so: :func:`chance_line`), the
 uniform guess's gold NLL (ln of the number of options) on an NLL axis, the uniform and human
 JS distances on a JS axis, and each reference system at the axis' metric
 (:func:`reference_levels`).
@@ -22,9 +23,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..metrics import METRICS
+from ..metrics import METRICS, chance_label
 from .canvas import (
     FigurePaths,
+    display_name,
     grid,
     legend,
     panels,
@@ -35,6 +37,7 @@ from .canvas import (
     styled,
     styles,
 )
+from .canvas import palette as canvas_palette
 
 Row = Mapping[str, Any]
 ACC_STYLES = (
@@ -103,7 +106,7 @@ def _has_spread(rows: Iterable[Row], metric: str) -> bool:
 def _palette(names: Iterable[str] | None, rows: Iterable[Row]) -> dict[str, dict[str, Any]]:
     # The call's names when given (every figure of a call the same styles), else this
     # figure's own.
-    return styles([*(names or ()), *(series_name(r) for r in rows)])
+    return canvas_palette(names, (series_name(r) for r in rows))
 
 
 def _by(rows: Iterable[Row], key: str) -> dict[Any, list[Row]]:
@@ -161,7 +164,7 @@ def plot_accuracy_vs_shots(
                 label=name,
                 **palette[name],
             )
-        ax.axhline(rows[0]["chance"], ls="--", color="grey", label="chance", zorder=0)
+        chance_line(ax, rows[0])
         _reference_lines(ax, str(task), baselines)
         ax.set_xticks(sorted({int(r["k"]) for r in rows}))
         ax.set(title=str(task), xlabel="shots (k)", ylabel="accuracy", ylim=(0, 1))
@@ -359,7 +362,8 @@ def plot_divergence(
             top = max([*heights, *(v + e for v, e in zip(values, errors, strict=True))])
             ax.set_ylim(0, top * 1.15 if math.isfinite(top) and top > 0 else 1)
             ax.set(ylabel=title, title=str(task) if metric == DIVERGENCE_PANELS[0][0] else "")
-        cells[-1, col].set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+        # Slanted, neighbouring model names ran into each other; upwards they cannot.
+        cells[-1, col].set_xticks(range(len(labels)), labels, rotation=90)
         # Bars of one width in every column, however many systems a task has.
         cells[-1, col].set_xlim(-0.6, max(widest, 2) - 0.4)
     spread = any(_has_spread(rows, m) for m, _ in DIVERGENCE_PANELS)
@@ -417,8 +421,7 @@ def plot_accuracy_vs_size(
             for x, r in pts:
                 ax.errorbar([x], [r["accuracy"]], yerr=[r.get("accuracy_std", 0.0)],
                             color=color, marker=markers[series_name(r)]["marker"])  # fmt: skip
-        if task_rows[0].get("chance") is not None:
-            ax.axhline(task_rows[0]["chance"], ls="--", color="grey", label="chance", zorder=0)
+        chance_line(ax, task_rows[0])
         _reference_lines(ax, str(task), baselines)
         ax.set_xscale("log")
         xs = [sizes[str(r["model"])] for r in task_rows]
@@ -440,6 +443,31 @@ def plot_accuracy_vs_size(
     return save(fig, path)
 
 
+def random_baseline(row: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The random baseline of a row's task, 1/K for its K options, and its label; None
+    when the row names neither its options (``labels``, ``n_labels``) nor a ``chance``.
+    The row's ``chance`` is read only when it names no options (an older row).
+
+    >>> random_baseline({"labels": ["e", "n", "c"], "chance": 1.0})
+    ('random (1/3)', 0.3333333333333333)
+    """
+    k = len(row["labels"]) if row.get("labels") else row.get("n_labels")
+    if k:
+        return chance_label(int(k)), 1.0 / int(k)
+    if row.get("chance"):
+        k = round(1.0 / float(row["chance"]))
+        return chance_label(k), 1.0 / k
+    return None
+
+
+def chance_line(ax: Any, row: Mapping[str, Any]) -> None:
+    """Draw the random baseline of ``row``'s task (:func:`random_baseline`) dashed on an
+    accuracy axis, labelled "random (1/K)"; nothing when the row has none."""
+    level = random_baseline(row)
+    if level is not None:
+        ax.axhline(level[1], ls="--", color="grey", label=level[0], zorder=0)
+
+
 #: Metrics :func:`plot_dynamics` can follow: those of :data:`nlieval.metrics.METRICS` with an
 #: axis title.
 DYNAMICS_METRICS = tuple(m.name for m in METRICS.values() if m.axis)
@@ -454,8 +482,9 @@ def _axis_levels(rows: Sequence[Row], metric: str) -> dict[str, float]:
     {'uniform guess (ln 3)': 1.0986122886681098}
     """
     r = rows[0]
-    if metric == "accuracy" and r.get("chance") is not None:
-        return {"chance": float(r["chance"])}
+    if metric == "accuracy":
+        level = random_baseline(r)
+        return {} if level is None else {level[0]: level[1]}
     if metric == "gold_nll":
         n = len(r["labels"]) if r.get("labels") else r.get("n_labels")
         return {f"uniform guess (ln {n})": math.log(n)} if n else {}
@@ -503,12 +532,19 @@ def plot_dynamics(
     if not rows:
         raise ValueError(f"no checkpoint rows with {metric} and a position on the x axis")
     tasks = _by(rows, "task")
-    short = short_names(str(r["model"]) for r in rows)
+    # The call's models (raw, or as figures name them: display_name) and the rows' models
+    # under one set of short names, the call's first in the styles: a model keeps the
+    # look every other figure of the call gives it.
+    drawn = {str(r["model"]) for r in rows}
+    seen = {display_name(m) for m in drawn}
+    called = [n for n in names or () if n in drawn or display_name(n) not in seen]
+    short = short_names([*called, *drawn])
+    short.update({n: display_name(n) for n in names or () if n not in short})
 
     def label(r: Row) -> str:
         return f"{short[str(r['model'])]} k={r['k']}"
 
-    by_model = styles([*(names or ()), *short.values()])
+    by_model = styles({short[n] for n in names or ()}, short.values())
     shades = _k_shades((short[str(r["model"])], r["k"]) for r in rows)
     palette: dict[str, dict[str, Any]] = {
         label(r): {**by_model[short[str(r["model"])]],
@@ -531,14 +567,26 @@ def plot_dynamics(
             ax.axhline(level, ls="--" if i == 0 else (0, (4, 2)), lw=1,
                        color="grey" if i == 0 else "0.15", label=ref, zorder=0)  # fmt: skip
         _reference_lines(ax, str(task), lines)
-        if min(position[str(r["checkpoint"])] for r in task_rows) > 0:
-            ax.set_xscale("log")
+        xs = [position[str(r["checkpoint"])] for r in task_rows]
+        if min(xs) > 0:
+            _decades(ax, xs)
         ax.set(title=str(task), xlabel=axis, ylabel=METRICS[metric].axis)
         # Accuracy on 0-1, as accuracy vs shots draws it: a change of one item in a hundred
         # is not stretched over the whole panel.
         ax.set_ylim(*((0, 1) if metric == "accuracy" else (0, None)))
     legend(fig, axes, [std_note()] if _has_spread(rows, metric) else [])
     return save(fig, path)
+
+
+def _decades(ax: Any, xs: Sequence[float]) -> None:
+    """A log x axis over whole decades around ``xs``, labelled at the decades only: a
+    series within a decade or two otherwise got a label at every minor tick (2.4e11,
+    2.5e11, ...), each running into the next."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xscale("log")
+    ax.set_xlim(10 ** math.floor(math.log10(min(xs))), 10 ** math.ceil(math.log10(max(xs) * 1.01)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _short(names: Sequence[str]) -> list[str]:
@@ -549,6 +597,21 @@ def _short(names: Sequence[str]) -> list[str]:
     """
     tails = [Path(n).name or n for n in names]
     return tails if len(set(tails)) == len(tails) else list(names)
+
+
+#: Points along a panel's x axis that :func:`plot_run_dynamics` gives each upward label.
+TICK_ROOM = 16.0
+
+
+def _spread(n: int, most: int) -> list[int]:
+    """At most ``most`` of the positions 0..n-1, every so many from the first (one step
+    between any two, so none crowd).
+
+    >>> _spread(5, 8), _spread(12, 4)
+    ([0, 1, 2, 3, 4], [0, 3, 6, 9])
+    """
+    step = max(1, -(-n // most))
+    return list(range(0, n, step))
 
 
 @styled
@@ -574,25 +637,26 @@ def plot_run_dynamics(
     n_rows = 3 if any("js_distance" in r for r in rows) else 2
     fig = grid(n, n_rows, size=(4.0, 2.6), width=width)
     axes = fig.subplots(n_rows, n, squeeze=False, sharex="col")
+    every: list[Any] = []
     for i, r in enumerate(rows):
         x = range(len(r["checkpoints"]))
         acc, nll = axes[0][i], axes[1][i]
-        acc.plot(x, r["accuracy"], marker="o", label="model")
-        if r.get("chance") is not None:
-            acc.axhline(r["chance"], ls="--", color="grey", label="chance", zorder=0)
+        acc.plot(x, r["accuracy"], marker="o", label="accuracy")
+        chance_line(acc, r)
         acc.set_title(f"{r['task']} k={r['k']}  tau={r['tau_accuracy']:.2f}")
         acc.set(ylabel="accuracy", ylim=(0, 1))
-        nll.plot(x, r["gold_nll"], marker="o", color="tab:red", label="model")
+        nll.plot(x, r["gold_nll"], marker="o", color="tab:red", label="gold NLL")
         if r.get("n_labels"):
             nll.axhline(math.log(r["n_labels"]), ls="--", color="grey",
                         label=f"uniform guess (ln {r['n_labels']})", zorder=0)  # fmt: skip
         nll.set_title(f"gold NLL  tau(-NLL)={r['tau_nll']:.2f}")
-        nll.set(ylabel="mean NLL of gold option", ylim=(0, None))
+        # Short: a column-wide panel is lower than "mean NLL of gold option" is long.
+        nll.set(ylabel="mean gold NLL", ylim=(0, None))
         shown = [acc, nll]
         if n_rows == 3:
             ax = axes[2][i]
             if "js_distance" in r:
-                ax.plot(x, r["js_distance"], marker="o", color="tab:purple", label="model")
+                ax.plot(x, r["js_distance"], marker="o", color="tab:purple", label="JS distance")
                 ax.axhline(r["uniform"]["js_distance"], ls="--", color="grey", label="uniform")
                 ax.axhline(
                     r["human"]["js_distance"], ls=":", color="black", label=r["human"]["label"]
@@ -603,12 +667,19 @@ def plot_run_dynamics(
                 shown.append(ax)
             else:
                 ax.set_axis_off()
-        for ax in shown:
-            ax.legend(loc="best")
+        every += shown
         bottom = shown[-1]
-        bottom.set_xticks(list(x))
-        bottom.set_xticklabels(_short(r["checkpoints"]), rotation=45, ha="right")
+        # Upwards, every so many checkpoints from the first, as many as the panel's width
+        # holds (a line of 7-pt text each, with room between): a label per checkpoint of
+        # a long series ran into its neighbours.
+        inches = bottom.get_position().width * fig.get_figwidth()
+        shown_at = _spread(len(r["checkpoints"]), max(2, int(inches * 72 / TICK_ROOM)))
+        bottom.set_xticks(shown_at, [_short(r["checkpoints"])[j] for j in shown_at],
+                          rotation=90)  # fmt: skip
         bottom.set_xlabel("checkpoint (in training order)")
+    # One legend below the panels: each panel's own, inside a column-wide panel, covered
+    # its curves and ran into its axis title.
+    legend(fig, every)
     return save(fig, path)
 
 

@@ -18,8 +18,8 @@ from .canvas import (
     series_name,
     std_note,
     styled,
-    styles,
 )
+from .canvas import palette as canvas_palette
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -71,7 +71,7 @@ def epg_figure(
     ['t=0–0.1', 't=0.2']
     """
     tasks = sorted({r["task"] for r in rows}) or [""]
-    palette = styles([*(names or ()), *(series_name(r) for r in rows)])
+    palette = canvas_palette(names, (series_name(r) for r in rows))
     fig = grid(len(tasks), size=(4.8, 3.8), width=width)
     axes = panels(fig, len(tasks))
     # A model's lines share its colour and marker; its k tells them apart by dash.
@@ -96,9 +96,11 @@ def epg_figure(
                 ]
         ax.axhline(0.0, color="grey", lw=0.8)
         metric = rows[0]["metric"] if rows else "accuracy"
+        # On two lines: side by side at a column's width, the panels' x titles on one
+        # line ran into each other.
         ax.set(
             title=task,
-            xlabel="% of items contaminated (score > t)",
+            xlabel="% contaminated\n(score > t)",
             ylabel=f"EPG ({metric}: all − clean)",
         )
     spread = any(float(r.get("epg_std") or 0.0) > 0 for r in rows)
@@ -163,6 +165,9 @@ def spread_labels(fig: Figure, labels: Sequence[Annotation]) -> None:
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     placed = [box for ax in fig.axes for box in _marker_boxes(ax, fig.dpi)]
+    # The figure's own texts (titles, axis and tick labels, the legend) are no place for
+    # a label either: at a column's width the top row of labels met a panel's title.
+    placed += [t.get_window_extent(renderer) for t in _fixed_texts(fig)]
     lines = [ln.get_transform().transform_path(ln.get_path()) for ax in fig.axes
              for ln in ax.get_lines() if ln.get_visible()]  # fmt: skip
 
@@ -202,6 +207,18 @@ def spread_labels(fig: Figure, labels: Sequence[Annotation]) -> None:
             leader.set_in_layout(False)
 
 
+def _fixed_texts(fig: Figure) -> list[Any]:
+    """The texts of ``fig`` that labels must keep clear of: each panel's title, axis
+    labels and tick labels, and the legends' entries and titles."""
+    out: list[Any] = []
+    for ax in fig.axes:
+        out += [ax.title, ax.xaxis.label, ax.yaxis.label]
+        out += [*ax.get_xticklabels(), *ax.get_yticklabels()]
+    for leg in fig.legends:
+        out += [*leg.get_texts(), leg.get_title()]
+    return [t for t in out if t.get_visible() and t.get_text().strip()]
+
+
 def _marker_boxes(ax: Axes, dpi: float) -> list[Bbox]:
     """A box around each marker of ``ax``'s lines, in display units: where no label goes."""
     from matplotlib.transforms import Bbox
@@ -228,7 +245,8 @@ def plot_confusion(
 
     counts = np.asarray(row["confusion"], dtype=float)[:, :ncol]
     totals = counts.sum(axis=1, keepdims=True)
-    shares = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
+    # A gold row without items has no shares (0/0): its cells are blank ("–"), not 0%.
+    shares = np.divide(counts, totals, out=np.full_like(counts, np.nan), where=totals > 0)
     cols = row["confusion_columns"][:ncol]
     labels = row["labels"]
     # Side by side in the text width; one above the other in a column, where two panels
@@ -243,7 +261,8 @@ def plot_confusion(
         (axes[1], shares, "share of gold row", "{:.0%}"),
     )
     for ax, values, title, fmt in panels:
-        top = values.max() if values.size and values.max() > 0 else 1.0
+        top = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
+        top = top if top > 0 else 1.0
         ax.imshow(values, cmap="Blues", vmin=0, vmax=top, aspect="auto")
         for i in range(values.shape[0]):
             for j in range(values.shape[1]):
@@ -251,7 +270,7 @@ def plot_confusion(
                 ax.text(
                     j,
                     i,
-                    fmt.format(values[i, j]),
+                    "–" if np.isnan(values[i, j]) else fmt.format(values[i, j]),
                     ha="center",
                     va="center",
                     fontsize=7,
@@ -259,7 +278,8 @@ def plot_confusion(
                 )
         if ncol > len(labels):  # set the unparsed column apart
             ax.axvline(len(labels) - 0.5, color="0.3", linewidth=1.2)
-        ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right")
+        # Upright labels of crowded columns ran into each other; upwards they cannot.
+        ax.set_xticks(range(len(cols)), cols, rotation=90)
         ax.set_yticks(range(len(labels)), labels)
         ax.set_xlabel("predicted")
         ax.set_ylabel("gold")
@@ -268,6 +288,15 @@ def plot_confusion(
     runs = f"{row['runs']} runs summed" if row["runs"] > 1 else "1 run"
     fig.suptitle(
         f"{series_name(row)} · {row['task']} · k={row['k']}\n"
-        f"n={row['n']} · {runs} · macro F1 {row['macro_f1']:.3f}",
+        f"n={row['n']} · {runs} · macro F1 {_score(row['macro_f1'])}",
     )
     return save(fig, path)
+
+
+def _score(value: float | None) -> str:
+    """A score as the figure prints it: n/a where it is undefined on the items (NaN).
+
+    >>> _score(0.5), _score(float("nan"))
+    ('0.500', 'n/a')
+    """
+    return "n/a" if value is None or value != value else f"{value:.3f}"

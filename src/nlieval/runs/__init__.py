@@ -38,7 +38,7 @@ from .labels import (
 )
 from .loop import CHUNK, Step, run_steps
 from .output import OutputFolder, RunFolders
-from .results import Draws, finalize, read_results
+from .results import Draws, finalize, read_results, run_warnings
 from .schema import RESULTS_VERSION, Provenance, Results
 from .tables import (
     instruct_table,
@@ -87,6 +87,7 @@ __all__ = [
     "plus_minus",
     "read_named",
     "read_results",
+    "run_warnings",
     "run_labels",
     "run_name",
     "run_steps",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..metrics import summarize
@@ -39,8 +40,8 @@ def finalize(
     >>> folder.append([Record("t", i, "m", 0, 0, ("a", "b"), (0.0, -1.0), (0.7, 0.3), pred, "a")
     ...                for i, pred in (("1", "a"), ("2", "b"))])
     >>> m = finalize(folder, {"model": "m"}).metrics[0]
-    >>> m["accuracy"], round(m["macro_f1"], 4)  # F1 of a: 2/3, of b: 0
-    (0.5, 0.3333)
+    >>> m["accuracy"], m["macro_f1"]  # gold a only: macro F1 is undefined (metrics.macro_f1)
+    (0.5, nan)
     >>> again = finalize(folder, None, invocation="report")  # keeps the saved config
     >>> again.config, again.version, [p.command for p in again.provenance]
     ({'model': 'm'}, 2, ['report'])
@@ -83,3 +84,20 @@ def read_results(folder: RunFolder[Any]) -> Results:
     if not folder.has(RESULTS):
         return Results()
     return Results.from_dict(folder.read_results(), folder.path / RESULTS)
+
+
+def run_warnings(folders: Iterable[str | Path]) -> list[str]:
+    """The warnings recorded in the ``results.json`` of each of ``folders`` (per task:
+    ``--limit 12 takes the first 12 items, labelled ...``), each once, in order: the one
+    place every table made from run folders takes the notes it must carry.
+
+    >>> run_warnings([run_dir])  # a folder without results.json warns of nothing
+    []
+    """
+    out: list[str] = []
+    for path in folders:
+        for info in read_results(RunFolder(Path(path))).data.values():
+            for line in info.get("warnings") or ():
+                if str(line) not in out:
+                    out.append(str(line))
+    return out

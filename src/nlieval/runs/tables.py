@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..ground import markdown_table
-from ..metrics import METRICS, metrics
+from ..metrics import CHANCE_HEAD, MAJORITY_LABEL, METRICS, UNDEFINED_NOTE, metrics
 from .schema import Results
 
 
@@ -34,16 +34,17 @@ def metrics_table(
     """A Markdown table, one line per (model, checkpoint, task, k).
 
     ``timing`` maps a model name to its run folder's ``timing.json`` (seconds and items
-    per sweep point); with it the table adds the scoring rate and wall time. ``chance``
-    is of the items scored (:func:`nlieval.metrics.point_metrics`), and their gold labels
-    are counted beside the predicted labels' shares.
+    per sweep point); with it the table adds the scoring rate and wall time. The random
+    baseline is the task's 1/K (:func:`nlieval.metrics.point_metrics`), and the scored
+    items' gold labels are counted beside the predicted labels' shares. A metric
+    undefined on the items is n/a, said in a note under the table.
 
     >>> from nlieval.metrics import summarize
     >>> from nlieval.types import Record
     >>> r = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
     ...            (0.87, 0.13), "entailment", "neutral")
-    >>> print(metrics_table(summarize([r])).splitlines()[-1])
-    | m | t | 0 | 1 | 1 | 0.000 | 0.000 | 2.000 | 1.000 | E 100% N 0% | E 0 N 1 |
+    >>> print(metrics_table(summarize([r])).splitlines()[2])  # one gold class: no macro F1
+    | m | t | 0 | 1 | 1 | 0.000 | n/a | 2.000 | 0.500 | E 100% N 0% | E 0 N 1 |
     """
 
     def cells(r: Mapping[str, Any]) -> list[str]:
@@ -60,7 +61,7 @@ def metrics_table(
         ]
 
     shown = metrics(source="records")
-    head = ["seeds", *(m.label for m in shown), "chance", "predicted labels", "gold labels"]
+    head = ["seeds", *(m.label for m in shown), CHANCE_HEAD, "predicted labels", "gold labels"]
     return _row_table(rows, timing, head, cells)
 
 
@@ -92,7 +93,7 @@ def instruct_table(
 
     # The instruct papers' columns: macro F1 first.
     shown = [METRICS["macro_f1"], METRICS["accuracy"]]
-    head = ["runs", *(m.label for m in shown), "unparsed/run", "chance", "majority"]
+    head = ["runs", *(m.label for m in shown), "unparsed/run", CHANCE_HEAD, MAJORITY_LABEL]
     return _row_table(rows, timing, head, cells)
 
 
@@ -123,7 +124,10 @@ def _row_table(
         if timing:
             line.extend(_rate(timing, r))
         body.append(line)
-    return "\n".join(markdown_table(names, body))
+    lines = markdown_table(names, body)
+    if any(cell == "n/a" for line in body for cell in line):
+        lines += ["", UNDEFINED_NOTE]
+    return "\n".join(lines)
 
 
 def _rate(timing: Mapping[str, Mapping[str, Any]], row: Mapping[str, Any]) -> list[str]:
@@ -181,6 +185,7 @@ def markdown_summary(results: Results) -> str:
             f"- {task}: {info['items']} of {info['items_in_split']} items of {info['split']} "
             f"({info['source']}); dropped: {dropped}; few-shot pool: {info.get('pool')}"
         )
+        lines += [f"  - warning: {line}" for line in info.get("warnings") or ()]
     return "\n".join(lines) + "\n"
 
 

@@ -320,7 +320,7 @@ def plan_instruct(
             data.warn_if_short(config.limit, f"--limit {config.limit}", len(ds.items), where)
             items = take_balanced(ds.items, config.limit)
         else:
-            items = config.choose(ds.items, ds.labels, f"{spec.name} {ds.split}")
+            items = config.choose(ds.items, ds.labels, where := f"{spec.name} {ds.split}")
         points: list[InstructPoint] = []
         info: dict[str, Any] = {
             "source": ds.source,
@@ -333,6 +333,11 @@ def plan_instruct(
             # text is in the identity as PROMPT_VERSION.
             "fingerprint": data.items_fingerprint(ds.items),
         }
+        if not (config.limit and config.balanced_limit):
+            # What --limit or --sample chose, said in every table of the run.
+            warned = config.warning(ds.items, items, ds.labels, where)
+            if warned is not None:
+                info["warnings"] = [warned]
         pool: list[Item] = []
         rule = config.exemplar_rule
         if any(k > 0 for k in config.shots):

@@ -27,9 +27,16 @@ import numpy as np
 
 from ..data import get_task
 from ..ground import DataError, as_format
-from ..metrics import mean_std, point_metrics
+from ..metrics import METRICS, UNDEFINED_NOTE, mean_std, point_metrics
 from ..plotting import FigureWidth, plot_confusion
-from ..runs import RunFolders, atomic_write, make_folder, markdown_table, plus_minus
+from ..runs import (
+    RunFolders,
+    atomic_write,
+    make_folder,
+    markdown_table,
+    plus_minus,
+    run_warnings,
+)
 from ..settings import setting, table_format
 from ..types import Record
 
@@ -62,20 +69,17 @@ def confusion_with_unparsed(records: Sequence[Record], labels: Sequence[str]) ->
 
 
 def subset_scores(records: Sequence[Record]) -> dict[str, Any]:
-    """Accuracy and macro F1 of a subset (a domain), macro over the gold labels present
-    in it (a class a domain lacks would otherwise count as F1 = 0)."""
-    from sklearn.metrics import (  # heavy: loaded on first use
-        accuracy_score,
-        f1_score,
-    )
+    """Accuracy and macro F1 of a subset (a domain): the metric table's macro F1
+    (:func:`nlieval.metrics.macro_f1`: over the gold labels present in it, n/a where it
+    holds one class only; a class a domain lacks would otherwise count as F1 = 0)."""
+    from sklearn.metrics import accuracy_score  # heavy: loaded on first use
 
     gold = [str(r.gold) for r in records]
     pred = [_pred(r) for r in records]
-    present = sorted(set(gold), key=list(records[0].labels).index)
     return {
         "n": len(records),
         "accuracy": float(accuracy_score(gold, pred)),
-        "macro_f1": float(f1_score(gold, pred, labels=present, average="macro", zero_division=0)),
+        "macro_f1": METRICS["macro_f1"].of(records, records[0].labels),
         "n_unparsed": pred.count(_SENTINEL),
     }
 
@@ -378,7 +382,8 @@ def format_report(
     parts = [format_rows(rows)]
     domains = format_domains(rows)
     if domains:
-        parts += ["Per domain (macro F1 over the classes present in the domain):", domains]
+        parts += ["Per domain (macro F1 over the classes present in the domain, n/a with one):",
+                  domains]  # fmt: skip
     if shift is not None:
         parts += [
             f"In-domain ({shift[0]}) vs out-of-domain ({shift[1]}):",
@@ -387,6 +392,8 @@ def format_report(
     for r in rows:
         runs = f"{r['runs']} runs summed" if r["runs"] > 1 else "1 run"
         parts += [f"Confusion, {_name(r)}, {r['task']}, k={r['k']} ({runs}):", format_confusion(r)]
+    if any("| n/a" in part for part in parts):
+        parts.append(UNDEFINED_NOTE)
     return "\n\n".join(parts)
 
 
@@ -477,7 +484,10 @@ def sci_report(config: SciReportConfig) -> dict[str, Any] | None:
             task_of_rows(config.out_of_domain, rows, "--out-of-domain"),
         )
     pairs = shift_rows(rows, *shift) if shift else None
-    text = as_format(format_report(rows, pairs, shift), config.format)
+    report = format_report(rows, pairs, shift)
+    # What a run recorded of its items (--limit took the first N, of one label).
+    report += "".join(f"\n\n{line}" for line in run_warnings(config.runs))
+    text = as_format(report, config.format)
     out: dict[str, Any] = {"text": text, "plots": [], "json": None}
     if config.plot_dir:
         out["plots"] = plot_confusions(rows, config.plot_dir, config.plot_format, config.inches)
