@@ -117,7 +117,8 @@ def test_ctrl_c_on_the_command_then_the_same_command(tmp_path: Path, server: Fak
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert err.strip().splitlines() == [
+    # The tiny task holds fewer exemplar premises than --examples asks: said, then the line.
+    assert [ln for ln in err.strip().splitlines() if not ln.startswith("WARNING ")] == [
         "nlieval: interrupted; run the same command again to resume"
     ]
     before = (out / RECORDS).read_bytes()

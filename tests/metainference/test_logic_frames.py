@@ -205,6 +205,8 @@ def test_random_formulas_agree_with_the_reference(refl: bool, sym: bool, trans: 
         if _depth(f) <= 1 and str(f).count("dia") + str(f).count("box") <= 2:
             has = logic.truth_set(_text(f), ["a", "b"], fc) != 0
             assert has == _reference_model(f, refl, sym, trans), _text(f)
+            # The bit sets' own model (checked inside; KB4's dead end was an AssertionError).
+            assert (logic.depth_one_model(_text(f), fc) is not None) == has, _text(f)
 
 
 @pytest.mark.parametrize(

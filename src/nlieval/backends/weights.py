@@ -117,12 +117,19 @@ ALIASES: dict[str, Callable[[], ModelSource]] = {
 DEFAULT_MODEL = "smollm2-135m"
 
 
+def _models_root() -> Path:
+    # The conversions' folder: the writer's own root, as the cache is. It may itself be a
+    # link the user made (the models on a bigger disk), which is followed; a link below
+    # it (an entry, a lock) never is.
+    return cache_dir() / "models"
+
+
 def _converted(key: str, source_sha256: str) -> Path:
     # The folder is named by the source's content as well as its name: a conversion of
     # other bytes (a GGUF replaced at the same path with the same size and mtime, another
     # process converting it meanwhile) never lands in, or replaces, this one's folder
     # between its check and its load.
-    return cache_dir() / "models" / f"{key}-{source_sha256[:16]}"
+    return _models_root() / f"{key}-{source_sha256[:16]}"
 
 
 def _adopted(key: str, source_sha256: str) -> Path:
@@ -130,7 +137,7 @@ def _adopted(key: str, source_sha256: str) -> Path:
     source's hash (``models/<key>``) is moved to if it holds what this source converts
     to (its marker and files checked), instead of converting again."""
     target = _converted(key, source_sha256)
-    old = cache_dir() / "models" / key
+    old = _models_root() / key
     # An old entry that is a link is never adopted: it would bring another folder's files in.
     if not _is_converted(target) and not old.is_symlink() and _is_converted(old):
         with _conversion_lock(target):
@@ -230,7 +237,7 @@ def local_hf_folder(source: ModelSource) -> ModelSource:
     target = _adopted(source.cache_key, sha)
     # The cache's entries are its own: one that is a link (to a folder elsewhere) is
     # refused, never read as this model nor replaced through.
-    check_inside(target, cache_dir())
+    check_inside(target, _models_root())
     # One process converts at a time: a second one started meanwhile (two shells on a
     # fresh machine) waits, then finds the conversion done, instead of replacing the
     # folder while the first is loading from it.
@@ -267,7 +274,7 @@ def _conversion_lock(target: Path) -> Iterator[None]:
     (the kernel drops it if the process dies)."""
     # The cache is the writer's folder: no link below it is followed (a lock, or a
     # converted model, written through one would land elsewhere).
-    root = cache_dir()
+    root = _models_root()
     make_folder(target.parent, root=root)
     lock = target.parent / (target.name + ".lock")
     fd = open_own(lock, os.O_RDWR | os.O_CREAT, in_place=True, root=root)
@@ -365,8 +372,8 @@ def _convert_gguf(source: ModelSource, target: Path, source_sha256: str) -> None
     setattr(model, "hf_quantizer", None)  # noqa: B010 (typed as non-optional upstream)
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    make_folder(target.parent, root=cache_dir())
-    check_inside(target, cache_dir())  # a link there is refused, never removed through
+    make_folder(target.parent, root=_models_root())
+    check_inside(target, _models_root())  # a link there is refused, never removed through
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     try:
         model.save_pretrained(tmp)

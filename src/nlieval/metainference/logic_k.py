@@ -263,9 +263,11 @@ def depth_one_model(formula: Formula | str, frames: str | Frames = "K") -> Kripk
     def true_atoms(v: int) -> frozenset[str]:
         return frozenset(a for i, a in enumerate(sp.atoms) if v >> i & 1)
 
-    if not fc.reflexive:
+    if not (fc.reflexive or fc.symmetric):
         worlds = [root] + [v for v in range(sp.nval) if succ_set >> v & 1]
         relation = frozenset((0, w) for w in range(1, len(worlds)))
+    elif succ_set == 0:  # KB4: a world that sees none
+        worlds, relation = [root], frozenset()
     else:  # root in S: one cluster of the root and the other valuations of S
         worlds = [root] + [v for v in range(sp.nval) if succ_set >> v & 1 and v != root]
         relation = frozenset((u, w) for u in range(len(worlds)) for w in range(len(worlds)))

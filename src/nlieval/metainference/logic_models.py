@@ -84,6 +84,9 @@ FRAME_CLASSES: dict[str, Frames] = {
         Frames("KT", reflexive=True),
         Frames("S4", reflexive=True, transitive=True),
         Frames("S5", reflexive=True, symmetric=True, transitive=True),
+        # Decided too (DECIDED below), so each may be named wherever a class is chosen.
+        Frames("K4", transitive=True),
+        Frames("KB4", symmetric=True, transitive=True),
     )
 }
 
