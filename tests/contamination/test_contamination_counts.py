@@ -85,3 +85,43 @@ def test_epg_counts_the_items_each_run_left_out() -> None:
 def test_a_selection_with_a_scores_file_is_refused(tmp_path: Path, flag: str) -> None:
     with pytest.raises(ValueError, match=f"{flag} chooses the items to scan"):
         cont.ContaminationConfig(scores=str(tmp_path / "s.jsonl"), **{flag[2:]: 3})
+
+
+@pytest.mark.parametrize(
+    ("rows", "line", "field"),
+    [
+        # An item scored twice would be counted as two items of the summary.
+        (
+            [{"item_id": "smoke-01", "score": 1.0}, {"item_id": "smoke-01", "score": 0.0}],
+            2,
+            "item_id",
+        ),
+        ([{"item_id": "smoke-01", "score": 1.0}, {"score": 0.0}], 2, "item_id"),
+        ([{"item_id": "smoke-01", "score": "high"}], 1, "score"),
+        ([{"item_id": "smoke-01", "score": 2.0}], 1, "score"),
+    ],
+)
+def test_a_scores_file_counts_each_item_once_or_is_refused(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    rows: list[dict[str, object]],
+    line: int,
+    field: str,
+) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps({"task": "smoke", **r}) + "\n" for r in rows))
+    assert cli_main(["contamination", "--scores", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"s.jsonl:{line}: field '{field}'" in err, err
+
+
+def test_a_scores_file_of_distinct_items_is_counted_as_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = _smoke_ids()[:6]
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        "".join(json.dumps({"task": "smoke", "item_id": i, "score": 0.0}) + "\n" for i in ids)
+    )
+    assert cli_main(["contamination", "--scores", str(path)]) == 0
+    assert f"| smoke | {len(ids)} |" in capsys.readouterr().out
