@@ -125,3 +125,15 @@ def test_a_scores_file_of_distinct_items_is_counted_as_read(
     )
     assert cli_main(["contamination", "--scores", str(path)]) == 0
     assert f"| smoke | {len(ids)} |" in capsys.readouterr().out
+
+
+def test_a_task_the_scores_file_does_not_score_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps({"task": "smoke", "item_id": "smoke-01", "score": 0.0}) + "\n")
+    assert cli_main(["contamination", "--scores", str(path), "--task", "snli"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no score of task snli" in err and "smoke" in err, err
+    assert cli_main(["contamination", "--scores", str(path), "--task", "smoke"]) == 0
+    assert "| smoke | 1 |" in capsys.readouterr().out

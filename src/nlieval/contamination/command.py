@@ -185,6 +185,14 @@ def contamination_report(
         scores = read_scores(config.scores)
         if config.tasks:
             wanted = {get_task(t).name for t in config.tasks}
+            held = {str(s["task"]) for s in scores}
+            absent = sorted(wanted - held)
+            if absent:
+                # Its table would have no row for it: 0 items, said by nothing.
+                raise ValueError(
+                    f"{config.scores}: no score of task {', '.join(absent)} (it scores "
+                    f"{', '.join(sorted(held)) or 'nothing'})"
+                )
             scores = [s for s in scores if s["task"] in wanted]
         got = {"scores": scores}
     else:
