@@ -132,6 +132,13 @@ def cases(model: str, bert: str) -> list[Case]:
         )
         return ["contamination", "--scores", str(f / "s.jsonl"), "--limit", "10"]
 
+    def contamination_scored_twice(d: Path) -> list[str]:
+        # One item scored twice: the summary counted 2 items, EPG scored it once.
+        f = _fresh(d, "contam-twice")
+        row = json.dumps({"task": "smoke", "item_id": "smoke-01", "score": 0.0}) + "\n"
+        (f / "s.jsonl").write_text(row * 2)
+        return ["contamination", "--scores", str(f / "s.jsonl")]
+
     def _imported(f: Path, n: int) -> Path:
         rows = [{"id": f"smoke-{i:02d}", "probs": [0.6, 0.3, 0.1]} for i in range(1, n + 1)]
         (f / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -243,6 +250,7 @@ def cases(model: str, bert: str) -> list[Case]:
         Case("infer build", "counts: --limit 500 of 48 items", infer_build, "warning"),
         Case("contamination", "counts: --limit 500 of 48 items", contamination_limit, "warning"),
         Case("contamination", "counts: --scores with --limit 10", contamination_scores_limit),
+        Case("contamination", "counts: --scores, an item twice", contamination_scored_twice),
         Case("items", "counts: 30 rows cut to the default 20", items_default_limit, "warning"),
         Case("items", "counts: --limit 0", items_limit_zero),
         Case("run", "folder: causal LM, no tokenizer", lm_no_tokenizer),
