@@ -84,7 +84,11 @@ def test_epg_counts_the_items_each_run_left_out() -> None:
 @pytest.mark.parametrize("flag", ["--limit", "--sample"])
 def test_a_selection_with_a_scores_file_is_refused(tmp_path: Path, flag: str) -> None:
     with pytest.raises(ValueError, match=f"{flag} chooses the items to scan"):
-        cont.ContaminationConfig(scores=str(tmp_path / "s.jsonl"), **{flag[2:]: 3})
+        scores = str(tmp_path / "s.jsonl")
+        if flag == "--limit":
+            cont.ContaminationConfig(scores=scores, limit=3)
+        else:
+            cont.ContaminationConfig(scores=scores, sample=3)
 
 
 @pytest.mark.parametrize(
