@@ -2,9 +2,12 @@
 (issue 43, rules 2 and 3).
 
 Counts: a selection larger than the split (``--limit``, ``--sample``, ``--balanced-limit``,
-a training source's ``NAME:N``, ``infer build --limit``, ``generate --limit``) must go on
-with every item and say so, naming both numbers: the right answer is a warning; exit 0
-without a word lets the typed number stand for the used one.
+a training source's ``NAME:N``, ``infer build --limit``, ``generate --limit``,
+``contamination --limit``) must go on with every item and say so, naming both numbers: the
+right answer is a warning; exit 0 without a word lets the typed number stand for the used
+one. So must ``items`` when its ``--limit`` (rows, default 20) cuts the listing; a number
+that cannot be the count used (``contamination --scores`` with ``--limit``, which scans
+nothing; ``items --limit 0``) is one line.
 
 Model folders: a tiny folder of each kind the registry decides (causal LM, sequence
 classifier, multiple-choice model, ``nlieval train`` pair classifier, LoRA checkpoint)
@@ -112,6 +115,46 @@ def cases(model: str, bert: str) -> list[Case]:
         f = _fresh(d, "infer")
         return ["infer", "build", "--task", "smoke", "--limit", "500", "--out", str(f / "o")]
 
+    def contamination_limit(d: Path) -> list[str]:
+        f = _fresh(d, "contam")
+        (f / "c.txt").write_text("nothing of the task here\n")
+        return ["contamination", "--task", "smoke", "--corpus", str(f / "c.txt"), "--limit",
+                "500", "--workers", "1", "--out", str(f / "s.jsonl")]  # fmt: skip
+
+    def contamination_scores_limit(d: Path) -> list[str]:
+        # A scores file scans nothing: every item of it would be used under the number typed.
+        f = _fresh(d, "contam-scores")
+        (f / "s.jsonl").write_text(
+            "".join(
+                json.dumps({"task": "smoke", "item_id": f"smoke-{i:02d}", "score": 0.0}) + "\n"
+                for i in range(1, 49)
+            )
+        )
+        return ["contamination", "--scores", str(f / "s.jsonl"), "--limit", "10"]
+
+    def contamination_scored_twice(d: Path) -> list[str]:
+        # One item scored twice: the summary counted 2 items, EPG scored it once.
+        f = _fresh(d, "contam-twice")
+        row = json.dumps({"task": "smoke", "item_id": "smoke-01", "score": 0.0}) + "\n"
+        (f / "s.jsonl").write_text(row * 2)
+        return ["contamination", "--scores", str(f / "s.jsonl")]
+
+    def _imported(f: Path, n: int) -> Path:
+        rows = [{"id": f"smoke-{i:02d}", "probs": [0.6, 0.3, 0.1]} for i in range(1, n + 1)]
+        (f / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        rc, err = invoke(["import", str(f / "p.jsonl"), "--task", "smoke", "--model", "m",
+                          "--out", str(f / "run")])  # fmt: skip
+        assert rc == 0, err
+        return f / "run"
+
+    def items_default_limit(d: Path) -> list[str]:
+        f = _fresh(d, "items")
+        return ["items", str(_imported(f, 30))]  # 30 rows, the default --limit 20
+
+    def items_limit_zero(d: Path) -> list[str]:
+        f = _fresh(d, "items0")
+        return ["items", str(_imported(f, 5)), "--limit", "0"]
+
     # --- rule 3: a model folder missing what its kind needs -----------------------------
     def lm_no_tokenizer(d: Path) -> list[str]:
         f = _fresh(d, "lm-tok")
@@ -205,6 +248,11 @@ def cases(model: str, bert: str) -> list[Case]:
         Case("instruct", "counts: --balanced-limit 50 of 8", instruct_balanced, "warning"),
         Case("train", "counts: source NAME:500 of 12", train_source, "warning"),
         Case("infer build", "counts: --limit 500 of 48 items", infer_build, "warning"),
+        Case("contamination", "counts: --limit 500 of 48 items", contamination_limit, "warning"),
+        Case("contamination", "counts: --scores with --limit 10", contamination_scores_limit),
+        Case("contamination", "counts: --scores, an item twice", contamination_scored_twice),
+        Case("items", "counts: 30 rows cut to the default 20", items_default_limit, "warning"),
+        Case("items", "counts: --limit 0", items_limit_zero),
         Case("run", "folder: causal LM, no tokenizer", lm_no_tokenizer),
         Case("run", "folder: causal LM, lm_head missing", lm_no_head),
         Case("run", "folder: causal LM, a layer missing", lm_layer_missing),

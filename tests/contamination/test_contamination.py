@@ -258,7 +258,9 @@ def test_epg_by_hand() -> None:
     assert [r["metric_all"] for r in k0] == [0.5] * 4
     assert [r["metric_clean"] for r in k0] == pytest.approx([0.0, 0.0, 1 / 3, 0.5])
     assert [r["epg"] for r in k0] == pytest.approx([0.5, 0.5, 1 / 6, 0.0])
-    assert {r["n_unscored"] for r in rows} == {1} and {r["task"] for r in rows} == {"t"}
+    # Item e of k = 0 has no score; the run at k = 1 left none out.
+    assert {r["k"]: r["n_unscored"] for r in rows} == {0: 1, 1: 0}
+    assert {r["task"] for r in rows} == {"t"}
     k1 = next(r for r in rows if r["k"] == 1 and r["threshold"] == 0.0)
     # seed 0: 0.5 - 0 = 0.5; seed 1: 0.75 - 1 = -0.25
     assert k1["seeds"] == [0, 1] and k1["metric_all"] == pytest.approx(0.625)

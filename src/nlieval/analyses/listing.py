@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,6 +37,8 @@ from ..types import Item, Record
 #: original label.
 FILTERS = ("disagree", "all-wrong", "any-wrong", "majority-changed")
 SORTS = ("id", "entropy", "wrong")
+
+log = logging.getLogger(__name__)
 
 
 def _entropy(counts: Sequence[float]) -> float:
@@ -75,15 +78,20 @@ def item_listing(
     (bits of the human labels), ``predictions`` (model, or model@checkpoint -> label) and
     ``wrong`` (how many models missed the gold label); kept by every filter in
     ``filters`` (:data:`FILTERS`), sorted by ``sort`` (:data:`SORTS`; entropy and wrong
-    descending), at most ``limit`` rows. ``items`` maps task -> item id -> item for the
-    texts (an item missing there keeps empty texts). ``ids``: only the items of these ids
-    (None: all); an id no record holds is a ValueError naming it.
+    descending), at most ``limit`` rows (rows left out are a warning naming both
+    numbers: a row is one task, k, seed and item, not one item). ``items`` maps task ->
+    item id -> item for the texts (an item missing there keeps empty texts). ``ids``:
+    only the items of these ids (None: all); an id no record holds is a ValueError
+    naming it.
     """
     for f in filters:
         if f not in FILTERS:
             raise ValueError(f"unknown filter {f!r}: {', '.join(FILTERS)}")
     if sort not in SORTS:
         raise ValueError(f"unknown sort {sort!r}: {', '.join(SORTS)}")
+    if limit is not None and limit < 1:
+        # A slice would read -1 as "all but the last row", and 0 as none.
+        raise ValueError(f"--limit must be positive, got {limit}")
     wanted = None if ids is None else set(ids)
     joined: dict[tuple[str, int, int, str], dict[str, Record]] = defaultdict(dict)
     for r in records:
@@ -126,7 +134,15 @@ def item_listing(
         rows.sort(key=lambda r: (-r["wrong"], r["task"], r["k"], r["id"]))
     else:
         rows.sort(key=lambda r: (r["task"], r["k"], r["seed"], r["id"]))
-    return rows[:limit] if limit is not None else rows
+    if limit is not None and len(rows) > limit:
+        log.warning(
+            "items: --limit %d lists %d of the %d rows kept (a row per task, k, seed and item)",
+            limit,
+            limit,
+            len(rows),
+        )
+        return rows[:limit]
+    return rows
 
 
 def label_counts_text(counts: Mapping[str, Any]) -> str:

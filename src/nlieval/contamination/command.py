@@ -49,6 +49,9 @@ class ContaminationConfig(TaskFiles, ItemSelection, FigureWidth):
     >>> ContaminationConfig(tasks=("smoke",))
     Traceback (most recent call last):
     ValueError: contamination needs --task and --corpus (or --scores FILE)
+    >>> ContaminationConfig(scores="s.jsonl", limit=10)
+    Traceback (most recent call last):
+    ValueError: --limit chooses the items to scan; --scores scans none (give --limit to the scan)
     >>> ContaminationConfig(scores="s.jsonl", plot="epg.png")
     Traceback (most recent call last):
     ValueError: --plot needs --run (EPG is computed on a run's records)
@@ -105,6 +108,13 @@ class ContaminationConfig(TaskFiles, ItemSelection, FigureWidth):
         super().__post_init__()
         if not self.scores and (not self.tasks or not self.corpus):
             raise ValueError("contamination needs --task and --corpus (or --scores FILE)")
+        if self.scores and (self.limit is not None or self.sample is not None):
+            # Each is a count of items scanned: with a scores file nothing is, and every
+            # item of the file would be counted and used under the number typed.
+            flag = "--limit" if self.limit is not None else "--sample"
+            raise ValueError(
+                f"{flag} chooses the items to scan; --scores scans none (give {flag} to the scan)"
+            )
         if not self.run and self.plot:
             raise ValueError("--plot needs --run (EPG is computed on a run's records)")
         if self.plot:
@@ -175,6 +185,14 @@ def contamination_report(
         scores = read_scores(config.scores)
         if config.tasks:
             wanted = {get_task(t).name for t in config.tasks}
+            held = {str(s["task"]) for s in scores}
+            absent = sorted(wanted - held)
+            if absent:
+                # Its table would have no row for it: 0 items, said by nothing.
+                raise ValueError(
+                    f"{config.scores}: no score of task {', '.join(absent)} (it scores "
+                    f"{', '.join(sorted(held)) or 'nothing'})"
+                )
             scores = [s for s in scores if s["task"] in wanted]
         got = {"scores": scores}
     else:

@@ -36,7 +36,8 @@ def epg(
     """EPG(t) = metric on all items minus metric on the items scoring at or below t.
 
     Records join scores by (task, item_id); records of tasks without scores are left out,
-    and those of a scored task whose item has no score are counted in ``n_unscored``.
+    and the items of a scored task that have no score are counted in ``n_unscored`` (per
+    row's model, checkpoint, task and k: items, not records of every seed).
     One row per (model, checkpoint, task, k, t): means over seeds (on the items every seed
     has, as in :func:`nlieval.metrics.summarize`), ``epg_std`` across seeds.
 
@@ -54,12 +55,14 @@ def epg(
 
     score_of = {(s["task"], str(s["item_id"])): float(s["score"]) for s in scores}
     tasks = {task for task, _ in score_of}
-    kept, unscored = [], dict.fromkeys(tasks, 0)
+    kept: list[Record] = []
+    # The items (not records: a run has one per seed) of each row's run left out.
+    unscored: dict[tuple[Any, ...], set[str]] = {}
     for r in records:
         if (r.task, r.item_id) in score_of:
             kept.append(r)
         elif r.task in tasks:
-            unscored[r.task] += 1
+            unscored.setdefault((r.model, r.checkpoint, r.task, r.k), set()).add(r.item_id)
     rows = []
     for (model, ckpt, task, k), by_seed in sorted(
         group_records(kept).items(), key=lambda kv: (kv[0][0], kv[0][1] or "", *kv[0][2:])
@@ -67,7 +70,8 @@ def epg(
         common = set.intersection(*({r.item_id for r in recs} for recs in by_seed.values()))
         per_seed = {s: [r for r in recs if r.item_id in common] for s, recs in by_seed.items()}
         base: dict[str, Any] = {"model": model, "checkpoint": ckpt, "task": task, "k": k}
-        base |= {"metric": metric, "seeds": sorted(per_seed), "n_unscored": unscored[task]}
+        left_out = len(unscored.get((model, ckpt, task, k), ()))
+        base |= {"metric": metric, "seeds": sorted(per_seed), "n_unscored": left_out}
         scores_here = {i: sc for (tk, i), sc in score_of.items() if tk == task}
         for t in thresholds:
             rows.append(base | _epg_point(per_seed, scores_here, float(t), metric))
@@ -123,4 +127,14 @@ def format_epg(rows: Sequence[Mapping[str, Any]]) -> str:
             f"| {r['threshold']:g} | {r['pct_contaminated']:.1f} | {r['n_clean']} "
             f"| {r['metric_all']:.4f} | {r['metric_clean']:.4f} | {r['epg']:+.4f}{std} |"
         )
+    # Items the run scored but the scores file has not are left out: said with their count.
+    left_out = {
+        (series_name(r), r["task"], r["k"]): r["n_unscored"] for r in rows if r.get("n_unscored")
+    }
+    if left_out:
+        lines.append("")  # a line right under a Markdown table would be read as a row
+    lines += [
+        f"{name} / {task} k={k}: {n} item(s) without a contamination score, left out"
+        for (name, task, k), n in left_out.items()
+    ]
     return "\n".join(lines)

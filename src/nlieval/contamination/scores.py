@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..ground import atomic_write, make_folder, read_jsonl
+from ..ground import DataError, atomic_write, make_folder, read_jsonl
 from ..types import Item
 from .ngrams import DEFAULT_N, build_index, contaminated_tokens, item_text
 from .scan import SHARD_BYTES, ScanOptions, ScanResult, corpus_files, scan_files, scan_ray
@@ -115,8 +115,38 @@ def score_summary(scores: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def read_scores(path: str | Path) -> list[dict[str, Any]]:
     """Per-item scores written by ``nlieval contamination`` (one JSON object a line);
-    a line that is not one is a :class:`~nlieval.data.DataError` naming file and line."""
-    return [row.value for row in read_jsonl(path)]
+    a line that is not one, a row without its ``task``, ``item_id`` or a ``score`` from 0
+    to 1, or an item scored twice is a :class:`~nlieval.ground.DataError` naming file,
+    line and field (each row is counted as one item: a second row of an item would be
+    counted twice, and scored once).
+
+    >>> bad = Path(run_dir) / "twice.jsonl"
+    >>> _ = bad.write_text('{"task": "t", "item_id": "1", "score": 0.5}\\n' * 2)
+    >>> read_scores(bad)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.ground.errors.DataError: ...twice.jsonl:2: field 'item_id': item '1' of t is ...
+    """
+    out: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for row in read_jsonl(path, finite=True):
+        value = row.value
+        for name in ("task", "item_id"):
+            if not isinstance(value.get(name), (str, int)) or isinstance(value.get(name), bool):
+                raise DataError(path, row.line, name, "missing, or not a name")
+        score = value.get("score")
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+            raise DataError(path, row.line, "score", f"not a number from 0 to 1: {score!r}")
+        key = (str(value["task"]), str(value["item_id"]))
+        if key in seen:
+            raise DataError(
+                path,
+                row.line,
+                "item_id",
+                f"item {key[1]!r} of {key[0]} is scored again (first at line {seen[key]})",
+            )
+        seen[key] = row.line
+        out.append(value)
+    return out
 
 
 def write_scores(scores: Iterable[Mapping[str, Any]], path: str | Path) -> Path:
