@@ -8,6 +8,7 @@ point; their own tests check what they compute), so the test needs no run folder
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -188,11 +189,43 @@ def _experiment(folder: Path, kind: str, options: dict[str, Any]) -> Path:
     return path
 
 
+#: The value an option's settings field holds, where the flag converts what the YAML
+#: gives (written by hand from each flag's help: TASK=VALUE and NAME=LABEL entries are
+#: pairs, a repeated or comma-separated flag is a tuple); any other option holds the
+#: YAML's value itself, a list as a tuple.
+CONVERTED: dict[tuple[str, str], Any] = {
+    **{(kind, "name"): (("m", "Model M"),) for kind in rep.KINDS},
+    **{(kind, "human_js"): (("chaosnli_snli", 0.07),) for kind in rep.KINDS},
+    ("figure", "reference"): (("smoke", 0.5),),
+    ("chaosnli-figure", "reference"): (("chaosnli_snli", 0.23),),
+}
+
+#: The report's calls that read a settings object and call on into the library (whose
+#: own calls are recorded): spied on, not replaced.
+SPIED = {
+    "breakdown_from": "nlieval.reports",
+    "items_from": "nlieval.reports",
+    "dynamics_of": "nlieval.analyses",
+}
+
+
+def _expected(kind: str, option: str) -> Any:
+    if (kind, option) in CONVERTED:
+        return CONVERTED[kind, option]
+    value = VALUES[kind, option]
+    return tuple(value) if isinstance(value, list) else value
+
+
 class Calls:
     """The library functions of the report, each replaced by a recorder of its call."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.seen: list[str] = []
+        #: Each call as made: the function's name, its arguments and keywords.
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        for name, module in SPIED.items():
+            real = getattr(importlib.import_module(module), name)
+            monkeypatch.setattr(f"{module}.{name}", self._recorder(name, None, real))
         fakes: dict[str, tuple[str, Any]] = {
             "grid_of": ("nlieval.reports", None),
             "render_grid": ("nlieval.analyses", "| a |\n|---|\n| 1 |"),
@@ -214,16 +247,26 @@ class Calls:
         for name, (module, result) in fakes.items():
             monkeypatch.setattr(f"{module}.{name}", self._recorder(name, result))
 
-    def _recorder(self, name: str, result: Any) -> Any:
+    def _recorder(self, name: str, result: Any, real: Any = None) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append((name, args, kwargs))
+            if real is not None:
+                return real(*args, **kwargs)
             self.seen.append(f"{name}{args!r}{sorted(kwargs.items())!r}")
             return result
 
         return call
 
 
-def _made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, options: dict[str, Any]):
-    """What the report calls and writes for an output of ``kind`` with ``options``."""
+def _made(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    options: dict[str, Any],
+    record: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None,
+):
+    """What the report calls and writes for an output of ``kind`` with ``options``;
+    ``record`` gets each library call as made."""
     folder = tmp_path / json.dumps(options, sort_keys=True).encode().hex()[:40]
     folder.mkdir()
     exp = parse_experiment(_experiment(folder, kind, options).read_text(), "e.yaml")
@@ -239,7 +282,14 @@ def _made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, options: d
     runs = ("cells/base-m", "cells/other-m") if kind == "compare" else ("cells/base-m",)
     files, notes = rep._write_output(exp, out, runs, report, inputs, [cell])
     written = {f: (report / f).read_bytes() for f in files if (report / f).is_file()}
+    if record is not None:
+        record += calls.calls
     return calls.seen, files, written, notes
+
+
+def _settings_in(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]], cls: type) -> list[Any]:
+    """Every settings object of class ``cls`` handed to a recorded library call."""
+    return [a for _, args, kwargs in calls for a in (*args, *kwargs.values()) if isinstance(a, cls)]
 
 
 def test_every_option_has_a_value() -> None:
@@ -252,10 +302,18 @@ def test_each_option_of_an_output_reaches_its_library_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, option: str
 ) -> None:
     base = _made(tmp_path, monkeypatch, kind, {})
-    given = _made(tmp_path, monkeypatch, kind, {option: VALUES[kind, option]})
+    record: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+    given = _made(tmp_path, monkeypatch, kind, {option: VALUES[kind, option]}, record)
     assert base[0], f"{kind}: no library call recorded"
     # The library was called otherwise, or the report wrote something else.
     assert given != base, f"{kind}: option {option} changed nothing"
+    # And the value itself reached the call: the settings object the report hands the
+    # library holds it, as the command's flag would have read it.
+    handed = _settings_in(record, rep.KINDS[kind].cls())
+    assert handed, f"{kind}: no {rep.KINDS[kind].cls().__name__} reached a library call"
+    want = _expected(kind, option)
+    for settings in handed:
+        assert getattr(settings, option) == want, f"{kind}: {option}"
 
 
 @pytest.mark.parametrize(
