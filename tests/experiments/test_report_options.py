@@ -350,9 +350,90 @@ def test_options_refused_together_are_one_line_before_any_cell(tmp_path: Path) -
         rep.check_outputs(exp)
 
 
-def test_chaosnli_text_is_the_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _, files, written, _ = _made(tmp_path, monkeypatch, "chaosnli", {})
-    assert written["out.md"].decode() == chaosnli.format_report(chaosnli.report([])) + "\n"
+#: The ChaosNLI text of two items scored by a model "m" whose probabilities are the
+#: humans' own (so its divergences are 0): item a, 100 of 100 annotators on entailment
+#: (gold entailment, predicted entailment); item b, 50/50 entailment/neutral (gold
+#: neutral, predicted entailment, majority entailment by its first-listed tie).
+#: By hand, natural log: uniform vs a, M = (2/3, 1/6, 1/6), JS div = (ln 1.5 + ln2/3)/2
+#: = 0.31826, distance 0.56414, KL = ln 3 = 1.09861; uniform vs b, M = (5/12, 5/12, 1/6),
+#: JS div = (ln 1.2 + (2 ln 0.8 + ln 2)/3)/2 = 0.13230, distance 0.36374, KL = ln 1.5;
+#: the means over a and b: 0.4639, 0.2253, 0.7520. Human split-half: 0 on a; on b the
+#: expected JS distance between two halves of 50 (hypergeometric, checked with scipy in
+#: the test): 0.02805 (its square's mean 0.00254), halved over the two items.
+#: Entropy 0 and 1 bit, two quantile bins; Wilson 95% of 1/1 is [1/(1+z^2), 1] =
+#: [0.207, 1], of 0/1 [0, z^2/(1+z^2)] = [0, 0.793]. Only item a is right for all.
+CHAOSNLI_TEXT = """\
+| model | task | k | n | JS distance | JS divergence | KL(human‖model) | acc original | acc majority |
+|---|---|---|---|---|---|---|---|---|
+| m | chaosnli_snli | 0 | 2 | 0.0000 | 0.0000 | 0.0000 | 0.5000 | 1.0000 |
+| uniform (baseline) | chaosnli_snli | - | 2 | 0.4639 | 0.2253 | 0.7520 | - | - |
+| human split-half (exact) | chaosnli_snli | - | 2 | 0.0280 | 0.0025 | - | - | - |
+
+Accuracy by human-label entropy (quantile bins):
+
+| model | task | k | entropy (bits) | n | acc original [95% Wilson] | acc majority [95% Wilson] | JS distance | KL(human‖model) |
+|---|---|---|---|---|---|---|---|---|
+| m | chaosnli_snli | 0 | 0.000–0.500 | 1 | 1.000 [0.207, 1.000] | 1.000 [0.207, 1.000] | 0.000 | 0.000 |
+| m | chaosnli_snli | 0 | 0.500–1.000 | 1 | 0.000 [0.000, 0.793] | 1.000 [0.207, 1.000] | 0.000 | 0.000 |
+
+[ , ]: 95% Wilson interval of the accuracy over the bin's n items (of the mean over seeds where there are several)
+
+Items every compared system got right:
+
+chaosnli_snli: 1 of 2 items right (against the original label) for all 1 systems
+
+| model | task | k | n | JS distance | JS divergence | KL(human‖model) | acc original | acc majority |
+|---|---|---|---|---|---|---|---|---|
+| m | chaosnli_snli | 0 | 1 | 0.0000 | 0.0000 | 0.0000 | 1.0000 | 1.0000 |
+| uniform (baseline) | chaosnli_snli | - | 1 | 0.5641 | 0.3183 | 1.0986 | - | - |
+| human split-half (exact) | chaosnli_snli | - | 1 | 0.0000 | 0.0000 | - | - | - |
+"""  # noqa: E501 (the tables as written)
+
+
+def test_chaosnli_text_is_the_commands(tmp_path: Path) -> None:
+    from scipy.spatial.distance import jensenshannon
+    from scipy.stats import hypergeom
+
+    from nlieval.runs import RunFolder
+    from nlieval.types import Record
+
+    nli = ("entailment", "neutral", "contradiction")
+
+    def rec(item: str, probs: tuple[float, ...], pred: str, gold: str, counts: list[int]):
+        meta = {"human_counts": counts, "majority_label": "entailment"}
+        return Record("chaosnli_snli", item, "m", 0, 0, nli, (0.0,) * 3, probs, pred, gold,
+                      meta=meta)  # fmt: skip
+
+    run = tmp_path / "cells" / "base-m"
+    run.mkdir(parents=True)
+    RunFolder(str(run)).append(
+        [
+            rec("a", (1.0, 0.0, 0.0), "entailment", "entailment", [100, 0, 0]),
+            rec("b", (0.5, 0.5, 0.0), "entailment", "neutral", [50, 50, 0]),
+        ]
+    )
+    # The human line's digits above, from scipy: the halves' JS distance over every split.
+    halves = [
+        (hypergeom(100, 50, 50).pmf(x), jensenshannon([x, 50 - x, 0], [50 - x, x, 0]))
+        for x in range(51)
+    ]
+    assert f"{sum(p * d for p, d in halves) / 2:.4f}" == "0.0280"
+    assert f"{sum(p * d * d for p, d in halves) / 2:.4f}" == "0.0025"
+    path = tmp_path / "e.yaml"
+    path.write_text(
+        "models: {m: smollm2-135m}\n"
+        "blocks:\n"
+        "  base: {command: run, tasks: [smoke]}\n"
+        "matrix: [{block: base, models: [m]}]\n"
+        "outputs:\n"
+        "  out: {kind: chaosnli, blocks: [base], bins: 2}\n"
+    )
+    exp = parse_experiment(path.read_text(), str(path))
+    report = tmp_path / "report"
+    report.mkdir()
+    files, notes = rep._write_output(exp, exp.outputs[0], (str(run),), report, {}, [])
+    assert (files, notes) == (["out.md", "out/chaosnli.json"], [])
+    assert (report / "out.md").read_text() == CHAOSNLI_TEXT
 
 
 OWN = [
