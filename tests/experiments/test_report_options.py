@@ -20,6 +20,7 @@ from nlieval.experiments import report as rep
 from nlieval.experiments.plan import Cell
 from nlieval.experiments.spec import Resources, parse_experiment
 from nlieval.ground import DataError
+from tests.helpers.figures import record_savefig, series_of
 
 #: What each output needs to be an output at all.
 BASE: dict[str, dict[str, Any]] = {
@@ -465,30 +466,51 @@ def test_a_repeatable_option_is_one_value_per_entry(tmp_path: Path) -> None:
     assert got["human_js"] == (("chaosnli_snli", 0.07), ("chaosnli_mnli", 0.1))
 
 
-@pytest.mark.parametrize(("kind", "drawer"), [("figure", "figure_report"), ("epg", "plot_epg")])
+@pytest.mark.parametrize("kind", ["figure", "epg"])
 def test_a_figure_is_drawn_once_and_saved_as_png_and_pdf(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, drawer: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    drawn: list[Any] = []
+    from nlieval.contamination import write_scores
+    from nlieval.runs import RunFolder
+    from nlieval.types import Record
 
-    def draw(*args: Any, **kwargs: Any) -> Path:
-        drawn.append(args)
-        return Path("x")
-
-    monkeypatch.setattr(f"nlieval.reports.{drawer}", draw, raising=False)
-    monkeypatch.setattr(f"nlieval.contamination.command.{drawer}", draw, raising=False)
-    monkeypatch.setattr("nlieval.contamination.command.epg", lambda *a, **k: [])
-    monkeypatch.setattr("nlieval.contamination.command.read_scores", lambda path: [])
-    monkeypatch.setattr("nlieval.contamination.command.iter_run_records", lambda runs: iter(()))
-    monkeypatch.setattr("nlieval.reports._named", lambda folders, names: ([], {}))
-    folder = tmp_path / "e"
-    folder.mkdir()
-    exp = parse_experiment(_experiment(folder, kind, {}).read_text(), "e.yaml")
+    # The real drawers on four hand-written records of one cell (k = 0): a and b right,
+    # c and d wrong; the scan cell's contamination scores 1, 0.5, 0.2, 0.
+    labels = ("entailment", "neutral")
+    run = tmp_path / "cells" / "base-m"
+    run.mkdir(parents=True)
+    RunFolder(str(run)).append(
+        [
+            Record("smoke", i, "m", 0, 0, labels, (0.0, 0.0), (0.5, 0.5), pred, labels[0])
+            for i, pred in zip("abcd", ("entailment",) * 2 + ("neutral",) * 2, strict=True)
+        ]
+    )
+    scores = [("a", 1.0), ("b", 0.5), ("c", 0.2), ("d", 0.0)]
+    write_scores(
+        [{"task": "smoke", "item_id": i, "score": v} for i, v in scores],
+        tmp_path / "cells" / "other-m" / "scores.jsonl",
+    )
+    saved = record_savefig(monkeypatch)
+    exp = parse_experiment(_experiment(tmp_path, kind, {}).read_text(), "e.yaml")
     cell = Cell("other-m", "other", "run", "m", "smollm2-135m", (), Resources(), "e", 1, {}, ())
     report = tmp_path / "report"
     report.mkdir()
-    files, _ = rep._write_output(exp, exp.outputs[0], ("cells/base-m",), report, {"scores": [cell]})
-    assert len(drawn) == 1
-    paths = next(a for a in drawn[0] if isinstance(a, tuple) and str(a[0]).endswith(".png"))
-    assert [Path(p).name for p in paths] == ["out.png", "out.pdf"]
+    files, _ = rep._write_output(exp, exp.outputs[0], (str(run),), report, {"scores": [cell]})
     assert {"out.png", "out.pdf"} <= set(files)
+    assert (report / "out.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (report / "out.pdf").read_bytes()[:5] == b"%PDF-"
+    # One drawing, saved twice: once per format.
+    [fig] = saved.figures
+    assert saved.saves_of(fig) == 2
+    [ax] = [a for a in fig.axes if a.get_visible()]
+    # What it draws: accuracy 2/4 at k = 0 (shots); EPG 0.5 where c is in (t < 0.2) and
+    # where it is not (0.2 <= t < 0.5), 0.5 - 1/3 = 1/6 from t = 0.5 (epg).
+    (x, y), *rest = series_of(ax).values()
+    assert not rest
+    if kind == "figure":
+        assert (x, y) == ([0.0], [0.5])
+    else:
+        assert (x, y) == (
+            [75.0] * 2 + [50.0] * 3 + [25.0] * 5,
+            [0.5] * 5 + [pytest.approx(1 / 6)] * 5,
+        )
