@@ -80,3 +80,22 @@ def _spans_axes(line: Any) -> bool:
 
 def _xy(line: Any) -> tuple[list[float], list[float]]:
     return [float(x) for x in line.get_xdata()], [float(y) for y in line.get_ydata()]
+
+
+def points_of(ax: Any) -> dict[str, list[tuple[float, float]]]:
+    """Each labelled scatter of ``ax``: its label -> its (x, y) points."""
+    from matplotlib.collections import PathCollection
+
+    return {
+        str(c.get_label()): [(float(x), float(y)) for x, y in c.get_offsets()]
+        for c in ax.collections
+        if isinstance(c, PathCollection) and not str(c.get_label()).startswith("_")
+    }
+
+
+def bars_of(ax: Any) -> list[float]:
+    """The heights of ``ax``'s bars, left to right."""
+    from matplotlib.patches import Rectangle
+
+    bars = [p for p in ax.patches if isinstance(p, Rectangle)]
+    return [float(p.get_height()) for p in sorted(bars, key=lambda p: p.get_x())]
