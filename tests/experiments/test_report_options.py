@@ -265,7 +265,7 @@ def _made(
     kind: str,
     options: dict[str, Any],
     record: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None,
-):
+) -> tuple[list[str], list[str], dict[str, bytes], list[str]]:
     """What the report calls and writes for an output of ``kind`` with ``options``;
     ``record`` gets each library call as made."""
     folder = tmp_path / json.dumps(options, sort_keys=True).encode().hex()[:40]
@@ -400,7 +400,7 @@ def test_chaosnli_text_is_the_commands(tmp_path: Path) -> None:
 
     nli = ("entailment", "neutral", "contradiction")
 
-    def rec(item: str, probs: tuple[float, ...], pred: str, gold: str, counts: list[int]):
+    def rec(item: str, probs: tuple[float, ...], pred: str, gold: str, counts: list[int]) -> Record:
         meta = {"human_counts": counts, "majority_label": "entailment"}
         return Record("chaosnli_snli", item, "m", 0, 0, nli, (0.0,) * 3, probs, pred, gold,
                       meta=meta)  # fmt: skip

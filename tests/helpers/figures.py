@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
@@ -87,7 +88,7 @@ def points_of(ax: Any) -> dict[str, list[tuple[float, float]]]:
     from matplotlib.collections import PathCollection
 
     return {
-        str(c.get_label()): [(float(x), float(y)) for x, y in c.get_offsets()]
+        str(c.get_label()): [(float(x), float(y)) for x, y in np.asarray(c.get_offsets())]
         for c in ax.collections
         if isinstance(c, PathCollection) and not str(c.get_label()).startswith("_")
     }
