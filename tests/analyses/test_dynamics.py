@@ -15,6 +15,7 @@ from nlieval.choice.prompts import PromptBuilder, answer_letter
 from nlieval.data import load_task
 from nlieval.plotting import plot_run_dynamics
 from nlieval.runs import RunFolder
+from tests.helpers.figures import hlines_of, record_savefig, series_of
 
 STEPS = (0, 10, 25, 50)
 
@@ -49,7 +50,9 @@ def checkpoints(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> l
     return saved
 
 
-def test_checkpoint_run_and_monotonicity(checkpoints: list[str], tmp_path: Path) -> None:
+def test_checkpoint_run_and_monotonicity(
+    checkpoints: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cfg = RunConfig(model="tiny", tasks=("smoke",), shots=(0,), checkpoints=tuple(checkpoints))
     run(cfg, tmp_path / "r", progress=False)
     records = RunFolder(tmp_path / "r").records()
@@ -66,8 +69,25 @@ def test_checkpoint_run_and_monotonicity(checkpoints: list[str], tmp_path: Path)
     assert row["accuracy"][-1] > row["accuracy"][0]
     assert row["tau_accuracy"] > 0
     assert "| tiny | smoke | 0 | 4 |" in format_dynamics(rows)
+    saved = record_savefig(monkeypatch)
     png = plot_run_dynamics(rows, tmp_path / "dyn.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # What is drawn, from the records themselves: per checkpoint (x = 0..3 in training
+    # order) the share right and the mean -log-likelihood of the gold option; the random
+    # baseline 1/3 of a 3-way task, the uniform guess ln 3.
+    at = [[r for r in records if r.checkpoint == ck] for ck in checkpoints]
+    accuracy = [sum(r.pred == r.gold for r in rs) / len(rs) for rs in at]
+    nll = [sum(-r.loglik[r.labels.index(r.gold)] for r in rs) / len(rs) for rs in at]
+    [fig] = saved.figures
+    acc_ax, nll_ax = fig.axes
+    xs = [0.0, 1.0, 2.0, 3.0]
+    assert series_of(acc_ax) == {"accuracy": (xs, pytest.approx(accuracy))}
+    assert hlines_of(acc_ax) == [(pytest.approx(1 / 3), "random (1/3)")]
+    assert acc_ax.get_ylabel() == "accuracy"
+    assert series_of(nll_ax) == {"gold NLL": (xs, pytest.approx(nll))}
+    assert hlines_of(nll_ax) == [(pytest.approx(math.log(3)), "uniform guess (ln 3)")]
+    assert nll_ax.get_ylabel() == "mean gold NLL"
+    assert nll_ax.get_xlabel() == "checkpoint (in training order)"
 
 
 def test_tau_is_nan_for_a_single_checkpoint() -> None:

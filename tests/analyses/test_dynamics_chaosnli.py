@@ -15,6 +15,7 @@ from nlieval.cli import main
 from nlieval.plotting import plot_run_dynamics
 from nlieval.runs import RunFolder
 from nlieval.types import Record
+from tests.helpers.figures import hlines_of, record_savefig, series_of
 
 NLI = ("entailment", "neutral", "contradiction")
 HUMAN = {"i1": [80, 20, 0], "i2": [0, 50, 50]}
@@ -74,8 +75,9 @@ def test_js_and_kl_per_checkpoint_and_their_tau() -> None:
 
 
 def test_plot_has_a_divergence_row_and_cli_writes_both_figures(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    saved = record_savefig(monkeypatch)
     rows = dynamics(records(), ORDER)
     png = plot_run_dynamics(rows, tmp_path / "dyn.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -88,4 +90,33 @@ def test_plot_has_a_divergence_row_and_cli_writes_both_figures(
     assert main([*argv, "chaosnli_snli=0.05"]) == 0
     out = capsys.readouterr().out
     assert "0.0500 (human (published))" in out
-    assert (tmp_path / "a.png").is_file() and (tmp_path / "b.png").is_file()
+    assert (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # What is drawn, by hand: the JS distance per checkpoint (by_hand, mean of the two
+    # items) as a third row, with the uniform level (ck0 is uniform) and the human line:
+    # the split-half estimate, then the published 0.05 given to the CLI.
+    human = {i: [c / 100 for c in counts] for i, counts in HUMAN.items()}
+    js = [sum(by_hand(human[i], MODEL[ck][n])[0] for n, i in enumerate(HUMAN)) / 2 for ck in ORDER]
+    alone, cli, by_entropy = saved.figures
+    for fig, human_line in ((alone, "human split-half (exact)"), (cli, "human (published)")):
+        assert [ax.get_ylabel() for ax in fig.axes] == [
+            "accuracy", "mean gold NLL", "JS distance to human labels"
+        ]  # fmt: skip
+        divergence = fig.axes[2]
+        assert series_of(divergence) == {
+            "JS distance": ([0.0, 1.0, 2.0], pytest.approx(js, abs=1e-7))
+        }
+        (uniform, label), (_, name) = hlines_of(divergence)
+        assert (uniform, label) == (pytest.approx(js[0]), "uniform")
+        assert name == human_line
+        assert [t.get_text() for t in divergence.get_xticklabels()] == ORDER
+    assert hlines_of(cli.axes[2])[1][0] == 0.05
+    # The entropy figure (--bins 2): i1 (0.72 bits) then i2 (1 bit); every checkpoint
+    # says entailment (gold) on i1; on i2 ck0 (uniform: the first label) alone does.
+    [ax] = by_entropy.axes
+    assert series_of(ax) == {
+        "ck0 k=0": ([0.0, 1.0], [1.0, 1.0]),
+        "ck1 k=0": ([0.0, 1.0], [1.0, 0.0]),
+        "ck2 k=0": ([0.0, 1.0], [1.0, 0.0]),
+    }
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("human label entropy (bits)", "accuracy")

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.spatial.distance import jensenshannon
 from scipy.stats import hypergeom
 
 from nlieval import plotting as plots
 from nlieval.analyses import chaosnli
 from nlieval.analyses.chaosnli import HumanBaseline, split_half_exact, split_half_js
 from nlieval.types import Record
+from tests.helpers.figures import bars_of, points_of, record_savefig
 
 NLI = ("entailment", "neutral", "contradiction")
 
@@ -126,7 +128,10 @@ def test_human_line_is_the_item_mean_and_does_not_depend_on_the_other_items() ->
     assert alone["human"]["js_distance"] == pytest.approx(per_item[0], abs=1e-15)
 
 
-def test_published_value_replaces_the_estimate_in_table_and_plot(tmp_path: Path) -> None:
+def test_published_value_replaces_the_estimate_in_table_and_plot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saved = record_savefig(monkeypatch)
     records = [rec(i, c, (0.5, 0.3, 0.2)) for i, c in ITEMS.items()]
     records += [rec(i, c, (0.2, 0.3, 0.5), model="other") for i, c in ITEMS.items()]
     est_rows = chaosnli.score_records(records)
@@ -139,7 +144,33 @@ def test_published_value_replaces_the_estimate_in_table_and_plot(tmp_path: Path)
     png = plots.plot_divergence(est_rows, tmp_path / "div.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     png = plots.plot_divergence(pub, tmp_path / "div_pub.png")
-    assert png.stat().st_size > 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # What is drawn, from scipy on the items: a bar per system (m, other) in each of the
+    # three panels, the uniform line on each bar, the human line as a marker per bar.
+    humans = [np.array(c) / 100 for c in ITEMS.values()]
+    js = {
+        name: float(np.mean([jensenshannon(h, p) for h in humans]))
+        for name, p in (("m", (0.5, 0.3, 0.2)), ("other", (0.2, 0.3, 0.5)))
+    }
+    chance = float(np.mean([jensenshannon(h, np.full(3, 1 / 3)) for h in humans]))
+    estimate, published = saved.figures
+    for fig, human in ((estimate, "human split-half (exact)"), (published, "human (published)")):
+        first, *others = fig.axes
+        assert [ax.get_ylabel() for ax in fig.axes] == [
+            "JS distance", "JS divergence", "KL(human ‖ model)"
+        ]  # fmt: skip
+        assert [t.get_text() for t in others[-1].get_xticklabels()] == ["m k=0", "other k=0"]
+        assert bars_of(first) == pytest.approx([js["m"], js["other"]])
+        points = points_of(first)
+        assert points["uniform distribution"] == [
+            (0, pytest.approx(chance)),
+            (1, pytest.approx(chance)),
+        ]
+        assert [x for x, _ in points[human]] == [0, 1]
+    # The published value is the human line where it is given (JS distance), and only there.
+    assert [y for _, y in points_of(published.axes[0])["human (published)"]] == [0.0712] * 2
+    assert all("human (published)" not in points_of(ax) for ax in published.axes[1:])
+    assert all("estimate" not in label for ax in published.axes for label in points_of(ax))
 
 
 def test_common_items_keeps_only_items_every_system_scored() -> None:

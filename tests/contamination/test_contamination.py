@@ -15,6 +15,7 @@ from nlieval.choice import RunConfig
 from nlieval.cli import main as cli_main
 from nlieval.runs import RunFolder
 from nlieval.types import Item, Record
+from tests.helpers.figures import hlines_of, record_savefig, series_of
 
 N = 4  # short n-grams keep the hand counts readable; DEFAULT_N has its own test
 
@@ -275,13 +276,26 @@ def test_epg_no_clean_items_is_nan() -> None:
     assert table.splitlines()[2].startswith("| m | t | 0 | 0.4 | 100.0 | 0 |")
 
 
-def test_epg_table_and_plot(tmp_path: Path) -> None:
+def test_epg_table_and_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     records = [_rec("a", True), _rec("b", True), _rec("c", False), _rec("d", False)]
     rows = cont.epg(records, SCORES)
     assert len(rows) == len(cont.DEFAULT_THRESHOLDS)
     assert "| EPG |" in cont.format_epg(rows).splitlines()[0]
+    saved = record_savefig(monkeypatch)
     out = cont.plot_epg(rows, tmp_path / "epg.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # What is drawn, by hand: at t = 0, 0.1 the items scored above t are a, b, c (75%),
+    # the clean one d is wrong: EPG 0.5 - 0 = 0.5; at t = 0.2-0.4, a and b (50%), clean
+    # c, d wrong: 0.5; at t = 0.5-0.9, a alone (25%), clean b, c, d 1/3 right: 1/6.
+    [fig] = saved.figures
+    [ax] = fig.axes
+    assert series_of(ax) == {
+        "m k=0": ([75.0] * 2 + [50.0] * 3 + [25.0] * 5, [0.5] * 5 + [pytest.approx(1 / 6)] * 5)
+    }
+    assert [level for level, _ in hlines_of(ax)] == [0.0]
+    assert ax.get_xlabel() == "% contaminated\n(score > t)"  # two lines: no overlap
+    assert ax.get_ylabel() == "EPG (accuracy: all − clean)"
+    assert [t.get_text() for t in ax.texts] == ["t=0–0.1", "t=0.2–0.4", "t=0.5–0.9"]
 
 
 # --------------------------------------------------------------------------- command

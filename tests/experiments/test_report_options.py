@@ -8,6 +8,7 @@ point; their own tests check what they compute), so the test needs no run folder
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from nlieval.experiments import report as rep
 from nlieval.experiments.plan import Cell
 from nlieval.experiments.spec import Resources, parse_experiment
 from nlieval.ground import DataError
+from tests.helpers.figures import record_savefig, series_of
 
 #: What each output needs to be an output at all.
 BASE: dict[str, dict[str, Any]] = {
@@ -197,11 +199,43 @@ def _experiment(folder: Path, kind: str, options: dict[str, Any]) -> Path:
     return path
 
 
+#: The value an option's settings field holds, where the flag converts what the YAML
+#: gives (written by hand from each flag's help: TASK=VALUE and NAME=LABEL entries are
+#: pairs, a repeated or comma-separated flag is a tuple); any other option holds the
+#: YAML's value itself, a list as a tuple.
+CONVERTED: dict[tuple[str, str], Any] = {
+    **{(kind, "name"): (("m", "Model M"),) for kind in rep.KINDS},
+    **{(kind, "human_js"): (("chaosnli_snli", 0.07),) for kind in rep.KINDS},
+    ("figure", "reference"): (("smoke", 0.5),),
+    ("chaosnli-figure", "reference"): (("chaosnli_snli", 0.23),),
+}
+
+#: The report's calls that read a settings object and call on into the library (whose
+#: own calls are recorded): spied on, not replaced.
+SPIED = {
+    "breakdown_from": "nlieval.reports",
+    "items_from": "nlieval.reports",
+    "dynamics_of": "nlieval.analyses",
+}
+
+
+def _expected(kind: str, option: str) -> Any:
+    if (kind, option) in CONVERTED:
+        return CONVERTED[kind, option]
+    value = VALUES[kind, option]
+    return tuple(value) if isinstance(value, list) else value
+
+
 class Calls:
     """The library functions of the report, each replaced by a recorder of its call."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.seen: list[str] = []
+        #: Each call as made: the function's name, its arguments and keywords.
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        for name, module in SPIED.items():
+            real = getattr(importlib.import_module(module), name)
+            monkeypatch.setattr(f"{module}.{name}", self._recorder(name, None, real))
         fakes: dict[str, tuple[str, Any]] = {
             "grid_of": ("nlieval.reports", None),
             "render_grid": ("nlieval.analyses", "| a |\n|---|\n| 1 |"),
@@ -224,16 +258,26 @@ class Calls:
         for name, (module, result) in fakes.items():
             monkeypatch.setattr(f"{module}.{name}", self._recorder(name, result))
 
-    def _recorder(self, name: str, result: Any) -> Any:
+    def _recorder(self, name: str, result: Any, real: Any = None) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append((name, args, kwargs))
+            if real is not None:
+                return real(*args, **kwargs)
             self.seen.append(f"{name}{args!r}{sorted(kwargs.items())!r}")
             return result
 
         return call
 
 
-def _made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, options: dict[str, Any]):
-    """What the report calls and writes for an output of ``kind`` with ``options``."""
+def _made(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    options: dict[str, Any],
+    record: list[tuple[str, tuple[Any, ...], dict[str, Any]]] | None = None,
+) -> tuple[list[str], list[str], dict[str, bytes], list[str]]:
+    """What the report calls and writes for an output of ``kind`` with ``options``;
+    ``record`` gets each library call as made."""
     folder = tmp_path / json.dumps(options, sort_keys=True).encode().hex()[:40]
     folder.mkdir()
     exp = parse_experiment(_experiment(folder, kind, options).read_text(), "e.yaml")
@@ -252,7 +296,14 @@ def _made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, options: d
     else:  # a table that reads no cell (stats, logic-table, linking-phrases)
         files, notes = rep._write_static(exp, out, report), []
     written = {f: (report / f).read_bytes() for f in files if (report / f).is_file()}
+    if record is not None:
+        record += calls.calls
     return calls.seen, files, written, notes
+
+
+def _settings_in(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]], cls: type) -> list[Any]:
+    """Every settings object of class ``cls`` handed to a recorded library call."""
+    return [a for _, args, kwargs in calls for a in (*args, *kwargs.values()) if isinstance(a, cls)]
 
 
 def test_every_option_has_a_value() -> None:
@@ -265,10 +316,18 @@ def test_each_option_of_an_output_reaches_its_library_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, option: str
 ) -> None:
     base = _made(tmp_path, monkeypatch, kind, {})
-    given = _made(tmp_path, monkeypatch, kind, {option: VALUES[kind, option]})
+    record: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+    given = _made(tmp_path, monkeypatch, kind, {option: VALUES[kind, option]}, record)
     assert base[0], f"{kind}: no library call recorded"
     # The library was called otherwise, or the report wrote something else.
     assert given != base, f"{kind}: option {option} changed nothing"
+    # And the value itself reached the call: the settings object the report hands the
+    # library holds it, as the command's flag would have read it.
+    handed = _settings_in(record, rep.KINDS[kind].cls())
+    assert handed, f"{kind}: no {rep.KINDS[kind].cls().__name__} reached a library call"
+    want = _expected(kind, option)
+    for settings in handed:
+        assert getattr(settings, option) == want, f"{kind}: {option}"
 
 
 @pytest.mark.parametrize(
@@ -305,9 +364,90 @@ def test_options_refused_together_are_one_line_before_any_cell(tmp_path: Path) -
         rep.check_outputs(exp)
 
 
-def test_chaosnli_text_is_the_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _, files, written, _ = _made(tmp_path, monkeypatch, "chaosnli", {})
-    assert written["out.md"].decode() == chaosnli.format_report(chaosnli.report([])) + "\n"
+#: The ChaosNLI text of two items scored by a model "m" whose probabilities are the
+#: humans' own (so its divergences are 0): item a, 100 of 100 annotators on entailment
+#: (gold entailment, predicted entailment); item b, 50/50 entailment/neutral (gold
+#: neutral, predicted entailment, majority entailment by its first-listed tie).
+#: By hand, natural log: uniform vs a, M = (2/3, 1/6, 1/6), JS div = (ln 1.5 + ln2/3)/2
+#: = 0.31826, distance 0.56414, KL = ln 3 = 1.09861; uniform vs b, M = (5/12, 5/12, 1/6),
+#: JS div = (ln 1.2 + (2 ln 0.8 + ln 2)/3)/2 = 0.13230, distance 0.36374, KL = ln 1.5;
+#: the means over a and b: 0.4639, 0.2253, 0.7520. Human split-half: 0 on a; on b the
+#: expected JS distance between two halves of 50 (hypergeometric, checked with scipy in
+#: the test): 0.02805 (its square's mean 0.00254), halved over the two items.
+#: Entropy 0 and 1 bit, two quantile bins; Wilson 95% of 1/1 is [1/(1+z^2), 1] =
+#: [0.207, 1], of 0/1 [0, z^2/(1+z^2)] = [0, 0.793]. Only item a is right for all.
+CHAOSNLI_TEXT = """\
+| model | task | k | n | JS distance | JS divergence | KL(human‖model) | acc original | acc majority |
+|---|---|---|---|---|---|---|---|---|
+| m | chaosnli_snli | 0 | 2 | 0.0000 | 0.0000 | 0.0000 | 0.5000 | 1.0000 |
+| uniform (baseline) | chaosnli_snli | - | 2 | 0.4639 | 0.2253 | 0.7520 | - | - |
+| human split-half (exact) | chaosnli_snli | - | 2 | 0.0280 | 0.0025 | - | - | - |
+
+Accuracy by human-label entropy (quantile bins):
+
+| model | task | k | entropy (bits) | n | acc original [95% Wilson] | acc majority [95% Wilson] | JS distance | KL(human‖model) |
+|---|---|---|---|---|---|---|---|---|
+| m | chaosnli_snli | 0 | 0.000–0.500 | 1 | 1.000 [0.207, 1.000] | 1.000 [0.207, 1.000] | 0.000 | 0.000 |
+| m | chaosnli_snli | 0 | 0.500–1.000 | 1 | 0.000 [0.000, 0.793] | 1.000 [0.207, 1.000] | 0.000 | 0.000 |
+
+[ , ]: 95% Wilson interval of the accuracy over the bin's n items (of the mean over seeds where there are several)
+
+Items every compared system got right:
+
+chaosnli_snli: 1 of 2 items right (against the original label) for all 1 systems
+
+| model | task | k | n | JS distance | JS divergence | KL(human‖model) | acc original | acc majority |
+|---|---|---|---|---|---|---|---|---|
+| m | chaosnli_snli | 0 | 1 | 0.0000 | 0.0000 | 0.0000 | 1.0000 | 1.0000 |
+| uniform (baseline) | chaosnli_snli | - | 1 | 0.5641 | 0.3183 | 1.0986 | - | - |
+| human split-half (exact) | chaosnli_snli | - | 1 | 0.0000 | 0.0000 | - | - | - |
+"""  # noqa: E501 (the tables as written)
+
+
+def test_chaosnli_text_is_the_commands(tmp_path: Path) -> None:
+    from scipy.spatial.distance import jensenshannon
+    from scipy.stats import hypergeom
+
+    from nlieval.runs import RunFolder
+    from nlieval.types import Record
+
+    nli = ("entailment", "neutral", "contradiction")
+
+    def rec(item: str, probs: tuple[float, ...], pred: str, gold: str, counts: list[int]) -> Record:
+        meta = {"human_counts": counts, "majority_label": "entailment"}
+        return Record("chaosnli_snli", item, "m", 0, 0, nli, (0.0,) * 3, probs, pred, gold,
+                      meta=meta)  # fmt: skip
+
+    run = tmp_path / "cells" / "base-m"
+    run.mkdir(parents=True)
+    RunFolder(str(run)).append(
+        [
+            rec("a", (1.0, 0.0, 0.0), "entailment", "entailment", [100, 0, 0]),
+            rec("b", (0.5, 0.5, 0.0), "entailment", "neutral", [50, 50, 0]),
+        ]
+    )
+    # The human line's digits above, from scipy: the halves' JS distance over every split.
+    halves = [
+        (hypergeom(100, 50, 50).pmf(x), jensenshannon([x, 50 - x, 0], [50 - x, x, 0]))
+        for x in range(51)
+    ]
+    assert f"{sum(p * d for p, d in halves) / 2:.4f}" == "0.0280"
+    assert f"{sum(p * d * d for p, d in halves) / 2:.4f}" == "0.0025"
+    path = tmp_path / "e.yaml"
+    path.write_text(
+        "models: {m: smollm2-135m}\n"
+        "blocks:\n"
+        "  base: {command: run, tasks: [smoke]}\n"
+        "matrix: [{block: base, models: [m]}]\n"
+        "outputs:\n"
+        "  out: {kind: chaosnli, blocks: [base], bins: 2}\n"
+    )
+    exp = parse_experiment(path.read_text(), str(path))
+    report = tmp_path / "report"
+    report.mkdir()
+    files, notes = rep._write_output(exp, exp.outputs[0], (str(run),), report, {}, [])
+    assert (files, notes) == (["out.md", "out/chaosnli.json"], [])
+    assert (report / "out.md").read_text() == CHAOSNLI_TEXT
 
 
 OWN = [
@@ -339,30 +479,51 @@ def test_a_repeatable_option_is_one_value_per_entry(tmp_path: Path) -> None:
     assert got["human_js"] == (("chaosnli_snli", 0.07), ("chaosnli_mnli", 0.1))
 
 
-@pytest.mark.parametrize(("kind", "drawer"), [("figure", "figure_report"), ("epg", "plot_epg")])
+@pytest.mark.parametrize("kind", ["figure", "epg"])
 def test_a_figure_is_drawn_once_and_saved_as_png_and_pdf(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, drawer: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    drawn: list[Any] = []
+    from nlieval.contamination import write_scores
+    from nlieval.runs import RunFolder
+    from nlieval.types import Record
 
-    def draw(*args: Any, **kwargs: Any) -> Path:
-        drawn.append(args)
-        return Path("x")
-
-    monkeypatch.setattr(f"nlieval.reports.{drawer}", draw, raising=False)
-    monkeypatch.setattr(f"nlieval.contamination.command.{drawer}", draw, raising=False)
-    monkeypatch.setattr("nlieval.contamination.command.epg", lambda *a, **k: [])
-    monkeypatch.setattr("nlieval.contamination.command.read_scores", lambda path: [])
-    monkeypatch.setattr("nlieval.contamination.command.iter_run_records", lambda runs: iter(()))
-    monkeypatch.setattr("nlieval.reports._named", lambda folders, names: ([], {}))
-    folder = tmp_path / "e"
-    folder.mkdir()
-    exp = parse_experiment(_experiment(folder, kind, {}).read_text(), "e.yaml")
+    # The real drawers on four hand-written records of one cell (k = 0): a and b right,
+    # c and d wrong; the scan cell's contamination scores 1, 0.5, 0.2, 0.
+    labels = ("entailment", "neutral")
+    run = tmp_path / "cells" / "base-m"
+    run.mkdir(parents=True)
+    RunFolder(str(run)).append(
+        [
+            Record("smoke", i, "m", 0, 0, labels, (0.0, 0.0), (0.5, 0.5), pred, labels[0])
+            for i, pred in zip("abcd", ("entailment",) * 2 + ("neutral",) * 2, strict=True)
+        ]
+    )
+    scores = [("a", 1.0), ("b", 0.5), ("c", 0.2), ("d", 0.0)]
+    write_scores(
+        [{"task": "smoke", "item_id": i, "score": v} for i, v in scores],
+        tmp_path / "cells" / "other-m" / "scores.jsonl",
+    )
+    saved = record_savefig(monkeypatch)
+    exp = parse_experiment(_experiment(tmp_path, kind, {}).read_text(), "e.yaml")
     cell = Cell("other-m", "other", "run", "m", "smollm2-135m", (), Resources(), "e", 1, {}, ())
     report = tmp_path / "report"
     report.mkdir()
-    files, _ = rep._write_output(exp, exp.outputs[0], ("cells/base-m",), report, {"scores": [cell]})
-    assert len(drawn) == 1
-    paths = next(a for a in drawn[0] if isinstance(a, tuple) and str(a[0]).endswith(".png"))
-    assert [Path(p).name for p in paths] == ["out.png", "out.pdf"]
+    files, _ = rep._write_output(exp, exp.outputs[0], (str(run),), report, {"scores": [cell]})
     assert {"out.png", "out.pdf"} <= set(files)
+    assert (report / "out.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (report / "out.pdf").read_bytes()[:5] == b"%PDF-"
+    # One drawing, saved twice: once per format.
+    [fig] = saved.figures
+    assert saved.saves_of(fig) == 2
+    [ax] = [a for a in fig.axes if a.get_visible()]
+    # What it draws: accuracy 2/4 at k = 0 (shots); EPG 0.5 where c is in (t < 0.2) and
+    # where it is not (0.2 <= t < 0.5), 0.5 - 1/3 = 1/6 from t = 0.5 (epg).
+    (x, y), *rest = series_of(ax).values()
+    assert not rest
+    if kind == "figure":
+        assert (x, y) == ([0.0], [0.5])
+    else:
+        assert (x, y) == (
+            [75.0] * 2 + [50.0] * 3 + [25.0] * 5,
+            [0.5] * 5 + [pytest.approx(1 / 6)] * 5,
+        )

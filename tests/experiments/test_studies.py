@@ -13,6 +13,7 @@ import pytest
 from nlieval.experiments import Experiment, plan_cells, read_experiment, run_experiment
 from nlieval.experiments.report import check_outputs
 from nlieval.ground import DataError
+from tests.helpers.figures import hlines_of, record_savefig, series_of
 
 TEXT = """\
 experiment: parts
@@ -122,8 +123,12 @@ def test_a_bad_block_option_of_an_output_is_one_line(
     assert "\n" not in str(err.value)
 
 
-def test_a_dynamics_output_is_drawn_once_into_png_and_pdf(tmp_path: Path, tiny_llama: Path) -> None:
+def test_a_dynamics_output_is_drawn_once_into_png_and_pdf(
+    tmp_path: Path, tiny_llama: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import shutil
+
+    from nlieval.runs import RunFolder
 
     steps = [tmp_path / "step-1", tmp_path / "step-2"]
     for step in steps:
@@ -131,6 +136,7 @@ def test_a_dynamics_output_is_drawn_once_into_png_and_pdf(tmp_path: Path, tiny_l
     path = _file(tmp_path, str(tiny_llama))
     given = read_experiment(path, [f"series.checkpoints={steps[0]},{steps[1]}"])
     out = tmp_path / "out"
+    saved = record_savefig(monkeypatch)
     summary = run_experiment(given, out)
     assert not summary.failed
     report = out / "report"
@@ -138,6 +144,21 @@ def test_a_dynamics_output_is_drawn_once_into_png_and_pdf(tmp_path: Path, tiny_l
     png, pdf = report / "dyn-series-tiny.png", report / "dyn-series-tiny.pdf"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert pdf.read_bytes()[:5] == b"%PDF-"
+    # Drawn once: the one figure of the dynamics output saved twice (PNG, PDF).
+    [fig] = [f for f in saved.figures if f.axes and f.axes[0].get_ylabel() == "accuracy"]
+    assert saved.saves_of(fig) == 2
+    # What it draws: per checkpoint (x 0, 1 in the given order) the share of the
+    # cell's two items answered right, from the cell's own records.
+    records = RunFolder(out / "cells" / "series-tiny").records()
+    accuracy = [
+        sum(r.pred == r.gold for r in mine) / len(mine)
+        for mine in ([r for r in records if r.checkpoint == str(s)] for s in steps)
+    ]
+    acc_ax, nll_ax = fig.axes
+    assert series_of(acc_ax) == {"accuracy": ([0.0, 1.0], accuracy)}
+    assert hlines_of(acc_ax) == [(pytest.approx(1 / 3), "random (1/3)")]  # the smoke task: 3-way
+    assert nll_ax.get_ylabel() == "mean gold NLL"
+    assert [t.get_text() for t in nll_ax.get_xticklabels()] == ["step-1", "step-2"]
     index = (report / "index.md").read_text()
     assert "dyn-series-tiny.png" in index and "dyn-series-tiny.pdf" in index
 

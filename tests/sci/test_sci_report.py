@@ -16,6 +16,7 @@ from nlieval.runs import RunError, RunFolder
 from nlieval.sci import report as sci
 from nlieval.sci.instruct import _scores
 from nlieval.types import SCI4, Item, Label, Record
+from tests.helpers.figures import record_savefig
 
 LABELS = tuple(lab.value for lab in SCI4)
 C, R, E, N = LABELS
@@ -186,7 +187,25 @@ def _folder(path: Path, records: Sequence[Record], model: str) -> Path:
     return path
 
 
-def test_cli_tables_json_and_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+#: The confusion counts each figure draws (rows gold C R E N, columns predicted C R E N
+#: and, for answers, unparsed), by hand from TABLE: the chat runs summed (item 2 R then
+#: C, item 4 unparsed then R, item 6 N then E, item 8 N then unparsed); sci_ood always
+#: neutral, each gold once a run; the classifier's seed0 (run 0's answers, unparsed ->
+#: N) and seed1 (run 1's answers, unparsed -> N: all right).
+CONFUSIONS = {
+    "confusion_chat_sci_ood_k4.png": [[0, 0, 0, 2, 0]] * 4,
+    "confusion_chat_scinli_k4.png": [
+        [3, 1, 0, 0, 0], [0, 3, 0, 0, 1], [0, 0, 3, 1, 0], [0, 0, 0, 3, 1]
+    ],
+    "confusion_train_seed0_scinli_k0.png": [[1, 1, 0, 0], [0, 1, 0, 1], [0, 0, 1, 1], [0, 0, 0, 2]],
+    "confusion_train_seed1_scinli_k0.png": [[2, 0, 0, 0], [0, 2, 0, 0], [0, 0, 2, 0], [0, 0, 0, 2]],
+}  # fmt: skip
+
+
+def test_cli_tables_json_and_png(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    drawn = record_savefig(monkeypatch)
     a = _folder(tmp_path / "in", _records(), "chat")
     b = _folder(tmp_path / "out", _ood_records(), "chat")
     c = _folder(tmp_path / "clf", _classifier_records(), "runs/train")
@@ -209,6 +228,21 @@ def test_cli_tables_json_and_png(tmp_path: Path, capsys: pytest.CaptureFixture[s
     ]
     for p in plots.iterdir():
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+    # Each figure, in the order written: the counts and each gold row's shares as
+    # images, the axes gold (rows) by predicted (columns) with the labels as ticks.
+    assert len(drawn.figures) == len(CONFUSIONS)
+    for fig, (name, counts) in zip(drawn.figures, sorted(CONFUSIONS.items()), strict=True):
+        count_ax, share_ax = fig.axes
+        [count_image] = count_ax.get_images()
+        [share_image] = share_ax.get_images()
+        assert count_image.get_array().tolist() == counts, name
+        shares = [[c / sum(row) for c in row] for row in counts]
+        assert share_image.get_array().tolist() == [pytest.approx(r) for r in shares], name
+        columns = [*LABELS, "unparsed"][: len(counts[0])]
+        for ax in (count_ax, share_ax):
+            assert (ax.get_xlabel(), ax.get_ylabel()) == ("predicted", "gold")
+            assert [t.get_text() for t in ax.get_xticklabels()] == columns
+            assert [t.get_text() for t in ax.get_yticklabels()] == list(LABELS)
     saved = json.loads(js.read_text())
     assert saved["in_vs_out_of_domain"][0]["drop"] == pytest.approx(
         ((2 / 3 + 0.5 + 2 / 3 + 0.8) / 4 + (3 + 2 / 3) / 4) / 2 - 0.1
