@@ -1,4 +1,4 @@
-"""Every shell command and Python snippet of README.md and docs/*.md, as a reader pastes it.
+"""Every shell command and Python snippet of README.md and docs/**/*.md, as a reader pastes it.
 
 A command block is a fenced ``bash``/``sh``/``shell`` or ``python`` block, or a ``text``
 block holding ``$ `` prompts (the lines after a prompt are its output, except the
@@ -45,7 +45,8 @@ from nlieval.cli import build_parser
 from nlieval.data import TASKS
 
 ROOT = Path(__file__).resolve().parents[1]
-DOC_FILES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+# Every page, those in docs' subfolders (docs/studies/) too.
+DOC_FILES = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
 MODES = ("run", "models", "parse", "skip")
 _MARKER = re.compile(r"^<!--\s*doc-test:\s*(\w+)\b\s*(.*?)\s*-->\s*$")
 _FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
@@ -247,7 +248,7 @@ def inline_commands(page: Path) -> list[str]:
     return [s for s in spans if " --out " in s and not re.search(r"\.\.\.|\||\[", s)]
 
 
-@pytest.mark.parametrize("page", DOC_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", DOC_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_inline_commands_parse(page: Path) -> None:
     """A whole command quoted in the prose parses, and names registered tasks."""
     bad = [
@@ -266,6 +267,16 @@ def test_parse_catches_unknown_task_and_flag() -> None:
     train = ["train", "--task", "snli@dev:300,sick@train:300", "--test-task", "sick"]
     assert parse_problems([*train, "--out", "r"]) == []
     assert parse_problems(["stats", "--task", "runs/gen/task.yaml,snli"]) == []
+
+
+def test_every_page_is_collected() -> None:
+    """Every Markdown page of docs/, at any depth, and README.md are tested: a page in a
+    new subfolder (docs/studies/ once was one) is not left out."""
+    pages = {ROOT / "README.md"}
+    for folder, _dirs, files in os.walk(ROOT / "docs"):
+        pages.update(Path(folder) / name for name in files if name.endswith(".md"))
+    assert any(p.parent.name == "studies" for p in pages)
+    assert set(DOC_FILES) == pages
 
 
 def test_block_extraction() -> None:
