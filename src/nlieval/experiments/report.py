@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
@@ -410,8 +411,23 @@ def _within(note: str, folder: Path) -> str:
 
     >>> _within("skipped /x/e/report/d.png: no ChaosNLI records in /x/e/cells/c", Path("/x/e"))
     'skipped report/d.png: no ChaosNLI records in cells/c'
+
+    Only a whole path is rewritten, in the form the folder was given and as an absolute
+    path; a folder named by a relative word (``mm``, ``runs``) alone is left as it is, as
+    are words and other folders that merely contain it.
+
+    >>> _within("gemma3-270m, runs of mm, /x/e2/report/d.png, mm/report/a.png", Path("mm"))
+    'gemma3-270m, runs of mm, /x/e2/report/d.png, report/a.png'
+    >>> _within("/x/e2/report/d.png in /x/e", Path("/x/e"))
+    '/x/e2/report/d.png in .'
     """
-    return note.replace(f"{folder}{os.sep}", "").replace(str(folder), ".")
+    start = r"(?<![\w.~/-])"  # the path starts here: not inside a word or another path
+    for form in dict.fromkeys((str(folder), str(folder.absolute()))):
+        at = re.escape(form)
+        note = re.sub(start + at + re.escape(os.sep) + r"(?=\S)", "", note)
+        if os.path.isabs(form):
+            note = re.sub(start + at + r"(?![\w.~/-])", ".", note)
+    return note
 
 
 def _block_inputs(
