@@ -33,7 +33,7 @@ def _rows(name: str, labels: list[str], seed: int) -> str:
 
 
 def test_one_class_dev_part_selects_by_accuracy_and_saves(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bert = make_tiny_bert(tmp_path / "bert", [*NOUNS, *CUE.values(), "sees"])
     three = list(CUE) * 4
@@ -55,6 +55,8 @@ def test_one_class_dev_part_selects_by_accuracy_and_saves(
     ]  # fmt: skip
     with caplog.at_level(logging.WARNING, logger="nlieval"):
         assert main(argv) == 0  # before: RuntimeError from load_state_dict({})
+    table = capsys.readouterr().out
+    assert "nan" not in table and "n/a" in table  # the dev macro F1, undefined
     assert any(
         "macro F1 is undefined" in r.getMessage() and "dev accuracy" in r.getMessage()
         for r in caplog.records
