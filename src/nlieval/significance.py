@@ -27,6 +27,7 @@ item is the caller's part (:func:`nlieval.analyses.compare.compare_runs`). The d
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -138,11 +139,16 @@ def _metric(name: str) -> Corpus | None:
     return m.corpus
 
 
-#: Said under a table that prints an interval or a p-value as n/a (NaN).
+#: Said under a table that prints an interval as n/a (NaN).
 INTERVAL_NA_NOTE = (
-    "n/a interval or p: the metric is undefined on the items or on some bootstrap "
-    "resamples of them (macro F1 with one gold class); such a test is left out of its "
-    "family of multiple comparisons"
+    "[n/a]: no interval, the metric is undefined on some bootstrap resamples of the items "
+    "(macro F1 where a resample holds one gold class)"
+)
+#: Said under a table of tests that prints a difference, an interval or a p-value as n/a.
+TEST_NA_NOTE = (
+    "n/a: the metric is undefined on the items (macro F1 with one gold class) or on some "
+    "of their resamples: no interval or p-value; such a test is left out of its family "
+    "of multiple comparisons"
 )
 
 
@@ -251,15 +257,18 @@ def bootstrap_interval(
     value = stat_of(everything)
     if np.isnan(value):
         return Interval(metric, value, math.nan, math.nan, confidence, resamples, seed)
-    boot = stats.bootstrap(
-        (everything,),
-        stat_of,
-        vectorized=False,
-        n_resamples=resamples,
-        confidence_level=confidence,
-        method="percentile",
-        random_state=np.random.default_rng(seed),
-    )
+    with warnings.catch_warnings():
+        # SciPy warns of NaN or degenerate resamples; _bounds says what they mean.
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        boot = stats.bootstrap(
+            (everything,),
+            stat_of,
+            vectorized=False,
+            n_resamples=resamples,
+            confidence_level=confidence,
+            method="percentile",
+            random_state=np.random.default_rng(seed),
+        )
     low, high = _bounds(boot, value)
     return Interval(metric, value, low, high, confidence, resamples, seed)
 
@@ -345,16 +354,18 @@ def paired_bootstrap(
         low = high = 0.0
         p = 1.0
     else:
-        boot = stats.bootstrap(
-            data,
-            diff,
-            paired=True,
-            vectorized=False,
-            n_resamples=resamples,
-            confidence_level=confidence,
-            method="percentile",
-            random_state=rng,
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+            boot = stats.bootstrap(
+                data,
+                diff,
+                paired=True,
+                vectorized=False,
+                n_resamples=resamples,
+                confidence_level=confidence,
+                method="percentile",
+                random_state=rng,
+            )
         low, high = _bounds(boot, observed)
 
         def perm_stat(x: np.ndarray, y: np.ndarray) -> float:

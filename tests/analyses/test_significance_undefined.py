@@ -15,6 +15,7 @@ from nlieval.cli import main
 from nlieval.runs import RunFolder
 from nlieval.significance import (
     INTERVAL_NA_NOTE,
+    TEST_NA_NOTE,
     adjusted,
     bootstrap_interval,
     paired_bootstrap,
@@ -114,7 +115,7 @@ def test_compare_leaves_the_undefined_test_out_of_its_family(tmp_path: Path) -> 
     line = next(x for x in table.splitlines() if x.startswith("| u "))
     assert "nan" not in table
     assert line.split(" | ")[8:10] == ["n/a", "n/a"]
-    assert INTERVAL_NA_NOTE in table
+    assert TEST_NA_NOTE in table
 
 
 def test_grid_ci_prints_na_for_an_interval_undefined_on_resamples(

@@ -45,8 +45,8 @@ from ..runs import RunError, iter_run_records, markdown_table
 from ..significance import (
     CONFIDENCE,
     CORRECTIONS,
-    INTERVAL_NA_NOTE,
     RESAMPLES,
+    TEST_NA_NOTE,
     adjusted,
     mcnemar,
     paired_bootstrap,
@@ -360,7 +360,7 @@ def _p(r: dict[str, Any], key: str) -> str:
 
 
 def _diff(diff: float, ci: Sequence[float]) -> str:
-    """A difference and its interval; n/a where undefined (:data:`INTERVAL_NA_NOTE`)."""
+    """A difference and its interval; n/a where undefined (:data:`TEST_NA_NOTE`)."""
     if math.isnan(diff):
         return "n/a"
     lo, hi = ci
@@ -502,5 +502,5 @@ permutation, macro F1, per seed (1); intervals per comparison, not adjusted
     notes = [line for line in map(_left_out, rows) if line is not None]
     family = _family_note(rows)
     notes = ([family] if family else []) + _not_compared(rows) + notes
-    notes = ([INTERVAL_NA_NOTE] if undefined else []) + notes
+    notes = ([TEST_NA_NOTE] if undefined else []) + notes
     return "\n".join([*out, *([""] if notes else []), *notes])
