@@ -137,6 +137,9 @@ def compare_runs(
     counted as two tests of one family), adjusted within it in ``*_p_adj`` by
     ``correction`` (a key of :data:`nlieval.significance.CORRECTIONS`), with the family's
     name in ``*_p_family`` and its size in ``*_p_tests``. The intervals are not adjusted.
+    A test whose metric is undefined (macro F1 of items with one gold class) has NaN as
+    its difference, interval and p (n/a in the table, with :data:`TEST_NA_NOTE`), and is
+    left out of its family: the others are adjusted as a family of the tests made.
     Every row also names the (task, k, checkpoint) points one side holds and the other not
     (``not_compared_a``, ``not_compared_b``).
     """
