@@ -26,8 +26,11 @@ item is the caller's part (:func:`nlieval.analyses.compare.compare_runs`). The d
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -136,6 +139,37 @@ def _metric(name: str) -> Corpus | None:
     return m.corpus
 
 
+#: Said under a table that prints an interval as n/a (NaN).
+INTERVAL_NA_NOTE = (
+    "[n/a]: no interval, the metric is undefined on some bootstrap resamples of the items "
+    "(macro F1 where a resample holds one gold class)"
+)
+#: Said under a table of tests that prints a difference, an interval or a p-value as n/a.
+TEST_NA_NOTE = (
+    "n/a: the metric is undefined on the items (macro F1 with one gold class) or on some "
+    "of their resamples: no interval or p-value; such a test is left out of its family "
+    "of multiple comparisons"
+)
+
+
+def _bounds(boot: Any, value: float) -> tuple[float, float]:
+    """The percentile interval of a ``scipy.stats.bootstrap`` result, by the package's
+    rule for an undefined metric: NaN (n/a) when the observed ``value`` is NaN or when
+    any resample's value is (dropping those resamples would condition the interval on
+    the rare class being drawn, and bias it); the zero-width interval at ``value`` only
+    where SciPy gives none because every resample had one and the same value."""
+    if np.isnan(value):
+        return math.nan, math.nan
+    dist = np.asarray(boot.bootstrap_distribution, dtype=float)
+    if np.isnan(dist).any():
+        return math.nan, math.nan
+    ci = boot.confidence_interval
+    low, high = float(ci.low), float(ci.high)
+    if np.isnan(low) and dist.size and np.all(dist == dist.flat[0]):
+        low = high = value
+    return low, high
+
+
 @dataclass(frozen=True)
 class Interval:
     """A metric's ``value`` on all items and its ``confidence`` interval [``low``,
@@ -170,6 +204,11 @@ def bootstrap_interval(
     drawn items, averaged over the rows: the mean over seeds a table shows, with the
     items (not the seeds) as the source of the interval. Seeded: the same call gives the
     same interval.
+
+    Where the metric is undefined (NaN: macro F1 of items with one gold class) on all
+    the items, or on any resample of them, the interval is n/a (NaN, NaN): resamples
+    are never dropped, which would condition the interval on the rare class being drawn.
+    A zero-width interval at the value is only that of resamples all equal.
 
     >>> r = bootstrap_interval([[1, 1, 1, 1]], [1, 1, 1, 1], resamples=100)
     >>> r.value, r.low, r.high
@@ -216,18 +255,21 @@ def bootstrap_interval(
 
     everything = np.arange(n)
     value = stat_of(everything)
-    boot = stats.bootstrap(
-        (everything,),
-        stat_of,
-        vectorized=False,
-        n_resamples=resamples,
-        confidence_level=confidence,
-        method="percentile",
-        random_state=np.random.default_rng(seed),
-    )
-    low, high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
-    if np.isnan(low):  # every resample had the same value
-        low = high = value
+    if np.isnan(value):
+        return Interval(metric, value, math.nan, math.nan, confidence, resamples, seed)
+    with warnings.catch_warnings():
+        # SciPy warns of NaN or degenerate resamples; _bounds says what they mean.
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        boot = stats.bootstrap(
+            (everything,),
+            stat_of,
+            vectorized=False,
+            n_resamples=resamples,
+            confidence_level=confidence,
+            method="percentile",
+            random_state=np.random.default_rng(seed),
+        )
+    low, high = _bounds(boot, value)
     return Interval(metric, value, low, high, confidence, resamples, seed)
 
 
@@ -249,6 +291,12 @@ def paired_bootstrap(
     that of a paired permutation test of the same difference (``scipy.stats.permutation_test``,
     ``permutation_type="samples"``: each item's two outputs swapped at random). Both are
     seeded by ``seed``: the same call gives the same numbers.
+
+    Where the metric is undefined (NaN: macro F1 of items with one gold class), the
+    difference is NaN, and so are the interval and p (n/a; :func:`adjusted` leaves such
+    a test out of its family). Where it is defined on the items but not on some
+    resamples or permutations, the interval (any NaN resample) or p (any NaN
+    permutation) is n/a likewise, never computed from the defined draws only.
 
     When B is right exactly where A is wrong on every item, every resample has the same
     difference, so the interval is that one point:
@@ -300,21 +348,25 @@ def paired_bootstrap(
         value_a, value_b = score(g, av, None), score(g, bv, None)
     observed = value_b - value_a
     rng = np.random.default_rng(seed)
-    if np.array_equal(av, bv):
+    if np.isnan(observed):
+        low = high = p = math.nan
+    elif np.array_equal(av, bv):
         low = high = 0.0
         p = 1.0
     else:
-        boot = stats.bootstrap(
-            data,
-            diff,
-            paired=True,
-            vectorized=False,
-            n_resamples=resamples,
-            confidence_level=confidence,
-            method="percentile",
-            random_state=rng,
-        )
-        low, high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+            boot = stats.bootstrap(
+                data,
+                diff,
+                paired=True,
+                vectorized=False,
+                n_resamples=resamples,
+                confidence_level=confidence,
+                method="percentile",
+                random_state=rng,
+            )
+        low, high = _bounds(boot, observed)
 
         def perm_stat(x: np.ndarray, y: np.ndarray) -> float:
             if corpus is None:
@@ -330,9 +382,9 @@ def paired_bootstrap(
             alternative="two-sided",
             random_state=rng,
         )
-        p = float(perm.pvalue)
-        if np.isnan(low):  # every resample had the same difference
-            low = high = observed
+        # A NaN permuted difference never compares as extreme: counting it would
+        # shrink p, so a test with any undefined permutation has no p-value.
+        p = math.nan if np.isnan(perm.null_distribution).any() else float(perm.pvalue)
     return PairedBootstrap(
         metric, value_a, value_b, observed, low, high, p, confidence, resamples, seed
     )
@@ -369,6 +421,12 @@ def adjusted(p_values: Sequence[float], correction: str = "holm") -> list[float]
 
     >>> adjusted([0.01, 0.04, 0.03])  # Holm: 3 x 0.01, then max(2 x 0.03, 0.03), ...
     [0.03, 0.06, 0.06]
+
+    An n/a p-value (NaN: a test whose metric is undefined) is left out of the family:
+    it stays NaN, and the others are corrected as a family of the tests made.
+
+    >>> adjusted([0.01, float("nan"), 0.03])  # Holm over two tests: 2 x 0.01, 0.03
+    [0.02, nan, 0.03]
     >>> adjusted([0.01, 0.04, 0.03], "none")
     [0.01, 0.04, 0.03]
     """
@@ -376,9 +434,15 @@ def adjusted(p_values: Sequence[float], correction: str = "holm") -> list[float]
         raise ValueError(f"unknown correction {correction!r}; one of {', '.join(CORRECTIONS)}")
     method = CORRECTIONS[correction][1]
     values = [float(p) for p in p_values]
-    if method is None or not values:
+    # An n/a p-value (NaN: the metric undefined) is no test: it stays n/a and is left
+    # out of the family, so the others are corrected for the tests actually made.
+    kept = [i for i, p in enumerate(values) if not math.isnan(p)]
+    if method is None or not kept:
         return values
     # statsmodels takes a while to import: only the commands that correct load it.
     from statsmodels.stats.multitest import multipletests
 
-    return [float(p) for p in multipletests(values, method=method)[1]]
+    out = list(values)
+    for i, p in zip(kept, multipletests([values[i] for i in kept], method=method)[1], strict=True):
+        out[i] = float(p)
+    return out

@@ -32,6 +32,7 @@ seed or over seeds), and is also given adjusted within that family (Holm by defa
 from __future__ import annotations
 
 import itertools
+import math
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -45,6 +46,7 @@ from ..significance import (
     CONFIDENCE,
     CORRECTIONS,
     RESAMPLES,
+    TEST_NA_NOTE,
     adjusted,
     mcnemar,
     paired_bootstrap,
@@ -135,6 +137,9 @@ def compare_runs(
     counted as two tests of one family), adjusted within it in ``*_p_adj`` by
     ``correction`` (a key of :data:`nlieval.significance.CORRECTIONS`), with the family's
     name in ``*_p_family`` and its size in ``*_p_tests``. The intervals are not adjusted.
+    A test whose metric is undefined (macro F1 of items with one gold class) has NaN as
+    its difference, interval and p (n/a in the table, with :data:`TEST_NA_NOTE`), and is
+    left out of its family: the others are adjusted as a family of the tests made.
     Every row also names the (task, k, checkpoint) points one side holds and the other not
     (``not_compared_a``, ``not_compared_b``).
     """
@@ -305,12 +310,16 @@ FAMILIES: dict[tuple[bool, str], str] = {
 
 def _adjust(rows: list[dict[str, Any]], correction: str) -> None:
     """Adjust each family of :data:`FAMILIES` on its own; each p-value ``key`` of a row
-    gets ``key_adj``, ``key_family`` (the family's name) and ``key_tests`` (its size)."""
+    gets ``key_adj``, ``key_family`` (the family's name) and ``key_tests`` (its size).
+    An n/a p-value (NaN: the metric undefined on the items) is no test: it is left out of
+    its family (:func:`nlieval.significance.adjusted`), its ``key_adj`` n/a too, and the
+    family's size counts the tests made."""
     for (over, key), family in FAMILIES.items():
         members = [r for r in rows if (r["seed"] is None) == over and key in r]
         ps = adjusted([r[key] for r in members], correction)
+        size = sum(not math.isnan(r[key]) for r in members)
         for r, p in zip(members, ps, strict=True):
-            r[f"{key}_adj"], r[f"{key}_family"], r[f"{key}_tests"] = p, family, len(members)
+            r[f"{key}_adj"], r[f"{key}_family"], r[f"{key}_tests"] = p, family, size
     for r in rows:
         r["correction"] = correction
 
@@ -349,7 +358,18 @@ def _left_out(r: dict[str, Any]) -> str | None:
 
 
 def _p(r: dict[str, Any], key: str) -> str:
-    return f"{r.get(key + '_adj', r[key]):.3g}"
+    p = r.get(key + "_adj", r[key])
+    return "n/a" if math.isnan(p) else f"{p:.3g}"
+
+
+def _diff(diff: float, ci: Sequence[float]) -> str:
+    """A difference and its interval; n/a where undefined (:data:`TEST_NA_NOTE`)."""
+    if math.isnan(diff):
+        return "n/a"
+    lo, hi = ci
+    if math.isnan(lo) or math.isnan(hi):
+        return f"{diff:+.3f} [n/a]"
+    return f"{diff:+.3f} [{lo:+.3f}, {hi:+.3f}]"
 
 
 def _seeds(mean: float, std: float, seeds: Sequence[int]) -> str:
@@ -378,8 +398,6 @@ def comparison_tables(
         head += [f"F1 p ({PERMUTATION}{adj})", "A only/B only", f"p ({MCNEMAR}{adj})"]
         body = []
         for r in per_seed:
-            lo, hi = r["accuracy_ci"]
-            flo, fhi = r["macro_f1_ci"]
             body.append(
                 [
                     _task(r),
@@ -388,9 +406,9 @@ def comparison_tables(
                     str(r["n"]),
                     f"{r['accuracy_a']:.3f}",
                     f"{r['accuracy_b']:.3f}",
-                    f"{r['accuracy_diff']:+.3f} [{lo:+.3f}, {hi:+.3f}]",
+                    _diff(r["accuracy_diff"], r["accuracy_ci"]),
                     _p(r, "accuracy_p"),
-                    f"{r['macro_f1_diff']:+.3f} [{flo:+.3f}, {fhi:+.3f}]",
+                    _diff(r["macro_f1_diff"], r["macro_f1_ci"]),
                     _p(r, "macro_f1_p"),
                     f"{r['a_only']}/{r['b_only']}",
                     _p(r, "mcnemar_p"),
@@ -403,7 +421,6 @@ def comparison_tables(
         head += [f"B - A [{interval}]", f"p ({PERMUTATION}{adj})"]
         body = []
         for r in over:
-            lo, hi = r["accuracy_ci"]
             body.append(
                 [
                     _task(r),
@@ -411,7 +428,7 @@ def comparison_tables(
                     str(r["n"]),
                     _seeds(r["accuracy_a"], r["accuracy_a_std"], r["seeds_a"]),
                     _seeds(r["accuracy_b"], r["accuracy_b_std"], r["seeds_b"]),
-                    f"{r['accuracy_diff']:+.3f} [{lo:+.3f}, {hi:+.3f}]",
+                    _diff(r["accuracy_diff"], r["accuracy_ci"]),
                     _p(r, "accuracy_p"),
                 ]
             )
@@ -481,9 +498,12 @@ permutation, macro F1, per seed (1); intervals per comparison, not adjusted
         return "(no shared items)"
     sides = _sides(rows)
     out = [*sides, *([""] if sides else [])]
+    undefined = False
     for i, (title, head, body) in enumerate(comparison_tables(rows)):
         out += ([""] if i else []) + ([title, ""] if title else []) + markdown_table(head, body)
+        undefined = undefined or any("n/a" in cell for line in body for cell in line)
     notes = [line for line in map(_left_out, rows) if line is not None]
     family = _family_note(rows)
     notes = ([family] if family else []) + _not_compared(rows) + notes
+    notes = ([TEST_NA_NOTE] if undefined else []) + notes
     return "\n".join([*out, *([""] if notes else []), *notes])

@@ -42,7 +42,7 @@ from typing import Any
 from ..ground import as_format, mean_label
 from ..metrics import METRICS, UNDEFINED_NOTE, group_records, listed, metrics
 from ..runs import markdown_table
-from ..significance import CONFIDENCE, MEAN, RESAMPLES, bootstrap_interval
+from ..significance import CONFIDENCE, INTERVAL_NA_NOTE, MEAN, RESAMPLES, bootstrap_interval
 from ..types import Record
 from .breakdown import group_value
 from .notes import seeds_note
@@ -602,7 +602,10 @@ def _fmt(
         if with_seeds and cell.seeds is not None:
             text += f" ({cell.seeds} seeds)"
     if cell.low is not None and cell.high is not None:
-        text += f" [{cell.low * scale:.{digits}f}, {cell.high * scale:.{digits}f}]"
+        if math.isnan(cell.low) or math.isnan(cell.high):
+            text += " [n/a]"  # undefined on some resamples (INTERVAL_NA_NOTE)
+        else:
+            text += f" [{cell.low * scale:.{digits}f}, {cell.high * scale:.{digits}f}]"
     if with_n and cell.n is not None:
         text += f" (n={cell.n})"
     marks = (MIXED_MARK if cell.mixed else "") + (SHORT_MARK if cell.short else "")
@@ -763,5 +766,7 @@ def grid_text(g: Grid, *, percent: bool = False, digits: int | None = None) -> G
     notes = [*((MIXED_NOTE,) if any(c.mixed for c in g.cells) else ()), *g.notes]
     if any(math.isnan(c.mean) for c in g.cells):
         notes.append(UNDEFINED_NOTE)
+    if any(c.low is not None and math.isnan(c.low) for c in g.cells):
+        notes.append(INTERVAL_NA_NOTE)
     notes += [seeds_line] if seeds_line else []
     return GridText(head, body, tuple(notes))

@@ -46,6 +46,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import os
 import shutil
 import time
@@ -57,7 +58,7 @@ from typing import Any
 from ..backends import ModelError, resolve
 from ..data import items_fingerprint
 from ..ground import DataError, check_inside, make_folder, read_json
-from ..metrics import mean_std, point_metrics
+from ..metrics import UNDEFINED_NOTE, mean_std, point_metrics
 from ..runs import RunError, RunFolder, Step, atomic_write, execute, finalize
 from ..types import Item, Record
 from .train_config import (
@@ -460,21 +461,28 @@ def format_results(results: Mapping[str, Any]) -> str:
             + f" = {sum(sources.values())} items"
         )  # fmt: skip
     lines.append("seed  epochs  best  dev F1  test acc  test F1")
+
+    def num(x: float) -> str:
+        # n/a: macro F1 of a part holding one gold class (undefined, NaN).
+        return "n/a" if math.isnan(x) else f"{x:.4f}"
+
     for r in results["seeds"]:
         t = r.get("test") or {}
-        acc = f"{t['accuracy']:.4f}" if t else "-"
-        f1 = f"{t['macro_f1']:.4f}" if t else "-"
+        acc = num(t["accuracy"]) if t else "-"
+        f1 = num(t["macro_f1"]) if t else "-"
         lines.append(
             f"{r['seed']:>4}  {r['epochs_run']:>6}  {r['best_epoch']:>4}  "
-            f"{r['best_dev_macro_f1']:.4f}  {acc:>8}  {f1:>7}"
+            f"{num(r['best_dev_macro_f1']):>6}  {acc:>8}  {f1:>7}"
         )
     s = results["summary"]
-    parts = [f"dev macro F1 {s['dev_macro_f1']['mean']:.4f} +- {s['dev_macro_f1']['std']:.4f}"]
+    parts = [f"dev macro F1 {num(s['dev_macro_f1']['mean'])} +- {num(s['dev_macro_f1']['std'])}"]
     for name in ("test_accuracy", "test_macro_f1"):
         if name in s:
             label = name.replace("_", " ").replace("test macro f1", "test macro F1")
-            parts.append(f"{label} {s[name]['mean']:.4f} +- {s[name]['std']:.4f}")
+            parts.append(f"{label} {num(s[name]['mean'])} +- {num(s[name]['std'])}")
     lines.append("mean over seeds: " + "; ".join(parts))
+    if any("n/a" in line for line in lines):
+        lines.append(UNDEFINED_NOTE)
     return "\n".join(lines)
 
 

@@ -22,6 +22,7 @@ scores the dev part as it did during training:
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
@@ -33,6 +34,8 @@ from ..backends import NonFiniteScore
 from .train_config import TrainConfig, TrainError
 from .train_data import Part, TrainData
 from .train_model import batch_logits, make_optimizer
+
+log = logging.getLogger(__name__)
 
 #: Called after each epoch with its row of the dev curve (seed, epoch, loss, dev scores).
 EpochCallback = Callable[[dict[str, Any]], None]
@@ -219,6 +222,12 @@ def fit(
     """Train one seed with early stopping; save the best epoch to ``folder`` and leave
     its weights in ``model``. Returns the history and the best dev scores.
     (See the module's example.)
+
+    The best epoch is that of the highest dev macro F1; where the dev part holds gold
+    items of one class only, its macro F1 is undefined (NaN, every epoch: the gold does
+    not change), so the dev accuracy selects instead, with a warning that says why. The
+    first epoch is always kept until a later one scores strictly higher, so a seed
+    always ends with a saved epoch.
     """
     import torch
     from tqdm.auto import tqdm
@@ -231,12 +240,23 @@ def fit(
     best: dict[str, Any] = {"epoch": 0, "dev_macro_f1": -1.0, "dev_accuracy": -1.0}
     best_state: dict[str, Any] = {}
     history: list[dict[str, Any]] = []
+    selector = "macro_f1"
     for epoch in range(1, config.epochs + 1):
         started = time.perf_counter()
         args = (model, tokenizer, data, config, optimizer, generator, epoch, seed, progress)
         loss, dev = _epoch(*args)
-        # Strict improvement only: a tie keeps the earlier (less trained) epoch.
-        improved = dev["macro_f1"] > best["dev_macro_f1"]
+        if selector == "macro_f1" and math.isnan(dev["macro_f1"]):
+            selector = "accuracy"
+            log.warning(
+                "seed %d: the dev part %s %s holds gold items of one class only, so its "
+                "macro F1 is undefined (n/a); the best epoch is chosen by dev accuracy",
+                seed,
+                data.dev.task,
+                data.dev.split,
+            )
+        # Strict improvement only: a tie keeps the earlier (less trained) epoch. The
+        # first epoch stands until beaten (a NaN score never compares as higher).
+        improved = not best_state or dev[selector] > best[f"dev_{selector}"]
         row = {"seed": seed, "epoch": epoch, "train_loss": loss, "dev_macro_f1": dev["macro_f1"]}
         row.update(dev_accuracy=dev["accuracy"], improved=improved)
         row["seconds"] = round(time.perf_counter() - started, 3)
@@ -261,6 +281,8 @@ def fit(
             on_epoch(row)
         if epoch - best["epoch"] >= config.patience:
             break
+    if not best_state:  # unreachable with epochs >= 1; never load an empty state
+        raise TrainError(f"seed {seed}: no epoch was trained, so none could be saved")
     model.load_state_dict(best_state)
     return {
         "seed": seed,
