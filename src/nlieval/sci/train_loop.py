@@ -230,18 +230,20 @@ def fit(
     generator = torch.Generator().manual_seed(seed)
     best: dict[str, Any] = {"epoch": 0, "dev_macro_f1": -1.0, "dev_accuracy": -1.0}
     best_state: dict[str, Any] = {}
+    best_score = -1.0
     history: list[dict[str, Any]] = []
     for epoch in range(1, config.epochs + 1):
         started = time.perf_counter()
         args = (model, tokenizer, data, config, optimizer, generator, epoch, seed, progress)
         loss, dev = _epoch(*args)
         # Strict improvement only: a tie keeps the earlier (less trained) epoch.
-        improved = dev["macro_f1"] > best["dev_macro_f1"]
+        improved = _dev_score(dev) > best_score
         row = {"seed": seed, "epoch": epoch, "train_loss": loss, "dev_macro_f1": dev["macro_f1"]}
         row.update(dev_accuracy=dev["accuracy"], improved=improved)
         row["seconds"] = round(time.perf_counter() - started, 3)
         history.append(row)
         if improved:
+            best_score = _dev_score(dev)
             best = {
                 "epoch": epoch,
                 "dev_macro_f1": dev["macro_f1"],
@@ -272,6 +274,16 @@ def fit(
         "stopped_early": len(history) < config.epochs,
         "history": history,
     }
+
+
+def _dev_score(dev: Mapping[str, Any]) -> float:
+    """The dev score the best epoch is kept by: macro F1, or accuracy where macro F1 is
+    undefined (NaN: a dev part whose gold items are all one class, see
+    :func:`nlieval.metrics.macro_f1`). A NaN compares false with everything, so no epoch
+    would ever count as the best and no checkpoint would be saved. The dev items are the
+    same every epoch, so every epoch of a seed is judged by the same one of the two."""
+    f1 = float(dev["macro_f1"])
+    return float(dev["accuracy"]) if math.isnan(f1) else f1
 
 
 def _save(
