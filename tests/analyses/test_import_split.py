@@ -77,3 +77,45 @@ def test_a_file_that_names_its_task_joins_the_task_texts(
     capsys.readouterr()
     assert main(["items", str(out), "--data-dir", str(data)]) == 0
     assert "| A man naps. | He sleeps. |" in capsys.readouterr().out
+
+
+def _test_labels(tmp_path: Path) -> Path:
+    # Labels for two items of the smoke task's test split (its default).
+    path = tmp_path / "smoke-test.csv"
+    path.write_text("id,pred\nsmoke-01,entailment\nsmoke-02,neutral\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    "second",
+    [["--task", "smoke@test"], ["--task", "smoke"], ["--task", "smoke", "--split", "test"]],
+)
+def test_a_folder_holds_one_split_another_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], second: list[str]
+) -> None:
+    # Before: the test split's records joined the train split's in one point (n=5), and
+    # config.json kept only the last split, so `items` read the train ids from test.
+    out = tmp_path / "run"
+    argv = ["--format", "labels", "--model", "m", "--out", str(out)]
+    assert main(["import", str(_train_labels(tmp_path)), *argv, "--task", "smoke@train"]) == 0
+    before = (out / "records.jsonl").read_text()
+    capsys.readouterr()
+    assert main(["import", str(_test_labels(tmp_path)), *argv, *second]) != 0
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert str(out) in line and "split train" in line and "split test" in line
+    assert "--out" in line
+    assert json.loads((out / "config.json").read_text())["split"] == "train"
+    assert (out / "records.jsonl").read_text() == before
+
+
+@pytest.mark.parametrize("first", [["--task", "smoke"], ["--task", "smoke@test"]])
+def test_the_same_split_named_either_way_is_added_to(tmp_path: Path, first: list[str]) -> None:
+    # No --split is the task's default split (test): the same items as smoke@test.
+    out = tmp_path / "run"
+    argv = ["--format", "labels", "--model", "m", "--out", str(out)]
+    assert main(["import", str(_test_labels(tmp_path)), *argv, *first]) == 0
+    more = tmp_path / "more.csv"
+    more.write_text("id,pred\nsmoke-03,contradiction\n")
+    assert main(["import", str(more), *argv, "--task", "smoke", "--split", "test"]) == 0
+    lines = (out / "records.jsonl").read_text().splitlines()
+    assert len(lines) == 3

@@ -183,7 +183,11 @@ def test_choose_warns_once_with_counts_and_the_stratified_flag(
     with caplog.at_level(logging.WARNING, logger="nlieval.data"):
         ItemSelection(sample=6).choose(split, NLI3, "mine test")  # 2 of each: balanced
         ItemSelection(limit=100).choose(split, NLI3, "mine test")  # the whole split
-    assert caplog.records == []
+    # No imbalance warning for either; the short split is said (6 + 6 + 6 = 18 items).
+    assert [r.getMessage() for r in caplog.records] == [
+        "mine test: --limit 100 asks for 100 items, it has 18: all 18 are used"
+    ]
+    caplog.clear()
     with caplog.at_level(logging.WARNING, logger="nlieval.data"):
         ItemSelection(sample=2).choose(split, NLI3, "mine test")
         ItemSelection().choose(split[:12], NLI3, "two test")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 from dataclasses import Field
 from typing import Any
 
@@ -15,8 +16,8 @@ import pytest
 
 from nlieval.cli.args import add_settings
 from nlieval.experiments.commands import COMMAND_NAMES, coerce, command, setting_fields
-from nlieval.experiments.overrides import SINGULAR, apply_overrides
-from nlieval.experiments.plan import AXIS_FIELDS
+from nlieval.experiments.overrides import apply_overrides
+from nlieval.experiments.plan import AXIS_FIELDS, SINGULAR, plan_cells, read_axis_texts
 from nlieval.experiments.spec import AXES, Setting, parse_experiment
 from nlieval.ground import DataError
 from nlieval.settings import flag_of
@@ -110,3 +111,60 @@ def test_set_seeds_1_is_one_draw_as_run_seeds_1() -> None:
     f = setting_fields("run")["seeds"]
     assert _set_value("run", "seeds", f, "1") == (0,)
     assert AXIS_FIELDS["seeds"][0] == "seeds"
+
+
+def _file_value(cmd: str, key: str, f: Field[Any], text: str) -> Any:
+    # The value a cell gets from `KEY: TEXT` (one value, not a list) in its matrix entry.
+    model = command(cmd).model_field is not None
+    entry = f"{{block: b, {'models: [a], ' if model else ''}{key}: {json.dumps(text)}}}"
+    try:
+        exp = parse_experiment(
+            ("models: {a: smollm2-135m}\n" if model else "")
+            + f"blocks: {{b: {{command: {cmd}}}}}\nmatrix: [{entry}]\n",
+            "e.yaml",
+        )
+        values = dict(read_axis_texts(exp).matrix[0].axes)[key]
+        if f.name in SINGULAR:
+            return tuple(coerce(f, Setting(f.name, v, "e.yaml", None)) for v in values)
+        return coerce(f, Setting(f.name, list(values), "e.yaml", None))
+    except DataError:
+        return REFUSED
+
+
+def _axis_cases() -> list[tuple[str, str, str]]:
+    # Each command and axis, with the field the axis feeds (the first the command takes).
+    out = []
+    for cmd in COMMAND_NAMES:
+        for axis in AXES[1:]:
+            name = next((n for n in AXIS_FIELDS[axis] if n in setting_fields(cmd)), None)
+            if name is not None:
+                out.append((cmd, axis, name))
+    return out
+
+
+@pytest.mark.parametrize(("cmd", "axis", "name"), _axis_cases())
+def test_an_axis_value_in_the_file_reads_as_set_reads_it(cmd: str, axis: str, name: str) -> None:
+    # One reader of values: `seeds: 3` in a matrix entry is what `--set seeds=3` is.
+    f = setting_fields(cmd)[name]
+    for text in TEXTS:
+        assert _file_value(cmd, axis, f, text) == _set_value(cmd, axis, f, text), (cmd, text)
+
+
+def test_seeds_3_in_a_matrix_entry_is_three_draws() -> None:
+    # docs/experiments.md: `seeds: 3` is seeds 0, 1, 2 (as `nlieval run --seeds 3`);
+    # a list names the seeds themselves. The same in a block an `each` sweeps.
+    head = "models: {a: smollm2-135m}\nblocks: {b: {command: run, tasks: [smoke]"
+
+    def cells(block: str, entry: str) -> list[tuple[str, Any]]:
+        exp = parse_experiment(f"{head}{block}}}}}\nmatrix: [{{block: b, models: [a]{entry}}}]\n",
+                               "e.yaml")  # fmt: skip
+        return [(c.name, c.config["seeds"]) for c in plan_cells(exp, estimate=False)]
+
+    assert cells("", ", seeds: 3") == [("b-a", [0, 1, 2])]
+    assert cells("", ", seeds: [3]") == [("b-a", [3])]
+    assert cells(", seeds: 3", "") == [("b-a", [0, 1, 2])]
+    assert cells(", seeds: 3", ", each: [seeds]") == [
+        ("b-a-seed0", [0]),
+        ("b-a-seed1", [1]),
+        ("b-a-seed2", [2]),
+    ]

@@ -202,6 +202,27 @@ def test_early_stopping_after_patience_epochs(
     assert result["epochs_run"] == 3 and result["stopped_early"] and result["best_epoch"] == 1
 
 
+def test_a_dev_part_of_one_class_keeps_the_best_epoch_by_accuracy(
+    tiny_bert: Path, syn: dict[str, str], tmp_path: Path
+) -> None:
+    # Every dev item entailment: macro F1 is undefined (NaN) there, so epochs are judged
+    # by dev accuracy; before, no epoch ever improved on NaN and the seed ended loading
+    # an empty state dict.
+    rows = [r for r in _rows(48, 2) if r["label"] == "entailment"]
+    (tmp_path / "one.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    dev = _write_task(tmp_path, "one_class_dev", LABELS, "one.jsonl")
+    seen: list[dict[str, Any]] = []
+    config = _config(tiny_bert, syn, tmp_path / "out", dev_task=dev, epochs=2, limit=32)
+    result = train(config, on_epoch=seen.append, progress=False)["seeds"][0]
+    assert all(math.isnan(row["dev_macro_f1"]) for row in seen)
+    assert seen[0]["improved"] and result["best_epoch"] >= 1
+    best = seen[result["best_epoch"] - 1]
+    assert result["best_dev_accuracy"] == best["dev_accuracy"] == max(
+        row["dev_accuracy"] for row in seen
+    )
+    assert is_classifier_folder(Path(result["checkpoint"]))
+
+
 def test_same_seed_same_result(tiny_bert: Path, syn: dict[str, str], tmp_path: Path) -> None:
     a = train(_config(tiny_bert, syn, tmp_path / "a", epochs=1, limit=48), progress=False)
     b = train(_config(tiny_bert, syn, tmp_path / "b", epochs=1, limit=48), progress=False)

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..data import DATA_DIR_HELP, SPLIT_HELP, Dataset, load_task, task_at
+from ..data import DATA_DIR_HELP, SPLIT_HELP, Dataset, get_task, load_task, task_at
 from ..metrics import summarize
 from ..runs import RunFolder, Step, execute, finalize, markdown_table, metrics_table
 from ..settings import setting
@@ -302,6 +302,8 @@ def import_predictions(
     folder = RunFolder(out_dir)
     old = folder.read_config() or {}
     kept = old.get("tasks") if not overwrite and old.get("kind") == config.KIND else None
+    if isinstance(kept, list):
+        _refuse_other_split(out_dir, old.get("split"), config.split, map(str, kept))
     specs = [*(kept if isinstance(kept, list) else []), *(str(s.task) for s in read)]
     config = replace(config, tasks=tuple(dict.fromkeys(map(str, specs))))
     if not overwrite and old.get("kind") == config.KIND:
@@ -380,6 +382,36 @@ def import_predictions(
 
 def _record_key(s: PredictionSet, pair: tuple[Prediction, Item]) -> Any:
     return Record.key_of(s.model, None, str(s.task), 0, s.seed, pair[1].id)
+
+
+def _refuse_other_split(
+    out_dir: str | Path, held: str | None, given: str | None, tasks: Iterable[str]
+) -> None:
+    """Refuse (``ValueError``, one line) an import whose split differs from the one a
+    task the folder already holds was read from. ``config.json`` keeps one ``split`` for
+    all the folder's records (``items`` and ``view`` read their texts from it), and the
+    records of two splits under one model, task and seed would be pooled into one point
+    without a word. ``None`` is the task's default split.
+
+    >>> _refuse_other_split("run", "dev", "test", ["snli"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: run: holds snli split dev (an earlier import), not split test: ...
+    >>> _refuse_other_split("run", None, "dev", ["snli"])  # snli's default split is dev
+    """
+    if held == given:
+        return
+    for task in tasks:
+        try:
+            default = get_task(task).default_split
+        except (KeyError, ValueError, OSError):
+            default = None  # a task that no longer resolves: its split as written
+        was, now = held or default, given or default
+        if was != now:
+            raise ValueError(
+                f"{out_dir}: holds {task} split {was or 'default'} (an earlier import), not "
+                f"split {now or 'default'}: a folder holds one split; import into another "
+                "--out (or pass --overwrite to replace what it holds)"
+            )
 
 
 def _refuse_clashes(planned: Sequence[_Planned]) -> None:

@@ -9,9 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..ground import DataError, read_small_text
-from ..settings import flag_of
-from .commands import setting_fields, setting_keys, takes
-from .plan import AXIS_FIELDS
+from .commands import setting_keys, takes
+from .plan import AXIS_FIELDS, axis_values, read_axis_texts
 from .spec import AXES, MAX_BYTES, Experiment, Setting, parse_experiment, suggest
 
 
@@ -44,6 +43,8 @@ def apply_overrides(exp: Experiment, overrides: Sequence[str]) -> Experiment:
     Traceback (most recent call last):
     nlieval.ground.errors.DataError: --set modles=a: ...; did you mean 'models'?
     """
+    # The file's own values first, so that an override replaces values read as it is.
+    exp = read_axis_texts(exp)
     for text in overrides:
         key, sep, value = text.partition("=")
         key = key.strip()
@@ -142,37 +143,6 @@ def apply_overrides(exp: Experiment, overrides: Sequence[str]) -> Experiment:
             ),
         )
     return exp
-
-
-#: The fields of an axis that take one value, a cell per value (``--seed``, ``--task``).
-SINGULAR = ("task", "seed")
-
-
-def axis_values(command: str, axis: str, text: str, src: str) -> tuple[str, ...]:
-    """The values of ``axis`` (not ``models``) that ``--set AXIS=TEXT`` gives a matrix
-    entry of ``command``: ``TEXT`` read as the command's flag of that field reads it
-    (``--seeds 1`` is one draw, seed 0; ``--shots 0,2``; ``--tasks a,b``), one value per
-    cell where the field takes one (``--seed``, ``--task``: each comma-separated value).
-
-    >>> axis_values("run", "seeds", "1", "--set seeds=1"), axis_values("run", "seeds", "3,", "")
-    (('0',), ('3',))
-    >>> axis_values("infer-build", "seeds", "1,2", ""), axis_values("run", "shots", "0, 2", "")
-    (('1', '2'), ('0', '2'))
-    >>> axis_values("run", "shots", "-1", "--set shots=-1")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    nlieval.ground.errors.DataError: --set shots=-1: field 'shots': shot counts are 0 or more, ...
-    """
-    each = tuple(v.strip() for v in text.split(",") if v.strip())
-    name = next((n for n in AXIS_FIELDS[axis] if takes(command, n)), None)
-    if name is None or name in SINGULAR:
-        return each
-    flag = flag_of(setting_fields(command)[name])
-    if flag is None or flag.parse is None:
-        return each
-    try:
-        return tuple(str(v) for v in flag.parse(text))
-    except ValueError as err:
-        raise DataError(src, None, axis, str(err)) from None
 
 
 def _keys_of(command: str) -> tuple[str, ...]:

@@ -225,6 +225,70 @@ def _ordered(exp: Experiment) -> list[MatrixEntry]:
     return order
 
 
+#: The fields of an axis that take one value, a cell per value (``--seed``, ``--task``).
+SINGULAR = ("task", "seed")
+
+
+def axis_values(
+    command: str, axis: str, text: str, src: str, line: int | None = None
+) -> tuple[str, ...]:
+    """The values of ``axis`` (not ``models``) that ``--set AXIS=TEXT``, or ``AXIS: TEXT``
+    (one value, not a list) in a matrix entry or in the block an ``each`` sweeps, gives
+    a matrix entry of ``command``: ``TEXT`` read as the command's flag of that field reads it
+    (``--seeds 1`` is one draw, seed 0; ``--shots 0,2``; ``--tasks a,b``), one value per
+    cell where the field takes one (``--seed``, ``--task``: each comma-separated value).
+
+    >>> axis_values("run", "seeds", "1", "--set seeds=1"), axis_values("run", "seeds", "3,", "")
+    (('0',), ('3',))
+    >>> axis_values("infer-build", "seeds", "1,2", ""), axis_values("run", "shots", "0, 2", "")
+    (('1', '2'), ('0', '2'))
+    >>> axis_values("run", "shots", "-1", "--set shots=-1")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    nlieval.ground.errors.DataError: --set shots=-1: field 'shots': shot counts are 0 or more, ...
+    """
+    each = tuple(v.strip() for v in text.split(",") if v.strip())
+    name = next((n for n in AXIS_FIELDS[axis] if takes(command, n)), None)
+    if name is None or name in SINGULAR:
+        return each
+    flag = flag_of(setting_fields(command)[name])
+    if flag is None or flag.parse is None:
+        return each
+    try:
+        return tuple(str(v) for v in flag.parse(text))
+    except ValueError as err:
+        raise DataError(src, line, axis, str(err)) from None
+
+
+def read_axis_texts(exp: Experiment) -> Experiment:
+    """``exp`` with each matrix axis given as one value (``seeds: 3``, ``shots: "0,2"``)
+    read by :func:`axis_values`, as ``--set seeds=3`` is: so that a value in the file
+    means what the flag means (``seeds: 3`` is seeds 0, 1, 2; ``seeds: [3]`` is seed 3).
+
+    >>> from nlieval.experiments.spec import parse_experiment
+    >>> exp = read_axis_texts(parse_experiment('''
+    ... models: {a: m1}
+    ... blocks: {base: {command: run, tasks: [smoke]}}
+    ... matrix: [{block: base, models: [a], seeds: 3, shots: [2]}]
+    ... ''', "e.yaml"))
+    >>> exp.matrix[0].axes, exp.matrix[0].texts
+    ((('shots', (2,)), ('seeds', ('0', '1', '2'))), ())
+    """
+    if not any(e.texts for e in exp.matrix):
+        return exp
+    commands = {b.name: b.command for b in exp.blocks}
+
+    def read(e: MatrixEntry) -> MatrixEntry:
+        axes = tuple(
+            (a, axis_values(commands[e.block], a, str(v[0]), exp.source, e.line))
+            if a in e.texts and len(v) == 1
+            else (a, v)
+            for a, v in e.axes
+        )
+        return replace(e, axes=axes, texts=())
+
+    return replace(exp, matrix=tuple(read(e) for e in exp.matrix))
+
+
 def _slug(value: Any) -> str:
     text = Path(str(value)).stem if "/" in str(value) else str(value)
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
@@ -268,6 +332,7 @@ def count_cells(exp: Experiment) -> int:
     ... ''', "e.yaml"))
     6
     """
+    exp = read_axis_texts(exp)
     total = 0
     for e in exp.matrix:
         total += _entry_count(exp, e)
@@ -290,10 +355,15 @@ def _splits(exp: Experiment, e: MatrixEntry) -> list[tuple[str, str, tuple[Any, 
     splits = []
     for axis in e.each:
         field = _axis_field(b.command, axis, exp.source, e.line)
-        splits.append((axis, field, tuple(axes.get(axis, _as_list(b.value(field))))))
+        value = b.value(field)
+        if axis not in axes and value is not None and not isinstance(value, (list, tuple)):
+            # The block's one value is its flag's text (seeds: 3 is seeds 0, 1, 2), as the
+            # block's own run reads it: a cell per value it gives.
+            axes[axis] = axis_values(b.command, axis, str(value), exp.source, b.line)
+        splits.append((axis, field, tuple(axes.get(axis, _as_list(value)))))
     for axis, values in e.axes:
         field = _axis_field(b.command, axis, exp.source, e.line)
-        if field in ("task", "seed") and axis not in e.each:
+        if field in SINGULAR and axis not in e.each:
             splits.append((axis, field, tuple(values)))  # a singular setting: one cell each
     return splits
 
@@ -325,6 +395,7 @@ def plan_cells(exp: Experiment, *, estimate: bool = True) -> list[Cell]:
                 f"no command {b.command!r}{suggest(b.command, COMMAND_NAMES)} "
                 f"(the commands: {', '.join(COMMAND_NAMES)})",
             ) from None
+    exp = read_axis_texts(exp)
     for i, e in enumerate(exp.matrix):
         n = _entry_count(exp, e)
         if n > MAX_CELLS:
@@ -384,7 +455,7 @@ def plan_cells(exp: Experiment, *, estimate: bool = True) -> list[Cell]:
                 )
                 for _axis, field, v in combo:
                     settings = [s for s in settings if s.key != field]
-                    single = field in ("task", "seed")
+                    single = field in SINGULAR
                     settings.append(Setting(field, v if single else [v], exp.source, e.line))
                 if name in seen:
                     raise DataError(

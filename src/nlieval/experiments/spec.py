@@ -176,13 +176,16 @@ class MatrixEntry:
     """A block run over models and, optionally, other axes (``tasks``, ``shots``,
     ``seeds``, ``checkpoints``: values of the block's settings of those names). An axis
     named in ``each`` gives one cell per value; the others are swept inside one run
-    folder (which resumes and grows on its own)."""
+    folder (which resumes and grows on its own). ``texts``: the axes given as one value
+    rather than a list (``seeds: 3``), whose text the plan reads as the command's flag
+    reads it (:func:`nlieval.experiments.plan.axis_values`), as ``--set`` does."""
 
     block: str
     models: tuple[str, ...]
     axes: tuple[tuple[str, tuple[Any, ...]], ...]
     each: tuple[str, ...]
     line: int | None
+    texts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -499,7 +502,8 @@ def _entry(
                 "each",
                 f"not an axis: {a!r} (the axes: {', '.join(AXES[1:])})",
             )
-    return MatrixEntry(str(block), names, axes, each, line)
+    texts = tuple(a for a in AXES[1:] if a in body and not isinstance(body[a], list))
+    return MatrixEntry(str(block), names, axes, each, line, texts)
 
 
 def _output(
