@@ -41,3 +41,19 @@ def chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+@contextmanager
+def available_chromium() -> Iterator[Any]:
+    """:func:`chromium`, or the test skipped (failed in CI) when Chromium or Playwright
+    is missing: the one check of the browser tests' module fixtures."""
+    from tests.helpers.engines import absent
+
+    if not os.access(CHROMIUM, os.X_OK):
+        absent("a browser", "NLIEVAL_BROWSER", f"no {CHROMIUM}; run scripts/setup_browser.sh")
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        absent("a browser", "NLIEVAL_BROWSER", "Playwright is not installed (the extra 'view')")
+    with chromium() as running:
+        yield running

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.browser import CHROMIUM, chromium
-from tests.helpers.engines import absent
+from tests.helpers.browser import available_chromium
 
 pytestmark = pytest.mark.browser
 
@@ -60,13 +58,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not os.access(CHROMIUM, os.X_OK):
-        absent("a browser", "NLIEVAL_BROWSER", f"no {CHROMIUM}; run scripts/setup_browser.sh")
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        absent("a browser", "NLIEVAL_BROWSER", "Playwright is not installed (the extra 'view')")
-    with chromium() as running:
+    with available_chromium() as running:
         yield running
 
 

@@ -13,7 +13,6 @@ benchmark data is needed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,7 @@ from nlieval.cli import main
 from nlieval.data import load_task
 from nlieval.experiments import read_experiment, run_experiment
 from nlieval.runs import RunFolder
-from tests.helpers.browser import CHROMIUM, chromium
-from tests.helpers.engines import absent
+from tests.helpers.browser import available_chromium
 from tests.helpers.hash_lm import HashLM
 from tests.view.test_view_browser import Opened
 
@@ -38,13 +36,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "mismatche
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not os.access(CHROMIUM, os.X_OK):
-        absent("a browser", "NLIEVAL_BROWSER", f"no {CHROMIUM}; run scripts/setup_browser.sh")
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        absent("a browser", "NLIEVAL_BROWSER", "Playwright is not installed (the extra 'view')")
-    with chromium() as running:
+    with available_chromium() as running:
         yield running
 
 

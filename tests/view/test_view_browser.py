@@ -25,8 +25,7 @@ from nlieval.choice import RunConfig, run
 from nlieval.cli import main
 from nlieval.data import load_task
 from nlieval.runs import RunFolder
-from tests.helpers.browser import CHROMIUM, chromium
-from tests.helpers.engines import absent
+from tests.helpers.browser import available_chromium
 from tests.helpers.hash_lm import HashLM
 from tests.helpers.task_files import premise_task
 from tests.view.test_site import read_js
@@ -40,13 +39,7 @@ ATTACK = "<img src=x onerror=alert(1)></script><script>alert(2)</script><!--"
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not os.access(CHROMIUM, os.X_OK):
-        absent("a browser", "NLIEVAL_BROWSER", f"no {CHROMIUM}; run scripts/setup_browser.sh")
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        absent("a browser", "NLIEVAL_BROWSER", "Playwright is not installed (the extra 'view')")
-    with chromium() as running:
+    with available_chromium() as running:
         yield running
 
 
