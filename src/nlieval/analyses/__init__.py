@@ -44,13 +44,6 @@ from ..plotting import (
 from . import chaosnli
 from .breakdown import breakdown, breakdown_table
 from .chaosnli import HumanBaseline, score_prediction_file, score_records
-from .chaosnli_figures import (
-    CHAOSNLI_FIGURES,
-    ChaosnliFigureConfig,
-    ReferenceLine,
-    chaosnli_figure,
-    reference_lines,
-)
 from .commands import (
     CHAOSNLI_JSON,
     PLOTS,
@@ -67,6 +60,13 @@ from .commands import (
 )
 from .compare import compare_runs, comparison_table
 from .dynamics import follow_run, format_dynamics
+from .figures_chaosnli import (
+    CHAOSNLI_FIGURES,
+    ChaosnliFigureConfig,
+    ReferenceLine,
+    chaosnli_figure,
+    reference_lines,
+)
 from .grid import KEYS as GRID_KEYS
 from .grid import Grid, GridText, by_fields, grid, grid_text, intervals, render_grid
 from .imports import ImportConfig, format_import, import_predictions
