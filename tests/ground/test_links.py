@@ -15,12 +15,10 @@ from __future__ import annotations
 import ast
 import json
 import os
-import random
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
 
 from nlieval.cli import main
 from nlieval.ground import (
@@ -34,6 +32,7 @@ from nlieval.ground import (
 )
 from nlieval.runs import RunFolder
 from nlieval.types import Record
+from tests.helpers.task_files import CUE, NOUNS, cue_task
 from tests.helpers.tiny_bert import make_tiny_bert
 
 pytestmark = pytest.mark.usefixtures("fresh_logging")
@@ -228,10 +227,6 @@ def test_figure_never_draws_through_a_linked_file(
     assert _snapshot(sentinel) == before
 
 
-CUE = {"entailment": "a", "neutral": "the", "contradiction": "no"}
-NOUNS = ["cat", "dog", "bird", "fish"]
-
-
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_bert(tmp_path_factory.mktemp("bert"), [*NOUNS, *CUE.values(), "sees"])
@@ -240,19 +235,7 @@ def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def syn(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A task YAML: a train split (pool) of 12 items, a test split of 6."""
-    folder = tmp_path_factory.mktemp("syn")
-    for name, n, seed in (("train", 12, 1), ("test", 6, 2)):
-        rng = random.Random(seed)
-        rows = [
-            {"id": f"{name}{i}", "premise": f"{rng.choice(NOUNS)} sees",
-             "hypothesis": f"{CUE[list(CUE)[i % 3]]} {rng.choice(NOUNS)}",
-             "label": list(CUE)[i % 3]}
-            for i in range(n)
-        ]  # fmt: skip
-        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    doc = {"path": "test.jsonl", "pool": "train.jsonl", "labels": list(CUE)}
-    (folder / "syn.yaml").write_text(yaml.safe_dump(doc))
-    return str(folder / "syn.yaml")
+    return cue_task(tmp_path_factory.mktemp("syn"), 12, 6)
 
 
 @pytest.mark.parametrize(

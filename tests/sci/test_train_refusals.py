@@ -6,7 +6,6 @@ longer low-rank. Records written before the refusal stay as they were."""
 from __future__ import annotations
 
 import json
-import random
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -22,13 +21,10 @@ from nlieval.sci import train_loop  # noqa: E402
 from nlieval.sci.train import TrainConfig, TrainError  # noqa: E402
 from nlieval.sci.train_data import load_data, load_train  # noqa: E402
 from tests.helpers.records import saved_records  # noqa: E402
+from tests.helpers.task_files import CUE, NOUNS, cue_task  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("fresh_logging")
-
-
-CUE = {"entailment": "a", "neutral": "the", "contradiction": "no"}
-NOUNS = ["cat", "dog", "bird", "fish"]
 
 
 @pytest.fixture(scope="module")
@@ -39,19 +35,7 @@ def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def syn(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A task YAML: train split (pool) of 24 items, test split of 12."""
-    folder = tmp_path_factory.mktemp("syn")
-    for name, n, seed in (("train", 24, 1), ("test", 12, 2)):
-        rng = random.Random(seed)
-        rows = [
-            {"id": f"{name}{i}", "premise": f"{rng.choice(NOUNS)} sees",
-             "hypothesis": f"{CUE[list(CUE)[i % 3]]} {rng.choice(NOUNS)}",
-             "label": list(CUE)[i % 3]}
-            for i in range(n)
-        ]  # fmt: skip
-        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    doc = {"path": "test.jsonl", "pool": "train.jsonl", "labels": list(CUE)}
-    (folder / "syn.yaml").write_text(yaml.safe_dump(doc))
-    return str(folder / "syn.yaml")
+    return cue_task(tmp_path_factory.mktemp("syn"), 24, 12)
 
 
 def _argv(model: Path, task: str, out: Path, *extra: str) -> list[str]:
