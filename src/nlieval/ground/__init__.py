@@ -8,8 +8,8 @@ object), and a bad line is one :class:`DataError` naming file, line and field;
 whole and bounded, :func:`read_json` a small JSON file (bounded in size and depth);
 :func:`load_yaml` reads YAML (no aliases, no key given twice); :class:`FolderError` is a
 file or folder that cannot be used as asked.
-:func:`markdown_table` and :func:`as_format` write a printed table as Markdown or
-LaTeX (booktabs), the one place that knows those formats.
+:class:`Table` (cells of text and the numbers behind them) and :func:`render` write a
+report as Markdown, LaTeX (booktabs), CSV or JSON, the one place that knows those formats.
 :class:`BoundedSandbox` (:mod:`.sandbox`) renders someone else's Jinja template within
 bounds of time, size and depth (loaded when first used: it imports Jinja).
 
@@ -46,7 +46,21 @@ from .jsonl import (
     read_json,
     read_jsonl,
 )
-from .tables import TEXT_FORMATS, as_format, latex_table, markdown_table, mean_label
+from .tables import (
+    FORMATS,
+    TEXT_FORMATS,
+    Block,
+    Cell,
+    Document,
+    Table,
+    as_format,
+    blocks_json,
+    cell,
+    latex_table,
+    markdown_table,
+    mean_label,
+    render,
+)
 from .yaml import load_yaml
 
 if TYPE_CHECKING:
@@ -66,14 +80,21 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_JSON_BYTES",
     "MAX_LINE_BYTES",
+    "FORMATS",
     "TEXT_FORMATS",
+    "Block",
+    "Cell",
     "DataError",
+    "Document",
     "FolderError",
     "JsonLine",
+    "Table",
     "append_own",
     "as_format",
     "atomic_write",
+    "blocks_json",
     "bounded_lines",
+    "cell",
     "check_inside",
     "cut_torn_tail",
     "invalid_json",
@@ -89,6 +110,7 @@ __all__ = [
     "read_jsonl",
     "read_own",
     "read_small_text",
+    "render",
     "stat_own",
     "write_error",
     # The sandbox's, imported when one is first asked for (Jinja takes a fifth of a

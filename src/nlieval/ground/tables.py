@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 #: The text formats of :func:`as_format` (a command with its own CSV or JSON adds those).
 TEXT_FORMATS = ("md", "latex")
@@ -146,3 +147,204 @@ def as_format(text: str, fmt: str) -> str:
         out.append(f"% {line}" if line.strip() else "")
     flush()
     return "\n".join(out)
+
+
+# --- Tables as values -------------------------------------------------------------
+#
+# A report is built once as values (Table and lines of text) and written by one renderer
+# per format; no rendered text is ever read back into cells.
+
+#: The formats :func:`render` writes.
+FORMATS = ("md", "latex", "csv", "json")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A table cell: ``text``, as the command prints it (rounded, scaled, ``0.500 ±
+    0.010``, ``n/a``), and ``value``, the number behind it (None: a cell of text only),
+    which the JSON rendering keeps so that no reader parses a number back from text.
+
+    >>> Cell("50.0", 0.5)
+    Cell(text='50.0', value=0.5)
+    """
+
+    text: str
+    value: float | None = None
+
+
+def cell(x: Cell | str | int | float | None) -> Cell:
+    """``x`` as a :class:`Cell`: text as it is, a number as its text and value (a bool or
+    None is text).
+
+    >>> cell(3), cell("a"), cell(None)
+    (Cell(text='3', value=3), Cell(text='a', value=None), Cell(text='', value=None))
+    """
+    if isinstance(x, Cell):
+        return x
+    if x is None:
+        return Cell("")
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return Cell(str(x))
+    return Cell(str(x), x)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table as values: ``header``, ``rows`` of :class:`Cell`, the lines of text just
+    before it (``title``) and just after it (``notes``). Build one with :meth:`of`.
+
+    >>> t = Table.of(["model", "acc"], [["a|b", Cell("50.0", 0.5)]], title=["Scores:"])
+    >>> t.rows[0][1].value, len(t.header)
+    (0.5, 2)
+    """
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    title: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        header: Sequence[str],
+        rows: Iterable[Sequence[Cell | str | int | float | None]],
+        title: Sequence[str] = (),
+        notes: Sequence[str] = (),
+    ) -> Table:
+        """A table from plain values (each cell through :func:`cell`)."""
+        return cls(
+            tuple(str(h) for h in header),
+            tuple(tuple(cell(c) for c in r) for r in rows),
+            tuple(title),
+            tuple(notes),
+        )
+
+    def texts(self) -> list[list[str]]:
+        """The rows as the texts they print."""
+        return [[c.text for c in r] for r in self.rows]
+
+
+#: A report: tables and lines of text ("" a blank line), in the order they print.
+Block = Table | str
+Document = Sequence[Block]
+
+
+def _blocks(doc: Table | Document) -> list[Block]:
+    return [doc] if isinstance(doc, Table) else list(doc)
+
+
+def _md(doc: list[Block]) -> str:
+    lines: list[str] = []
+    for b in doc:
+        if isinstance(b, Table):
+            lines += [*b.title, *markdown_table(b.header, b.texts()), *b.notes]
+        else:
+            lines.append(b)
+    return "\n".join(lines)
+
+
+def _latex(doc: list[Block]) -> str:
+    def comment(line: str) -> str:
+        return f"% {line}" if line.strip() else ""
+
+    out: list[str] = []
+    for b in doc:
+        if isinstance(b, Table):
+            out += [comment(t) for t in b.title]
+            out.append(latex_table(b.header, b.texts()))
+            out += [comment(t) for t in b.notes]
+        else:
+            out.append(comment(b))
+    return "\n".join(out)
+
+
+def _csv(doc: list[Block]) -> str:
+    import csv
+    import io
+
+    # The tables only, one after another with a blank line between: text lines (titles,
+    # notes) are not rows of any table. A cell prints its text, as in Markdown.
+    parts = []
+    for b in doc:
+        if isinstance(b, Table):
+            buf = io.StringIO()
+            writer = csv.writer(buf, lineterminator="\n")
+            writer.writerow(b.header)
+            writer.writerows(b.texts())
+            parts.append(buf.getvalue().rstrip("\n"))
+    return "\n\n".join(parts)
+
+
+def blocks_json(doc: Table | Document) -> list[dict[str, object]]:
+    """The JSON of a report (``--format json`` and the view's pages): each table with the
+    text lines before it (``text``), its ``header``, its ``rows`` of texts, the numbers
+    behind them (``values``, None for text) and its ``notes``; text after the last table
+    is a block of ``text`` alone. Blank lines are left out.
+
+    >>> first, last = blocks_json(["Title:", "", Table.of(["a"], [[0.5]]), "end"])
+    >>> first
+    {'text': ['Title:'], 'header': ['a'], 'rows': [['0.5']], 'values': [[0.5]], 'notes': []}
+    >>> last
+    {'text': ['end']}
+    """
+    out: list[dict[str, object]] = []
+    text: list[str] = []
+    for b in _blocks(doc):
+        if isinstance(b, Table):
+            out.append(
+                {
+                    "text": [*text, *(t.strip() for t in b.title if t.strip())],
+                    "header": list(b.header),
+                    "rows": b.texts(),
+                    "values": [[c.value for c in r] for r in b.rows],
+                    "notes": [t.strip() for t in b.notes if t.strip()],
+                }
+            )
+            text = []
+        elif b.strip():
+            text.append(b.strip())
+    if text:
+        out.append({"text": text})
+    return out
+
+
+def render(doc: Table | Document, fmt: str) -> str:
+    """``doc`` (a :class:`Table`, or tables and lines of text) written in ``fmt``: ``md``
+    (Markdown tables, the lines as they are), ``latex`` (each table as
+    :func:`latex_table`, each other non-empty line a ``%`` comment, so the whole output
+    can be pasted into a document), ``csv`` (the tables alone) or ``json``
+    (:func:`blocks_json`). The one writer of every printed table.
+
+    >>> doc = ["Scores", "", Table.of(["a", "b"], [["x_1", Cell("0.500 ± 0.010", 0.5)]])]
+    >>> print(render(doc, "md"))
+    Scores
+    <BLANKLINE>
+    | a | b |
+    |---|---|
+    | x_1 | 0.500 ± 0.010 |
+    >>> print(render(doc, "latex"))
+    % Scores
+    <BLANKLINE>
+    \\begin{tabular}{ll}
+    \\toprule
+    a & b \\\\
+    \\midrule
+    x\\_1 & 0.500 \\ensuremath{\\pm} 0.010 \\\\
+    \\bottomrule
+    \\end{tabular}
+    >>> print(render(doc, "csv"))
+    a,b
+    x_1,0.500 ± 0.010
+    """
+    blocks = _blocks(doc)
+    if fmt == "md":
+        return _md(blocks)
+    if fmt == "latex":
+        return _latex(blocks)
+    if fmt == "csv":
+        return _csv(blocks)
+    if fmt == "json":
+        import json
+
+        return json.dumps(blocks_json(blocks), indent=1, ensure_ascii=False)
+    raise ValueError(f"unknown table format {fmt!r}: {', '.join(FORMATS)}")
