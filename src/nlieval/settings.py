@@ -143,6 +143,24 @@ def flag_of(f: Field[Any]) -> Flag | None:
     return flag if isinstance(flag, Flag) else None
 
 
+def flag_names(f: Field[Any]) -> tuple[str, ...]:
+    """The option strings of a setting field's flag (``--field-name`` unless its
+    :class:`Flag` names others; none for a positional or a field without a flag).
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Demo:
+    ...     batch_size: int = setting(1, help="items per batch")
+    ...     test: bool = setting(True, help="test", names=("--no-test",))
+    >>> [flag_names(f) for f in fields(Demo)]
+    [('--batch-size',), ('--no-test',)]
+    """
+    flag = flag_of(f)
+    if flag is None or flag.positional:
+        return ()
+    return flag.names or ("--" + f.name.replace("_", "-"),)
+
+
 def options_of(f: Field[Any]) -> Options | None:
     """The :class:`Options` of a field that holds an engine's options (else None)."""
     opt = f.metadata.get("options")

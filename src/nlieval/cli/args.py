@@ -72,7 +72,7 @@ def _add_flag(p: Any, f: Field[Any], optional: bool = False) -> None:
     if flag.positional:
         names: tuple[str, ...] = (f.name,)
     else:
-        names = flag.names or ("--" + f.name.replace("_", "-"),)
+        names = settings.flag_names(f)
         kw["dest"] = f.name
     if isinstance(default, bool):
         kw["action"] = "store_false" if default else "store_true"

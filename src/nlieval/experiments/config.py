@@ -20,6 +20,7 @@ from .driver import (
     experiment_status,
     format_status,
     run_experiment,
+    said_as_set,
 )
 from .overrides import apply_overrides, read_experiment
 from .plan import ASK_ABOVE, format_plan, plan_cells
@@ -171,7 +172,8 @@ def read_with_data_dir(cfg: ExperimentPlan | ExperimentRun) -> Experiment:
 def plan_text(cfg: ExperimentPlan) -> str:
     """The cells of the file with their command lines and estimates; more than
     :data:`ASK_ABOVE` cells need ``yes`` (the plan of a typo is a long list)."""
-    cells = plan_cells(read_with_data_dir(cfg), estimate=cfg.estimate)
+    with said_as_set():
+        cells = plan_cells(read_with_data_dir(cfg), estimate=cfg.estimate)
     text = format_plan(cells)
     if len(cells) > ASK_ABOVE and not cfg.yes:
         raise ValueError(
@@ -208,8 +210,9 @@ def run_file(cfg: ExperimentRun, progress: Progress | None = None) -> Summary:
         cfg.slurm_array,
         cfg.array_parallelism,
     )
-    exp = read_with_data_dir(cfg)
-    return run_experiment(exp, cfg.out, executor=executor, yes=cfg.yes, progress=progress)
+    with said_as_set():
+        exp = read_with_data_dir(cfg)
+        return run_experiment(exp, cfg.out, executor=executor, yes=cfg.yes, progress=progress)
 
 
 def status_text(cfg: ExperimentStatus) -> str:

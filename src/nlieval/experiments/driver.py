@@ -18,16 +18,21 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import Field, dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..backends import ServerError
+from ..data import DataDir
 from ..ground import DataError, FolderError, check_inside, read_json
 from ..runs import RECORDS, RunFolder, atomic_write, make_folder
+from ..settings import flag_names
+from .commands import COMMAND_NAMES, setting_fields
 from .plan import ASK_ABOVE, Cell, plan_cells, with_estimates
 from .spec import Experiment
 
@@ -111,12 +116,104 @@ def cell_error(job: CellJob, err: BaseException) -> str:
     >>> cell_error(CellJob(cell, "x"), ServerError("POST http://127.0.0.1:9/v1: connection failed"))
     "e.yaml:5: field 'api_base': ServerError: POST http://127.0.0.1:9/v1: connection failed"
     """
-    line = _one_line(err)
+    line = as_set(_one_line(err), job.cell.command)
     if isinstance(err, ServerError):
         for s in job.cell.settings:
             if s.key == "api_base":
                 return str(s.error(line))
     return line
+
+
+#: A flag a message names, and the value written after it when there is one (a number,
+#: or a quoted text): ``--limit 4``, ``--model 'x'``, ``--sample``.
+_FLAG_VALUE = re.compile(
+    r"(?<![\w-])(--[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*)(?: (\d[\d.,]*\d|\d|'[^'\s]*'))?"
+)
+
+
+def _block_flags(command: str | None) -> dict[str, dict[str, Field[Any]]]:
+    # Each flag of a block's setting (of ``command``, or of every block command), with the
+    # keys it sets. The experiment's own --data-dir sets every block's: it stays a flag.
+    own = {f.name for f in fields(DataDir)}
+    out: dict[str, dict[str, Field[Any]]] = {}
+    for name in COMMAND_NAMES if command is None else (command,):
+        for key, f in setting_fields(name).items():
+            if key not in own:
+                for flag in flag_names(f):
+                    out.setdefault(flag, {})[key] = f
+    return out
+
+
+def _set_value(key: str, f: Field[Any], given: str | None) -> str:
+    if given is not None:
+        return given.strip("'")
+    if "bool" in str(f.type):
+        # A switch's flag says the value that is not the default (--no-test: test=false).
+        return "false" if f.default is True else "true"
+    flag = f.metadata["flag"]
+    return flag.metavar or ("N" if "int" in str(f.type) else key.upper())
+
+
+def as_set(text: str, command: str | None = None) -> str:
+    """``text``, a message of a command's library code, as an experiment says it: each
+    flag of a block's setting (of ``command``'s block, or of any block) becomes the
+    ``--set KEY=VALUE`` of ``experiment plan`` and ``run`` that gives it, with the value
+    the message wrote after the flag (else the flag's metavar). The one place a cell's
+    advice is worded for an experiment; the flags come from the settings' declarations.
+
+    >>> as_set("mine test: --limit 4 takes the first 4 items; --sample 4 takes a seeded sample")
+    'mine test: --set limit=4 takes the first 4 items; --set sample=4 takes a seeded sample'
+    >>> as_set("give another --test-task or --no-test", "train")
+    'give another --set test_task=TEST_TASK or --set skip_test=true'
+    >>> as_set("set --data-dir or NLIEVAL_DATA_DIR; --yes")
+    'set --data-dir or NLIEVAL_DATA_DIR; --yes'
+    """
+    table = _block_flags(command)
+
+    def said(m: re.Match[str]) -> str:
+        keys = table.get(m.group(1))
+        if not keys:
+            return m.group(0)
+        return " or ".join(f"--set {k}={_set_value(k, f, m.group(2))}" for k, f in keys.items())
+
+    return _FLAG_VALUE.sub(said, text)
+
+
+class _AsSet(logging.Filter):
+    """A handler's filter that words each record with :func:`as_set`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        said = as_set(text)
+        if said != text:
+            record.msg, record.args = said, None
+        return True
+
+
+@contextmanager
+def said_as_set() -> Iterator[None]:
+    """What the commands' library code says while an experiment is planned or run
+    (warnings, and the error that ends it) worded by :func:`as_set`: a cell has no flags,
+    its settings are the block's keys (``--set KEY=VALUE``). A cell's own error is worded
+    by :func:`cell_error`, in whatever process runs it."""
+    words = _AsSet()
+    handlers = list(logging.getLogger().handlers)
+    for handler in handlers:
+        handler.addFilter(words)
+    try:
+        yield
+    except DataError as err:
+        raise DataError(err.path, err.line, err.field, as_set(err.message)) from err
+    except FolderError as err:
+        advice = None if err.advice is None else as_set(err.advice)
+        raise type(err)(as_set(err.reason), advice=advice, changed=err.changed) from err
+    except ValueError as err:
+        if type(err) is not ValueError:
+            raise
+        raise ValueError(as_set(str(err))) from err
+    finally:
+        for handler in handlers:
+            handler.removeFilter(words)
 
 
 #: Errors that trying again would not change: the folder refuses (another configuration,
