@@ -85,7 +85,7 @@ def test_stats_and_an_unknown_task_name_the_data_file(
     assert "entailment=2 neutral=1 contradiction=0" in row
     assert main(["stats", "--task", str(tmp_path / "none.jsonl")]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"nlieval: error: {tmp_path / 'none.jsonl'}: no such file (a data file given as --task)"
+        f"nlieval: error: {tmp_path / 'none.jsonl'}: no such file (a data file named as a task)"
     )
     with pytest.raises(DataError, match=r"a task YAML file or of a data file \(\.jsonl"):
         get_task("no-such-task")

@@ -124,7 +124,7 @@ def dynamics_of(config: DynamicsConfig, also: Sequence[str] = ()) -> dict[str, A
     >>> folder = Path(tempfile.mkdtemp()); _ = (folder / "config.json").write_text("{}")
     >>> dynamics_of(DynamicsConfig(run=str(folder)))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: ...: not a checkpoint run (made without --checkpoints)
+    ValueError: ...: not a checkpoint run (made by nlieval run without --checkpoints)
     """
 
     def paths(path: str | None) -> plots.FigurePaths | None:

@@ -34,7 +34,9 @@ def checkpoint_order(folder: str | Path) -> list[str]:
         # Without this, a mistyped folder was called "made without --checkpoints".
         raise ValueError(f"{folder}: not a run folder (no config.json)")
     if not cfg.get("checkpoints"):
-        raise ValueError(f"{folder}: not a checkpoint run (made without --checkpoints)")
+        raise ValueError(
+            f"{folder}: not a checkpoint run (made by nlieval run without --checkpoints)"
+        )
     return [str(c) for c in cfg["checkpoints"]]
 
 

@@ -254,8 +254,8 @@ def split_half_exact(counts: Sequence[int], item_id: str = "") -> tuple[float, f
     if size > EXACT_SPLITS_MAX:
         raise ValueError(
             f"item {item_id!r}: {sum(checked)} human labels are too many for the exact "
-            f"split-half ({size:,} count vectors, at most {EXACT_SPLITS_MAX:,}); pass "
-            "--human-splits N for the Monte-Carlo estimate"
+            f"split-half ({size:,} count vectors, at most {EXACT_SPLITS_MAX:,}); "
+            "the Monte-Carlo estimate instead: nlieval chaosnli --human-splits N"
         )
     return _split_half_exact(checked)
 

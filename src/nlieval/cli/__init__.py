@@ -200,7 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     0
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser_for(argv).parse_args(argv)
+    parser = _parser_for(argv)
+    args = parser.parse_args(argv)
     if getattr(args, "progress", True) is False:
         _no_library_bars()
     logging.basicConfig(
@@ -210,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except (DataError, FolderError, ValueError) as err:  # FolderError: a RunError too
-        return _failed(err, args)
+        return _failed(err, args, command_flags(parser, args))
     except KeyboardInterrupt:
         print("nlieval: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
@@ -226,12 +227,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if not isinstance(err, ModelError):
             raise
-        return _failed(err, args)
+        return _failed(err, args, command_flags(parser, args))
 
 
-def _failed(err: Exception, args: argparse.Namespace) -> int:
-    # An expected error, said in one line (its traceback with --verbose).
+def command_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> set[str]:
+    """The flags of the command that ``parser`` parsed ``args`` for (its subcommand's,
+    down to the last one chosen).
+
+    >>> p = build_parser(["experiment"])
+    >>> sorted(command_flags(p, p.parse_args(["experiment", "status", "x"])))
+    ['--help', '-h']
+    """
+    flags: set[str] = set()
+    here: argparse.ArgumentParser | None = parser
+    while here is not None:
+        flags = {s for a in here._actions for s in a.option_strings}
+        subs = [a for a in here._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, subs[0].dest, None) if subs else None
+        here = subs[0].choices.get(chosen) if chosen is not None else None
+    return flags
+
+
+def _failed(err: Exception, args: argparse.Namespace, flags: set[str]) -> int:
+    # An expected error, said in one line (its traceback with --verbose); a run folder's
+    # advice only as far as the command has the flags it names.
     if args.verbose:
         raise err
-    print(f"nlieval: error: {err}", file=sys.stderr)
+    said = err.said_to(flags) if isinstance(err, FolderError) else str(err)
+    print(f"nlieval: error: {said}", file=sys.stderr)
     return 2

@@ -211,7 +211,7 @@ def task_from_data_file(path: Path) -> TaskSpec:
     """
     if not path.is_file():
         why = "not a regular file" if path.exists() else "no such file"
-        raise DataError(path, None, None, f"{why} (a data file given as --task)")
+        raise DataError(path, None, None, f"{why} (a data file named as a task)")
     parser = make_parser(NLI3, None, None, path)
     splits = {"test": (FileRule(parser, path=path),)}
     name = path.name.split(".")[0]

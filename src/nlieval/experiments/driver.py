@@ -33,6 +33,7 @@ from ..ground import DataError, FolderError, check_inside, read_json
 from ..runs import RECORDS, RunFolder, atomic_write, make_folder
 from ..settings import flag_names
 from .commands import COMMAND_NAMES, setting_fields
+from .commands import command as block_command
 from .plan import ASK_ABOVE, Cell, plan_cells, with_estimates
 from .spec import Experiment
 
@@ -134,13 +135,15 @@ _FLAG_VALUE = re.compile(
 def _block_flags(command: str | None) -> dict[str, dict[str, Field[Any]]]:
     # Each flag of a block's setting (of ``command``, or of every block command), with the
     # keys it sets. The experiment's own --data-dir sets every block's: it stays a flag.
+    # A cell's model is its entry of the file's models (key ""): no block sets it.
     own = {f.name for f in fields(DataDir)}
     out: dict[str, dict[str, Field[Any]]] = {}
     for name in COMMAND_NAMES if command is None else (command,):
+        model = block_command(name).model_field
         for key, f in setting_fields(name).items():
             if key not in own:
                 for flag in flag_names(f):
-                    out.setdefault(flag, {})[key] = f
+                    out.setdefault(flag, {})["" if key == model else key] = f
     return out
 
 
@@ -154,17 +157,24 @@ def _set_value(key: str, f: Field[Any], given: str | None) -> str:
     return flag.metavar or ("N" if "int" in str(f.type) else key.upper())
 
 
-def as_set(text: str, command: str | None = None) -> str:
+def as_set(text: str, command: str | None = None, key: str | None = None) -> str:
     """``text``, a message of a command's library code, as an experiment says it: each
     flag of a block's setting (of ``command``'s block, or of any block) becomes the
-    ``--set KEY=VALUE`` of ``experiment plan`` and ``run`` that gives it, with the value
-    the message wrote after the flag (else the flag's metavar). The one place a cell's
-    advice is worded for an experiment; the flags come from the settings' declarations.
+    ``--set KEY=VALUE`` of ``experiment plan`` and ``run`` that gives it (the model's
+    flag: the model, which the file's ``models`` name), with the value
+    the message wrote after the flag (else the flag's metavar); a flag that sets other
+    keys in other commands (``--task``: ``tasks``, ``task``) says ``key`` (the setting an
+    error names) when it is one of them, else each. The one place a cell's advice is
+    worded for an experiment; the flags come from the settings' declarations.
 
     >>> as_set("mine test: --limit 4 takes the first 4 items; --sample 4 takes a seeded sample")
     'mine test: --set limit=4 takes the first 4 items; --set sample=4 takes a seeded sample'
+    >>> as_set("--checkpoints needs a local model; check --api-base and --model")
+    '--set checkpoints=CHECKPOINTS needs a local model; check --set api_base=API_BASE and the model'
     >>> as_set("give another --test-task or --no-test", "train")
     'give another --set test_task=TEST_TASK or --set skip_test=true'
+    >>> as_set("no such file (a data file given as --task)", key="tasks")
+    'no such file (a data file given as --set tasks=TASKS)'
     >>> as_set("set --data-dir or NLIEVAL_DATA_DIR; --yes")
     'set --data-dir or NLIEVAL_DATA_DIR; --yes'
     """
@@ -174,7 +184,14 @@ def as_set(text: str, command: str | None = None) -> str:
         keys = table.get(m.group(1))
         if not keys:
             return m.group(0)
-        return " or ".join(f"--set {k}={_set_value(k, f, m.group(2))}" for k, f in keys.items())
+        if key in keys:
+            keys = {key: keys[key]}
+        return " or ".join(
+            ("the model" + (f" {m.group(2)}" if m.group(2) else ""))
+            if not k
+            else f"--set {k}={_set_value(k, f, m.group(2))}"
+            for k, f in keys.items()
+        )
 
     return _FLAG_VALUE.sub(said, text)
 
@@ -203,7 +220,7 @@ def said_as_set() -> Iterator[None]:
     try:
         yield
     except DataError as err:
-        raise DataError(err.path, err.line, err.field, as_set(err.message)) from err
+        raise DataError(err.path, err.line, err.field, as_set(err.message, key=err.field)) from err
     except FolderError as err:
         advice = None if err.advice is None else as_set(err.advice)
         raise type(err)(as_set(err.reason), advice=advice, changed=err.changed) from err
@@ -482,7 +499,8 @@ def is_done(out: Path, cell: Cell) -> bool:
 def for_experiment(err: FolderError, folder: Path) -> FolderError:
     """A refusal of a cell's run folder with the advice said as what to do in an
     experiment: the folder's own names flags (``--out``, ``--overwrite``) that
-    ``experiment run`` gives no cell, so it is made from what the refusal carries.
+    ``experiment run`` gives no cell, so it is made from what the refusal carries (its
+    advice that names no flag, when there is one).
 
     >>> err = FolderError("x holds a run made with other settings (k: 1 -> 2)",
     ...                   advice="pass --overwrite", changed=("k",))
@@ -491,7 +509,14 @@ def for_experiment(err: FolderError, folder: Path) -> FolderError:
     cell again, or give the block its old settings
     >>> print(for_experiment(FolderError("x holds files", advice="pass --overwrite"), Path("c")))
     x holds files; remove c to run the cell again
+    >>> print(for_experiment(FolderError("x is locked", advice="wait, or choose another --out"),
+    ...                      Path("c")))
+    x is locked; wait
     """
+    # What the folder's advice says without a flag (wait for another process) stands.
+    kept = err.advice_to(())
+    if kept is not None:
+        return FolderError(err.reason, advice=kept, changed=err.changed)
     advice = f"remove {folder} to run the cell again"
     if err.changed:
         # What the folder was made with differs from the block's settings now.

@@ -5,8 +5,13 @@ as asked: a link, not a regular file, a write that failed).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
+
+#: A command-line flag as a message names it (``--out``, ``--batch_size``).
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
 
 
 class DataError(ValueError):
@@ -65,6 +70,32 @@ class FolderError(RuntimeError):
         self.advice = advice
         self.changed = tuple(changed)
         super().__init__(reason if advice is None else f"{reason}; {advice}")
+
+    def advice_to(self, flags: Collection[str]) -> str | None:
+        """``advice`` as a command with ``flags`` gives it: each alternative (the parts
+        joined by ``, or``) that names a flag the command lacks is left out (a run
+        folder's ``--overwrite``, said by ``report``); None when none is left.
+
+        >>> err = FolderError("r holds files", advice="move it away, or pass --overwrite")
+        >>> err.advice_to({"--overwrite"}), err.advice_to(()), FolderError("x").advice_to(())
+        ('move it away, or pass --overwrite', 'move it away', None)
+        """
+        if self.advice is None:
+            return None
+        kept = [p for p in self.advice.split(", or ") if set(FLAG.findall(p)) <= set(flags)]
+        return ", or ".join(kept) or None
+
+    def said_to(self, flags: Collection[str]) -> str:
+        """The error as a command with ``flags`` says it: the reason, and what is left of
+        the advice (:meth:`advice_to`).
+
+        >>> err = FolderError("r holds files", advice="choose another --out, or pass --overwrite")
+        >>> err.said_to({"--out", "--overwrite"}), err.said_to({"--out"}), err.said_to(())
+        ('r holds files; choose another --out, or pass --overwrite', \
+'r holds files; choose another --out', 'r holds files')
+        """
+        advice = self.advice_to(flags)
+        return self.reason if advice is None else f"{self.reason}; {advice}"
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keyword arguments survive a pickle (a worker process, a Ray task).

@@ -155,7 +155,9 @@ def make_folder(path: str | Path, *, root: str | Path | None = None) -> Path:
             why = f"it is a symbolic link to {os.readlink(path)}, which does not exist"
             raise FolderError(f"{path}: cannot make this folder: {why}") from None
         if os.path.lexists(path) and not path.is_dir():
-            raise FolderError(f"{path} is a file, not a folder; choose another --out") from None
+            raise FolderError(
+                f"{path} is a file, not a folder", advice="choose another --out"
+            ) from None
         above = next((p for p in path.parents if os.path.lexists(p)), None)
         if above is not None and not above.is_dir():
             raise FolderError(f"{path}: cannot make this folder: {above} is a file") from None
@@ -208,8 +210,8 @@ def stat_own(path: Path, *, in_place: bool = False) -> os.stat_result | None:
         raise _link_error(path)
     if not stat.S_ISREG(st.st_mode):
         raise FolderError(
-            f"{path} is not a regular file (a folder, a pipe or a device); move it away, "
-            "or choose another --out"
+            f"{path} is not a regular file (a folder, a pipe or a device)",
+            advice="move it away, or choose another --out",
         )
     if in_place:
         _single(path, st)
@@ -225,12 +227,13 @@ def _link_error(path: Path, root: Path | None = None) -> FolderError:
         return FolderError(
             f"{path} is a symbolic link (to {target}) inside {root}: nlieval writes only "
             "inside its own folder, never through a link (a write would change the files "
-            "where it points); remove the link, or choose another --out"
+            "where it points)",
+            advice="remove the link, or choose another --out",
         )
     return FolderError(
         f"{path} is a symbolic link (to {target}): nlieval reads and writes its own files "
-        "only, never through a link (a write would change the file it points to); replace "
-        "the link with a copy of that file, or choose another --out"
+        "only, never through a link (a write would change the file it points to)",
+        advice="replace the link with a copy of that file, or choose another --out",
     )
 
 
@@ -238,8 +241,9 @@ def _single(path: Path, st: os.stat_result) -> None:
     if st.st_nlink > 1:
         raise FolderError(
             f"{path} has {st.st_nlink} hard links: a write here would change the file under "
-            "its other names too (a copy made with `cp -l`?); give it a copy of its own "
-            "(cp FILE FILE.new && mv FILE.new FILE), or choose another --out"
+            "its other names too (a copy made with `cp -l`?)",
+            advice="give it a copy of its own (cp FILE FILE.new && mv FILE.new FILE), or "
+            "choose another --out",
         )
 
 
@@ -274,7 +278,7 @@ def open_own(
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise FolderError(
-                f"{path} is not a regular file; move it away, or choose another --out"
+                f"{path} is not a regular file", advice="move it away, or choose another --out"
             )
         if in_place:
             _single(path, st)

@@ -178,8 +178,8 @@ def _lock(fd: int, folder: Path, key: Path) -> _Lock:
             pid = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
             if err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                 raise RunError(
-                    f"{folder} is being written by another nlieval process (PID {pid}); "
-                    "wait for it to finish, or choose another --out"
+                    f"{folder} is being written by another nlieval process (PID {pid})",
+                    advice="wait for it to finish, or choose another --out",
                 ) from None
             raise RunError(f"{folder}: cannot lock {LOCK}: {err.strerror}") from None
     try:
@@ -343,8 +343,8 @@ class RunFolder(Generic[R]):
                 detail = ", ".join(f"{k}: {known[k]} -> {now[k]}" for k in changed)
                 raise RunError(
                     f"{self.path} holds records made from other contents ({detail}): a data "
-                    "file, template or the model's weights changed, or --data-dir/--template "
-                    "names other files",
+                    "file, template or the model's weights changed, or the data folder or "
+                    "template given names other files",
                     # No `changed`: settings are not what differs, and going back to
                     # other settings would not make these records right.
                     advice=START_AGAIN,

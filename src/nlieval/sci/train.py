@@ -204,7 +204,8 @@ def _clear_seed(run: RunFolder[Record], seed: int) -> None:
             # Removing it would delete the link's target tree, which is not the run's.
             raise RunError(
                 f"{leftover} is a symbolic link (to {os.readlink(leftover)}): a seed folder "
-                "of a run is its own; remove the link or choose another --out"
+                "of a run is its own",
+                advice="remove the link, or choose another --out",
             )
     records = run.records()
     if any(p.is_dir() for p in leftovers) or any(r.seed == seed for r in records):
