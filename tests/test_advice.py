@@ -43,9 +43,10 @@ from pathlib import Path
 import pytest
 
 from nlieval.cli import build_parser, main
-from nlieval.experiments.driver import as_set
+from nlieval.experiments.driver import as_set, said_as_set
 from nlieval.ground import FolderError
 from nlieval.runs import RunFolder
+from nlieval.sci.train_config import TrainError
 from nlieval.types import Record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -522,3 +523,15 @@ def test_a_folder_advice_names_only_the_flags_of_the_command_that_prints_it(
     err = capsys.readouterr().err
     assert "a second, different record" in err and "remove the wrong one" in err, err
     assert not set(FLAG.findall(err)) - FLAGS[("grid",)], err
+
+
+def test_what_an_experiment_says_through_the_library_is_worded_with_set(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A warning logged and an error raised (of a class of the library) while an
+    # experiment is planned or run: both with the block's keys, the error of its class.
+    with caplog.at_level(logging.WARNING), pytest.raises(TrainError) as err, said_as_set():
+        logging.getLogger("nlieval.data").warning("%s: --limit %d takes", "smoke", 4)
+        raise TrainError("the run diverged; train again with a lower --lr")
+    assert [r.getMessage() for r in caplog.records] == ["smoke: --set limit=4 takes"]
+    assert "a lower --set lr=" in str(err.value), err.value

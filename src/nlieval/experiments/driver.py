@@ -225,9 +225,14 @@ def said_as_set() -> Iterator[None]:
         advice = None if err.advice is None else as_set(err.advice)
         raise type(err)(as_set(err.reason), advice=advice, changed=err.changed) from err
     except ValueError as err:
-        if type(err) is not ValueError:
+        said = as_set(str(err))
+        if said == str(err):
             raise
-        raise ValueError(as_set(str(err))) from err
+        try:  # the same class when it takes its message alone (TrainError)
+            worded = type(err)(said)
+        except Exception:  # noqa: BLE001 - a class of other arguments: a ValueError
+            worded = ValueError(said)
+        raise worded from err
     finally:
         for handler in handlers:
             handler.removeFilter(words)
