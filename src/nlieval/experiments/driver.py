@@ -162,10 +162,11 @@ def as_set(text: str, command: str | None = None, key: str | None = None) -> str
     flag of a block's setting (of ``command``'s block, or of any block) becomes the
     ``--set KEY=VALUE`` of ``experiment plan`` and ``run`` that gives it (the model's
     flag: the model, which the file's ``models`` name), with the value
-    the message wrote after the flag (else the flag's metavar); a flag that sets other
-    keys in other commands (``--task``: ``tasks``, ``task``) says ``key`` (the setting an
-    error names) when it is one of them, else each. The one place a cell's advice is
-    worded for an experiment; the flags come from the settings' declarations.
+    the message wrote after the flag (else the flag's metavar); the flag of ``key``, the
+    setting an error names with its file and line, is said as that key, and a flag that
+    sets other keys in other commands (``--task``: ``tasks``, ``task``) says each. The
+    one place a cell's advice is worded for an experiment; the flags come from the
+    settings' declarations.
 
     >>> as_set("mine test: --limit 4 takes the first 4 items; --sample 4 takes a seeded sample")
     'mine test: --set limit=4 takes the first 4 items; --set sample=4 takes a seeded sample'
@@ -173,8 +174,8 @@ def as_set(text: str, command: str | None = None, key: str | None = None) -> str
     '--set checkpoints=CHECKPOINTS needs a local model; check --set api_base=API_BASE and the model'
     >>> as_set("give another --test-task or --no-test", "train")
     'give another --set test_task=TEST_TASK or --set skip_test=true'
-    >>> as_set("no such file (a data file given as --task)", key="tasks")
-    'no such file (a data file given as --set tasks=TASKS)'
+    >>> as_set("--api-base needs a host, got 'http://'", key="api_base")
+    "api_base needs a host, got 'http://'"
     >>> as_set("set --data-dir or NLIEVAL_DATA_DIR; --yes")
     'set --data-dir or NLIEVAL_DATA_DIR; --yes'
     """
@@ -185,7 +186,8 @@ def as_set(text: str, command: str | None = None, key: str | None = None) -> str
         if not keys:
             return m.group(0)
         if key in keys:
-            keys = {key: keys[key]}
+            # The error names the file, line and key already: the key is the setting.
+            return key + (f" {m.group(2)}" if m.group(2) else "")
         return " or ".join(
             ("the model" + (f" {m.group(2)}" if m.group(2) else ""))
             if not k
