@@ -8,7 +8,6 @@ import json
 import signal
 import time
 from collections import deque
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,10 +106,9 @@ class Responder:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with running() as s:
-        s.default = Responder()
-        yield s
+def server_settings() -> dict[str, Any]:
+    # The shared ``server`` fixture (tests/conftest.py), answering chat requests only.
+    return {"lm": False, "default": Responder()}
 
 
 def _chat(server: FakeServer, **kw: Any) -> OpenAIChat:

@@ -20,7 +20,7 @@ import pytest
 from nlieval.metainference.generated import GenerateConfig, generate_items
 from nlieval.runs import RECORDS
 from tests.helpers.cli_process import start_cli
-from tests.helpers.fake_openai import FakeServer, running
+from tests.helpers.fake_openai import FakeServer
 from tests.metainference.test_generate import ITEMS, Responder, _chat, _given, _lines, _write_task
 
 N = 12
@@ -52,10 +52,9 @@ def _sigint_raises() -> Iterator[None]:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with running() as s:
-        s.default = Invalid()
-        yield s
+def server_settings() -> dict[str, Any]:
+    # The shared ``server`` fixture (tests/conftest.py), answering chat requests only.
+    return {"lm": False, "default": Invalid()}
 
 
 def _rows(out: Path) -> list[tuple[str, int, int, bool]]:
