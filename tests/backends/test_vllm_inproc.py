@@ -110,6 +110,9 @@ def _worst(got: dict[tuple[Any, ...], dict[str, Any]], want: dict[Any, dict[str,
     return worst
 
 
+# Slow (as the two below): vLLM started in process and 20 real items scored, and the
+# transformers run they are compared with; 40-70 s each on 2 idle cores.
+@pytest.mark.slow
 def test_vllm_in_process_equals_transformers(vllm_run: Path, hf_run: Path) -> None:
     got, want = _keyed(vllm_run), _keyed(hf_run)
     assert len(got) == 2 * LIMIT  # k = 0 and k = 5, one seed
@@ -121,6 +124,7 @@ def test_vllm_in_process_equals_transformers(vllm_run: Path, hf_run: Path) -> No
     assert config["engine"] == "vllm" and config["model"] == "vllm:smollm2-135m"
 
 
+@pytest.mark.slow
 def test_kill_at_a_random_moment_then_resume(
     tmp_path: Path, vllm_python: str, data_dir: Path, vllm_run: Path
 ) -> None:
@@ -236,6 +240,7 @@ def test_pipeline_parallel_on_the_cpu_is_one_line(
     assert last.endswith("use --tensor-parallel-size"), last
 
 
+@pytest.mark.slow
 def test_two_tensor_parallel_workers_score_as_one(
     tmp_path: Path, vllm_python: str, data_dir: Path, even_heads_model: Path
 ) -> None:

@@ -63,6 +63,8 @@ def _base(data_dir: Path) -> dict[str, Any]:
     }
 
 
+# Slow: 40 real items through vLLM (1-2 minutes each way) after a transformers run of them.
+@pytest.mark.slow
 @pytest.mark.parametrize("top_logprobs", [20, 0], ids=["one-request-per-item", "echo"])
 def test_vllm_equals_transformers_on_20_snli_items(
     tmp_path: Path, vllm_url: str, data_dir: Path, hf_run: Path, top_logprobs: int
