@@ -27,6 +27,7 @@ from nlieval.backends import NOT_INSTALLED, HFOptions
 from nlieval.choice import RunConfig, run
 from nlieval.runs import RECORDS
 from tests.helpers.engines import absent
+from tests.helpers.records import saved_rows
 
 pytestmark = [pytest.mark.vllm_inproc, pytest.mark.data]
 
@@ -68,7 +69,7 @@ def _vllm_run(python: str, out: Path, data_dir: Path, *extra: str) -> subprocess
 
 
 def _records(folder: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (folder / RECORDS).read_text().splitlines()]
+    return saved_rows(folder)
 
 
 def _keyed(folder: Path) -> dict[tuple[Any, ...], dict[str, Any]]:
@@ -146,7 +147,8 @@ def test_kill_at_a_random_moment_then_resume(
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGKILL, why
-    cut = records.read_text().count("\n")  # whole lines: a torn last one is not a record
+    # By hand: torn (whole lines only: a torn last one is not a record).
+    cut = records.read_text().count("\n")
     assert stop_after <= cut < 2 * LIMIT, f"{why}: {cut} records survived the kill"
     again = _vllm_run(vllm_python, out, data_dir)
     _, err = again.communicate(timeout=900)

@@ -16,6 +16,7 @@ from nlieval.cli import main
 from nlieval.runs import loop
 from nlieval.types import SCI4
 from tests.helpers.chats import ConstantChat
+from tests.helpers.records import saved_rows
 
 # Answer shapes, and the class each must map to (None: unparsed, scored wrong).
 SHAPES: list[tuple[str, str | None]] = [
@@ -136,7 +137,7 @@ def _argv(yaml: Path, out: Path, *extra: str) -> list[str]:
 
 
 def _records(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    return saved_rows(out)
 
 
 def test_instruct_records_unparsed_counts_and_table(
