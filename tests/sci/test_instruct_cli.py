@@ -397,7 +397,7 @@ def test_kill_9_mid_run_then_resume_equals_uninterrupted(tmp_path: Path) -> None
         server.hold = 0.05  # about 20 answers a second: time to kill it mid-run
         out = tmp_path / "killed"
         proc = start_cli("instruct", *argv(out, server.url), cwd=tmp_path)
-        records = out / "records.jsonl"
+        records = out / "records.jsonl"  # by hand: torn (read while the run is killed)
         deadline = time.time() + 120
         while time.time() < deadline and proc.poll() is None:
             if records.is_file() and len(records.read_text().splitlines()) >= N_ITEMS:
