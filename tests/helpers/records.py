@@ -31,7 +31,7 @@ def saved_records(folder: str | Path, row: type[Any] = Record) -> list[Any]:
     whole line per record and nothing else: the reader passes over a second copy, a blank
     line or a torn tail, and a test that counts records must still see any of them."""
     path = Path(folder) / RECORDS
-    records = RunFolder(folder, row).records()
+    records: list[Any] = RunFolder(folder, row).records()
     raw = path.read_bytes() if path.exists() else b""
     lines = raw.count(b"\n")
     assert lines == len(records), f"{path}: {lines} lines, {len(records)} records"
