@@ -117,6 +117,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests on one worker, so that its module fixtures are built once, and every test on the
     packaged models (marker ``models``) on one worker, so that each model is converted once
     into one cache and two conversions never compete for the two cores."""
+    groups: dict[str, str] = {}
     for item in items:
         group = "models" if item.get_closest_marker("models") else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
+        groups[item.nodeid] = group
+    # The groups on a real engine or program first (the packaged models' first of all),
+    # then the others, most tests first: a worker takes the next group when it is done
+    # with one, and a long group taken last is run while the other worker idles (xdist's
+    # own order, by number of tests, put these few-test groups last; scripts/test.sh
+    # passes --no-loadscope-reorder so that this order holds).
+    heavy = {groups[i.nodeid] for i in items if any(i.get_closest_marker(m) for m in HEAVY)}
+    sizes: dict[str, int] = {}
+    for group in groups.values():
+        sizes[group] = sizes.get(group, 0) + 1
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        group = groups[item.nodeid]
+        return (0 if group == "models" else 1 if group in heavy else 2, -sizes[group])
+
+    items.sort(key=rank)
+
+
+#: Markers of tests that start a real engine or program (seconds to minutes each).
+HEAVY = ("vllm", "vllm_inproc", "slurm", "browser", "latex", "slow")

@@ -12,6 +12,7 @@ import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,10 +42,28 @@ def echo_lm(tiny_llama: Path) -> EchoLM:
 
 
 @pytest.fixture
-def server(echo_lm: EchoLM) -> Iterator[FakeServer]:
-    """A fresh fake OpenAI-compatible server per test (its faults and counters are the
-    test's own) whose ``/v1/completions`` and ``/tokenize`` answer with ``echo_lm``."""
-    with running(echo_lm) as s:
+def server_settings() -> dict[str, Any]:
+    """What ``server`` sets on its fake server before the test: ``FakeServer`` attributes
+    and their values (``default``, ``max_logprobs``, ``hold``...), and ``"lm"``: whether
+    ``/v1/completions`` and ``/tokenize`` answer with ``echo_lm`` (default ``True``; a
+    module of chat requests only passes ``False`` and loads no model). A module overrides
+    this fixture; it runs per test, so a stateful ``default`` is the test's own."""
+    return {}
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest, server_settings: dict[str, Any]) -> Iterator[FakeServer]:
+    """A fresh fake OpenAI-compatible server per test (``tests/helpers/fake_openai.py``; its
+    faults and counters are the test's own), set as ``server_settings`` says: the one
+    fixture of the fake server for every test module."""
+    settings = dict(server_settings)
+    lm = request.getfixturevalue("echo_lm") if settings.pop("lm", True) else None
+    with running(lm) as s:
+        for name, value in settings.items():
+            # A misspelt setting would otherwise be a new attribute nobody reads.
+            if not hasattr(s, name):
+                raise AttributeError(f"server_settings: FakeServer has no {name!r}")
+            setattr(s, name, value)
         yield s
 
 

@@ -51,6 +51,7 @@ def _grid_value(argv: list[str], capsys: pytest.CaptureFixture[str]) -> Any:
 def test_grid_of_finite_records_is_the_hand_mean(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # By hand: independent (the expected mean, read apart from the reader `grid` uses).
     rows = [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
     assert len(rows) == 20
     by_hand = sum(-r["loglik"][r["labels"].index(r["gold"])] for r in rows) / 20
@@ -64,7 +65,7 @@ def test_two_nan_records_of_twenty_are_one_line_not_a_mean_of_eighteen(
     folder: Path, tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = _copy_with(folder, tmp_path / "bad", {4: "NaN", 11: "-Infinity"})
-    before = (bad / "records.jsonl").read_bytes()
+    before = (bad / "records.jsonl").read_bytes()  # by hand: bytes
     assert main([command[0], str(bad), *command[1:]]) == 2
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err and "gold NLL" not in captured.out

@@ -23,6 +23,7 @@ def _run(out: Path, model: str, limit: int, salt: str = "") -> None:
 
 
 def _records(folder: Path) -> list[dict[str, Any]]:
+    # By hand: independent (the expected pairs, read apart from the reader compared).
     return [json.loads(x) for x in (folder / "records.jsonl").read_text().splitlines()]
 
 

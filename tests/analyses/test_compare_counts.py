@@ -31,7 +31,7 @@ def _run(out: Path, model: str, limit: int, cut: bool) -> Path:
 
 
 def _ids(folder: Path) -> dict[int, dict[str, str]]:
-    """seed -> item id -> gold label, from the records file."""
+    """seed -> item id -> gold label, from the records file (by hand: independent)."""
     out: dict[int, dict[str, str]] = {}
     for line in (folder / "records.jsonl").read_text().splitlines():
         r = json.loads(line)

@@ -34,7 +34,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _used(folder: Path) -> dict[int, int]:
-    """k -> the items every seed scored, from the records file."""
+    """k -> the items every seed scored, from the records file (by hand: independent)."""
     by_seed: dict[int, dict[int, set[str]]] = {}
     for line in (folder / "records.jsonl").read_text().splitlines():
         r = json.loads(line)

@@ -95,7 +95,7 @@ def test_import_counts_and_names_what_does_not_match(
     assert "| BERT | hans | 0 | 5 | 1 | 0.600 |" in table
     assert all(r.meta["label_only"] for r in records.values())
     # The same command again writes nothing new.
-    before = (out / "records.jsonl").read_bytes()
+    before = (out / "records.jsonl").read_bytes()  # by hand: bytes
     assert main([*argv, "--data-dir", str(hans_dir), "--out", str(out)]) == 0
     assert (out / "records.jsonl").read_bytes() == before
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nlieval.cli import main
+from tests.helpers.records import saved_records
 
 
 def _smoke_ids() -> list[str]:
@@ -47,8 +48,8 @@ def test_import_counts_what_it_read_and_wrote(
         assert cells[5] == f"{matched} of {len(ids)}"
         assert cells[6].startswith(f"{unmatched} (")
         assert cells[7].startswith(f"{missing} (")
-        records = [json.loads(ln) for ln in (out / "records.jsonl").read_text().splitlines()]
-        assert sorted(r["item_id"] for r in records) == sorted(set(given) & set(ids))
+        records = saved_records(out)
+        assert sorted(r.item_id for r in records) == sorted(set(given) & set(ids))
         saved = json.loads((out / "results.json").read_text())
         assert [m["n"] for m in saved["metrics"]] == [matched]
         score = next(ln for ln in printed.splitlines() if ln.startswith("| m | smoke |"))

@@ -12,6 +12,7 @@ import pytest
 
 from nlieval.cli import build_parser, main
 from nlieval.data import load_task
+from tests.helpers.records import saved_records
 
 
 def _train_labels(tmp_path: Path) -> Path:
@@ -98,7 +99,7 @@ def test_a_folder_holds_one_split_another_is_refused_in_one_line(
     out = tmp_path / "run"
     argv = ["--format", "labels", "--model", "m", "--out", str(out)]
     assert main(["import", str(_train_labels(tmp_path)), *argv, "--task", "smoke@train"]) == 0
-    before = (out / "records.jsonl").read_text()
+    before = (out / "records.jsonl").read_text()  # by hand: bytes
     capsys.readouterr()
     assert main(["import", str(_test_labels(tmp_path)), *argv, *second]) != 0
     (line,) = capsys.readouterr().err.strip().splitlines()
@@ -117,5 +118,4 @@ def test_the_same_split_named_either_way_is_added_to(tmp_path: Path, first: list
     more = tmp_path / "more.csv"
     more.write_text("id,pred\nsmoke-03,contradiction\n")
     assert main(["import", str(more), *argv, "--task", "smoke", "--split", "test"]) == 0
-    lines = (out / "records.jsonl").read_text().splitlines()
-    assert len(lines) == 3
+    assert len(saved_records(out)) == 3

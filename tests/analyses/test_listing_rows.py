@@ -30,6 +30,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _record_keys(folder: Path) -> set[tuple[str, int, int, str]]:
+    # By hand: independent (the expected rows, read apart from the reader listed).
     lines = (folder / "records.jsonl").read_text().splitlines()
     recs = [json.loads(line) for line in lines if line.strip()]
     return {(r["task"], r["k"], r["seed"], r["item_id"]) for r in recs}

@@ -20,6 +20,7 @@ from nlieval.analyses import predictions
 from nlieval.analyses.imports import ImportConfig, import_predictions
 from nlieval.cli import main
 from nlieval.runs import RunFolder
+from tests.helpers.records import saved_records
 
 COUNTS = {"a1": [80, 15, 5], "a2": [10, 50, 40], "a3": [0, 0, 100]}
 OLD = {"a1": "e", "a2": "c", "a3": "c"}
@@ -95,8 +96,7 @@ def test_baan_file_is_reordered_and_matched_by_id(chaos_dir: Path, tmp_path: Pat
     assert (out / "results.json").is_file()
     # Importing again writes nothing twice.
     import_predictions(ImportConfig((str(f),), data_dir=str(chaos_dir)), out)
-    assert len(RunFolder(out).records()) == 2
-    assert len((out / "records.jsonl").read_text().splitlines()) == 2
+    assert len(saved_records(out)) == 2
 
 
 def test_official_format(chaos_dir: Path, tmp_path: Path) -> None:

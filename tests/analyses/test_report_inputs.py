@@ -44,7 +44,7 @@ def _dynamics(ckpts: Path, out: Path, *flags: str) -> list[str]:
 def test_positions_fifo_deep_nan_and_wrong_shapes_are_one_line(
     ckpts: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    records = (ckpts / "records.jsonl").read_bytes()
+    records = (ckpts / "records.jsonl").read_bytes()  # by hand: bytes
     png = tmp_path / "d.png"
     fifo = tmp_path / "fifo.json"
     os.mkfifo(fifo)  # no writer: an open for reading that blocks would wait forever
@@ -97,7 +97,7 @@ def test_breakdown_by_a_field_holding_an_object_names_record_and_file(
         folder.mkdir()
     RunFolder(good).append([_record("1", "fiction")])
     RunFolder(bad).append([_record("1", "fiction"), _record("2", {"name": "fiction"})])
-    records = (bad / "records.jsonl").read_bytes()
+    records = (bad / "records.jsonl").read_bytes()  # by hand: bytes
     err = _error(capsys, ["breakdown", str(good), str(bad), "--by", "genre"])
     assert f"{bad / 'records.jsonl'}: field 'genre': record of item '2'" in err
     assert "holds an object, not a value to group by" in err

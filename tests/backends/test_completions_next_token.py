@@ -37,10 +37,9 @@ def hf(tiny_llama: Path) -> HFCausalLM:
 
 
 @pytest.fixture
-def server(server: FakeServer) -> FakeServer:
-    """The shared fake server, answering up to VOCAB top log-probs."""
-    server.max_logprobs = VOCAB
-    return server
+def server_settings() -> dict[str, Any]:
+    """The shared fake server (tests/conftest.py), answering up to VOCAB top log-probs."""
+    return {"max_logprobs": VOCAB}
 
 
 def _lm(server: FakeServer, **kw: Any) -> CompletionsLM:

@@ -168,6 +168,7 @@ def test_a_shard_the_index_names_but_missing_is_one_line(tmp_path: Path) -> None
 
 
 def _records(out: Path) -> list[str]:
+    # By hand: bytes (the lines written before are compared for being left as they were).
     return (out / "records.jsonl").read_text(encoding="utf-8").splitlines()
 
 

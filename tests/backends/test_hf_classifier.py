@@ -229,7 +229,7 @@ def test_label_map_names_label_ids(
     saved = json.loads((Path(out) / "config.json").read_text())
     assert saved["label_map"] == mapping.split(",")
     # Resuming with another map is refused by the folder's identity; the same map resumes.
-    before = (Path(out) / "records.jsonl").read_text()
+    before = (Path(out) / "records.jsonl").read_text()  # by hand: bytes
     other = "LABEL_0=entailment,LABEL_1=neutral,LABEL_2=contradiction"
     capsys.readouterr()  # the test's own loading above
     assert main([*argv, "--label-map", other]) == 2

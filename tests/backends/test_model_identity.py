@@ -33,6 +33,7 @@ from tests.helpers.tiny_models import tiny_model
 
 
 def _records(out: Path) -> list[str]:
+    # By hand: bytes (the lines written before are compared for being left as they were).
     return (out / "records.jsonl").read_text(encoding="utf-8").splitlines()
 
 

@@ -28,6 +28,7 @@ from nlieval.backends.multiple_choice import (  # noqa: E402
 )
 from nlieval.cli import main  # noqa: E402
 from nlieval.types import Item, Label  # noqa: E402
+from tests.helpers.records import saved_records, saved_rows  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -154,7 +155,7 @@ def test_run_scores_alpha_nli_through_a_multiple_choice_folder(
     argv = ["run", "--model", str(mc_folder), "--task", str(_alpha_yaml(tmp_path))]
     argv += ["--out", str(out), "--no-progress", "--device", "cpu"]
     assert main(argv) == 0
-    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    records = saved_rows(out)
     by_id = {r["item_id"]: r for r in records}
     assert sorted(by_id) == ["a", "b", "c"]
     for item in ITEMS:
@@ -162,7 +163,7 @@ def test_run_scores_alpha_nli_through_a_multiple_choice_folder(
         assert by_id[item.id]["labels"] == ["1", "2"]
     # Resumed: nothing new.
     assert main(argv) == 0
-    assert len((out / "records.jsonl").read_text().splitlines()) == 3
+    assert len(saved_records(out)) == 3
 
 
 def test_run_refuses_a_multiple_choice_model_on_pairs(

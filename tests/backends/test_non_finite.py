@@ -119,7 +119,7 @@ def test_run_stops_at_the_nan_item_in_one_line_and_keeps_earlier_records(
     assert "item 'zed' of task" in err and "NaN log-likelihood" in err
     kept = sorted(r.item_id for r in saved_records(out))
     assert kept == [f"i{n}" for n in range(6)]
-    before = (out / "records.jsonl").read_bytes()
+    before = (out / "records.jsonl").read_bytes()  # by hand: bytes
     # The same command again: the same line, and the records written are left as they were.
     assert main(argv) == 2
     assert "item 'zed'" in _one_error_line(capsys.readouterr().err)

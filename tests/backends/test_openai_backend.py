@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,15 +12,15 @@ import pytest
 from nlieval.backends import resolve
 from nlieval.backends.base import GenerationBackend
 from nlieval.backends.openai import OpenAIChat, ServerError, ServerOptions, _retry_after
-from tests.helpers.fake_openai import FakeServer, running
+from tests.helpers.fake_openai import FakeServer
 
 CONV = [{"role": "user", "content": "Say hi."}]
 
 
 @pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with running() as s:
-        yield s
+def server_settings() -> dict[str, Any]:
+    # The shared ``server`` fixture (tests/conftest.py), answering chat requests only.
+    return {"lm": False}
 
 
 def _chat(server: FakeServer, delays: list[float] | None = None, **kw: Any) -> OpenAIChat:

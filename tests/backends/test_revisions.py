@@ -16,6 +16,7 @@ import pytest
 from nlieval.backends import HFOptions, resolve
 from nlieval.backends.weights import ModelError, resolve_model
 from nlieval.cli import main
+from tests.helpers.records import saved_rows
 from tests.helpers.tiny_models import tiny_model
 
 URL = "http://127.0.0.1:9/v1"
@@ -169,8 +170,7 @@ def _run(argv: list[str], out: Path) -> tuple[dict[str, str], dict[str | None, l
     assert main([*argv, "--task", "smoke", "--limit", "4", "--no-progress", "--out", str(out)]) == 0
     prints = json.loads((out / "config.json").read_text())["fingerprints"]
     by_ckpt: dict[str | None, list[Any]] = {}
-    for line in (out / "records.jsonl").read_text().splitlines():
-        r = json.loads(line)
+    for r in saved_rows(out):
         by_ckpt.setdefault(r.get("checkpoint"), []).append(r["loglik"])
     return {k: v for k, v in prints.items() if k.startswith("model")}, by_ckpt
 

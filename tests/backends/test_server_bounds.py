@@ -32,9 +32,9 @@ from nlieval.backends.openai import (
 )
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
-from nlieval.runs import RECORDS
 from nlieval.types import Record
 from tests.helpers.fake_openai import EchoLM, FakeServer, same_token_ids
+from tests.helpers.records import saved_rows
 
 REQUESTS = [
     ScoreRequest("Premise: A man plays.\nHypothesis: Music.\nAnswer:", (" A", " B", " C")),
@@ -279,7 +279,7 @@ def test_each_record_says_how_it_was_scored(tmp_path: Path, server: FakeServer) 
         progress=False,
     )
     assert per_item.metrics
-    recs = [json.loads(x) for x in (tmp_path / "a" / RECORDS).read_text().splitlines()]
+    recs = saved_rows(tmp_path / "a")
     ways = {r["scored_by"] for r in recs}
     assert ways <= {NEXT_TOKEN, fallback("an option is not one token after the context")}
     assert NEXT_TOKEN in ways
@@ -288,7 +288,7 @@ def test_each_record_says_how_it_was_scored(tmp_path: Path, server: FakeServer) 
         tmp_path / "b",
         progress=False,
     )
-    recs = [json.loads(x) for x in (tmp_path / "b" / RECORDS).read_text().splitlines()]
+    recs = saved_rows(tmp_path / "b")
     assert [r["scored_by"] for r in recs] == [ECHO] * 4
 
 

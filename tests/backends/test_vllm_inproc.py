@@ -27,6 +27,7 @@ from nlieval.backends import NOT_INSTALLED, HFOptions
 from nlieval.choice import RunConfig, run
 from nlieval.runs import RECORDS
 from tests.helpers.engines import absent
+from tests.helpers.records import saved_rows
 
 pytestmark = [pytest.mark.vllm_inproc, pytest.mark.data]
 
@@ -68,7 +69,7 @@ def _vllm_run(python: str, out: Path, data_dir: Path, *extra: str) -> subprocess
 
 
 def _records(folder: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (folder / RECORDS).read_text().splitlines()]
+    return saved_rows(folder)
 
 
 def _keyed(folder: Path) -> dict[tuple[Any, ...], dict[str, Any]]:
@@ -110,6 +111,9 @@ def _worst(got: dict[tuple[Any, ...], dict[str, Any]], want: dict[Any, dict[str,
     return worst
 
 
+# Slow (as the two below): vLLM started in process and 20 real items scored, and the
+# transformers run they are compared with; 40-70 s each on 2 idle cores.
+@pytest.mark.slow
 def test_vllm_in_process_equals_transformers(vllm_run: Path, hf_run: Path) -> None:
     got, want = _keyed(vllm_run), _keyed(hf_run)
     assert len(got) == 2 * LIMIT  # k = 0 and k = 5, one seed
@@ -121,6 +125,7 @@ def test_vllm_in_process_equals_transformers(vllm_run: Path, hf_run: Path) -> No
     assert config["engine"] == "vllm" and config["model"] == "vllm:smollm2-135m"
 
 
+@pytest.mark.slow
 def test_kill_at_a_random_moment_then_resume(
     tmp_path: Path, vllm_python: str, data_dir: Path, vllm_run: Path
 ) -> None:
@@ -142,7 +147,8 @@ def test_kill_at_a_random_moment_then_resume(
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGKILL, why
-    cut = records.read_text().count("\n")  # whole lines: a torn last one is not a record
+    # By hand: torn (whole lines only: a torn last one is not a record).
+    cut = records.read_text().count("\n")
     assert stop_after <= cut < 2 * LIMIT, f"{why}: {cut} records survived the kill"
     again = _vllm_run(vllm_python, out, data_dir)
     _, err = again.communicate(timeout=900)
@@ -236,6 +242,7 @@ def test_pipeline_parallel_on_the_cpu_is_one_line(
     assert last.endswith("use --tensor-parallel-size"), last
 
 
+@pytest.mark.slow
 def test_two_tensor_parallel_workers_score_as_one(
     tmp_path: Path, vllm_python: str, data_dir: Path, even_heads_model: Path
 ) -> None:

@@ -10,7 +10,6 @@ within its precision (1e-4; 200 items gave at most 5.3e-5, see docs/scale.md), n
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -23,8 +22,8 @@ from nlieval.backends import HFOptions, stand_in
 from nlieval.backends.completions import CompletionsLM
 from nlieval.backends.openai import ServerOptions
 from nlieval.choice import RunConfig, run
-from nlieval.runs import RECORDS
 from tests.helpers.engines import absent
+from tests.helpers.records import saved_rows
 
 pytestmark = [pytest.mark.vllm, pytest.mark.data]
 
@@ -42,8 +41,7 @@ def vllm_url() -> str:
 
 
 def _records(folder: Path) -> dict[tuple[Any, ...], dict[str, Any]]:
-    rows = [json.loads(line) for line in (folder / RECORDS).read_text().splitlines()]
-    return {(r["k"], r["seed"], r["item_id"]): r for r in rows}
+    return {(r["k"], r["seed"], r["item_id"]): r for r in saved_rows(folder)}
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +61,8 @@ def _base(data_dir: Path) -> dict[str, Any]:
     }
 
 
+# Slow: 40 real items through vLLM (1-2 minutes each way) after a transformers run of them.
+@pytest.mark.slow
 @pytest.mark.parametrize("top_logprobs", [20, 0], ids=["one-request-per-item", "echo"])
 def test_vllm_equals_transformers_on_20_snli_items(
     tmp_path: Path, vllm_url: str, data_dir: Path, hf_run: Path, top_logprobs: int

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nlieval.cli import main
+from tests.helpers.records import saved_rows
 
 ROWS = [
     {"id": "s1", "obs1": "Kim left home.", "obs2": "Kim was soaked.", "hyp1": "It rained.",
@@ -88,7 +89,7 @@ def test_a_language_model_still_runs_alpha_nli(tmp_path: Path, tiny_llama: Path)
     out = tmp_path / "lm"
     argv = ["run", "--model", str(tiny_llama), "--task", str(_alpha(tmp_path)), "--out", str(out)]
     assert main([*argv, "--shots", "0", "--no-progress", "--device", "cpu"]) == 0
-    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    records = saved_rows(out)
     by_id = {r["item_id"]: r for r in records}
     assert sorted(by_id) == ["s1", "s2"] and "The sun shone." in by_id["s1"]["prompt"]
 

@@ -26,7 +26,7 @@ from tests.runs.test_runner import HashLM
 def _run(folder: Path) -> list[str]:
     cfg = RunConfig(model="hash", tasks=("smoke",), shots=(0,))
     run(cfg, folder, model=stand_in(cfg, lambda ck: HashLM()), progress=False)
-    return (folder / RECORDS).read_text().splitlines(keepends=True)
+    return (folder / RECORDS).read_text().splitlines(keepends=True)  # by hand: bytes
 
 
 def _one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

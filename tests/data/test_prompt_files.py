@@ -18,6 +18,7 @@ from nlieval.runs import RunError
 from nlieval.sci import instruct
 from nlieval.sci import instruct_prompt as ip
 from nlieval.types import NLI3, SCI4, Item
+from tests.helpers.records import saved_records
 from tests.sci.test_instruct import FakeChat
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "prompts_before_files.json"
@@ -146,8 +147,8 @@ def test_a_custom_prompt_and_exemplar_file_are_the_runs_identity(tmp_path: Path)
     assert sorted(m["content"] for m in conv if m["role"] == "assistant") == sorted(
         f"It is {lab.value}." for lab in SCI4
     )
-    records = (tmp_path / "mine" / "records.jsonl").read_text().splitlines()
-    assert sorted(json.loads(records[0])["shots"]) == ["x0", "x1", "x2", "x3"]
+    records = saved_records(tmp_path / "mine")
+    assert sorted(records[0].shots) == ["x0", "x1", "x2", "x3"]
     # The same exemplar ids with another text: the pool's fingerprint refuses a resume.
     rows[0]["premise"] = "Edited."
     _write(exemplars, "".join(json.dumps(r) + "\n" for r in rows))

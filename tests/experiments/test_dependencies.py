@@ -17,6 +17,7 @@ from nlieval.experiments import (
     run_experiment,
 )
 from nlieval.ground import DataError
+from tests.helpers.records import saved_rows
 
 # The dependent block comes first in the matrix: the plan puts its input first.
 TEXT = """\
@@ -60,10 +61,7 @@ def test_a_dependent_cell_runs_after_its_input_on_its_items(
         json.loads(line)["id"]
         for line in (out / "cells/items/items.jsonl").read_text().splitlines()
     ]
-    records = [
-        json.loads(line)
-        for line in (out / "cells/on-items-tiny/records.jsonl").read_text().splitlines()
-    ]
+    records = saved_rows(out / "cells/on-items-tiny")
     assert sorted(r["item_id"] for r in records) == sorted(items)
     # ... and its records are those of `nlieval run` on that task by hand.
     by_hand = tmp_path / "by-hand"
@@ -72,10 +70,7 @@ def test_a_dependent_cell_runs_after_its_input_on_its_items(
         by_hand,
         progress=False,
     )
-    hand = {
-        json.loads(line)["item_id"]: (json.loads(line)["pred"], json.loads(line)["loglik"])
-        for line in (by_hand / "records.jsonl").read_text().splitlines()
-    }
+    hand = {r["item_id"]: (r["pred"], r["loglik"]) for r in saved_rows(by_hand)}
     assert {r["item_id"]: (r["pred"], r["loglik"]) for r in records} == hand
     report = out / "report"
     assert (report / "consistency-on-items-tiny.md").read_text().count("|") > 0
@@ -170,7 +165,7 @@ def test_after_its_input_is_edited_a_dependent_cell_is_not_left_done(
     out = tmp_path / "out"
     first = run_experiment(read_experiment(_file(tmp_path, tiny_llama, "max_per_pattern: 2")), out)
     assert not first.failed
-    records = (out / "cells/on-items-tiny/records.jsonl").read_bytes()
+    records = (out / "cells/on-items-tiny/records.jsonl").read_bytes()  # by hand: bytes
     again = run_experiment(read_experiment(_file(tmp_path, tiny_llama, "max_per_pattern: 3")), out)
     states = {o.cell: (o.state, o.error or "") for o in again.outcomes}
     # Not skipped as done (the report would join 3 new items with 2 old records): the run

@@ -27,6 +27,7 @@ from nlieval.experiments import (
 )
 from nlieval.ground import FolderError
 from nlieval.settings import options, setting
+from tests.helpers.records import saved_rows
 
 TEXT = """\
 experiment: tiny
@@ -54,10 +55,7 @@ def _file(folder: Path, model: Path, text: str = TEXT) -> Path:
 
 
 def _records(folder: Path) -> list[dict[str, object]]:
-    lines = (folder / "records.jsonl").read_text().splitlines()
-    return sorted(
-        (json.loads(line) for line in lines), key=lambda r: (r["k"], r["seed"], r["item_id"])
-    )
+    return sorted(saved_rows(folder), key=lambda r: (r["k"], r["seed"], r["item_id"]))
 
 
 def _report(out: Path) -> dict[str, bytes]:
@@ -99,6 +97,7 @@ def test_second_call_does_no_model_work_and_writes_the_same_report(
 ) -> None:
     path, out = done
     before = _report(out)
+    # By hand: bytes.
     records = {p.name: (p / "records.jsonl").read_bytes() for p in (out / "cells").iterdir()}
     assert sorted(before) == [
         "index.md",
@@ -225,7 +224,7 @@ def test_an_edited_cell_is_refused_in_one_line_naming_it(
     path, out = done
     copy = tmp_path / "copy"
     subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
-    before = (copy / "cells" / "base-tiny" / "records.jsonl").read_bytes()
+    before = (copy / "cells" / "base-tiny" / "records.jsonl").read_bytes()  # by hand: bytes
     edited = read_experiment(path, ["base.balanced=true"])
     summary = run_experiment(edited, copy, executor=LocalExecutor(sleep=lambda s: None))
     outcome = {o.cell: o for o in summary.outcomes}["base-tiny"]
@@ -296,6 +295,7 @@ def test_a_changed_default_of_a_checked_field_is_refused_by_every_cell_folder(
     copy = tmp_path / "copy"
     subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
     cells = sorted(p.name for p in (copy / "cells").iterdir() if p.name.startswith("base-tiny"))
+    # By hand: bytes.
     before = {c: (copy / "cells" / c / "records.jsonl").read_bytes() for c in cells}
     # base-tiny stopped half way (no outcome saved) under the old default, balanced False.
     (copy / driver.STATE / "base-tiny.json").unlink()
@@ -362,7 +362,7 @@ def test_a_cell_locked_by_another_process_is_one_line(
     subprocess.run(["cp", "-r", str(out), str(copy)], check=True)
     (copy / "state" / "base-tiny.json").unlink()  # not done: the driver goes to its folder
     folder = copy / "cells" / "base-tiny"
-    before = (folder / "records.jsonl").read_bytes()
+    before = (folder / "records.jsonl").read_bytes()  # by hand: bytes
     proc = subprocess.Popen(
         [sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True
     )
@@ -393,8 +393,7 @@ def test_plan_lists_cells_with_their_command_lines(done: tuple[Path, Path]) -> N
 def _all_records(out: Path) -> dict[tuple[object, ...], dict[str, object]]:
     got: dict[tuple[object, ...], dict[str, object]] = {}
     for cell in sorted((out / "cells").iterdir()):
-        for line in (cell / "records.jsonl").read_text().splitlines():
-            r = json.loads(line)
+        for r in saved_rows(cell):
             key = (cell.name, r["k"], r["seed"], r["item_id"])
             assert key not in got, f"duplicate record {key}"
             got[key] = r

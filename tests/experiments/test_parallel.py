@@ -3,11 +3,11 @@ ids on a CPU model), and give the records of the sequential run."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from nlieval.experiments import LocalExecutor, read_experiment, run_experiment
 from nlieval.experiments.driver import read_state
+from tests.helpers.records import saved_rows
 
 TEXT = """\
 experiment: par
@@ -26,8 +26,7 @@ outputs:
 def _records(cells: Path) -> dict[tuple[str, str, int, int], tuple[str, list[float]]]:
     out = {}
     for folder in sorted(cells.iterdir()):
-        for line in (folder / "records.jsonl").read_text().splitlines():
-            r = json.loads(line)
+        for r in saved_rows(folder):
             out[(folder.name, r["item_id"], r["k"], r["seed"])] = (r["pred"], r["loglik"])
     return out
 

@@ -5,7 +5,6 @@ and completes, its folder resuming what the lost node wrote."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from nlieval.experiments import LocalExecutor, read_experiment, run_experiment
+from tests.helpers.records import saved_rows
 
 ray = pytest.importorskip("ray")
 
@@ -52,8 +52,7 @@ def cluster() -> Iterator[Any]:
 def _records(out: Path) -> dict[tuple[object, ...], dict[str, Any]]:
     got = {}
     for cell in sorted((out / "cells").iterdir()):
-        for line in (cell / "records.jsonl").read_text().splitlines():
-            r = json.loads(line)
+        for r in saved_rows(cell):
             key = (cell.name, r["k"], r["seed"], r["item_id"])
             assert key not in got, f"duplicate record {key}"
             got[key] = r

@@ -25,6 +25,7 @@ from nlieval.experiments import (
 )
 from nlieval.ground import DataError
 from tests.helpers.fake_openai import FakeServer
+from tests.helpers.records import saved_rows
 from tests.sci.test_instruct_cli import N_ITEMS, _task
 
 # The line of each key is counted by hand: `api_base` of `scorer` is on line 6.
@@ -68,7 +69,7 @@ def _file(tmp_path: Path, url: str, chat_url: str | None = None) -> Path:
 
 
 def _records(folder: Path) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
+    rows = saved_rows(folder)
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
 
 

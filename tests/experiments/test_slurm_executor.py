@@ -5,7 +5,6 @@ the same cells give the same records as the local executor, each cell one job (o
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from nlieval.experiments import LocalExecutor, experiment_status, read_experiment, run_experiment
 from nlieval.experiments.driver import read_state
 from tests.helpers.engines import absent
+from tests.helpers.records import saved_rows
 
 pytestmark = pytest.mark.slurm
 
@@ -50,7 +50,7 @@ def slurm() -> None:
 
 
 def _records(folder: Path) -> list[dict[str, object]]:
-    rows = [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
+    rows = saved_rows(folder)
     return sorted(rows, key=lambda r: (r["k"], r["seed"], r["item_id"]))
 
 

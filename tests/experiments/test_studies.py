@@ -14,6 +14,7 @@ from nlieval.experiments import Experiment, plan_cells, read_experiment, run_exp
 from nlieval.experiments.report import check_outputs
 from nlieval.ground import DataError
 from tests.helpers.figures import hlines_of, record_savefig, series_of
+from tests.helpers.records import saved_rows
 
 TEXT = """\
 experiment: parts
@@ -78,10 +79,7 @@ def test_epg_from_a_contamination_block_and_skipped_outputs(
         json.loads(line)["item_id"]: json.loads(line)["score"]
         for line in (out / "cells/scan/scores.jsonl").read_text().splitlines()
     }
-    records = [
-        json.loads(line)
-        for line in (out / "cells/base-tiny/records.jsonl").read_text().splitlines()
-    ]
+    records = saved_rows(out / "cells/base-tiny")
     right = {r["item_id"]: r["pred"] == r["gold"] for r in records}
     clean = [i for i in right if scores[i] <= 0.5]
     assert len(clean) == 4

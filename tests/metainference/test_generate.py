@@ -8,7 +8,6 @@ import json
 import signal
 import time
 from collections import deque
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from nlieval.metainference.generated import (
     LEGACY_ANSWERS,
     SUMMARY,
     SYSTEM_PROMPT,
+    Answer,
     Example,
     GenerateConfig,
     InvalidAnswer,
@@ -36,6 +36,7 @@ from nlieval.runs import CONFIG, RECORDS, TIMING, RunError
 from nlieval.types import NLI3, Item, Label
 from tests.helpers.cli_process import start_cli
 from tests.helpers.fake_openai import FakeServer, running
+from tests.helpers.records import saved_records, saved_rows
 
 TARGETS = [
     "A man is playing a guitar on stage.",
@@ -107,10 +108,9 @@ class Responder:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with running() as s:
-        s.default = Responder()
-        yield s
+def server_settings() -> dict[str, Any]:
+    # The shared ``server`` fixture (tests/conftest.py), answering chat requests only.
+    return {"lm": False, "default": Responder()}
 
 
 def _chat(server: FakeServer, **kw: Any) -> OpenAIChat:
@@ -126,6 +126,11 @@ def _given(chat: Any) -> ResolvedModel:
 
 def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _answers(folder: Path) -> list[dict[str, Any]]:
+    """The folder's rows (``Answer``), read through the run folder."""
+    return saved_rows(folder, Answer)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -239,7 +244,7 @@ def test_generate_retries_invalid_json_and_writes_a_task(
         shown = [m["content"] for m in req["messages"][1:-1] if m["role"] == "user"]
         assert sorted(shown) == sorted(f"Premise: {p}" for p in POOL)
 
-    log = _lines(out / RECORDS)
+    log = _answers(out)
     assert len(log) == 8 and sum(not r["valid"] for r in log) == 4
     assert {r["answer"] for r in log if not r["valid"]} == {
         "Sure! Entailment: a child reads.",
@@ -279,7 +284,7 @@ def test_every_fault_kind_in_a_run(tmp_path: Path, server: FakeServer) -> None:
     assert summary["parsed_first_try"] == 3 and summary["parsed_after_retries"] == 0
     assert summary["server_errors"] == 2 and summary["server_failures"] == 2
     assert summary["stopped"] is None
-    errors = [r for r in _lines(out / RECORDS) if r["kind"] == "server_error"]
+    errors = [r for r in _answers(out) if r["kind"] == "server_error"]
     assert {r["source_id"] for r in errors} == {"t3", "t4"}
     assert any("HTTP 400: prompt too long" in r["error"] for r in errors)
 
@@ -294,7 +299,7 @@ def test_every_fault_kind_in_a_run(tmp_path: Path, server: FakeServer) -> None:
     assert len(ids) == 15 == len(set(ids))
     # Requests are numbered on across invocations (the key of a row); a server failure
     # does not use up an attempt: t3's first answer is still greedy attempt 1.
-    rows = _lines(out / RECORDS)
+    rows = _answers(out)
     keys = [(r["source_id"], r["request"]) for r in rows]
     assert len(keys) == len(set(keys))
     t3 = [
@@ -327,7 +332,7 @@ def test_server_dies_mid_run_nothing_is_lost(tmp_path: Path, concurrency: int) -
         assert done == 2 and summary["server_errors"] == 3
     kept = _lines(out / ITEMS)
     assert len(kept) == 3 * done
-    assert all(r["kind"] == "answer" for r in _lines(out / RECORDS) if r.get("valid"))
+    assert all(r["kind"] == "answer" for r in _answers(out) if r.get("valid"))
     before = {r["source_id"] for r in kept}
 
     with running() as second:
@@ -378,7 +383,7 @@ def test_crash_mid_write_is_repaired_on_resume(tmp_path: Path, server: FakeServe
     assert summary["parsed_first_try"] == 3
     ids = [r["id"] for r in _lines(out / ITEMS)]
     assert len(ids) == 9 == len(set(ids))
-    assert len(_lines(out / RECORDS)) == 3
+    assert len(_answers(out)) == 3
 
 
 def test_other_settings_need_another_folder(tmp_path: Path, server: FakeServer) -> None:
@@ -422,7 +427,7 @@ def test_folders_of_other_commands_and_versions_are_refused(
             _given(chat), GenerateConfig(str(yaml), limit=1), old, overwrite=True
         )
     assert summary["parsed_first_try"] == 1 and not (old / LEGACY_ANSWERS).exists()
-    assert len(_lines(old / RECORDS)) == 1
+    assert len(_answers(old)) == 1
 
 
 def test_examples_need_three_labels(tmp_path: Path, server: FakeServer) -> None:
@@ -448,7 +453,7 @@ def test_local_chat_model(tmp_path: Path, tiny_llama: Path) -> None:
     summary = generate_items(ChatModel(str(tiny_llama)).resolve(), config, tmp_path / "gen")
     # A random-weight model writes no JSON: both premises asked twice, then counted.
     assert (summary["failed"], summary["answers"], summary["items"]) == (2, 4, 0)
-    assert [r["attempt"] for r in _lines(tmp_path / "gen" / RECORDS)] == [1, 1, 2, 2]
+    assert [r["attempt"] for r in _answers(tmp_path / "gen")] == [1, 1, 2, 2]
 
 
 # --------------------------------------------------------------------------- kill -9
@@ -481,7 +486,7 @@ def test_kill_9_mid_run_then_resume(tmp_path: Path, server: FakeServer) -> None:
     assert proc.poll() is None, "the run ended before it could be killed"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    # A line may be cut by the kill: only whole lines count.
+    # A line may be cut by the kill: only whole lines count (by hand: torn).
     text = (out / RECORDS).read_text()
     whole = text[: text.rfind("\n") + 1]
     rows_before = [json.loads(line) for line in whole.splitlines()]
@@ -492,7 +497,7 @@ def test_kill_9_mid_run_then_resume(tmp_path: Path, server: FakeServer) -> None:
     again = start_cli(*argv, cwd=tmp_path)
     assert again.wait(timeout=120) == 0, again.stderr.read() if again.stderr else ""
     # Nothing saved before the kill was lost, nor asked for again.
-    rows = _lines(out / RECORDS)
+    rows = _answers(out)
     assert rows[: len(rows_before)] == rows_before
     asked_after = {r["messages"][-1]["content"] for r in server.requests[asked_before:]}
     assert not {f"Premise: {targets[int(sid[1:])]}" for sid in answered} & asked_after
@@ -535,7 +540,7 @@ def test_cli_generate_then_stats_and_run(
     run = tmp_path / "run"
     argv = ["run", "--model", str(tiny_llama), "--task", str(out / "task.yaml")]
     assert main([*argv, "--out", str(run), "--no-progress"]) == 0
-    assert len((run / "records.jsonl").read_text().splitlines()) == 15
+    assert len(saved_records(run)) == 15
 
 
 def test_cli_stops_when_the_server_is_down(

@@ -7,7 +7,6 @@ again (it was: 29 of 30 rows asked a second time after a resume)."""
 from __future__ import annotations
 
 import _thread
-import json
 import signal
 import time
 from collections import Counter
@@ -20,8 +19,16 @@ import pytest
 from nlieval.metainference.generated import GenerateConfig, generate_items
 from nlieval.runs import RECORDS
 from tests.helpers.cli_process import start_cli
-from tests.helpers.fake_openai import FakeServer, running
-from tests.metainference.test_generate import ITEMS, Responder, _chat, _given, _lines, _write_task
+from tests.helpers.fake_openai import FakeServer
+from tests.metainference.test_generate import (
+    ITEMS,
+    Responder,
+    _answers,
+    _chat,
+    _given,
+    _lines,
+    _write_task,
+)
 
 N = 12
 TARGETS = [f"Person number {i} walks a dog." for i in range(N)]
@@ -52,14 +59,13 @@ def _sigint_raises() -> Iterator[None]:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with running() as s:
-        s.default = Invalid()
-        yield s
+def server_settings() -> dict[str, Any]:
+    # The shared ``server`` fixture (tests/conftest.py), answering chat requests only.
+    return {"lm": False, "default": Invalid()}
 
 
 def _rows(out: Path) -> list[tuple[str, int, int, bool]]:
-    return [(r["source_id"], r["request"], r["attempt"], r["valid"]) for r in _lines(out / RECORDS)]
+    return [(r["source_id"], r["request"], r["attempt"], r["valid"]) for r in _answers(out)]
 
 
 @pytest.mark.parametrize("at", [1, 4, 9, 15])
@@ -79,7 +85,7 @@ def test_an_interrupt_at_any_request_resumes_as_an_uninterrupted_run(
     with _chat(server, concurrency=2) as chat, pytest.raises(KeyboardInterrupt):
         generate_items(_given(chat), config, out)
         time.sleep(5)  # the interrupt arrives once the last request is answered
-    before = (out / RECORDS).read_bytes() if (out / RECORDS).exists() else b""
+    before = (out / RECORDS).read_bytes() if (out / RECORDS).exists() else b""  # by hand: bytes
     server.default = Invalid()
     with _chat(server, concurrency=2) as chat:
         generate_items(_given(chat), config, out)
@@ -121,11 +127,11 @@ def test_ctrl_c_on_the_command_then_the_same_command(tmp_path: Path, server: Fak
     assert [ln for ln in err.strip().splitlines() if not ln.startswith("WARNING ")] == [
         "nlieval: interrupted; run the same command again to resume"
     ]
-    before = (out / RECORDS).read_bytes()
+    before = (out / RECORDS).read_bytes()  # by hand: bytes
     again = start_cli(*argv, "--attempts", "2", cwd=tmp_path)
     assert again.wait(timeout=120) == 0, again.stderr.read() if again.stderr else ""
     assert (out / RECORDS).read_bytes().startswith(before)
-    rows = [json.loads(x) for x in (out / RECORDS).read_text().splitlines()]
+    rows = _answers(out)
     assert len({(r["source_id"], r["request"]) for r in rows}) == len(rows)
     per = Counter(r["source_id"] for r in rows)
     # Even-numbered premises parse at once (1 row), odd ones never (2 answers each).
@@ -153,7 +159,7 @@ def test_a_full_disk_while_answers_arrive_is_one_line_and_resumes(
     message = str(info.value)
     assert "\n" not in message and message.startswith(str(out / RECORDS))
     assert "No space left on device" in message and "run the same command again" in message
-    before = (out / RECORDS).read_bytes()
+    before = (out / RECORDS).read_bytes()  # by hand: bytes
     assert before.endswith(b"}\n") and 0 < before.count(b"\n") < len(_rows(tmp_path / "reference"))
     with _chat(server, concurrency=1) as chat:
         generate_items(_given(chat), config, out)  # space freed: the same command

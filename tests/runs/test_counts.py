@@ -15,6 +15,7 @@ import pytest
 from nlieval.backends import stand_in
 from nlieval.choice import RunConfig, run
 from tests.helpers.hash_lm import HashLM
+from tests.helpers.records import saved_records
 
 SMOKE_TEST = 48  # the packaged smoke task's test split (src/nlieval/resources/smoke.jsonl)
 
@@ -62,8 +63,7 @@ def test_run_counts_what_reached_the_model_and_warns_of_a_short_split(
     saved = json.loads((tmp_path / "r" / "results.json").read_text())
     assert saved["data"]["smoke"]["items"] == seen
     assert [m["n"] for m in res.metrics] == [seen]
-    records = (tmp_path / "r" / "records.jsonl").read_text().splitlines()
-    assert len(records) == seen
+    assert len(saved_records(tmp_path / "r")) == seen
     summary = (tmp_path / "r" / "summary.md").read_text()
     assert f"| smoke | 0 | {seen} |" in summary and f"{seen} of {seen} items" in summary
     assert _warned(caplog, f"--{flag} 500", "500", str(SMOKE_TEST)), caplog.text
@@ -128,7 +128,7 @@ def test_instruct_counts_what_reached_the_model_and_warns_of_a_short_split(
     (data,) = saved["data"].values()
     assert data["items"] == 8
     assert [m["n"] for m in saved["metrics"]] == [8]
-    assert len((tmp_path / "i" / "records.jsonl").read_text().splitlines()) == 8
+    assert len(saved_records(tmp_path / "i")) == 8
     assert _warned(caplog, "--limit 50", "50", "8"), caplog.text
 
 

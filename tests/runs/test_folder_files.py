@@ -67,6 +67,7 @@ def _run(path: Path, items: Sequence[str] = ITEMS) -> RunFolder[Record]:
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
+    # By hand: independent (these tests check the run folder's own writer and reader).
     return [json.loads(line) for line in (path / RECORDS).read_text().splitlines()]
 
 
@@ -329,7 +330,7 @@ def test_the_cli_says_a_full_disk_in_one_line(
 
     run = tmp_path / "run"
     _run(run, ITEMS[:2])
-    before = (run / RECORDS).read_bytes()
+    before = (run / RECORDS).read_bytes()  # by hand: bytes
     monkeypatch.setattr(os, "write", FullDisk(0))
     assert main(["report", str(run)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

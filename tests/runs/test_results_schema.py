@@ -15,6 +15,7 @@ from nlieval.cli import main
 from nlieval.reports import report
 from nlieval.runs import RESULTS_VERSION, RunError, RunFolder, read_results
 from tests.helpers.hash_lm import HashLM
+from tests.helpers.records import saved_records
 
 
 def _run(out: Path, limit: int) -> Any:
@@ -100,7 +101,7 @@ def test_a_folder_without_its_config_is_refused(
     # Re-creating config.json from the current arguments would claim the records for them.
     out = tmp_path / "r"
     _run(out, 3)
-    records = (out / "records.jsonl").read_bytes()
+    records = (out / "records.jsonl").read_bytes()  # by hand: bytes
     (out / "config.json").unlink()
     with pytest.raises(RunError, match="no config.json"):
         _run(out, 5)
@@ -132,7 +133,7 @@ def test_a_folder_of_a_newer_format_is_refused(tmp_path: Path) -> None:
     old = {k: v for k, v in saved.items() if k not in ("folder_format", "kind")}
     (out / "config.json").write_text(json.dumps(old))
     _run(out, 4)
-    assert len((out / "records.jsonl").read_text().splitlines()) == 4
+    assert len(saved_records(out)) == 4
 
 
 def test_a_provenance_line_cut_by_a_kill_does_not_break_the_folder(tmp_path: Path) -> None:
@@ -171,4 +172,4 @@ def test_an_old_run_folder_with_an_ignored_api_base_stays_local(tmp_path: Path) 
     old = {k: v for k, v in saved.items() if k not in ("folder_format", "kind", "engine")}
     (out / "config.json").write_text(json.dumps({**old, "api_base": "http://h:1/v1"}))
     _run(out, 4)  # resumed in process, as it was made
-    assert len((out / "records.jsonl").read_text().splitlines()) == 4
+    assert len(saved_records(out)) == 4

@@ -40,6 +40,7 @@ def _run(task: Path, out: Path, extra: tuple[Path, ...] = (), **kw: Any) -> Any:
 
 
 def _lines(out: Path) -> list[str]:
+    # By hand: bytes (the lines written before are compared for being left as they were).
     return (out / "records.jsonl").read_text().splitlines()
 
 

@@ -3,7 +3,6 @@ killed holder (kill -9) does not leave behind."""
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -12,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from nlieval.runs import RECORDS, RunError, RunFolder
+from nlieval.runs import RunError, RunFolder
 from tests.helpers.cli_process import start_cli
+from tests.helpers.records import saved_rows
 
 HOLD = """
 import sys, time
@@ -105,7 +105,7 @@ def test_two_concurrent_runs_give_one_record_per_key(tmp_path: Path, tiny_llama:
     winner = (first, second)[codes.index(0)]
     assert len(loser) == 1 and str(out) in loser[0], loser
     assert f"PID {winner.pid}" in loser[0]
-    rows = [json.loads(line) for line in (out / RECORDS).read_text().splitlines()]
+    rows = saved_rows(out)
     keys = [(r["k"], r["seed"], r["item_id"]) for r in rows]
     # 48 smoke items at k=0 (one draw) and at k=3 with 3 seeds.
     assert len(keys) == len(set(keys)) == 48 * 4

@@ -17,6 +17,7 @@ from nlieval.choice import RunConfig, run
 from nlieval.reports import report
 from nlieval.runs import RECORDS, Results, RunError, RunFolder
 from tests.helpers.cli_process import start_cli
+from tests.helpers.records import saved_rows
 
 
 class HashLM:
@@ -66,8 +67,8 @@ def _run(cfg: RunConfig, out: Path, load: Callable[[str | None], HashLM], **kw: 
     return run(cfg, out, model=stand_in(cfg, load), **kw)
 
 
-def _records(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / RECORDS).read_text().splitlines()]
+def _records(folder: Path) -> list[dict[str, Any]]:
+    return saved_rows(folder)
 
 
 def test_run_writes_records_results_and_summary(tmp_path: Path) -> None:
@@ -197,6 +198,7 @@ def test_kill_9_then_resume_equals_uninterrupted(tmp_path: Path, tiny_llama: Pat
         time.sleep(0.005)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    # By hand: torn (a kill may leave half a line).
     n_before = len((out / RECORDS).read_text().splitlines()) if (out / RECORDS).exists() else 0
     assert n_before < total, "the run finished before it could be killed"
     again = start_cli(*args, "--out", str(out), cwd=tmp_path)

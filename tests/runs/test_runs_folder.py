@@ -51,7 +51,7 @@ def test_a_row_type_of_its_own(tmp_path: Path) -> None:
     assert len(RunFolder(tmp_path, Note).records()) == 3  # a partial tail is no row
     again = RunFolder(tmp_path, Note)
     assert again.done_keys() == {("a", 1), ("a", 2), ("b", 1)}  # and cut
-    assert (tmp_path / RECORDS).read_text().endswith("}\n")
+    assert (tmp_path / RECORDS).read_text().endswith("}\n")  # by hand: torn
     # Read as Records, the rows are unreadable: said with file and line.
     with pytest.raises(RunError, match=f"{RECORDS}:1: field 'gold': missing"):
         RunFolder(tmp_path).records()

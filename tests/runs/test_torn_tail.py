@@ -16,7 +16,7 @@ from tests.runs.test_folder_files import ITEMS, _lines, _run
 def test_a_whole_last_record_without_its_newline_is_kept_on_resume(tmp_path: Path) -> None:
     run = tmp_path / "run"
     _run(run, ITEMS[:3])
-    lines = (run / RECORDS).read_bytes().splitlines(keepends=True)
+    lines = (run / RECORDS).read_bytes().splitlines(keepends=True)  # by hand: torn
     # The last record as another scorer would have written it (this one's own would be
     # the same bytes again, were it cut and scored anew), its newline lost.
     last = json.loads(lines[-1])

@@ -16,6 +16,7 @@ from nlieval.cli import main
 from nlieval.runs import loop
 from nlieval.types import SCI4
 from tests.helpers.chats import ConstantChat
+from tests.helpers.records import saved_rows
 
 # Answer shapes, and the class each must map to (None: unparsed, scored wrong).
 SHAPES: list[tuple[str, str | None]] = [
@@ -136,7 +137,7 @@ def _argv(yaml: Path, out: Path, *extra: str) -> list[str]:
 
 
 def _records(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    return saved_rows(out)
 
 
 def test_instruct_records_unparsed_counts_and_table(
@@ -396,7 +397,7 @@ def test_kill_9_mid_run_then_resume_equals_uninterrupted(tmp_path: Path) -> None
         server.hold = 0.05  # about 20 answers a second: time to kill it mid-run
         out = tmp_path / "killed"
         proc = start_cli("instruct", *argv(out, server.url), cwd=tmp_path)
-        records = out / "records.jsonl"
+        records = out / "records.jsonl"  # by hand: torn (read while the run is killed)
         deadline = time.time() + 120
         while time.time() < deadline and proc.poll() is None:
             if records.is_file() and len(records.read_text().splitlines()) >= N_ITEMS:

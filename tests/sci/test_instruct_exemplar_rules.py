@@ -19,6 +19,7 @@ from nlieval.sci.instruct import InstructConfig, run_instruct, select_exemplars
 from nlieval.sci.instruct_exemplars import ExemplarRule
 from nlieval.types import SCI4, Item, Label
 from tests.helpers.chats import ConstantChat
+from tests.helpers.records import saved_records, saved_rows
 
 C, R, E, N = SCI4
 
@@ -228,7 +229,7 @@ def _run(cfg: InstructConfig, out: Path) -> list[dict[str, Any]]:
         stand_in(cfg, lambda _: ConstantChat("Neutral", name="neutral-bot")),
         progress=False,
     )
-    return [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    return saved_rows(out)
 
 
 def test_runs_per_source_and_fixed_ids(tmp_path: Path) -> None:
@@ -270,7 +271,7 @@ def test_an_old_folder_resumes_with_no_new_record(tmp_path: Path) -> None:
     )
     with pytest.raises(Exception, match="exemplar_sources: None -> 'src'"):
         _run(other, out)
-    assert len((out / "records.jsonl").read_text().splitlines()) == len(before)
+    assert len(saved_records(out)) == len(before)
 
 
 def test_cli_ids_from_a_file_and_one_line_refusals(
@@ -286,7 +287,7 @@ def test_cli_ids_from_a_file_and_one_line_refusals(
     out = tmp_path / "o"
     assert main([*argv, "--shots", "2", "--exemplar-ids", str(ids), "--out", str(out),
                  "--no-progress"]) == 0  # fmt: skip
-    shots = {tuple(json.loads(line)["shots"]) for line in (out / "records.jsonl").open()}
+    shots = {r.shots for r in saved_records(out)}
     assert shots == {("p5", "p0")}
     capsys.readouterr()
     for extra, says in (

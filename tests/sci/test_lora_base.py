@@ -33,6 +33,7 @@ def _hand_fingerprint(folder: Path) -> str:
 
 
 def _records(out: Path) -> bytes:
+    # By hand: bytes (compared for being left as they were).
     return (out / "records.jsonl").read_bytes()
 
 

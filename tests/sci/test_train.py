@@ -46,6 +46,7 @@ from nlieval.sci.train import (  # noqa: E402
     train,
 )
 from nlieval.types import NLI2, NLI3, SCI4, Item, Label  # noqa: E402
+from tests.helpers.records import saved_records  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -573,6 +574,7 @@ def test_train_kill_9_then_resume_equals_uninterrupted(
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
+    # By hand: torn (a kill may leave half a line).
     n_before = len(records.read_text().splitlines()) if records.exists() else 0
     assert 0 < n_before < 3 * 48, "the run was not killed between its first and last seed"
     assert not (out / "seed2" / "train.json").exists()
@@ -581,9 +583,8 @@ def test_train_kill_9_then_resume_equals_uninterrupted(
     assert again.returncode == 0, again_err
     # The printed table is the uninterrupted run's.
     assert again_out == ref_out.replace(str(tmp_path / "ref"), str(out))
-    got, want = RunFolder(out).records(), RunFolder(tmp_path / "ref").records()
-    lines = records.read_text().splitlines()
-    assert len(lines) == len({(r.seed, r.item_id) for r in got}) == 3 * 48
+    got, want = saved_records(out), RunFolder(tmp_path / "ref").records()
+    assert len({(r.seed, r.item_id) for r in got}) == 3 * 48
     by_key = {(r.seed, r.item_id): r for r in want}
     for r in got:
         w = by_key[(r.seed, r.item_id)]
@@ -641,7 +642,7 @@ def test_folder_from_python_resumes_from_the_cli(
 
     out = tmp_path / "py"
     first = train(_config(tiny_bert, syn, out, epochs=1, sample=32), progress=False)
-    records = (out / "records.jsonl").read_text().splitlines()
+    records = (out / "records.jsonl").read_text().splitlines()  # by hand: bytes
     argv = [
         "train", "--model", str(tiny_bert), "--task", syn["task"], "--dev-task", syn["dev"],
         "--dev-split", "test", "--epochs", "1", "--lr", "3e-3", "--max-length", "16",
@@ -684,7 +685,7 @@ def test_edited_test_data_is_refused(tiny_bert: Path, syn: dict[str, str], tmp_p
     dev = str(data / Path(syn["dev"]).name)
     out = tmp_path / "t"
     train(_config(tiny_bert, {"task": task, "dev": dev}, out, epochs=1), progress=False)
-    before = (out / "records.jsonl").read_bytes()
+    before = (out / "records.jsonl").read_bytes()  # by hand: bytes
     rows = (data / "test.jsonl").read_text().splitlines()
     rows[0] = rows[0].replace('"hypothesis": "', '"hypothesis": "edited ')
     (data / "test.jsonl").write_text("\n".join(rows) + "\n")

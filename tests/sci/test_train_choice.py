@@ -21,6 +21,7 @@ from nlieval.sci import TrainConfig  # noqa: E402
 from nlieval.sci.train_data import load_data  # noqa: E402
 from nlieval.sci.train_model import batch_logits, build_model, make_optimizer  # noqa: E402
 from nlieval.types import Item  # noqa: E402
+from tests.helpers.records import saved_rows  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -136,14 +137,12 @@ def test_train_then_run_scores_each_choice_as_the_model_does(
     assert json.loads((seed0 / "config.json").read_text())["architectures"] == [
         "BertForMultipleChoice"
     ]
-    trained = {
-        r["item_id"]: r for r in map(json.loads, (out / "records.jsonl").read_text().splitlines())
-    }
+    trained = {r["item_id"]: r for r in saved_rows(out)}
     assert sorted(trained) == [f"s{i}" for i in range(100, 106)]
     run = tmp_path / "r"
     argv = ["run", "--model", str(out), "--task", str(alpha["task"]), "--out", str(run)]
     assert main([*argv, "--no-progress", "--device", "cpu"]) == 0
-    records = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
+    records = saved_rows(run)
     assert len(records) == 6 and {r["checkpoint"] for r in records} == {str(seed0)}
     # The test's own pass: each choice alone, (O1 + " " + H, O2), then a log-softmax.
     tok = transformers.AutoTokenizer.from_pretrained(seed0)

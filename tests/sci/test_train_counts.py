@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 yaml = pytest.importorskip("yaml")
 
 from nlieval.cli import main  # noqa: E402
+from tests.helpers.records import saved_records  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
 
 WORDS = ["cat", "dog", "a", "the", "no", "sees"]
@@ -75,5 +76,5 @@ def test_train_json_and_the_terminal_count_the_items_trained_on(
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("500" in m and "30" in m and "a.yaml" in m for m in warned), warned
     assert not any(":9 " in m for m in warned), warned
-    records = (tmp_path / "run" / "records.jsonl").read_text().splitlines()
+    records = saved_records(tmp_path / "run")
     assert len(records) == info["data"]["test"]["n"] == 12

@@ -5,7 +5,6 @@ space is freed."""
 from __future__ import annotations
 
 import errno
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -14,8 +13,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from nlieval.runs import RECORDS, RunError  # noqa: E402
+from nlieval.runs import RunError  # noqa: E402
 from nlieval.sci.train import train  # noqa: E402
+from tests.helpers.records import saved_rows
 from tests.sci.test_train import _config, syn, tiny_bert  # noqa: E402, F401
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -42,7 +42,7 @@ def _full_disk_for(name: str, as_oserror: bool) -> Any:
 
 
 def _records(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in (out / RECORDS).read_text().splitlines()]
+    return saved_rows(out)
 
 
 @pytest.mark.parametrize("as_oserror", [False, True])

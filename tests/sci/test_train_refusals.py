@@ -82,7 +82,7 @@ def test_a_seed_that_diverges_keeps_the_records_of_the_seeds_before(
     assert "seed 1 epoch 1 step 1: the training loss is nan (the run diverged)" in line
     records = saved_records(out)
     assert sorted({r.seed for r in records}) == [0] and len(records) == 12
-    before = (out / "records.jsonl").read_bytes()
+    before = (out / "records.jsonl").read_bytes()  # by hand: bytes
     assert main(argv) == 2  # again: seed 0 is not trained again, seed 1 refused again
     assert "seed 1 epoch 1 step 1" in _one_line(capsys)[0]
     assert (out / "records.jsonl").read_bytes() == before
