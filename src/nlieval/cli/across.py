@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from ..analyses import comparison_table
+from ..commands import settings_of
 from ..ground import as_format
 from ..reports import (
     FIGURES,
@@ -28,7 +29,7 @@ from ..reports import (
     grid_table,
     items_from,
 )
-from ..runs import RunFolders, atomic_write, make_folder
+from ..runs import atomic_write, make_folder
 from .args import add_command, add_settings, command_parser, settings_from_args
 
 
@@ -100,33 +101,31 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     command(
         "grid",
         handler=cmd_grid,
-        settings=(RunFolders, GridConfig),
     )
 
     p = command_parser(sub, "compare")
     # Positionals: the settings of nlieval.settings are flags only.
     p.add_argument("a", help="run folder A")
     p.add_argument("b", help="run folder B")
-    add_settings(p, CompareConfig)
+    for cls in settings_of("compare"):
+        add_settings(p, cls)
     p.set_defaults(handler=cmd_compare)
 
     command(
         "breakdown",
         handler=cmd_breakdown,
-        settings=(RunFolders, BreakdownConfig),
     )
 
     command(
         "items",
         handler=cmd_items,
-        settings=(RunFolders, ItemsConfig),
     )
 
     p = command_parser(sub, "figure")
     # A positional with choices: the settings of nlieval.settings are flags only.
     p.add_argument("kind", choices=FIGURES)
-    add_settings(p, RunFolders)
-    add_settings(p, FigureConfig)
+    for cls in settings_of("figure"):
+        add_settings(p, cls)
     # Repeatable (action "append"), which a setting's flag cannot be.
     p.add_argument(
         "--baseline",

@@ -11,8 +11,9 @@ from dataclasses import MISSING, Field, fields
 from typing import Any, TypeVar
 
 from .. import settings
+from ..commands import TABLE, settings_of
 from ..settings import UNSET, flag_of, options_of
-from .commands import COMMANDS, epilog
+from .commands import epilog
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -142,13 +143,14 @@ def command_parser(
     sub: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
     *,
+    key: str | None = None,
     examples: Sequence[str] = (),
     **parser: Any,
 ) -> argparse.ArgumentParser:
     """The parser of the subcommand ``name`` (``parser`` are :meth:`add_parser`'s
-    keywords). A command of :data:`~nlieval.cli.commands.COMMANDS` given no ``help``
-    takes its help line and examples from there; ``examples`` (a subcommand's own) end
-    its ``--help`` as they are written.
+    keywords). A command of the table (:data:`nlieval.commands.TABLE`, under ``key``,
+    by default ``name``) given no ``help`` takes its help line and examples from there;
+    ``examples`` (a subcommand's own) end its ``--help`` as they are written.
 
     >>> parser = argparse.ArgumentParser(prog="nlieval")
     >>> p = command_parser(parser.add_subparsers(), "tasks")
@@ -157,7 +159,7 @@ def command_parser(
       nlieval tasks
     """
     if "help" not in parser:
-        known = COMMANDS[name]
+        known = TABLE[key or name]
         parser["help"] = known.help
         examples = examples or known.examples
     if parser.get("description"):
@@ -176,13 +178,13 @@ def add_command(
     name: str,
     *,
     handler: Callable[[argparse.Namespace], int],
-    settings: Sequence[type[Any]] = (),
+    settings: Sequence[type[Any]] | None = None,
     skip: Collection[str] = (),
     **parser: Any,
 ) -> argparse.ArgumentParser:
     """The subcommand ``name`` (``parser`` are :func:`command_parser`'s keywords): a flag
-    for every setting of each class in ``settings`` (but those in ``skip``), and
-    ``handler`` to run it.
+    for every setting of each class in ``settings`` (but those in ``skip``; by default
+    the command's settings in the table), and ``handler`` to run it.
 
     >>> from nlieval.choice import RunConfig
     >>> parser = argparse.ArgumentParser()
@@ -194,6 +196,8 @@ def add_command(
     ('hello', ('snli',))
     """
     p = command_parser(sub, name, **parser)
+    if settings is None:
+        settings = settings_of(parser.get("key") or name)
     for cls in settings:
         add_settings(p, cls, skip=skip)
     p.set_defaults(handler=handler)

@@ -62,15 +62,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     command(
         "stats",
         handler=_cmd_stats,
-        settings=(TasksToRead,),
     )
     command(
         "report",
         handler=_cmd_report,
-        settings=(ReportConfig,),
     )
     command(
         "sci-report",
         handler=cmd_sci_report,
-        settings=(SciReportConfig,),
     )
