@@ -72,7 +72,8 @@ class Command:
     real one), ``settings`` (references to the classes its flags come from, in the
     order ``--help`` lists them), ``words`` (its command line after ``nlieval`` when that
     is not its name: ``("infer", "report")``), and what a block or an output of an
-    experiment file of this name does (None: the file cannot name it so)."""
+    experiment file of this name does (None: the file cannot name it so), and the
+    library function whose text it prints (``function``), when that is all it does."""
 
     group: str | None
     help: str = ""
@@ -81,6 +82,10 @@ class Command:
     words: tuple[str, ...] = ()
     block: Block | None = None
     output: Output | None = None
+    #: the library function ``(config) -> str`` whose text the command prints (or
+    #: writes to its ``--out``), called with its last settings class: a command that
+    #: names one has no code in :mod:`nlieval.cli` (its group's module adds the others)
+    function: str = ""
 
 
 #: Every command, in the order ``nlieval --help`` lists them; after them the commands of
@@ -110,6 +115,7 @@ TABLE: dict[str, Command] = {
             "nlieval stats --task scinli,hans --split all",
         ),
         settings=("data:TasksToRead",),
+        function="data:task_stats",
         # Dataset tables, written in Markdown and LaTeX.
         output=Output("experiments.report:write_stats", ("format",), reads_cells=False),
     ),
@@ -204,6 +210,7 @@ TABLE: dict[str, Command] = {
             "--metrics macro_f1 --reference-by 'files=*hyp*'",
         ),
         settings=("runs:RunFolders", "reports:GridConfig"),
+        function="reports:grid_table",
         output=Output("experiments.report:write_grid", ("runs", "format", "out")),
     ),
     "compare": Command(

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..commands import load
+from ..commands import TABLE, load
 from ..ground import DataError, FolderError
 from .commands import COMMANDS
 from .commands import no_library_bars as _no_library_bars
@@ -116,10 +116,18 @@ def build_parser(groups: Sequence[str] = GROUPS) -> argparse.ArgumentParser:
 
 
 def _add_group(group: str, sub: argparse._SubParsersAction[Any]) -> None:
-    # The group's module adds the commands the table gives it.
+    # A command that prints its library function's text is added from the table alone
+    # (first, in the table's order); the group's module adds the others.
     if group not in GROUPS:
         raise ValueError(f"no command group {group!r}; the groups are {', '.join(GROUPS)}")
-    load(f"cli.{group}:add_commands")(sub)
+    from .args import add_printing
+
+    own = [name for name, c in TABLE.items() if c.group == group]
+    for name in own:
+        if TABLE[name].function:
+            add_printing(sub, name)
+    if any(not TABLE[name].function for name in own):
+        load(f"cli.{group}:add_commands")(sub)
 
 
 def _summary_parser() -> argparse.ArgumentParser:

@@ -8,10 +8,11 @@ import functools
 import textwrap
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import MISSING, Field, fields
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import settings
-from ..commands import TABLE, settings_of
+from ..commands import TABLE, load, settings_of
 from ..settings import UNSET, flag_of, options_of
 from .commands import epilog
 
@@ -230,3 +231,50 @@ def settings_from_args(cls: type[C], args: argparse.Namespace, **extra: Any) -> 
 def _value(value: Any) -> Any:
     # Several values (nargs, append) arrive as a list; settings are frozen: a tuple.
     return tuple(value) if isinstance(value, list) else value
+
+
+def write_or_print(text: str, out: str | None) -> None:
+    """Print ``text``, or write it to the file ``out`` (its folder made) and say so."""
+    from ..runs import atomic_write, make_folder
+
+    if out is None:
+        # A CSV ends in its own newline: no blank line after it.
+        print(text, end="" if text.endswith("\n") else "\n")
+        return
+    path = Path(out)
+    make_folder(path.parent)
+    atomic_write(path, text if text.endswith("\n") else text + "\n", root=path.parent)
+    print(f"written: {path}")
+
+
+def add_printing(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
+    """The command ``name`` of the table that prints what its library function
+    (:attr:`nlieval.commands.Command.function`) returns for its last settings class, or
+    writes it to that class's ``out`` when it has one.
+
+    >>> parser = argparse.ArgumentParser()
+    >>> add_printing(parser.add_subparsers(), "grid")
+    >>> parser.parse_args(["grid", "runs/a", "--rows", "model,k"]).handler.__name__
+    'cmd_grid'
+    """
+    classes = settings_of(name)
+
+    def handler(args: argparse.Namespace) -> int:
+        cls = classes[-1]
+        # A field the class holds without a flag of its own (the run folders of
+        # RunFolders) is the flag of another of the command's classes.
+        own = {
+            f.name: _value(getattr(args, f.name))
+            for f in fields(cls)
+            if flag_of(f) is None and options_of(f) is None and hasattr(args, f.name)
+        }
+        cfg = settings_from_args(cls, args, **own)
+        text = load(TABLE[name].function)(cfg)
+        if hasattr(cfg, "out"):
+            write_or_print(text, cfg.out)
+        else:
+            print(text)
+        return 0
+
+    handler.__name__ = handler.__qualname__ = f"cmd_{name.replace('-', '_')}"
+    add_command(sub, name, handler=handler, settings=classes)
