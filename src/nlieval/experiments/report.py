@@ -151,11 +151,13 @@ def output_options(exp: Experiment, out: Output) -> dict[str, Any]:
                     if m not in named:
                         raise s.error(f"no model {m!r}{suggest(m, sorted(named))}")
     if out.kind == "figure" and "figure" not in values:
+        from ..reports import FIGURES
+
         raise DataError(
             exp.source,
             out.line,
             "figure",
-            "a figure output names its figure (figure: shots, size or dynamics)",
+            f"a figure output names its figure (figure: {_one_of(FIGURES)})",
         )
     if out.kind == "epg" and "scores" not in values:
         raise DataError(
@@ -167,6 +169,15 @@ def output_options(exp: Experiment, out: Output) -> dict[str, Any]:
         )
     _build(exp, out, kind, values)
     return values
+
+
+def _one_of(names: Sequence[str]) -> str:
+    """``names`` as a sentence lists them.
+
+    >>> _one_of(("shots", "size", "dynamics"))
+    'shots, size or dynamics'
+    """
+    return " or ".join(filter(None, (", ".join(names[:-1]), names[-1])))
 
 
 def _required(f: Any) -> bool:
