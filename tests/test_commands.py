@@ -125,3 +125,35 @@ def test_the_figures_an_error_lists_are_the_figures(
         rep.check_outputs(exp)
     with pytest.raises(ValueError, match=r"unknown figure 'nope': shots, size or toy$"):
         nlieval.reports.figure_report("nope", (), tmp_path / "f.png")
+
+
+def test_an_output_of_a_printing_command_writes_its_text(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # write_text: the function's text for the output's cells, in the output's format.
+    # (A name of its own: load keeps what it loaded.)
+    def toy(cfg: Any) -> str:
+        return f"{cfg.format}: {' '.join(cfg.runs)} by {','.join(cfg.by)}"
+
+    monkeypatch.setattr(nlieval.reports, "toy_text", toy, raising=False)
+    entry = commands.Command(
+        None,
+        settings=("reports:BreakdownConfig",),
+        function="reports:toy_text",
+        output=commands.Output("experiments.report:write_text", ("runs", "out")),
+    )
+    monkeypatch.setitem(TABLE, "toy", entry)
+    monkeypatch.setitem(rep.KINDS, "toy", rep._kind("toy"))
+    path = tmp_path / "e.yaml"
+    path.write_text(
+        "models: {m: smollm2-135m}\n"
+        "blocks:\n  base: {command: run, tasks: [smoke]}\n"
+        "matrix: [{block: base, models: [m]}]\n"
+        "outputs:\n  t: {kind: toy, blocks: [base], by: [gold], format: csv}\n"
+    )
+    exp = parse_experiment(path.read_text(), str(path))
+    report = tmp_path / "report"
+    report.mkdir()
+    files, notes = rep._write_output(exp, exp.outputs[0], ("c1", "c2"), report)
+    assert (files, notes) == (["t.csv"], [])
+    assert (report / "t.csv").read_text() == "csv: c1 c2 by gold\n"

@@ -393,6 +393,21 @@ def _write_output(
     return written
 
 
+def write_text(job: Job) -> tuple[list[str], list[str]]:
+    """The text its command's library function (:attr:`nlieval.commands.Command.function`)
+    returns for its cells, in the output's format (its settings class's ``format``,
+    Markdown when it has none): the writer of a command that prints that text."""
+    command = TABLE[job.out.kind]
+    cls = load(command.settings[-1])
+    kw = dict(job.opts)
+    if "runs" in {f.name for f in fields(cls)}:
+        kw["runs"] = job.runs
+    cfg = cls(**kw)
+    name = f"{job.out.name}.{EXTENSIONS[getattr(cfg, 'format', 'md')]}"
+    _write(job.report / name, load(command.function)(cfg))
+    return [name], []
+
+
 def write_grid(job: Job) -> tuple[list[str], list[str]]:
     """The grid of its cells, in Markdown, CSV and LaTeX (the records read once)."""
     from ..analyses import render_grid
