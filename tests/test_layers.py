@@ -30,6 +30,8 @@ FLOORS: dict[str, int] = {
     "types": 0,
     "settings": 0,
     "ground": 0,
+    # The one table of commands: names and references only, loaded by its readers.
+    "commands": 0,
     "data": 1,
     "backends": 1,
     "metrics": 1,
@@ -182,10 +184,42 @@ def test_no_dynamic_imports() -> None:
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute | ast.Name)
                 and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
-                and mod != "nlieval"
+                and mod not in ("nlieval", "nlieval.commands")
             ):
                 bad.append(f"{mod}:{node.lineno}")
     assert not bad, "importlib.import_module outside the package facade: " + ", ".join(bad)
+
+
+def test_the_command_table_refers_only_to_what_its_readers_may_import() -> None:
+    # The table (nlieval.commands) names what lies above it by reference, loaded by its
+    # readers: the same rules hold for a reference as for an import. A settings class
+    # is taken from its room's front door, below every reader that loads it (a block's
+    # and an output's by experiments, floor 5; the others by cli); the writers of blocks
+    # and outputs lie in experiments itself; a group is a module of cli.
+    from nlieval.commands import TABLE
+
+    modules = _modules()
+    bad = []
+    for name, c in TABLE.items():
+        reader = FLOORS["experiments" if c.block or c.output else "cli"]
+        refs = [(r, "settings") for r in c.settings]
+        refs += [(r, "settings") for r in (c.block.classes if c.block else ())]
+        refs += [(r, "writer") for r in ([c.block.write] if c.block else [])]
+        refs += [(r, "writer") for r in ([c.output.write] if c.output else [])]
+        for ref, what in refs:
+            module, _, attr = ref.partition(":")
+            room = module.split(".")[0]
+            if f"nlieval.{module}" not in modules or attr.startswith("_"):
+                bad.append(f"{name}: {ref} is no module's public name")
+            elif what == "settings" and module != room:
+                bad.append(f"{name}: {ref} is not taken from the front door of {room}")
+            elif what == "settings" and FLOORS[room] >= reader:
+                bad.append(f"{name}: {ref} is on floor {FLOORS[room]}, its reader's or above")
+            elif what == "writer" and room != "experiments":
+                bad.append(f"{name}: its writer {ref} is not in experiments")
+        if c.group is not None and f"nlieval.cli.{c.group}" not in modules:
+            bad.append(f"{name}: no module cli.{c.group}")
+    assert not bad, "\n".join(bad)
 
 
 @pytest.mark.parametrize("room", sorted(r for r in FLOORS if (SRC / r).is_dir()))

@@ -585,7 +585,7 @@ def figure_report(
             width=width,
             names=palette,
         )
-    raise ValueError(f"unknown figure {kind!r}: shots, size or dynamics")
+    raise ValueError(f"unknown figure {kind!r}: {', '.join(FIGURES[:-1])} or {FIGURES[-1]}")
 
 
 def _match_positions(ckpts: Sequence[str], table: Mapping[str, float]) -> dict[str, float]:

@@ -291,10 +291,11 @@ def _made(
         if old.is_file():
             old.unlink()
     runs = ("cells/base-m", "cells/other-m") if kind == "compare" else ("cells/base-m",)
+    # A table that reads no cell (stats, logic-table, linking-phrases) is given none.
     if rep.KINDS[kind].reads_cells:
         files, notes = rep._write_output(exp, out, runs, report, inputs, [cell])
-    else:  # a table that reads no cell (stats, logic-table, linking-phrases)
-        files, notes = rep._write_static(exp, out, report), []
+    else:
+        files, notes = rep._write_output(exp, out, (), report)
     written = {f: (report / f).read_bytes() for f in files if (report / f).is_file()}
     if record is not None:
         record += calls.calls

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..commands import TABLE, load
 from ..ground import DataError, FolderError
 from .commands import COMMANDS
 from .commands import no_library_bars as _no_library_bars
@@ -23,7 +24,7 @@ from .commands import no_library_bars as _no_library_bars
 # families behind them, are imported by build_parser and main).
 
 #: Command groups (modules of this package) in the order ``nlieval --help`` lists them.
-GROUPS = tuple(dict.fromkeys(c.group for c in COMMANDS.values()))
+GROUPS = tuple(dict.fromkeys(c.group for c in COMMANDS.values() if c.group is not None))
 
 
 def version_text() -> str:
@@ -115,61 +116,18 @@ def build_parser(groups: Sequence[str] = GROUPS) -> argparse.ArgumentParser:
 
 
 def _add_group(group: str, sub: argparse._SubParsersAction[Any]) -> None:
-    # Each import written out (no import_module): tests/test_layers.py follows them.
-    if group == "run":
-        from . import run
-
-        run.add_commands(sub)
-    elif group == "tasks":
-        from . import tasks
-
-        tasks.add_commands(sub)
-    elif group == "reports":
-        from . import reports
-
-        reports.add_commands(sub)
-    elif group == "analyses":
-        from . import analyses
-
-        analyses.add_commands(sub)
-    elif group == "across":
-        from . import across
-
-        across.add_commands(sub)
-    elif group == "logic":
-        from . import logic
-
-        logic.add_commands(sub)
-    elif group == "build":
-        from . import build
-
-        build.add_commands(sub)
-    elif group == "train":
-        from . import train
-
-        train.add_commands(sub)
-    elif group == "contamination":
-        from . import contamination
-
-        contamination.add_commands(sub)
-    elif group == "generate":
-        from . import generate
-
-        generate.add_commands(sub)
-    elif group == "instruct":
-        from . import instruct
-
-        instruct.add_commands(sub)
-    elif group == "experiment":
-        from . import experiment
-
-        experiment.add_commands(sub)
-    elif group == "view":
-        from . import view
-
-        view.add_commands(sub)
-    else:
+    # A command that prints its library function's text is added from the table alone
+    # (first, in the table's order); the group's module adds the others.
+    if group not in GROUPS:
         raise ValueError(f"no command group {group!r}; the groups are {', '.join(GROUPS)}")
+    from .args import add_printing
+
+    own = [name for name, c in TABLE.items() if c.group == group]
+    for name in own:
+        if TABLE[name].function:
+            add_printing(sub, name)
+    if any(not TABLE[name].function for name in own):
+        load(f"cli.{group}:add_commands")(sub)
 
 
 def _summary_parser() -> argparse.ArgumentParser:
@@ -186,8 +144,9 @@ def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
     # The first word that is not a flag names the command (nlieval's own flags take no
     # value); its group alone is built. No command, or an unknown one: the summary.
     word = next((a for a in argv if not a.startswith("-")), None)
-    if word in COMMANDS:
-        return build_parser([COMMANDS[word].group])
+    group = COMMANDS[word].group if word in COMMANDS else None
+    if group is not None:
+        return build_parser([group])
     return _summary_parser()
 
 

@@ -1,7 +1,8 @@
 """Commands across run folders (no model loaded): ``grid`` (the papers' model x benchmark
-tables), ``compare`` (significance of two runs on the same items), ``breakdown`` (metrics by
-an item field), ``items`` (items with several models' predictions side by side) and
-``figure`` (accuracy vs shots, vs size, training dynamics of several models).
+tables, added from the table of commands alone), ``compare`` (significance of two runs on
+the same items), ``breakdown`` (metrics by an item field), ``items`` (items with several
+models' predictions side by side) and ``figure`` (accuracy vs shots, vs size, training
+dynamics of several models).
 
 Each command's flags are the settings of its configuration class in
 :mod:`nlieval.reports`; a command parses them, calls one function there and prints."""
@@ -11,47 +12,26 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-from pathlib import Path
 
 from ..analyses import comparison_table
+from ..commands import settings_of
 from ..ground import as_format
 from ..reports import (
     FIGURES,
     BreakdownConfig,
     CompareConfig,
     FigureConfig,
-    GridConfig,
     ItemsConfig,
     breakdown_from,
     compare_report,
     figure_from,
-    grid_table,
     items_from,
 )
-from ..runs import RunFolders, atomic_write, make_folder
-from .args import add_command, add_settings, command_parser, settings_from_args
-
-
-def _write_or_print(text: str, out: str | None) -> None:
-    if out is None:
-        # A CSV ends in its own newline: no blank line after it.
-        print(text, end="" if text.endswith("\n") else "\n")
-        return
-    path = Path(out)
-    make_folder(path.parent)
-    atomic_write(path, text if text.endswith("\n") else text + "\n", root=path.parent)
-    print(f"written: {path}")
+from .args import add_command, add_settings, command_parser, settings_from_args, write_or_print
 
 
 def _runs(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(args.runs)
-
-
-def cmd_grid(args: argparse.Namespace) -> int:
-    """Print (or write) the grid table of the folders."""
-    cfg = settings_from_args(GridConfig, args, runs=_runs(args))
-    _write_or_print(grid_table(cfg), cfg.out)
-    return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -60,21 +40,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     rows = compare_report(cfg)
     print(as_format(comparison_table(rows), cfg.format))
     if cfg.json:
-        _write_or_print(json.dumps(rows, indent=2), cfg.json)
+        write_or_print(json.dumps(rows, indent=2), cfg.json)
     return 0
 
 
 def cmd_breakdown(args: argparse.Namespace) -> int:
     """Print metrics by the named fields."""
     cfg = settings_from_args(BreakdownConfig, args, runs=_runs(args))
-    _write_or_print(breakdown_from(cfg), cfg.out)
+    write_or_print(breakdown_from(cfg), cfg.out)
     return 0
 
 
 def cmd_items(args: argparse.Namespace) -> int:
     """Print the items of the folders side by side."""
     cfg = settings_from_args(ItemsConfig, args, runs=_runs(args))
-    _write_or_print(items_from(cfg), cfg.out)
+    write_or_print(items_from(cfg), cfg.out)
     return 0
 
 
@@ -88,45 +68,39 @@ def cmd_figure(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``grid``, ``compare``, ``breakdown``, ``items`` and ``figure``.
+    """Add ``compare``, ``breakdown``, ``items`` and ``figure`` (``grid`` prints what its
+    library function returns: the table adds it).
 
     >>> parser = argparse.ArgumentParser()
     >>> add_commands(parser.add_subparsers(dest="command"))
-    >>> args = parser.parse_args(["grid", "a", "b", "--metrics", "acc_original,acc_majority"])
-    >>> args.rows, args.cols, args.metrics
-    (('model',), ('task',), ('acc_original', 'acc_majority'))
+    >>> args = parser.parse_args(["breakdown", "a", "b", "--by", "genre"])
+    >>> args.runs, args.by
+    (['a', 'b'], ('genre',))
     """
     command = functools.partial(add_command, sub)
-    command(
-        "grid",
-        handler=cmd_grid,
-        settings=(RunFolders, GridConfig),
-    )
-
     p = command_parser(sub, "compare")
     # Positionals: the settings of nlieval.settings are flags only.
     p.add_argument("a", help="run folder A")
     p.add_argument("b", help="run folder B")
-    add_settings(p, CompareConfig)
+    for cls in settings_of("compare"):
+        add_settings(p, cls)
     p.set_defaults(handler=cmd_compare)
 
     command(
         "breakdown",
         handler=cmd_breakdown,
-        settings=(RunFolders, BreakdownConfig),
     )
 
     command(
         "items",
         handler=cmd_items,
-        settings=(RunFolders, ItemsConfig),
     )
 
     p = command_parser(sub, "figure")
     # A positional with choices: the settings of nlieval.settings are flags only.
     p.add_argument("kind", choices=FIGURES)
-    add_settings(p, RunFolders)
-    add_settings(p, FigureConfig)
+    for cls in settings_of("figure"):
+        add_settings(p, cls)
     # Repeatable (action "append"), which a setting's flag cannot be.
     p.add_argument(
         "--baseline",

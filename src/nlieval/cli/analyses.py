@@ -111,37 +111,31 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     command(
         "dynamics",
         handler=cmd_dynamics,
-        settings=(DynamicsConfig,),
     )
 
     command(
         "chaosnli",
         handler=cmd_chaosnli,
-        settings=(ChaosnliConfig,),
     )
 
     command(
         "import",
         handler=cmd_chaosnli_import,
-        settings=(ImportConfig, OutputFolder),
         skip=("progress",),
     )
 
     command(
         "chaosnli-import",
         handler=cmd_chaosnli_import,
-        settings=(ImportConfig, OutputFolder),
         skip=("progress",),
     )
 
     command(
         "chaosnli-score",
         handler=cmd_chaosnli_score,
-        settings=(ChaosnliScoreConfig,),
     )
 
     command(
         "plots",
         handler=cmd_plots,
-        settings=(PlotsConfig,),
     )

@@ -8,11 +8,13 @@ import functools
 import textwrap
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import MISSING, Field, fields
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import settings
+from ..commands import TABLE, load, settings_of
 from ..settings import UNSET, flag_of, options_of
-from .commands import COMMANDS, epilog
+from .commands import epilog
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -142,13 +144,14 @@ def command_parser(
     sub: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
     *,
+    key: str | None = None,
     examples: Sequence[str] = (),
     **parser: Any,
 ) -> argparse.ArgumentParser:
     """The parser of the subcommand ``name`` (``parser`` are :meth:`add_parser`'s
-    keywords). A command of :data:`~nlieval.cli.commands.COMMANDS` given no ``help``
-    takes its help line and examples from there; ``examples`` (a subcommand's own) end
-    its ``--help`` as they are written.
+    keywords). A command of the table (:data:`nlieval.commands.TABLE`, under ``key``,
+    by default ``name``) given no ``help`` takes its help line and examples from there;
+    ``examples`` (a subcommand's own) end its ``--help`` as they are written.
 
     >>> parser = argparse.ArgumentParser(prog="nlieval")
     >>> p = command_parser(parser.add_subparsers(), "tasks")
@@ -157,7 +160,7 @@ def command_parser(
       nlieval tasks
     """
     if "help" not in parser:
-        known = COMMANDS[name]
+        known = TABLE[key or name]
         parser["help"] = known.help
         examples = examples or known.examples
     if parser.get("description"):
@@ -176,13 +179,13 @@ def add_command(
     name: str,
     *,
     handler: Callable[[argparse.Namespace], int],
-    settings: Sequence[type[Any]] = (),
+    settings: Sequence[type[Any]] | None = None,
     skip: Collection[str] = (),
     **parser: Any,
 ) -> argparse.ArgumentParser:
     """The subcommand ``name`` (``parser`` are :func:`command_parser`'s keywords): a flag
-    for every setting of each class in ``settings`` (but those in ``skip``), and
-    ``handler`` to run it.
+    for every setting of each class in ``settings`` (but those in ``skip``; by default
+    the command's settings in the table), and ``handler`` to run it.
 
     >>> from nlieval.choice import RunConfig
     >>> parser = argparse.ArgumentParser()
@@ -194,6 +197,8 @@ def add_command(
     ('hello', ('snli',))
     """
     p = command_parser(sub, name, **parser)
+    if settings is None:
+        settings = settings_of(parser.get("key") or name)
     for cls in settings:
         add_settings(p, cls, skip=skip)
     p.set_defaults(handler=handler)
@@ -226,3 +231,50 @@ def settings_from_args(cls: type[C], args: argparse.Namespace, **extra: Any) -> 
 def _value(value: Any) -> Any:
     # Several values (nargs, append) arrive as a list; settings are frozen: a tuple.
     return tuple(value) if isinstance(value, list) else value
+
+
+def write_or_print(text: str, out: str | None) -> None:
+    """Print ``text``, or write it to the file ``out`` (its folder made) and say so."""
+    from ..runs import atomic_write, make_folder
+
+    if out is None:
+        # A CSV ends in its own newline: no blank line after it.
+        print(text, end="" if text.endswith("\n") else "\n")
+        return
+    path = Path(out)
+    make_folder(path.parent)
+    atomic_write(path, text if text.endswith("\n") else text + "\n", root=path.parent)
+    print(f"written: {path}")
+
+
+def add_printing(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str) -> None:
+    """The command ``name`` of the table that prints what its library function
+    (:attr:`nlieval.commands.Command.function`) returns for its last settings class, or
+    writes it to that class's ``out`` when it has one.
+
+    >>> parser = argparse.ArgumentParser()
+    >>> add_printing(parser.add_subparsers(), "grid")
+    >>> parser.parse_args(["grid", "runs/a", "--rows", "model,k"]).handler.__name__
+    'cmd_grid'
+    """
+    classes = settings_of(name)
+
+    def handler(args: argparse.Namespace) -> int:
+        cls = classes[-1]
+        # A field the class holds without a flag of its own (the run folders of
+        # RunFolders) is the flag of another of the command's classes.
+        own = {
+            f.name: _value(getattr(args, f.name))
+            for f in fields(cls)
+            if flag_of(f) is None and options_of(f) is None and hasattr(args, f.name)
+        }
+        cfg = settings_from_args(cls, args, **own)
+        text = load(TABLE[name].function)(cfg)
+        if hasattr(cfg, "out"):
+            write_or_print(text, cfg.out)
+        else:
+            print(text)
+        return 0
+
+    handler.__name__ = handler.__qualname__ = f"cmd_{name.replace('-', '_')}"
+    add_command(sub, name, handler=handler, settings=classes)

@@ -32,7 +32,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "contamination",
         description=__doc__.splitlines()[0] if __doc__ else None,
         handler=run_contamination,
-        settings=(cont.ContaminationConfig,),
     )
 
 

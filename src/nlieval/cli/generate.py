@@ -14,7 +14,7 @@ import sys
 
 from ..backends import ChatModel
 from ..metainference import GenerateConfig, format_summary, generate_items
-from ..runs import RECORDS, OutputFolder
+from ..runs import RECORDS
 from .args import add_command, settings_from_args
 
 
@@ -31,7 +31,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         sub,
         "generate",
         handler=cmd_generate,
-        settings=(GenerateConfig, ChatModel, OutputFolder),
         skip=("device_map", "max_memory", "prefix_attention"),
     )
 

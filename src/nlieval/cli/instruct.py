@@ -12,7 +12,7 @@ import dataclasses
 import sys
 from typing import Any
 
-from ..runs import OutputFolder, RunError, instruct_table, run_timing
+from ..runs import RunError, instruct_table, run_timing
 from ..sci import InstructConfig, instruct_backend, run_instruct
 from .args import add_command, settings_from_args
 
@@ -85,6 +85,5 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "with different exemplar sets (zero-shot is run once: the runs would repeat it). "
         "Answers that name no class are kept, counted and scored wrong.",
         handler=cmd_instruct,
-        settings=(InstructConfig, OutputFolder),
         skip=("device_map", "max_memory", "prefix_attention"),
     )

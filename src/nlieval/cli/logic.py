@@ -44,13 +44,7 @@ def _add_logic(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = command_parser(sub, "logic")
     lsub = p.add_subparsers(dest="logic_command", required=True)
     command = functools.partial(add_command, lsub)
-    command(
-        "table",
-        help="every built-in relation under every reading",
-        examples=("nlieval logic table --no-formulas", "nlieval logic table --format json"),
-        handler=_cmd_table,
-        settings=(LogicTableConfig,),
-    )
+    command("table", key="logic-table", handler=_cmd_table)
     command(
         "check",
         help="one meta-inference, e.g. 'Eab & Ebc -> Eac'",
@@ -77,30 +71,8 @@ def _add_infer(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = command_parser(sub, "infer")
     isub = p.add_subparsers(dest="infer_command", required=True)
     command = functools.partial(add_command, isub)
-    command(
-        "build",
-        help="build inferred items from a labelled NLI task",
-        examples=(
-            "nlieval infer build --task snli --limit 100 --max-per-pattern 25 "
-            "--out runs/infer-snli",
-            "nlieval run --model smollm2-135m --task runs/infer-snli/task.yaml --shots 0 "
-            "--out runs/infer-smol",
-        ),
-        handler=_cmd_build,
-        settings=(InferBuildConfig,),
-        skip=("progress",),
-    )
-    command(
-        "report",
-        help="consistency of a run's predictions on inferred items",
-        examples=(
-            "nlieval infer report runs/infer-smol --items runs/infer-snli",
-            "nlieval infer report runs/infer-smol --items runs/infer-snli "
-            "--source-run runs/smol-snli --format json",
-        ),
-        handler=_cmd_report,
-        settings=(InferReportConfig,),
-    )
+    command("build", key="infer-build", handler=_cmd_build, skip=("progress",))
+    command("report", key="infer-report", handler=_cmd_report)
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -1,5 +1,6 @@
-"""Commands that read tasks or saved run folders and load no model: ``stats``, ``report``
-and ``sci-report`` (``tasks`` is :mod:`nlieval.cli.tasks`).
+"""Commands that read tasks or saved run folders and load no model: ``report`` and
+``sci-report`` (``stats`` is added from the table of commands alone, ``tasks`` is
+:mod:`nlieval.cli.tasks`).
 
 :func:`add_commands` adds them to the main parser's subcommands; each subparser carries its
 handler as ``handler`` (a function of the parsed arguments returning an exit code).
@@ -11,16 +12,10 @@ import argparse
 import functools
 import sys
 
-from ..data import TasksToRead, task_stats
 from ..ground import as_format
 from ..reports import ReportConfig, report
 from ..sci import SciReportConfig, sci_report
 from .args import add_command, settings_from_args
-
-
-def _cmd_stats(args: argparse.Namespace) -> int:
-    print(task_stats(settings_from_args(TasksToRead, args)))
-    return 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -51,7 +46,8 @@ def cmd_sci_report(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``stats``, ``report`` and ``sci-report``.
+    """``report`` and ``sci-report`` (``stats`` prints what its library function returns:
+    the table adds it).
 
     >>> parser = argparse.ArgumentParser()
     >>> add_commands(parser.add_subparsers(dest="command"))
@@ -60,17 +56,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     """
     command = functools.partial(add_command, sub)
     command(
-        "stats",
-        handler=_cmd_stats,
-        settings=(TasksToRead,),
-    )
-    command(
         "report",
         handler=_cmd_report,
-        settings=(ReportConfig,),
     )
     command(
         "sci-report",
         handler=cmd_sci_report,
-        settings=(SciReportConfig,),
     )

@@ -7,7 +7,7 @@ import sys
 
 from ..backends import ServerError
 from ..choice import RunConfig, run
-from ..runs import OutputFolder, metrics_table, run_timing
+from ..runs import metrics_table, run_timing
 from .args import add_command, settings_from_args
 
 
@@ -16,7 +16,6 @@ def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         sub,
         "run",
         handler=_cmd_run,
-        settings=(RunConfig, OutputFolder),
     )
 
 

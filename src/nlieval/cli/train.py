@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..runs import OutputFolder
 from ..sci import TrainConfig, format_results, train_classifier
 from .args import add_command, settings_from_args
 
@@ -39,5 +38,4 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         sub,
         "train",
         handler=cmd_train,
-        settings=(TrainConfig, OutputFolder),
     )

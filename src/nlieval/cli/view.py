@@ -4,9 +4,7 @@ folder that opens from ``file://``, and with ``--serve`` served on 127.0.0.1."""
 from __future__ import annotations
 
 import argparse
-import functools
 
-from ..runs import RunFolders
 from ..view import ViewConfig, build_site, serve
 from .args import add_command, settings_from_args
 
@@ -36,4 +34,4 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     >>> args.runs, args.out, args.serve, args.host
     (['runs/a', 'runs/b'], 'site', True, '127.0.0.1')
     """
-    functools.partial(add_command, sub)("view", handler=cmd_view, settings=(RunFolders, ViewConfig))
+    add_command(sub, "view", handler=cmd_view)

@@ -1,5 +1,6 @@
-"""The commands a block may name, each with the settings classes its flags come from and
-the library function that writes its folder (the one its ``nlieval`` command calls).
+"""The commands a block may name (those of the one table, :data:`nlieval.commands.TABLE`,
+with a ``block``), each with the settings classes its flags come from and the function
+that writes a cell's folder (calling the library function its ``nlieval`` command calls).
 
 A block's settings are exactly the fields of those classes (the flag's name without
 ``--``, with ``_``: ``batch_size``, ``save_prompts``); :func:`build_config` builds the
@@ -25,12 +26,21 @@ from dataclasses import MISSING, Field, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from ..commands import BLOCKS, TABLE, Block, load
 from ..ground import DataError
 from ..settings import UNSET, flag_of, from_flat_dict, options_of
 from .spec import Setting, suggest
 
 #: The fields a cell's folder sets itself: never a block's setting.
 DRIVER_FIELDS = ("out", "overwrite", "progress")
+
+
+def _block(name: str) -> Block:
+    # What a block of command `name` runs, from the one table (KeyError: none such).
+    block = TABLE[name].block if name in BLOCKS else None
+    if block is None:
+        raise KeyError(name)
+    return block
 
 
 @dataclass(frozen=True)
@@ -46,25 +56,30 @@ class Command:
     model_field: str | None = "model"
 
 
-def _run(configs: Sequence[Any], out: Path) -> None:
+def write_run(configs: Sequence[Any], out: Path) -> None:
+    """A cell of ``run``: the run folder of :func:`nlieval.choice.run`."""
     from ..choice import run
 
     run(configs[0], out, progress=False)
 
 
-def _instruct(configs: Sequence[Any], out: Path) -> None:
+def write_instruct(configs: Sequence[Any], out: Path) -> None:
+    """A cell of ``instruct``: the run folder of :func:`nlieval.sci.run_instruct`."""
     from ..sci import run_instruct
 
     run_instruct(configs[0], out, progress=False)
 
 
-def _train(configs: Sequence[Any], out: Path) -> None:
+def write_train(configs: Sequence[Any], out: Path) -> None:
+    """A cell of ``train``: the folder of :func:`nlieval.sci.train_classifier`, resumed."""
     from ..sci import train_classifier
 
     train_classifier(dataclasses.replace(configs[0], out=str(out)), progress=False, resume=True)
 
 
-def _generate(configs: Sequence[Any], out: Path) -> None:
+def write_generate(configs: Sequence[Any], out: Path) -> None:
+    """A cell of ``generate``: the task folder of
+    :func:`nlieval.metainference.generate_items` (RunError: premises left to answer)."""
     from ..metainference import generate_items
     from ..runs import RunError
 
@@ -74,20 +89,26 @@ def _generate(configs: Sequence[Any], out: Path) -> None:
         raise RunError(f"stopped: {summary['stopped']}")
 
 
-def _import(configs: Sequence[Any], out: Path) -> None:
+def write_import(configs: Sequence[Any], out: Path) -> None:
+    """A cell of ``import``: the run folder of
+    :func:`nlieval.analyses.import_predictions`."""
     from ..analyses import import_predictions
 
     import_predictions(configs[0], out)
 
 
-def _infer_build(configs: Sequence[Any], out: Path) -> None:
+def write_infer_build(configs: Sequence[Any], out: Path) -> None:
+    """A cell of ``infer-build``: the items of
+    :func:`nlieval.metainference.build_inferred`."""
     from ..metainference import build_inferred
 
     # The items are a function of the settings: a cell cut short writes them again whole.
     build_inferred(dataclasses.replace(configs[0], out=str(out), overwrite=True))
 
 
-def _contamination(configs: Sequence[Any], out: Path) -> None:
+def write_contamination(configs: Sequence[Any], out: Path) -> None:
+    """A cell of ``contamination``: the per-item scores of the scan
+    (:data:`SCORES`)."""
     from ..contamination import contamination_report
     from ..runs import make_folder
 
@@ -101,59 +122,17 @@ def _contamination(configs: Sequence[Any], out: Path) -> None:
 SCORES = "scores.jsonl"
 
 
-def _classes(name: str) -> tuple[type[Any], ...]:
-    # Imported when a block names the command: each family loads its own libraries.
-    if name == "run":
-        from ..choice import RunConfig
-
-        return (RunConfig,)
-    if name == "instruct":
-        from ..sci import InstructConfig
-
-        return (InstructConfig,)
-    if name == "train":
-        from ..sci import TrainConfig
-
-        return (TrainConfig,)
-    if name == "generate":
-        from ..backends import ChatModel
-        from ..metainference import GenerateConfig
-
-        return (ChatModel, GenerateConfig)
-    if name == "import":
-        from ..analyses import ImportConfig
-
-        return (ImportConfig,)
-    if name == "contamination":
-        from ..contamination import ContaminationConfig
-
-        return (ContaminationConfig,)
-    if name == "infer-build":
-        from ..metainference import InferBuildConfig
-
-        return (InferBuildConfig,)
-    raise KeyError(name)
-
-
-_EXECUTE: dict[str, Callable[[Sequence[Any], Path], None]] = {
-    "run": _run,
-    "instruct": _instruct,
-    "train": _train,
-    "generate": _generate,
-    "import": _import,
-    "infer-build": _infer_build,
-    "contamination": _contamination,
-}
-
-#: The commands that take no model: a cell per matrix entry (and axis value).
-MODELLESS = ("infer-build", "contamination")
+#: The commands a block may name (each a command of the table with a ``block``).
+COMMAND_NAMES = BLOCKS
 
 #: A setting without which a block of the command makes no cell (the file leaves that
 #: part of the study out until it is given, e.g. ``--set contamination.corpus=PATH``).
-OPTIONAL_INPUT = {"contamination": ("corpus", "scores")}
+OPTIONAL_INPUT = {n: _block(n).optional_input for n in BLOCKS if _block(n).optional_input}
 
-#: The commands a block may name.
-COMMAND_NAMES = tuple(_EXECUTE)
+
+def _classes(name: str) -> tuple[type[Any], ...]:
+    # Imported when a block names the command: each family loads its own libraries.
+    return tuple(load(ref) for ref in _block(name).classes)
 
 
 def command(name: str) -> Command:
@@ -162,7 +141,8 @@ def command(name: str) -> Command:
     >>> command("run").classes[0].__name__
     'RunConfig'
     """
-    return Command(name, _classes(name), _EXECUTE[name], None if name in MODELLESS else "model")
+    block = _block(name)
+    return Command(name, _classes(name), load(block.write), block.model_field)
 
 
 def _fields(cls: type[Any]) -> Iterator[tuple[Field[Any], bool]]:

@@ -13,6 +13,7 @@ which figure with ``figure: shots`` (``size``, ``dynamics``).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -21,6 +22,7 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from ..commands import OUTPUTS, TABLE, load
 from ..ground import DataError, check_inside
 from ..runs import atomic_write, make_folder
 from ..settings import UNSET, flag_of, from_flat_dict
@@ -34,7 +36,9 @@ REPORT = "report"
 
 @dataclass(frozen=True)
 class Kind:
-    """An output kind: its settings class and the fields the report sets itself."""
+    """An output kind: its settings class, the fields the report sets itself, and the
+    function that writes its files (a reference, :func:`nlieval.commands.load`), as the
+    table declares them with its command."""
 
     name: str
     cls: Callable[[], type[Any]]
@@ -42,97 +46,30 @@ class Kind:
     #: False: the output reads data files or the library alone (a dataset table, a list
     #: of phrases, the logic table), so it is written whatever its blocks' cells are.
     reads_cells: bool = True
+    write: str = ""
 
 
-def _grid() -> type[Any]:
-    from ..reports import GridConfig
-
-    return GridConfig
-
-
-def _figure() -> type[Any]:
-    from ..reports import FigureConfig
-
-    return FigureConfig
+def _kind(name: str) -> Kind:
+    command = TABLE[name]
+    spec = command.output
+    if spec is None:
+        raise KeyError(name)
+    # Loaded when an output of the kind is checked: each family loads its own libraries.
+    cls = functools.partial(load, command.settings[-1])
+    return Kind(name, cls, spec.own, spec.reads_cells, spec.write)
 
 
-def _compare() -> type[Any]:
-    from ..reports import CompareConfig
-
-    return CompareConfig
-
-
-def _breakdown() -> type[Any]:
-    from ..reports import BreakdownConfig
-
-    return BreakdownConfig
-
-
-def _items() -> type[Any]:
-    from ..reports import ItemsConfig
-
-    return ItemsConfig
-
-
-def _chaosnli() -> type[Any]:
-    from ..analyses import ChaosnliConfig
-
-    return ChaosnliConfig
-
-
-def _dynamics() -> type[Any]:
-    from ..analyses import DynamicsConfig
-
-    return DynamicsConfig
-
-
-def _chaosnli_figure() -> type[Any]:
-    from ..analyses import ChaosnliFigureConfig
-
-    return ChaosnliFigureConfig
-
-
-def _sci() -> type[Any]:
-    from ..sci import SciReportConfig
-
-    return SciReportConfig
-
-
-def _infer_report() -> type[Any]:
-    from ..metainference import InferReportConfig
-
-    return InferReportConfig
-
-
-def _stats() -> type[Any]:
-    from ..data import TasksToRead
-
-    return TasksToRead
-
-
-def _linking_phrases() -> type[Any]:
-    from ..sci import LinkingPhrasesConfig
-
-    return LinkingPhrasesConfig
-
-
-def _logic_table() -> type[Any]:
-    from ..metainference import LogicTableConfig
-
-    return LogicTableConfig
-
+#: The kinds of output, by name.
+KINDS: dict[str, Kind] = {name: _kind(name) for name in OUTPUTS}
 
 #: The options of an output that name blocks (their cells' folders), by kind: an
 #: ``infer-report`` reads the inferred items of its ``items`` block's one cell and the
 #: source items' run of the same model in its ``sources`` block.
-BLOCK_OPTIONS = {"infer-report": ("items", "sources"), "epg": ("scores",)}
-
-
-def _epg() -> type[Any]:
-    from ..contamination import ContaminationConfig
-
-    return ContaminationConfig
-
+BLOCK_OPTIONS = {
+    name: spec.block_options
+    for name in OUTPUTS
+    if (spec := TABLE[name].output) is not None and spec.block_options
+}
 
 #: Why an output is not written when a block it reads makes no cell.
 LEFT_OUT = (
@@ -140,46 +77,22 @@ LEFT_OUT = (
     "corpus, not given: see the file's comments)"
 )
 
-#: The kinds of output, by name.
-KINDS: dict[str, Kind] = {
-    k.name: k
-    for k in (
-        Kind("grid", _grid, ("runs", "format", "out")),
-        Kind("figure", _figure, ("kind", "runs", "out", "baseline", "positions")),
-        Kind("compare", _compare, ("a", "b", "json")),
-        Kind("breakdown", _breakdown, ("runs", "format", "out")),
-        Kind("items", _items, ("runs", "out")),
-        # `write` puts chaosnli.json into the first cell: the report writes its own.
-        Kind("chaosnli", _chaosnli, ("runs", "out", "write")),
-        Kind("dynamics", _dynamics, ("run", "plot", "entropy_plot")),
-        # Figures from the ChaosNLI records: accuracy by human-label entropy, or the final
-        # models' divergence with its chance, human and reference lines.
-        # `against` is the all-correct subset's label, which no figure draws: refused.
-        Kind(
-            "chaosnli-figure",
-            _chaosnli_figure,
-            ("runs", "out", "write", "plot", "format", "against"),
-        ),
-        Kind("sci-report", _sci, ("runs", "plot_dir", "json")),
-        Kind("infer-report", _infer_report, ("run", "items", "source_run", "format")),
-        # Dataset tables (`nlieval stats`), the linking phrases of distant supervision and
-        # the readings' logic table: each written in Markdown and LaTeX.
-        Kind("stats", _stats, ("format",), reads_cells=False),
-        Kind("linking-phrases", _linking_phrases, ("format",), reads_cells=False),
-        Kind("logic-table", _logic_table, ("format",), reads_cells=False),
-        Kind(
-            "epg",
-            _epg,
-            # An epg output reads the scores of its `scores` block: the scan's own settings
-            # are that block's.
-            (
-                *("corpus", "tasks", "n", "tokenizer", "text_field", "fmt", "workers", "ray"),
-                *("shard_mb", "out", "scores", "run", "plot", "limit", "sample", "split"),
-                *("sample_seed", "balanced_limit", "data_dir"),
-            ),
-        ),
-    )
-}
+
+@dataclass(frozen=True)
+class Job:
+    """What the writer of an output (:attr:`Kind.write`) is given: the experiment, the
+    output, its options read as its command's flags, the folders of its done cells, the
+    report's folder, the done cells of each block an option names, its done cells, and
+    the models of every cell (a model keeps its colour and marker in every figure)."""
+
+    exp: Experiment
+    out: Output
+    opts: dict[str, Any]
+    runs: tuple[str, ...]
+    report: Path
+    inputs: dict[str, list[Cell]]
+    ready: Sequence[Cell]
+    palette: Sequence[str]
 
 
 #: The file extension of each table format (``format`` of an output that writes one
@@ -238,11 +151,13 @@ def output_options(exp: Experiment, out: Output) -> dict[str, Any]:
                     if m not in named:
                         raise s.error(f"no model {m!r}{suggest(m, sorted(named))}")
     if out.kind == "figure" and "figure" not in values:
+        from ..reports import FIGURES
+
         raise DataError(
             exp.source,
             out.line,
             "figure",
-            "a figure output names its figure (figure: shots, size or dynamics)",
+            f"a figure output names its figure (figure: {_one_of(FIGURES)})",
         )
     if out.kind == "epg" and "scores" not in values:
         raise DataError(
@@ -254,6 +169,15 @@ def output_options(exp: Experiment, out: Output) -> dict[str, Any]:
         )
     _build(exp, out, kind, values)
     return values
+
+
+def _one_of(names: Sequence[str]) -> str:
+    """``names`` as a sentence lists them.
+
+    >>> _one_of(("shots", "size", "dynamics"))
+    'shots, size or dynamics'
+    """
+    return " or ".join(filter(None, (", ".join(names[:-1]), names[-1])))
 
 
 def _required(f: Any) -> bool:
@@ -364,7 +288,7 @@ def write_report(exp: Experiment, cells: Sequence[Cell], folder: Path, done: set
         missing = [c.name for c in own if c.name not in done]
         kind = KINDS.get(out.kind)
         if kind is not None and not kind.reads_cells:
-            files = _write_static(exp, out, report)
+            files, _ = _write_output(exp, out, (), report)
             written += [str(Path(REPORT) / f) for f in files]
             index += [f"- [{f}]({f})" for f in files] + [""]
             continue
@@ -462,182 +386,311 @@ def _write_output(
     ready: Sequence[Cell] = (),
     palette: Sequence[str] = (),
 ) -> tuple[list[str], list[str]]:
+    # The writer the table declares with the output's command.
     opts = output_options(exp, out)
-    name = out.name
+    job = Job(exp, out, opts, runs, report, inputs or {}, ready, palette)
+    written: tuple[list[str], list[str]] = load(KINDS[out.kind].write)(job)
+    return written
+
+
+def write_text(job: Job) -> tuple[list[str], list[str]]:
+    """The text its command's library function (:attr:`nlieval.commands.Command.function`)
+    returns for its cells, in the output's format (its settings class's ``format``,
+    Markdown when it has none): the writer of a command that prints that text."""
+    command = TABLE[job.out.kind]
+    cls = load(command.settings[-1])
+    kw = dict(job.opts)
+    if "runs" in {f.name for f in fields(cls)}:
+        kw["runs"] = job.runs
+    cfg = cls(**kw)
+    name = f"{job.out.name}.{EXTENSIONS[getattr(cfg, 'format', 'md')]}"
+    _write(job.report / name, load(command.function)(cfg))
+    return [name], []
+
+
+def write_grid(job: Job) -> tuple[list[str], list[str]]:
+    """The grid of its cells, in Markdown, CSV and LaTeX (the records read once)."""
+    from ..analyses import render_grid
+    from ..reports import GridConfig, grid_of
+
+    opts = job.opts
+    runs = job.runs
+    report = job.report
+    name = job.out.name
+    files: list[str] = []
+    grid_cfg = GridConfig(runs=runs, **opts)
+    g = grid_of(grid_cfg)  # the records read once, written in each format
+    for fmt in ("md", "csv", "latex"):
+        ext = EXTENSIONS[fmt]
+        text = render_grid(g, fmt, percent=grid_cfg.percent, digits=grid_cfg.digits)
+        _write(report / f"{name}.{ext}", text)
+        files.append(f"{name}.{ext}")
+    return files, []
+
+
+def write_figure(job: Job) -> tuple[list[str], list[str]]:
+    """The figure it names (``figure:``), in PNG and PDF from the one drawing."""
+    from ..reports import FigureConfig, figure_from
+
+    opts = job.opts
+    runs = job.runs
+    report = job.report
+    palette = job.palette
+    name = job.out.name
+    files: list[str] = []
+    kind = opts.pop("figure")
+    first, *more = (report / f"{name}.{ext}" for ext in FIGURE_FORMATS)
+    figure_from(
+        FigureConfig(kind=kind, runs=runs, out=str(first), **opts),
+        palette=palette,
+        also=more,
+    )
+    files += [f"{name}.{ext}" for ext in FIGURE_FORMATS]
+    return files, []
+
+
+def write_compare(job: Job) -> tuple[list[str], list[str]]:
+    """The tests of its two cells: a table in its format, and the rows as JSON."""
+    from ..analyses import comparison_table
+    from ..ground import as_format
+    from ..reports import CompareConfig, compare_report
+
+    exp = job.exp
+    out = job.out
+    opts = job.opts
+    runs = job.runs
+    report = job.report
+    name = job.out.name
+    files: list[str] = []
+    if len(runs) != 2:
+        raise DataError(
+            exp.source,
+            out.line,
+            "blocks",
+            f"a compare output reads 2 cells, its blocks have {len(runs)}",
+        )
+    compare_cfg = CompareConfig(a=runs[0], b=runs[1], **opts)
+    rows = compare_report(compare_cfg)
+    table = f"{name}.{EXTENSIONS[compare_cfg.format]}"
+    _write(report / table, as_format(comparison_table(rows), compare_cfg.format))
+    _write(report / f"{name}.json", json.dumps(rows, indent=2, sort_keys=True, default=str))
+    files += [table, f"{name}.json"]
+    return files, []
+
+
+def write_breakdown(job: Job) -> tuple[list[str], list[str]]:
+    """The metrics of its cells by item field, in Markdown and CSV."""
+    from ..reports import BreakdownConfig, breakdown_from
+
+    opts = job.opts
+    runs = job.runs
+    report = job.report
+    name = job.out.name
+    files: list[str] = []
+    for fmt in ("md", "csv"):
+        text = breakdown_from(BreakdownConfig(runs=runs, **opts), fmt)
+        _write(report / f"{name}.{fmt}", text)
+        files.append(f"{name}.{fmt}")
+    return files, []
+
+
+def write_items(job: Job) -> tuple[list[str], list[str]]:
+    """Its cells' items side by side (items a study names that no cell scored: a note)."""
+    from ..reports import ItemsConfig, items_from
+
+    opts = job.opts
+    runs = job.runs
+    report = job.report
+    name = job.out.name
     files: list[str] = []
     notes: list[str] = []
-    if out.kind == "grid":
-        from ..analyses import render_grid
-        from ..reports import GridConfig, grid_of
-
-        grid_cfg = GridConfig(runs=runs, **opts)
-        g = grid_of(grid_cfg)  # the records read once, written in each format
-        for fmt in ("md", "csv", "latex"):
-            ext = EXTENSIONS[fmt]
-            text = render_grid(g, fmt, percent=grid_cfg.percent, digits=grid_cfg.digits)
-            _write(report / f"{name}.{ext}", text)
-            files.append(f"{name}.{ext}")
-    elif out.kind == "figure":
-        from ..reports import FigureConfig, figure_from
-
-        kind = opts.pop("figure")
-        first, *more = (report / f"{name}.{ext}" for ext in FIGURE_FORMATS)
-        figure_from(
-            FigureConfig(kind=kind, runs=runs, out=str(first), **opts),
-            palette=palette,
-            also=more,
-        )
-        files += [f"{name}.{ext}" for ext in FIGURE_FORMATS]
-    elif out.kind == "compare":
-        from ..analyses import comparison_table
-        from ..ground import as_format
-        from ..reports import CompareConfig, compare_report
-
-        if len(runs) != 2:
-            raise DataError(
-                exp.source,
-                out.line,
-                "blocks",
-                f"a compare output reads 2 cells, its blocks have {len(runs)}",
-            )
-        compare_cfg = CompareConfig(a=runs[0], b=runs[1], **opts)
-        rows = compare_report(compare_cfg)
-        table = f"{name}.{EXTENSIONS[compare_cfg.format]}"
-        _write(report / table, as_format(comparison_table(rows), compare_cfg.format))
-        _write(report / f"{name}.json", json.dumps(rows, indent=2, sort_keys=True, default=str))
-        files += [table, f"{name}.json"]
-    elif out.kind == "breakdown":
-        from ..reports import BreakdownConfig, breakdown_from
-
-        for fmt in ("md", "csv"):
-            text = breakdown_from(BreakdownConfig(runs=runs, **opts), fmt)
-            _write(report / f"{name}.{fmt}", text)
-            files.append(f"{name}.{fmt}")
-    elif out.kind == "items":
-        from ..reports import ItemsConfig, items_from
-
-        items_cfg = ItemsConfig(runs=runs, **opts)
-        table = f"{name}.{EXTENSIONS[items_cfg.format]}"
-        try:
-            text = items_from(items_cfg)
-        except ValueError as err:
-            # The items a study names (its Table 2) that the cells did not score (a run
-            # with --set limit=N): said in the index, not a failed report.
-            if not items_cfg.ids or not str(err).startswith("--ids: no record"):
-                raise
-            notes.append(f"not written: {err} in its cells (a run of fewer items?)")
-        else:
-            _write(report / table, text)
-            files.append(table)
-    elif out.kind == "chaosnli":
-        from ..analyses import ChaosnliConfig, chaosnli, chaosnli_scores
-        from ..ground import as_format
-
-        chaos_cfg = ChaosnliConfig(runs=runs, out=str(report / name), **opts)
-        found = chaosnli_scores(chaos_cfg)
-        if found is None:
-            notes.append("no ChaosNLI records in its cells")
-        else:
-            result, path = found
-            table = f"{name}.{EXTENSIONS[chaos_cfg.format]}"
-            _write(report / table, as_format(chaosnli.format_report(result), chaos_cfg.format))
-            files.append(table)
-            if path is not None:  # written: out= names the report folder
-                files.append(str(path.relative_to(report)))
-    elif out.kind == "dynamics":
-        from ..analyses import DynamicsConfig, dynamics_of, format_dynamics
-        from ..ground import as_format
-
-        for run in runs:
-            cell = Path(run).name
-            cfg = DynamicsConfig(
-                run=run,
-                plot=str(report / f"{name}-{cell}.png"),
-                entropy_plot=str(report / f"{name}-{cell}-entropy.png"),
-                **opts,
-            )
-            # Drawn once, saved as PNG and PDF as every figure of the report.
-            result = dynamics_of(cfg, also=FIGURE_FORMATS[1:])
-            table = f"{name}-{cell}.{EXTENSIONS[cfg.format]}"
-            _write(report / table, as_format(format_dynamics(result["rows"]), cfg.format))
-            files.append(table)
-            files += [str(Path(p).relative_to(report)) for p in result["written"]]
-            notes += list(result["skipped"])
-    elif out.kind == "chaosnli-figure":
-        from ..analyses import ChaosnliFigureConfig, chaosnli_figure
-
-        first, *more = (report / f"{name}.{ext}" for ext in FIGURE_FORMATS)
-        drawn = chaosnli_figure(
-            ChaosnliFigureConfig(runs=runs, plot=str(first), **opts), palette, also=more
-        )
-        if drawn is None:
-            notes.append("no ChaosNLI records in its cells")
-        else:
-            files += [f"{name}.{ext}" for ext in FIGURE_FORMATS]
-    elif out.kind == "epg":
-        from ..contamination import ContaminationConfig, contamination_report, format_epg
-        from .commands import SCORES
-
-        scans = (inputs or {}).get("scores", [])
-        if len(scans) != 1:
-            notes.append(f"block {opts['scores']} has {len(scans)} cells, not 1: no EPG")
-        else:
-            scores = str(report.parent / "cells" / scans[0].name / SCORES)
-            kw = {k: v for k, v in opts.items() if k != "scores"}
-            first, *more = (report / f"{name}.{ext}" for ext in FIGURE_FORMATS)
-            got = contamination_report(
-                ContaminationConfig(scores=scores, run=runs, plot=str(first), **kw), also=more
-            )
-            _write(report / f"{name}.md", format_epg(got["epg"]))
-            files += [f"{name}.md", *(f"{name}.{ext}" for ext in FIGURE_FORMATS)]
-    elif out.kind == "infer-report":
-        files, notes = _infer_report_files(exp, out, opts, inputs or {}, ready, report)
-    elif out.kind == "sci-report":
-        from ..sci import SciReportConfig, sci_report
-
-        sci_cfg = SciReportConfig(
-            runs=runs, plot_dir=str(report / name), json=str(report / f"{name}.json"), **opts
-        )
-        sci = sci_report(sci_cfg)
-        if sci is None:
-            notes.append("no labelled records in its cells")
-        else:
-            table = f"{name}.{EXTENSIONS[sci_cfg.format]}"
-            _write(report / table, sci["text"])
-            files += [table, f"{name}.json"]
-            files += [str(Path(p).relative_to(report)) for p in sci["plots"]]
+    items_cfg = ItemsConfig(runs=runs, **opts)
+    table = f"{name}.{EXTENSIONS[items_cfg.format]}"
+    try:
+        text = items_from(items_cfg)
+    except ValueError as err:
+        # The items a study names (its Table 2) that the cells did not score (a run
+        # with --set limit=N): said in the index, not a failed report.
+        if not items_cfg.ids or not str(err).startswith("--ids: no record"):
+            raise
+        notes.append(f"not written: {err} in its cells (a run of fewer items?)")
+    else:
+        _write(report / table, text)
+        files.append(table)
     return files, notes
 
 
-def _write_static(exp: Experiment, out: Output, report: Path) -> list[str]:
-    """The files of an output that reads no cell (:attr:`Kind.reads_cells` False): a
-    table in Markdown and LaTeX (the logic table: its aligned text and its rows as JSON)."""
-    opts = output_options(exp, out)
+def write_chaosnli(job: Job) -> tuple[list[str], list[str]]:
+    """The ChaosNLI scores of its cells: a table in its format (and chaosnli.json)."""
+    from ..analyses import ChaosnliConfig, chaosnli, chaosnli_scores
+    from ..ground import as_format
+
+    opts = job.opts
+    runs = job.runs
+    report = job.report
+    name = job.out.name
+    files: list[str] = []
+    notes: list[str] = []
+    chaos_cfg = ChaosnliConfig(runs=runs, out=str(report / name), **opts)
+    found = chaosnli_scores(chaos_cfg)
+    if found is None:
+        notes.append("no ChaosNLI records in its cells")
+    else:
+        result, path = found
+        table = f"{name}.{EXTENSIONS[chaos_cfg.format]}"
+        _write(report / table, as_format(chaosnli.format_report(result), chaos_cfg.format))
+        files.append(table)
+        if path is not None:  # written: out= names the report folder
+            files.append(str(path.relative_to(report)))
+    return files, notes
+
+
+def write_dynamics(job: Job) -> tuple[list[str], list[str]]:
+    """Per cell: the dynamics table in its format and its figures."""
+    from ..analyses import DynamicsConfig, dynamics_of, format_dynamics
+    from ..ground import as_format
+
+    opts = job.opts
+    runs = job.runs
+    report = job.report
+    name = job.out.name
+    files: list[str] = []
+    notes: list[str] = []
+    for run in runs:
+        cell = Path(run).name
+        cfg = DynamicsConfig(
+            run=run,
+            plot=str(report / f"{name}-{cell}.png"),
+            entropy_plot=str(report / f"{name}-{cell}-entropy.png"),
+            **opts,
+        )
+        # Drawn once, saved as PNG and PDF as every figure of the report.
+        result = dynamics_of(cfg, also=FIGURE_FORMATS[1:])
+        table = f"{name}-{cell}.{EXTENSIONS[cfg.format]}"
+        _write(report / table, as_format(format_dynamics(result["rows"]), cfg.format))
+        files.append(table)
+        files += [str(Path(p).relative_to(report)) for p in result["written"]]
+        notes += list(result["skipped"])
+    return files, notes
+
+
+def write_chaosnli_figure(job: Job) -> tuple[list[str], list[str]]:
+    """A figure of the ChaosNLI records of its cells, in PNG and PDF."""
+    from ..analyses import ChaosnliFigureConfig, chaosnli_figure
+
+    opts = job.opts
+    runs = job.runs
+    report = job.report
+    palette = job.palette
+    name = job.out.name
+    files: list[str] = []
+    notes: list[str] = []
+    first, *more = (report / f"{name}.{ext}" for ext in FIGURE_FORMATS)
+    drawn = chaosnli_figure(
+        ChaosnliFigureConfig(runs=runs, plot=str(first), **opts), palette, also=more
+    )
+    if drawn is None:
+        notes.append("no ChaosNLI records in its cells")
+    else:
+        files += [f"{name}.{ext}" for ext in FIGURE_FORMATS]
+    return files, notes
+
+
+def write_epg(job: Job) -> tuple[list[str], list[str]]:
+    """EPG of its cells against the scores of its ``scores`` block: a table and a figure."""
+    from ..contamination import ContaminationConfig, contamination_report, format_epg
+    from .commands import SCORES
+
+    opts = job.opts
+    runs = job.runs
+    report = job.report
+    inputs = job.inputs
+    name = job.out.name
+    files: list[str] = []
+    notes: list[str] = []
+    scans = (inputs or {}).get("scores", [])
+    if len(scans) != 1:
+        notes.append(f"block {opts['scores']} has {len(scans)} cells, not 1: no EPG")
+    else:
+        scores = str(report.parent / "cells" / scans[0].name / SCORES)
+        kw = {k: v for k, v in opts.items() if k != "scores"}
+        first, *more = (report / f"{name}.{ext}" for ext in FIGURE_FORMATS)
+        got = contamination_report(
+            ContaminationConfig(scores=scores, run=runs, plot=str(first), **kw), also=more
+        )
+        _write(report / f"{name}.md", format_epg(got["epg"]))
+        files += [f"{name}.md", *(f"{name}.{ext}" for ext in FIGURE_FORMATS)]
+    return files, notes
+
+
+def write_infer_report(job: Job) -> tuple[list[str], list[str]]:
+    """Per cell: the consistency report on the inferred items of its ``items`` block."""
+    return _infer_report_files(job.exp, job.out, job.opts, job.inputs, job.ready, job.report)
+
+
+def write_sci_report(job: Job) -> tuple[list[str], list[str]]:
+    """The scientific-NLI report of its cells: a table, its JSON and the confusion plots."""
+    from ..sci import SciReportConfig, sci_report
+
+    opts = job.opts
+    runs = job.runs
+    report = job.report
+    name = job.out.name
+    files: list[str] = []
+    notes: list[str] = []
+    sci_cfg = SciReportConfig(
+        runs=runs, plot_dir=str(report / name), json=str(report / f"{name}.json"), **opts
+    )
+    sci = sci_report(sci_cfg)
+    if sci is None:
+        notes.append("no labelled records in its cells")
+    else:
+        table = f"{name}.{EXTENSIONS[sci_cfg.format]}"
+        _write(report / table, sci["text"])
+        files += [table, f"{name}.json"]
+        files += [str(Path(p).relative_to(report)) for p in sci["plots"]]
+    return files, notes
+
+
+def write_logic_table(job: Job) -> tuple[list[str], list[str]]:
+    """The readings' logic table: its aligned text, and its rows as JSON."""
+    from ..metainference import LogicTableConfig, decide_table, logic
+
+    cfg = LogicTableConfig(**job.opts)
+    rows, _readings = decide_table(cfg)
+    table = logic.format_table(rows, citations=cfg.citations)
+    cited = [{**r, "paper": list(logic.CITATIONS.get(r["relation"], ()))} for r in rows]
+    texts = {"md": f"```text\n{table}\n```"}
+    texts["json"] = json.dumps(cited if cfg.citations else rows, indent=2, ensure_ascii=False)
+    return _write_texts(job, texts), []
+
+
+def write_stats(job: Job) -> tuple[list[str], list[str]]:
+    """The dataset table of ``nlieval stats``, in Markdown and LaTeX."""
+    from ..data import TasksToRead, task_stats
+
     texts: dict[str, str] = {}
-    if out.kind == "logic-table":
-        from ..metainference import LogicTableConfig, decide_table, logic
+    for fmt in ("md", "latex"):
+        text = task_stats(TasksToRead(**job.opts, format=fmt))
+        # `stats` prints aligned text for md: fenced, so that Markdown keeps it.
+        texts[fmt] = f"```text\n{text}\n```" if fmt == "md" else text
+    return _write_texts(job, texts), []
 
-        cfg = LogicTableConfig(**opts)
-        rows, _readings = decide_table(cfg)
-        table = logic.format_table(rows, citations=cfg.citations)
-        cited = [{**r, "paper": list(logic.CITATIONS.get(r["relation"], ()))} for r in rows]
-        texts["md"] = f"```text\n{table}\n```"
-        texts["json"] = json.dumps(cited if cfg.citations else rows, indent=2, ensure_ascii=False)
-    for fmt in () if texts else ("md", "latex"):
-        if out.kind == "stats":
-            from ..data import TasksToRead, task_stats
 
-            text = task_stats(TasksToRead(**opts, format=fmt))
-            # `stats` prints aligned text for md: fenced, so that Markdown keeps it.
-            texts[fmt] = f"```text\n{text}\n```" if fmt == "md" else text
-        else:
-            from ..sci import LinkingPhrasesConfig, linking_phrase_table
+def write_linking_phrases(job: Job) -> tuple[list[str], list[str]]:
+    """The linking phrases of distant supervision, in Markdown and LaTeX."""
+    from ..sci import LinkingPhrasesConfig, linking_phrase_table
 
-            texts[fmt] = linking_phrase_table(LinkingPhrasesConfig(format=fmt))
+    texts = {fmt: linking_phrase_table(LinkingPhrasesConfig(format=fmt)) for fmt in ("md", "latex")}
+    return _write_texts(job, texts), []
+
+
+def _write_texts(job: Job, texts: dict[str, str]) -> list[str]:
+    # An output that writes one text per format: its name, the format's extension.
     files = []
     for fmt, text in texts.items():
-        name = f"{out.name}.{EXTENSIONS[fmt]}"
-        _write(report / name, text)
+        name = f"{job.out.name}.{EXTENSIONS[fmt]}"
+        _write(job.report / name, text)
         files.append(name)
     return files
 

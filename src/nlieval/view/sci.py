@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..commands import command_line
 from ..data import get_task
 from ..ground import DataError
 from ..metainference import InferReportConfig, inferred, inferred_consistency, logic
@@ -151,7 +152,7 @@ def sci_page(
         ]  # fmt: skip
     return {
         "folders": list(sci),
-        "command": shlex.join(["nlieval", "sci-report", *sci]),
+        "command": shlex.join([*command_line("sci-report"), *sci]),
         "blocks": blocks,
     }
 
@@ -229,7 +230,7 @@ def infer_page(
             got = inferred_consistency(cfg)
             readings = list(got["readings"].values())
             text = inferred.format_report(got["rows"]).rstrip("\n")
-            command = ["nlieval", "infer", "report", folder, "--items", str(items_dir)]
+            command = [*command_line("infer-report"), folder, "--items", str(items_dir)]
             command += ["--source-run", source] if source else []
             own_source = [held[folders.index(source)]] if source and held else None
             texts = (

@@ -35,6 +35,7 @@ from ..analyses import (
     item_listing,
     write_plots,
 )
+from ..commands import command_line
 from ..ground import DataError, atomic_write, check_inside, make_folder
 from ..metrics import METRICS
 from ..plotting import series_name
@@ -199,7 +200,7 @@ def _grid_table(cfg: GridConfig, title: str, held: Sequence[Sequence[Record]]) -
     # The cells as text, as `nlieval grid` prints them, from the one Grid.
     grid = grid_of(cfg, held)
     text = grid_text(grid)
-    command = ["nlieval", "grid", *cfg.runs, *_name_flags(cfg.name or ())]
+    command = [*command_line("grid"), *cfg.runs, *_name_flags(cfg.name or ())]
     command += ["--rows", ",".join(cfg.rows), "--metrics", ",".join(cfg.metrics)]
     command += ["--ci", str(cfg.ci)] if cfg.ci is not None else []
     command += ["--allow-mixed"] if any(c.mixed for c in grid.cells) else []
@@ -507,7 +508,8 @@ def site_figures(
             pattern=cfg.pattern, scale=cfg.scale, positions=cfg.positions,
         )  # fmt: skip
         figure_from(fig, palette=palette, held=[held[i] for i in runs])
-        command = ["nlieval", "figure", kind, *paths, "--out", str(path), *_name_flags(own or ())]
+        command = [*command_line("figure"), kind, *paths, "--out", str(path)]
+        command += _name_flags(own or ())
         shown.append({"title": title, "file": f"{FIGURES}/{path.name}",
                       "command": shlex.join([*command, *flags])})  # fmt: skip
 
@@ -521,7 +523,7 @@ def site_figures(
         chaos = tuple(folders[i] for i in at)
         plots = PlotsConfig(runs=chaos, out=str(where / "plots"), plot_format="svg")
         lines = write_plots(plots, palette=palette, held=[per_folder[i] for i in at])
-        command = shlex.join(["nlieval", "plots", *chaos, "--out", plots.out,
+        command = shlex.join([*command_line("plots"), *chaos, "--out", plots.out,
                               "--plot-format", "svg"])  # fmt: skip
         titles = ("accuracy by human-label entropy (ChaosNLI)",
                   "divergence from the human labels (ChaosNLI)")  # fmt: skip
