@@ -85,12 +85,8 @@ def _add_flag(p: Any, f: Field[Any], optional: bool = False) -> None:
             appends = flag.action in ("append", "extend") and default is not None
             kw["default"] = list(default) if appends else default
             kw["help"] = _with_default(flag, default) or None
-        if flag.parse is not None:
-            kw["type"] = arg_type(flag.parse)
-        elif f.type in ("int", "int | None"):
-            kw["type"] = int
-        elif f.type in ("float", "float | None"):
-            kw["type"] = float
+        # The one reader of a setting's text (settings.read_text), as --set reads it.
+        kw["type"] = arg_type(functools.partial(settings.read_text, f))
         for key in ("metavar", "choices", "nargs", "const", "action"):
             if getattr(flag, key) is not None:
                 kw[key] = getattr(flag, key)
