@@ -44,6 +44,10 @@ class Unset:
 #: No command-line default (see :attr:`Flag.cli_default`).
 UNSET = Unset()
 
+#: A flag's choices: the values, or a function that gives them when they are read (the
+#: metrics of ``metrics.METRICS``, which the table decides, not the flag).
+Choices = tuple[str, ...] | Callable[[], tuple[str, ...]]
+
 
 @dataclass(frozen=True)
 class Flag:
@@ -59,14 +63,15 @@ class Flag:
     ``positional``: the field is a positional argument named as the field; ``nargs``,
     ``const`` and ``action`` (``append``, ``extend``) are argparse's, for the flags that
     take several values or none. The help shows the default in brackets unless it says
-    the default itself (in brackets) or is empty.
+    the default itself (in brackets) or is empty. ``choices`` are read through
+    :func:`choices_of`.
     """
 
     help: str
     names: tuple[str, ...] = ()
     parse: Callable[[str], Any] | None = None
     metavar: str | None = None
-    choices: tuple[str, ...] | None = None
+    choices: Choices | None = None
     cli_default: Any = UNSET
     positional: bool = False
     nargs: str | None = None
@@ -92,7 +97,7 @@ def setting(
     names: tuple[str, ...] = (),
     parse: Callable[[str], Any] | None = None,
     metavar: str | None = None,
-    choices: tuple[str, ...] | None = None,
+    choices: Choices | None = None,
     cli_default: Any = UNSET,
     positional: bool = False,
     nargs: str | None = None,
@@ -160,6 +165,15 @@ def options(
     if optional:
         return dataclasses.field(default=None, metadata=meta)
     return dataclasses.field(default_factory=cls, metadata=meta)
+
+
+def choices_of(flag: Flag) -> tuple[str, ...] | None:
+    """The values ``flag`` may take (None: any), a function's asked now.
+
+    >>> choices_of(Flag("metric", choices=lambda: ("accuracy", "macro_f1")))
+    ('accuracy', 'macro_f1')
+    """
+    return flag.choices() if callable(flag.choices) else flag.choices
 
 
 def flag_of(f: Field[Any]) -> Flag | None:
@@ -562,8 +576,9 @@ def read_value(f: Field[Any], value: Any) -> Any:
         if isinstance(value, list):
             raise ValueError(f"expected text, found a list {value!r}")
         value = str(value)
-    if flag is not None and flag.choices is not None and value not in flag.choices:
-        raise ValueError(f"expected one of {', '.join(flag.choices)}, found {value!r}")
+    choices = None if flag is None else choices_of(flag)
+    if choices is not None and value not in choices:
+        raise ValueError(f"expected one of {', '.join(choices)}, found {value!r}")
     return value
 
 
@@ -601,8 +616,9 @@ def value_schema(f: Field[Any]) -> dict[str, Any]:
         schema = {"type": ["integer", "string"]}
     else:
         schema = {"type": "string"}
-    if flag is not None and flag.choices is not None:
-        schema = {"enum": list(flag.choices)}
+    choices = None if flag is None else choices_of(flag)
+    if choices is not None:
+        schema = {"enum": list(choices)}
     if nullable:
         if "type" in schema and isinstance(schema["type"], str):
             schema["type"] = [schema["type"], "null"]

@@ -106,3 +106,19 @@ def test_every_value_the_reader_takes_the_schema_takes() -> None:
                 jsonschema.Draft202012Validator(schema[where]["properties"][key]).iter_errors(value)
             )
             assert not errors, (where, key, value)
+
+
+def test_a_metric_added_to_the_table_is_a_value_of_the_schema(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # docs/contributing.md: a metric is one line of METRICS; the experiment schema's
+    # metric choices are the table's, so a new one needs no second edit.
+    from nlieval.contamination import ContaminationConfig
+    from nlieval.metrics import METRICS, Metric
+
+    assert ContaminationConfig  # its settings declared before the metric is added
+    new = Metric("brier", "Brier score", item=lambda r: 0.0)
+    monkeypatch.setitem(METRICS, "brier", new)
+    schema = experiment_schema()["$defs"]
+    assert "brier" in schema["block-contamination"]["properties"]["metric"]["enum"]
+    assert "brier" in schema["output-epg"]["properties"]["metric"]["enum"]

@@ -87,9 +87,11 @@ def _add_flag(p: Any, f: Field[Any], optional: bool = False) -> None:
             kw["help"] = _with_default(flag, default) or None
         # The one reader of a setting's text (settings.read_text), as --set reads it.
         kw["type"] = arg_type(functools.partial(settings.read_text, f))
-        for key in ("metavar", "choices", "nargs", "const", "action"):
+        for key in ("metavar", "nargs", "const", "action"):
             if getattr(flag, key) is not None:
                 kw[key] = getattr(flag, key)
+        if flag.choices is not None:
+            kw["choices"] = settings.choices_of(flag)
     # The one place a setting becomes an argparse argument.
     p.add_argument(*names, **kw)
 

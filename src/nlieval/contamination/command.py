@@ -100,7 +100,7 @@ class ContaminationConfig(TaskFiles, ItemSelection, FigureWidth):
     )
     # Any metric of the table that records give (accuracy, macro F1, gold NLL, ...).
     metric: str = setting(
-        "accuracy", help="", choices=tuple(m.name for m in metrics(source="records"))
+        "accuracy", help="", choices=lambda: tuple(m.name for m in metrics(source="records"))
     )
     plot: str | None = setting(None, help="write EPG vs %% contaminated to this .pdf, .svg or .png")
 
