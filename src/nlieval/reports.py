@@ -36,7 +36,7 @@ from .analyses import (
     render_grid,
 )
 from .backends import parameter_count, resolve_model
-from .data import load_task
+from .data import data_dir_setting, load_task
 from .ground import DataError, read_json
 from .metrics import METRICS, group_records, listed, metrics, summarize
 from .plotting import (
@@ -64,7 +64,7 @@ from .runs import (
     run_timing,
     run_warnings,
 )
-from .settings import csv_list, positive_int, setting, table_format
+from .settings import csv_list, out_setting, positive_int, setting, table_format
 from .significance import CONFIDENCE, CORRECTIONS, RESAMPLES, Resampling
 from .types import Item, Record
 
@@ -685,7 +685,7 @@ def _table_format() -> Any:
 
 
 def _table_out() -> Any:
-    return setting(None, help="write the table here instead of printing it")
+    return out_setting("write the table here instead of printing it", None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -869,7 +869,7 @@ class ItemsConfig(NamedRuns):
         parse=positive_int,
     )
     max_rows: int = setting(20, help="rows at most", parse=positive_int)
-    data_dir: str | None = setting(None, help="where the tasks' data is [as saved]")
+    data_dir: str | None = data_dir_setting(saved=True)
     ids: tuple[str, ...] | None = setting(
         None, help="only these item ids, e.g. 12,407", parse=csv_list
     )
@@ -955,7 +955,7 @@ class FigureConfig(ReferenceLine, FigureAxes, FigureWidth):
 
     kind: str = "shots"
     runs: tuple[str, ...] = ()
-    out: str = setting(help="figure to write: .pdf or .svg (vector) or .png (300 dpi)")
+    out: str = out_setting("figure to write: .pdf or .svg (vector) or .png (300 dpi)")
     baseline: tuple[str, ...] = ()
     name: tuple[tuple[str, str], ...] | None = name_setting()
     metric: str = setting(

@@ -148,6 +148,18 @@ def table_format(*choices: str) -> Any:
     return setting("md", help="table format (latex: booktabs)", choices=("md", *choices, "latex"))
 
 
+def out_setting(
+    help: str = "output folder", default: Any = MISSING, *, metavar: str | None = None
+) -> Any:
+    """``--out`` (or ``--output_path``, as in lm-evaluation-harness): where the command
+    writes, declared here once; ``help`` says what it writes there (a folder, a file).
+
+    >>> out_setting("figure to write").metadata["flag"].names
+    ('--out', '--output_path')
+    """
+    return setting(default, help=help, names=("--out", "--output_path"), metavar=metavar)
+
+
 def options(
     cls: type[Any], *, when: str | None = None, optional: bool = False, title: str | None = None
 ) -> Any:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
-from ..data import Dataset
+from ..data import Dataset, data_dir_setting, split_setting, task_setting
 from ..settings import count, positive_int, setting
 from .generated_prompt import PROMPT_VERSION, Example
 
@@ -28,8 +28,8 @@ class GenerateConfig:
     The run stops after ``max_server_errors`` requests in a row failed for good.
     """
 
-    task: str = setting(help="task name or task YAML whose premises to use")
-    split: str | None = setting(None, help="split of the task (default: the task's)")
+    task: str = task_setting("whose premises to use")
+    split: str | None = split_setting()
     limit: int | None = setting(
         None, help="the first N items of the task (their distinct sentences)", parse=positive_int
     )
@@ -62,7 +62,7 @@ class GenerateConfig:
         0.7, help="at least this temperature when asking again after an invalid answer"
     )
     max_new_tokens: int = setting(160, help="per answer", parse=positive_int)
-    data_dir: str | None = setting(None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    data_dir: str | None = data_dir_setting()
     skip_bad: bool = setting(False, help="skip malformed data lines (counted)")
     max_server_errors: int = setting(
         3, help="stop after this many requests in a row failed for good", parse=positive_int
