@@ -45,3 +45,47 @@ def test_the_command_line_reads_with_the_same_reader() -> None:
     assert read_text(n, "7") == args.n
     with pytest.raises(argparse.ArgumentError, match="expected an integer, found 'x'"):
         p.parse_args(["--n", "x"])
+
+
+def _flags(dest: str) -> dict[str, argparse.Action]:
+    # The argparse action of setting `dest` in every command of `nlieval` that has it.
+    from nlieval.cli import build_parser
+
+    out: dict[str, argparse.Action] = {}
+
+    def walk(p: argparse.ArgumentParser, path: str) -> None:
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sub in a.choices.items():
+                    walk(sub, f"{path} {name}".strip())
+            elif a.dest == dest:
+                out[path] = a
+
+    walk(build_parser(), "")
+    return out
+
+
+@pytest.mark.parametrize(
+    ("dest", "names", "helps"),
+    [
+        ("out", ("--out", "--output_path"), None),
+        ("data_dir", ("--data-dir",), ("folder of official files", "where the tasks' data is")),
+        ("tasks", ("--task", "--tasks"), ("comma-separated task names, task YAML files or data",)),
+        ("split", ("--split",), ("split to read",)),
+    ],
+)
+def test_a_shared_setting_is_one_flag_in_every_command(
+    dest: str, names: tuple[str, ...], helps: tuple[str, ...] | None
+) -> None:
+    # Declared once (settings.out_setting, data.data_dir_setting, data.tasks_setting,
+    # data.split_setting): the same option strings everywhere, the help the factory's.
+    flags = _flags(dest)
+    assert len(flags) >= 3, flags
+    if dest == "split":
+        # stats --split names one split, several or all (data.TasksToRead): not yet a
+        # flag of its own name.
+        assert flags.pop("stats").help.startswith("splits to read")  # type: ignore[union-attr]
+    for command, action in flags.items():
+        assert tuple(action.option_strings) == names, command
+        if helps is not None:
+            assert (action.help or "").startswith(helps), (command, action.help)
