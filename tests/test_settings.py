@@ -89,3 +89,28 @@ def test_a_shared_setting_is_one_flag_in_every_command(
         assert tuple(action.option_strings) == names, command
         if helps is not None:
             assert (action.help or "").startswith(helps), (command, action.help)
+
+
+def test_every_flag_of_nlieval_has_a_type_the_reader_resolves() -> None:
+    # argparse calls the reader on every given text and every text default: a setting
+    # whose annotation does not resolve (a name imported for type checking alone) would
+    # break its command's every parse.
+    import functools
+
+    from nlieval.cli import build_parser
+    from nlieval.settings import setting_type
+
+    typed = []
+
+    def walk(p: argparse.ArgumentParser) -> None:
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for sub in a.choices.values():
+                    walk(sub)
+            elif isinstance(w := getattr(a.type, "__wrapped__", None), functools.partial):
+                typed.append(w.args[0])
+
+    walk(build_parser())
+    assert len(typed) > 100
+    for f in typed:
+        setting_type(f)
