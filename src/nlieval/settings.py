@@ -12,6 +12,13 @@ fields become flags of the command too, and :func:`flat_dict` / :func:`from_flat
 write and read such a configuration as one flat JSON object (the shape ``config.json``
 has always had).
 
+A value is read here once, however it is given: :func:`read_text` reads a flag's text
+(argparse's ``type``), :func:`read_value` a YAML or JSON value (an experiment block,
+``--set``), both into the type the declaring class gives the field
+(``typing.get_type_hints``), and :func:`value_schema` is the JSON Schema of those values.
+A setting shared by many commands is declared by one factory (:func:`out_setting`,
+:func:`table_format`; ``data`` and ``backends`` hold theirs).
+
 >>> from dataclasses import dataclass
 >>> @dataclass(frozen=True)
 ... class Demo:
