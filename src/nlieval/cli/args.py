@@ -37,13 +37,6 @@ def arg_type(parse: Callable[[str], T]) -> Callable[[str], T]:
     return typed
 
 
-csv_list = arg_type(settings.csv_list)
-int_list = arg_type(settings.int_list)
-shot_counts = arg_type(settings.shot_counts)
-positive_int = arg_type(settings.positive_int)
-seeds = arg_type(settings.seed_list)
-
-
 def _shown(value: Any) -> str:
     if isinstance(value, tuple):
         return ",".join(str(v) for v in value)
