@@ -5,9 +5,9 @@ Counts: a selection larger than the split (``--limit``, ``--sample``, ``--balanc
 a training source's ``NAME:N``, ``infer build --limit``, ``generate --limit``,
 ``contamination --limit``) must go on with every item and say so, naming both numbers: the
 right answer is a warning; exit 0 without a word lets the typed number stand for the used
-one. So must ``items`` when its ``--limit`` (rows, default 20) cuts the listing; a number
+one. So must ``items`` when its ``--max-rows`` (default 20) cuts the listing; a number
 that cannot be the count used (``contamination --scores`` with ``--limit``, which scans
-nothing; ``items --limit 0``) is one line.
+nothing; ``items --max-rows 0``) is one line.
 
 Model folders: a tiny folder of each kind the registry decides (causal LM, sequence
 classifier, multiple-choice model, ``nlieval train`` pair classifier, LoRA checkpoint)
@@ -149,11 +149,11 @@ def cases(model: str, bert: str) -> list[Case]:
 
     def items_default_limit(d: Path) -> list[str]:
         f = _fresh(d, "items")
-        return ["items", str(_imported(f, 30))]  # 30 rows, the default --limit 20
+        return ["items", str(_imported(f, 30))]  # 30 rows, the default --max-rows 20
 
     def items_limit_zero(d: Path) -> list[str]:
         f = _fresh(d, "items0")
-        return ["items", str(_imported(f, 5)), "--limit", "0"]
+        return ["items", str(_imported(f, 5)), "--max-rows", "0"]
 
     # --- rule 3: a model folder missing what its kind needs -----------------------------
     def lm_no_tokenizer(d: Path) -> list[str]:
@@ -252,7 +252,7 @@ def cases(model: str, bert: str) -> list[Case]:
         Case("contamination", "counts: --scores with --limit 10", contamination_scores_limit),
         Case("contamination", "counts: --scores, an item twice", contamination_scored_twice),
         Case("items", "counts: 30 rows cut to the default 20", items_default_limit, "warning"),
-        Case("items", "counts: --limit 0", items_limit_zero),
+        Case("items", "counts: --max-rows 0", items_limit_zero),
         Case("run", "folder: causal LM, no tokenizer", lm_no_tokenizer),
         Case("run", "folder: causal LM, lm_head missing", lm_no_head),
         Case("run", "folder: causal LM, a layer missing", lm_layer_missing),

@@ -322,7 +322,8 @@ TABLE: dict[str, Command] = {
         "generate",
         "hypotheses (entailment / neutral / contradiction) written by a chat model, as an NLI task",
         (
-            "nlieval generate --model smollm2-135m --task snli --limit 50 --out runs/gen-smol",
+            "nlieval generate --model smollm2-135m --task snli --max-sentences 50 "
+            "--out runs/gen-smol",
             "nlieval run --model smollm2-135m --task runs/gen-smol/task.yaml "
             "--out runs/gen-smol-run",
         ),

@@ -36,7 +36,7 @@ from .analyses import (
     render_grid,
 )
 from .backends import parameter_count, resolve_model
-from .data import load_task
+from .data import data_dir_setting, load_task
 from .ground import DataError, read_json
 from .metrics import METRICS, group_records, listed, metrics, summarize
 from .plotting import (
@@ -64,7 +64,7 @@ from .runs import (
     run_timing,
     run_warnings,
 )
-from .settings import csv_list, setting, table_format
+from .settings import csv_list, out_setting, positive_int, setting, table_format
 from .significance import CONFIDENCE, CORRECTIONS, RESAMPLES, Resampling
 from .types import Item, Record
 
@@ -609,15 +609,17 @@ def listing_report(
     *,
     filters: Sequence[str] = (),
     sort: str = "id",
-    limit: int | None = 20,
+    max_rows: int | None = 20,
     data_dir: str | Path | None = None,
     ids: Sequence[str] | None = None,
     fmt: str = "md",
     full: bool = False,
     names: Sequence[tuple[str, str]] = (),
+    limit: int | None = None,
 ) -> str:
     """The items of ``folders`` side by side (:func:`nlieval.analyses.listing.item_listing`,
-    only those of ``ids`` when given), a row per task, k, seed and item, as a table in
+    only those of ``ids`` when given, the first ``limit`` items, at most ``max_rows``
+    rows), a row per task, k, seed and item, as a table in
     ``fmt`` (:func:`nlieval.analyses.listing_table`: texts cut in Markdown and LaTeX
     unless ``full``), their texts read from each folder's tasks (its ``config.json``:
     tasks, split and data folder; ``data_dir`` replaces the saved one). Each folder's
@@ -634,7 +636,7 @@ def listing_report(
     | smoke | 0 | 0 | smoke-01 | A man in
     """
     named, items = listing_inputs(folders, data_dir=data_dir, names=names)
-    rows = item_listing(named, items, filters, sort, limit, ids)
+    rows = item_listing(named, items, filters, sort, max_rows, ids, limit=limit)
     return listing_table(rows, None if full else 60, fmt)
 
 
@@ -683,7 +685,7 @@ def _table_format() -> Any:
 
 
 def _table_out() -> Any:
-    return setting(None, help="write the table here instead of printing it")
+    return out_setting("write the table here instead of printing it", None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -852,8 +854,8 @@ class BreakdownConfig(PooledRuns):
 class ItemsConfig(NamedRuns):
     """What ``nlieval items`` lists: :func:`listing_report` of ``runs``.
 
-    >>> ItemsConfig().limit
-    20
+    >>> ItemsConfig().max_rows, ItemsConfig().limit
+    (20, None)
     """
 
     runs: tuple[str, ...] = ()
@@ -861,8 +863,13 @@ class ItemsConfig(NamedRuns):
         None, help=f"any of {', '.join(FILTERS)}", parse=csv_list
     )
     sort: str = setting("id", help="order of the items", choices=SORTS)
-    limit: int = setting(20, help="rows at most")
-    data_dir: str | None = setting(None, help="where the tasks' data is [as saved]")
+    limit: int | None = setting(
+        None,
+        help="the first N items of the listing, every row of each (a row per k and seed)",
+        parse=positive_int,
+    )
+    max_rows: int = setting(20, help="rows at most", parse=positive_int)
+    data_dir: str | None = data_dir_setting(saved=True)
     ids: tuple[str, ...] | None = setting(
         None, help="only these item ids, e.g. 12,407", parse=csv_list
     )
@@ -904,6 +911,7 @@ def items_from(cfg: ItemsConfig) -> str:
         filters=cfg.filter or (),
         sort=cfg.sort,
         limit=cfg.limit,
+        max_rows=cfg.max_rows,
         data_dir=cfg.data_dir,
         ids=cfg.ids,
         fmt=cfg.format,
@@ -947,7 +955,7 @@ class FigureConfig(ReferenceLine, FigureAxes, FigureWidth):
 
     kind: str = "shots"
     runs: tuple[str, ...] = ()
-    out: str = setting(help="figure to write: .pdf or .svg (vector) or .png (300 dpi)")
+    out: str = out_setting("figure to write: .pdf or .svg (vector) or .png (300 dpi)")
     baseline: tuple[str, ...] = ()
     name: tuple[tuple[str, str], ...] | None = name_setting()
     metric: str = setting(

@@ -12,6 +12,13 @@ fields become flags of the command too, and :func:`flat_dict` / :func:`from_flat
 write and read such a configuration as one flat JSON object (the shape ``config.json``
 has always had).
 
+A value is read here once, however it is given: :func:`read_text` reads a flag's text
+(argparse's ``type``), :func:`read_value` a YAML or JSON value (an experiment block,
+``--set``), both into the type the declaring class gives the field
+(``typing.get_type_hints``), and :func:`value_schema` is the JSON Schema of those values.
+A setting shared by many commands is declared by one factory (:func:`out_setting`,
+:func:`table_format`; ``data`` and ``backends`` hold theirs).
+
 >>> from dataclasses import dataclass
 >>> @dataclass(frozen=True)
 ... class Demo:
@@ -23,10 +30,13 @@ has always had).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import types
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, fields, is_dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 T = TypeVar("T")
 
@@ -40,6 +50,10 @@ class Unset:
 
 #: No command-line default (see :attr:`Flag.cli_default`).
 UNSET = Unset()
+
+#: A flag's choices: the values, or a function that gives them when they are read (the
+#: metrics of ``metrics.METRICS``, which the table decides, not the flag).
+Choices = tuple[str, ...] | Callable[[], tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -56,14 +70,15 @@ class Flag:
     ``positional``: the field is a positional argument named as the field; ``nargs``,
     ``const`` and ``action`` (``append``, ``extend``) are argparse's, for the flags that
     take several values or none. The help shows the default in brackets unless it says
-    the default itself (in brackets) or is empty.
+    the default itself (in brackets) or is empty. ``choices`` are read through
+    :func:`choices_of`.
     """
 
     help: str
     names: tuple[str, ...] = ()
     parse: Callable[[str], Any] | None = None
     metavar: str | None = None
-    choices: tuple[str, ...] | None = None
+    choices: Choices | None = None
     cli_default: Any = UNSET
     positional: bool = False
     nargs: str | None = None
@@ -89,7 +104,7 @@ def setting(
     names: tuple[str, ...] = (),
     parse: Callable[[str], Any] | None = None,
     metavar: str | None = None,
-    choices: tuple[str, ...] | None = None,
+    choices: Choices | None = None,
     cli_default: Any = UNSET,
     positional: bool = False,
     nargs: str | None = None,
@@ -103,7 +118,29 @@ def setting(
     (4, 'retries of a failed request')
     """
     flag = Flag(help, names, parse, metavar, choices, cli_default, positional, nargs, const, action)
-    return dataclasses.field(default=default, metadata={"flag": flag})
+    return _Declared.of(dataclasses.field(default=default, metadata={"flag": flag}))
+
+
+class _Declared(Field):  # type: ignore[type-arg]
+    """A setting's field that knows the class declaring it, so that its value is read
+    into the class's real type (:func:`setting_type`), whatever its annotation's text."""
+
+    __slots__ = ("owner",)
+    owner: type[Any] | None
+
+    @classmethod
+    def of(cls, f: Field[Any]) -> _Declared:
+        # Field's constructor differs between Python versions; its slots are the fields.
+        out = cls.__new__(cls)
+        for name in Field.__slots__:
+            if hasattr(f, name):
+                setattr(out, name, getattr(f, name))
+        out.owner = None
+        return out
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self.owner = owner
+        super().__set_name__(owner, name)
 
 
 def table_format(*choices: str) -> Any:
@@ -116,6 +153,18 @@ def table_format(*choices: str) -> Any:
     ('md', 'csv', 'json', 'latex')
     """
     return setting("md", help="table format (latex: booktabs)", choices=("md", *choices, "latex"))
+
+
+def out_setting(
+    help: str = "output folder", default: Any = MISSING, *, metavar: str | None = None
+) -> Any:
+    """``--out`` (or ``--output_path``, as in lm-evaluation-harness): where the command
+    writes, declared here once; ``help`` says what it writes there (a folder, a file).
+
+    >>> out_setting("figure to write").metadata["flag"].names
+    ('--out', '--output_path')
+    """
+    return setting(default, help=help, names=("--out", "--output_path"), metavar=metavar)
 
 
 def options(
@@ -135,6 +184,15 @@ def options(
     if optional:
         return dataclasses.field(default=None, metadata=meta)
     return dataclasses.field(default_factory=cls, metadata=meta)
+
+
+def choices_of(flag: Flag) -> tuple[str, ...] | None:
+    """The values ``flag`` may take (None: any), a function's asked now.
+
+    >>> choices_of(Flag("metric", choices=lambda: ("accuracy", "macro_f1")))
+    ('accuracy', 'macro_f1')
+    """
+    return flag.choices() if callable(flag.choices) else flag.choices
 
 
 def flag_of(f: Field[Any]) -> Flag | None:
@@ -391,3 +449,218 @@ def batch_size(text: str) -> int | str:
     if text == "auto":
         return text
     return int_at_least(text, 1, "'auto' or a count of 1 or more")
+
+
+# --------------------------------------------------------------------------- values
+# The one reader of a setting's value, whether a flag's text, a YAML value (an
+# experiment block, `--set`) or a JSON value: each raises ValueError with a message for
+# the user, which the caller turns into its own error (argparse's, a DataError).
+
+_TRUE = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+@functools.cache
+def _hints(owner: type[Any]) -> dict[str, Any]:
+    return typing.get_type_hints(owner)
+
+
+def setting_type(f: Field[Any]) -> Any:
+    """The real type of the setting ``f`` (``typing.get_type_hints`` of the class that
+    declares it; a string annotation is never read as text).
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Demo:
+    ...     limit: int | None = setting(None, help="first N items")
+    >>> setting_type(fields(Demo)[0]) == (int | None)
+    True
+    """
+    if not isinstance(f.type, str):
+        return f.type
+    owner = getattr(f, "owner", None)
+    if owner is None:
+        raise TypeError(f"field {f.name!r} is not declared with settings.setting")
+    return _hints(owner)[f.name]
+
+
+def _alternatives(typ: Any) -> tuple[tuple[Any, ...], bool]:
+    """The types a value may have (None left out), and whether None is one."""
+    alts = get_args(typ) if get_origin(typ) in (Union, types.UnionType) else (typ,)
+    kept = tuple(a for a in alts if a is not type(None))
+    return kept, len(kept) < len(alts)
+
+
+def _is_tuple(t: Any) -> bool:
+    return t is tuple or get_origin(t) is tuple
+
+
+def _is_text(t: Any) -> bool:
+    # A Literal of strings (chaosnli's Against) is text whose choices its flag names.
+    return t is str or (get_origin(t) is Literal and all(isinstance(a, str) for a in get_args(t)))
+
+
+def _type_name(alts: tuple[Any, ...]) -> str:
+    def name(t: Any) -> str:
+        if get_origin(t) is Literal:
+            return "str"
+        return t.__name__ if isinstance(t, type) and not get_args(t) else str(t)
+
+    return " | ".join(name(t) for t in alts)
+
+
+def read_text(f: Field[Any], text: str) -> Any:
+    """One use of the flag of setting ``f`` given ``text`` (argparse's ``type``): read by
+    the flag's parser, else as the field's type (an integer, a number, text). The
+    flag's choices are argparse's to check (:func:`read_value` checks them itself).
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Demo:
+    ...     epochs: int = setting(3, help="epochs")
+    ...     shots: tuple[int, ...] = setting((0,), help="shots", parse=shot_counts)
+    >>> epochs, shots = fields(Demo)
+    >>> read_text(epochs, "5"), read_text(shots, "0,5")
+    (5, (0, 5))
+    >>> read_text(epochs, "five")
+    Traceback (most recent call last):
+    ValueError: expected an integer, found 'five'
+    """
+    flag = flag_of(f)
+    if flag is not None and flag.parse is not None:
+        return flag.parse(text)
+    alts, _ = _alternatives(setting_type(f))
+    if alts == (int,):
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"expected an integer, found {text!r}") from None
+    if alts == (float,):
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"expected a number, found {text!r}") from None
+    return text
+
+
+def _as_values(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def read_value(f: Field[Any], value: Any) -> Any:
+    """The value of setting ``f`` given as a YAML or JSON value (a text is read as the
+    flag reads its text, a list as the flag's comma-separated text or, for a repeatable
+    flag, as one use of it per entry); a value the flag would refuse is a ValueError.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Demo:
+    ...     shots: tuple[int, ...] = setting((0,), help="shots", parse=shot_counts)
+    ...     limit: int | None = setting(None, help="first N items")
+    ...     fmt: str = setting("md", help="format", choices=("md", "csv"))
+    >>> shots, limit, fmt = fields(Demo)
+    >>> read_value(shots, [0, 5]), read_value(shots, "0,2"), read_value(limit, None)
+    ((0, 5), (0, 2), None)
+    >>> read_value(shots, [-1])
+    Traceback (most recent call last):
+    ValueError: shot counts are 0 or more, got '-1,'
+    >>> read_value(fmt, "tsv")
+    Traceback (most recent call last):
+    ValueError: expected one of md, csv, found 'tsv'
+    """
+    flag = flag_of(f)
+    alts, nullable = _alternatives(setting_type(f))
+    if value is None:
+        if not nullable:
+            raise ValueError("needs a value (null is not one)")
+        return None
+    if alts == (bool,):
+        if isinstance(value, str) and value.lower() in _TRUE:
+            return _TRUE[value.lower()]
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true or false, found {value!r}")
+        return value
+    if isinstance(value, (dict, bool)) or (
+        isinstance(value, list) and any(isinstance(v, (dict, list, bool)) for v in value)
+    ):
+        raise ValueError(f"expected {_type_name(alts)}, found {value!r}")
+    if flag is not None and flag.action == "append":
+        # A repeatable flag (--name, --human-js, --run): each value of the list is one
+        # use of it, and one value is a list of one, as the flag gives it.
+        return tuple(read_text(f, str(v)) for v in _as_values(value))
+    if flag is not None and flag.parse is not None:
+        if isinstance(value, list):
+            if not value:
+                return ()
+            # One value and a comma: "7," is the list of 7 (a count, alone, means range).
+            text = ",".join(str(v) for v in value) + ("," if len(value) == 1 else "")
+        else:
+            text = str(value)
+        value = read_text(f, text)
+    elif any(_is_tuple(t) for t in alts):
+        value = tuple(str(v) for v in _as_values(value))
+    elif alts == (int,):
+        value = read_text(f, value) if isinstance(value, str) else value
+        if not isinstance(value, int):
+            raise ValueError(f"expected an integer, found {value!r}")
+    elif alts == (float,):
+        if isinstance(value, str):
+            value = read_text(f, value)
+        elif isinstance(value, (int, float)):
+            value = float(value)
+        else:
+            raise ValueError(f"expected a number, found {value!r}")
+    elif len(alts) == 1 and _is_text(alts[0]):
+        if isinstance(value, list):
+            raise ValueError(f"expected text, found a list {value!r}")
+        value = str(value)
+    choices = None if flag is None else choices_of(flag)
+    if choices is not None and value not in choices:
+        raise ValueError(f"expected one of {', '.join(choices)}, found {value!r}")
+    return value
+
+
+def value_schema(f: Field[Any]) -> dict[str, Any]:
+    """A JSON Schema of the values :func:`read_value` takes for setting ``f`` (an
+    experiment file's block or output), its description the flag's help.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Demo:
+    ...     limit: int | None = setting(None, help="first N items")
+    >>> value_schema(fields(Demo)[0])
+    {'type': ['integer', 'null'], 'description': 'first N items'}
+    """
+    alts, nullable = _alternatives(setting_type(f))
+    flag = flag_of(f)
+    schema: dict[str, Any]
+    tuples = [t for t in alts if _is_tuple(t)]
+    if alts == (bool,):
+        schema = {"type": "boolean"}
+    elif alts == (int,):
+        schema = {"type": "integer"}
+    elif alts == (float,):
+        schema = {"type": "number"}
+    elif tuples and get_args(tuples[0])[:1] == (int,):
+        schema = {
+            "anyOf": [
+                {"type": "array", "items": {"type": "integer"}},
+                {"type": ["string", "integer"]},
+            ]
+        }
+    elif tuples:
+        schema = {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]}
+    elif set(alts) == {int, str}:
+        schema = {"type": ["integer", "string"]}
+    else:
+        schema = {"type": "string"}
+    choices = None if flag is None else choices_of(flag)
+    if choices is not None:
+        schema = {"enum": list(choices)}
+    if nullable:
+        if "type" in schema and isinstance(schema["type"], str):
+            schema["type"] = [schema["type"], "null"]
+        else:
+            schema = {"anyOf": [schema, {"type": "null"}]}
+    if flag is not None and flag.help:
+        schema["description"] = flag.help
+    return schema

@@ -127,7 +127,7 @@ def test_imported_folder_joins_figure_shots_and_items(
     argv = ["figure", "shots", str(lm), "--baseline", str(bert), "--out", str(png)]
     assert main(argv) == 0 and png.stat().st_size > 0
     capsys.readouterr()
-    assert main(["items", str(lm), str(bert), "--limit", "10"]) == 0
+    assert main(["items", str(lm), str(bert), "--max-rows", "10"]) == 0
     lines = capsys.readouterr().out.splitlines()
     head = [c.strip() for c in lines[0].strip("|").split("|")]
     assert "BERT" in head

@@ -1,7 +1,8 @@
 """``nlieval items`` lists the rows it says it lists (issue 43, rule 2): the rows of the
 listing are counted against the run folder's records read with plain json (a row per
-task, k, seed and item), ``--limit`` is a number of rows, and rows it leaves out are a
-warning naming both numbers; a limit a slice would misread is refused."""
+task, k, seed and item), ``--max-rows`` is a number of rows, and rows it leaves out are a
+warning naming both numbers; a limit a slice would misread is refused. ``--limit`` is
+the first N items, as in every command: every row of each."""
 
 from __future__ import annotations
 
@@ -51,13 +52,13 @@ def test_the_listing_holds_every_record_it_was_given(
     keys = _record_keys(folder)
     assert len(keys) == 10 + 2 * 10
     argv = ["items", str(folder), "--format", "csv"]
-    argv += ["--limit", str(len(keys)) if limit == "exact" else limit]
+    argv += ["--max-rows", str(len(keys)) if limit == "exact" else limit]
     with caplog.at_level(logging.WARNING):
         assert cli_main(argv) == 0
     listed = _listed(capsys.readouterr().out)
     assert len(listed) == len(set(listed)) == len(keys)
     assert set(listed) == keys
-    assert not [r for r in caplog.records if "--limit" in r.getMessage()], caplog.text
+    assert not [r for r in caplog.records if "--max-rows" in r.getMessage()], caplog.text
 
 
 @pytest.mark.parametrize("fmt", ["csv", "md"])
@@ -69,7 +70,7 @@ def test_rows_left_out_by_limit_are_said_with_both_numbers(
 ) -> None:
     keys = _record_keys(folder)
     with caplog.at_level(logging.WARNING):
-        assert cli_main(["items", str(folder), "--limit", "7", "--format", fmt]) == 0
+        assert cli_main(["items", str(folder), "--max-rows", "7", "--format", fmt]) == 0
     out = capsys.readouterr().out
     if fmt == "csv":
         assert len(_listed(out)) == 7
@@ -78,12 +79,27 @@ def test_rows_left_out_by_limit_are_said_with_both_numbers(
     said = [
         r.getMessage()
         for r in caplog.records
-        if r.levelno == logging.WARNING and "--limit 7" in r.getMessage()
+        if r.levelno == logging.WARNING and "--max-rows 7" in r.getMessage()
     ]
     assert said and str(len(keys)) in said[0], caplog.text
 
 
 @pytest.mark.parametrize("limit", [0, -1])
 def test_a_limit_below_one_is_refused(limit: int) -> None:
+    with pytest.raises(ValueError, match="--max-rows must be positive"):
+        item_listing([], {}, max_rows=limit)
     with pytest.raises(ValueError, match="--limit must be positive"):
         item_listing([], {}, limit=limit)
+
+
+def test_limit_is_the_first_items_with_every_row_of_each(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The folder: smoke's first 10 items at k 0 (seed 0) and k 1 (seeds 0, 1), 3 rows an
+    # item. Expected by hand: --limit 4 lists the 4 items of the smallest ids (sort id),
+    # each with its 3 rows, 12 rows in all, under the default --max-rows 20.
+    ids = sorted({key[3] for key in _record_keys(folder)})[:4]
+    assert cli_main(["items", str(folder), "--limit", "4", "--format", "csv"]) == 0
+    listed = _listed(capsys.readouterr().out)
+    assert sorted({row[3] for row in listed}) == ids
+    assert len(listed) == 4 * 3 == len(set(listed))

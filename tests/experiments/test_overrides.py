@@ -20,7 +20,7 @@ from nlieval.experiments.overrides import apply_overrides
 from nlieval.experiments.plan import AXIS_FIELDS, SINGULAR, plan_cells, read_axis_texts
 from nlieval.experiments.spec import AXES, Setting, parse_experiment
 from nlieval.ground import DataError
-from nlieval.settings import flag_of
+from nlieval.settings import choices_of, flag_of
 
 #: Texts a reader may give any flag: counts, lists, a trailing comma, words, a number.
 TEXTS = ("1", "3", "3,", "0,2", "abc", "0.5", "-1")
@@ -103,7 +103,7 @@ def test_set_reads_a_value_as_the_flag_of_the_same_name(cmd: str, key: str) -> N
         assert _set_value(cmd, key, f, str(given).lower()) is given
         assert _set_value(cmd, key, f, str(not given).lower()) is (not given)
         return
-    texts = flag.choices or TEXTS
+    texts = choices_of(flag) or TEXTS
     for text in texts:
         want = _flag_value(cmd, f, text)
         if f.name in SINGULAR and key in AXES and want != REFUSED:

@@ -90,6 +90,7 @@ VALUES: dict[tuple[str, str], Any] = {
             "filter": ["disagree"],
             "sort": "entropy",
             "limit": 5,
+            "max_rows": 7,
             "data_dir": "data",
             "ids": ["12", "407"],
             "full": True,

@@ -571,7 +571,7 @@ def test_snli_premises_with_examples_from_the_test_split(
     tmp_path: Path, server: FakeServer, data_dir: Path
 ) -> None:
     out = tmp_path / "gen"
-    config = GenerateConfig("snli", split="dev", limit=4, data_dir=str(data_dir))
+    config = GenerateConfig("snli", split="dev", max_sentences=4, data_dir=str(data_dir))
     with _chat(server) as chat:
         summary = generate_items(_given(chat), config, out)
     assert summary["premises"] == 4 and summary["parsed_first_try"] == 4
@@ -606,3 +606,31 @@ def test_generated_from_hypotheses_feed_the_chain_patterns(
         "Eab & Nbc",
         "Eab & Cbc",
     }
+
+
+def test_limit_is_the_first_items_and_max_sentences_the_first_sentences(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    # --limit means items, as in every command; the distinct sentences of those items are
+    # generated for, and --max-sentences caps those. Items: premises A, A, B, C.
+    premises = ["A dog runs.", "A dog runs.", "A bird sings.", "A cat naps."]
+    rows = [{"id": f"i{n}", "premise": p, "hypothesis": f"H{n}.", "label": "e"} for n, p in
+            enumerate(premises)]  # fmt: skip
+    (tmp_path / "four.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    yaml = tmp_path / "four.yaml"
+    yaml.write_text("name: four\npath: four.jsonl\nlabels: [entailment, neutral, contradiction]\n")
+    cases = [
+        ({"limit": 2}, ["A dog runs."]),  # items i0, i1: one premise
+        ({"max_sentences": 2}, ["A dog runs.", "A bird sings."]),
+        ({"limit": 3, "max_sentences": 1}, ["A dog runs."]),
+        ({"limit": 4}, ["A dog runs.", "A bird sings.", "A cat naps."]),
+    ]
+    for n, (kw, want) in enumerate(cases):
+        server.default = Responder()
+        with _chat(server) as chat:
+            config = GenerateConfig(str(yaml), examples=0, **kw)
+            summary = generate_items(_given(chat), config, tmp_path / f"out{n}")
+        assert sorted(server.default.asked) == sorted(want), kw
+        assert summary["premises"] == len(want), kw
+    with pytest.raises(ValueError, match="--max-sentences must be positive"):
+        GenerateConfig(str(yaml), max_sentences=0)

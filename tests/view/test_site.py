@@ -107,7 +107,7 @@ def test_the_counts_equal_nlieval_items(
                   ["disagree", "all-wrong"]):  # fmt: skip
         need = sum(1 << ix["filters"].index(f) for f in combo)
         shown = sum(flags & need == need for flags in ix["flags"])
-        argv = ["items", *runs, "--filter", ",".join(combo), "--format", "json", "--limit", "99"]
+        argv = ["items", *runs, "--filter", ",".join(combo), "--format", "json", "--max-rows", "99"]
         assert main(argv) == 0
         assert shown == len(json.loads(capsys.readouterr().out)), combo
 

@@ -142,7 +142,7 @@ def filters_match_items(
     """The count of each filter (and of two pairs) is that of `nlieval items --filter`;
     returns the unfiltered listing and the counts."""
     page = opened.page
-    listed = json.loads(_cli(capsys, "items", *runs, "--format", "json", "--limit", "100000"))
+    listed = json.loads(_cli(capsys, "items", *runs, "--format", "json", "--max-rows", "100000"))
     assert opened.count() == len(listed)
     counts = {}
     for combo in (("disagree",), ("all-wrong",), ("any-wrong",), ("majority-changed",),

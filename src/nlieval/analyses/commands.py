@@ -27,7 +27,7 @@ from ..runs import (
     make_folder,
     read_named,
 )
-from ..settings import positive_int, setting, table_format
+from ..settings import out_setting, positive_int, setting, table_format
 from ..types import Record
 from . import chaosnli
 from .chaosnli import Against, HumanBaseline
@@ -147,8 +147,8 @@ def dynamics_of(config: DynamicsConfig, also: Sequence[str] = ()) -> dict[str, A
 class ChaosnliConfig(HumanSettings, NamedRuns):
     """What ``nlieval chaosnli`` is asked (see :func:`chaosnli_scores`)."""
 
-    out: str | None = setting(
-        None, help=f"write the scores as {CHAOSNLI_JSON} into this folder [nothing written]"
+    out: str | None = out_setting(
+        f"write the scores as {CHAOSNLI_JSON} into this folder [nothing written]", None
     )
     write: bool = setting(False, help=f"write {CHAOSNLI_JSON} into the first RUN folder")
     common_items: bool = setting(
@@ -178,7 +178,7 @@ class ChaosnliScoreConfig(DataDir, EntropyBins):
 class PlotsConfig(HumanSettings, RunFolders, plots.FigureWidth):
     """What ``nlieval plots`` is asked (see :func:`write_plots`)."""
 
-    out: str = setting(help="folder for the figures")
+    out: str = out_setting("folder for the figures")
     plot_format: str = setting("png", help="format of the figures", choices=PLOT_FORMATS)
     baseline: tuple[str, ...] | None = setting(
         None,

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..data import DATA_DIR_HELP, SPLIT_HELP, Dataset, get_task, load_task, task_at
+from ..data import Dataset, data_dir_setting, get_task, load_task, split_setting, task_at
 from ..metrics import summarize
 from ..runs import RunFolder, Step, execute, finalize, markdown_table, metrics_table
 from ..settings import setting
@@ -79,8 +79,8 @@ class ImportConfig:
         parse=label_order,
     )
     # Declared here, not by the data folder mixin: the field order is config.json's.
-    data_dir: str | None = setting(None, help=DATA_DIR_HELP)
-    split: str | None = setting(None, help=SPLIT_HELP)
+    data_dir: str | None = data_dir_setting()
+    split: str | None = split_setting()
     #: The tasks of the folder's records as given (a name or a task YAML's path), which
     #: :func:`import_predictions` writes into ``config.json`` so that ``items`` and
     #: ``view`` join their texts (not a flag: the files or ``--task`` say them).

@@ -70,28 +70,32 @@ def item_listing(
     items: Mapping[str, Mapping[str, Item]],
     filters: Sequence[str] = (),
     sort: str = "id",
-    limit: int | None = None,
+    max_rows: int | None = None,
     ids: Iterable[str] | None = None,
+    *,
+    limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (task, k, seed, item) of ``records``: ``premise``, ``hypothesis``,
     ``gold``, ``human`` (label -> count, ChaosNLI), ``majority`` (ChaosNLI), ``entropy``
     (bits of the human labels), ``predictions`` (model, or model@checkpoint -> label) and
     ``wrong`` (how many models missed the gold label); kept by every filter in
     ``filters`` (:data:`FILTERS`), sorted by ``sort`` (:data:`SORTS`; entropy and wrong
-    descending), at most ``limit`` rows (rows left out are a warning naming both
-    numbers: a row is one task, k, seed and item, not one item). ``items`` maps task ->
-    item id -> item for the texts (an item missing there keeps empty texts). ``ids``:
-    only the items of these ids (None: all); an id no record holds is a ValueError
-    naming it.
+    descending), every row of the first ``limit`` items (task and id, in that order: an
+    item has a row per k and seed), at most ``max_rows`` rows (rows left out are a
+    warning naming both numbers: a row is one task, k, seed and item, not one item).
+    ``items`` maps task -> item id -> item for the texts (an item missing there keeps
+    empty texts). ``ids``: only the items of these ids (None: all); an id no record
+    holds is a ValueError naming it.
     """
     for f in filters:
         if f not in FILTERS:
             raise ValueError(f"unknown filter {f!r}: {', '.join(FILTERS)}")
     if sort not in SORTS:
         raise ValueError(f"unknown sort {sort!r}: {', '.join(SORTS)}")
-    if limit is not None and limit < 1:
-        # A slice would read -1 as "all but the last row", and 0 as none.
-        raise ValueError(f"--limit must be positive, got {limit}")
+    for flag, value in (("--limit", limit), ("--max-rows", max_rows)):
+        if value is not None and value < 1:
+            # A slice would read -1 as "all but the last row", and 0 as none.
+            raise ValueError(f"{flag} must be positive, got {value}")
     wanted = None if ids is None else set(ids)
     joined: dict[tuple[str, int, int, str], dict[str, Record]] = defaultdict(dict)
     for r in records:
@@ -134,14 +138,18 @@ def item_listing(
         rows.sort(key=lambda r: (-r["wrong"], r["task"], r["k"], r["id"]))
     else:
         rows.sort(key=lambda r: (r["task"], r["k"], r["seed"], r["id"]))
-    if limit is not None and len(rows) > limit:
+    if limit is not None:
+        order: dict[tuple[str, str], None] = dict.fromkeys((r["task"], r["id"]) for r in rows)
+        kept = set(list(order)[:limit])
+        rows = [r for r in rows if (r["task"], r["id"]) in kept]
+    if max_rows is not None and len(rows) > max_rows:
         log.warning(
-            "items: --limit %d lists %d of the %d rows kept (a row per task, k, seed and item)",
-            limit,
-            limit,
+            "items: --max-rows %d lists %d of the %d rows kept (a row per task, k, seed and item)",
+            max_rows,
+            max_rows,
             len(rows),
         )
-        return rows[:limit]
+        return rows[:max_rows]
     return rows
 
 

@@ -43,6 +43,7 @@ from .registry import (
     ModelSpec,
     NamesAModel,
     ResolvedModel,
+    chat_model_setting,
     model_label,
     parse_model,
     resolve,
@@ -84,6 +85,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "chat_model_setting",
     "CHOICE_HEAD",
     "CLASSIFIERS",
     "DEFAULT_MODEL",

@@ -695,6 +695,20 @@ def _fingerprint(name: str, source: ModelSource) -> dict[str, str]:
         return {}
 
 
+def chat_model_setting() -> Any:
+    """``--model`` of a command that talks to a chat model (``generate``, ``instruct``),
+    declared here once.
+
+    >>> chat_model_setting().metadata["flag"].cli_default == DEFAULT_MODEL
+    True
+    """
+    return setting(
+        help="chat model run in process (alias, folder, .gguf or hub id); with --api-base "
+        "the server's model name",
+        cli_default=DEFAULT_MODEL,
+    )
+
+
 @dataclass(frozen=True)
 class ChatModel(NamesAModel):
     """The chat model of a command that only needs one (``generate``): the model string
@@ -704,11 +718,7 @@ class ChatModel(NamesAModel):
     ModelSpec(engine='server', name='m')
     """
 
-    model: str = setting(
-        help="chat model run in process (alias, folder, .gguf or hub id); with --api-base "
-        "the server's model name",
-        cli_default=DEFAULT_MODEL,
-    )
+    model: str = chat_model_setting()
     hf: HFOptions = options(HFOptions)
     server: ServerOptions | None = options(
         ServerOptions, when="api_base", optional=True, title="server"

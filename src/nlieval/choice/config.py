@@ -17,7 +17,7 @@ from ..backends import (
     model_label,
     parse_label_map,
 )
-from ..data import ItemSelection
+from ..data import ItemSelection, data_dir_setting, split_setting, tasks_setting
 from ..settings import (
     batch_size,
     csv_list,
@@ -67,11 +67,7 @@ class RunConfig(ItemSelection, NamesAModel):
         "the server's model (server:NAME says so explicitly)",
         cli_default=DEFAULT_MODEL,
     )
-    tasks: tuple[str, ...] = setting(
-        help="comma-separated task names or task YAML files",
-        names=("--task", "--tasks"),
-        parse=csv_list,
-    )
+    tasks: tuple[str, ...] = tasks_setting()
     shots: tuple[int, ...] = setting(
         (0,),
         help="comma-separated shot counts k",
@@ -81,8 +77,8 @@ class RunConfig(ItemSelection, NamesAModel):
     seeds: tuple[int, ...] = setting(
         (0,), help="number of few-shot draws (3 = seeds 0,1,2) or a list (1,5,7)", parse=seed_list
     )
-    split: str | None = setting(None, help="split to evaluate (default: the task's)")
-    data_dir: str | None = setting(None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    split: str | None = split_setting()
+    data_dir: str | None = data_dir_setting()
     template: str | None = setting(None, help="Jinja template string or file for the blocks")
     balanced: bool = setting(False, help="label-balanced few-shot draws")
     batch_size: int | str = setting(

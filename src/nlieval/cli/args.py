@@ -39,13 +39,6 @@ def arg_type(parse: Callable[[str], T]) -> Callable[[str], T]:
     return typed
 
 
-csv_list = arg_type(settings.csv_list)
-int_list = arg_type(settings.int_list)
-shot_counts = arg_type(settings.shot_counts)
-positive_int = arg_type(settings.positive_int)
-seeds = arg_type(settings.seed_list)
-
-
 def _shown(value: Any) -> str:
     if isinstance(value, tuple):
         return ",".join(str(v) for v in value)
@@ -87,15 +80,13 @@ def _add_flag(p: Any, f: Field[Any], optional: bool = False) -> None:
             appends = flag.action in ("append", "extend") and default is not None
             kw["default"] = list(default) if appends else default
             kw["help"] = _with_default(flag, default) or None
-        if flag.parse is not None:
-            kw["type"] = arg_type(flag.parse)
-        elif f.type in ("int", "int | None"):
-            kw["type"] = int
-        elif f.type in ("float", "float | None"):
-            kw["type"] = float
-        for key in ("metavar", "choices", "nargs", "const", "action"):
+        # The one reader of a setting's text (settings.read_text), as --set reads it.
+        kw["type"] = arg_type(functools.partial(settings.read_text, f))
+        for key in ("metavar", "nargs", "const", "action"):
             if getattr(flag, key) is not None:
                 kw[key] = getattr(flag, key)
+        if flag.choices is not None:
+            kw["choices"] = settings.choices_of(flag)
     # The one place a setting becomes an argparse argument.
     p.add_argument(*names, **kw)
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data import ItemSelection, TaskFiles, get_task
+from ..data import ItemSelection, TaskFiles, get_task, tasks_setting
 from ..metrics import metrics
 from ..plotting import FigureWidth, figure_format, plot_epg
 from ..runs import atomic_write, iter_run_records
-from ..settings import csv_list, setting
+from ..settings import csv_list, out_setting, setting
 from .epg import DEFAULT_THRESHOLDS, epg
 from .ngrams import DEFAULT_N
 from .scan import SHARD_BYTES, ScanOptions, corpus_files
@@ -62,12 +62,8 @@ class ContaminationConfig(TaskFiles, ItemSelection, FigureWidth):
         help="corpus files or folders: text (a document a line) or jsonl, .gz ok",
         nargs="+",
     )
-    tasks: tuple[str, ...] = setting(
-        (),
-        help="comma-separated task names or task YAML files (with --scores: the tasks "
-        "whose scores to keep) [with --scores: all]",
-        names=("--task", "--tasks"),
-        parse=csv_list,
+    tasks: tuple[str, ...] = tasks_setting(
+        (), note=" (with --scores: the tasks whose scores to keep) [with --scores: all]"
     )
     n: int = setting(DEFAULT_N, help="n-gram length")
     tokenizer: str = setting(
@@ -84,7 +80,7 @@ class ContaminationConfig(TaskFiles, ItemSelection, FigureWidth):
         metavar="ADDRESS",
     )
     shard_mb: int = setting(SHARD_BYTES >> 20, help=f"[{SHARD_BYTES >> 20}]")
-    out: str = setting("contamination.jsonl", help="per-item scores")
+    out: str = out_setting("per-item scores", "contamination.jsonl")
     scores: str | None = setting(None, help="read scores from this file; do not scan")
     run: str | tuple[str, ...] | None = setting(
         None,
@@ -100,7 +96,7 @@ class ContaminationConfig(TaskFiles, ItemSelection, FigureWidth):
     )
     # Any metric of the table that records give (accuracy, macro F1, gold NLL, ...).
     metric: str = setting(
-        "accuracy", help="", choices=tuple(m.name for m in metrics(source="records"))
+        "accuracy", help="", choices=lambda: tuple(m.name for m in metrics(source="records"))
     )
     plot: str | None = setting(None, help="write EPG vs %% contaminated to this .pdf, .svg or .png")
 

@@ -80,8 +80,12 @@ from .source import (
     TaskFiles,
     TaskSource,
     TasksToRead,
+    data_dir_setting,
     format_task_list,
+    split_setting,
     task_at,
+    task_setting,
+    tasks_setting,
 )
 from .stats import fleiss_kappa, label_change_share, task_stats
 from .tasks import TASKS
@@ -108,6 +112,10 @@ __all__ = [
     "ItemSelection",
     "label_imbalance",
     "DATA_DIR_HELP",
+    "data_dir_setting",
+    "split_setting",
+    "task_setting",
+    "tasks_setting",
     "DataDir",
     "TaskFiles",
     "SPLIT_HELP",

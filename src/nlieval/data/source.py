@@ -6,11 +6,17 @@ tasks (``--task``). A command that reads several tasks derives from both, ``Task
 first (its flags then follow ``--task``, as :class:`TasksToRead`); one that reads one
 task declares that task itself. Each flag is declared here once and means the same
 everywhere. All are keyword-only, so a subclass keeps its own positional fields.
+
+A configuration whose field order is a file format (its ``config.json``) cannot take a
+mixin's fields in place; it declares the field with the factory of the same setting
+(:func:`data_dir_setting`, :func:`split_setting`, :func:`tasks_setting`,
+:func:`task_setting`), which the mixins use too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
+from typing import Any
 
 from ..ground import DataError
 from ..settings import csv_list, setting, table_format
@@ -23,6 +29,48 @@ from .tasks import TASKS
 DATA_DIR_HELP = "folder of official files [$NLIEVAL_DATA_DIR]"
 #: The help of ``--split`` (one split), for the same kind of configuration.
 SPLIT_HELP = "split to read (default: the task's)"
+#: The help of ``--data-dir`` in a command that reads run folders: each run saved its own.
+SAVED_DATA_DIR_HELP = "where the tasks' data is [as saved]"
+#: The help of ``--task`` of several tasks.
+TASKS_HELP = "comma-separated task names, task YAML files or data files (.jsonl, .csv, .tsv)"
+
+
+def data_dir_setting(*, saved: bool = False) -> Any:
+    """``--data-dir``, the folder of the official files (None: ``$NLIEVAL_DATA_DIR``);
+    ``saved``: a command that reads run folders, where None is the folder each run saved.
+
+    >>> data_dir_setting(saved=True).metadata["flag"].help
+    "where the tasks' data is [as saved]"
+    """
+    return setting(None, help=SAVED_DATA_DIR_HELP if saved else DATA_DIR_HELP)
+
+
+def split_setting(default: str | None = None) -> Any:
+    """``--split``, the one split of the task to read (None: the task's default).
+
+    >>> split_setting("test").metadata["flag"].help
+    'split to read'
+    """
+    return setting(default, help=SPLIT_HELP if default is None else "split to read")
+
+
+def tasks_setting(default: Any = MISSING, *, note: str = "") -> Any:
+    """``--task`` (or ``--tasks``) of several tasks, comma-separated; ``note`` adds what a
+    command's default or its other flags make of them.
+
+    >>> tasks_setting().metadata["flag"].names
+    ('--task', '--tasks')
+    """
+    return setting(default, help=TASKS_HELP + note, names=("--task", "--tasks"), parse=csv_list)
+
+
+def task_setting(role: str, default: Any = MISSING) -> Any:
+    """``--task`` of one task: a name or a task YAML; ``role`` says what its items are for.
+
+    >>> task_setting("whose premises to use").metadata["flag"].help
+    'task name or task YAML whose premises to use'
+    """
+    return setting(default, help=f"task name or task YAML {role}")
 
 
 def task_at(text: str) -> tuple[str, str | None]:
@@ -49,7 +97,7 @@ class DataDir:
     True
     """
 
-    data_dir: str | None = setting(None, help=DATA_DIR_HELP)
+    data_dir: str | None = data_dir_setting()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +108,7 @@ class TaskFiles(DataDir):
     48
     """
 
-    split: str | None = setting(None, help=SPLIT_HELP)
+    split: str | None = split_setting()
     skip_bad: bool = setting(False, help="skip malformed data lines (counted)")
 
     def load(self, name: str, split: str | None = None) -> Dataset:
@@ -77,11 +125,7 @@ class TaskSource:
     ('smoke',)
     """
 
-    tasks: tuple[str, ...] = setting(
-        help="comma-separated task names, task YAML files or data files (.jsonl, .csv, .tsv)",
-        names=("--task", "--tasks"),
-        parse=csv_list,
-    )
+    tasks: tuple[str, ...] = tasks_setting()
 
     def names(self) -> tuple[str, ...]:
         """The tasks' registered names (a YAML file's is the name it declares)."""

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..commands import BLOCKS, TABLE, Block, load
 from ..ground import DataError
-from ..settings import UNSET, flag_of, from_flat_dict, options_of
+from ..settings import UNSET, flag_of, from_flat_dict, options_of, read_value, value_schema
 from .spec import Setting, suggest
 
 #: The fields a cell's folder sets itself: never a block's setting.
@@ -203,17 +203,6 @@ def engine_option_keys() -> list[str]:
     return list(keys)
 
 
-_TRUE = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
-
-
-def _as_values(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list) else [value]
-
-
-def _base_type(f: Field[Any]) -> str:
-    return str(f.type).replace(" | None", "").strip()
-
-
 def coerce(f: Field[Any], s: Setting) -> Any:
     """The value of setting ``s`` for field ``f``, read as its flag reads it; a value the
     flag would refuse is ``s``'s one-line error.
@@ -232,65 +221,10 @@ def coerce(f: Field[Any], s: Setting) -> Any:
     >>> coerce(name, Setting("name", ["smol=SmolLM2 135M", "Gemma"], "e.yaml", 5))
     (('smol', 'SmolLM2 135M'), ('', 'Gemma'))
     """
-    value = s.value
-    flag = flag_of(f)
-    kind = _base_type(f)
-    if value is None:
-        if "None" not in str(f.type):
-            raise s.error("needs a value (null is not one)")
-        return None
-    if kind == "bool":
-        if isinstance(value, str) and value.lower() in _TRUE:
-            return _TRUE[value.lower()]
-        if not isinstance(value, bool):
-            raise s.error(f"expected true or false, found {value!r}")
-        return value
-    if isinstance(value, (dict, bool)) or (
-        isinstance(value, list) and any(isinstance(v, (dict, list, bool)) for v in value)
-    ):
-        raise s.error(f"expected {kind}, found {value!r}")
-    if flag is not None and flag.action == "append":
-        # A repeatable flag (--name, --human-js, --run): each value of the list is one
-        # use of it, and one value is a list of one, as the flag gives it.
-        read = flag.parse or str
-        try:
-            return tuple(read(str(v)) for v in _as_values(value))
-        except ValueError as err:
-            raise s.error(str(err)) from None
-    if flag is not None and flag.parse is not None:
-        if isinstance(value, list):
-            if not value:
-                return ()
-            # One value and a comma: "7," is the list of 7 (a count, alone, means range).
-            text = ",".join(str(v) for v in value) + ("," if len(value) == 1 else "")
-        else:
-            text = str(value)
-        try:
-            parsed = flag.parse(text)
-        except ValueError as err:
-            raise s.error(str(err)) from None
-        value = parsed
-    elif kind.startswith("tuple"):
-        value = tuple(str(v) for v in (value if isinstance(value, list) else [value]))
-    elif kind == "int":
-        try:
-            value = int(value) if isinstance(value, str) else value
-        except ValueError:
-            raise s.error(f"expected an integer, found {value!r}") from None
-        if not isinstance(value, int):
-            raise s.error(f"expected an integer, found {value!r}")
-    elif kind == "float":
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise s.error(f"expected a number, found {value!r}") from None
-    elif kind == "str":
-        if isinstance(value, list):
-            raise s.error(f"expected text, found a list {value!r}")
-        value = str(value)
-    if flag is not None and flag.choices is not None and value not in flag.choices:
-        raise s.error(f"expected one of {', '.join(flag.choices)}, found {value!r}")
-    return value
+    try:
+        return read_value(f, s.value)
+    except ValueError as err:
+        raise s.error(str(err)) from None
 
 
 def build_config(
@@ -355,36 +289,4 @@ def json_type(f: Field[Any]) -> dict[str, Any]:
     >>> json_type({f.name: f for f in fields(RunConfig)}["limit"])["type"]
     ['integer', 'null']
     """
-    kind = _base_type(f)
-    nullable = "None" in str(f.type)
-    flag = flag_of(f)
-    schema: dict[str, Any]
-    if kind == "bool":
-        schema = {"type": "boolean"}
-    elif kind == "int":
-        schema = {"type": "integer"}
-    elif kind == "float":
-        schema = {"type": "number"}
-    elif kind.startswith("tuple[int"):
-        schema = {
-            "anyOf": [
-                {"type": "array", "items": {"type": "integer"}},
-                {"type": ["string", "integer"]},
-            ]
-        }
-    elif kind.startswith("tuple"):
-        schema = {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]}
-    elif kind == "int | str":
-        schema = {"type": ["integer", "string"]}
-    else:
-        schema = {"type": "string"}
-    if flag is not None and flag.choices is not None:
-        schema = {"enum": list(flag.choices)}
-    if nullable:
-        if "type" in schema and isinstance(schema["type"], str):
-            schema["type"] = [schema["type"], "null"]
-        else:
-            schema = {"anyOf": [schema, {"type": "null"}]}
-    if flag is not None and flag.help:
-        schema["description"] = flag.help
-    return schema
+    return value_schema(f)

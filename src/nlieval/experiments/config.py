@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data import DataDir
-from ..settings import csv_list, positive_int, setting
+from ..settings import csv_list, out_setting, positive_int, setting
 from .commands import takes
 from .driver import (
     Executor,
@@ -106,7 +106,7 @@ class ExperimentRun(DataDir):
     :class:`ExperimentPlan`'s."""
 
     file: str = _file()
-    out: str = setting(help="the experiment folder (cells/, state/, report/, experiment.json)")
+    out: str = out_setting("the experiment folder (cells/, state/, report/, experiment.json)")
     set: tuple[str, ...] = _overrides()
     yes: bool = _yes()
     executor: str = setting(
@@ -155,7 +155,7 @@ class ExperimentStatus:
 class ExperimentSchema:
     """Where ``nlieval experiment schema`` writes: :func:`nlieval.experiments.schema_text`."""
 
-    out: str | None = setting(None, help="write the schema here instead of printing it")
+    out: str | None = out_setting("write the schema here instead of printing it", None)
 
 
 def read_with_data_dir(cfg: ExperimentPlan | ExperimentRun) -> Experiment:

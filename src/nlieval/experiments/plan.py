@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ground import DataError
-from ..settings import flag_of, flat_dict, non_default
+from ..settings import flag_of, flat_dict, non_default, read_text
 from .commands import build_config, command, engine_option_keys, setting_fields, takes
 from .spec import Experiment, MatrixEntry, ModelEntry, Resources, Setting, suggest
 
@@ -250,11 +250,12 @@ def axis_values(
     name = next((n for n in AXIS_FIELDS[axis] if takes(command, n)), None)
     if name is None or name in SINGULAR:
         return each
-    flag = flag_of(setting_fields(command)[name])
+    f = setting_fields(command)[name]
+    flag = flag_of(f)
     if flag is None or flag.parse is None:
         return each
     try:
-        return tuple(str(v) for v in flag.parse(text))
+        return tuple(str(v) for v in read_text(f, text))
     except ValueError as err:
         raise DataError(src, line, axis, str(err)) from None
 

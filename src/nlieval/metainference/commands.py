@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from ..data import ItemSelection, TaskFiles
+from ..data import ItemSelection, TaskFiles, task_setting
 from ..runs import OutputFolder, iter_run_records
 from ..settings import csv_list, setting, table_format
 from ..types import Item
@@ -122,7 +122,7 @@ def conclude_target(config: LogicConcludeConfig) -> list[Any]:
 class InferBuildConfig(OutputFolder, TaskFiles, ItemSelection):
     """What ``nlieval infer build`` is asked (see :func:`build_inferred`)."""
 
-    task: str = setting(help="task name or task YAML (labels E/N/C)")
+    task: str = task_setting("(labels E/N/C)")
     generated: str | None = setting(
         None, help="task of generated items (b, c) for the chain patterns"
     )

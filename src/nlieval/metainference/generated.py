@@ -167,11 +167,17 @@ def _targets_and_examples(
     config: GenerateConfig,
 ) -> tuple[Dataset, list[Sentence], list[Example]]:
     ds = data.load_task(config.task, config.data_dir, config.split, skip_bad=config.skip_bad)
-    targets = distinct_sentences(ds.items, config.sentences)
+    items = ds.items
     if config.limit is not None:
+        where = f"{config.task} {ds.split}"
+        data.warn_if_short(config.limit, f"--limit {config.limit}", len(items), where)
+        items = items[: config.limit]
+    targets = distinct_sentences(items, config.sentences)
+    if config.max_sentences is not None:
         where = f"{config.task} {ds.split} (distinct {config.sentences}s)"
-        data.warn_if_short(config.limit, f"--limit {config.limit}", len(targets), where)
-        targets = targets[: config.limit]
+        asked = config.max_sentences
+        data.warn_if_short(asked, f"--max-sentences {asked}", len(targets), where)
+        targets = targets[:asked]
     if not targets:
         raise data.DataError(ds.source, None, None, f"no {config.sentences}s to generate for")
     examples: list[Example] = []

@@ -8,16 +8,18 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
-from ..data import Dataset
+from ..data import Dataset, data_dir_setting, split_setting, task_setting
 from ..settings import count, positive_int, setting
 from .generated_prompt import PROMPT_VERSION, Example
 
 
 @dataclass(frozen=True)
 class GenerateConfig:
-    """What ``nlieval generate`` does; ``limit``, ``attempts``, ``retry_temperature``,
-    ``data_dir``, ``skip_bad`` and ``max_server_errors`` may change between runs of one
-    folder, the others are its identity (see :attr:`GenerateFolderConfig.IDENTITY`).
+    """What ``nlieval generate`` does; ``limit``, ``max_sentences``, ``attempts``,
+    ``retry_temperature``, ``data_dir``, ``skip_bad`` and ``max_server_errors`` may change
+    between runs of one folder, the others are its identity (see
+    :attr:`GenerateFolderConfig.IDENTITY`). ``limit`` is the first N items, as in every
+    command; ``max_sentences`` the first N distinct sentences of those items.
 
     ``attempts`` answers at most per sentence, over every run of the folder (a larger
     value asks the sentences whose answers were all invalid again): the first at
@@ -26,9 +28,14 @@ class GenerateConfig:
     The run stops after ``max_server_errors`` requests in a row failed for good.
     """
 
-    task: str = setting(help="task name or task YAML whose premises to use")
-    split: str | None = setting(None, help="split of the task (default: the task's)")
-    limit: int | None = setting(None, help="the first N distinct sentences", parse=positive_int)
+    task: str = task_setting("whose premises to use")
+    split: str | None = split_setting()
+    limit: int | None = setting(
+        None, help="the first N items of the task (their distinct sentences)", parse=positive_int
+    )
+    max_sentences: int | None = setting(
+        None, help="the first N distinct sentences (of the --limit items)", parse=positive_int
+    )
     sentences: str = setting(
         "premise",
         help="write hypotheses for the task's premises, or for its hypotheses (for the "
@@ -55,7 +62,7 @@ class GenerateConfig:
         0.7, help="at least this temperature when asking again after an invalid answer"
     )
     max_new_tokens: int = setting(160, help="per answer", parse=positive_int)
-    data_dir: str | None = setting(None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    data_dir: str | None = data_dir_setting()
     skip_bad: bool = setting(False, help="skip malformed data lines (counted)")
     max_server_errors: int = setting(
         3, help="stop after this many requests in a row failed for good", parse=positive_int
@@ -67,8 +74,10 @@ class GenerateConfig:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
         if self.examples < 0:
             raise ValueError("--examples must be 0 or more")
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"--limit must be positive, got {self.limit}")
+        for name in ("limit", "max_sentences"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be positive, got {value}")
 
     def sampling(self, attempt: int) -> tuple[float, int]:
         """Temperature and seed of the ``attempt``-th answer (1-based).
@@ -108,6 +117,8 @@ class GenerateFolderConfig:
     data_dir: str | None = None
     max_server_errors: int = 3
     data: str = ""
+    #: a folder written before --limit meant items has its sentences' limit as limit
+    max_sentences: int | None = None
 
     KIND: ClassVar[str] = "generate"
     IDENTITY: ClassVar[tuple[str, ...]] = (
@@ -155,4 +166,5 @@ class GenerateFolderConfig:
             data_dir=config.data_dir,
             max_server_errors=config.max_server_errors,
             data=str(ds.source),
+            max_sentences=config.max_sentences,
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..settings import setting
+from ..settings import out_setting, setting
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,10 +24,7 @@ class OutputFolder:
     (False, True)
     """
 
-    out: str = setting(
-        help="output folder",
-        names=("--out", "--output_path"),
-    )
+    out: str = out_setting()
     overwrite: bool = setting(False, help="discard what the folder holds")
     progress: bool = setting(True, help="no progress bar", names=("--no-progress",))
 

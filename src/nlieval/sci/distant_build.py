@@ -17,7 +17,7 @@ from typing import Any
 
 from ..data import DataError
 from ..ground import as_format, make_folder, read_jsonl
-from ..settings import setting, table_format
+from ..settings import out_setting, setting, table_format
 from ..types import SCI4, Label
 from .distant import read_corpus, write_pairs, write_task
 from .distant_implicit import (
@@ -41,7 +41,7 @@ class CorpusSettings:
         nargs="+",
         metavar="FILE",
     )
-    out: str = setting(help="output folder", metavar="FOLDER")
+    out: str = out_setting(metavar="FOLDER")
     text_field: str = setting("text", help="jsonl field with the text, sentences or paragraphs")
     id_field: str = setting("id", help="jsonl field with the document id")
     seed: int = setting(0, help="sampling and balancing seed")

@@ -38,16 +38,16 @@ from typing import Any, ClassVar
 
 from .. import data
 from ..backends import (
-    DEFAULT_MODEL,
     GenerationBackend,
     HFOptions,
     NamesAModel,
     ResolvedModel,
     ServerOptions,
     VLLMOptions,
+    chat_model_setting,
     model_label,
 )
-from ..data import Dataset, ItemSelection
+from ..data import Dataset, ItemSelection, data_dir_setting, split_setting, tasks_setting
 from ..runs import (
     Results,
     RunError,
@@ -59,7 +59,6 @@ from ..runs import (
     saved_config,
 )
 from ..settings import (
-    csv_list,
     flat_dict,
     from_flat_dict,
     options,
@@ -130,17 +129,8 @@ class InstructConfig(ItemSelection, NamesAModel):
     its prompt has no exemplars and decoding is greedy, so other runs would repeat it.
     """
 
-    model: str = setting(
-        help="chat model run in process (alias, folder, .gguf or hub id); with --api-base "
-        "the server's model name",
-        cli_default=DEFAULT_MODEL,
-    )
-    tasks: tuple[str, ...] = setting(
-        ("scinli",),
-        help="comma-separated four-class tasks (names or task YAML files)",
-        names=("--task", "--tasks"),
-        parse=csv_list,
-    )
+    model: str = chat_model_setting()
+    tasks: tuple[str, ...] = tasks_setting(("scinli",), note=" with four classes")
     shots: tuple[int, ...] = setting(
         SHOTS,
         help="comma-separated shot counts, multiples of 4 (with --exemplar-ids: at most "
@@ -155,13 +145,13 @@ class InstructConfig(ItemSelection, NamesAModel):
     balanced_limit: bool = setting(
         False, help="with --limit, take the classes in turn (SciNLI's files are sorted by class)"
     )
-    split: str | None = setting("test", help="split to evaluate")
+    split: str | None = split_setting("test")
     pool_split: str | None = setting(
         None,
         help="split the exemplars come from, less every item of the evaluated split "
         "[dev, or the task's few-shot pool when it has no dev split]",
     )
-    data_dir: str | None = setting(None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    data_dir: str | None = data_dir_setting()
     max_new_tokens: int = setting(16, help="answer length limit", parse=positive_int)
     system_role: bool = setting(
         True,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..backends import LoraSettings
-from ..data import ItemSelection, task_at
+from ..data import ItemSelection, data_dir_setting, task_at
 from ..ground import DataError, read_json
 from ..settings import positive_int, seed_list, setting
 
@@ -124,7 +124,7 @@ class TrainConfig(ItemSelection):
     test_task: str | None = setting(None, help="task to test on [the training task]")
     test_split: str | None = setting(None, help="test split [the test task's default]")
     skip_test: bool = setting(False, help="train only; no test evaluation", names=("--no-test",))
-    data_dir: str | None = setting(None, help="folder of official files [$NLIEVAL_DATA_DIR]")
+    data_dir: str | None = data_dir_setting()
     epochs: int = setting(5, help="most epochs per seed")
     lr: float = setting(2e-5, help="learning rate")
     batch_size: int = setting(16, help="training batch size (with --grad-accum: per micro-batch)")

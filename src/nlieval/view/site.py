@@ -36,6 +36,7 @@ from ..analyses import (
     write_plots,
 )
 from ..commands import command_line
+from ..data import data_dir_setting
 from ..ground import DataError, atomic_write, check_inside, make_folder
 from ..metrics import METRICS
 from ..plotting import series_name
@@ -49,7 +50,7 @@ from ..reports import (
     report,
 )
 from ..runs import NamedRuns, RunError, RunFolder, flat, read_named
-from ..settings import setting
+from ..settings import out_setting, setting
 from ..types import Item, Record
 from .sci import infer_page, sci_page
 
@@ -82,8 +83,8 @@ class ViewConfig(FigureAxes, NamedRuns):
     """
 
     runs: tuple[str, ...] = ()
-    out: str = setting(help="folder to write the site into (made; an older site there is replaced)")
-    data_dir: str | None = setting(None, help="where the tasks' data is [as saved]")
+    out: str = out_setting("folder to write the site into (made; an older site there is replaced)")
+    data_dir: str | None = data_dir_setting(saved=True)
     serve: bool = setting(False, help="then serve the site over HTTP until interrupted")
     host: str = setting("127.0.0.1", help="address --serve binds")
     port: int = setting(8000, help="port --serve listens on (0: any free one)")
