@@ -631,9 +631,10 @@ def _write_static(exp: Experiment, out: Output, report: Path) -> list[str]:
             # `stats` prints aligned text for md: fenced, so that Markdown keeps it.
             texts[fmt] = f"```text\n{text}\n```" if fmt == "md" else text
         else:
-            from ..sci import LinkingPhrasesConfig, linking_phrase_table
+            from ..ground import render
+            from ..sci import linking_phrase_table
 
-            texts[fmt] = linking_phrase_table(LinkingPhrasesConfig(format=fmt))
+            texts[fmt] = render(linking_phrase_table(), fmt)
     files = []
     for fmt, text in texts.items():
         name = f"{out.name}.{EXTENSIONS[fmt]}"
@@ -650,8 +651,8 @@ def _infer_report_files(
     ready: Sequence[Cell],
     report: Path,
 ) -> tuple[list[str], list[str]]:
-    from ..ground import as_format
-    from ..metainference import InferReportConfig, inferred, inferred_consistency, logic
+    from ..ground import render
+    from ..metainference import InferReportConfig, inferred, inferred_consistency
 
     cells_dir = report.parent / "cells"
     items = inputs.get("items", [])
@@ -671,11 +672,10 @@ def _infer_report_files(
             **kw,
         )
         got = inferred_consistency(cfg)
-        text = inferred.format_report(got["rows"]).rstrip("\n")
-        text += "\n\n" + logic.frames_note(got["readings"])
+        doc = inferred.report_document(got["rows"], got["readings"])
         stem = f"{out.name}-{cell.name}"
         for fmt in ("md", "latex"):
-            _write(report / f"{stem}.{EXTENSIONS[fmt]}", as_format(text, fmt))
+            _write(report / f"{stem}.{EXTENSIONS[fmt]}", render(doc, fmt))
             files.append(f"{stem}.{EXTENSIONS[fmt]}")
         frames = {r.name: r.frames for r in got["readings"].values()}
         rows = [{**row, "frames": frames} for row in got["rows"]]
