@@ -46,9 +46,12 @@ def _folder(path: Path) -> str:
     path.mkdir(parents=True)
     labels = tuple(lab.value for lab in SCI4)
     flat = tuple(1 / len(labels) for _ in labels)
+    loglik = tuple(float(x) for x in np.log(flat))
     RunFolder(path).append(
-        [Record("sci", i, "chat", 0, 0, labels, tuple(np.log(flat)), flat, pred, gold)
-         for i, gold, pred in ITEMS]  # fmt: skip
+        [
+            Record("sci", i, "chat", 0, 0, labels, loglik, flat, pred, gold)
+            for i, gold, pred in ITEMS
+        ]
     )
     (path / "config.json").write_text(json.dumps({"kind": "instruct"}))
     return str(path)
