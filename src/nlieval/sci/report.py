@@ -1,7 +1,8 @@
 """Reports for scientific NLI (METHODS.md section 4), from saved records only.
 
-Per (model, checkpoint, task, k), over the runs (seeds) of that point: macro F1 and
-accuracy (mean and sample std over runs), per-class F1, the number of unparseable answers,
+Per (model, checkpoint, task, k), over the runs (seeds) of that point: the metrics of
+the metric table scored from labels alone, macro F1 and accuracy (mean and sample std
+over runs, :func:`score_metrics`), per-class F1, the number of unparseable answers,
 macro F1 per domain (``Record.meta["domain"]``, when the items have one), and the
 confusion matrix summed over the runs. Unparsed answers (``pred`` None, from instruct
 models) are scored wrong and get a confusion column of their own, ``unparsed``.
@@ -80,16 +81,21 @@ def score_metrics() -> list[Metric]:
     return sorted(ms, key=lambda m: m.name != "macro_f1")
 
 
+def _table_order() -> list[Metric]:
+    # score_metrics in the metric table's order, the order --json has always written.
+    names = {m.name for m in score_metrics()}
+    return [m for m in METRICS.values() if m.name in names]
+
+
 def subset_scores(records: Sequence[Record]) -> dict[str, Any]:
     """The scores of a subset (a domain), :func:`score_metrics` in the metric table's
     order: its macro F1 (:func:`nlieval.metrics.macro_f1`) is over the gold labels
     present in it, n/a where it holds one class only (a class a domain lacks would
     otherwise count as F1 = 0)."""
     labels = records[0].labels
-    table_order = [m for m in METRICS.values() if m in score_metrics()]
     return {
         "n": len(records),
-        **{m.name: m.of(records, labels) for m in table_order},
+        **{m.name: m.of(records, labels) for m in _table_order()},
         "n_unparsed": sum(r.pred is None for r in records),
     }
 
@@ -99,7 +105,7 @@ def _replicate(records: Sequence[Record]) -> dict[str, Any]:
     labels = m["labels"]
     out: dict[str, Any] = {
         "n": m["n"],
-        **{s.name: m[s.name] for s in METRICS.values() if s in score_metrics()},
+        **{s.name: m[s.name] for s in _table_order()},
         "per_class_f1": m["per_class_f1"],
         "n_unparsed": m["n_unparsed"],
         "confusion": confusion_with_unparsed(records, labels).tolist(),
