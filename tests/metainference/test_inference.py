@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from nlieval import data
+from nlieval.ground import render
 from nlieval.metainference import inferred as inference
 from nlieval.metainference.inferred import (
     build,
@@ -234,7 +235,7 @@ def test_report_third_sentence_and_bad_meta() -> None:
 
 def test_format_report() -> None:
     rows = list(_report(with_sources=True).values())
-    text = format_report(rows)
+    text = render(format_report(rows), "md")
     assert text.startswith("### m, k=0, seed=0")
     head = (
         "| input | target | third sentence | n | %E | %C | %N | MC | MC % | SC | SC % | EI | EI % |"
@@ -251,7 +252,7 @@ def test_format_report() -> None:
         "| Eab | ba | - | 1 | 100.0 | 0.0 | 0.0 | ~N | 100.0 | - | 100.0 | ~C | 100.0 |" in filtered
     )
     assert "| vacuous | n/a |" in text
-    assert "No records" in format_report([])
+    assert "No records" in render(format_report([]), "md")
 
 
 # --------------------------------------------------------------------------- commands

@@ -12,6 +12,7 @@ import pytest
 from nlieval.backends.classifier import classify_records
 from nlieval.choice import RunConfig
 from nlieval.cli import main
+from nlieval.ground import render
 from nlieval.runs import RunError, RunFolder
 from nlieval.sci import report as sci
 from nlieval.sci.instruct import _scores
@@ -109,11 +110,11 @@ def test_per_domain_macro_f1_over_the_classes_present() -> None:
     # bio run 0: gold E E N N, pred E N N N: E 2/3, N 4/5; run 1: E 1, N 2/3 (unparsed).
     assert bio["macro_f1"] == pytest.approx(((2 / 3 + 0.8) / 2 + (1 + 2 / 3) / 2) / 2)
     assert bio["n"] == 4 and bio["runs"] == 2 and bio["n_unparsed"] == 0.5
-    text = sci.format_domains([row])
+    text = render(sci.format_domains([row]), "md")
     assert f"| chat | scinli | 4 | acl | 4 | {(7 / 12 + 1) / 2:.3f} ± " in text
     # No domain anywhere: no domain table.
     (ood,) = sci.sci_rows(_ood_records())
-    assert ood["domains"] == {} and sci.format_domains([ood]) == ""
+    assert ood["domains"] == {} and sci.format_domains([ood]) is None
 
 
 def test_in_vs_out_of_domain_side_by_side() -> None:
@@ -123,7 +124,7 @@ def test_in_vs_out_of_domain_side_by_side() -> None:
     ind = ((2 / 3 + 0.5 + 2 / 3 + 0.8) / 4 + (3 + 2 / 3) / 4) / 2
     assert pair["out_of_domain"]["macro_f1"] == pytest.approx(0.1)
     assert pair["drop"] == pytest.approx(ind - 0.1)
-    table = sci.format_shift(pairs, "scinli", "sci_ood")
+    table = render(sci.format_shift(pairs, "scinli", "sci_ood"), "md")
     assert (
         "| model | k | n scinli | n sci_ood | macro F1 scinli | macro F1 sci_ood | drop |" in table
     )
@@ -185,9 +186,9 @@ def test_classifier_records_and_checkpoints_as_runs() -> None:
     assert pooled["per_run"][0]["confusion"][1] == [0, 1, 0, 1, 0]
     assert pooled["n_unparsed_total"] == 0
     # No unparsed column for a classifier.
-    assert "unparsed" not in sci.format_confusion(pooled)
+    assert "unparsed" not in render(sci.format_confusion(pooled), "md")
     assert "| gold \\ predicted | contrasting | reasoning | entailment | neutral |" in (
-        sci.format_confusion(pooled)
+        render(sci.format_confusion(pooled), "md")
     )
 
 
@@ -351,7 +352,7 @@ def test_items_of_one_gold_class_have_no_macro_f1_in_any_table() -> None:
     assert row["macro_f1"] != row["macro_f1"]  # NaN
     assert row["per_class_f1"][C] == pytest.approx(2 / 9)
     assert all(row["per_class_f1"][lab] != row["per_class_f1"][lab] for lab in (R, E, N))
-    text = sci.format_report([row])
+    text = render(sci.format_report([row]), "md")
     table = [line for line in text.splitlines() if line.startswith("| chat")]
     assert table[0].split(" | ")[5:] == ["n/a", "0.125", "0.0", "0.222", "n/a", "n/a", "n/a |"]
     assert "| acl | 8 | n/a |" in text

@@ -137,7 +137,8 @@ def test_only_the_scientific_folders_are_on_the_confusion_page(folders: dict[str
 
 
 def _confusions(meta: dict[str, Any]) -> list[dict[str, Any]]:
-    return [b for b in meta["sci"]["blocks"] if b.get("confusion")]
+    # Told by the table's kind, never by its title's text.
+    return [b for b in meta["sci"]["blocks"] if b.get("kind") == "confusion"]
 
 
 def test_the_confusion_matrices_are_sci_reports_and_counted_by_hand(
@@ -161,10 +162,13 @@ def test_the_confusion_matrices_are_sci_reports_and_counted_by_hand(
     k0 = by_title["Confusion, fake/chat, mini, k=0 (1 run):"]
     k4 = by_title["Confusion, fake/chat, mini, k=4 (3 runs summed):"]
     assert k0["header"] == ["gold \\ predicted", *columns] and k0["rows"] == expected
+    # The counts come as numbers beside the texts (the page shades by them).
+    assert k0["values"] == [[None, *(once[g, p] for p in columns)] for g in classes]
     assert k0["runs"] == []
     assert k4["rows"] == [[g, *(str(3 * int(x)) for x in rest)] for g, *rest in expected]
     assert [r["title"] for r in k4["runs"]] == ["seed 0", "seed 1", "seed 2"]
     assert all(r["rows"] == expected for r in k4["runs"])
+    assert all(r["values"] == k0["values"] for r in k4["runs"])
     # The imported labels: no unparsed answer, so no unparsed column (as sci-report).
     imp = by_title["Confusion, <b>m</b>, mini, k=0 (1 run):"]
     pairs = Counter((SCI4[n % 4].value, imported_labels(n)) for n in range(N_ITEMS))
@@ -174,7 +178,7 @@ def test_the_confusion_matrices_are_sci_reports_and_counted_by_hand(
     rows = json.loads(report.read_text())["rows"]
     for block, row in zip(_confusions(meta), rows, strict=True):
         ncol = len(block["header"]) - 1
-        got = [[int(x) for x in r[1:]] for run in block["runs"] for r in run["rows"]]
+        got = [r[1:] for run in block["runs"] for r in run["values"]]
         want = [c[:ncol] for p in row["per_run"] for c in p["confusion"]] if row["runs"] > 1 else []
         assert got == want
 

@@ -143,7 +143,14 @@ def test_the_results_are_the_grid_that_nlieval_grid_prints(
     assert ["| " + " | ".join(r) + " |" for r in acc["rows"]] == table[2:]
     # ma is right on 3 of 5 items (1, 2, 5), mb on 2 (1, 5): by hand.
     assert acc["rows"][0][1:] == ["0.600"] and acc["rows"][1][1:] == ["0.400"]
-    assert grids[1]["title"] == "ChaosNLI" and len(grids) == 2
+    # The numbers behind the texts (the page sorts by them): a model's name is text; the
+    # last row, the mean of the two.
+    assert acc["values"] == [[None, pytest.approx(v)] for v in (3 / 5, 2 / 5, 1 / 2)]
+    # One grid per metric of the table scored from labels alone, then ChaosNLI's.
+    assert [g["title"] for g in grids] == ["accuracy", "macro F1", "ChaosNLI"]
+    assert main(["grid", *runs, "--metrics", "macro_f1"]) == 0
+    table = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("|")]
+    assert ["| " + " | ".join(r) + " |" for r in grids[1]["rows"]] == table[2:]
 
 
 def test_a_folder_of_run_folders_and_where_the_site_may_go(

@@ -161,10 +161,29 @@ def test_the_results_page_shows_what_nlieval_grid_prints(
     browser: Any, site: Path, runs: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     tables = results_match_grid(browser, site, runs, capsys)
-    assert len(tables) == 2  # accuracy, and ChaosNLI
+    assert len(tables) == 3  # accuracy, macro F1 (the metric table's label metrics), ChaosNLI
     for table in tables:
         # a header, two models at two k, the mean of the two models at each k
         assert len(table) == 1 + 2 * 2 + 2
+
+
+def test_a_click_on_a_heading_sorts_the_grid_by_its_numbers(
+    browser: Any, site: Path, runs: list[str]
+) -> None:
+    # The page sorts by the numbers the data carries beside the texts: the column of the
+    # first task (a score "0.562", "0.562 (n=16)"), then k, in both directions.
+    opened = Opened(browser, site, "results")
+    try:
+        page = opened.page
+        for col in (2, 1):
+            head = page.locator("#grid-0 thead th").nth(col)
+            for descending in (True, False):
+                head.click()
+                texts = page.locator(f"#grid-0 tbody tr td:nth-child({col + 1})").all_inner_texts()
+                shown = [float(t.split()[0]) for t in texts]
+                assert shown == sorted(shown, reverse=descending)
+    finally:
+        opened.close()
 
 
 def test_the_figures_page_shows_the_figures_of_the_site_folder(
@@ -315,7 +334,7 @@ def test_both_packaged_models_over_snli_hans_and_chaosnli(
     site = tmp_path / "site"
     _cli(capsys, "view", *runs, "--out", str(site))
     tables = results_match_grid(browser, site, runs, capsys)
-    assert [len(t) for t in tables] == [1 + 2 + 1, 1 + 2 + 1]
+    assert [len(t) for t in tables] == [1 + 2 + 1] * 3
     opened = Opened(browser, site, "items")
     try:
         listed, counts = filters_match_items(opened, runs, capsys)

@@ -22,7 +22,7 @@ import functools
 import json
 import sys
 
-from ..ground import as_format
+from ..ground import render
 from ..metainference import (
     InferBuildConfig,
     InferReportConfig,
@@ -147,6 +147,5 @@ def _cmd_report(args: argparse.Namespace) -> int:
         frames = {r.name: r.frames for r in readings.values()}
         print(json.dumps([{**row, "frames": frames} for row in got["rows"]], indent=2))
     else:
-        text = inferred.format_report(got["rows"]).rstrip("\n")
-        print(as_format(f"{text}\n\n{logic.frames_note(readings)}", cfg.format))
+        print(render(inferred.report_document(got["rows"], readings), cfg.format))
     return 0

@@ -679,9 +679,10 @@ def write_stats(job: Job) -> tuple[list[str], list[str]]:
 
 def write_linking_phrases(job: Job) -> tuple[list[str], list[str]]:
     """The linking phrases of distant supervision, in Markdown and LaTeX."""
-    from ..sci import LinkingPhrasesConfig, linking_phrase_table
+    from ..ground import render
+    from ..sci import linking_phrase_table
 
-    texts = {fmt: linking_phrase_table(LinkingPhrasesConfig(format=fmt)) for fmt in ("md", "latex")}
+    texts = {fmt: render(linking_phrase_table(), fmt) for fmt in ("md", "latex")}
     return _write_texts(job, texts), []
 
 
@@ -703,8 +704,8 @@ def _infer_report_files(
     ready: Sequence[Cell],
     report: Path,
 ) -> tuple[list[str], list[str]]:
-    from ..ground import as_format
-    from ..metainference import InferReportConfig, inferred, inferred_consistency, logic
+    from ..ground import render
+    from ..metainference import InferReportConfig, inferred, inferred_consistency
 
     cells_dir = report.parent / "cells"
     items = inputs.get("items", [])
@@ -724,11 +725,10 @@ def _infer_report_files(
             **kw,
         )
         got = inferred_consistency(cfg)
-        text = inferred.format_report(got["rows"]).rstrip("\n")
-        text += "\n\n" + logic.frames_note(got["readings"])
+        doc = inferred.report_document(got["rows"], got["readings"])
         stem = f"{out.name}-{cell.name}"
         for fmt in ("md", "latex"):
-            _write(report / f"{stem}.{EXTENSIONS[fmt]}", as_format(text, fmt))
+            _write(report / f"{stem}.{EXTENSIONS[fmt]}", render(doc, fmt))
             files.append(f"{stem}.{EXTENSIONS[fmt]}")
         frames = {r.name: r.frames for r in got["readings"].values()}
         rows = [{**row, "frames": frames} for row in got["rows"]]

@@ -191,7 +191,9 @@ def cell(x: Cell | str | int | float | None) -> Cell:
 @dataclass(frozen=True)
 class Table:
     """A table as values: ``header``, ``rows`` of :class:`Cell`, the lines of text just
-    before it (``title``) and just after it (``notes``). Build one with :meth:`of`.
+    before it (``title``) and just after it (``notes``), and its ``kind`` (a name a
+    reader such as the view's page can tell a table by, "" none; written in JSON only).
+    Build one with :meth:`of`.
 
     >>> t = Table.of(["model", "acc"], [["a|b", Cell("50.0", 0.5)]], title=["Scores:"])
     >>> t.rows[0][1].value, len(t.header)
@@ -202,6 +204,7 @@ class Table:
     rows: tuple[tuple[Cell, ...], ...]
     title: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    kind: str = ""
 
     @classmethod
     def of(
@@ -210,6 +213,7 @@ class Table:
         rows: Iterable[Sequence[Cell | str | int | float | None]],
         title: Sequence[str] = (),
         notes: Sequence[str] = (),
+        kind: str = "",
     ) -> Table:
         """A table from plain values (each cell through :func:`cell`)."""
         return cls(
@@ -217,6 +221,7 @@ class Table:
             tuple(tuple(cell(c) for c in r) for r in rows),
             tuple(title),
             tuple(notes),
+            kind,
         )
 
     def texts(self) -> list[list[str]]:
@@ -278,8 +283,9 @@ def _csv(doc: list[Block]) -> str:
 def blocks_json(doc: Table | Document) -> list[dict[str, object]]:
     """The JSON of a report (``--format json`` and the view's pages): each table with the
     text lines before it (``text``), its ``header``, its ``rows`` of texts, the numbers
-    behind them (``values``, None for text) and its ``notes``; text after the last table
-    is a block of ``text`` alone. Blank lines are left out.
+    behind them (``values``, None for text) and its ``notes`` (and its ``kind``, where it
+    has one); text after the last table is a block of ``text`` alone. Blank lines are
+    left out.
 
     >>> first, last = blocks_json(["Title:", "", Table.of(["a"], [[0.5]]), "end"])
     >>> first
@@ -298,6 +304,7 @@ def blocks_json(doc: Table | Document) -> list[dict[str, object]]:
                     "rows": b.texts(),
                     "values": [[c.value for c in r] for r in b.rows],
                     "notes": [t.strip() for t in b.notes if t.strip()],
+                    **({"kind": b.kind} if b.kind else {}),
                 }
             )
             text = []

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import write_task_yaml
-from ..ground import atomic_write, make_folder
+from ..ground import Block, Cell, Table, atomic_write, make_folder
 from ..types import NLI3, Item, Label, Record
 from . import logic
 
@@ -465,8 +465,8 @@ def _row(
     return row
 
 
-def _fmt_pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.1f}"
+def _pct(x: float | None) -> Cell:
+    return Cell("n/a" if x is None else f"{x:.1f}", x)
 
 
 _SUBSET_TITLE = {
@@ -475,46 +475,56 @@ _SUBSET_TITLE = {
 }
 
 
-def format_report(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The rows of :func:`consistency_report` as Markdown: per sweep point, a table of
-    every inferred item and one of the filtered items, one line per input pattern and
-    target pair.
+def format_report(rows: Sequence[Mapping[str, Any]]) -> list[Block]:
+    """The rows of :func:`consistency_report` as a report (render it with
+    :func:`nlieval.ground.render`): per sweep point, a table of every inferred item and
+    one of the filtered items, one line per input pattern and target pair.
 
     Columns: input labels, target pair, where the third sentence comes from, n, % of
     E/C/N predictions, then per reading the inferred label (``C``, ``~E``, ``-``: nothing
     follows, ``vacuous``: the inputs cannot hold) and the % of predictions consistent
     with it.
 
+    >>> from nlieval.ground import render
     >>> items = reversal([Item("1", "A man sleeps.", "A man rests.", Label.ENTAILMENT)])
     >>> rec = Record("t", items[0].id, "m", 0, 0, ("entailment", "neutral", "contradiction"),
     ...              (0.0, 0.0, 0.0), (1 / 3, 1 / 3, 1 / 3), "contradiction", None)
-    >>> print(format_report(consistency_report([rec], items)).splitlines()[-1])
+    >>> print(render(format_report(consistency_report([rec], items)), "md").splitlines()[-1])
     | Eab | ba | - | 1 | 0.0 | 100.0 | 0.0 | ~N | 100.0 | - | 100.0 | ~C | 0.0 |
     """
     if not rows:
-        return "No records of inferred items (was the run made on the inferred task?)."
+        return ["No records of inferred items (was the run made on the inferred task?)."]
     points: dict[SweepPoint, list[Mapping[str, Any]]] = defaultdict(list)
     for row in rows:
         points[row["model"], row["checkpoint"], row["k"], row["seed"]].append(row)
-    out = []
+    doc: list[Block] = []
     for (model, checkpoint, k, seed), group in points.items():
         names = list(group[0]["inferred"])
         where = f"{model}" + (f" @ {checkpoint}" if checkpoint else "")
-        out.append(f"### {where}, k={k}, seed={seed}\n")
+        doc += [f"### {where}, k={k}, seed={seed}", ""]
         head = ["input", "target", "third sentence", "n", "%E", "%C", "%N"]
         head += [x for n in names for x in (n, f"{n} %")]
         for subset, title in _SUBSET_TITLE.items():
             chosen = [row for row in group if row["subset"] == subset]
             if not chosen:
                 continue
-            out.append(title + "\n")
-            out.append("| " + " | ".join(head) + " |")
-            out.append("|" + "|".join("---" for _ in head) + "|")
+            body = []
             for row in chosen:
-                cells = [row["input"], row["target"], row["third"] or "-", str(row["count"])]
-                cells += [_fmt_pct(row[f"pred_{lab}"]) for lab in logic.LABELS]
+                cells = [row["input"], row["target"], row["third"] or "-", row["count"]]
+                cells += [_pct(row[f"pred_{lab}"]) for lab in logic.LABELS]
                 for n in names:
-                    cells += [row["inferred"][n], _fmt_pct(row["consistent"][n])]
-                out.append("| " + " | ".join(cells) + " |")
-            out.append("")
-    return "\n".join(out).rstrip() + "\n"
+                    cells += [row["inferred"][n], _pct(row["consistent"][n])]
+                body.append(cells)
+            doc += [title, "", Table.of(head, body), ""]
+    while doc and doc[-1] == "":
+        doc.pop()
+    return doc
+
+
+def report_document(
+    rows: Sequence[Mapping[str, Any]],
+    readings: Mapping[str, logic.Reading] | Sequence[logic.Reading],
+) -> list[Block]:
+    """What ``nlieval infer report`` prints: :func:`format_report`, then the frame class
+    each reading was decided over (:func:`nlieval.metainference.logic.frames_note`)."""
+    return [*format_report(rows), "", logic.frames_note(readings)]

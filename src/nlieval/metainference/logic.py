@@ -65,6 +65,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..ground import Block, Table
 from .logic_formulas import (
     MAX_FORMULA_CHARS,
     MAX_MODAL_DEPTH,
@@ -170,6 +171,8 @@ __all__ = [
     "format_check",
     "format_conclusions",
     "format_table",
+    "table_document",
+    "aligned",
     "frame_class",
     "frames_note",
     "holds",
@@ -444,14 +447,69 @@ def reading_list(readings: Mapping[str, Reading] | Sequence[Reading] | None) -> 
     return list(readings)
 
 
-def format_table(rows: Sequence[Mapping[str, str]], citations: bool = False) -> str:
-    """The rows of :func:`table` as a text table, one line per relation, then the frame
-    class of each reading (:func:`frames_note`). ``citations`` adds the column ``paper``:
-    the marks of :data:`CITATIONS` (the papers that state the relation), and a line
-    naming each mark's paper.
+def table_document(rows: Sequence[Mapping[str, str]], citations: bool = False) -> list[Block]:
+    """The rows of :func:`table` as a report: a table with one line per relation and a
+    column per reading, then the frame class of each reading (:func:`frames_note`).
+    ``citations`` adds the column ``paper``: the marks of :data:`CITATIONS` (the papers
+    that state the relation), and a line naming each mark's paper.
 
     A contingent cell with a ``formula`` (``table(..., formulas=True)``) shows it: the
     condition under which the meta-inference holds, as the paper prints it.
+
+    >>> doc = table_document(table([READINGS["SC"]], ["Cab -> Cba"]))
+    >>> doc[0].header, doc[0].texts(), doc[2][:24]
+    (('relation', 'SC'), [['Cab -> Cba', 'valid']], 'decided over K frames (a')
+    """
+    names = list(dict.fromkeys(r["reading"] for r in rows))
+    rels = list(dict.fromkeys(r["relation"] for r in rows))
+    status = {
+        (r["relation"], r["reading"]): r["status"]
+        + (f": {r['formula']}" if r.get("formula") else "")
+        for r in rows
+    }
+    head = ["relation", *names, *(["paper"] if citations else [])]
+    body = [
+        [rel, *(status[rel, n] for n in names), *([", ".join(CITATIONS.get(rel, ()))] * citations)]
+        for rel in rels
+    ]
+    doc: list[Block] = [Table.of(head, body)]
+    if rows:
+        doc += ["", _frames_line({r["reading"]: r["frames"] for r in rows}.items())]
+    if citations and rows:
+        doc.append("paper: " + "; ".join(f"{mark} {paper}" for mark, paper in CITED.items()))
+    return doc
+
+
+def aligned(doc: Sequence[Block]) -> str:
+    """``doc`` as plain text, as ``nlieval logic table`` prints it: each table as
+    left-aligned columns two spaces apart under a rule of dashes, each line as it is.
+
+    >>> print(aligned([Table.of(["a", "bb"], [["xyz", "1"]]), "", "end"]))
+    a    bb
+    ---  --
+    xyz  1
+    <BLANKLINE>
+    end
+    """
+    out: list[str] = []
+    for b in doc:
+        if not isinstance(b, Table):
+            out.append(b)
+            continue
+        lines = [list(b.header), *b.texts()]
+        widths = [max(len(line[i]) for line in lines) for i in range(len(b.header))]
+        lines.insert(1, ["-" * w for w in widths])
+        out += [*b.title]
+        out += [
+            "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+            for line in lines
+        ]
+        out += [*b.notes]
+    return "\n".join(out)
+
+
+def format_table(rows: Sequence[Mapping[str, str]], citations: bool = False) -> str:
+    """:func:`table_document` as :func:`aligned` text (``nlieval logic table``).
 
     >>> print(format_table(table([READINGS["SC"]], ["Cab -> Cba"])))
     relation    SC
@@ -470,30 +528,7 @@ def format_table(rows: Sequence[Mapping[str, str]], citations: bool = False) -> 
     decided over K frames (any accessibility relation): MC
     paper: ★ Minervini & Riedel (2018); † Li et al. (2019); ‡ Jang et al. (2022)
     """
-    names = list(dict.fromkeys(r["reading"] for r in rows))
-    rels = list(dict.fromkeys(r["relation"] for r in rows))
-    status = {
-        (r["relation"], r["reading"]): r["status"]
-        + (f": {r['formula']}" if r.get("formula") else "")
-        for r in rows
-    }
-    head = ["relation", *names, *(["paper"] if citations else [])]
-    lines = [head] + [
-        [rel, *(status[rel, n] for n in names), *([", ".join(CITATIONS.get(rel, ()))] * citations)]
-        for rel in rels
-    ]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    lines.insert(1, ["-" * w for w in widths])
-    frames = {r["reading"]: r["frames"] for r in rows}
-    legend = "; ".join(f"{mark} {paper}" for mark, paper in CITED.items())
-    return (
-        "\n".join(
-            "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
-            for line in lines
-        )
-        + ("\n\n" + _frames_line(frames.items()) if rows else "")
-        + (f"\npaper: {legend}" if citations and rows else "")
-    )
+    return aligned(table_document(rows, citations))
 
 
 def _frames_line(pairs: Iterable[tuple[str, str]]) -> str:

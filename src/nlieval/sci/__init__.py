@@ -39,7 +39,16 @@ from .distant_build import (
     linking_phrase_table,
 )
 from .instruct import InstructConfig, instruct_backend, parse_answer, run_instruct
-from .report import SciReportConfig, format_report, iter_report_records, sci_report, sci_rows
+from .report import (
+    CONFUSION,
+    SciReportConfig,
+    format_confusion,
+    format_report,
+    iter_report_records,
+    sci_report,
+    sci_rows,
+    score_metrics,
+)
 from .train import TrainConfig, format_results
 
 # The function: `sci.train` is the module.
@@ -47,10 +56,12 @@ from .train import train as train_classifier
 
 __all__ = [
     "BuildResult",
+    "CONFUSION",
     "InstructConfig",
     "TrainConfig",
     "build_distant",
     "distant",
+    "format_confusion",
     "format_report",
     "implicit_candidates",
     "instruct",
@@ -61,6 +72,7 @@ __all__ = [
     "report",
     "run_instruct",
     "sci_rows",
+    "score_metrics",
     "train",
     "train_classifier",
     "format_results",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import DataError
-from ..ground import as_format, make_folder, read_jsonl
+from ..ground import Table, make_folder, read_jsonl
 from ..settings import out_setting, setting, table_format
 from ..types import SCI4, Label
 from .distant import read_corpus, write_pairs, write_task
@@ -82,18 +82,20 @@ class LinkingPhrasesConfig:
     format: str = table_format()
 
 
-def linking_phrase_table(config: LinkingPhrasesConfig) -> str:
+def linking_phrase_table() -> Table:
     """The classes and their linking phrases (:data:`LINKING_PHRASES`, the ones
-    ``build distant`` matches), one row per class, each phrase quoted, in ``config.format``.
+    ``build distant`` matches), one row per class, each phrase quoted; rendered in a
+    :class:`LinkingPhrasesConfig`'s ``format`` by :func:`nlieval.ground.render`.
 
-    >>> print(linking_phrase_table(LinkingPhrasesConfig()).splitlines()[2])
+    >>> from nlieval.ground import render
+    >>> print(render(linking_phrase_table(), "md").splitlines()[2])
     | Contrasting | 'However', 'On the other hand', 'In contrast', 'On the contrary' |
     """
     rows = [
-        f"| {label.display} | {', '.join(repr(p) for p in phrases)} |"
+        [label.display, ", ".join(repr(p) for p in phrases)]
         for label, phrases in LINKING_PHRASES.items()
     ]
-    return as_format("\n".join(["| Class | Linking Phrases |", "|---|---|", *rows]), config.format)
+    return Table.of(["Class", "Linking Phrases"], rows)
 
 
 def build_distant_task(config: DistantConfig) -> tuple[BuildResult, Path]:

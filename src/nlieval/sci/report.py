@@ -1,7 +1,8 @@
 """Reports for scientific NLI (METHODS.md section 4), from saved records only.
 
-Per (model, checkpoint, task, k), over the runs (seeds) of that point: macro F1 and
-accuracy (mean and sample std over runs), per-class F1, the number of unparseable answers,
+Per (model, checkpoint, task, k), over the runs (seeds) of that point: the metrics of
+the metric table scored from labels alone, macro F1 and accuracy (mean and sample std
+over runs, :func:`score_metrics`), per-class F1, the number of unparseable answers,
 macro F1 per domain (``Record.meta["domain"]``, when the items have one), and the
 confusion matrix summed over the runs. Unparsed answers (``pred`` None, from instruct
 models) are scored wrong and get a confusion column of their own, ``unparsed``.
@@ -16,6 +17,7 @@ treats its per-seed checkpoints as runs) and instruct models (``nlieval instruct
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -26,14 +28,13 @@ from typing import Any
 import numpy as np
 
 from ..data import get_task
-from ..ground import DataError, as_format
-from ..metrics import METRICS, UNDEFINED_NOTE, mean_std, point_metrics
+from ..ground import Block, Cell, DataError, Table, render
+from ..metrics import METRICS, UNDEFINED_NOTE, Metric, mean_std, metrics, point_metrics
 from ..plotting import FigureWidth, plot_confusion
 from ..runs import (
     RunFolders,
     atomic_write,
     make_folder,
-    markdown_table,
     plus_minus,
     run_warnings,
 )
@@ -68,19 +69,34 @@ def confusion_with_unparsed(records: Sequence[Record], labels: Sequence[str]) ->
     return np.asarray(cm[: len(labels)])
 
 
-def subset_scores(records: Sequence[Record]) -> dict[str, Any]:
-    """Accuracy and macro F1 of a subset (a domain): the metric table's macro F1
-    (:func:`nlieval.metrics.macro_f1`: over the gold labels present in it, n/a where it
-    holds one class only; a class a domain lacks would otherwise count as F1 = 0)."""
-    from sklearn.metrics import accuracy_score  # heavy: loaded on first use
+def score_metrics() -> list[Metric]:
+    """The metrics of every sci-report table: those of the metric table
+    (:data:`nlieval.metrics.METRICS`) computed from the gold and predicted labels alone
+    (a generated answer has no log-likelihood), macro F1 first (SciNLI's headline).
 
-    gold = [str(r.gold) for r in records]
-    pred = [_pred(r) for r in records]
+    >>> [m.label for m in score_metrics()]
+    ['macro F1', 'accuracy']
+    """
+    ms = [m for m in metrics(source="records") if m.corpus is not None]
+    return sorted(ms, key=lambda m: m.name != "macro_f1")
+
+
+def _table_order() -> list[Metric]:
+    # score_metrics in the metric table's order, the order --json has always written.
+    names = {m.name for m in score_metrics()}
+    return [m for m in METRICS.values() if m.name in names]
+
+
+def subset_scores(records: Sequence[Record]) -> dict[str, Any]:
+    """The scores of a subset (a domain), :func:`score_metrics` in the metric table's
+    order: its macro F1 (:func:`nlieval.metrics.macro_f1`) is over the gold labels
+    present in it, n/a where it holds one class only (a class a domain lacks would
+    otherwise count as F1 = 0)."""
+    labels = records[0].labels
     return {
         "n": len(records),
-        "accuracy": float(accuracy_score(gold, pred)),
-        "macro_f1": METRICS["macro_f1"].of(records, records[0].labels),
-        "n_unparsed": pred.count(_SENTINEL),
+        **{m.name: m.of(records, labels) for m in _table_order()},
+        "n_unparsed": sum(r.pred is None for r in records),
     }
 
 
@@ -89,8 +105,7 @@ def _replicate(records: Sequence[Record]) -> dict[str, Any]:
     labels = m["labels"]
     out: dict[str, Any] = {
         "n": m["n"],
-        "accuracy": m["accuracy"],
-        "macro_f1": m["macro_f1"],
+        **{s.name: m[s.name] for s in _table_order()},
         "per_class_f1": m["per_class_f1"],
         "n_unparsed": m["n_unparsed"],
         "confusion": confusion_with_unparsed(records, labels).tolist(),
@@ -166,7 +181,7 @@ def sci_rows(records: Iterable[Record], *, over_checkpoints: bool = False) -> li
             "labels": labels,
             "generated": any(r.answer is not None for recs in reps.values() for r in recs),
         }
-        for name in ("macro_f1", "accuracy", "n_unparsed"):
+        for name in (*(s.name for s in score_metrics()), "n_unparsed"):
             row[name], row[name + "_std"] = mean_std([p[name] for p in per_run])
         row["n_unparsed_total"] = sum(p["n_unparsed"] for p in per_run)
         row["per_class_f1"], row["per_class_f1_std"] = {}, {}
@@ -187,7 +202,7 @@ def _domains(per_run: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     for d in names:
         runs = [p["domains"][d] for p in per_run if d in p["domains"]]
         entry: dict[str, Any] = {"n": runs[0]["n"], "runs": len(runs)}
-        for name in ("macro_f1", "accuracy", "n_unparsed"):
+        for name in (*(s.name for s in score_metrics()), "n_unparsed"):
             entry[name], entry[name + "_std"] = mean_std([x[name] for x in runs])
         out[d] = entry
     return out
@@ -257,102 +272,92 @@ def _name(row: Mapping[str, Any]) -> str:
     return name + (f" @{row['checkpoint']}" if row.get("checkpoint") else "")
 
 
-def format_rows(rows: Sequence[Row]) -> str:
-    """Macro F1, accuracy, unparsed answers and per-class F1, one line per row.
+def _pm(mean: float, std: float, runs: int, digits: int = 3) -> Cell:
+    # The text of plus_minus, and the mean behind it (None where it is undefined: JSON
+    # has no NaN).
+    return Cell(plus_minus(mean, std, runs, digits), mean if math.isfinite(mean) else None)
 
-    >>> print(format_rows([]))
-    (no labelled records)
+
+def _undefined(tables: Sequence[Table]) -> bool:
+    # A metric undefined on the items (plus_minus's n/a): the note under the report says why.
+    return any(c.text == "n/a" and c.value is None for t in tables for r in t.rows for c in r)
+
+
+def format_rows(rows: Sequence[Row]) -> list[Block]:
+    """The scores (:func:`score_metrics`, unparsed answers per run, per-class F1), one
+    line per row, one table per label set.
+
+    >>> format_rows([])
+    ['(no labelled records)']
     """
     if not rows:
-        return "(no labelled records)"
-    lines: list[str] = []
+        return ["(no labelled records)"]
+    scores = score_metrics()
+    f1_digits = METRICS["macro_f1"].digits
+    doc: list[Block] = []
     # One table per label set: its per-class columns differ.
     by_labels: dict[tuple[str, ...], list[Row]] = defaultdict(list)
     for r in rows:
         by_labels[tuple(r["labels"])].append(r)
     for labels, group in by_labels.items():
-        head = ["model", "task", "k", "n", "runs", "macro F1", "accuracy", "unparsed/run"]
+        head = ["model", "task", "k", "n", "runs", *(m.label for m in scores), "unparsed/run"]
         head += [f"F1 {lab}" for lab in labels]
         body = []
         for r in group:
             ns = r["runs"]
             body.append(
-                [
-                    _name(r),
-                    r["task"],
-                    str(r["k"]),
-                    str(r["n"]),
-                    str(ns),
-                    plus_minus(r["macro_f1"], r["macro_f1_std"], ns),
-                    plus_minus(r["accuracy"], r["accuracy_std"], ns),
-                    plus_minus(r["n_unparsed"], r["n_unparsed_std"], ns, 1),
-                ]
+                [_name(r), r["task"], r["k"], r["n"], ns]
+                + [_pm(r[m.name], r[m.name + "_std"], ns, m.digits) for m in scores]
+                + [_pm(r["n_unparsed"], r["n_unparsed_std"], ns, 1)]
                 + [
-                    plus_minus(r["per_class_f1"][lab], r["per_class_f1_std"][lab], ns)
+                    _pm(r["per_class_f1"][lab], r["per_class_f1_std"][lab], ns, f1_digits)
                     for lab in labels
                 ]
             )
-        if lines:
-            lines.append("")
-        lines += markdown_table(head, body)
-    return "\n".join(lines)
+        if doc:
+            doc.append("")
+        doc.append(Table.of(head, body))
+    return doc
 
 
-def format_domains(rows: Sequence[Row]) -> str:
-    """Macro F1 per domain, one line per (row, domain); empty when no item has one."""
+def format_domains(rows: Sequence[Row]) -> Table | None:
+    """The scores per domain (:func:`score_metrics`, macro F1 over the classes present
+    in the domain), one line per (row, domain); None when no item has a domain."""
+    scores = score_metrics()
     body = []
     for r in rows:
         for d, e in r["domains"].items():
             body.append(
-                [
-                    _name(r),
-                    r["task"],
-                    str(r["k"]),
-                    d,
-                    str(e["n"]),
-                    plus_minus(e["macro_f1"], e["macro_f1_std"], e["runs"]),
-                    plus_minus(e["accuracy"], e["accuracy_std"], e["runs"]),
-                    plus_minus(e["n_unparsed"], e["n_unparsed_std"], e["runs"], 1),
-                ]
+                [_name(r), r["task"], r["k"], d, e["n"]]
+                + [_pm(e[m.name], e[m.name + "_std"], e["runs"], m.digits) for m in scores]
+                + [_pm(e["n_unparsed"], e["n_unparsed_std"], e["runs"], 1)]
             )
     if not body:
-        return ""
-    head = ["model", "task", "k", "domain", "n", "macro F1", "accuracy", "unparsed/run"]
-    return "\n".join(markdown_table(head, body))
+        return None
+    head = ["model", "task", "k", "domain", "n", *(m.label for m in scores), "unparsed/run"]
+    return Table.of(head, body)
 
 
-def format_shift(pairs: Sequence[Row], in_domain: str, out_of_domain: str) -> str:
-    """The in-domain vs out-of-domain table."""
+def format_shift(pairs: Sequence[Row], in_domain: str, out_of_domain: str) -> Table | str:
+    """The in-domain vs out-of-domain table: each score (:func:`score_metrics`) on both
+    tasks, the drop in macro F1 after macro F1's pair; a line saying so when no model
+    and k has both."""
     if not pairs:
         return f"(no model and k scored on both {in_domain} and {out_of_domain})"
-    head = [
-        "model",
-        "k",
-        f"n {in_domain}",
-        f"n {out_of_domain}",
-        f"macro F1 {in_domain}",
-        f"macro F1 {out_of_domain}",
-        "drop",
-        f"accuracy {in_domain}",
-        f"accuracy {out_of_domain}",
-    ]
+    scores = score_metrics()
+    head = ["model", "k", f"n {in_domain}", f"n {out_of_domain}"]
+    for m in scores:
+        head += [f"{m.label} {in_domain}", f"{m.label} {out_of_domain}"]
+        head += ["drop"] if m.name == "macro_f1" else []
     body = []
     for p in pairs:
         a, b = p["in_domain"], p["out_of_domain"]
-        body.append(
-            [
-                _name(p),
-                str(p["k"]),
-                str(a["n"]),
-                str(b["n"]),
-                plus_minus(a["macro_f1"], a["macro_f1_std"], a["runs"]),
-                plus_minus(b["macro_f1"], b["macro_f1_std"], b["runs"]),
-                f"{p['drop']:+.3f}",
-                plus_minus(a["accuracy"], a["accuracy_std"], a["runs"]),
-                plus_minus(b["accuracy"], b["accuracy_std"], b["runs"]),
-            ]
-        )
-    return "\n".join(markdown_table(head, body))
+        line: list[Cell | str | int] = [_name(p), p["k"], a["n"], b["n"]]
+        for m in scores:
+            line += [_pm(x[m.name], x[m.name + "_std"], x["runs"], m.digits) for x in (a, b)]
+            line += [Cell(f"{p['drop']:+.3f}", p["drop"])] if m.name == "macro_f1" else []
+        body.append(line)
+    return Table.of(head, body)
 
 
 def _columns(row: Mapping[str, Any]) -> int:
@@ -361,40 +366,46 @@ def _columns(row: Mapping[str, Any]) -> int:
     return len(row["labels"]) + (1 if show else 0)
 
 
-def format_confusion(row: Row) -> str:
-    """The confusion matrix of a row (counts summed over its runs) as a table.
+#: The :attr:`~nlieval.ground.Table.kind` of a confusion matrix's table.
+CONFUSION = "confusion"
+
+
+def format_confusion(row: Row, counts: Sequence[Sequence[int]] | None = None) -> Table:
+    """The confusion matrix of a row (counts summed over its runs; ``counts``, one run's
+    matrix in its place) as a table of kind :data:`CONFUSION`, titled with its model,
+    task, k and runs.
 
     Rows are gold labels, columns predictions.
     """
     ncol = _columns(row)
     head = ["gold \\ predicted", *row["confusion_columns"][:ncol]]
     body = [
-        [lab, *(str(x) for x in counts[:ncol])]
-        for lab, counts in zip(row["labels"], row["confusion"], strict=True)
+        [lab, *counts[:ncol]]
+        for lab, counts in zip(row["labels"], counts or row["confusion"], strict=True)
     ]
-    return "\n".join(markdown_table(head, body))
+    runs = f"{row['runs']} runs summed" if row["runs"] > 1 else "1 run"
+    title = f"Confusion, {_name(row)}, {row['task']}, k={row['k']} ({runs}):"
+    return Table.of(head, body, title=[title, ""], kind=CONFUSION)
 
 
 def format_report(
     rows: Sequence[Row], pairs: Sequence[Row] | None = None, shift: tuple[str, str] | None = None
-) -> str:
-    """Every section: scores, per domain, in- vs out-of-domain, confusion matrices."""
-    parts = [format_rows(rows)]
+) -> list[Block]:
+    """Every section: scores, per domain, in- vs out-of-domain, confusion matrices; a
+    report to render with :func:`nlieval.ground.render`."""
+    doc = format_rows(rows)
     domains = format_domains(rows)
-    if domains:
-        parts += ["Per domain (macro F1 over the classes present in the domain, n/a with one):",
-                  domains]  # fmt: skip
+    if domains is not None:
+        doc += ["", "Per domain (macro F1 over the classes present in the domain, n/a with one):",
+                "", domains]  # fmt: skip
     if shift is not None:
-        parts += [
-            f"In-domain ({shift[0]}) vs out-of-domain ({shift[1]}):",
-            format_shift(pairs or [], *shift),
-        ]
+        doc += ["", f"In-domain ({shift[0]}) vs out-of-domain ({shift[1]}):", ""]
+        doc.append(format_shift(pairs or [], *shift))
     for r in rows:
-        runs = f"{r['runs']} runs summed" if r["runs"] > 1 else "1 run"
-        parts += [f"Confusion, {_name(r)}, {r['task']}, k={r['k']} ({runs}):", format_confusion(r)]
-    if any("| n/a" in part for part in parts):
-        parts.append(UNDEFINED_NOTE)
-    return "\n\n".join(parts)
+        doc += ["", format_confusion(r)]
+    if _undefined([b for b in doc if isinstance(b, Table)]):
+        doc += ["", UNDEFINED_NOTE]
+    return doc
 
 
 # --------------------------------------------------------------------------- plots
@@ -486,8 +497,8 @@ def sci_report(config: SciReportConfig) -> dict[str, Any] | None:
     pairs = shift_rows(rows, *shift) if shift else None
     report = format_report(rows, pairs, shift)
     # What a run recorded of its items (--limit took the first N, of one label).
-    report += "".join(f"\n\n{line}" for line in run_warnings(config.runs))
-    text = as_format(report, config.format)
+    report += [x for line in run_warnings(config.runs) for x in ("", line)]
+    text = render(report, config.format)
     out: dict[str, Any] = {"text": text, "plots": [], "json": None}
     if config.plot_dir:
         out["plots"] = plot_confusions(rows, config.plot_dir, config.plot_format, config.inches)

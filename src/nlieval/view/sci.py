@@ -6,14 +6,14 @@ report of ``nlieval infer report``.
 The numbers are those commands' own: :func:`nlieval.sci.sci_rows` and
 :func:`nlieval.sci.format_report` for the confusion page, and
 :func:`nlieval.metainference.inferred_consistency` and
-:func:`nlieval.metainference.conclude` for the meta-inference page. Their Markdown is
-split into cells here, so the page shows exactly the text the command prints, and it
-names the command that prints it.
+:func:`nlieval.metainference.conclude` for the meta-inference page. Their tables come
+as values (:func:`nlieval.ground.blocks_json`: the texts the command prints and the
+numbers behind them), so the page shows exactly the text the command prints, reads
+no number back from it, and names the command that prints it.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections import defaultdict
 from collections.abc import Sequence
@@ -22,16 +22,15 @@ from typing import Any
 
 from ..commands import command_line
 from ..data import get_task
-from ..ground import DataError
+from ..ground import DataError, blocks_json
 from ..metainference import InferReportConfig, inferred, inferred_consistency, logic
 from ..reports import listing_inputs
 from ..runs import RunFolder
-from ..sci import format_report, iter_report_records, sci_rows
+from ..sci import CONFUSION, format_confusion, format_report, iter_report_records, sci_rows
 from ..types import SCI4, Item, Record
 
 #: Folders of these commands are scientific NLI whatever their task.
 SCI_KINDS = frozenset({"instruct", "train"})
-_CELL = re.compile(r"(?<!\\)\|")
 
 
 def _config(folder: str | Path) -> dict[str, Any]:
@@ -84,48 +83,16 @@ def is_sci_folder(folder: str | Path) -> bool:
     return False
 
 
-def markdown_blocks(text: str) -> list[dict[str, Any]]:
-    """The Markdown a command prints, as blocks: each table with the lines of text before
-    it (``text``), its ``header`` and its ``rows`` of cells (a ``\\|`` in a cell is a
-    ``|``); lines after the last table are a block without a table.
-
-    >>> markdown_blocks("Title:\\n\\n| a | b |\\n|---|---|\\n| 1 | x\\\\|y |\\n\\nend")
-    [{'text': ['Title:'], 'header': ['a', 'b'], 'rows': [['1', 'x|y']]}, {'text': ['end']}]
-    """
-    blocks: list[dict[str, Any]] = []
-    lines: list[str] = []
-    table: list[list[str]] = []
-
-    def flush() -> None:
-        if table:
-            blocks.append({"text": list(lines), "header": table[0], "rows": table[2:]})
-            lines.clear()
-            table.clear()
-
-    for line in text.splitlines():
-        if line.startswith("|"):
-            inner = line.strip()[1:]
-            inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
-            table.append([c.strip().replace("\\|", "|") for c in _CELL.split(inner)])
-            continue
-        flush()
-        if line.strip():
-            lines.append(line.strip())
-    flush()
-    if lines:
-        blocks.append({"text": lines})
-    return blocks
-
-
 def sci_page(
     folders: Sequence[str], held: Sequence[Sequence[Record]] | None = None
 ) -> dict[str, Any] | None:
     """The confusion page: the scientific-NLI folders among ``folders``
     (:func:`is_sci_folder`), the command ``nlieval sci-report`` over them, and its
     report (:func:`nlieval.sci.format_report` of :func:`nlieval.sci.sci_rows`) as
-    :func:`markdown_blocks`: the scores, per domain, and one confusion matrix per model,
-    task and k (counts, gold rows, predicted columns, summed over the runs), each with
-    its runs' own matrices (``runs``, as ``sci-report --json`` gives them) when it has
+    :func:`nlieval.ground.blocks_json`: the scores, per domain, and one confusion matrix
+    per model, task and k (counts, gold rows, predicted columns, summed over the runs;
+    its table's ``kind`` is :data:`nlieval.sci.CONFUSION`), each with its runs' own
+    matrices (``runs``, as ``sci-report --json`` gives them, as blocks too) when it has
     several. None when no folder is one. ``held``: the records of each of ``folders`` as
     already read (else read here).
 
@@ -138,17 +105,15 @@ def sci_page(
     rows = sci_rows(iter_report_records(sci, held=own)) if sci else []
     if not rows:
         return None
-    blocks = markdown_blocks(format_report(rows))
-    confusions = [b for b in blocks if b["text"] and b["text"][-1].startswith("Confusion, ")]
+    blocks = blocks_json(format_report(rows))
+    confusions = [b for b in blocks if b.get("kind") == CONFUSION]
     for block, row in zip(confusions, rows, strict=True):
-        block["confusion"] = True
-        ncol = len(block["header"]) - 1  # the report's columns: the labels, unparsed if any
         block["runs"] = [] if row["runs"] < 2 else [
             {"title": ("checkpoint " + run["checkpoint"] + ", " if run["checkpoint"] else "")
                       + f"seed {run['seed']}",
-             "rows": [[lab, *(str(x) for x in counts[:ncol])]
-                      for lab, counts in zip(row["labels"], run["confusion"], strict=True)]}
+             "rows": table.texts(), "values": [[c.value for c in r] for r in table.rows]}
             for run in row["per_run"]
+            for table in [format_confusion(row, run["confusion"])]
         ]  # fmt: skip
     return {
         "folders": list(sci),
@@ -202,7 +167,8 @@ def infer_page(
     ``task.yaml``). Each holds the command ``nlieval infer report RUN --items DIR
     [--source-run SRC]`` (SRC: the folder of ``folders`` whose records hold the most
     source items under the run's models), its report
-    (:func:`nlieval.metainference.inferred_consistency`) as :func:`markdown_blocks`,
+    (:func:`nlieval.metainference.inferred_consistency`) as
+    :func:`nlieval.ground.blocks_json`,
     and every inferred item: its text, pattern, input labels and target pair, its input
     items (id, label, and their text where a folder's task holds them), the labels each
     reading allows (:func:`nlieval.metainference.conclude`) and each sweep point's
@@ -229,7 +195,6 @@ def infer_page(
             cfg = InferReportConfig(run=folder, items=str(items_dir), source_run=source)
             got = inferred_consistency(cfg)
             readings = list(got["readings"].values())
-            text = inferred.format_report(got["rows"]).rstrip("\n")
             command = [*command_line("infer-report"), folder, "--items", str(items_dir)]
             command += ["--source-run", source] if source else []
             own_source = [held[folders.index(source)]] if source and held else None
@@ -240,7 +205,7 @@ def infer_page(
                 "folder": folder, "items_folder": str(items_dir), "source_run": source,
                 "command": shlex.join(command), "coverage": got["coverage"],
                 "readings": [r.name for r in readings],
-                "blocks": markdown_blocks(f"{text}\n\n{logic.frames_note(readings)}"),
+                "blocks": blocks_json(inferred.report_document(got["rows"], readings)),
                 "items": _items(items_dir, items, records, readings, texts),
             })  # fmt: skip
     return pages

@@ -28,6 +28,7 @@ from typing import Any
 from ..analyses import (
     FILTERS,
     PLOTS,
+    Grid,
     PlotsConfig,
     chaosnli,
     grid_text,
@@ -38,7 +39,7 @@ from ..analyses import (
 from ..commands import command_line
 from ..data import data_dir_setting
 from ..ground import DataError, atomic_write, check_inside, make_folder
-from ..metrics import METRICS
+from ..metrics import METRICS, Metric, metrics
 from ..plotting import series_name
 from ..reports import (
     FigureAxes,
@@ -70,6 +71,17 @@ _SKIP_FIELDS = frozenset({"human_counts", "majority_label"})
 MAX_CHOICES = 20
 
 
+def grid_metrics() -> list[Metric]:
+    """The metrics of the results page's grids, one grid each: those of the metric table
+    scored from the gold and predicted labels alone, which every folder the view shows
+    holds, in the table's order.
+
+    >>> [m.name for m in grid_metrics()]
+    ['accuracy', 'macro_f1']
+    """
+    return [m for m in metrics(source="records") if m.corpus is not None]
+
+
 @dataclass(frozen=True, kw_only=True)
 class ViewConfig(FigureAxes, NamedRuns):
     """What ``nlieval view`` writes: :func:`build_site` of ``runs`` (run folders, or
@@ -90,7 +102,7 @@ class ViewConfig(FigureAxes, NamedRuns):
     port: int = setting(8000, help="port --serve listens on (0: any free one)")
     ci: float | None = setting(
         None,
-        help="add each accuracy cell's bootstrap interval over items at this level, e.g. 0.95 "
+        help="add each grid cell's bootstrap interval over items at this level, e.g. 0.95 "
         "(as nlieval grid --ci)",
         metavar="LEVEL",
     )
@@ -207,7 +219,23 @@ def _grid_table(cfg: GridConfig, title: str, held: Sequence[Sequence[Record]]) -
     command += ["--allow-mixed"] if any(c.mixed for c in grid.cells) else []
     return {"title": title, "runs": list(cfg.runs), "command": shlex.join(command),
             "header": list(text.header), "rows": [list(r) for r in text.rows],
-            "notes": list(text.notes)}  # fmt: skip
+            "values": _grid_values(grid), "notes": list(text.notes)}  # fmt: skip
+
+
+def _grid_values(grid: Grid) -> list[list[float | None]]:
+    # The numbers behind grid_text's cells, row for row (the page sorts by them): a
+    # number key (k) as it is, a cell's mean (unscaled, as the page prints it); None for
+    # text, an empty cell, or a metric undefined on its items.
+    def key(v: Any) -> float | None:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return None
+        return v if isinstance(v, int) else _finite(v)
+
+    def mean(rk: tuple[Any, ...], ck: tuple[Any, ...]) -> float | None:
+        c = grid.value(rk, ck)
+        return None if c is None else _finite(c.mean)
+
+    return [[*(key(v) for v in rk), *(mean(rk, ck) for ck in grid.cols)] for rk in grid.rows]
 
 
 def _finite(x: float | None) -> float | None:
@@ -273,7 +301,7 @@ def site_data(
     :func:`nlieval.analyses.item_flags`, its fields and each model's prediction) and the
     chunks (``chunk`` rows each, in the index order: texts, human counts, each model's
     distribution, log-likelihoods, entropy, JS distance and prompt). ``ci``: the
-    accuracy grid with each cell's bootstrap interval at that level (``nlieval grid --ci``).
+    grids with each cell's bootstrap interval at that level (``nlieval grid --ci``).
     ``meta`` also holds the confusion page (``sci``) and the meta-inference page
     (``infer``) of :mod:`nlieval.view.sci`, None and empty without such folders.
     ``held``: the records of each run folder of ``folders`` as already read (else read
@@ -387,10 +415,24 @@ def site_data(
     every_run = tuple(folders)
     # Folders scored on different items are shown side by side, each cell with its n and
     # those on other items marked, as `nlieval grid --allow-mixed` prints them.
-    accuracy = GridConfig(
-        runs=every_run, rows=rows_of, ci=ci, name=tuple(names) or None, allow_mixed=True
-    )
-    grids = [_grid_table(accuracy, "accuracy", held)]
+    # One grid per metric of the table that every kind of folder holds (scored from the
+    # labels alone: an import or a chat model has no log-likelihood), each titled by
+    # its label; with --ci, the intervals of each that can be resampled.
+    grids = [
+        _grid_table(
+            GridConfig(
+                runs=every_run,
+                rows=rows_of,
+                metrics=(m.name,),
+                ci=ci if m.bootstrap else None,
+                name=tuple(names) or None,
+                allow_mixed=True,
+            ),
+            m.label,
+            held,
+        )
+        for m in grid_metrics()
+    ]
     # The ChaosNLI grid over the folders that hold ChaosNLI records (as `nlieval grid
     # --metrics acc_original,...` of those folders; the others would stop it).
     chaos_at = _chaos_at(held)

@@ -130,11 +130,6 @@
     }
   }
 
-  function cellValue(text) {
-    var m = /^-?\d+(\.\d+)?/.exec(text);
-    return m ? parseFloat(m[0]) : null;
-  }
-
   function renderResults() {
     var page = $("page-results");
     META.grids.forEach(function (g, at) {
@@ -157,8 +152,9 @@
       var thead = el("thead");
       thead.appendChild(head);
       table.appendChild(thead);
-      g.rows.forEach(function (row) {
+      g.rows.forEach(function (row, r) {
         var tr = el("tr");
+        tr.values = g.values[r];  // the numbers behind the texts (null: text only)
         row.forEach(function (c) { tr.appendChild(el("td", c)); });
         body.appendChild(tr);
       });
@@ -193,7 +189,7 @@
     var rows = Array.prototype.slice.call(body.rows);
     rows.sort(function (a, b) {
       var x = a.cells[col].textContent, y = b.cells[col].textContent;
-      var nx = cellValue(x), ny = cellValue(y);
+      var nx = a.values[col], ny = b.values[col];
       var c = nx !== null && ny !== null ? nx - ny : x < y ? -1 : x > y ? 1 : 0;
       return down ? -c : c;
     });

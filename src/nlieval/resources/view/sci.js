@@ -34,14 +34,15 @@
     return t;
   }
 
-  // A confusion matrix's cells shaded by their share of the gold row (the counts stay
-  // the text the command printed).
-  function shade(t) {
-    Array.prototype.forEach.call(t.tBodies[0].rows, function (tr) {
+  // A confusion matrix's cells shaded by their share of the gold row: the counts are the
+  // numbers the data carries beside each text (`values`), never read back from the text.
+  function shade(t, values) {
+    Array.prototype.forEach.call(t.tBodies[0].rows, function (tr, r) {
       var cells = Array.prototype.slice.call(tr.cells, 1);
-      var total = cells.reduce(function (a, c) { return a + (parseInt(c.textContent, 10) || 0); }, 0);
-      cells.forEach(function (c) {
-        var share = total ? (parseInt(c.textContent, 10) || 0) / total : 0;
+      var counts = values[r].slice(1).map(function (v) { return v || 0; });
+      var total = counts.reduce(function (a, v) { return a + v; }, 0);
+      cells.forEach(function (c, i) {
+        var share = total ? counts[i] / total : 0;
         c.style.backgroundColor = "rgba(51, 51, 85, " + (0.75 * share).toFixed(3) + ")";
         if (share > 0.5) c.style.color = "#fff";
       });
@@ -49,12 +50,17 @@
     return t;
   }
 
-  // Lines of text before a table: `### ...` a heading, the others notes.
-  function blockText(lines, page, heading) {
-    lines.forEach(function (line) {
+  // Lines of text before a table: `### ...` a heading, the others notes; before a
+  // confusion matrix (its `kind`), its title, the last line, is the heading.
+  function blockText(b, page) {
+    var titled = b.kind === "confusion";
+    b.text.forEach(function (line, n) {
       if (line.indexOf("### ") === 0) page.appendChild(el("h3", line.slice(4)));
-      else page.appendChild(el(heading && /^Confusion, /.test(line) ? "h3" : "p", line, "note"));
+      else page.appendChild(el(titled && n === b.text.length - 1 ? "h3" : "p", line, "note"));
     });
+  }
+  function blockNotes(b, page) {
+    (b.notes || []).forEach(function (line) { page.appendChild(el("p", line, "note")); });
   }
 
   /* ------------------------------------------------------------- confusion */
@@ -65,20 +71,22 @@
     page.appendChild(commandLine(sci.command, "sci-command"));
     var at = 0, matrix = 0;
     sci.blocks.forEach(function (b) {
-      blockText(b.text, page, true);
+      blockText(b, page);
       if (!b.header) return;
-      if (!b.confusion) {
+      if (b.kind !== "confusion") {
         page.appendChild(table(b.header, b.rows, "sci-table-" + at++, "grid"));
+        blockNotes(b, page);
         return;
       }
       var id = "confusion-" + matrix++;
-      page.appendChild(shade(table(b.header, b.rows, id, "confusion")));
+      page.appendChild(shade(table(b.header, b.rows, id, "confusion"), b.values));
+      blockNotes(b, page);
       if (b.runs.length) {
         var box = el("details");
         box.appendChild(el("summary", "each of its " + b.runs.length + " runs"));
         b.runs.forEach(function (run, m) {
           box.appendChild(el("h4", run.title));
-          box.appendChild(shade(table(b.header, run.rows, id + "-run-" + m, "confusion")));
+          box.appendChild(shade(table(b.header, run.rows, id + "-run-" + m, "confusion"), run.values));
         });
         page.appendChild(box);
       }
@@ -196,8 +204,9 @@
       box.appendChild(commandLine(run.command, "infer-command-" + n));
       var at = 0;
       run.blocks.forEach(function (b) {
-        blockText(b.text, box, false);
+        blockText(b, box);
         if (b.header) box.appendChild(table(b.header, b.rows, "infer-" + n + "-table-" + at++, "grid"));
+        blockNotes(b, box);
       });
       itemBrowser(run, n, box);
       page.appendChild(box);
