@@ -15,8 +15,7 @@ torch = pytest.importorskip("torch")
 
 from transformers import AutoTokenizer, BertForSequenceClassification  # noqa: E402
 
-from nlieval.backends.classifier import ClassifierError  # noqa: E402
-from nlieval.backends.hf_classifier import task_labels_of  # noqa: E402
+from nlieval.classifiers import ClassifierError, task_labels_of  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from tests.helpers.records import saved_records  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
