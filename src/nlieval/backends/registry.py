@@ -23,8 +23,9 @@ transformers in process, :class:`~nlieval.backends.openai.ServerOptions` for a s
 each engine says what its own ``auto`` means. :func:`resolve` is the one place that says
 what a model string is (:data:`Kind`): its :class:`ResolvedModel` knows its checkpoints,
 labels, fingerprints and early check, and loads each checkpoint as a scorer (option
-log-likelihoods, or a fine-tuned classifier) or a chat model; a new engine is one more
-branch here. What a run's identity holds of a model is its engine and name
+log-likelihoods, or a fine-tuned classifier) or a chat model, each asked of the object
+of its kind (:data:`KINDS`, :class:`ModelKind`); a new engine is one more such object.
+What a run's identity holds of a model is its engine and name
 (:attr:`ModelSpec.engine`, :attr:`ModelSpec.name`), never the server's address: a folder
 may be resumed against another server of the same model.
 
