@@ -33,8 +33,12 @@ FLOORS: dict[str, int] = {
     # The one table of commands: names and references only, loaded by its readers.
     "commands": 0,
     "data": 1,
-    "backends": 1,
+    # The trainable classifier (heads, inputs, its folder, labels): trained by sci,
+    # loaded as a model by the engines one floor up.
+    "classifiers": 1,
     "metrics": 1,
+    # Every engine; a trained classifier folder is loaded through the classifiers' door.
+    "backends": 2,
     "runs": 2,
     # The tests and the plots read the metric table of metrics (one floor down).
     "significance": 2,
@@ -141,6 +145,66 @@ def test_packages_are_reached_through_their_front_door() -> None:
     assert not bad, "\n".join(bad)
 
 
+def _door_imports() -> Iterator[tuple[str, int, str, str]]:
+    """(module, line, package, name) of every name a room takes from another room's
+    package door (``from ..backends import resolve``; not ``from .. import data``)."""
+    modules = _modules()
+    for mod, path in modules.items():
+        if mod == "nlieval":
+            continue  # the package facade
+        for line, module, names in _imports(path):
+            if module.count(".") != 1 or not str(modules.get(module, "")).endswith("__init__.py"):
+                continue
+            if _room(module) == _room(mod):
+                continue
+            for n in names:
+                if f"{module}.{n}" not in modules:  # a name, not a submodule
+                    yield mod, line, module, n
+
+
+def test_a_door_offers_only_its_all() -> None:
+    # A package's door is its `__all__`: a name another room takes from it is listed
+    # there, so narrowing the list narrows what the rooms above may use.
+    bad = [
+        f"{mod}:{line} takes {name} from {package}, which does not list it in __all__"
+        for mod, line, package, name in _door_imports()
+        if _room(package) in PACKAGES  # cli is the command line: its entry point is main
+        and name not in importlib.import_module(package).__all__
+    ]
+    assert not bad, "\n".join(bad)
+
+
+#: The most names the engines' door may offer: the model registry, the option classes,
+#: the protocols, the errors and the few engine functions the families call.
+ENGINE_DOOR = 25
+
+
+def test_the_engine_door_is_narrow() -> None:
+    import nlieval.backends
+
+    names = nlieval.backends.__all__
+    assert len(names) <= ENGINE_DOOR, f"{len(names)} names: {sorted(names)}"
+
+
+def test_sci_takes_from_the_engines_only_their_door() -> None:
+    # `nlieval train` builds and saves the classifier through its own room
+    # (nlieval.classifiers); of the engines it takes only what their door lists.
+    import nlieval.backends
+
+    taken = [
+        (mod, line, target, names)
+        for mod, line, target, names in _edges()
+        if _room(mod) == "sci" and _room(target) == "backends"
+    ]
+    assert taken, "sci imports nothing from the engines: this test counts nothing"
+    bad = [
+        f"{mod}:{line} imports {target} {names}"
+        for mod, line, target, names in taken
+        if target != "nlieval.backends" or not set(names) <= set(nlieval.backends.__all__)
+    ]
+    assert not bad, "\n".join(bad)
+
+
 def test_no_private_name_from_another_file() -> None:
     bad = [
         f"{mod}:{line} takes {n} from {target}"
@@ -239,7 +303,7 @@ def test_packages_are_the_families() -> None:
     families += ["plotting"]  # not a family: the one room of every plot, below them
     families += ["experiments"]  # not a family: a study's grid of the families' commands
     families += ["view"]  # not a family: the pages of `nlieval view`, above the reports
-    assert sorted([*families, "backends", "ground"]) == PACKAGES
+    assert sorted([*families, "backends", "classifiers", "ground"]) == PACKAGES
 
 
 @pytest.mark.parametrize("room", PACKAGES)

@@ -35,7 +35,7 @@ from .analyses import (
     plot_dynamics,
     render_grid,
 )
-from .backends import parameter_count, resolve_model
+from .backends import resolve
 from .data import data_dir_setting, load_task
 from .ground import DataError, read_json
 from .metrics import METRICS, group_records, listed, metrics, summarize
@@ -560,7 +560,7 @@ def figure_report(
             models = dict(renamed)
             models.update((m, m) for m in {str(r["model"]) for r in rows} - set(renamed))
             sizes = {
-                name: float(parameter_count(resolve_model(original)))
+                name: float(resolve(original, checked=False).parameter_count())
                 for name, original in models.items()
             }
         else:  # a size given for the model as recorded holds for each of its names too

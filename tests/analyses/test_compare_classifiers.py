@@ -14,8 +14,8 @@ from transformers import AutoModel, AutoTokenizer  # noqa: E402
 
 from nlieval.analyses.compare import compare_runs, comparison_table  # noqa: E402
 from nlieval.backends import stand_in  # noqa: E402
-from nlieval.backends.classifier import ClassifierMeta, PairClassifier, save_classifier  # noqa: E402
 from nlieval.choice import RunConfig, run  # noqa: E402
+from nlieval.classifiers import ClassifierMeta, PairClassifier, save_classifier  # noqa: E402
 from nlieval.data import load_task  # noqa: E402
 from nlieval.data.stats import words  # noqa: E402
 from nlieval.types import NLI3  # noqa: E402

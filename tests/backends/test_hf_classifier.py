@@ -20,14 +20,13 @@ transformers = pytest.importorskip("transformers")
 
 from nlieval import data  # noqa: E402
 from nlieval.backends import HFOptions, resolve  # noqa: E402
-from nlieval.backends.classifier import ClassifierError  # noqa: E402
-from nlieval.backends.hf_classifier import (  # noqa: E402
-    HFSequenceClassifier,
-    is_sequence_classifier,
+from nlieval.backends.hf_classifier import HFSequenceClassifier, is_sequence_classifier  # noqa: E402
+from nlieval.choice import RunConfig, run  # noqa: E402
+from nlieval.classifiers import (  # noqa: E402
+    ClassifierError,  # noqa: E402
     parse_label_map,
     task_labels_of,
 )
-from nlieval.choice import RunConfig, run  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from nlieval.runs import RunError, RunFolder  # noqa: E402
 from nlieval.types import Item, Record  # noqa: E402

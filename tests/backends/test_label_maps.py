@@ -15,8 +15,6 @@ torch = pytest.importorskip("torch")
 
 from transformers import AutoTokenizer, BertForSequenceClassification  # noqa: E402
 
-from nlieval.backends.classifier import ClassifierError  # noqa: E402
-from nlieval.backends.hf_classifier import task_labels_of  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from tests.helpers.records import saved_records  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
@@ -51,27 +49,6 @@ def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("nlieval: error: "), lines
     return lines[0]
-
-
-@pytest.mark.parametrize(
-    ("entries", "first", "second"),
-    [
-        ({"0": "entailment", "LABEL_0": "contradiction"}, "0=entailment", "LABEL_0=contradiction"),
-        ({"LABEL_0": "entailment", "label_0": "neutral"}, "LABEL_0=entailment", "label_0=neutral"),
-    ],
-)
-def test_a_label_map_naming_one_output_twice_is_refused(
-    entries: dict[str, str], first: str, second: str
-) -> None:
-    id2label = {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"}
-    with pytest.raises(ClassifierError) as err:
-        task_labels_of(id2label, {**entries, "1": "neutral", "2": "contradiction"})
-    assert f"names the output 0 of the model (LABEL_0) twice: as {first} and as {second}" in str(
-        err.value
-    )
-    # One entry per output is a map.
-    ok = task_labels_of(id2label, {"LABEL_0": "e", "1": "n", "label_2": "c"})
-    assert ok == ("entailment", "neutral", "contradiction")
 
 
 def test_the_run_refuses_such_a_map_before_anything_is_written(

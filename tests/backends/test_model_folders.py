@@ -22,14 +22,15 @@ pytest.importorskip("peft")
 from safetensors.torch import load_file, save_file  # noqa: E402
 
 from nlieval.backends import HFOptions, resolve  # noqa: E402
-from nlieval.backends.classifier import (  # noqa: E402
+from nlieval.backends.lora_classifier import build_lora  # noqa: E402
+from nlieval.backends.weights import ModelError  # noqa: E402
+from nlieval.classifiers import (  # noqa: E402
     ClassifierError,
     ClassifierMeta,
+    LoraSettings,
     PairClassifier,
     save_classifier,
 )
-from nlieval.backends.lora_classifier import LoraSettings, build_lora  # noqa: E402
-from nlieval.backends.weights import ModelError  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
 from tests.helpers.tiny_models import tiny_model  # noqa: E402
 

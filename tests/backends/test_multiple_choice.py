@@ -16,16 +16,12 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from nlieval.backends import HFOptions, resolve  # noqa: E402
-from nlieval.backends.classifier import (  # noqa: E402
-    META_FILE,
-    ClassifierError,
-    ClassifierMeta,
-)
 from nlieval.backends.multiple_choice import (  # noqa: E402
     HFMultipleChoice,
     choose_records,
     is_multiple_choice,
 )
+from nlieval.classifiers import META_FILE, ClassifierError, ClassifierMeta  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from nlieval.types import Item, Label  # noqa: E402
 from tests.helpers.records import saved_records, saved_rows  # noqa: E402

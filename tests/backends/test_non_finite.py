@@ -24,20 +24,11 @@ from transformers import (  # noqa: E402
     BertForSequenceClassification,
 )
 
-from nlieval.backends import (  # noqa: E402
-    HFOptions,  # noqa: E402
-    NonFiniteScore,
-    ScoreRequest,
-)
-from nlieval.backends.classifier import (  # noqa: E402
-    ClassifierMeta,
-    EncoderClassifier,
-    PairClassifier,
-    classify_records,
-    save_classifier,
-)
+from nlieval.backends import HFOptions, NonFiniteScore, ScoreRequest  # noqa: E402
+from nlieval.backends.classifier import EncoderClassifier, classify_records  # noqa: E402
 from nlieval.backends.generator import LocalChat  # noqa: E402
 from nlieval.backends.hf import HFCausalLM  # noqa: E402
+from nlieval.classifiers import ClassifierMeta, PairClassifier, save_classifier  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from nlieval.runs import loop  # noqa: E402
 from nlieval.types import NLI3, Item  # noqa: E402
@@ -182,7 +173,8 @@ def test_a_classifier_folder_with_a_nan_head_stops_in_one_line(
 
 def test_a_lora_classifier_with_a_nan_head_is_refused_by_item(tiny_llama: Path) -> None:
     pytest.importorskip("peft")
-    from nlieval.backends import LoraSettings, build_lora
+    from nlieval.backends import build_lora
+    from nlieval.classifiers import LoraSettings
 
     model, tok = build_lora(str(tiny_llama), 3, LoraSettings(2, 4), seed=0)
     adapter = {"method": "lora", "r": 2, "alpha": 4}

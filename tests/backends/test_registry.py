@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from nlieval.backends import ModelSpec, parse_model, resolve, stand_in
-from nlieval.backends.classifier import META_FILE
+from nlieval.backends import resolve, stand_in
 from nlieval.backends.completions import CompletionsLM
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.openai import OpenAIChat, ServerOptions
+from nlieval.backends.registry import ModelSpec, parse_model
 from nlieval.choice import RunConfig, run
+from nlieval.classifiers import META_FILE
 from nlieval.cli import main
 from nlieval.sci.instruct import InstructConfig, run_instruct
 from tests.helpers.fake_openai import EchoLM, FakeServer, running

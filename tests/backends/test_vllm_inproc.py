@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from nlieval.backends import NOT_INSTALLED, HFOptions
+from nlieval.backends import HFOptions
+from nlieval.backends.vllm_engine import NOT_INSTALLED
 from nlieval.choice import RunConfig, run
 from nlieval.runs import RECORDS
 from tests.helpers.engines import absent

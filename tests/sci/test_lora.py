@@ -15,7 +15,8 @@ pytest.importorskip("peft")
 yaml = pytest.importorskip("yaml")
 
 from nlieval.backends import HFOptions  # noqa: E402
-from nlieval.backends.classifier import EncoderClassifier, encode_pairs, load_classifier  # noqa: E402
+from nlieval.backends.classifier import EncoderClassifier, load_classifier  # noqa: E402
+from nlieval.classifiers import encode_pairs  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from nlieval.runs import RunFolder  # noqa: E402
 from nlieval.sci.train import TrainConfig, TrainError, train  # noqa: E402

@@ -15,7 +15,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from nlieval.backends import EncoderClassifier, HFOptions  # noqa: E402
+from nlieval.backends import HFOptions  # noqa: E402
+from nlieval.backends.classifier import EncoderClassifier  # noqa: E402
 from nlieval.backends.lora_classifier import lora_base  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from nlieval.runs import RunFolder  # noqa: E402

@@ -19,11 +19,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from nlieval.backends import HFOptions  # noqa: E402
-from nlieval.backends.classifier import (  # noqa: E402
-    EncoderClassifier,
-    is_classifier_folder,
-    load_classifier,
-)
+from nlieval.backends.classifier import EncoderClassifier, load_classifier  # noqa: E402
+from nlieval.classifiers import is_classifier_folder  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from nlieval.runs import RunFolder  # noqa: E402
 from nlieval.sci import distant_build  # noqa: E402

@@ -23,13 +23,15 @@ yaml = pytest.importorskip("yaml")
 
 from nlieval.backends import HFOptions  # noqa: E402
 from nlieval.backends.classifier import (  # noqa: E402
-    ClassifierError,
     EncoderClassifier,
     classify_records,
+    load_classifier,
+)
+from nlieval.classifiers import (  # noqa: E402
+    ClassifierError,
     encode_pairs,
     is_classifier_folder,
     label_mapping,
-    load_classifier,
 )
 from nlieval.runs import RunError, RunFolder  # noqa: E402
 from nlieval.sci.train import (  # noqa: E402

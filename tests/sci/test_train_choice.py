@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from nlieval.backends import CHOICE_HEAD, read_meta  # noqa: E402
+from nlieval.classifiers import CHOICE_HEAD, read_meta  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from nlieval.sci import TrainConfig  # noqa: E402
 from nlieval.sci.train_data import load_data  # noqa: E402

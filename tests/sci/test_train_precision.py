@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 yaml = pytest.importorskip("yaml")
 
-from nlieval.backends import encode_pairs  # noqa: E402
+from nlieval.classifiers import encode_pairs  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from nlieval.runs import RunError, RunFolder  # noqa: E402
 from nlieval.sci.train import TrainConfig, build_model, fit, load_data, train  # noqa: E402

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("torch")
 yaml = pytest.importorskip("yaml")
 
-from nlieval.backends.classifier import is_classifier_folder  # noqa: E402
+from nlieval.classifiers import is_classifier_folder  # noqa: E402
 from nlieval.cli import main  # noqa: E402
 from tests.helpers.tiny_bert import make_tiny_bert  # noqa: E402
 

@@ -7,19 +7,24 @@ multiple-choice model or a served model) and returns the one
 :class:`~nlieval.backends.registry.ResolvedModel` every command takes: its checkpoints,
 labels, fingerprints, early check, and the backend of each checkpoint, made with the
 options of its engine whole
-(:class:`~nlieval.backends.options.HFOptions` or
-:class:`~nlieval.backends.openai.ServerOptions`). Each engine implements the small
-protocols of :mod:`.base`; a new engine is one more branch of :mod:`.registry`.
+(:class:`~nlieval.backends.options.HFOptions`,
+:class:`~nlieval.backends.openai.ServerOptions` or
+:class:`~nlieval.backends.vllm_engine.VLLMOptions`). Each engine implements the small
+protocols of :mod:`.base`; what a model kind means (its check, fingerprints, labels,
+scorer and chat) is one object of :mod:`.registry`'s table of kinds.
 
-The other packages reach the engines only through this module: its names that need torch
-or transformers load them on first use, so importing it loads neither.
+This module is the engines' one door, kept narrow: the model registry, the option
+classes, the protocols and the errors, and the few engine functions the families use
+(the records of a classifier's scores, and what ``nlieval train`` loads and builds). The
+trainable classifier itself (heads, inputs, its folder, labels) is its own room,
+:mod:`nlieval.classifiers`. Everything else stays in its module. The names that need
+torch or transformers load them on first use, so importing this module loads neither.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .adapters import SEPARATOR, LoraSettings
 from .base import (
     ChoiceBackend,
     ClassifierBackend,
@@ -29,191 +34,79 @@ from .base import (
     PromptTooLongError,
     ScoreRequest,
 )
-from .finite import NonFiniteScore, check_scores
-from .hf_classifier import label_map_dict, parse_label_map
+from .finite import NonFiniteScore
 from .openai import ServerError, ServerOptions
 from .options import HFOptions
-from .placement import pick_device
 from .registry import (
-    CLASSIFIERS,
-    NO_PROMPT,
     ChatModel,
-    Checkpoint,
-    Kind,
-    ModelSpec,
     NamesAModel,
     ResolvedModel,
     chat_model_setting,
-    model_label,
-    parse_model,
     resolve,
     stand_in,
-    training_seed,
 )
-from .vllm_engine import NOT_INSTALLED, VLLMError, VLLMOptions
-from .weights import DEFAULT_MODEL, ModelError, parameter_count, resolve_model, warn_new_weights
+from .vllm_engine import VLLMOptions
+from .weights import DEFAULT_MODEL, ModelError
 
 if TYPE_CHECKING:
-    from .classifier import (
-        CHOICE_HEAD,
-        PAIR_HEAD,
-        ClassifierError,
-        ClassifierMeta,
-        EncoderClassifier,
-        PairClassifier,
-        classifier_checkpoints,
-        classify_records,
-        encode_pairs,
-        head_for,
-        label_mapping,
-        load_head,
-        read_meta,
-        save_classifier,
-    )
-    from .completions import CompletionsLM
+    from .classifier import load_encoder
     from .generator import LocalChat, json_object_closed
-    from .hf import HFCausalLM
-    from .hf_classifier import HFSequenceClassifier
     from .lora_classifier import build_lora
-    from .multiple_choice import (
-        HFMultipleChoice,
-        backend_from_model,
-        choice_logits,
-        choose_records,
-        item_records,
-        load_checkpoint,
-    )
+    from .multiple_choice import backend_from_model, item_records
 
 __all__ = [
-    "chat_model_setting",
-    "CHOICE_HEAD",
-    "CLASSIFIERS",
+    # the model registry
     "DEFAULT_MODEL",
-    "NO_PROMPT",
-    "PAIR_HEAD",
-    "SEPARATOR",
     "ChatModel",
-    "ChoiceBackend",
-    "Checkpoint",
-    "ClassifierBackend",
-    "ClassifierError",
-    "ClassifierMeta",
-    "CompletionsLM",
-    "EncoderClassifier",
-    "GenerationBackend",
-    "HFCausalLM",
-    "HFMultipleChoice",
-    "HFOptions",
-    "HFSequenceClassifier",
-    "Kind",
-    "LocalChat",
-    "LogLikelihoodBackend",
-    "LoraSettings",
-    "ModelError",
-    "ModelSpec",
-    "NOT_INSTALLED",
     "NamesAModel",
-    "NonFiniteScore",
-    "PairClassifier",
-    "Progress",
-    "PromptTooLongError",
     "ResolvedModel",
-    "ScoreRequest",
-    "ServerError",
+    "resolve",
+    "stand_in",
+    "chat_model_setting",
+    # the options of each engine
+    "HFOptions",
     "ServerOptions",
-    "VLLMError",
     "VLLMOptions",
+    # the protocols
+    "ChoiceBackend",
+    "ClassifierBackend",
+    "GenerationBackend",
+    "LogLikelihoodBackend",
+    "Progress",
+    "ScoreRequest",
+    # the errors
+    "ModelError",
+    "NonFiniteScore",
+    "PromptTooLongError",
+    "ServerError",
+    # generation
+    "LocalChat",
+    "json_object_closed",
+    # a trained classifier: its records, and what `nlieval train` loads and builds
     "backend_from_model",
     "build_lora",
-    "choice_logits",
-    "choose_records",
-    "check_scores",
-    "classifier_checkpoints",
-    "classify_records",
-    "encode_pairs",
-    "head_for",
     "item_records",
-    "json_object_closed",
-    "label_map_dict",
-    "label_mapping",
-    "load_checkpoint",
-    "load_head",
-    "model_label",
-    "parse_label_map",
-    "parameter_count",
-    "parse_model",
-    "pick_device",
-    "read_meta",
-    "resolve",
-    "resolve_model",
-    "save_classifier",
-    "stand_in",
-    "training_seed",
-    "warn_new_weights",
+    "load_encoder",
 ]
-
-#: The names of the trained pair classifier (torch is imported with them).
-_CLASSIFIER = frozenset(
-    {
-        "CHOICE_HEAD",
-        "PAIR_HEAD",
-        "ClassifierError",
-        "ClassifierMeta",
-        "EncoderClassifier",
-        "PairClassifier",
-        "head_for",
-        "classifier_checkpoints",
-        "classify_records",
-        "encode_pairs",
-        "label_mapping",
-        "load_head",
-        "read_meta",
-        "save_classifier",
-    }
-)
-
-#: The names of the multiple-choice classifier (torch is imported with them).
-_MULTIPLE_CHOICE = frozenset(
-    {
-        "HFMultipleChoice",
-        "backend_from_model",
-        "choice_logits",
-        "choose_records",
-        "item_records",
-        "load_checkpoint",
-    }
-)
 
 
 def __getattr__(name: str) -> object:
     # torch and transformers are imported only when a model is actually used, so
     # `nlieval stats` and `nlieval report` start quickly.
-    if name in _CLASSIFIER:
-        from . import classifier
+    if name == "load_encoder":
+        from .classifier import load_encoder
 
-        return getattr(classifier, name)
-    if name in _MULTIPLE_CHOICE:
-        from . import multiple_choice
-
-        return getattr(multiple_choice, name)
-    if name == "build_lora":
-        from .lora_classifier import build_lora
-
-        return build_lora
+        return load_encoder
     if name in ("LocalChat", "json_object_closed"):
         from . import generator
 
         return getattr(generator, name)
-    if name == "HFCausalLM":
-        from .hf import HFCausalLM
+    if name == "build_lora":
+        from .lora_classifier import build_lora
 
-        return HFCausalLM
-    if name == "CompletionsLM":
-        from .completions import CompletionsLM
+        return build_lora
+    if name in ("backend_from_model", "item_records"):
+        from . import multiple_choice
 
-        return CompletionsLM
-    if name == "HFSequenceClassifier":
-        from .hf_classifier import HFSequenceClassifier
-
-        return HFSequenceClassifier
+        return getattr(multiple_choice, name)
     raise AttributeError(name)

@@ -42,6 +42,15 @@ class NonFiniteScore(ModelError):
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.model, self.what, self.index, self.value, self.where))
 
+    @classmethod
+    def check(cls, rows: Sequence[Sequence[float]], model: str, what: str) -> None:
+        """Raise one for the first row of ``rows`` holding a NaN or an infinity
+        (:func:`check_scores`: the one check, for a caller holding any engine's scores).
+
+        >>> NonFiniteScore.check([[-0.5, -1.0]], "m", "log-likelihood")
+        """
+        check_scores(rows, model, what)
+
 
 def check_scores(rows: Sequence[Sequence[float]], model: str, what: str) -> None:
     """Raise :class:`NonFiniteScore` for the first row holding a NaN or an infinity.

@@ -4,7 +4,7 @@ A model folder or hub id is such a classifier when its ``config.json`` lists an
 architecture ending in ``ForSequenceClassification`` (``RobertaForSequenceClassification``,
 ``BertForSequenceClassification``, ``LlamaForSequenceClassification``...; see
 :func:`is_sequence_classifier`). Its outputs are named by ``config.id2label``; each name
-becomes a task label (:func:`task_labels_of`):
+becomes a task label (:func:`nlieval.classifiers.task_labels_of`):
 
 - by name, case-insensitive, in the common spellings: ``ENTAILMENT``, ``Entailment``,
   ``entailment``, ``e``; ``not_entailment``, ``non-entailment``, ``NonEntailment`` for
@@ -16,7 +16,7 @@ A model output that becomes no task label is refused with one line naming it. Se
 outputs may become one task label (their probabilities add up), and on a 2-way
 entailment / non-entailment task (HANS) a 3-way model's neutral and contradiction both
 count as non-entailment: p(non-entailment) = p(neutral) + p(contradiction), the sum of
-the softmax probabilities (:func:`nlieval.backends.classifier.label_mapping`).
+the softmax probabilities (:func:`nlieval.classifiers.label_mapping`).
 
 :class:`HFSequenceClassifier` is the :class:`~nlieval.backends.base.ClassifierBackend`:
 log-softmax over the model's outputs, in the model's order, named by task label; the
@@ -33,9 +33,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..classifiers import ClassifierError, task_labels_of
 from ..ground import MAX_JSON_BYTES, DataError, parse_json, read_small_text
-from ..settings import csv_list
-from ..types import ALPHA, Label
 from .finite import check_scores
 from .options import HFOptions
 from .placement import pick_placement
@@ -64,146 +63,6 @@ _OFFSET_POSITIONS = frozenset(
 
 #: Tokenizers without a maximum say ``model_max_length`` = 1e30; below this it is real.
 _NO_LIMIT = 1_000_000
-
-#: Task labels whose names a model's ``id2label`` may use without a label map (the
-#: alpha-NLI "1"/"2" are indices to most models, so they need an explicit map).
-_BY_NAME = frozenset(lab.value for lab in Label if lab not in ALPHA)
-
-
-# --------------------------------------------------------------------------- label map
-
-
-def parse_label_map(text: str | Mapping[str, str] | Sequence[str]) -> tuple[str, ...]:
-    """A label map in its one spelling: ``NAME=LABEL`` entries sorted by name, each label
-    spelled as the task label it is. Takes the flag's text (``LABEL_0=entailment,...``),
-    a mapping or entries; raises ValueError naming what is wrong.
-
-    >>> parse_label_map("LABEL_1=Neutral, LABEL_0=e")
-    ('LABEL_0=entailment', 'LABEL_1=neutral')
-    >>> parse_label_map("LABEL_0=yes")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ValueError: --label-map LABEL_0=yes: 'yes' is not a label (entailment, neutral, ...)
-    """
-    if isinstance(text, str):
-        entries: list[tuple[str, str]] = []
-        for part in csv_list(text):
-            name, sep, label = part.partition("=")
-            if not sep or not name.strip() or not label.strip():
-                raise ValueError(
-                    f"--label-map: expected NAME=LABEL pairs separated by commas "
-                    f"(e.g. LABEL_0=entailment), got {part!r}"
-                )
-            entries.append((name.strip(), label.strip()))
-    elif isinstance(text, Mapping):
-        entries = [(str(k).strip(), str(v).strip()) for k, v in text.items()]
-    else:
-        return parse_label_map(",".join(text))
-    out: dict[str, str] = {}
-    for name, label in entries:
-        if name in out:
-            raise ValueError(f"--label-map names {name} twice")
-        try:
-            out[name] = Label.parse(label).value
-        except ValueError:
-            known = ", ".join(lab.value for lab in Label)
-            raise ValueError(
-                f"--label-map {name}={label}: {label!r} is not a label ({known})"
-            ) from None
-    return tuple(f"{name}={out[name]}" for name in sorted(out))
-
-
-def label_map_dict(entries: Sequence[str]) -> dict[str, str]:
-    """The entries of :func:`parse_label_map` as a dict (model label name -> task label).
-
-    >>> label_map_dict(("LABEL_0=entailment",))
-    {'LABEL_0': 'entailment'}
-    """
-    return dict(e.split("=", 1) for e in parse_label_map(entries))
-
-
-def task_labels_of(
-    id2label: Mapping[int, str],
-    label_map: Mapping[str, str] | None = None,
-    *,
-    where: str = "the model",
-) -> tuple[str, ...]:
-    """The task label of each model output, in output order: through ``label_map`` (its
-    names matched to the model's exactly, else case-insensitively, else as an output's
-    index), else by the output's own name (case and spelling tolerant, see the module
-    docstring). Raises :class:`~nlieval.backends.classifier.ClassifierError` naming the
-    outputs that become no task label, or the names of ``label_map`` the model lacks.
-
-    >>> task_labels_of({0: "CONTRADICTION", 1: "Entailment", 2: "neutral"})
-    ('contradiction', 'entailment', 'neutral')
-    >>> task_labels_of({0: "entailment", 1: "not_entailment"})
-    ('entailment', 'non-entailment')
-    >>> task_labels_of({0: "LABEL_0", 1: "LABEL_1"}, {"label_0": "e", "1": "non-entailment"})
-    ('entailment', 'non-entailment')
-    >>> task_labels_of({0: "LABEL_0", 1: "LABEL_1"})  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    nlieval.backends.classifier.ClassifierError: the model: no task label for its labels ...
-    >>> task_labels_of({0: "LABEL_0", 1: "LABEL_1"}, {"0": "e", "LABEL_0": "c"})
-    ... # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    nlieval.backends.classifier.ClassifierError: --label-map names the output 0 of the model ...
-    """
-    # Imported here: the label map is read (by the run's config) without torch.
-    from .classifier import ClassifierError
-
-    n = len(id2label)
-    if sorted(id2label) != list(range(n)):
-        raise ClassifierError(f"{where}: id2label must number its labels 0..{n - 1}")
-    names = [str(id2label[i]) for i in range(n)]
-    chosen: dict[int, str] = {}
-    named_by: dict[int, str] = {}
-    unknown: list[str] = []
-    for key, value in (label_map or {}).items():
-        label = Label.parse(value).value
-        hits = [i for i, m in enumerate(names) if m == key]
-        hits = hits or [i for i, m in enumerate(names) if m.lower() == key.lower()]
-        if not hits and key.isdigit() and int(key) < n:
-            hits = [int(key)]
-        if not hits:
-            unknown.append(key)
-        for i in hits:
-            if i in named_by:
-                # One output, two entries (by index and by name, or two spellings): the
-                # later would silently win.
-                raise ClassifierError(
-                    f"--label-map names the output {i} of {where} ({names[i]}) twice: as "
-                    f"{named_by[i]}={chosen[i]} and as {key}={label}; give each output one "
-                    "entry"
-                )
-            chosen[i], named_by[i] = label, key
-    if unknown:
-        raise ClassifierError(
-            f"--label-map names {', '.join(unknown)}, which {where} does not have "
-            f"(its labels: {', '.join(names)})"
-        )
-    out: list[str] = []
-    unmapped: list[str] = []
-    for i, name in enumerate(names):
-        task_label = chosen.get(i) or _by_name(name)
-        if task_label is None:
-            unmapped.append(name)
-        out.append(task_label or "")
-    if unmapped:
-        raise ClassifierError(
-            f"{where}: no task label for its labels {', '.join(unmapped)} (config.json "
-            f"id2label); name them with --label-map, e.g. --label-map {unmapped[0]}=entailment"
-        )
-    return tuple(out)
-
-
-def _by_name(name: str) -> str | None:
-    try:
-        label = Label.parse(name).value
-    except ValueError:
-        return None
-    return label if label in _BY_NAME else None
-
-
-# --------------------------------------------------------------------------- detection
 
 
 def config_json(name: str, revision: str | None = None) -> dict[str, Any] | None:
@@ -415,7 +274,7 @@ class HFSequenceClassifier:
         import torch
         from transformers import AutoModelForSequenceClassification
 
-        from .classifier import AUTO_BATCH, ClassifierError
+        from .classifier import AUTO_BATCH
 
         options = options or HFOptions()
         batch_size = batch_size if isinstance(batch_size, int) else AUTO_BATCH
@@ -488,7 +347,7 @@ class HFSequenceClassifier:
         a NaN or an infinity is refused (:class:`~nlieval.backends.finite.NonFiniteScore`)."""
         import torch
 
-        from .classifier import encode_pairs
+        from ..classifiers import encode_pairs
 
         pairs = list(pairs)
         # Similar lengths batched together waste less on padding; results go back in order.

@@ -15,10 +15,11 @@ another directory finds the same base) and its fingerprint (``base_fingerprint``
 any more is refused in one line (:func:`lora_base`), never scored with adapters trained
 on other weights.
 
-:class:`LoraPairClassifier` is the module the training loop and
-:class:`~nlieval.backends.classifier.EncoderClassifier` use; :func:`build_lora` makes
-one for training, :func:`save_lora` and :func:`load_lora` write and read the
-checkpoint folder (called by :func:`~nlieval.backends.classifier.save_classifier` and
+:class:`~nlieval.classifiers.LoraPairClassifier` (the trainable classifier's room) is
+the module the training loop and :class:`~nlieval.backends.classifier.EncoderClassifier`
+use; :func:`build_lora` makes one for training on its base model loaded here, and
+:func:`load_lora` reads a checkpoint folder that
+:func:`~nlieval.classifiers.save_classifier` wrote (called by
 :func:`~nlieval.backends.classifier.load_classifier`).
 """
 
@@ -29,45 +30,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch import nn
 
-from .adapters import SEPARATOR, LoraSettings
+from ..classifiers import LoraPairClassifier, LoraSettings
 
 if TYPE_CHECKING:
     from .weights import ModelSource
 
 __all__ = [
-    "SEPARATOR",
-    "LoraPairClassifier",
     "LoraSettings",
     "base_folder",
     "base_identity",
     "build_lora",
     "load_lora",
     "lora_base",
-    "save_lora",
 ]
-
-
-class LoraPairClassifier(nn.Module):
-    """A PEFT-wrapped sequence-classification model with the interface of
-    :class:`~nlieval.backends.classifier.PairClassifier`: ``model(**encoded)`` gives
-    the logits, ``pool`` is ``"last"``, ``num_labels`` the head's outputs."""
-
-    pool = "last"
-
-    def __init__(
-        self, peft_model: Any, num_labels: int, base: Mapping[str, str] | None = None
-    ) -> None:
-        super().__init__()
-        self.peft: Any = peft_model
-        self.num_labels = num_labels
-        #: The base model's :func:`base_identity`, for the checkpoint's description.
-        self.base: dict[str, str] = dict(base or {})
-
-    def forward(self, **inputs: torch.Tensor) -> torch.Tensor:
-        logits: torch.Tensor = self.peft(**inputs).logits
-        return logits
 
 
 def base_folder(name: str) -> str:
@@ -205,20 +181,16 @@ def build_lora(
     return LoraPairClassifier(get_peft_model(base, config), num_labels, ident), tok
 
 
-def save_lora(model: LoraPairClassifier, folder: Path) -> None:
-    """Write the adapters and the head (PEFT's ``save_pretrained``) into ``folder``."""
-    model.peft.save_pretrained(str(folder))
-
-
 def load_lora(
     folder: str | Path,
     base_model: str,
     num_labels: int,
     adapter: Mapping[str, Any] | None = None,
 ) -> tuple[LoraPairClassifier, Any]:
-    """(model, tokenizer) of a checkpoint folder written by :func:`save_lora` (its
-    tokenizer saved beside it), on top of its base model (``base_model`` and the
-    description's ``adapter`` entry: :func:`lora_base`) loaded again."""
+    """(model, tokenizer) of a checkpoint folder written by
+    :func:`~nlieval.classifiers.save_lora` (its tokenizer saved beside it), on top of its
+    base model (``base_model`` and the description's ``adapter`` entry:
+    :func:`lora_base`) loaded again."""
     import warnings
 
     from peft import PeftModel

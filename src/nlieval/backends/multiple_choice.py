@@ -3,9 +3,10 @@
 An item whose label picks one of its choices (alpha-NLI: two observations, and the two
 hypotheses the label chooses between) is read by a multiple-choice head, never by a
 sentence-pair head (which would see the observations alone). Each choice is encoded
-with its item's text as one input (:func:`choice_pairs`), the encoder gives each input
-one score, and a softmax over the item's choices compares them: the log-softmax is the
-log-likelihood of each option, one per choice, in the item's order.
+with its item's text as one input (:func:`nlieval.classifiers.choice_pairs`), the
+encoder gives each input one score, and a softmax over the item's choices compares
+them: the log-softmax is the log-likelihood of each option, one per choice, in the
+item's order.
 
 A model is such a classifier when its ``config.json`` lists an architecture ending in
 ``ForMultipleChoice`` (:func:`is_multiple_choice`): a hub model, a folder of one, or a
@@ -18,11 +19,17 @@ and :class:`HFMultipleChoice` scores it; :func:`choose_records` makes its record
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..classifiers import (
+    CHOICE_HEAD,
+    is_classifier_folder,
+    label_name,
+    read_meta,
+    scored_record,
+)
 from ..types import Item, Label, Record
 from .base import ChoiceBackend, ClassifierBackend, Progress
 from .finite import NonFiniteScore, check_scores
@@ -35,27 +42,6 @@ ARCHITECTURE_SUFFIX = "ForMultipleChoice"
 
 #: Items per forward pass when the batch size is ``auto`` (each holds all its choices).
 AUTO_BATCH = 16
-
-#: One item as a multiple-choice model reads it: per choice, the (first, second) segment
-#: of the tokenizer's pair encoding.
-ChoicePairs = tuple[tuple[str, str], ...]
-
-
-def choice_pairs(item: Item) -> ChoicePairs:
-    """Per choice of ``item``, the two segments of its input.
-
-    The layout is that of the alpha-NLI paper's released fine-tuning code (Bhagavatula et
-    al., ICLR 2020, its default option format): the first observation followed by the
-    hypothesis, then the second observation as the second segment, so that the
-    hypothesis sits between the observations it explains, in story order, and the
-    tokenizer's own pair encoding marks where the story's end begins (``[CLS] O1 H
-    [SEP] O2 [SEP]`` for BERT, ``<s> O1 H </s></s> O2 </s>`` for RoBERTa).
-
-    >>> item = Item("1", "Ann went out.", "She was wet.", None, ("It rained.", "It was dry."))
-    >>> choice_pairs(item)
-    (('Ann went out. It rained.', 'She was wet.'), ('Ann went out. It was dry.', 'She was wet.'))
-    """
-    return tuple((f"{item.premise} {choice}".strip(), item.hypothesis) for choice in item.choices)
 
 
 def is_multiple_choice(name: str, revision: str | None = None) -> bool:
@@ -70,49 +56,6 @@ def is_multiple_choice(name: str, revision: str | None = None) -> bool:
     config = config_json(name, revision)
     arch = config.get("architectures") if config else None
     return isinstance(arch, list) and any(str(a).endswith(ARCHITECTURE_SUFFIX) for a in arch)
-
-
-def encode_choices(tokenizer: Any, items: Sequence[ChoicePairs], *, max_length: int) -> Any:
-    """Padded tensors of shape (items, choices, tokens) for a batch of items with the
-    same number of choices: each choice the tokenizer's pair encoding of its two
-    segments, the longer segment cut first to ``max_length`` tokens.
-
-    >>> from transformers import AutoTokenizer
-    >>> tok = AutoTokenizer.from_pretrained(tiny_encoder)
-    >>> enc = encode_choices(tok, [(("a b", "c"), ("a", "c"))] * 3, max_length=8)
-    >>> tuple(enc["input_ids"].shape)  # [CLS] a b [SEP] c [SEP]: 6 tokens, the other padded
-    (3, 2, 6)
-    """
-    sizes = {len(pairs) for pairs in items}
-    if len(sizes) != 1:
-        raise ValueError(f"one batch holds items of {sorted(sizes)} choices")
-    (n,) = sizes
-    flat = [pair for pairs in items for pair in pairs]
-    enc = tokenizer(
-        [a for a, _ in flat],
-        [b for _, b in flat],
-        truncation="longest_first",
-        max_length=max_length,
-        padding=True,
-        return_tensors="pt",
-    )
-    for key in list(enc.keys()):
-        enc[key] = enc[key].view(len(items), n, -1)
-    return enc
-
-
-def choice_logits(model: Any, tokenizer: Any, items: Sequence[Item], *, max_length: int) -> Any:
-    """The model's logits, (items, choices), for ``items`` with the same number of
-    choices (with gradients when the caller trains)."""
-    enc = encode_choices(tokenizer, [choice_pairs(it) for it in items], max_length=max_length)
-    device = next(model.parameters()).device
-    params = inspect.signature(model.forward).parameters
-    inputs = {
-        k: v.to(device)
-        for k, v in enc.items()
-        if k != "token_type_ids" or "token_type_ids" in params
-    }
-    return model(**inputs).logits
 
 
 class HFMultipleChoice:
@@ -149,7 +92,6 @@ class HFMultipleChoice:
         import torch
         from transformers import AutoModelForMultipleChoice
 
-        from .classifier import is_classifier_folder, read_meta
         from .hf_classifier import max_pair_length
 
         options = options or HFOptions()
@@ -217,6 +159,8 @@ class HFMultipleChoice:
         refused (:class:`~nlieval.backends.finite.NonFiniteScore`)."""
         import torch
 
+        from ..classifiers import choice_logits, choice_pairs  # torch, loaded with the engine
+
         items = list(items)
         # Items of one number of choices per batch, similar lengths together (less
         # padding); results go back in order.
@@ -280,8 +224,6 @@ def choose_records(
     """
     # One record as a pair classifier's: choice i is the group (i,) of the mapping, so
     # each label's log-likelihood is its choice's own (a log-sum-exp of one term).
-    from .classifier import label_name, scored_record  # torch, loaded with the engine
-
     names = tuple(label_name(x) for x in task_labels)
     mapping = tuple((i,) for i in range(len(names)))
     records: list[Record] = []
@@ -338,10 +280,10 @@ def backend_from_model(
     model: Any, tokenizer: Any, meta: Any, *, batch_size: int, name: str
 ) -> ClassifierBackend | ChoiceBackend:
     """The backend over a classifier in memory whose description is ``meta`` (a
-    :class:`~nlieval.backends.classifier.ClassifierMeta`): :class:`HFMultipleChoice` for
+    :class:`~nlieval.classifiers.ClassifierMeta`): :class:`HFMultipleChoice` for
     a multiple-choice head, else an
     :class:`~nlieval.backends.classifier.EncoderClassifier`."""
-    from .classifier import CHOICE_HEAD, EncoderClassifier
+    from .classifier import EncoderClassifier
 
     if meta.head == CHOICE_HEAD:
         return HFMultipleChoice.from_model(
@@ -356,7 +298,7 @@ def load_checkpoint(
     """The backend of a checkpoint folder written by ``nlieval train``, by the head its
     description names: :class:`HFMultipleChoice` or an
     :class:`~nlieval.backends.classifier.EncoderClassifier`."""
-    from .classifier import CHOICE_HEAD, EncoderClassifier, read_meta
+    from .classifier import EncoderClassifier
 
     if read_meta(folder).head == CHOICE_HEAD:
         return HFMultipleChoice(str(folder), options, batch_size=batch_size, name=name)

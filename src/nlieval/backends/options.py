@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..settings import setting
-from .placement import parse_max_memory
+from .placement import parse_max_memory, pick_device
 
 
 @dataclass(frozen=True)
@@ -70,3 +70,13 @@ class HFOptions:
         """
         memory = parse_max_memory(self.max_memory) if self.max_memory else None
         return {"device_map": self.device_map, "max_memory": memory}
+
+    def pick_device(self) -> str:
+        """The device ``device`` names here (:func:`~nlieval.backends.placement.pick_device`:
+        ``auto`` is a GPU when there is one, else the CPU), for a model placed by hand
+        (``nlieval train``'s).
+
+        >>> HFOptions(device="cpu").pick_device()
+        'cpu'
+        """
+        return pick_device(self.device)

@@ -23,8 +23,9 @@ transformers in process, :class:`~nlieval.backends.openai.ServerOptions` for a s
 each engine says what its own ``auto`` means. :func:`resolve` is the one place that says
 what a model string is (:data:`Kind`): its :class:`ResolvedModel` knows its checkpoints,
 labels, fingerprints and early check, and loads each checkpoint as a scorer (option
-log-likelihoods, or a fine-tuned classifier) or a chat model; a new engine is one more
-branch here. What a run's identity holds of a model is its engine and name
+log-likelihoods, or a fine-tuned classifier) or a chat model, each asked of the object
+of its kind (:data:`KINDS`, :class:`ModelKind`); a new engine is one more such object.
+What a run's identity holds of a model is its engine and name
 (:attr:`ModelSpec.engine`, :attr:`ModelSpec.name`), never the server's address: a folder
 may be resumed against another server of the same model.
 
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -55,6 +56,7 @@ from .weights import (
     local_kind,
     model_fingerprint,
     no_revision,
+    parameter_count,
     resolve_model,
 )
 
@@ -158,25 +160,6 @@ def model_label(model: str) -> str:
     return model[len(HF_PREFIX) :] if model.startswith(HF_PREFIX) else model
 
 
-def training_seed(model: str, checkpoint: str | None) -> int | None:
-    """The training seed ``n`` when ``checkpoint`` is the ``seed{n}`` model of the train
-    folder ``model`` (what :func:`resolve` sweeps for ``run --model TRAIN_FOLDER``), else
-    None: such checkpoints are replicates of one classifier, not points of a sweep.
-
-    >>> training_seed("runs/clf", "runs/clf/seed2"), training_seed("hf:runs/clf/", "runs/clf/seed0")
-    (2, 0)
-    >>> training_seed("org/m", "org/m/step-100") is None, training_seed("m", None) is None
-    (True, True)
-    """
-    if checkpoint is None:
-        return None
-    path = Path(checkpoint)
-    digits = path.name[len("seed") :]
-    if not path.name.startswith("seed") or not digits.isdigit():
-        return None
-    return int(digits) if path.parent == Path(model_label(model)) else None
-
-
 class NamesAModel:
     """What a settings class that holds ``model`` and ``server`` (its options, None
     without ``--api-base``) says of its model: one rule, in every command's config.
@@ -202,6 +185,23 @@ class NamesAModel:
     def engine(self) -> str:
         """``hf``, ``vllm`` or ``server`` (part of a run's identity; the address is not)."""
         return self.spec.engine
+
+    def keep_label(self) -> ModelSpec:
+        """Check ``model`` (a model string that means nothing fails here) and keep it in
+        the spelling a run folder keeps (:func:`model_label`: ``hf:NAME`` is ``NAME``);
+        for a frozen settings class's ``__post_init__``. Returns its :attr:`spec`.
+
+        >>> from dataclasses import dataclass
+        >>> @dataclass(frozen=True)
+        ... class Cfg(NamesAModel):
+        ...     model: str
+        ...     server: ServerOptions | None = None
+        >>> cfg = Cfg("hf:m"); cfg.keep_label(), cfg.model
+        (ModelSpec(engine='hf', name='m'), 'm')
+        """
+        spec = self.spec
+        object.__setattr__(self, "model", model_label(self.model))
+        return spec
 
     def resolve(self, **extra: Any) -> ResolvedModel:
         """The model with the options of its engine (see :func:`resolve`); ``extra`` are
@@ -251,12 +251,6 @@ Kind = Literal[
     "multiple-choice",
     "server",
 ]
-#: The kinds that classify a sentence pair: no prompt, so no shots.
-CLASSIFIERS: tuple[Kind, ...] = ("sequence-classifier", "classifier-folder", "train-folder")
-#: The kinds that read no prompt (so take no shots): the pair classifiers, and a
-#: multiple-choice model.
-NO_PROMPT: tuple[Kind, ...] = (*CLASSIFIERS, "multiple-choice")
-
 #: A backend the caller makes itself, for one checkpoint (None: the model).
 Load = Callable[[str | None], Any]
 
@@ -278,7 +272,7 @@ class Checkpoint:
     @property
     def classifies(self) -> bool:
         """Whether it classifies pairs (its records come from its label probabilities)."""
-        return self.kind in CLASSIFIERS
+        return KINDS[self.kind].classifies
 
     @property
     def chooses(self) -> bool:
@@ -288,7 +282,7 @@ class Checkpoint:
         >>> Checkpoint(None, "folder", None, "multiple-choice").chooses
         True
         """
-        return self.kind == "multiple-choice"
+        return KINDS[self.kind].chooses
 
 
 @dataclass(frozen=True)
@@ -327,7 +321,7 @@ class ResolvedModel:
     @property
     def takes_shots(self) -> bool:
         """False for a classifier: it reads the item alone, no prompt, no exemplars."""
-        return self.kind not in NO_PROMPT
+        return not (KINDS[self.kind].classifies or KINDS[self.kind].chooses)
 
     def checkpoint(self, key: str | None) -> Checkpoint:
         """The checkpoint of ``key`` (one of ``sweep``; None: the model).
@@ -350,14 +344,9 @@ class ResolvedModel:
         Traceback (most recent call last):
         nlieval.backends.weights.ModelError: model path /no/such/model does not exist
         """
-        if not self.checked or not self.spec.in_process or self.sweep:
+        if not self.checked or self.sweep:
             return
-        if self.spec.engine == "vllm":
-            from .vllm_engine import require_vllm
-
-            require_vllm()
-        if self.kind != "classifier-folder":
-            resolve_model(self.spec.name, self.hf.revision)
+        self.way.check(self)
 
     def fingerprints(self) -> dict[str, str]:
         """The fingerprints of the weights the numbers come from, for a folder's identity
@@ -370,56 +359,40 @@ class ResolvedModel:
         >>> list(resolve(tiny_lm).fingerprints())
         ['model']
         """
-        if not self.checked or not self.spec.in_process:
+        if not self.checked:
             return {}
         if self.sweep:
             out: dict[str, str] = {}
             for c in self.loads:
                 assert c.key is not None
+                # A path is the checkpoint's own weights; a hub revision is of the model.
                 local = Path(c.key).expanduser().exists()
-                if local and c.kind == "classifier-folder":
-                    out |= _classifier_prints(f"model {c.key}", Path(c.key))
-                    continue
-                source = resolve_model(c.model, None if local else c.revision)
-                out |= _fingerprint(f"model {c.key}", source)
+                out |= KINDS[c.kind].prints(
+                    f"model {c.key}", c.model, None if local else c.revision
+                )
             return out
-        if self.kind == "train-folder":
-            return {
-                k: v
-                for p in map(Path, self.seeds)
-                for k, v in _classifier_prints(f"model {p.name}", p).items()
-            }
-        if self.kind == "classifier-folder":
-            return _classifier_prints("model", Path(self.spec.name))
-        return _fingerprint("model", resolve_model(self.spec.name, self.hf.revision))
+        return self.way.model_prints(self)
 
     def labels(self) -> dict[str, tuple[str, ...]]:
         """For each sequence classifier among the model's checkpoints, the task labels of
         its outputs through ``label_map`` (see
-        :func:`nlieval.backends.hf_classifier.task_labels_of`), read from its config
+        :func:`nlieval.classifiers.task_labels_of`), read from its config
         without loading weights. A ``label_map`` for a model with none is refused; outputs
-        no label names raise :class:`~nlieval.backends.classifier.ClassifierError`.
+        no label names raise :class:`~nlieval.classifiers.ClassifierError`.
 
         >>> resolve(tiny_lm).labels()
         {}
         """
-        from .hf_classifier import label_map_dict, model_id2label, task_labels_of
+        from ..classifiers import label_map_dict
 
         if not self.checked:
             return {}
         names = label_map_dict(self.label_map)
         out: dict[str, tuple[str, ...]] = {}
         for c in self.loads:
-            if c.kind != "sequence-classifier":
-                continue
-            where = (
-                c.model
-                if c.revision is None or Path(c.model).exists()
-                else f"{c.model}@{c.revision}"
-            )
-            out[c.key or self.spec.name] = task_labels_of(
-                model_id2label(c.model, c.revision), names, where=where
-            )
+            labels = KINDS[c.kind].labels(c, names)
+            if labels is not None:
+                out[c.key or self.spec.name] = labels
         if self.label_map and not out:
             raise ValueError(not_a_sequence_classifier(self.model))
         return out
@@ -441,42 +414,17 @@ class ResolvedModel:
             backend = self.load_with(key)
             return backend
         c = self.checkpoint(key)
-        if c.kind == "server":
-            from .completions import CompletionsLM
+        return _way(self.spec, c.kind).scorer(self, c)
 
-            assert self.server is not None  # parse_model refuses a server without one
-            return CompletionsLM(
-                c.model, self.server, batch_size=self.batch_size, top_logprobs=self.top_logprobs
-            )
-        if self.spec.engine == "vllm":
-            from .vllm_engine import VLLMCausalLM
+    def parameter_count(self) -> int:
+        """The number of parameters of the model's weights, read from their files'
+        headers without loading them (:func:`~nlieval.backends.weights.parameter_count`):
+        the size axis of plots across models.
 
-            return VLLMCausalLM(c.model, self.vllm, self.hf, revision=c.revision)
-        if self.label_map and c.kind != "sequence-classifier":
-            raise ValueError(not_a_sequence_classifier(c.model))
-        if c.kind == "classifier-folder":
-            from .classifier import EncoderClassifier
-
-            return EncoderClassifier(c.model, self.hf, batch_size=self.batch_size)
-        if c.kind == "multiple-choice":
-            from .multiple_choice import HFMultipleChoice
-
-            return HFMultipleChoice(
-                c.model, self.hf, revision=c.revision, batch_size=self.batch_size
-            )
-        if c.kind == "sequence-classifier":
-            from .hf_classifier import HFSequenceClassifier, label_map_dict
-
-            return HFSequenceClassifier(
-                c.model,
-                self.hf,
-                revision=c.revision,
-                batch_size=self.batch_size,
-                label_map=label_map_dict(self.label_map),
-            )
-        from .hf import HFCausalLM
-
-        return HFCausalLM(c.model, self.hf, revision=c.revision, batch_size=self.batch_size)
+        >>> resolve(tiny_lm, checked=False).parameter_count() > 0
+        True
+        """
+        return parameter_count(resolve_model(self.spec.name, self.hf.revision))
 
     def chat(self) -> GenerationBackend:
         """A chat backend: a server's chat endpoint, or a local transformers chat model
@@ -489,17 +437,13 @@ class ResolvedModel:
         if self.load_with is not None:
             backend: GenerationBackend = self.load_with(None)
             return backend
-        if self.server is not None:
-            from .openai import OpenAIChat
+        return self.way.chat(self)
 
-            return OpenAIChat(self.spec.name, self.server)
-        if self.spec.engine == "vllm":
-            from .vllm_engine import VLLMChat
-
-            return VLLMChat(self.spec.name, self.vllm, self.hf)
-        from .generator import LocalChat
-
-        return LocalChat(self.spec.name, self.hf, batch_size=self.batch_size)
+    @property
+    def way(self) -> ModelKind:
+        """The object of this model's kind (:data:`KINDS`; vLLM's own for a model it
+        runs): what its check, fingerprints, labels, scorer and chat are."""
+        return _way(self.spec, self.kind)
 
 
 def resolve(
@@ -529,7 +473,7 @@ def resolve(
     >>> resolve("server:org/m", server=ServerOptions("http://h:8000/v1")).spec
     ModelSpec(engine='server', name='org/m')
     """
-    from .classifier import CHOICE_HEAD, classifier_checkpoints, folder_head, is_classifier_folder
+    from ..classifiers import CHOICE_HEAD, classifier_checkpoints, folder_head, is_classifier_folder
     from .hf_classifier import is_sequence_classifier
     from .multiple_choice import is_multiple_choice
 
@@ -672,7 +616,7 @@ def not_a_sequence_classifier(model: str) -> str:
 def _classifier_prints(key: str, folder: Path) -> dict[str, str]:
     # A classifier checkpoint's own files; a LoRA checkpoint holds only adapters and a
     # head, so the base model they go on (named in its description) is part of it too.
-    from .classifier import read_meta
+    from ..classifiers import read_meta
     from .lora_classifier import lora_base
 
     out = {key: model_fingerprint(ModelSource(folder.name, str(folder)))}
@@ -707,6 +651,205 @@ def chat_model_setting() -> Any:
         "the server's model name",
         cli_default=DEFAULT_MODEL,
     )
+
+
+class ModelKind:
+    """What one kind of model (:data:`Kind`) means, in one object: its early check, the
+    fingerprints of its weights, the task labels of its outputs, its scorer and its chat
+    model. :func:`resolve` decides the kind once; :class:`ResolvedModel` asks the kind's
+    object (:data:`KINDS`) instead of branching on the kind. This one is a causal
+    language model run in process by transformers; the other kinds change what differs.
+
+    >>> KINDS["causal-lm"].classifies, KINDS["classifier-folder"].classifies
+    (False, True)
+    """
+
+    #: Whether it classifies sentence pairs (records from its label probabilities; no
+    #: prompt, so no shots).
+    classifies = False
+    #: Whether it chooses among an item's choices (records from a softmax over them).
+    chooses = False
+
+    def check(self, model: ResolvedModel) -> None:
+        """Fail on a wrong local model name at once (the weights are found, not loaded)."""
+        resolve_model(model.spec.name, model.hf.revision)
+
+    def prints(self, key: str, name: str, revision: str | None) -> dict[str, str]:
+        """The fingerprint of the weights ``name`` (at hub ``revision``) under ``key``."""
+        return _fingerprint(key, resolve_model(name, revision))
+
+    def model_prints(self, model: ResolvedModel) -> dict[str, str]:
+        """The fingerprints of the model as a whole (no sweep): ``model``."""
+        return self.prints("model", model.spec.name, model.hf.revision)
+
+    def labels(self, c: Checkpoint, names: Mapping[str, str]) -> tuple[str, ...] | None:
+        """The task labels of the outputs of checkpoint ``c`` through the label map
+        ``names``, read from its config; None for a model whose outputs are not labels."""
+        return None
+
+    def scorer(
+        self, model: ResolvedModel, c: Checkpoint
+    ) -> LogLikelihoodBackend | ClassifierBackend | ChoiceBackend:
+        """The backend that scores at checkpoint ``c``; a label map is refused for any
+        model but a sequence classifier."""
+        if model.label_map:
+            raise ValueError(not_a_sequence_classifier(c.model))
+        return self.load(model, c)
+
+    def load(
+        self, model: ResolvedModel, c: Checkpoint
+    ) -> LogLikelihoodBackend | ClassifierBackend | ChoiceBackend:
+        """The engine's backend of checkpoint ``c``, with the model's options whole."""
+        from .hf import HFCausalLM
+
+        return HFCausalLM(c.model, model.hf, revision=c.revision, batch_size=model.batch_size)
+
+    def chat(self, model: ResolvedModel) -> GenerationBackend:
+        """A chat model answering through its chat template, in process."""
+        from .generator import LocalChat
+
+        return LocalChat(model.spec.name, model.hf, batch_size=model.batch_size)
+
+
+class _SequenceClassifier(ModelKind):
+    # An off-the-shelf *ForSequenceClassification model: its outputs named in its
+    # config's id2label, through --label-map where they are not task labels.
+    classifies = True
+
+    def labels(self, c: Checkpoint, names: Mapping[str, str]) -> tuple[str, ...] | None:
+        from ..classifiers import task_labels_of
+        from .hf_classifier import model_id2label
+
+        where = (
+            c.model if c.revision is None or Path(c.model).exists() else f"{c.model}@{c.revision}"
+        )
+        return task_labels_of(model_id2label(c.model, c.revision), names, where=where)
+
+    def scorer(
+        self, model: ResolvedModel, c: Checkpoint
+    ) -> LogLikelihoodBackend | ClassifierBackend | ChoiceBackend:
+        from ..classifiers import label_map_dict
+        from .hf_classifier import HFSequenceClassifier
+
+        return HFSequenceClassifier(
+            c.model,
+            model.hf,
+            revision=c.revision,
+            batch_size=model.batch_size,
+            label_map=label_map_dict(model.label_map),
+        )
+
+
+class _ClassifierFolder(ModelKind):
+    # A checkpoint folder of `nlieval train` with a pair head: its own files are its
+    # identity (and a LoRA checkpoint's base model), and nothing is looked up by name.
+    classifies = True
+
+    def check(self, model: ResolvedModel) -> None:
+        pass  # its folder is read when it loads: a missing file is one line then
+
+    def prints(self, key: str, name: str, revision: str | None) -> dict[str, str]:
+        return _classifier_prints(key, Path(name))
+
+    def load(
+        self, model: ResolvedModel, c: Checkpoint
+    ) -> LogLikelihoodBackend | ClassifierBackend | ChoiceBackend:
+        from .classifier import EncoderClassifier
+
+        return EncoderClassifier(c.model, model.hf, batch_size=model.batch_size)
+
+
+class _TrainFolder(ModelKind):
+    # The output folder of `nlieval train`: a checkpoint folder per seed (run scores
+    # each in turn, as a sweep of classifier folders).
+    classifies = True
+
+    def model_prints(self, model: ResolvedModel) -> dict[str, str]:
+        return {
+            k: v
+            for p in map(Path, model.seeds)
+            for k, v in _classifier_prints(f"model {p.name}", p).items()
+        }
+
+
+class _MultipleChoice(ModelKind):
+    # A *ForMultipleChoice model, or a checkpoint folder of `nlieval train` with a
+    # multiple-choice head (saved whole, so its files are found as a model's).
+    chooses = True
+
+    def load(
+        self, model: ResolvedModel, c: Checkpoint
+    ) -> LogLikelihoodBackend | ClassifierBackend | ChoiceBackend:
+        from .multiple_choice import HFMultipleChoice
+
+        return HFMultipleChoice(c.model, model.hf, revision=c.revision, batch_size=model.batch_size)
+
+
+class _Server(ModelKind):
+    # A model on an OpenAI-compatible server: checked by its first answer (its model
+    # name), and with no fingerprint here (what a server holds cannot be hashed from
+    # outside).
+    def check(self, model: ResolvedModel) -> None:
+        pass
+
+    def model_prints(self, model: ResolvedModel) -> dict[str, str]:
+        return {}
+
+    def scorer(
+        self, model: ResolvedModel, c: Checkpoint
+    ) -> LogLikelihoodBackend | ClassifierBackend | ChoiceBackend:
+        from .completions import CompletionsLM
+
+        assert model.server is not None  # parse_model refuses a server without one
+        return CompletionsLM(
+            c.model, model.server, batch_size=model.batch_size, top_logprobs=model.top_logprobs
+        )
+
+    def chat(self, model: ResolvedModel) -> GenerationBackend:
+        from .openai import OpenAIChat
+
+        assert model.server is not None
+        return OpenAIChat(model.spec.name, model.server)
+
+
+class _VLLMCausalLM(ModelKind):
+    # A causal language model run in process by vLLM (the only kind that engine runs).
+    def check(self, model: ResolvedModel) -> None:
+        from .vllm_engine import require_vllm
+
+        require_vllm()
+        super().check(model)
+
+    def scorer(
+        self, model: ResolvedModel, c: Checkpoint
+    ) -> LogLikelihoodBackend | ClassifierBackend | ChoiceBackend:
+        from .vllm_engine import VLLMCausalLM
+
+        return VLLMCausalLM(c.model, model.vllm, model.hf, revision=c.revision)
+
+    def chat(self, model: ResolvedModel) -> GenerationBackend:
+        from .vllm_engine import VLLMChat
+
+        return VLLMChat(model.spec.name, model.vllm, model.hf)
+
+
+#: The object of each kind, the one table :class:`ResolvedModel` asks.
+KINDS: dict[Kind, ModelKind] = {
+    "causal-lm": ModelKind(),
+    "sequence-classifier": _SequenceClassifier(),
+    "classifier-folder": _ClassifierFolder(),
+    "train-folder": _TrainFolder(),
+    "multiple-choice": _MultipleChoice(),
+    "server": _Server(),
+}
+#: vLLM's object for the one kind it runs (a causal language model).
+VLLM_KIND: ModelKind = _VLLMCausalLM()
+
+
+def _way(spec: ModelSpec, kind: Kind) -> ModelKind:
+    # The engine runs the kind: vLLM runs causal language models only (resolve refuses
+    # anything else for it), with its own scorer, chat and check.
+    return VLLM_KIND if spec.engine == "vllm" else KINDS[kind]
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,8 @@ from ..backends import (
     ResolvedModel,
     ServerOptions,
     VLLMOptions,
-    label_map_dict,
-    model_label,
-    parse_label_map,
 )
+from ..classifiers import label_map_dict, parse_label_map
 from ..data import ItemSelection, data_dir_setting, split_setting, tasks_setting
 from ..settings import (
     batch_size,
@@ -136,8 +134,7 @@ class RunConfig(ItemSelection, NamesAModel):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        spec = self.spec  # a model string that means nothing fails here
-        object.__setattr__(self, "model", model_label(self.model))
+        spec = self.keep_label()  # a model string that means nothing fails here
         # Any spelling (the flag's text, a dict, entries) is kept as one: the identity.
         object.__setattr__(self, "label_map", parse_label_map(self.label_map))
         if spec.engine == "server" and self.checkpoints:

@@ -11,7 +11,6 @@ from typing import Any, cast
 
 from .. import data
 from ..backends import (
-    Checkpoint,
     ChoiceBackend,
     ClassifierBackend,
     LogLikelihoodBackend,
@@ -159,7 +158,8 @@ def run(
         ckpt = step.group if isinstance(step.group, str) else None
         try:
             c = model.checkpoint(ckpt)
-            return _score(backend, c, step.point, chunk, name, ckpt, config, progress)
+            classifies = c.classifies or c.chooses
+            return _score(backend, classifies, step.point, chunk, name, ckpt, config, progress)
         except PromptTooLongError as err:
             # One line naming the file and the item; the chunks before are in the folder.
             point: SweepPoint = step.point
@@ -216,7 +216,7 @@ def _length(item: Item) -> int:
 
 def _score(
     backend: AnyBackend,
-    loaded: Checkpoint,
+    classifies: bool,
     point: SweepPoint,
     items: Sequence[Item],
     model: str,
@@ -224,7 +224,8 @@ def _score(
     config: RunConfig,
     progress: Progress,
 ) -> list[Record]:
-    if loaded.classifies or loaded.chooses:
+    # A classifier's records come from its label (or choice) probabilities.
+    if classifies:
         from ..backends import item_records  # torch: only for a classifier
 
         return item_records(
@@ -256,7 +257,7 @@ def _check_labels(model: ResolvedModel, planned: Planned) -> None:
     found = model.labels()
     if not found:
         return
-    from ..backends import ClassifierError, label_mapping  # torch: only for a classifier
+    from ..classifiers import ClassifierError, label_mapping
 
     for name, labels in found.items():
         for ds, _, _ in planned:

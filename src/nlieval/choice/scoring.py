@@ -11,7 +11,6 @@ from ..backends import (
     NonFiniteScore,
     Progress,
     ScoreRequest,
-    check_scores,
 )
 from ..types import Item, Label, Record, softmax
 from .prompts import Prompt, PromptBuilder, draw_shots
@@ -100,7 +99,7 @@ def score_items(
             scores, how = backend.loglikelihood_scored_by(requests, progress)
         else:
             scores, how = backend.loglikelihood(requests, progress), [None] * len(requests)
-        check_scores(scores, backend.name, "log-likelihood")  # whatever the engine
+        NonFiniteScore.check(scores, backend.name, "log-likelihood")  # whatever the engine
     except NonFiniteScore as err:
         # No record of the chunk is made: a NaN would predict the first label.
         where = f"item {items[err.index].id!r} of task {point.task} at k={point.k}"

@@ -591,7 +591,7 @@ def as_point(record: Record) -> Record:
     ``run`` names it: ``nlieval train`` names a task YAML given as ``--test-task`` by its
     path (kept so, for its folders to resume), and here takes the name the file declares.
     A seed model of a train folder (``run --model TRAIN_FOLDER`` scores each as a
-    checkpoint, :func:`nlieval.backends.training_seed`) is that training seed with no
+    checkpoint, :func:`nlieval.classifiers.training_seed`) is that training seed with no
     checkpoint: a classifier takes one run seed, and its replicates are its training
     seeds.
 
@@ -603,7 +603,7 @@ def as_point(record: Record) -> Record:
     >>> as_point(step) == step
     True
     """
-    from ..backends import training_seed
+    from ..classifiers import training_seed
 
     seed = training_seed(record.model, record.checkpoint)
     task = _task_name(record.task)

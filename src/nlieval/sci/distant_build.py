@@ -171,14 +171,20 @@ def load_classifier(folder: str) -> Any | None:
     output folder), or None when the classifier backend (torch, transformers) cannot be
     imported here. Says which checkpoint scores the candidates (a long step)."""
     try:
-        from ..backends import EncoderClassifier, classifier_checkpoints
+        import torch  # noqa: F401  (the classifier's engine needs it)
     except ImportError:
         return None
+    from ..backends import resolve
+    from ..classifiers import PAIR_HEAD, ClassifierError, classifier_checkpoints, folder_head
+
     found = classifier_checkpoints(folder)
     if not found:
         raise DataError(folder, None, None, "not a classifier folder saved by nlieval training")
+    head = folder_head(found[0])
+    if head != PAIR_HEAD:  # a multiple-choice head reads no candidate pair
+        raise ClassifierError(f"{found[0]} holds a {head} head, not a sentence-pair classifier")
     print(f"scoring the candidates with {found[0]}")
-    return EncoderClassifier(found[0])
+    return resolve(str(found[0])).scorer()
 
 
 def build_implicit_task(config: ImplicitConfig) -> dict[str, Any]:

@@ -45,7 +45,6 @@ from ..backends import (
     ServerOptions,
     VLLMOptions,
     chat_model_setting,
-    model_label,
 )
 from ..data import Dataset, ItemSelection, data_dir_setting, split_setting, tasks_setting
 from ..runs import (
@@ -226,8 +225,7 @@ class InstructConfig(ItemSelection, NamesAModel):
         if self.exemplars and self.pool_split:
             raise ValueError("--exemplars replaces --pool-split: give one of them")
         self.exemplar_rule.check_shots(self.shots)
-        self.spec  # noqa: B018  (a model string that means nothing fails here)
-        object.__setattr__(self, "model", model_label(self.model))
+        self.keep_label()  # a model string that means nothing fails here
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.KIND, **flat_dict(self), "engine": self.engine}

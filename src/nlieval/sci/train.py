@@ -4,7 +4,7 @@ Per seed: a pretrained encoder plus a freshly initialised linear head on the fir
 ("[CLS] s1 [SEP] s2", or s2 alone in hypothesis-only mode), cross-entropy, Adam or AdamW
 (no weight decay on biases and LayerNorm weights), up to ``epochs`` epochs with early
 stopping on the dev macro F1 (``patience`` epochs without a strict improvement). The best
-epoch is saved to ``out/seed{n}/`` (see :mod:`nlieval.backends.classifier` for the layout)
+epoch is saved to ``out/seed{n}/`` (see :mod:`nlieval.classifiers` for the layout)
 and scored on the test split. ``grad_accum`` micro-batches make one optimizer step, and
 ``precision="bf16"`` runs the training forward passes under bfloat16 autocast
 (:func:`~nlieval.sci.train_loop.fit`).
@@ -53,7 +53,7 @@ import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..backends import ModelError, resolve
 from ..data import items_fingerprint
@@ -321,9 +321,8 @@ def train(
         HFOptions,
         backend_from_model,
         item_records,
-        load_checkpoint,
-        read_meta,
     )
+    from ..classifiers import read_meta
 
     if init_from is not None:
         config = replace(config, init_from=str(init_from))
@@ -377,9 +376,9 @@ def train(
         folder = run.path / f"seed{seed}"
         bs = config.eval_batch_size
         if seed in trained:
-            return load_checkpoint(
-                folder, HFOptions(device=config.device), batch_size=bs, name=name
-            )
+            # The seed's checkpoint as `run --model` loads it: by the head it holds.
+            saved = resolve(str(folder), hf=HFOptions(device=config.device), batch_size=bs)
+            return cast(ClassifierBackend | ChoiceBackend, saved.scorer())
         trained[seed], model, tokenizer = train_seed(
             config, data, seed, run, on_epoch=on_epoch, progress=progress
         )

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..backends import LoraSettings
+from ..classifiers import LoraSettings
 from ..data import ItemSelection, data_dir_setting, task_at
 from ..ground import DataError, read_json
 from ..settings import positive_int, seed_list, setting

@@ -33,7 +33,7 @@ class Part:
     dropped: Mapping[str, int] = field(default_factory=dict, compare=False)
     #: A combined training set: items per source (``task@split``), in source order.
     sources: Mapping[str, int] = field(default_factory=dict)
-    #: The head that reads its items (:func:`nlieval.backends.head_for`).
+    #: The head that reads its items (:func:`nlieval.classifiers.head_for`).
     head: str = "pair"
 
     def describe(self) -> dict[str, Any]:
@@ -116,8 +116,8 @@ def _labelled(part: Part) -> Part:
 
 def _load_part(name: str, split: str | None, data_dir: str | None, head: str | None = None) -> Part:
     """One split as a part; its items must fit ``head`` (None: the head is chosen from
-    their shape, :func:`~nlieval.backends.head_for`: the first training source's)."""
-    from ..backends import PAIR_HEAD, head_for
+    their shape, :func:`~nlieval.classifiers.head_for`: the first training source's)."""
+    from ..classifiers import PAIR_HEAD, head_for
 
     ds = load_task(name, data_dir, split)
     head = head or head_for(ds.pairs)
@@ -136,7 +136,7 @@ def _check_head(config: TrainConfig, part: Part) -> None:
     (PEFT has no multiple-choice task type: its adapters wrap a sequence-classification
     head), and the pair head's options (a pair checkpoint to start from, hypothesis-only
     input)."""
-    from ..backends import CHOICE_HEAD
+    from ..classifiers import CHOICE_HEAD
 
     if part.head != CHOICE_HEAD:
         return
@@ -269,7 +269,7 @@ def load_data(config: TrainConfig) -> TrainData:
     >>> len(data.train.items), len(data.dev.items), data.dev.split, len(data.test.items)
     (9, 3, 'train[held-out 0.1]', 48)
     """
-    from ..backends import label_mapping
+    from ..classifiers import label_mapping
 
     loaded = _load_sources(config)
     train = _combine(loaded, config)

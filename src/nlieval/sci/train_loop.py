@@ -6,7 +6,7 @@ Two epochs of a tiny random encoder on the packaged ``smoke`` task; the saved be
 scores the dev part as it did during training:
 
 >>> enc = Path(tiny_encoder)  # a tiny random BERT: every word is [UNK] to it
->>> from nlieval.backends.classifier import read_meta
+>>> from nlieval.classifiers import read_meta
 >>> from nlieval.sci.train_data import load_data
 >>> from nlieval.sci.train_model import build_model
 >>> cfg = TrainConfig(str(enc), "smoke", epochs=2, seeds=(0,), device="cpu")
@@ -150,13 +150,13 @@ def _autocast(config: TrainConfig, device: Any) -> Any:
 
 
 def _separator(config: TrainConfig) -> str:
-    from ..backends import SEPARATOR
+    from ..classifiers import SEPARATOR
 
     return SEPARATOR if config.lora is not None else ""
 
 
 def _meta_for(model: Any, data: TrainData, config: TrainConfig, extra: Mapping[str, Any]) -> Any:
-    from ..backends import ClassifierMeta
+    from ..classifiers import ClassifierMeta
 
     lora = config.lora_settings
     # A LoRA model knows its base by absolute path and fingerprint (build_lora): the
@@ -232,9 +232,10 @@ def fit(
     import torch
     from tqdm.auto import tqdm
 
-    from ..backends import pick_device, save_classifier
+    from ..backends import HFOptions
+    from ..classifiers import save_classifier
 
-    model.to(torch.device(pick_device(config.device)))
+    model.to(torch.device(HFOptions(device=config.device).pick_device()))
     optimizer = make_optimizer(model, config)
     generator = torch.Generator().manual_seed(seed)
     best: dict[str, Any] = {"epoch": 0, "dev_macro_f1": -1.0, "dev_accuracy": -1.0}
@@ -299,7 +300,7 @@ def fit(
 def _save(
     save: Callable[..., Any], model: Any, tokenizer: Any, meta: Any, folder: str | Path
 ) -> None:
-    """``save`` (:func:`~nlieval.backends.save_classifier`) the best epoch; a write that
+    """``save`` (:func:`~nlieval.classifiers.save_classifier`) the best epoch; a write that
     fails (a full disk: an OSError, or safetensors' own error carrying the OS error) is
     one line naming the folder. The checkpoint is replaced only once the new one is
     whole, and a seed without its checkpoint is trained again on resume."""

@@ -18,7 +18,7 @@ def seed_checkpoint(init_from: str | Path, seed: int) -> Path:
     when it is a checkpoint folder, else its ``seed{seed}`` subfolder.
 
     >>> import tempfile
-    >>> from nlieval.backends.classifier import META_FILE
+    >>> from nlieval.classifiers import META_FILE
     >>> root = Path(tempfile.mkdtemp())  # a stage-one folder with one seed's checkpoint
     >>> (root / "seed0").mkdir()
     >>> (root / "seed0" / META_FILE).touch()
@@ -54,10 +54,10 @@ def build_model(
     """(model, tokenizer) for one seed: the encoder of ``config.model`` (or of the
     checkpoint ``init_from``) with a head drawn from ``seed``, frozen below
     ``config.top_layers``; with ``config.lora``, the model with LoRA adapters and a
-    fresh head (:func:`nlieval.backends.lora_classifier.build_lora`).
+    fresh head (:func:`nlieval.backends.build_lora`).
     ``fresh_head=False`` keeps the checkpoint's head instead (its labels must be
     ``labels``, in that order). ``head`` ``multiple-choice`` (items with choices, see
-    :func:`nlieval.backends.head_for`) is the encoder as transformers'
+    :func:`nlieval.classifiers.head_for`) is the encoder as transformers'
     ``AutoModelForMultipleChoice``: one score per choice from a fresh linear layer on
     the encoder's pooled first token, the choices compared by a softmax.
 
@@ -71,16 +71,10 @@ def build_model(
     [False, True]
     """
     import torch
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoTokenizer
 
-    from ..backends import (
-        CHOICE_HEAD,
-        PairClassifier,
-        build_lora,
-        load_head,
-        read_meta,
-        warn_new_weights,
-    )
+    from ..backends import build_lora, load_encoder
+    from ..classifiers import CHOICE_HEAD, PairClassifier, load_head, read_meta
 
     lora = config.lora_settings
     if head == CHOICE_HEAD:
@@ -105,10 +99,8 @@ def build_model(
         return build_lora(config.model, len(labels), lora, seed)
     source = str(init_from) if init_from is not None else resolve_encoder(config.model)
     torch.manual_seed(seed)
-    encoder, info = AutoModel.from_pretrained(source, output_loading_info=True)
     # A start the user chose: what its files lack starts at random, and they are told.
-    warn_new_weights(info, source, "encoder")
-    tokenizer = AutoTokenizer.from_pretrained(source)
+    encoder, tokenizer = load_encoder(source)
     pool = read_meta(source).pool if init_from is not None else None
     model = PairClassifier(encoder, len(labels), pool=pool)
     if init_from is not None and not fresh_head:
@@ -135,8 +127,8 @@ def batch_logits(
     """The logits of a training batch, (items, labels) for a pair head or (items,
     choices) for a multiple-choice one: the model's inputs made as its head reads them
     (the pair encoding, ``separator`` before each hypothesis, or one input per choice:
-    :func:`nlieval.backends.choice_pairs`)."""
-    from ..backends import CHOICE_HEAD, choice_logits, encode_pairs
+    :func:`nlieval.classifiers.choice_pairs`)."""
+    from ..classifiers import CHOICE_HEAD, choice_logits, encode_pairs
 
     if head == CHOICE_HEAD:
         return choice_logits(model, tokenizer, items, max_length=config.max_length)
@@ -179,7 +171,7 @@ def freeze_below_top(model: Any, n: int) -> None:
     ...         if p.requires_grad})
     ['bert.pooler', 'classifier.bias', 'classifier.weight']
     """
-    from ..backends import PairClassifier
+    from ..classifiers import PairClassifier
 
     pair = isinstance(model, PairClassifier)
     body = model.encoder if pair else model.base_model
