@@ -364,6 +364,14 @@ _VALUE_ERROR = (
     "a cell's folder refused with a ValueError, not a FolderError, so the experiment "
     "does not replace its --overwrite advice (not done: the callers catch ValueError)"
 )
+_RECORDED = (
+    "figure and view resolve a model named in saved records (for its size), a name the "
+    "run that wrote them already parsed; the graph cannot tell that value from a flag's"
+)
+_KINDS = (
+    "the graph reaches every model kind's scorer through the engines' table of kinds; "
+    "whether train and build implicit can reach a server or vLLM kind was not settled"
+)
 _OPEN = "not done: whether the command can reach it with a value was not settled"
 #: Messages a command reaches and says with a flag it lacks, known and not fixed here
 #: (``module:unit --flag``); each must still be found, so the list only shrinks.
@@ -376,8 +384,15 @@ KNOWN: dict[str, str] = {
     "nlieval.analyses.imports:_refuse_saved --overwrite": _VALUE_ERROR,
     "nlieval.analyses.listing:item_listing --ids": _REPORT,
     "nlieval.analyses.listing:item_listing --max-rows": _REPORT,
-    "nlieval.backends.hf_classifier:parse_label_map --label-map": _VALUE,
-    "nlieval.backends.hf_classifier:task_labels_of --label-map": _OPEN,
+    "nlieval.classifiers.labels:parse_label_map --label-map": _VALUE,
+    "nlieval.classifiers.labels:task_labels_of --label-map": _OPEN,
+    "nlieval.backends.registry:_check_revisions --model": _RECORDED,
+    "nlieval.backends.registry:parse_model --model": _RECORDED,
+    "nlieval.backends.registry:resolve --model": _RECORDED,
+    "nlieval.backends.completions:CompletionsLM.__init__ --batch-size": _KINDS,
+    "nlieval.backends.completions:CompletionsLM.__init__ --top-logprobs": _KINDS,
+    "nlieval.backends.vllm_engine:_start --pipeline-parallel-size": _KINDS,
+    "nlieval.backends.vllm_engine:_start --tensor-parallel-size": _KINDS,
     "nlieval.backends.openai:api_base_url --api-base": _VALUE,
     "nlieval.backends.options:HFOptions.__post_init__ --device-map": _VALUE,
     "nlieval.backends.options:HFOptions.__post_init__ --max-memory": _VALUE,
