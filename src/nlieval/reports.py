@@ -37,7 +37,7 @@ from .analyses import (
 )
 from .backends import parameter_count, resolve_model
 from .data import load_task
-from .ground import DataError, read_json
+from .ground import DataError, Document, read_json, render
 from .metrics import METRICS, group_records, listed, metrics, summarize
 from .plotting import (
     DYNAMICS_METRICS,
@@ -77,10 +77,30 @@ def report(
     pool: bool = False,
     held: Sequence[Sequence[Record]] | None = None,
 ) -> str:
+    """:func:`report_document` of the folders in Markdown.
+
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
+    ...                            (-0.1, -2.0), (0.87, 0.13), "entailment", "neutral")])
+    >>> print(report([run_dir]).splitlines()[2])  # wrong: accuracy 0, gold NLL 2
+    | m | t | 0 | 1 | 1 | 0.000 | n/a | 2.000 | 0.500 | E 100% N 0% | E 0 N 1 |
+    """
+    return render(report_document(folders, write, names=names, pool=pool, held=held), "md")
+
+
+def report_document(
+    folders: Iterable[str | Path],
+    write: bool = True,
+    *,
+    names: Sequence[tuple[str, str]] = (),
+    pool: bool = False,
+    held: Sequence[Sequence[Record]] | None = None,
+) -> Document:
     """Recompute metrics from the records of one or more run folders; no model is loaded.
 
     With ``write``, each folder's ``results.json`` and ``summary.md`` are rewritten from its
-    records. Returns a Markdown table over all folders: a row per model, task and k, where
+    records. Returns a table over all folders (values; :func:`nlieval.ground.render`
+    writes it): a row per model, task and k, where
     two folders of one model on the same task and k are two rows named by what differs
     in their ``config.json`` or by ``names`` (:func:`nlieval.runs.read_named`), or with
     ``pool`` one row over both folders' items. ``held``: each folder's records as
@@ -89,8 +109,8 @@ def report(
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
     ...                            (-0.1, -2.0), (0.87, 0.13), "entailment", "neutral")])
-    >>> print(report([run_dir]).splitlines()[2])  # wrong: accuracy 0, gold NLL 2
-    | m | t | 0 | 1 | 1 | 0.000 | n/a | 2.000 | 0.500 | E 100% N 0% | E 0 N 1 |
+    >>> report_document([run_dir])[0].rows[0][5]  # wrong: accuracy 0
+    Cell(text='0.000', value=0.0)
     >>> sorted(p.name for p in Path(run_dir).iterdir())  # with ``write``
     ['provenance.jsonl', 'records.jsonl', 'results.json', 'summary.md']
     """
@@ -124,7 +144,7 @@ def report(
     else:
         table = metrics_table(rows, timing)
     # What a run recorded of its items (--limit took the first N, of one label).
-    return table + "".join(f"\n\n{line}" for line in run_warnings(folders))
+    return [*table, *(line for w in run_warnings(folders) for line in ("", w))]
 
 
 @dataclass(frozen=True)

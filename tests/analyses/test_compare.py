@@ -12,6 +12,7 @@ import pytest
 from nlieval.analyses.compare import compare_runs, comparison_table
 from nlieval.backends import stand_in
 from nlieval.choice import RunConfig, run
+from nlieval.ground import render
 from nlieval.runs import RunError, RunFolder
 from nlieval.types import Record
 from tests.helpers.hash_lm import HashLM
@@ -51,7 +52,7 @@ def test_pairs_by_point_and_item_and_counts_by_hand(tmp_path: Path) -> None:
     # A alone scored its 10th to 12th items, at each of the two k.
     assert [r["only_in_a_ids"] for r in rows] == [["smoke-10", "smoke-11", "smoke-12"]] * 2
     assert [r["only_in_b_ids"] for r in rows] == [[], []]
-    table = comparison_table(rows).splitlines()
+    table = render(comparison_table(rows), "md").splitlines()
     assert table[:2] == [f"A: {a} (org/one)", f"B: {b} (org/two)"]
     assert "p (McNemar exact, Holm)" in table[3]
     assert len(table) == 3 + 4 + 4  # sides, table, notes: the correction and two left out
@@ -68,7 +69,7 @@ def test_the_table_names_the_first_left_out_items_and_counts_all(tmp_path: Path)
     a, b = tmp_path / "a", tmp_path / "b"
     _run(a, "org/one", 4)
     _run(b, "org/two", 12, salt="x")
-    notes = comparison_table(compare_runs(a, b, resamples=50)).splitlines()
+    notes = render(comparison_table(compare_runs(a, b, resamples=50)), "md").splitlines()
     # B alone: smoke-05 ... smoke-12, eight items; the first five named.
     want = "8 only in B (smoke-05, smoke-06, smoke-07, smoke-08, smoke-09, ...)"
     assert notes[-1] == f"left out of smoke k=2 seed=0: {want}"
@@ -300,7 +301,7 @@ def test_adjusted_p_values_are_multipletests_of_independent_raw_p_values(
         1,
     )
     assert "mcnemar_p_family" not in over and {r["correction"] for r in rows} == {correction}
-    table = comparison_table(rows)
+    table = render(comparison_table(rows), "md")
     name = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[correction]
     assert f"p (McNemar exact, {name})" in table and "[bootstrap percentile 95%]" in table
     assert (
@@ -317,7 +318,7 @@ def test_no_correction_keeps_the_raw_p_values(tmp_path: Path) -> None:
     a, b = _hand_folders(tmp_path)
     rows = compare_runs(a, b, resamples=300, correction="none")
     assert all(r["mcnemar_p_adj"] == r["mcnemar_p"] for r in rows if r["seed"] is not None)
-    assert "p (McNemar exact) |" in comparison_table(rows)
+    assert "p (McNemar exact) |" in render(comparison_table(rows), "md")
     with pytest.raises(ValueError, match="unknown correction 'bonferroni'"):
         compare_runs(a, b, correction="bonferroni")
 
@@ -350,7 +351,7 @@ def test_a_checkpoint_series_compares_with_a_single_model(tmp_path: Path) -> Non
         (None, "y/step-1", 0.5, 0.5),
         (None, "y/step-3", 0.5, 0.75),
     ]
-    assert "t @ A -, B y/step-3" in comparison_table(rows)
+    assert "t @ A -, B y/step-3" in render(comparison_table(rows), "md")
     c = _folder(
         tmp_path / "c",
         [
@@ -399,4 +400,4 @@ def test_points_only_one_side_holds_are_named(tmp_path: Path) -> None:
     rows = compare_runs(a, b, resamples=50)
     assert [r["k"] for r in rows] == [0]
     assert (rows[0]["not_compared_a"], rows[0]["not_compared_b"]) == (["smoke k=2"], [])
-    assert "not compared, only in A: smoke k=2" in comparison_table(rows).splitlines()
+    assert "not compared, only in A: smoke k=2" in render(comparison_table(rows), "md").splitlines()

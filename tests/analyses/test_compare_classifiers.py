@@ -18,6 +18,7 @@ from nlieval.backends.classifier import ClassifierMeta, PairClassifier, save_cla
 from nlieval.choice import RunConfig, run  # noqa: E402
 from nlieval.data import load_task  # noqa: E402
 from nlieval.data.stats import words  # noqa: E402
+from nlieval.ground import render  # noqa: E402
 from nlieval.types import NLI3  # noqa: E402
 from tests.helpers.hash_lm import HashLM  # noqa: E402
 from tests.helpers.records import saved_records  # noqa: E402
@@ -81,7 +82,7 @@ def test_two_classifiers_of_train_folders_compare_seed_by_seed_and_over_seeds(
     assert over["accuracy_b"] == pytest.approx((sum(b[0].values()) + sum(b[1].values())) / 96)
     # The random heads disagree somewhere: the comparison is not of one model with itself.
     assert any(r["a_only"] + r["b_only"] for r in rows[:2])
-    assert "(2 seeds)" in comparison_table(rows)
+    assert "(2 seeds)" in render(comparison_table(rows), "md")
 
 
 def test_a_classifier_compares_with_a_language_model_on_the_same_items(

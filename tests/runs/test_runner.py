@@ -14,6 +14,7 @@ import pytest
 
 from nlieval.backends import Progress, ScoreRequest, stand_in
 from nlieval.choice import RunConfig, run
+from nlieval.ground import render
 from nlieval.reports import report
 from nlieval.runs import RECORDS, Results, RunError, RunFolder
 from tests.helpers.cli_process import start_cli
@@ -337,5 +338,5 @@ def test_unlabelled_records_get_a_table_row() -> None:
     ]  # fmt: skip
     (row,) = summarize(recs)
     assert row["n"] == 4 and row["pred_dist"]["entailment"] == 0.75
-    table = metrics_table([row])
+    table = render(metrics_table([row]), "md")
     assert "| inf | 0 | 4 |" in table and "n/a" in table and "E 75% N 25% C 0%" in table

@@ -12,8 +12,8 @@ import functools
 import sys
 
 from ..data import TasksToRead, task_stats
-from ..ground import as_format
-from ..reports import ReportConfig, report
+from ..ground import render
+from ..reports import ReportConfig, report_document
 from ..sci import SciReportConfig, sci_report
 from .args import add_command, settings_from_args
 
@@ -25,8 +25,8 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     cfg = settings_from_args(ReportConfig, args)
-    table = report(cfg.runs, write=cfg.write, names=cfg.name or (), pool=cfg.pool)
-    print(as_format(table, cfg.format))
+    doc = report_document(cfg.runs, write=cfg.write, names=cfg.name or (), pool=cfg.pool)
+    print(render(doc, cfg.format))
     return 0
 
 

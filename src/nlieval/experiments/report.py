@@ -490,7 +490,7 @@ def _write_output(
         files += [f"{name}.{ext}" for ext in FIGURE_FORMATS]
     elif out.kind == "compare":
         from ..analyses import comparison_table
-        from ..ground import as_format
+        from ..ground import render
         from ..reports import CompareConfig, compare_report
 
         if len(runs) != 2:
@@ -503,7 +503,7 @@ def _write_output(
         compare_cfg = CompareConfig(a=runs[0], b=runs[1], **opts)
         rows = compare_report(compare_cfg)
         table = f"{name}.{EXTENSIONS[compare_cfg.format]}"
-        _write(report / table, as_format(comparison_table(rows), compare_cfg.format))
+        _write(report / table, render(comparison_table(rows), compare_cfg.format))
         _write(report / f"{name}.json", json.dumps(rows, indent=2, sort_keys=True, default=str))
         files += [table, f"{name}.json"]
     elif out.kind == "breakdown":
@@ -531,7 +531,7 @@ def _write_output(
             files.append(table)
     elif out.kind == "chaosnli":
         from ..analyses import ChaosnliConfig, chaosnli, chaosnli_scores
-        from ..ground import as_format
+        from ..ground import render
 
         chaos_cfg = ChaosnliConfig(runs=runs, out=str(report / name), **opts)
         found = chaosnli_scores(chaos_cfg)
@@ -540,13 +540,13 @@ def _write_output(
         else:
             result, path = found
             table = f"{name}.{EXTENSIONS[chaos_cfg.format]}"
-            _write(report / table, as_format(chaosnli.format_report(result), chaos_cfg.format))
+            _write(report / table, render(chaosnli.format_report(result), chaos_cfg.format))
             files.append(table)
             if path is not None:  # written: out= names the report folder
                 files.append(str(path.relative_to(report)))
     elif out.kind == "dynamics":
         from ..analyses import DynamicsConfig, dynamics_of, format_dynamics
-        from ..ground import as_format
+        from ..ground import render
 
         for run in runs:
             cell = Path(run).name
@@ -559,7 +559,7 @@ def _write_output(
             # Drawn once, saved as PNG and PDF as every figure of the report.
             result = dynamics_of(cfg, also=FIGURE_FORMATS[1:])
             table = f"{name}-{cell}.{EXTENSIONS[cfg.format]}"
-            _write(report / table, as_format(format_dynamics(result["rows"]), cfg.format))
+            _write(report / table, render(format_dynamics(result["rows"]), cfg.format))
             files.append(table)
             files += [str(Path(p).relative_to(report)) for p in result["written"]]
             notes += list(result["skipped"])
