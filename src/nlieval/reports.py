@@ -17,6 +17,7 @@ from .analyses import (
     FILTERS,
     GRID_KEYS,
     SORTS,
+    CompareConfig,
     Grid,
     ReferenceLine,
     baseline_lines,
@@ -66,7 +67,7 @@ from .runs import (
     run_warnings,
 )
 from .settings import csv_list, setting, table_format
-from .significance import CONFIDENCE, CORRECTIONS, Resampling
+from .significance import Resampling
 from .types import Item, Record
 
 
@@ -764,39 +765,10 @@ def grid_table(cfg: GridConfig) -> str:
     return render_grid(grid_of(cfg), cfg.format, percent=cfg.percent, digits=cfg.digits)
 
 
-@dataclass(frozen=True, kw_only=True)
-class CompareConfig(Resampling):
-    """What ``nlieval compare`` tests: run folder ``a`` against ``b``
-    (:func:`nlieval.analyses.compare_runs`).
-
-    >>> CompareConfig(a="x", b="y").confidence
-    0.95
-    """
-
-    a: str = ""
-    b: str = ""
-    confidence: float = setting(CONFIDENCE, help="level of the intervals")
-    correction: str = setting(
-        "holm",
-        help="correction of the p-values for multiple comparisons within each family of "
-        "tests (one kind of test of one metric, per seed or over seeds): holm (family-wise "
-        "error), bh (Benjamini-Hochberg false discovery rate), none",
-        choices=tuple(CORRECTIONS),
-    )
-    json: str | None = setting(None, help="also write the rows as JSON here")
-    format: str = table_format()
-
-
 def compare_report(cfg: CompareConfig) -> list[dict[str, Any]]:
-    """The rows of :func:`nlieval.analyses.compare_runs` of ``cfg``."""
-    return compare_runs(
-        cfg.a,
-        cfg.b,
-        resamples=cfg.resamples,
-        confidence=cfg.confidence,
-        seed=cfg.seed,
-        correction=cfg.correction,
-    )
+    """What ``nlieval compare`` tests: the rows of
+    :func:`nlieval.analyses.compare_runs` of ``cfg``."""
+    return compare_runs(cfg)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from transformers import AutoModel, AutoTokenizer  # noqa: E402
 
-from nlieval.analyses.compare import compare_runs, comparison_table  # noqa: E402
+from nlieval.analyses.compare import CompareConfig, compare_runs, comparison_table  # noqa: E402
 from nlieval.backends import stand_in  # noqa: E402
 from nlieval.backends.classifier import ClassifierMeta, PairClassifier, save_classifier  # noqa: E402
 from nlieval.choice import RunConfig, run  # noqa: E402
@@ -69,7 +69,7 @@ def test_two_classifiers_of_train_folders_compare_seed_by_seed_and_over_seeds(
     assert sorted(a) == sorted(b) == [0, 1] and all(
         len(v) == 48 for v in (*a.values(), *b.values())
     )
-    rows = compare_runs(runs["a"], runs["b"], resamples=200)
+    rows = compare_runs(CompareConfig(a=str(runs["a"]), b=str(runs["b"]), resamples=200))
     assert [(r["seed"], r["checkpoint"]) for r in rows] == [(0, None), (1, None), (None, None)]
     for r in rows[:2]:
         ok_a, ok_b = a[r["seed"]], b[r["seed"]]
@@ -88,7 +88,7 @@ def test_two_classifiers_of_train_folders_compare_seed_by_seed_and_over_seeds(
 def test_a_classifier_compares_with_a_language_model_on_the_same_items(
     runs: dict[str, Path],
 ) -> None:
-    rows = compare_runs(runs["lm"], runs["a"], resamples=200)
+    rows = compare_runs(CompareConfig(a=str(runs["lm"]), b=str(runs["a"]), resamples=200))
     # The LM has one seed (0), the classifier two training seeds: seed 0 side by side,
     # then the LM against the classifier's mean over its seeds.
     assert [(r["seed"], r.get("seeds_a"), r.get("seeds_b")) for r in rows] == [

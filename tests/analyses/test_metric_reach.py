@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 from sklearn.metrics import balanced_accuracy_score
 
-from nlieval.analyses import breakdown, breakdown_table, compare_runs, comparison_table
+from nlieval.analyses import (
+    CompareConfig,
+    breakdown,
+    breakdown_table,
+    compare_runs,
+    comparison_table,
+)
 from nlieval.choice import RunConfig
 from nlieval.cli import main
 from nlieval.ground import render
@@ -99,7 +105,7 @@ def test_an_added_metric_is_a_column_of_breakdown(folders: tuple[str, str]) -> N
 
 def test_an_added_metric_is_compared(folders: tuple[str, str]) -> None:
     a, b = folders
-    rows = compare_runs(a, b, resamples=50)
+    rows = compare_runs(CompareConfig(a=str(a), b=str(b), resamples=50))
     for row in (r for r in rows if r["seed"] is not None):
         seed = row["seed"]
         assert row["balanced_accuracy_a"] == pytest.approx(_sklearn(0)[seed])

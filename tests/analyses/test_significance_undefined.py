@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from nlieval.analyses.compare import compare_runs, comparison_table
+from nlieval.analyses.compare import CompareConfig, compare_runs, comparison_table
 from nlieval.cli import main
 from nlieval.ground import render
 from nlieval.runs import RunFolder
@@ -105,7 +105,7 @@ def _folders(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_compare_leaves_the_undefined_test_out_of_its_family(tmp_path: Path) -> None:
     a, b = _folders(tmp_path)
-    rows = {r["task"]: r for r in compare_runs(a, b, resamples=256)}
+    rows = {r["task"]: r for r in compare_runs(CompareConfig(a=str(a), b=str(b), resamples=256))}
     u = rows["u"]
     assert math.isnan(u["macro_f1_diff"]) and math.isnan(u["macro_f1_p"])
     assert all(math.isnan(x) for x in u["macro_f1_ci"])

@@ -22,7 +22,7 @@ seed or over seeds), and is also given adjusted within that family (Holm by defa
 >>> a.mkdir(); b.mkdir()
 >>> RunFolder(a).append([rec("m1", i, "neutral" if i < 6 else "entailment") for i in range(10)])
 >>> RunFolder(b).append([rec("m2", i, "entailment") for i in range(10)])
->>> row = compare_runs(a, b, resamples=200)[0]
+>>> row = compare_runs(CompareConfig(a=str(a), b=str(b), resamples=200))[0]
 >>> row["n"], row["accuracy_a"], row["accuracy_b"], row["a_only"], row["b_only"]
 (10, 0.4, 1.0, 0, 6)
 >>> round(row["mcnemar_p"], 4)  # 6 discordant items, all for B: 2 / 2**6
@@ -35,6 +35,7 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +44,12 @@ import numpy as np
 from ..ground import Cell, Document, Table
 from ..metrics import Metric, mean_std, metrics
 from ..runs import RunError, iter_run_records
+from ..settings import setting, table_format
 from ..significance import (
     CONFIDENCE,
     CORRECTIONS,
-    RESAMPLES,
     TEST_NA_NOTE,
+    Resampling,
     adjusted,
     mcnemar,
     paired_bootstrap,
@@ -130,16 +132,34 @@ def _gold_checked(a: str | Path, b: str | Path, task: str, la: Record, lb: Recor
         )
 
 
-def compare_runs(
-    a: str | Path,
-    b: str | Path,
-    *,
-    resamples: int = RESAMPLES,
-    confidence: float = CONFIDENCE,
-    seed: int = 0,
-    correction: str = "holm",
-) -> list[dict[str, Any]]:
-    """One row per sweep point (task, checkpoint, k, seed) that both folders hold: the
+@dataclass(frozen=True, kw_only=True)
+class CompareConfig(Resampling):
+    """What ``nlieval compare`` tests: run folder ``a`` against ``b``
+    (:func:`compare_runs`).
+
+    >>> CompareConfig(a="x", b="y").confidence
+    0.95
+    """
+
+    a: str = ""
+    b: str = ""
+    confidence: float = setting(CONFIDENCE, help="level of the intervals")
+    correction: str = setting(
+        "holm",
+        help="correction of the p-values for multiple comparisons within each family of "
+        "tests (one kind of test of one metric, per seed or over seeds): holm (family-wise "
+        "error), bh (Benjamini-Hochberg false discovery rate), none",
+        choices=tuple(CORRECTIONS),
+    )
+    json: str | None = setting(None, help="also write the rows as JSON here")
+    format: str = table_format()
+
+
+def compare_runs(cfg: CompareConfig) -> list[dict[str, Any]]:
+    """The run folders ``cfg.a`` and ``cfg.b`` compared, with ``cfg.resamples`` draws at
+    level ``cfg.confidence`` seeded by ``cfg.seed``, p-values corrected by
+    ``cfg.correction``: one row per sweep point (task, checkpoint, k, seed) that both
+    folders hold: the
     folders and their models, items scored by both (``n``) and by one side only (counted,
     and their ids in ``only_in_a_ids`` / ``only_in_b_ids``), each side's accuracy and
     macro F1, McNemar's exact test (``mcnemar_p``), and the percentile bootstrap interval
@@ -166,6 +186,8 @@ def compare_runs(
     Every row also names the (task, k, checkpoint) points one side holds and the other not
     (``not_compared_a``, ``not_compared_b``).
     """
+    a, b, correction = cfg.a, cfg.b, cfg.correction
+    resamples, confidence, seed = cfg.resamples, cfg.confidence, cfg.seed
     if correction not in CORRECTIONS:
         raise ValueError(f"unknown correction {correction!r}; one of {', '.join(CORRECTIONS)}")
     left, right = _by_point(a), _by_point(b)
