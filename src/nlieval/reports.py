@@ -17,7 +17,6 @@ from .analyses import (
     FILTERS,
     GRID_KEYS,
     SORTS,
-    CompareConfig,
     Grid,
     ReferenceLine,
     baseline_lines,
@@ -37,6 +36,7 @@ from .analyses import (
     plot_dynamics,
     render_grid,
 )
+from .analyses import CompareConfig as CompareConfig  # the settings of `nlieval compare`
 from .backends import parameter_count, resolve_model
 from .data import load_task
 from .ground import DataError, Document, read_json, render
@@ -71,34 +71,21 @@ from .significance import Resampling
 from .types import Item, Record
 
 
-def report(
-    folders: Iterable[str | Path],
-    write: bool = True,
-    *,
-    names: Sequence[tuple[str, str]] = (),
-    pool: bool = False,
-    held: Sequence[Sequence[Record]] | None = None,
-) -> str:
-    """:func:`report_document` of the folders in Markdown.
+def report(cfg: ReportConfig, held: Sequence[Sequence[Record]] | None = None) -> str:
+    """:func:`report_document` of ``cfg`` in Markdown.
 
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
     ...                            (-0.1, -2.0), (0.87, 0.13), "entailment", "neutral")])
-    >>> print(report([run_dir]).splitlines()[2])  # wrong: accuracy 0, gold NLL 2
+    >>> print(report(ReportConfig(runs=(run_dir,))).splitlines()[2])  # accuracy 0, NLL 2
     | m | t | 0 | 1 | 1 | 0.000 | n/a | 2.000 | 0.500 | E 100% N 0% | E 0 N 1 |
     """
-    return render(report_document(folders, write, names=names, pool=pool, held=held), "md")
+    return render(report_document(cfg, held), "md")
 
 
-def report_document(
-    folders: Iterable[str | Path],
-    write: bool = True,
-    *,
-    names: Sequence[tuple[str, str]] = (),
-    pool: bool = False,
-    held: Sequence[Sequence[Record]] | None = None,
-) -> Document:
-    """Recompute metrics from the records of one or more run folders; no model is loaded.
+def report_document(cfg: ReportConfig, held: Sequence[Sequence[Record]] | None = None) -> Document:
+    """Recompute metrics from the records of the run folders of ``cfg`` (``runs``); no
+    model is loaded.
 
     With ``write``, each folder's ``results.json`` and ``summary.md`` are rewritten from its
     records. Returns a table over all folders (values; :func:`nlieval.ground.render`
@@ -111,12 +98,12 @@ def report_document(
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
     ...                            (-0.1, -2.0), (0.87, 0.13), "entailment", "neutral")])
-    >>> report_document([run_dir])[0].rows[0][5]  # wrong: accuracy 0
+    >>> report_document(ReportConfig(runs=(run_dir,)))[0].rows[0][5]  # wrong: accuracy 0
     Cell(text='0.000', value=0.0)
     >>> sorted(p.name for p in Path(run_dir).iterdir())  # with ``write``
     ['provenance.jsonl', 'records.jsonl', 'results.json', 'summary.md']
     """
-    folders = list(folders)
+    folders, write, names, pool = list(cfg.runs), cfg.write, cfg.name or (), cfg.pool
     runs = [RunFolder(f) for f in folders]
     for rf in runs:
         if not rf.exists():
@@ -152,7 +139,7 @@ def report_document(
 @dataclass(frozen=True)
 class ReportConfig(PooledRuns):
     """What ``nlieval report`` is asked: the run folders (their names, pooled or not), and
-    whether to rewrite their ``results.json`` and ``summary.md`` (:func:`report`).
+    whether to rewrite their ``results.json`` and ``summary.md`` (:func:`report_document`).
 
     >>> ReportConfig(runs=("runs/a",)).write
     True

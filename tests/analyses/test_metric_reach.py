@@ -23,7 +23,7 @@ from nlieval.choice import RunConfig
 from nlieval.cli import main
 from nlieval.ground import render
 from nlieval.metrics import METRICS, Metric
-from nlieval.reports import report
+from nlieval.reports import ReportConfig, report
 from nlieval.runs import RunFolder
 from nlieval.types import Record
 
@@ -87,7 +87,7 @@ def test_an_added_metric_is_a_grid_cell_with_an_interval(
 
 def test_an_added_metric_is_a_column_of_report(folders: tuple[str, str]) -> None:
     a, _ = folders
-    head, _rule, row = report([a], write=False).splitlines()[:3]
+    head, _rule, row = report(ReportConfig(runs=(str(a),), write=False)).splitlines()[:3]
     at = head.split(" | ").index("balanced accuracy")
     mean, std = np.mean(_sklearn(0)), np.std(_sklearn(0), ddof=1)
     assert row.split(" | ")[at] == f"{mean:.3f} ± {std:.3f}"

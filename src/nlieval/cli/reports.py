@@ -25,8 +25,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     cfg = settings_from_args(ReportConfig, args)
-    doc = report_document(cfg.runs, write=cfg.write, names=cfg.name or (), pool=cfg.pool)
-    print(render(doc, cfg.format))
+    print(render(report_document(cfg), cfg.format))
     return 0
 
 
