@@ -275,18 +275,26 @@ def metric(name: str) -> Metric:
         raise ValueError(f"unknown metric {name!r}; one of {', '.join(METRICS)}") from None
 
 
-def metrics(*, source: str | None = None, bootstrap: bool | None = None) -> list[Metric]:
+def metrics(
+    *, source: str | None = None, bootstrap: bool | None = None, corpus: bool | None = None
+) -> list[Metric]:
     """The metrics of :data:`METRICS` held by rows of ``source`` and, when ``bootstrap``
-    is given, those that can (True) or cannot (False) be bootstrapped, in table order.
+    is given, those that can (True) or cannot (False) be bootstrapped, and when
+    ``corpus`` is given, those computed (True) or not (False) from the items' gold and
+    predicted labels together (a :data:`Corpus` function: what a paired test over items
+    and a breakdown recompute), in table order.
 
     >>> [m.name for m in metrics(source="chaosnli")][:2]
     ['js_distance', 'js_divergence']
+    >>> [m.name for m in metrics(source="records", corpus=True)]
+    ['accuracy', 'macro_f1']
     """
     return [
         m
         for m in METRICS.values()
         if (source is None or m.source == source)
         and (bootstrap is None or m.bootstrap == bootstrap)
+        and (corpus is None or (m.corpus is not None) == corpus)
     ]
 
 

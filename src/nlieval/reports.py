@@ -1,6 +1,7 @@
 """Tables from results, recomputed from saved records: one run's summary (:func:`report`),
-the papers' grids across runs (:func:`grid_report`), breakdowns by item field
-(:func:`breakdown_report`), figures across models (:func:`figure_report`)."""
+the papers' grids across runs (:func:`grid_of`), breakdowns by item field
+(:func:`breakdown_from`), items side by side (:func:`items_from`), figures across models
+(:func:`figure_from`): one function of each command's settings."""
 
 from __future__ import annotations
 
@@ -35,9 +36,10 @@ from .analyses import (
     plot_dynamics,
     render_grid,
 )
+from .analyses import CompareConfig as CompareConfig  # the settings of `nlieval compare`
 from .backends import resolve
 from .data import data_dir_setting, load_task
-from .ground import DataError, read_json
+from .ground import DataError, Document, read_json, render
 from .metrics import METRICS, group_records, listed, metrics, summarize
 from .plotting import (
     DYNAMICS_METRICS,
@@ -65,22 +67,29 @@ from .runs import (
     run_warnings,
 )
 from .settings import csv_list, out_setting, positive_int, setting, table_format
-from .significance import CONFIDENCE, CORRECTIONS, RESAMPLES, Resampling
+from .significance import Resampling
 from .types import Item, Record
 
 
-def report(
-    folders: Iterable[str | Path],
-    write: bool = True,
-    *,
-    names: Sequence[tuple[str, str]] = (),
-    pool: bool = False,
-    held: Sequence[Sequence[Record]] | None = None,
-) -> str:
-    """Recompute metrics from the records of one or more run folders; no model is loaded.
+def report(cfg: ReportConfig, held: Sequence[Sequence[Record]] | None = None) -> str:
+    """:func:`report_document` of ``cfg`` in Markdown.
+
+    >>> from nlieval.types import Record
+    >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
+    ...                            (-0.1, -2.0), (0.87, 0.13), "entailment", "neutral")])
+    >>> print(report(ReportConfig(runs=(run_dir,))).splitlines()[2])  # accuracy 0, NLL 2
+    | m | t | 0 | 1 | 1 | 0.000 | n/a | 2.000 | 0.500 | E 100% N 0% | E 0 N 1 |
+    """
+    return render(report_document(cfg, held), "md")
+
+
+def report_document(cfg: ReportConfig, held: Sequence[Sequence[Record]] | None = None) -> Document:
+    """Recompute metrics from the records of the run folders of ``cfg`` (``runs``); no
+    model is loaded.
 
     With ``write``, each folder's ``results.json`` and ``summary.md`` are rewritten from its
-    records. Returns a Markdown table over all folders: a row per model, task and k, where
+    records. Returns a table over all folders (values; :func:`nlieval.ground.render`
+    writes it): a row per model, task and k, where
     two folders of one model on the same task and k are two rows named by what differs
     in their ``config.json`` or by ``names`` (:func:`nlieval.runs.read_named`), or with
     ``pool`` one row over both folders' items. ``held``: each folder's records as
@@ -89,12 +98,12 @@ def report(
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
     ...                            (-0.1, -2.0), (0.87, 0.13), "entailment", "neutral")])
-    >>> print(report([run_dir]).splitlines()[2])  # wrong: accuracy 0, gold NLL 2
-    | m | t | 0 | 1 | 1 | 0.000 | n/a | 2.000 | 0.500 | E 100% N 0% | E 0 N 1 |
+    >>> report_document(ReportConfig(runs=(run_dir,)))[0].rows[0][5]  # wrong: accuracy 0
+    Cell(text='0.000', value=0.0)
     >>> sorted(p.name for p in Path(run_dir).iterdir())  # with ``write``
     ['provenance.jsonl', 'records.jsonl', 'results.json', 'summary.md']
     """
-    folders = list(folders)
+    folders, write, names, pool = list(cfg.runs), cfg.write, cfg.name or (), cfg.pool
     runs = [RunFolder(f) for f in folders]
     for rf in runs:
         if not rf.exists():
@@ -124,13 +133,13 @@ def report(
     else:
         table = metrics_table(rows, timing)
     # What a run recorded of its items (--limit took the first N, of one label).
-    return table + "".join(f"\n\n{line}" for line in run_warnings(folders))
+    return [*table, *(line for w in run_warnings(folders) for line in ("", w))]
 
 
 @dataclass(frozen=True)
 class ReportConfig(PooledRuns):
     """What ``nlieval report`` is asked: the run folders (their names, pooled or not), and
-    whether to rewrite their ``results.json`` and ``summary.md`` (:func:`report`).
+    whether to rewrite their ``results.json`` and ``summary.md`` (:func:`report_document`).
 
     >>> ReportConfig(runs=("runs/a",)).write
     True
@@ -142,27 +151,12 @@ class ReportConfig(PooledRuns):
     format: str = table_format()
 
 
-def grid_report(
-    folders: Sequence[str | Path],
-    *,
-    index: Sequence[str] = ("model",),
-    columns: Sequence[str] = ("task",),
-    values: Sequence[str] = ("accuracy",),
-    reference: str | Path | None = None,
-    average: bool = True,
-    ci: float | None = None,
-    resamples: int = RESAMPLES,
-    seed: int = 0,
-    over_checkpoints: bool = False,
-    allow_mixed: bool = False,
-    reference_by: str | None = None,
-    overall: bool = True,
-    names: Sequence[tuple[str, str]] = (),
-    held: Sequence[Sequence[Record]] | None = None,
-) -> Grid:
-    """The grid table (:func:`nlieval.analyses.grid`) of the metric rows of ``folders``,
-    recomputed from their records: :func:`nlieval.metrics.summarize` rows, or for the
-    ChaosNLI values (``acc_original``, ``acc_majority``, ``js_distance``, ``kl``, ...) the
+def grid_of(cfg: GridConfig, held: Sequence[Sequence[Record]] | None = None) -> Grid:
+    """The grid table (:func:`nlieval.analyses.grid`) of the metric rows of the run folders
+    of ``cfg`` (``runs``; below, each of its settings by the name of what it holds),
+    recomputed from their records once, to render in several formats
+    (:func:`grid_table`): :func:`nlieval.metrics.summarize` rows, or for the ChaosNLI
+    values (``acc_original``, ``acc_majority``, ``js_distance``, ``kl``, ...) the
     rows of :func:`nlieval.analyses.chaosnli.score_records` over the ChaosNLI records.
     ``reference`` is a run folder (also one of ``folders`` or not) of one model whose row
     the others' gaps are taken to.
@@ -204,10 +198,15 @@ def grid_report(
     ...                   (0.87, 0.13), pred, "neutral")
     >>> a, b = Path(run_dir) / "a", Path(run_dir) / "b"; a.mkdir(); b.mkdir()
     >>> RunFolder(a).append([rec("m1", "neutral")]); RunFolder(b).append([rec("m2", "entailment")])
-    >>> g = grid_report([a, b], reference=b)
+    >>> g = grid_of(GridConfig(runs=(str(a), str(b)), reference=str(b)))
     >>> [(c.row[0], c.mean) for c in g.cells]
     [('m1', 1.0), ('m2', 0.0), ('m1 - m2', 1.0)]
     """
+    folders: Sequence[str | Path] = cfg.runs
+    index, columns, values, reference = cfg.rows, cfg.cols, cfg.metrics, cfg.reference
+    average, overall, names = not cfg.no_average, not cfg.no_overall, cfg.name or ()
+    ci, resamples, seed, reference_by = cfg.ci, cfg.resamples, cfg.seed, cfg.reference_by
+    over_checkpoints, allow_mixed = cfg.over_checkpoints, cfg.allow_mixed
     paths = list(folders)
     resolved = [Path(p).resolve() for p in paths]
     if reference is not None and Path(reference).resolve() not in resolved:
@@ -431,16 +430,10 @@ def over_replicates(records: Sequence[Record]) -> list[Record]:
     return [replace(r, checkpoint=None, seed=index[(r.checkpoint or "", r.seed)]) for r in records]
 
 
-def breakdown_report(
-    folders: Sequence[str | Path],
-    by: Sequence[str],
-    fmt: str = "md",
-    *,
-    names: Sequence[tuple[str, str]] = (),
-    pool: bool = False,
-) -> str:
-    """:func:`nlieval.analyses.breakdown` of the records of ``folders`` as a table
-    (``fmt``: ``md``, ``csv`` or ``json``; :func:`nlieval.analyses.breakdown_table`),
+def breakdown_from(cfg: BreakdownConfig, fmt: str | None = None) -> str:
+    """What ``nlieval breakdown`` prints: :func:`nlieval.analyses.breakdown` of the records
+    of ``cfg.runs`` by ``cfg.by`` as a table in ``fmt`` (None: ``cfg.format``; ``md``,
+    ``latex``, ``csv`` or ``json``: :func:`nlieval.analyses.breakdown_table`),
     each folder's model under its own name where two folders hold one model on the same
     task and k (:func:`nlieval.runs.read_named`: ``names``, or ``pool`` for one row over
     both folders' items).
@@ -448,11 +441,12 @@ def breakdown_report(
     >>> from nlieval.types import Record
     >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
     ...     (-0.1, -2.0), (0.87, 0.13), "entailment", "entailment", meta={"genre": "fiction"})])
-    >>> print(breakdown_report([run_dir], ["genre"]).splitlines()[2])
+    >>> print(breakdown_from(BreakdownConfig(runs=(run_dir,), by=("genre",))).splitlines()[2])
     | m | t | 0 | fiction | 1 | 1.000 | n/a | 1.000 | n/a |
     """
+    folders, by = cfg.runs, cfg.by
     reading: list[Path] = []  # the folder whose records are being read
-    named = read_named(folders, names, pool=pool)
+    named = read_named(folders, cfg.name or (), pool=cfg.pool)
 
     def records() -> Iterable[Record]:
         for folder, recs in zip(folders, named, strict=True):
@@ -465,7 +459,7 @@ def breakdown_report(
         if err.path is not None or not reading:
             raise
         raise DataError(reading[0], err.line, err.field, err.message) from None
-    return breakdown_table(rows, by, fmt)
+    return breakdown_table(rows, by, fmt or cfg.format)
 
 
 def _named(
@@ -505,7 +499,7 @@ def _named(
     return flat(shown), renamed
 
 
-def figure_report(
+def _figure(
     kind: str,
     folders: Sequence[str | Path],
     path: FigurePaths,
@@ -604,24 +598,13 @@ def _match_positions(ckpts: Sequence[str], table: Mapping[str, float]) -> dict[s
     return out
 
 
-def listing_report(
-    folders: Sequence[str | Path],
-    *,
-    filters: Sequence[str] = (),
-    sort: str = "id",
-    max_rows: int | None = 20,
-    data_dir: str | Path | None = None,
-    ids: Sequence[str] | None = None,
-    fmt: str = "md",
-    full: bool = False,
-    names: Sequence[tuple[str, str]] = (),
-    limit: int | None = None,
-) -> str:
-    """The items of ``folders`` side by side (:func:`nlieval.analyses.listing.item_listing`,
-    only those of ``ids`` when given, the first ``limit`` items, at most ``max_rows``
-    rows), a row per task, k, seed and item, as a table in
-    ``fmt`` (:func:`nlieval.analyses.listing_table`: texts cut in Markdown and LaTeX
-    unless ``full``), their texts read from each folder's tasks (its ``config.json``:
+def items_from(cfg: ItemsConfig) -> str:
+    """What ``nlieval items`` prints: the items of the run folders of ``cfg`` side by side
+    (:func:`nlieval.analyses.listing.item_listing` with its filters and sort, only those
+    of ``ids`` when given, the first ``limit`` items, at most ``max_rows`` rows), a row
+    per task, k, seed and item, as a table in its ``format``
+    (:func:`nlieval.analyses.listing_table`: texts cut in Markdown and LaTeX unless
+    ``full``), their texts read from each folder's tasks (its ``config.json``:
     tasks, split and data folder; ``data_dir`` replaces the saved one). Each folder's
     model is a column of its own: two folders of one model on the same task and k are
     named by what differs in their ``config.json``, or by ``names``
@@ -632,12 +615,14 @@ def listing_report(
     ...     "neutral", "contradiction"), (-1.0, -2.0, -3.0), (0.6, 0.3, 0.1), "entailment",
     ...     "entailment")])
     >>> _ = (Path(run_dir) / "config.json").write_text('{"tasks": ["smoke"]}')
-    >>> print(listing_report([run_dir]).splitlines()[2][:37])
+    >>> print(items_from(ItemsConfig(runs=(run_dir,))).splitlines()[2][:37])
     | smoke | 0 | 0 | smoke-01 | A man in
     """
-    named, items = listing_inputs(folders, data_dir=data_dir, names=names)
-    rows = item_listing(named, items, filters, sort, max_rows, ids, limit=limit)
-    return listing_table(rows, None if full else 60, fmt)
+    named, items = listing_inputs(cfg.runs, data_dir=cfg.data_dir, names=cfg.name or ())
+    rows = item_listing(
+        named, items, cfg.filter or (), cfg.sort, cfg.max_rows, cfg.ids, limit=cfg.limit
+    )
+    return listing_table(rows, None if cfg.full else 60, cfg.format)
 
 
 def listing_inputs(
@@ -647,7 +632,7 @@ def listing_inputs(
     names: Sequence[tuple[str, str]] = (),
     held: Sequence[Sequence[Record]] | None = None,
 ) -> tuple[list[Record], dict[str, dict[str, Item]]]:
-    """What :func:`listing_report` lists (and ``nlieval view`` shows): the records of
+    """What :func:`items_from` lists (and ``nlieval view`` shows): the records of
     ``folders`` (``held``: as already read, one list per folder), each model named as
     the listing's column, and task -> item id -> item of the tasks their ``config.json``
     names (``data_dir`` replaces the saved one).
@@ -758,7 +743,7 @@ class GridConfig(Resampling, _GridLayout):
 
 
 def grid_table(cfg: GridConfig) -> str:
-    """The grid of ``cfg`` (:func:`grid_report`) rendered as ``cfg.format``
+    """The grid of ``cfg`` (:func:`grid_of`) rendered as ``cfg.format``
     (:func:`nlieval.analyses.render_grid`).
 
     >>> from nlieval.types import Record
@@ -770,75 +755,15 @@ def grid_table(cfg: GridConfig) -> str:
     return render_grid(grid_of(cfg), cfg.format, percent=cfg.percent, digits=cfg.digits)
 
 
-def grid_of(cfg: GridConfig, held: Sequence[Sequence[Record]] | None = None) -> Grid:
-    """The :class:`~nlieval.analyses.Grid` of ``cfg`` (:func:`grid_report`), to render
-    in several formats from one reading of the records (``held``: each folder's records
-    as already read, in the order of ``cfg.runs``).
-
-    >>> from nlieval.types import Record
-    >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("entailment", "neutral"),
-    ...                            (-0.1, -2.0), (0.87, 0.13), "entailment", "neutral")])
-    >>> g = grid_of(GridConfig(runs=(run_dir,), no_average=True))
-    >>> g.index, render_grid(g, "csv").splitlines()[0].split(",")[:2]
-    (('model',), ['model', 't mean'])
-    """
-    return grid_report(
-        cfg.runs,
-        index=cfg.rows,
-        columns=cfg.cols,
-        values=cfg.metrics,
-        reference=cfg.reference,
-        average=not cfg.no_average,
-        ci=cfg.ci,
-        resamples=cfg.resamples,
-        seed=cfg.seed,
-        over_checkpoints=cfg.over_checkpoints,
-        allow_mixed=cfg.allow_mixed,
-        reference_by=cfg.reference_by,
-        overall=not cfg.no_overall,
-        names=cfg.name or (),
-        held=held,
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class CompareConfig(Resampling):
-    """What ``nlieval compare`` tests: run folder ``a`` against ``b``
-    (:func:`nlieval.analyses.compare_runs`).
-
-    >>> CompareConfig(a="x", b="y").confidence
-    0.95
-    """
-
-    a: str = ""
-    b: str = ""
-    confidence: float = setting(CONFIDENCE, help="level of the intervals")
-    correction: str = setting(
-        "holm",
-        help="correction of the p-values for multiple comparisons within each family of "
-        "tests (one kind of test of one metric, per seed or over seeds): holm (family-wise "
-        "error), bh (Benjamini-Hochberg false discovery rate), none",
-        choices=tuple(CORRECTIONS),
-    )
-    json: str | None = setting(None, help="also write the rows as JSON here")
-    format: str = table_format()
-
-
 def compare_report(cfg: CompareConfig) -> list[dict[str, Any]]:
-    """The rows of :func:`nlieval.analyses.compare_runs` of ``cfg``."""
-    return compare_runs(
-        cfg.a,
-        cfg.b,
-        resamples=cfg.resamples,
-        confidence=cfg.confidence,
-        seed=cfg.seed,
-        correction=cfg.correction,
-    )
+    """What ``nlieval compare`` tests: the rows of
+    :func:`nlieval.analyses.compare_runs` of ``cfg``."""
+    return compare_runs(cfg)
 
 
 @dataclass(frozen=True, kw_only=True)
 class BreakdownConfig(PooledRuns):
-    """What ``nlieval breakdown`` tabulates: :func:`breakdown_report` of ``runs`` by ``by``.
+    """What ``nlieval breakdown`` tabulates: :func:`breakdown_from`.
 
     >>> BreakdownConfig(by=("genre",)).format
     'md'
@@ -852,7 +777,7 @@ class BreakdownConfig(PooledRuns):
 
 @dataclass(frozen=True, kw_only=True)
 class ItemsConfig(NamedRuns):
-    """What ``nlieval items`` lists: :func:`listing_report` of ``runs``.
+    """What ``nlieval items`` lists: :func:`items_from`.
 
     >>> ItemsConfig().max_rows, ItemsConfig().limit
     (20, None)
@@ -876,48 +801,6 @@ class ItemsConfig(NamedRuns):
     full: bool = setting(False, help="whole texts (md, latex; csv and json always have them)")
     format: str = _table_format()
     out: str | None = _table_out()
-
-
-def breakdown_from(cfg: BreakdownConfig, fmt: str | None = None) -> str:
-    """What ``nlieval breakdown`` prints: :func:`breakdown_report` of ``cfg`` (its runs,
-    fields, names and pooling) in ``fmt`` (None: ``cfg.format``), one reading of the
-    settings for the command and an experiment's report.
-
-    >>> from nlieval.types import Record
-    >>> RunFolder(run_dir).append([Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0),
-    ...     (0.7, 0.3), "a", "a")])
-    >>> breakdown_from(BreakdownConfig(runs=(run_dir,), by=("gold",)), "csv")[:14]
-    'model,checkpoi'
-    """
-    return breakdown_report(
-        cfg.runs, cfg.by, fmt or cfg.format, names=cfg.name or (), pool=cfg.pool
-    )
-
-
-def items_from(cfg: ItemsConfig) -> str:
-    """What ``nlieval items`` prints: :func:`listing_report` of ``cfg`` (every setting of
-    it), one reading of the settings for the command and an experiment's report.
-
-    >>> from nlieval.types import Record
-    >>> RunFolder(run_dir).append([Record("smoke", "smoke-01", "m", 0, 0, ("entailment",
-    ...     "neutral", "contradiction"), (-1.0, -2.0, -3.0), (0.6, 0.3, 0.1), "entailment",
-    ...     "entailment")])
-    >>> _ = (Path(run_dir) / "config.json").write_text('{"tasks": ["smoke"]}')
-    >>> items_from(ItemsConfig(runs=(run_dir,), format="csv")).splitlines()[0][:20]
-    'task,k,seed,id,premi'
-    """
-    return listing_report(
-        cfg.runs,
-        filters=cfg.filter or (),
-        sort=cfg.sort,
-        limit=cfg.limit,
-        max_rows=cfg.max_rows,
-        data_dir=cfg.data_dir,
-        ids=cfg.ids,
-        fmt=cfg.format,
-        full=cfg.full,
-        names=cfg.name or (),
-    )
 
 
 #: The figures of ``nlieval figure``.
@@ -999,12 +882,12 @@ def figure_from(
     *,
     also: Sequence[str | Path] = (),
 ) -> Path:
-    """:func:`figure_report` of ``cfg``: its ``sizes`` (``MODEL=PARAMETERS`` entries) as
-    numbers, its ``positions`` read from the JSON file it names; ``palette``, the model
-    names of every figure of a report (one colour and marker per model across them);
-    ``held``, the records of each of ``cfg.runs`` as already read; ``also``: more paths
-    the same drawing is saved at (``f.pdf`` beside ``f.png``: the records read and the
-    figure drawn once). Returns ``cfg.out``."""
+    """What ``nlieval figure`` draws (:func:`_figure`) of ``cfg``: its ``sizes``
+    (``MODEL=PARAMETERS`` entries) as numbers, its ``positions`` read from the JSON file
+    it names; ``palette``, the model names of every figure of a report (one colour and
+    marker per model across them); ``held``, the records of each of ``cfg.runs`` as
+    already read; ``also``: more paths the same drawing is saved at (``f.pdf`` beside
+    ``f.png``: the records read and the figure drawn once). Returns ``cfg.out``."""
     sizes = None
     if cfg.sizes:
         sizes = {}
@@ -1021,7 +904,7 @@ def figure_from(
     for path in paths:
         figure_format(path)  # an unknown extension before any record is read
     positions = _positions(cfg.positions) if cfg.positions else None
-    return figure_report(
+    return _figure(
         cfg.kind,
         cfg.runs,
         paths if also else cfg.out,

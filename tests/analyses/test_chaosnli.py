@@ -19,6 +19,7 @@ from scipy.stats import entropy
 from nlieval.analyses import chaosnli
 from nlieval.choice import RunConfig
 from nlieval.cli.analyses import CHAOSNLI_JSON, add_commands
+from nlieval.ground import render
 from nlieval.runs import RunFolder
 from nlieval.types import Record
 
@@ -210,7 +211,7 @@ def test_entropy_bins_have_a_wilson_interval_in_rows_table_and_figure(tmp_path: 
         assert r["acc_original_high"] == pytest.approx(min(high, 1.0), abs=1e-9)
         assert r["acc_interval"] == "95% Wilson"
     # 2 of 2: the lower end is n / (n + z^2) = 2 / 5.8415 = 0.342; 1 of 2: 0.095 to 0.905.
-    table = chaosnli.format_bins_table(rows).splitlines()
+    table = render(chaosnli.format_bins_table(rows), "md").splitlines()
     head = "| model | task | k | entropy (bits) | n | acc original [95% Wilson] |"
     assert table[0].startswith(head)
     assert "| 2 | 1.000 [0.342, 1.000] | 1.000 [0.342, 1.000] |" in table[2]
@@ -237,17 +238,21 @@ def test_tables_say_how_many_seeds_are_behind_each_plus_minus() -> None:
         ]  # fmt: skip
 
     # Each seed is right on 2 of 4: accuracy 0.5 ± 0.
-    same = chaosnli.format_table(chaosnli.score_records(point("a", 2) + point("b", 2)))
+    same = render(
+        chaosnli.format_table(chaosnli.score_records(point("a", 2) + point("b", 2))), "md"
+    )
     assert "| a | chaosnli_snli | 0 | 4 |" in same and "(2 seeds)" not in same
     assert same.splitlines()[-2:] == ["", "± sample standard deviation over 2 seeds"]
     mixed = chaosnli.score_records(point("a", 2) + point("b", 3))
-    text = chaosnli.format_table(mixed)
+    text = render(chaosnli.format_table(mixed), "md")
     assert "0.5000 ± 0.0000 (2 seeds)" in text and "0.5000 ± 0.0000 (3 seeds)" in text
     assert text.splitlines()[-1] == "± sample standard deviation over the seeds each cell names"
-    bins = chaosnli.format_bins_table(chaosnli.entropy_bins(point("a", 2) + point("b", 3), 1))
+    bins = render(
+        chaosnli.format_bins_table(chaosnli.entropy_bins(point("a", 2) + point("b", 3), 1)), "md"
+    )
     assert "(3 seeds)" in bins and bins.endswith("over the seeds each cell names")
     # One seed: no ±, no note.
-    assert "±" not in chaosnli.format_table(chaosnli.score_records(point("a", 1)))
+    assert "±" not in render(chaosnli.format_table(chaosnli.score_records(point("a", 1))), "md")
 
 
 # --------------------------------------------------------------------------- all correct
@@ -271,7 +276,7 @@ def test_all_correct_subset() -> None:
     (by_majority,) = chaosnli.all_correct_subset(recs, against="majority")
     # Item 3's majority label is neutral: a (neutral there) is right, b is not.
     assert by_majority["item_ids"] == ["2"]
-    assert "1 of 3 items" in chaosnli.format_all_correct([subset])
+    assert "1 of 3 items" in render(chaosnli.format_all_correct([subset]), "md")
 
 
 # --------------------------------------------------------------------------- prediction files
@@ -335,7 +340,7 @@ def test_prediction_file_logits_and_probabilities(tiny_chaos: Path, tmp_path: Pa
     assert first["kl"] == pytest.approx(kl, abs=1e-12)
     assert second["js_distance"] == pytest.approx(second["uniform"]["js_distance"])
     assert first["k"] is None and first["seeds"] == []
-    table = chaosnli.format_table(rows)
+    table = render(chaosnli.format_table(rows), "md")
     assert "uniform (baseline)" in table and "with-logits" in table
 
 

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from nlieval.analyses.compare import compare_runs, comparison_table
+from nlieval.analyses.compare import CompareConfig, compare_runs, comparison_table
 from nlieval.backends import stand_in
 from nlieval.choice import RunConfig, run
+from nlieval.ground import render
 from nlieval.runs import RunError, RunFolder
 from nlieval.types import Record
 from tests.helpers.hash_lm import HashLM
@@ -31,7 +32,7 @@ def test_pairs_by_point_and_item_and_counts_by_hand(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     _run(a, "org/one", 12)
     _run(b, "org/two", 9, salt="x")  # another model: other predictions, fewer items
-    rows = compare_runs(a, b, resamples=300)
+    rows = compare_runs(CompareConfig(a=str(a), b=str(b), resamples=300))
     assert [(r["task"], r["k"]) for r in rows] == [("smoke", 0), ("smoke", 2)]
     ra, rb = _records(a), _records(b)
     for row in rows:
@@ -47,12 +48,12 @@ def test_pairs_by_point_and_item_and_counts_by_hand(tmp_path: Path) -> None:
         assert row["accuracy_a"] == pytest.approx(sum(ok_a.values()) / 9)
         assert row["accuracy_b"] == pytest.approx(sum(ok_b.values()) / 9)
         assert row["accuracy_ci"][0] <= row["accuracy_diff"] <= row["accuracy_ci"][1]
-    assert rows == compare_runs(a, b, resamples=300)  # seeded
+    assert rows == compare_runs(CompareConfig(a=str(a), b=str(b), resamples=300))  # seeded
     # --limit 12 against --limit 9 on the smoke file (smoke-01 ... smoke-48, in order):
     # A alone scored its 10th to 12th items, at each of the two k.
     assert [r["only_in_a_ids"] for r in rows] == [["smoke-10", "smoke-11", "smoke-12"]] * 2
     assert [r["only_in_b_ids"] for r in rows] == [[], []]
-    table = comparison_table(rows).splitlines()
+    table = render(comparison_table(rows), "md").splitlines()
     assert table[:2] == [f"A: {a} (org/one)", f"B: {b} (org/two)"]
     assert "p (McNemar exact, Holm)" in table[3]
     assert len(table) == 3 + 4 + 4  # sides, table, notes: the correction and two left out
@@ -69,7 +70,9 @@ def test_the_table_names_the_first_left_out_items_and_counts_all(tmp_path: Path)
     a, b = tmp_path / "a", tmp_path / "b"
     _run(a, "org/one", 4)
     _run(b, "org/two", 12, salt="x")
-    notes = comparison_table(compare_runs(a, b, resamples=50)).splitlines()
+    notes = render(
+        comparison_table(compare_runs(CompareConfig(a=str(a), b=str(b), resamples=50))), "md"
+    ).splitlines()
     # B alone: smoke-05 ... smoke-12, eight items; the first five named.
     want = "8 only in B (smoke-05, smoke-06, smoke-07, smoke-08, smoke-09, ...)"
     assert notes[-1] == f"left out of smoke k=2 seed=0: {want}"
@@ -96,10 +99,10 @@ def test_other_data_and_no_shared_point_are_refused(tmp_path: Path) -> None:
     RunFolder(a).append([rec("1", "entailment"), rec("2", "neutral")])
     RunFolder(b).append([rec("1", "entailment"), rec("2", "entailment")])
     with pytest.raises(RunError, match="not the same data"):
-        compare_runs(a, b)
+        compare_runs(CompareConfig(a=str(a), b=str(b)))
     RunFolder(c).append([rec("1", "entailment", k=5)])
     with pytest.raises(RunError, match="share no sweep point"):
-        compare_runs(a, c)
+        compare_runs(CompareConfig(a=str(a), b=str(c)))
 
 
 # --------------------------------------------------------------------------- corrections
@@ -236,7 +239,7 @@ def test_adjusted_p_values_are_multipletests_of_independent_raw_p_values(
     from statsmodels.stats.multitest import multipletests
 
     a, b = _hand_folders(tmp_path)
-    rows = compare_runs(a, b, resamples=256, correction=correction)
+    rows = compare_runs(CompareConfig(a=str(a), b=str(b), resamples=256, correction=correction))
     # Per seed: (t, 0), (t, 1), (u, 0); then over seeds: t (two seeds), not u (one).
     assert [(r["task"], r["seed"]) for r in rows] == [("t", 0), ("t", 1), ("u", 0), ("t", None)]
     want_raw = []
@@ -301,7 +304,7 @@ def test_adjusted_p_values_are_multipletests_of_independent_raw_p_values(
         1,
     )
     assert "mcnemar_p_family" not in over and {r["correction"] for r in rows} == {correction}
-    table = comparison_table(rows)
+    table = render(comparison_table(rows), "md")
     name = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[correction]
     assert f"p (McNemar exact, {name})" in table and "[bootstrap percentile 95%]" in table
     assert (
@@ -316,11 +319,11 @@ def test_adjusted_p_values_are_multipletests_of_independent_raw_p_values(
 
 def test_no_correction_keeps_the_raw_p_values(tmp_path: Path) -> None:
     a, b = _hand_folders(tmp_path)
-    rows = compare_runs(a, b, resamples=300, correction="none")
+    rows = compare_runs(CompareConfig(a=str(a), b=str(b), resamples=300, correction="none"))
     assert all(r["mcnemar_p_adj"] == r["mcnemar_p"] for r in rows if r["seed"] is not None)
-    assert "p (McNemar exact) |" in comparison_table(rows)
+    assert "p (McNemar exact) |" in render(comparison_table(rows), "md")
     with pytest.raises(ValueError, match="unknown correction 'bonferroni'"):
-        compare_runs(a, b, correction="bonferroni")
+        compare_runs(CompareConfig(a=str(a), b=str(b), correction="bonferroni"))
 
 
 def _folder(path: Path, records: list[Record]) -> Path:
@@ -342,7 +345,7 @@ def test_a_checkpoint_series_compares_with_a_single_model(tmp_path: Path) -> Non
         for i, g in enumerate(gold)
     ]
     a, b = _folder(tmp_path / "a", plain), _folder(tmp_path / "b", series)
-    rows = compare_runs(a, b, resamples=100)
+    rows = compare_runs(CompareConfig(a=str(a), b=str(b), resamples=100))
     # Each checkpoint of B against A's one model: A right on items 0 and 3 (entailment);
     # step-1 right on item 0 and on item 1 (its "neutral" is gold there); step-3 on 0-2.
     assert [
@@ -351,7 +354,7 @@ def test_a_checkpoint_series_compares_with_a_single_model(tmp_path: Path) -> Non
         (None, "y/step-1", 0.5, 0.5),
         (None, "y/step-3", 0.5, 0.75),
     ]
-    assert "t @ A -, B y/step-3" in comparison_table(rows)
+    assert "t @ A -, B y/step-3" in render(comparison_table(rows), "md")
     c = _folder(
         tmp_path / "c",
         [
@@ -360,7 +363,7 @@ def test_a_checkpoint_series_compares_with_a_single_model(tmp_path: Path) -> Non
         ],
     )
     with pytest.raises(RunError, match="share no checkpoint .y/step-1, y/step-3 against z/step-1"):
-        compare_runs(b, c)
+        compare_runs(CompareConfig(a=str(b), b=str(c)))
 
 
 def test_a_train_folder_compares_with_a_run_over_it(tmp_path: Path) -> None:
@@ -383,7 +386,9 @@ def test_a_train_folder_compares_with_a_run_over_it(tmp_path: Path) -> None:
         for s in (0, 1)
         for i, g in enumerate(gold)
     ]
-    rows = compare_runs(train, _folder(tmp_path / "run", over), resamples=100)
+    rows = compare_runs(
+        CompareConfig(a=str(train), b=str(_folder(tmp_path / "run", over)), resamples=100)
+    )
     assert [(r["task"], r["seed"], r["n"]) for r in rows] == [
         ("mine", 0, 3),
         ("mine", 1, 3),
@@ -397,7 +402,7 @@ def test_points_only_one_side_holds_are_named(tmp_path: Path) -> None:
     _run(a, "org/one", 4)  # k = 0 and 2
     cfg = RunConfig("org/two", ("smoke",), shots=(0,), seeds=(0,), limit=4)
     run(cfg, b, model=stand_in(cfg, lambda ck: HashLM("x")), progress=False)
-    rows = compare_runs(a, b, resamples=50)
+    rows = compare_runs(CompareConfig(a=str(a), b=str(b), resamples=50))
     assert [r["k"] for r in rows] == [0]
     assert (rows[0]["not_compared_a"], rows[0]["not_compared_b"]) == (["smoke k=2"], [])
-    assert "not compared, only in A: smoke k=2" in comparison_table(rows).splitlines()
+    assert "not compared, only in A: smoke k=2" in render(comparison_table(rows), "md").splitlines()

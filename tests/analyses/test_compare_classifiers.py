@@ -12,12 +12,13 @@ torch = pytest.importorskip("torch")
 
 from transformers import AutoModel, AutoTokenizer  # noqa: E402
 
-from nlieval.analyses.compare import compare_runs, comparison_table  # noqa: E402
+from nlieval.analyses.compare import CompareConfig, compare_runs, comparison_table  # noqa: E402
 from nlieval.backends import stand_in  # noqa: E402
 from nlieval.choice import RunConfig, run  # noqa: E402
 from nlieval.classifiers import ClassifierMeta, PairClassifier, save_classifier  # noqa: E402
 from nlieval.data import load_task  # noqa: E402
 from nlieval.data.stats import words  # noqa: E402
+from nlieval.ground import render  # noqa: E402
 from nlieval.types import NLI3  # noqa: E402
 from tests.helpers.hash_lm import HashLM  # noqa: E402
 from tests.helpers.records import saved_records  # noqa: E402
@@ -68,7 +69,7 @@ def test_two_classifiers_of_train_folders_compare_seed_by_seed_and_over_seeds(
     assert sorted(a) == sorted(b) == [0, 1] and all(
         len(v) == 48 for v in (*a.values(), *b.values())
     )
-    rows = compare_runs(runs["a"], runs["b"], resamples=200)
+    rows = compare_runs(CompareConfig(a=str(runs["a"]), b=str(runs["b"]), resamples=200))
     assert [(r["seed"], r["checkpoint"]) for r in rows] == [(0, None), (1, None), (None, None)]
     for r in rows[:2]:
         ok_a, ok_b = a[r["seed"]], b[r["seed"]]
@@ -81,13 +82,13 @@ def test_two_classifiers_of_train_folders_compare_seed_by_seed_and_over_seeds(
     assert over["accuracy_b"] == pytest.approx((sum(b[0].values()) + sum(b[1].values())) / 96)
     # The random heads disagree somewhere: the comparison is not of one model with itself.
     assert any(r["a_only"] + r["b_only"] for r in rows[:2])
-    assert "(2 seeds)" in comparison_table(rows)
+    assert "(2 seeds)" in render(comparison_table(rows), "md")
 
 
 def test_a_classifier_compares_with_a_language_model_on_the_same_items(
     runs: dict[str, Path],
 ) -> None:
-    rows = compare_runs(runs["lm"], runs["a"], resamples=200)
+    rows = compare_runs(CompareConfig(a=str(runs["lm"]), b=str(runs["a"]), resamples=200))
     # The LM has one seed (0), the classifier two training seeds: seed 0 side by side,
     # then the LM against the classifier's mean over its seeds.
     assert [(r["seed"], r.get("seeds_a"), r.get("seeds_b")) for r in rows] == [

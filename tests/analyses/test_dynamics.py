@@ -13,6 +13,7 @@ from nlieval.analyses.dynamics import checkpoint_order, dynamics, format_dynamic
 from nlieval.choice import RunConfig, run
 from nlieval.choice.prompts import PromptBuilder, answer_letter
 from nlieval.data import load_task
+from nlieval.ground import render
 from nlieval.plotting import plot_run_dynamics
 from nlieval.runs import RunFolder
 from tests.helpers.figures import hlines_of, record_savefig, series_of
@@ -68,7 +69,7 @@ def test_checkpoint_run_and_monotonicity(
     assert row["tau_nll"] == pytest.approx(1.0)
     assert row["accuracy"][-1] > row["accuracy"][0]
     assert row["tau_accuracy"] > 0
-    assert "| tiny | smoke | 0 | 4 |" in format_dynamics(rows)
+    assert "| tiny | smoke | 0 | 4 |" in render(format_dynamics(rows), "md")
     saved = record_savefig(monkeypatch)
     png = plot_run_dynamics(rows, tmp_path / "dyn.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -12,6 +12,7 @@ import pytest
 
 from nlieval.analyses.dynamics import dynamics, format_dynamics
 from nlieval.cli import main
+from nlieval.ground import render
 from nlieval.plotting import plot_run_dynamics
 from nlieval.runs import RunFolder
 from nlieval.types import Record
@@ -69,7 +70,7 @@ def test_js_and_kl_per_checkpoint_and_their_tau() -> None:
     # Uniform baseline: the ck0 model is uniform, so the two agree.
     assert row["uniform"]["js_distance"] == pytest.approx(row["js_distance"][0], abs=1e-12)
     assert row["human"]["label"] == "human split-half (exact)"
-    table = format_dynamics([row])
+    table = render(format_dynamics([row]), "md")
     assert "| tau(-JS) | tau(-KL) |" in table
     assert f"| m | chaosnli_snli | 0 | 2 | {row['js_distance'][0]:.4f} " in table
 

@@ -15,6 +15,7 @@ from scipy.stats import hypergeom
 from nlieval import plotting as plots
 from nlieval.analyses import chaosnli
 from nlieval.analyses.chaosnli import HumanBaseline, split_half_exact, split_half_js
+from nlieval.ground import render
 from nlieval.types import Record
 from tests.helpers.figures import bars_of, points_of, record_savefig
 
@@ -135,10 +136,10 @@ def test_published_value_replaces_the_estimate_in_table_and_plot(
     records = [rec(i, c, (0.5, 0.3, 0.2)) for i, c in ITEMS.items()]
     records += [rec(i, c, (0.2, 0.3, 0.5), model="other") for i, c in ITEMS.items()]
     est_rows = chaosnli.score_records(records)
-    table = chaosnli.format_table(est_rows)
+    table = render(chaosnli.format_table(est_rows), "md")
     assert "| human split-half (exact) | chaosnli_snli | - | 3 |" in table
     pub = chaosnli.score_records(records, HumanBaseline(published={"chaosnli_snli": 0.0712}))
-    table = chaosnli.format_table(pub)
+    table = render(chaosnli.format_table(pub), "md")
     assert "| human (published) | chaosnli_snli | - | 3 | 0.0712 | - | - | - | - |" in table
     assert "estimate" not in table
     png = plots.plot_divergence(est_rows, tmp_path / "div.png")

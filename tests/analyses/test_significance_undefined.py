@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from nlieval.analyses.compare import compare_runs, comparison_table
+from nlieval.analyses.compare import CompareConfig, compare_runs, comparison_table
 from nlieval.cli import main
+from nlieval.ground import render
 from nlieval.runs import RunFolder
 from nlieval.significance import (
     INTERVAL_NA_NOTE,
@@ -27,8 +28,9 @@ C, E, N = "contradiction", "entailment", "neutral"
 
 
 def _rec(task: str, i: int, model: str, pred: str, gold: str) -> Record:
-    return Record(task, f"i{i}", model, 0, 0, LABELS3, (-1.0, -2.0, -3.0), (0.6, 0.3, 0.1),
-                  pred, gold)
+    return Record(
+        task, f"i{i}", model, 0, 0, LABELS3, (-1.0, -2.0, -3.0), (0.6, 0.3, 0.1), pred, gold
+    )
 
 
 # 39 contradiction items and 1 entailment item, all predicted contradiction: macro F1
@@ -39,8 +41,7 @@ RARE_PRED = [C] * 40
 
 
 def test_interval_is_na_when_some_resamples_are_undefined() -> None:
-    r = bootstrap_interval([RARE_PRED], RARE_GOLD, metric="macro_f1", labels=LABELS3,
-                           resamples=200)
+    r = bootstrap_interval([RARE_PRED], RARE_GOLD, metric="macro_f1", labels=LABELS3, resamples=200)
     assert r.value == pytest.approx(39 / 79)
     assert math.isnan(r.low) and math.isnan(r.high)  # before: [0.494, 0.494]
 
@@ -90,18 +91,21 @@ def _folders(tmp_path: Path) -> tuple[Path, Path]:
     for side in ("a", "b"):
         folder = tmp_path / side
         folder.mkdir()
-        RunFolder(folder).append([
-            _rec(task, i, f"m{side}", pred, [C] * 8 if task == "u" else mixed[i])
-            for (s, task), ps in preds.items() if s == side
-            for i, pred in enumerate(ps)
-        ])
+        RunFolder(folder).append(
+            [
+                _rec(task, i, f"m{side}", pred, [C] * 8 if task == "u" else mixed[i])
+                for (s, task), ps in preds.items()
+                if s == side
+                for i, pred in enumerate(ps)
+            ]
+        )
         out.append(folder)
     return out[0], out[1]
 
 
 def test_compare_leaves_the_undefined_test_out_of_its_family(tmp_path: Path) -> None:
     a, b = _folders(tmp_path)
-    rows = {r["task"]: r for r in compare_runs(a, b, resamples=256)}
+    rows = {r["task"]: r for r in compare_runs(CompareConfig(a=str(a), b=str(b), resamples=256))}
     u = rows["u"]
     assert math.isnan(u["macro_f1_diff"]) and math.isnan(u["macro_f1_p"])
     assert all(math.isnan(x) for x in u["macro_f1_ci"])
@@ -111,7 +115,7 @@ def test_compare_leaves_the_undefined_test_out_of_its_family(tmp_path: Path) -> 
     assert [rows[t]["macro_f1_p_adj"] for t in ("s", "t")] == pytest.approx(holm)
     assert {r["macro_f1_p_tests"] for r in rows.values()} == {2}
     assert {r["mcnemar_p_tests"] for r in rows.values()} == {3}  # accuracy: defined
-    table = comparison_table(list(rows.values()))
+    table = render(comparison_table(list(rows.values())), "md")
     line = next(x for x in table.splitlines() if x.startswith("| u "))
     assert "nan" not in table
     assert line.split(" | ")[8:10] == ["n/a", "n/a"]

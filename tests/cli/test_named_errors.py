@@ -17,7 +17,7 @@ from nlieval.contamination.ngrams import build_index
 from nlieval.contamination.scan import scan_files
 from nlieval.data import DataError, get_task, read_items
 from nlieval.data.stats import dataset_stats
-from nlieval.reports import report
+from nlieval.reports import ReportConfig, report
 from nlieval.runs import RECORDS, RunError, RunFolder
 from nlieval.sci import distant
 from tests.runs.test_runner import HashLM
@@ -77,7 +77,7 @@ def test_blank_middle_record_is_skipped_with_a_warning(
     lines = _run(tmp_path / "r")
     (tmp_path / "r" / RECORDS).write_text("".join(lines[:5] + ["\n"] + lines[5:]))
     with caplog.at_level(logging.WARNING):
-        table = report([tmp_path / "r"])
+        table = report(ReportConfig(runs=(str(tmp_path / "r"),)))
     assert f"{tmp_path / 'r' / RECORDS}:6: 1 blank line(s) skipped" in caplog.text
     assert "| 48 |" in table  # nothing lost: the 48 smoke items
 
@@ -89,7 +89,7 @@ def test_record_without_gold_is_refused_by_line(tmp_path: Path) -> None:
     lines[9] = json.dumps(row) + "\n"
     (tmp_path / "r" / RECORDS).write_text("".join(lines))
     with pytest.raises(RunError, match=r"records.jsonl:10: field 'gold': missing"):
-        report([tmp_path / "r"])
+        report(ReportConfig(runs=(str(tmp_path / "r"),)))
 
 
 def test_two_different_records_for_one_key_are_refused(tmp_path: Path) -> None:
@@ -98,7 +98,7 @@ def test_two_different_records_for_one_key_are_refused(tmp_path: Path) -> None:
     row["pred"] = next(lab for lab in row["labels"] if lab != row["pred"])
     (tmp_path / "r" / RECORDS).write_text("".join(lines) + json.dumps(row) + "\n")
     with pytest.raises(RunError, match=r"records.jsonl:49: a second, different record .* line 4"):
-        report([tmp_path / "r"])
+        report(ReportConfig(runs=(str(tmp_path / "r"),)))
 
 
 def test_identical_copies_are_counted_once_with_a_warning(
@@ -126,7 +126,7 @@ def test_empty_or_truncated_json_of_a_run_folder_names_the_file(tmp_path: Path, 
     _run(tmp_path / "r")
     (tmp_path / "r" / "config.json").write_bytes(text.encode("latin-1"))
     with pytest.raises(RunError, match=r"config.json(:1)?: (empty|invalid JSON|not UTF-8)"):
-        report([tmp_path / "r"])
+        report(ReportConfig(runs=(str(tmp_path / "r"),)))
 
 
 # --------------------------------------------------------------------------- build distant

@@ -9,7 +9,7 @@ import pytest
 
 from nlieval.cli import main
 from nlieval.data import Dataset, load_task
-from nlieval.data.stats import dataset_stats, format_stats, overlap_pct, words
+from nlieval.data.stats import dataset_stats, format_stats, overlap_pct, render_stats, words
 from nlieval.types import ALPHA, NLI3, Item, Label
 
 
@@ -68,7 +68,7 @@ def test_format_stats_table() -> None:
             [Item("1", "a b", "a", Label.NEUTRAL)], dropped={"gold label '-'": 1234}, skipped_bad=2
         )
     )
-    lines = format_stats([smoke, other]).splitlines()
+    lines = render_stats([format_stats([smoke, other])]).splitlines()
     assert lines[0].split()[:4] == ["task", "split", "items", "labels"]
     assert set(lines[1]) <= {"-", " "}
     assert len(lines) == 4
@@ -81,7 +81,7 @@ def test_format_stats_table() -> None:
 
 
 def test_format_stats_no_rows() -> None:
-    assert len(format_stats([]).splitlines()) == 2
+    assert len(render_stats([format_stats([])]).splitlines()) == 2
 
 
 def _domain_task(tmp_path: Path) -> Path:

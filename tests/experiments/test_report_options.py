@@ -19,7 +19,7 @@ from nlieval.analyses import chaosnli
 from nlieval.experiments import report as rep
 from nlieval.experiments.plan import Cell
 from nlieval.experiments.spec import Resources, parse_experiment
-from nlieval.ground import DataError
+from nlieval.ground import DataError, Table
 from tests.helpers.figures import record_savefig, series_of
 
 #: What each output needs to be an output at all.
@@ -214,8 +214,6 @@ CONVERTED: dict[tuple[str, str], Any] = {
 #: The report's calls that read a settings object and call on into the library (whose
 #: own calls are recorded): spied on, not replaced.
 SPIED = {
-    "breakdown_from": "nlieval.reports",
-    "items_from": "nlieval.reports",
     "dynamics_of": "nlieval.analyses",
 }
 
@@ -242,8 +240,8 @@ class Calls:
             "render_grid": ("nlieval.analyses", "| a |\n|---|\n| 1 |"),
             "figure_from": ("nlieval.reports", Path("f.png")),
             "compare_report": ("nlieval.reports", []),
-            "breakdown_report": ("nlieval.reports", "| a |\n|---|\n| 1 |"),
-            "listing_report": ("nlieval.reports", "| a |\n|---|\n| 1 |"),
+            "breakdown_from": ("nlieval.reports", "| a |\n|---|\n| 1 |"),
+            "items_from": ("nlieval.reports", "| a |\n|---|\n| 1 |"),
             "chaosnli_scores": ("nlieval.analyses", (chaosnli.report([]), None)),
             "follow_run": (
                 "nlieval.analyses.commands",
@@ -354,7 +352,8 @@ def test_a_table_format_names_the_file_it_is_written_in(
 def test_a_compare_table_in_latex_is_booktabs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("nlieval.analyses.comparison_table", lambda rows: "| a |\n|---|\n| 1 |")
+    table = [Table.of(["a"], [["1"]])]
+    monkeypatch.setattr("nlieval.analyses.comparison_table", lambda rows: table)
     _, _, written, _ = _made(tmp_path, monkeypatch, "compare", {"format": "latex"})
     assert b"\\toprule" in written["out.tex"]
 

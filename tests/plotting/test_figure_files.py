@@ -304,13 +304,14 @@ def test_an_experiments_palette_keeps_a_models_colour_in_a_figure_without_the_ot
 ) -> None:
     from matplotlib.colors import to_hex
 
-    from nlieval.reports import figure_report
+    from nlieval.reports import FigureConfig, figure_from
 
     run = _run(tmp_path / "z", [_rec("zeta", i, k=k) for i in range(4) for k in (0, 2)])
     # Alone, zeta is the first name (C0); among an experiment's models alpha, zeta it is
     # the second (C1), as in the experiment's other figures that draw alpha too.
-    figure_report("shots", [run], tmp_path / "alone.png")
-    figure_report("shots", [run], tmp_path / "in.png", palette=["alpha", "zeta"])
+    figure_from(FigureConfig(kind="shots", runs=(str(run),), out=str(tmp_path / "alone.png")))
+    cfg = FigureConfig(kind="shots", runs=(str(run),), out=str(tmp_path / "in.png"))
+    figure_from(cfg, palette=["alpha", "zeta"])
     alone, within = drawn
 
     def colours(fig: Any) -> set[str]:

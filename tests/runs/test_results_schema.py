@@ -12,7 +12,7 @@ import pytest
 from nlieval.backends import stand_in
 from nlieval.choice import RunConfig, run
 from nlieval.cli import main
-from nlieval.reports import report
+from nlieval.reports import ReportConfig, report
 from nlieval.runs import RESULTS_VERSION, RunError, RunFolder, read_results
 from tests.helpers.hash_lm import HashLM
 from tests.helpers.records import saved_records
@@ -35,7 +35,7 @@ def test_provenance_is_appended_per_invocation_and_kept_by_report(tmp_path: Path
     assert saved["version"] == RESULTS_VERSION == 2
     assert [p["command"] for p in saved["provenance"]] == ["run", "run"]
     first = saved["provenance"][0]
-    report([out])
+    report(ReportConfig(runs=(str(out),)))
     again = _json(out / "results.json")
     assert [p["command"] for p in again["provenance"]] == ["run", "run", "report"]
     assert again["provenance"][0] == first  # never rewritten
@@ -63,7 +63,7 @@ def test_a_folder_of_version_1_keeps_its_environment_as_provenance(tmp_path: Pat
     # As written before the schema: one "environment", no version, no provenance.jsonl.
     out = tmp_path / "r"
     _run(out, 3)
-    table = report([out], write=False)
+    table = report(ReportConfig(runs=(str(out),), write=False))
     saved = _json(out / "results.json")
     env = {
         "versions": {"nlieval": "0.0.9", "torch": "2.0"},
@@ -75,7 +75,7 @@ def test_a_folder_of_version_1_keeps_its_environment_as_provenance(tmp_path: Pat
     old = {k: v for k, v in saved.items() if k not in ("version", "provenance")}
     (out / "results.json").write_text(json.dumps({**old, "environment": env}))
     (out / "provenance.jsonl").unlink()
-    assert report([out]) == table  # the same table
+    assert report(ReportConfig(runs=(str(out),))) == table  # the same table
     prov = _json(out / "results.json")["provenance"]
     assert prov[0]["command"] == "unknown (results version 1)"
     assert prov[0]["versions"] == env["versions"] and prov[0]["git_commit"] == "abc123"
@@ -153,7 +153,7 @@ def test_report_refuses_a_folder_of_a_newer_format(tmp_path: Path) -> None:
     (out / "config.json").write_text(json.dumps({**saved, "folder_format": 3}))
     before = (out / "results.json").read_bytes()
     with pytest.raises(RunError, match="newer nlieval"):
-        report([out])
+        report(ReportConfig(runs=(str(out),)))
     assert (out / "results.json").read_bytes() == before  # not rewritten
 
 

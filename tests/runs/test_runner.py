@@ -14,7 +14,8 @@ import pytest
 
 from nlieval.backends import Progress, ScoreRequest, stand_in
 from nlieval.choice import RunConfig, run
-from nlieval.reports import report
+from nlieval.ground import render
+from nlieval.reports import ReportConfig, report
 from nlieval.runs import RECORDS, Results, RunError, RunFolder
 from tests.helpers.cli_process import start_cli
 from tests.helpers.records import saved_rows
@@ -162,7 +163,7 @@ def test_incompatible_config_is_refused(tmp_path: Path) -> None:
 def test_report_recomputes_from_records(tmp_path: Path) -> None:
     res = _run(_cfg(), tmp_path / "r", lambda ck: HashLM(), progress=False)
     (tmp_path / "r" / "results.json").unlink()
-    table = report([tmp_path / "r"])
+    table = report(ReportConfig(runs=(str(tmp_path / "r"),)))
     again = RunFolder(tmp_path / "r").read_results()
     assert [m["accuracy"] for m in again["metrics"]] == [m["accuracy"] for m in res.metrics]
     assert "| hash | smoke | 0 | 48 | 1 |" in table
@@ -223,7 +224,7 @@ def test_kill_9_then_resume_equals_uninterrupted(tmp_path: Path, tiny_llama: Pat
 
 def test_report_shows_rate_and_wall_time(tmp_path: Path) -> None:
     _run(_cfg(shots=(0,)), tmp_path / "r", lambda ck: HashLM(), progress=False)
-    table = report([tmp_path / "r"], write=False).splitlines()
+    table = report(ReportConfig(runs=(str(tmp_path / "r"),), write=False)).splitlines()
     head = [c.strip() for c in table[0].strip("|").split("|")]
     row = [c.strip() for c in table[2].strip("|").split("|")]
     assert head[-2:] == ["items/s", "wall s"] and len(row) == len(head)
@@ -339,5 +340,5 @@ def test_unlabelled_records_get_a_table_row() -> None:
     ]  # fmt: skip
     (row,) = summarize(recs)
     assert row["n"] == 4 and row["pred_dist"]["entailment"] == 0.75
-    table = metrics_table([row])
+    table = render(metrics_table([row]), "md")
     assert "| inf | 0 | 4 |" in table and "n/a" in table and "E 75% N 25% C 0%" in table

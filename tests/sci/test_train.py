@@ -181,11 +181,11 @@ def test_results_mean_and_std_over_seeds(
     assert math.isclose(std, abs(f1[0] - f1[1]) / math.sqrt(2))
     assert is_classifier_folder(tmp_path / "seed0") and is_classifier_folder(tmp_path / "seed1")
     # `nlieval report` and `nlieval sci-report`: one row, mean ± std over the two seeds.
-    from nlieval.reports import report
+    from nlieval.reports import ReportConfig, report
     from nlieval.sci.report import iter_report_records, sci_rows
 
     task = results["metrics"][0]["task"]
-    table = report([tmp_path], write=False)
+    table = report(ReportConfig(runs=(str(tmp_path),), write=False))
     assert f"| {tmp_path.name} | {task} | 0 | 48 | 2 | " in table
     assert len(table.splitlines()) == 3
     (row,) = sci_rows(iter_report_records([tmp_path]))

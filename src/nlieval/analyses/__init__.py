@@ -58,7 +58,7 @@ from .commands import (
     score_file,
     write_plots,
 )
-from .compare import compare_runs, comparison_table
+from .compare import CompareConfig, compare_runs, comparison_table
 from .dynamics import follow_run, format_dynamics
 from .figures_chaosnli import (
     CHAOSNLI_FIGURES,
@@ -85,6 +85,7 @@ __all__ = [
     "breakdown_table",
     "chaosnli",
     "checkpoint_positions",
+    "CompareConfig",
     "compare_runs",
     "comparison_table",
     "follow_run",

@@ -28,9 +28,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..ground import DataError, as_format
-from ..metrics import mean_std, point_metrics
-from ..runs import markdown_table
+from ..ground import Cell, DataError, Document, Table, render
+from ..metrics import Metric, mean_std, metrics, point_metrics
 from ..types import Record
 from .notes import seeds_note
 
@@ -114,15 +113,26 @@ def breakdown(records: Iterable[Record], by: Sequence[str]) -> list[dict[str, An
         seen = {c for m in per_seed.values() for c in (m.get("per_class_f1") or {})}
         classes = [c for c in order if c in seen] + sorted(seen - set(order))
         cell = [_cell_f1(m) for m in per_seed.values()]
-        acc = [m["accuracy"] for m in per_seed.values() if m.get("accuracy") is not None]
-        row["accuracy"], row["accuracy_std"] = _mean_std_or_none(acc)
-        row["macro_f1"], row["macro_f1_std"] = _mean_std_or_none([mf for mf, _ in cell])
+        for m in breakdown_metrics():
+            values = [p[m.name] for p in per_seed.values() if p.get(m.name) is not None]
+            row[m.name], row[f"{m.name}_std"] = _mean_std_or_none(values)
         row["per_class_f1"] = {
             c: _mean_std_or_none([f1.get(c, math.nan) for _, f1 in cell])[0] for c in classes
         }
         row["seeds"] = len(per_seed)
         rows.append(row)
     return rows
+
+
+def breakdown_metrics() -> list[Metric]:
+    """The metrics a breakdown shows: those of :data:`nlieval.metrics.METRICS` computed
+    from the predicted labels of the records (a corpus function), in table order; a
+    metric added there is a column of every breakdown.
+
+    >>> [m.name for m in breakdown_metrics()]
+    ['accuracy', 'macro_f1']
+    """
+    return metrics(source="records", corpus=True)
 
 
 def _cell_f1(m: dict[str, Any]) -> tuple[float, dict[str, float]]:
@@ -195,13 +205,10 @@ def null_note(row: dict[str, Any]) -> str | None:
 
 
 def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str], fmt: str = "md") -> str:
-    """The rows of :func:`breakdown` as a table: Markdown (``md``), CSV (``csv``), JSON
-    (``json``: the rows as they are) or LaTeX (``latex``: the Markdown cells, booktabs).
-    Per-class F1 gets a column per class (the papers' per-class F1 per domain layout); a
-    row whose group lacks a class shows ``–``, one without gold items of it ``n/a``
-    (:data:`NA_NOTE` under the table; empty in CSV; null in JSON, whose rows each have a
-    ``note``, :func:`null_note`, naming their null cells and why). Under the table too:
-    how many seeds are behind a ± (in each cell where rows differ), as ``grid`` says it.
+    """The rows of :func:`breakdown` as a table: Markdown (``md``) or LaTeX (``latex``),
+    :func:`breakdown_document` rendered; CSV (``csv``: every number with its std); JSON
+    (``json``: the rows as they are, each with a ``note``, :func:`null_note`, naming its
+    null cells and why).
 
     >>> rows = [{"model": "m", "checkpoint": None, "task": "t", "k": 0, "genre": "fiction",
     ...          "n": 3, "accuracy": 0.5, "accuracy_std": 0.0, "macro_f1": 0.4,
@@ -211,14 +218,12 @@ def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str], fmt: str 
     """
     if fmt == "json":
         return json.dumps([{**r, "note": null_note(r)} for r in rows], indent=2)
-    classes: list[str] = []
-    for r in rows:
-        classes += [c for c in r["per_class_f1"] if c not in classes]
-    head = ["model", "task", "k", *by, "n", "accuracy", "macro F1", *(f"F1 {c}" for c in classes)]
+    shown = breakdown_metrics()
+    classes = _classes(rows)
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        fixed = ["n", "accuracy", "accuracy_std", "macro_f1", "macro_f1_std"]
+        fixed = ["n", *(f"{m.name}{part}" for m in shown for part in ("", "_std"))]
         w.writerow(
             [
                 "model",
@@ -240,33 +245,64 @@ def breakdown_table(rows: Sequence[dict[str, Any]], by: Sequence[str], fmt: str 
         return buf.getvalue()
     if fmt not in ("md", "latex"):
         raise ValueError(f"unknown format {fmt!r}: md, csv, json or latex")
+    return render(breakdown_document(rows, by), fmt)
+
+
+def _classes(rows: Sequence[dict[str, Any]]) -> list[str]:
+    classes: list[str] = []
+    for r in rows:
+        classes += [c for c in r["per_class_f1"] if c not in classes]
+    return classes
+
+
+def breakdown_document(rows: Sequence[dict[str, Any]], by: Sequence[str]) -> Document:
+    """The rows of :func:`breakdown` as a table of values: each metric of
+    :func:`breakdown_metrics` (mean ± std over seeds), then per-class F1 with a column per
+    class (the papers' per-class F1 per domain layout); a row whose group lacks a class
+    shows ``–``, one without gold items of it ``n/a`` (:data:`NA_NOTE` under the table).
+    Under the table too: how many seeds are behind a ± (in each cell where rows differ),
+    as ``grid`` says it.
+
+    >>> rows = [{"model": "m", "checkpoint": None, "task": "t", "k": 0, "genre": "fiction",
+    ...          "n": 3, "accuracy": 0.5, "accuracy_std": 0.0, "macro_f1": None,
+    ...          "macro_f1_std": None, "per_class_f1": {"entailment": 0.4}, "seeds": 1}]
+    >>> table, = breakdown_document(rows, ["genre"])
+    >>> table.rows[0][5:], table.notes == ("", NA_NOTE)
+    ((Cell(text='0.500', value=0.5), Cell(text='n/a', value=None), \
+Cell(text='0.400', value=0.4)), True)
+    """
+    shown = breakdown_metrics()
+    classes = _classes(rows)
+    head = ["model", "task", "k", *by, "n", *(m.label for m in shown)]
+    head += [f"F1 {c}" for c in classes]
     note, each = seeds_note(r["seeds"] for r in rows if r["seeds"] > 1)
     body = []
     for r in rows:
         model = r["model"] + (f" @ {r['checkpoint']}" if r.get("checkpoint") else "")
 
-        def cell(name: str, row: dict[str, Any] = r) -> str:
+        def cell(name: str, digits: int, row: dict[str, Any] = r) -> Cell:
             mean, std = row[name], row[f"{name}_std"]
             if mean is None:
-                return "n/a"
+                return Cell("n/a")
             if row["seeds"] == 1 or std is None:
-                return f"{mean:.3f}"
-            return f"{mean:.3f} ± {std:.3f}" + (f" ({row['seeds']} seeds)" if each else "")
+                return Cell(f"{mean:.{digits}f}", mean)
+            text = f"{mean:.{digits}f} ± {std:.{digits}f}"
+            return Cell(text + (f" ({row['seeds']} seeds)" if each else ""), mean)
 
         f1 = r["per_class_f1"]
         body.append(
             [
                 model,
                 r["task"],
-                str(r["k"]),
+                Cell(str(r["k"]), r["k"] if isinstance(r["k"], int) else None),
                 *(str(r[f]) for f in by),
-                str(r["n"]),
-                cell("accuracy"),
-                cell("macro_f1"),
-                *("–" if c not in f1 else "n/a" if f1[c] is None else f"{f1[c]:.3f}"
-                  for c in classes),
+                Cell(str(r["n"]), r["n"] if isinstance(r["n"], int) else None),
+                *(cell(m.name, m.digits) for m in shown),
+                *(Cell("–") if c not in f1 else Cell("n/a") if f1[c] is None
+                  else Cell(f"{f1[c]:.3f}", f1[c]) for c in classes),
             ]
         )  # fmt: skip
-    notes = [*([NA_NOTE] if any("n/a" in line for line in body) else []), *([note] if note else [])]
-    lines = [*markdown_table(head, body), *(["", *notes] if notes else [])]
-    return as_format("\n".join(lines), fmt)
+    table = Table.of(head, body)
+    undefined = any(c.text == "n/a" for line in table.rows for c in line)
+    notes = [*([NA_NOTE] if undefined else []), *([note] if note else [])]
+    return [Table(table.header, table.rows, notes=("", *notes) if notes else ())]

@@ -18,8 +18,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..data import fleiss_kappa, label_change_share, load_task
+from ..ground import Cell, Document, Table
+from ..metrics import METRICS as TABLE
 from ..metrics import metrics
-from ..runs import markdown_table
 from ..significance import CONFIDENCE, wilson_interval
 from ..types import Record
 from .label_distributions import (
@@ -413,12 +414,12 @@ def score_prediction_file(
 # --------------------------------------------------------------------------- tables
 
 
-def _num(row: Mapping[str, Any], name: str, digits: int = 4, each: bool = False) -> str:
+def _num(row: Mapping[str, Any], name: str, digits: int = 4, each: bool = False) -> Cell:
     text = f"{row[name]:.{digits}f}"
     seeds = len(row.get("seeds") or ())
     if seeds > 1:
         text += f" ± {row[name + '_std']:.{digits}f}" + (f" ({seeds} seeds)" if each else "")
-    return text
+    return Cell(text, float(row[name]))
 
 
 def _seeds(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], bool]:
@@ -428,118 +429,129 @@ def _seeds(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], bool]:
     return (["", note] if note else []), each
 
 
-def _k(row: Mapping[str, Any]) -> str:
-    return "-" if row.get("k") is None else str(row["k"])
+def _k(row: Mapping[str, Any]) -> Cell:
+    return Cell("-") if row.get("k") is None else Cell(str(row["k"]), row["k"])
 
 
-def _table(head: Sequence[str], body: Iterable[Sequence[str]]) -> str:
-    return "\n".join(markdown_table(head, body))
+def format_table(rows: Sequence[Mapping[str, Any]]) -> Document:
+    """The table of :func:`score_records` or :func:`score_prediction_file` rows, as
+    values: the ChaosNLI metrics of :data:`nlieval.metrics.METRICS` (their labels and
+    digits), with a uniform-baseline line and a human-vs-human line per task and item
+    count (JS distance is the reference's "JSD" column; "-" for a metric they lack);
+    under it, how many seeds are behind a ± (:func:`nlieval.analyses.notes.seeds_note`).
 
-
-def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Markdown table of :func:`score_records` or :func:`score_prediction_file` rows, with
-    a uniform-baseline line and a human-vs-human line per task and item count (JS
-    distance is the reference's "JSD" column); under it, how many seeds are behind a ±
-    (:func:`nlieval.analyses.notes.seeds_note`).
-
-    >>> print(format_table([]))
-    (no ChaosNLI records)
+    >>> format_table([])
+    ['(no ChaosNLI records)']
     """
     if not rows:
-        return "(no ChaosNLI records)"
+        return ["(no ChaosNLI records)"]
     ckpt = any(r.get("checkpoint") for r in rows)
     head = ["model", *(["checkpoint"] if ckpt else []), "task", "k", "n"]
     shown = metrics(source="chaosnli")
     head += [m.label for m in shown]
-    body: list[list[str]] = []
+    body: list[list[Cell | str]] = []
     baselines: dict[tuple[str, int], Mapping[str, Any]] = {}
     notes, each = _seeds(rows)
     for r in rows:
         cells = [r["model"], *([r.get("checkpoint") or "-"] if ckpt else []), r["task"], _k(r)]
-        body.append([*cells, str(r["n"]), *(_num(r, m.name, m.digits, each) for m in shown)])
+        body.append([*cells, Cell(str(r["n"]), r["n"]),
+                     *(_num(r, m.name, m.digits, each) for m in shown)])  # fmt: skip
         baselines.setdefault((r["task"], r["n"]), r)
     for (task, n), r in baselines.items():
         u = r["uniform"]
-        cells = ["uniform (baseline)", *(["-"] if ckpt else []), task, "-", str(n)]
-        body.append([*cells, *(f"{u[m]:.4f}" for m in DIVERGENCES), "-", "-"])
+        cells = ["uniform (baseline)", *(["-"] if ckpt else []), task, "-", Cell(str(n), n)]
+        body.append([*cells, *(_maybe(u.get(m.name), m.digits) for m in shown)])
         h = r.get("human")
         if h:
-            values = [_maybe(h.get(m)) for m in DIVERGENCES]
-            body.append(
-                [h["label"], *(["-"] if ckpt else []), task, "-", str(n), *values, "-", "-"]
-            )
-    return "\n".join([_table(head, body), *notes])
+            values = [_maybe(h.get(m.name), m.digits) if m.name in DIVERGENCES else Cell("-")
+                      for m in shown]  # fmt: skip
+            body.append([h["label"], *(["-"] if ckpt else []), task, "-", Cell(str(n), n), *values])
+    return [Table.of(head, body, notes=notes)]
 
 
-def _maybe(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
+def _maybe(value: float | None, digits: int = 4) -> Cell:
+    return Cell("-") if value is None else Cell(f"{value:.{digits}f}", float(value))
 
 
-def format_bins_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Markdown table of :func:`entropy_bins` rows: each accuracy with its interval
-    (:data:`INTERVAL`, named in the heading and in a note), and how many seeds are
+def format_bins_table(rows: Sequence[Mapping[str, Any]]) -> Document:
+    """The table of :func:`entropy_bins` rows, as values: each accuracy with its
+    interval (:data:`INTERVAL`, named in the heading and in a note), the JS distance and
+    KL (labels of :data:`nlieval.metrics.METRICS`, 3 digits), and how many seeds are
     behind a ±.
 
-    >>> print(format_bins_table([]))
-    (no ChaosNLI records)
+    >>> format_bins_table([])
+    ['(no ChaosNLI records)']
     """
     if not rows:
-        return "(no ChaosNLI records)"
+        return ["(no ChaosNLI records)"]
     ckpt = any(r.get("checkpoint") for r in rows)
     head = ["model", *(["checkpoint"] if ckpt else []), "task", "k", "entropy (bits)", "n"]
     level = INTERVAL
-    head += [f"acc original [{level}]", f"acc majority [{level}]", "JS distance"]
-    head += ["KL(human‖model)"]
+    head += [f"{TABLE[m].label} [{level}]" for m in ACCURACIES]
+    head += [TABLE["js_distance"].label, TABLE["kl"].label]
     notes, each = _seeds(rows)
     body = []
     for r in rows:
-        cells = [r["model"], *([r.get("checkpoint") or "-"] if ckpt else []), r["task"]]
-        cells += [_k(r), f"{r['lo']:.3f}–{r['hi']:.3f}", str(r["n"])]
+        cells: list[Cell | str] = [r["model"], *([r.get("checkpoint") or "-"] if ckpt else [])]
+        cells += [r["task"], _k(r), f"{r['lo']:.3f}–{r['hi']:.3f}", Cell(str(r["n"]), r["n"])]
         for m in ACCURACIES:
             low, high = r.get(f"{m}_low"), r.get(f"{m}_high")
             shown = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
-            cells.append(_num(r, m, 3, each) + shown)
+            value = _num(r, m, 3, each)
+            cells.append(Cell(value.text + shown, value.value))
         body.append([*cells, _num(r, "js_distance", 3, each), _num(r, "kl", 3, each)])
     interval = (
         f"[ , ]: {level} interval of the accuracy over the bin's n items (of the mean "
         "over seeds where there are several)"
     )
-    return "\n".join([_table(head, body), "", interval, *notes[1:]])
+    return [Table.of(head, body, notes=["", interval, *notes[1:]])]
 
 
-def format_all_correct(subsets: Sequence[Mapping[str, Any]]) -> str:
-    """Markdown summary of :func:`all_correct_subset`: counts, then metrics on the subset.
+def format_all_correct(subsets: Sequence[Mapping[str, Any]]) -> Document:
+    """Summary of :func:`all_correct_subset`, as lines and tables: counts, then metrics
+    on the subset.
 
     >>> format_all_correct([])
-    '(no ChaosNLI records)'
+    ['(no ChaosNLI records)']
     """
     if not subsets:
-        return "(no ChaosNLI records)"
-    parts = []
+        return ["(no ChaosNLI records)"]
+    parts: list[Document] = []
     for s in subsets:
         parts.append(
-            f"{s['task']}: {s['n_all_correct']} of {s['n_items']} items right "
-            f"(against the {s['against']} label) for all {len(s['systems'])} systems"
+            [
+                f"{s['task']}: {s['n_all_correct']} of {s['n_items']} items right "
+                f"(against the {s['against']} label) for all {len(s['systems'])} systems"
+            ]
         )
         if s["rows"]:
             parts.append(format_table(s["rows"]))
-    return "\n\n".join(parts)
+    return _apart(parts)
 
 
-def format_report(result: Mapping[str, Any]) -> str:
-    """What ``nlieval chaosnli`` (and ``chaosnli-score``) print of a :func:`report`, in
-    Markdown: the scores, accuracy by human-label entropy, the all-correct subsets (an
-    experiment's ``chaosnli`` output writes the same text).
+def _apart(parts: Sequence[Document]) -> Document:
+    # Blocks one after another with a blank line between.
+    out: list[Table | str] = []
+    for i, part in enumerate(parts):
+        out += [*([""] if i else []), *part]
+    return out
 
-    >>> print(format_report(report([])).splitlines()[-1])
-    (no ChaosNLI records)
+
+def format_report(result: Mapping[str, Any]) -> Document:
+    """What ``nlieval chaosnli`` (and ``chaosnli-score``) print of a :func:`report`, as
+    tables and lines (:func:`nlieval.ground.render` writes them): the scores, accuracy by
+    human-label entropy, the all-correct subsets (an experiment's ``chaosnli`` output
+    writes the same).
+
+    >>> format_report(report([]))[-1]
+    '(no ChaosNLI records)'
     """
-    return "\n\n".join(
+    return _apart(
         (
             format_table(result["scores"]),
-            "Accuracy by human-label entropy (quantile bins):",
+            ["Accuracy by human-label entropy (quantile bins):"],
             format_bins_table(result["entropy_bins"]),
-            "Items every compared system got right:",
+            ["Items every compared system got right:"],
             format_all_correct(result["all_correct"]),
         )
     )

@@ -22,7 +22,7 @@ seed or over seeds), and is also given adjusted within that family (Holm by defa
 >>> a.mkdir(); b.mkdir()
 >>> RunFolder(a).append([rec("m1", i, "neutral" if i < 6 else "entailment") for i in range(10)])
 >>> RunFolder(b).append([rec("m2", i, "entailment") for i in range(10)])
->>> row = compare_runs(a, b, resamples=200)[0]
+>>> row = compare_runs(CompareConfig(a=str(a), b=str(b), resamples=200))[0]
 >>> row["n"], row["accuracy_a"], row["accuracy_b"], row["a_only"], row["b_only"]
 (10, 0.4, 1.0, 0, 6)
 >>> round(row["mcnemar_p"], 4)  # 6 discordant items, all for B: 2 / 2**6
@@ -34,19 +34,22 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..metrics import mean_std
-from ..runs import RunError, iter_run_records, markdown_table
+from ..ground import Cell, Document, Table
+from ..metrics import Metric, mean_std, metrics
+from ..runs import RunError, iter_run_records
+from ..settings import setting, table_format
 from ..significance import (
     CONFIDENCE,
     CORRECTIONS,
-    RESAMPLES,
     TEST_NA_NOTE,
+    Resampling,
     adjusted,
     mcnemar,
     paired_bootstrap,
@@ -54,8 +57,30 @@ from ..significance import (
 from ..types import Record
 
 PointKey = tuple[str, str | None, int, int]  # task, checkpoint, k, seed
-#: The metrics of :data:`nlieval.metrics.METRICS` whose difference B - A is tested.
-COMPARED = ("accuracy", "macro_f1")
+
+
+def compared() -> list[Metric]:
+    """The metrics of :data:`nlieval.metrics.METRICS` whose difference B - A is tested on
+    paired items: those computed from the items' gold and predicted labels (a corpus
+    function, which a resample of the items recomputes), in table order; a metric added
+    there is compared too. McNemar's test and the rows over seeds are of accuracy
+    (each item right or wrong).
+
+    >>> [m.name for m in compared()]
+    ['accuracy', 'macro_f1']
+    """
+    return metrics(source="records", corpus=True)
+
+
+#: How a header names a compared metric beside "A", "B", "B - A" and "p" (its table
+#: label where none is given here).
+SHORT = {"accuracy": "acc", "macro_f1": "F1"}
+
+
+def _short(m: Metric) -> str:
+    return SHORT.get(m.name, m.label)
+
+
 #: The names of the tests and of the interval, as tables and JSON rows print them.
 MCNEMAR = "McNemar exact"
 PERMUTATION = "paired permutation"
@@ -107,16 +132,34 @@ def _gold_checked(a: str | Path, b: str | Path, task: str, la: Record, lb: Recor
         )
 
 
-def compare_runs(
-    a: str | Path,
-    b: str | Path,
-    *,
-    resamples: int = RESAMPLES,
-    confidence: float = CONFIDENCE,
-    seed: int = 0,
-    correction: str = "holm",
-) -> list[dict[str, Any]]:
-    """One row per sweep point (task, checkpoint, k, seed) that both folders hold: the
+@dataclass(frozen=True, kw_only=True)
+class CompareConfig(Resampling):
+    """What ``nlieval compare`` tests: run folder ``a`` against ``b``
+    (:func:`compare_runs`).
+
+    >>> CompareConfig(a="x", b="y").confidence
+    0.95
+    """
+
+    a: str = ""
+    b: str = ""
+    confidence: float = setting(CONFIDENCE, help="level of the intervals")
+    correction: str = setting(
+        "holm",
+        help="correction of the p-values for multiple comparisons within each family of "
+        "tests (one kind of test of one metric, per seed or over seeds): holm (family-wise "
+        "error), bh (Benjamini-Hochberg false discovery rate), none",
+        choices=tuple(CORRECTIONS),
+    )
+    json: str | None = setting(None, help="also write the rows as JSON here")
+    format: str = table_format()
+
+
+def compare_runs(cfg: CompareConfig) -> list[dict[str, Any]]:
+    """The run folders ``cfg.a`` and ``cfg.b`` compared, with ``cfg.resamples`` draws at
+    level ``cfg.confidence`` seeded by ``cfg.seed``, p-values corrected by
+    ``cfg.correction``: one row per sweep point (task, checkpoint, k, seed) that both
+    folders hold: the
     folders and their models, items scored by both (``n``) and by one side only (counted,
     and their ids in ``only_in_a_ids`` / ``only_in_b_ids``), each side's accuracy and
     macro F1, McNemar's exact test (``mcnemar_p``), and the percentile bootstrap interval
@@ -143,6 +186,8 @@ def compare_runs(
     Every row also names the (task, k, checkpoint) points one side holds and the other not
     (``not_compared_a``, ``not_compared_b``).
     """
+    a, b, correction = cfg.a, cfg.b, cfg.correction
+    resamples, confidence, seed = cfg.resamples, cfg.confidence, cfg.seed
     if correction not in CORRECTIONS:
         raise ValueError(f"unknown correction {correction!r}; one of {', '.join(CORRECTIONS)}")
     left, right = _by_point(a), _by_point(b)
@@ -225,7 +270,7 @@ def _one_seed(
         name: paired_bootstrap(
             pa, pb, gold, metric=name, resamples=resamples, confidence=confidence, seed=seed
         )
-        for name in COMPARED
+        for name in (m.name for m in compared())
     }
     return {
         **where,
@@ -300,12 +345,20 @@ def _over_seeds(
 #: over seeds (``seed`` None) names the family it is adjusted within. McNemar's test and
 #: the permutation test of accuracy test the same difference, so they are alternatives,
 #: never two members of one family; within a family every test is another sweep point.
-FAMILIES: dict[tuple[bool, str], str] = {
-    (False, "mcnemar_p"): f"{MCNEMAR}, accuracy, per seed",
-    (False, "accuracy_p"): f"{PERMUTATION}, accuracy, per seed",
-    (False, "macro_f1_p"): f"{PERMUTATION}, macro F1, per seed",
-    (True, "accuracy_p"): f"{PERMUTATION}, accuracy, over seeds",
-}
+def families() -> dict[tuple[bool, str], str]:
+    """The families of tests of the metrics compared now (:func:`compared`).
+
+    >>> list(families().values())[:2]
+    ['McNemar exact, accuracy, per seed', 'paired permutation, accuracy, per seed']
+    """
+    return {
+        (False, "mcnemar_p"): f"{MCNEMAR}, accuracy, per seed",
+        **{(False, f"{m.name}_p"): f"{PERMUTATION}, {m.label}, per seed" for m in compared()},
+        (True, "accuracy_p"): f"{PERMUTATION}, accuracy, over seeds",
+    }
+
+
+FAMILIES = families()
 
 
 def _adjust(rows: list[dict[str, Any]], correction: str) -> None:
@@ -314,7 +367,7 @@ def _adjust(rows: list[dict[str, Any]], correction: str) -> None:
     An n/a p-value (NaN: the metric undefined on the items) is no test: it is left out of
     its family (:func:`nlieval.significance.adjusted`), its ``key_adj`` n/a too, and the
     family's size counts the tests made."""
-    for (over, key), family in FAMILIES.items():
+    for (over, key), family in families().items():
         members = [r for r in rows if (r["seed"] is None) == over and key in r]
         ps = adjusted([r[key] for r in members], correction)
         size = sum(not math.isnan(r[key]) for r in members)
@@ -357,23 +410,24 @@ def _left_out(r: dict[str, Any]) -> str | None:
     return f"left out of {_task(r)} k={r['k']} seed={r['seed']}: {'; '.join(parts)}"
 
 
-def _p(r: dict[str, Any], key: str) -> str:
+def _p(r: dict[str, Any], key: str) -> Cell:
     p = r.get(key + "_adj", r[key])
-    return "n/a" if math.isnan(p) else f"{p:.3g}"
+    return Cell("n/a") if math.isnan(p) else Cell(f"{p:.3g}", p)
 
 
-def _diff(diff: float, ci: Sequence[float]) -> str:
+def _diff(diff: float, ci: Sequence[float]) -> Cell:
     """A difference and its interval; n/a where undefined (:data:`TEST_NA_NOTE`)."""
     if math.isnan(diff):
-        return "n/a"
+        return Cell("n/a")
     lo, hi = ci
     if math.isnan(lo) or math.isnan(hi):
-        return f"{diff:+.3f} [n/a]"
-    return f"{diff:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+        return Cell(f"{diff:+.3f} [n/a]", diff)
+    return Cell(f"{diff:+.3f} [{lo:+.3f}, {hi:+.3f}]", diff)
 
 
-def _seeds(mean: float, std: float, seeds: Sequence[int]) -> str:
-    return f"{mean:.3f} ± {std:.3f} ({len(seeds)} seed{'s' if len(seeds) != 1 else ''})"
+def _seeds(mean: float, std: float, seeds: Sequence[int]) -> Cell:
+    text = f"{mean:.3f} ± {std:.3f} ({len(seeds)} seed{'s' if len(seeds) != 1 else ''})"
+    return Cell(text, mean)
 
 
 def _names(r: dict[str, Any]) -> tuple[str, str]:
@@ -383,38 +437,46 @@ def _names(r: dict[str, Any]) -> tuple[str, str]:
     return f"{INTERVAL} {level}%", f", {named}" if named else ""
 
 
-def comparison_tables(
-    rows: Sequence[dict[str, Any]],
-) -> Iterator[tuple[str | None, list[str], list[list[str]]]]:
-    """The title (None: the per-seed table), header and cells of each table of
-    :func:`comparison_table`: per seed, then over seeds (either left out when no row is
-    of its kind)."""
+def comparison_tables(rows: Sequence[dict[str, Any]]) -> list[Table]:
+    """The tables of :func:`comparison_table`, as values: per seed (for the first metric
+    of :func:`compared` each side's value, B - A and p; for the others B - A and p;
+    McNemar's test), then over seeds (titled; either left out when no row is of its
+    kind)."""
     per_seed = [r for r in rows if r["seed"] is not None]
     over = [r for r in rows if r["seed"] is None]
+    tables = []
     if per_seed:
         interval, adj = _names(per_seed[0])
-        head = ["task", "k", "seed", "n", "acc A", "acc B", f"B - A [{interval}]"]
-        head += [f"p ({PERMUTATION}{adj})", f"F1 B - A [{interval}]"]
-        head += [f"F1 p ({PERMUTATION}{adj})", "A only/B only", f"p ({MCNEMAR}{adj})"]
-        body = []
+        first, *others = [m for m in compared() if f"{m.name}_diff" in per_seed[0]]
+        head = ["task", "k", "seed", "n", f"{_short(first)} A", f"{_short(first)} B"]
+        head += [f"B - A [{interval}]", f"p ({PERMUTATION}{adj})"]
+        for m in others:
+            head += [f"{_short(m)} B - A [{interval}]", f"{_short(m)} p ({PERMUTATION}{adj})"]
+        head += ["A only/B only", f"p ({MCNEMAR}{adj})"]
+        body: list[list[Cell | str]] = []
         for r in per_seed:
+            a, b = r[f"{first.name}_a"], r[f"{first.name}_b"]
             body.append(
                 [
                     _task(r),
-                    str(r["k"]),
-                    str(r["seed"]),
-                    str(r["n"]),
-                    f"{r['accuracy_a']:.3f}",
-                    f"{r['accuracy_b']:.3f}",
-                    _diff(r["accuracy_diff"], r["accuracy_ci"]),
-                    _p(r, "accuracy_p"),
-                    _diff(r["macro_f1_diff"], r["macro_f1_ci"]),
-                    _p(r, "macro_f1_p"),
+                    Cell(str(r["k"]), r["k"]),
+                    Cell(str(r["seed"]), r["seed"]),
+                    Cell(str(r["n"]), r["n"]),
+                    Cell(f"{a:.3f}", a),
+                    Cell(f"{b:.3f}", b),
+                    *(
+                        cell
+                        for m in (first, *others)
+                        for cell in (
+                            _diff(r[f"{m.name}_diff"], r[f"{m.name}_ci"]),
+                            _p(r, f"{m.name}_p"),
+                        )
+                    ),
                     f"{r['a_only']}/{r['b_only']}",
                     _p(r, "mcnemar_p"),
                 ]
             )
-        yield None, head, body
+        tables.append(Table.of(head, body))
     if over:
         interval, adj = _names(over[0])
         head = ["task", "k", "n", "acc A (mean ± std)", "acc B (mean ± std)"]
@@ -424,15 +486,16 @@ def comparison_tables(
             body.append(
                 [
                     _task(r),
-                    str(r["k"]),
-                    str(r["n"]),
+                    Cell(str(r["k"]), r["k"]),
+                    Cell(str(r["n"]), r["n"]),
                     _seeds(r["accuracy_a"], r["accuracy_a_std"], r["seeds_a"]),
                     _seeds(r["accuracy_b"], r["accuracy_b_std"], r["seeds_b"]),
                     _diff(r["accuracy_diff"], r["accuracy_ci"]),
                     _p(r, "accuracy_p"),
                 ]
             )
-        yield f"Over seeds ({OVER_SEEDS}):", head, body
+        tables.append(Table.of(head, body, title=[f"Over seeds ({OVER_SEEDS}):", ""]))
+    return tables
 
 
 def _not_compared(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -447,7 +510,7 @@ def _family_note(rows: Sequence[dict[str, Any]]) -> str | None:
     sizes = {
         r[key + "_family"]: r[key + "_tests"]
         for r in rows
-        for key in ("mcnemar_p", "accuracy_p", "macro_f1_p")
+        for key in ("mcnemar_p", *(f"{m.name}_p" for m in compared()))
         if key + "_family" in r
     }
     if not sizes:
@@ -462,8 +525,8 @@ def _family_note(rows: Sequence[dict[str, Any]]) -> str | None:
     )
 
 
-def comparison_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The rows of :func:`compare_runs` as Markdown tables, under a line naming each side
+def comparison_table(rows: Sequence[dict[str, Any]]) -> Document:
+    """The rows of :func:`compare_runs` as tables of values, under a line naming each side
     (folder and model): one row per seed, then (where a side has several seeds or the two
     sides other seeds) one per sweep point over the seeds, with the number of seeds
     beside each ±; under them the correction, the points only one side holds, and a line
@@ -480,7 +543,8 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> str:
     ...     "mcnemar_p_adj": 1.0, "confidence": 0.95, "correction": "holm"}
     >>> row |= {f"{key}_family": name for (over, key), name in FAMILIES.items() if not over}
     >>> row |= {f"{key}_tests": 1 for (over, key) in FAMILIES if not over}
-    >>> lines = comparison_table([row]).splitlines()
+    >>> from nlieval.ground import render
+    >>> lines = render(comparison_table([row]), "md").splitlines()
     >>> lines[:2]
     ['A: runs/x (m1)', 'B: runs/y (m2)']
     >>> lines[3].split(" | ")[6:8]
@@ -495,15 +559,15 @@ permutation, macro F1, per seed (1); intervals per comparison, not adjusted
     left out of t k=0 seed=0: 2 only in B (7, 9)
     """
     if not rows:
-        return "(no shared items)"
+        return ["(no shared items)"]
     sides = _sides(rows)
-    out = [*sides, *([""] if sides else [])]
+    out: list[Table | str] = [*sides, *([""] if sides else [])]
     undefined = False
-    for i, (title, head, body) in enumerate(comparison_tables(rows)):
-        out += ([""] if i else []) + ([title, ""] if title else []) + markdown_table(head, body)
-        undefined = undefined or any("n/a" in cell for line in body for cell in line)
+    for i, table in enumerate(comparison_tables(rows)):
+        out += [*([""] if i else []), table]
+        undefined = undefined or any("n/a" in c.text for line in table.rows for c in line)
     notes = [line for line in map(_left_out, rows) if line is not None]
     family = _family_note(rows)
     notes = ([family] if family else []) + _not_compared(rows) + notes
     notes = ([TEST_NA_NOTE] if undefined else []) + notes
-    return "\n".join([*out, *([""] if notes else []), *notes])
+    return [*out, *([""] if notes else []), *notes]

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..metrics import summarize
+from ..ground import Cell, Document, Table
+from ..metrics import METRICS, summarize
 from ..plotting import FigurePaths, figure_format, plot_accuracy_by_entropy, plot_run_dynamics
 from ..runs import RunFolder
 from ..types import Record
@@ -124,44 +125,46 @@ def _tau(x: Sequence[float], y: Sequence[float]) -> float:
     return float(kendalltau(x, y).statistic)
 
 
-def format_dynamics(rows: Sequence[dict[str, Any]]) -> str:
-    """A Markdown table of the series and their taus; for ChaosNLI tasks a second table
-    of the divergence series, with the uniform baseline and the human line.
+def _tau_cell(tau: float) -> Cell:
+    return Cell(f"{tau:.3f}", None if math.isnan(tau) else tau)
+
+
+def format_dynamics(rows: Sequence[dict[str, Any]]) -> Document:
+    """The series and their taus as a table of values (labels of
+    :data:`nlieval.metrics.METRICS`); for ChaosNLI tasks a second table of the divergence
+    series, with the uniform baseline and the human line.
 
     >>> format_dynamics([])
-    '(no checkpoint records)'
+    ['(no checkpoint records)']
     """
     if not rows:
-        return "(no checkpoint records)"
-    lines = [
-        "| model | task | k | checkpoints | accuracy | gold NLL | tau(acc) | tau(-NLL) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        acc = " ".join(f"{a:.3f}" for a in r["accuracy"])
-        nll = " ".join(f"{a:.3f}" for a in r["gold_nll"])
-        lines.append(
-            f"| {r['model']} | {r['task']} | {r['k']} | {len(r['checkpoints'])} | {acc} | {nll} "
-            f"| {r['tau_accuracy']:.3f} | {r['tau_nll']:.3f} |"
-        )
+        return ["(no checkpoint records)"]
+    acc, nll = METRICS["accuracy"].label, METRICS["gold_nll"].label
+    head = ["model", "task", "k", "checkpoints", acc, nll, "tau(acc)", "tau(-NLL)"]
+    body = [
+        [r["model"], r["task"], Cell(str(r["k"]), r["k"]), len(r["checkpoints"]),
+         " ".join(f"{a:.3f}" for a in r["accuracy"]), " ".join(f"{a:.3f}" for a in r["gold_nll"]),
+         _tau_cell(r["tau_accuracy"]), _tau_cell(r["tau_nll"])]
+        for r in rows
+    ]  # fmt: skip
+    doc: list[Table | str] = [Table.of(head, body)]
     chaos = [r for r in rows if "js_distance" in r]
     if chaos:
-        lines += [
-            "",
-            "| model | task | k | n | JS distance | KL(human‖model) | tau(-JS) | tau(-KL) "
-            "| uniform JS | human JS |",
-            "|---|---|---|---|---|---|---|---|---|---|",
-        ]
+        js, kl = METRICS["js_distance"].label, METRICS["kl"].label
+        head = ["model", "task", "k", "n", js, kl, "tau(-JS)", "tau(-KL)", "uniform JS"]
+        head += ["human JS"]
+        body = []
         for r in chaos:
-            js = " ".join(f"{a:.4f}" for a in r["js_distance"])
-            kl = " ".join(f"{a:.4f}" for a in r["kl"])
-            human = f"{r['human']['js_distance']:.4f} ({r['human']['label']})"
-            lines.append(
-                f"| {r['model']} | {r['task']} | {r['k']} | {r['n']} | {js} | {kl} "
-                f"| {r['tau_js']:.3f} | {r['tau_kl']:.3f} "
-                f"| {r['uniform']['js_distance']:.4f} | {human} |"
-            )
-    return "\n".join(lines)
+            uniform, human = r["uniform"]["js_distance"], r["human"]["js_distance"]
+            body.append(
+                [r["model"], r["task"], Cell(str(r["k"]), r["k"]), r["n"],
+                 " ".join(f"{a:.4f}" for a in r["js_distance"]),
+                 " ".join(f"{a:.4f}" for a in r["kl"]), _tau_cell(r["tau_js"]),
+                 _tau_cell(r["tau_kl"]), Cell(f"{uniform:.4f}", uniform),
+                 Cell(f"{human:.4f} ({r['human']['label']})", human)]
+            )  # fmt: skip
+        doc += ["", Table.of(head, body)]
+    return doc
 
 
 def follow_run(

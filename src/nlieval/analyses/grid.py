@@ -39,9 +39,9 @@ from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
-from ..ground import as_format, mean_label
+from ..ground import Cell as TableCell
+from ..ground import Table, mean_label, render
 from ..metrics import METRICS, UNDEFINED_NOTE, group_records, listed, metrics
-from ..runs import markdown_table
 from ..significance import CONFIDENCE, INTERVAL_NA_NOTE, MEAN, RESAMPLES, bootstrap_interval
 from ..types import Record
 from .breakdown import group_value
@@ -629,8 +629,8 @@ def render_grid(
 ) -> str:
     """A grid as Markdown (``md``), CSV (``csv``: mean, std, interval and n columns, std
     only where a cell has a ± and the interval only where one has an interval),
-    JSON (``json``: the cells) or LaTeX (``latex``: the Markdown cells as a booktabs
-    table, :func:`nlieval.ground.as_format`). ``percent`` prints the proportions
+    JSON (``json``: the cells) or LaTeX (``latex``: the cells of :func:`grid_document`
+    as a booktabs table, :func:`nlieval.ground.render`). ``percent`` prints the proportions
     (accuracy, F1: :attr:`nlieval.metrics.Metric.proportion`) x 100, the papers'
     tables, and leaves a gold NLL, JS or KL as it is; every format rounds to ``digits``
     (None: :data:`DIGITS` in Markdown and LaTeX, all digits in CSV and JSON). Markdown
@@ -714,10 +714,7 @@ def render_grid(
         return buf.getvalue()
     if fmt not in ("md", "latex"):
         raise ValueError(f"unknown format {fmt!r}: md, csv, json or latex")
-    text = grid_text(g, percent=percent, digits=digits)
-    lines = markdown_table(list(text.header), [list(row) for row in text.rows])
-    notes = text.notes
-    return as_format("\n".join([*lines, *(("", *notes) if notes else ())]), fmt)
+    return render(grid_document(g, percent=percent, digits=digits), fmt)
 
 
 @dataclass(frozen=True)
@@ -731,13 +728,29 @@ class GridText:
 
 
 def grid_text(g: Grid, *, percent: bool = False, digits: int | None = None) -> GridText:
-    """The cells of ``g`` as text (:func:`render_grid`'s Markdown without the table's
-    markup, for a page that draws its own table): a column's n in its heading when its
-    cells share one, mixed and short cells marked, the notes.
+    """The cells of ``g`` as text (:func:`grid_document`'s texts, for a page that draws its
+    own table): a column's n in its heading when its cells share one, mixed and short
+    cells marked, the notes.
 
     >>> g = grid([{"model": "a", "task": "t", "accuracy": 0.5, "n": 200}], average=False)
     >>> grid_text(g, percent=True, digits=1)
     GridText(header=('model', 't (n=200)'), rows=(('a', '50.0'),), notes=())
+    """
+    table = grid_document(g, percent=percent, digits=digits)
+    notes = tuple(table.notes[1:])  # after the blank line that parts them from the table
+    return GridText(table.header, tuple(tuple(row) for row in table.texts()), notes)
+
+
+def grid_document(g: Grid, *, percent: bool = False, digits: int | None = None) -> Table:
+    """``g`` as a table of values, as Markdown and LaTeX print it: each cell's text (a
+    column's n in its heading when its cells share one, else in the cell; mixed and short
+    cells marked) and the mean behind it (scaled as the text, None where the cell is
+    missing or n/a), the notes under it after a blank line.
+
+    >>> g = grid([{"model": "a", "task": "t", "accuracy": 0.5, "n": 200}], average=False)
+    >>> t = grid_document(g, percent=True, digits=1)
+    >>> t.header, t.rows[0][1]
+    (('model', 't (n=200)'), Cell(text='50.0', value=50.0))
     """
     names = [" / ".join(str(v) for v in col) for col in g.cols]
     digits = DIGITS if digits is None else digits
@@ -747,26 +760,24 @@ def grid_text(g: Grid, *, percent: bool = False, digits: int | None = None) -> G
         *g.index,
         *(name if n is None else f"{name} (n={n})" for name, n in zip(names, col_n, strict=True)),
     )
-    body = tuple(
-        (
+
+    def cell(c: Cell | None, n: int | None) -> TableCell:
+        scale = _scale(c, percent)
+        text = _fmt(c, scale, digits, with_n=n is None, with_seeds=with_seeds)
+        value = None if c is None or math.isnan(c.mean) else c.mean * scale
+        return TableCell(text, value)
+
+    body: list[list[TableCell | str]] = [
+        [
             *(str(v) for v in rk),
-            *(
-                _fmt(
-                    g.value(rk, ck),
-                    _scale(g.value(rk, ck), percent),
-                    digits,
-                    with_n=n is None,
-                    with_seeds=with_seeds,
-                )
-                for ck, n in zip(g.cols, col_n, strict=True)
-            ),
-        )
+            *(cell(g.value(rk, ck), n) for ck, n in zip(g.cols, col_n, strict=True)),
+        ]
         for rk in g.rows
-    )
+    ]
     notes = [*((MIXED_NOTE,) if any(c.mixed for c in g.cells) else ()), *g.notes]
     if any(math.isnan(c.mean) for c in g.cells):
         notes.append(UNDEFINED_NOTE)
     if any(c.low is not None and math.isnan(c.low) for c in g.cells):
         notes.append(INTERVAL_NA_NOTE)
     notes += [seeds_line] if seeds_line else []
-    return GridText(head, body, tuple(notes))
+    return Table.of(head, body, notes=("", *notes) if notes else ())

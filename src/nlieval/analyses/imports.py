@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..data import Dataset, data_dir_setting, get_task, load_task, split_setting, task_at
+from ..ground import Cell, Document, Table
 from ..metrics import summarize
-from ..runs import RunFolder, Step, execute, finalize, markdown_table, metrics_table
+from ..runs import RunFolder, Step, execute, finalize, metrics_table
 from ..settings import setting
 from ..types import Item, Label, Record
 from . import chaosnli, predictions
@@ -498,27 +499,31 @@ def _ids(count: int, first: Sequence[str]) -> str:
     return f"{count} ({', '.join(first)}{more})"
 
 
-def format_import(result: Mapping[str, Any]) -> str:
+def format_import(result: Mapping[str, Any]) -> Document:
     """The per-file table of :func:`import_predictions` (ids the task lacks and items
     the file gives nothing for, counted and the first named), then the scores: ChaosNLI's
     for ChaosNLI sets, the results table for other tasks.
 
-    >>> print(format_import({"files": [], "scores": [], "rows": []}).splitlines()[0][:45])
-    | file | model | seed | task | rows | matched
+    >>> format_import({"files": [], "scores": [], "rows": []})[0].header[:4]
+    ('file', 'model', 'seed', 'task')
     """
     head = ["file", "model", "seed", "task", "rows", "matched by id", "ids not in the task"]
     head += ["items without one", "file label = gold"]
-    body = []
+    body: list[list[Cell | str | int]] = []
     for f in result["files"]:
         check = f"{f['gold_agree']}/{f['gold_checked']}" if f["gold_checked"] else "-"
         body.append(
-            [Path(f["file"]).name, f["model"], str(f["seed"]), str(f["task"]), str(f["rows"]),
+            [Path(f["file"]).name, f["model"], _int(f["seed"]), str(f["task"]), _int(f["rows"]),
              f"{f['matched']} of {f['task_items']}", _ids(f["unmatched"], f["unmatched_ids"]),
              _ids(f["missing"], f["missing_ids"]), check]
         )  # fmt: skip
-    parts = ["\n".join(markdown_table(head, body))]
+    doc: list[Table | str] = [Table.of(head, body)]
     if result["scores"]:
-        parts.append(chaosnli.format_table(result["scores"]))
+        doc += ["", *chaosnli.format_table(result["scores"])]
     if result.get("rows"):
-        parts.append(metrics_table(result["rows"]))
-    return "\n\n".join(parts)
+        doc += ["", *metrics_table(result["rows"])]
+    return doc
+
+
+def _int(x: Any) -> Cell:
+    return Cell(str(x), x if isinstance(x, int) and not isinstance(x, bool) else None)

@@ -28,8 +28,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..ground import as_format
-from ..runs import markdown_table
+from ..ground import Cell, Document, Table, render
 from ..types import Item, Record
 
 #: What :func:`item_listing` can keep: items where the models' predictions differ, where
@@ -216,8 +215,22 @@ def listing_table(
             preds = [r["predictions"].get(m) for m in models]
             w.writerow(["" if v is None else v for v in [*line, *preds]])
         return buf.getvalue()
+    return render(listing_document(rows, width), fmt)
+
+
+def listing_document(rows: Sequence[Mapping[str, Any]], width: int | None = 60) -> Document:
+    """The rows of :func:`item_listing` as a table of values (:func:`listing_table`'s
+    Markdown and LaTeX), texts cut to ``width`` characters (None: whole).
+
+    >>> row = {"task": "t", "k": 0, "seed": 1, "id": "1", "premise": "P.",
+    ...     "hypothesis": "H.", "gold": "neutral", "human": None, "majority": None,
+    ...     "entropy": None, "wrong": 0, "predictions": {"a": "neutral"}}
+    >>> listing_document([row])[0].rows[0][1]
+    Cell(text='0', value=0)
+    """
     if not rows:
-        return "(no items)"
+        return ["(no items)"]
+    models = sorted({m for r in rows for m in r["predictions"]})
 
     def cut(text: str) -> str:
         text = " ".join(str(text).split()).replace("|", "/")
@@ -225,14 +238,18 @@ def listing_table(
 
     head = ["task", "k", "seed", "id", "premise", "hypothesis", "gold", "humans (majority)"]
     head += models
-    body = []
+    body: list[list[Cell | str]] = []
     for r in rows:
         human = ""
         if r.get("human"):
             human = f"{label_counts_text(r['human'])} ({r['majority']})"
         preds = [str(r["predictions"].get(m, "–")) for m in models]
         body.append(
-            [r["task"], str(r["k"]), str(r["seed"]), r["id"], cut(r["premise"]),
+            [r["task"], _number(r["k"]), _number(r["seed"]), r["id"], cut(r["premise"]),
              cut(r["hypothesis"]), str(r["gold"]), human, *preds]
         )  # fmt: skip
-    return as_format("\n".join(markdown_table(head, body)), fmt)
+    return [Table.of(head, body)]
+
+
+def _number(x: Any) -> Cell:
+    return Cell(str(x), x if isinstance(x, int) and not isinstance(x, bool) else None)

@@ -15,7 +15,7 @@ import json
 
 from ..analyses import comparison_table
 from ..commands import settings_of
-from ..ground import as_format
+from ..ground import render
 from ..reports import (
     FIGURES,
     BreakdownConfig,
@@ -38,7 +38,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Print McNemar and bootstrap intervals per shared sweep point."""
     cfg = settings_from_args(CompareConfig, args, a=args.a, b=args.b)
     rows = compare_report(cfg)
-    print(as_format(comparison_table(rows), cfg.format))
+    print(render(comparison_table(rows), cfg.format))
     if cfg.json:
         write_or_print(json.dumps(rows, indent=2), cfg.json)
     return 0

@@ -31,7 +31,7 @@ from ..analyses import (
     score_file,
     write_plots,
 )
-from ..ground import as_format
+from ..ground import render
 from ..runs import OutputFolder
 from .args import add_command, settings_from_args
 
@@ -41,18 +41,16 @@ __all__ = ["CHAOSNLI_JSON", "PLOTS", "add_commands"]
 def cmd_dynamics(args: argparse.Namespace) -> int:
     cfg = settings_from_args(DynamicsConfig, args)
     result = dynamics_of(cfg)
-    lines = [format_dynamics(result["rows"])]
-    if result["written"]:
-        lines.append("")
-    lines += [f"plot: {path}" for path in result["written"]]
-    lines += list(result["skipped"])
-    print(as_format("\n".join(lines), cfg.format))
+    doc = [*format_dynamics(result["rows"]), *([""] if result["written"] else [])]
+    doc += [f"plot: {path}" for path in result["written"]]
+    doc += list(result["skipped"])
+    print(render(doc, cfg.format))
     return 0
 
 
 def _print_scores(result: Mapping[str, Any], fmt: str = "md", written: str = "") -> None:
-    text = chaosnli.format_report(result) + (f"\n\nwritten: {written}" if written else "")
-    print(as_format(text, fmt))
+    doc = [*chaosnli.format_report(result), *(["", f"written: {written}"] if written else [])]
+    print(render(doc, fmt))
 
 
 def cmd_chaosnli(args: argparse.Namespace) -> int:
@@ -75,7 +73,7 @@ def cmd_chaosnli_import(args: argparse.Namespace) -> int:
     config = settings_from_args(ImportConfig, args)
     folder = settings_from_args(OutputFolder, args)
     result = import_predictions(config, folder.out, overwrite=folder.overwrite)
-    print(format_import(result))
+    print(render(format_import(result), "md"))
     print(f"\nwritten: {folder.out}")
     return 0
 

@@ -12,16 +12,15 @@ import argparse
 import functools
 import sys
 
-from ..ground import as_format
-from ..reports import ReportConfig, report
+from ..ground import render
+from ..reports import ReportConfig, report_document
 from ..sci import SciReportConfig, sci_report
 from .args import add_command, settings_from_args
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     cfg = settings_from_args(ReportConfig, args)
-    table = report(cfg.runs, write=cfg.write, names=cfg.name or (), pool=cfg.pool)
-    print(as_format(table, cfg.format))
+    print(render(report_document(cfg), cfg.format))
     return 0
 
 

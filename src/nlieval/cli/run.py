@@ -7,6 +7,7 @@ import sys
 
 from ..backends import ServerError
 from ..choice import RunConfig, run
+from ..ground import render
 from ..runs import metrics_table, run_timing
 from .args import add_command, settings_from_args
 
@@ -30,7 +31,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         again = "; run the same command again to resume" if err.retryable else ""
         print(f"nlieval: error: {err}{again}", file=sys.stderr)
         return 2
-    print(metrics_table(results.metrics, run_timing(results)))
+    print(render(metrics_table(results.metrics, run_timing(results)), "md"))
     print(f"\nrecords, results.json and summary.md in {args.out}")
     return 0
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ground import latex_table
+from ..ground import Cell, Document, Table, render
 from ..types import Item
 from .dataset import Dataset
 from .source import TasksToRead
@@ -171,7 +171,11 @@ def _count(n: int | None) -> str:
     return NA if n is None else f"{n:,}"
 
 
-def _cells(row: dict[str, Any]) -> list[str]:
+def _counted(n: int | None) -> Cell:
+    return Cell(_count(n), n)
+
+
+def _cells(row: dict[str, Any]) -> list[Cell | str]:
     labels = " ".join(f"{k}={v:,}" for k, v in row.get("labels", {}).items())
     dropped = dict(row.get("dropped", {}))
     if row.get("skipped_bad"):
@@ -179,25 +183,25 @@ def _cells(row: dict[str, Any]) -> list[str]:
     return [
         str(row.get("task", "")),
         str(row.get("split", "")),
-        f"{row.get('items', 0):,}",
+        _counted(row.get("items", 0)),
         labels,
-        _count(row.get("domains")),
+        _counted(row.get("domains")),
         " ".join(f"{k}={v:,}" for k, v in dropped.items()) or "-",
-        f"{row.get('premise_words', 0.0):.1f}",
-        f"{row.get('hypothesis_words', 0.0):.1f}",
-        f"{row.get('overlap_pct', 0.0):.1f}",
+        *(
+            Cell(f"{row.get(key, 0.0):.1f}", row.get(key, 0.0))
+            for key in ("premise_words", "hypothesis_words", "overlap_pct")
+        ),
     ]
 
 
-def format_stats(rows: Sequence[dict[str, Any]], fmt: str = "text") -> str:
-    """A plain-text table of :func:`dataset_stats` rows (numbers right-aligned), or with
-    ``fmt`` ``latex`` a booktabs table (:func:`nlieval.ground.latex_table`) with the
-    notes as comments under it.
+def format_stats(rows: Sequence[dict[str, Any]]) -> Table:
+    """The table of :func:`dataset_stats` rows, as values, with the notes under it (a
+    ChaosNLI task's label changes); :func:`task_stats` writes it.
 
     >>> from nlieval.data import load_task
     >>> table = format_stats([dataset_stats(load_task("smoke"))])
-    >>> table.splitlines()[2].split()[:3]
-    ['smoke', 'test', '48']
+    >>> [c.text for c in table.rows[0][:3]], table.rows[0][2].value
+    (['smoke', 'test', '48'], 48)
     """
     notes = [
         f"{r['task']}: the majority of the new human labels differs from the original label "
@@ -206,39 +210,60 @@ def format_stats(rows: Sequence[dict[str, Any]], fmt: str = "text") -> str:
         for r in rows
         if "label_change_pct" in r
     ]
-    if fmt == "latex":
-        body = [_cells(r) for r in rows]
-        return "\n".join([latex_table(list(_COLUMNS), body), *(f"% {n}" for n in notes)])
-    return "\n".join(_aligned(list(_COLUMNS), [_cells(r) for r in rows], _NUMERIC) + notes)
+    return Table.of(_COLUMNS, [_cells(r) for r in rows], notes=notes)
 
 
-def _aligned(head: list[str], body: list[list[str]], numeric: Iterable[str]) -> list[str]:
-    """A plain-text table: the header, a rule, the rows; ``numeric`` columns right-aligned."""
-    table = [head, *body]
-    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
-    right = set(numeric)
+def _aligned(table: Table) -> list[str]:
+    """A plain-text table: the header, a rule, the rows; a column of numbers (and n/a)
+    right-aligned."""
+    body = table.texts()
+    rows = [list(table.header), *body]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(table.header))]
+    right = [
+        all(r[i].value is not None or r[i].text == NA for r in table.rows)
+        for i in range(len(table.header))
+    ]
 
     def line(cells: list[str]) -> str:
         out = [
-            c.rjust(w) if name in right else c.ljust(w)
-            for c, w, name in zip(cells, widths, head, strict=True)
+            c.rjust(w) if numeric else c.ljust(w)
+            for c, w, numeric in zip(cells, widths, right, strict=True)
         ]
         return "  ".join(out).rstrip()
 
-    return [line(head), "  ".join("-" * w for w in widths), *(line(r) for r in body)]
+    return [line(rows[0]), "  ".join("-" * w for w in widths), *(line(r) for r in body)]
+
+
+def render_stats(doc: Document, fmt: str = "md") -> str:
+    """``doc`` (:func:`stats_document`) as ``nlieval stats`` prints it: ``md``, each table
+    as aligned plain text (numbers right-aligned) and the lines as they are; ``latex``,
+    :func:`nlieval.ground.render`'s booktabs tables with the lines as comments.
+
+    >>> print(render_stats([Table.of(["task", "n"], [["a", 12]], notes=["note"])]))
+    task   n
+    ----  --
+    a     12
+    note
+    """
+    if fmt != "md":
+        return render(doc, fmt)
+    lines: list[str] = []
+    for b in doc:
+        lines += [*b.title, *_aligned(b), *b.notes] if isinstance(b, Table) else [b]
+    return "\n".join(lines)
 
 
 _ORDER = ("train", "dev", "test")
 
 
-def split_table(datasets: Sequence[Dataset], columns: Sequence[str] = (), fmt: str = "text") -> str:
+def split_table(datasets: Sequence[Dataset], columns: Sequence[str] = ()) -> Table:
     """Items per split, a column per split (``columns``, else train, dev, test, then
     others in the order read; ``n/a`` where a task has not that split), and the number of
-    domains over all of a task's splits: the layout of the papers' dataset tables (with
-    ``fmt`` ``latex`` a booktabs table).
+    domains over all of a task's splits: the layout of the papers' dataset tables, as
+    values (:func:`render_stats` writes it).
 
     >>> from nlieval.data import load_task
-    >>> print(split_table([load_task("smoke", split="train"), load_task("smoke")]))
+    >>> print(render_stats([split_table([load_task("smoke", split="train"), load_task("smoke")])]))
     task   train  test  domains
     -----  -----  ----  -------
     smoke     12    48      n/a
@@ -255,36 +280,44 @@ def split_table(datasets: Sequence[Dataset], columns: Sequence[str] = (), fmt: s
     tasks: dict[str, dict[str, Dataset]] = {}
     for ds in datasets:
         tasks.setdefault(ds.task, {})[ds.split] = ds
-    body = []
+    body: list[list[Cell | str]] = []
     for task, by_split in tasks.items():
         domains = domains_of(it for ds in by_split.values() for it in ds.items)
-        counts = [_count(len(by_split[s])) if s in by_split else NA for s in splits]
-        body.append([task, *counts, _count(None if domains is None else len(domains))])
-    if fmt == "latex":
-        return latex_table(["task", *splits, "domains"], body)
-    return "\n".join(_aligned(["task", *splits, "domains"], body, [*splits, "domains"]))
+        counts = [_counted(len(by_split[s]) if s in by_split else None) for s in splits]
+        body.append([task, *counts, _counted(None if domains is None else len(domains))])
+    return Table.of(["task", *splits, "domains"], body)
+
+
+def stats_document(source: TasksToRead) -> Document:
+    """What ``nlieval stats`` shows, as values: :func:`format_stats` of every split read
+    of every task of ``source``, and when several splits are asked, :func:`split_table`
+    under it, with a note naming the splits not read.
+
+    >>> [type(b).__name__ for b in stats_document(TasksToRead(tasks=("smoke",), split="all"))]
+    ['Table', 'str', 'Table']
+    """
+    datasets = source.datasets()
+    doc: list[Table | str] = [format_stats([dataset_stats(ds) for ds in datasets])]
+    if source.several:
+        split = split_table(datasets, source.columns())
+        unread = [f"{name} {s}" for name in source.tasks for s in source.unread(name)]
+        if unread:
+            note = f"{NA}: a split the task does not have, or no data here: {', '.join(unread)}"
+            split = Table(split.header, split.rows, notes=(note,))
+        doc += ["", split]
+    return doc
 
 
 def task_stats(source: TasksToRead) -> str:
-    """What ``nlieval stats`` prints: :func:`format_stats` of every split read of every
-    task of ``source``, and when several splits are asked, :func:`split_table` under it,
-    in its ``format`` (``md``: the aligned plain text, ``latex``).
+    """What ``nlieval stats`` prints: :func:`stats_document` of ``source`` in its
+    ``format`` (``md``: the aligned plain text, ``latex``; :func:`render_stats`).
 
     >>> task_stats(TasksToRead(tasks=("smoke",))).splitlines()[2].split()[:3]
     ['smoke', 'test', '48']
     >>> print(task_stats(TasksToRead(tasks=("smoke",), split="all")).splitlines()[-1])
     smoke     12    48      n/a
     """
-    fmt = "latex" if source.format == "latex" else "text"
-    datasets = source.datasets()
-    text = format_stats([dataset_stats(ds) for ds in datasets], fmt)
-    if source.several:
-        text += "\n\n" + split_table(datasets, source.columns(), fmt)
-        unread = [f"{name} {s}" for name in source.tasks for s in source.unread(name)]
-        if unread:
-            note = f"{NA}: a split the task does not have, or no data here: {', '.join(unread)}"
-            text += "\n" + (f"% {note}" if fmt == "latex" else note)
-    return text
+    return render_stats(stats_document(source), source.format)
 
 
 def fleiss_kappa(counts: Sequence[Sequence[float]] | Any) -> float:

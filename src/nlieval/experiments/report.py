@@ -452,7 +452,7 @@ def write_figure(job: Job) -> tuple[list[str], list[str]]:
 def write_compare(job: Job) -> tuple[list[str], list[str]]:
     """The tests of its two cells: a table in its format, and the rows as JSON."""
     from ..analyses import comparison_table
-    from ..ground import as_format
+    from ..ground import render
     from ..reports import CompareConfig, compare_report
 
     exp = job.exp
@@ -472,7 +472,7 @@ def write_compare(job: Job) -> tuple[list[str], list[str]]:
     compare_cfg = CompareConfig(a=runs[0], b=runs[1], **opts)
     rows = compare_report(compare_cfg)
     table = f"{name}.{EXTENSIONS[compare_cfg.format]}"
-    _write(report / table, as_format(comparison_table(rows), compare_cfg.format))
+    _write(report / table, render(comparison_table(rows), compare_cfg.format))
     _write(report / f"{name}.json", json.dumps(rows, indent=2, sort_keys=True, default=str))
     files += [table, f"{name}.json"]
     return files, []
@@ -523,7 +523,7 @@ def write_items(job: Job) -> tuple[list[str], list[str]]:
 def write_chaosnli(job: Job) -> tuple[list[str], list[str]]:
     """The ChaosNLI scores of its cells: a table in its format (and chaosnli.json)."""
     from ..analyses import ChaosnliConfig, chaosnli, chaosnli_scores
-    from ..ground import as_format
+    from ..ground import render
 
     opts = job.opts
     runs = job.runs
@@ -538,7 +538,7 @@ def write_chaosnli(job: Job) -> tuple[list[str], list[str]]:
     else:
         result, path = found
         table = f"{name}.{EXTENSIONS[chaos_cfg.format]}"
-        _write(report / table, as_format(chaosnli.format_report(result), chaos_cfg.format))
+        _write(report / table, render(chaosnli.format_report(result), chaos_cfg.format))
         files.append(table)
         if path is not None:  # written: out= names the report folder
             files.append(str(path.relative_to(report)))
@@ -548,7 +548,7 @@ def write_chaosnli(job: Job) -> tuple[list[str], list[str]]:
 def write_dynamics(job: Job) -> tuple[list[str], list[str]]:
     """Per cell: the dynamics table in its format and its figures."""
     from ..analyses import DynamicsConfig, dynamics_of, format_dynamics
-    from ..ground import as_format
+    from ..ground import render
 
     opts = job.opts
     runs = job.runs
@@ -567,7 +567,7 @@ def write_dynamics(job: Job) -> tuple[list[str], list[str]]:
         # Drawn once, saved as PNG and PDF as every figure of the report.
         result = dynamics_of(cfg, also=FIGURE_FORMATS[1:])
         table = f"{name}-{cell}.{EXTENSIONS[cfg.format]}"
-        _write(report / table, as_format(format_dynamics(result["rows"]), cfg.format))
+        _write(report / table, render(format_dynamics(result["rows"]), cfg.format))
         files.append(table)
         files += [str(Path(p).relative_to(report)) for p in result["written"]]
         notes += list(result["skipped"])

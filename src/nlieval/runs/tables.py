@@ -1,6 +1,7 @@
-"""Markdown tables of a run folder's metrics (``summary.md``, the command output).
+"""The tables of a run folder's metrics (``summary.md``, the command output), as values
+(:class:`nlieval.ground.Table`) that :func:`nlieval.ground.render` writes.
 
->>> print(metrics_table([]))
+>>> print(render(metrics_table([]), "md"))
 (no scored records yet)
 """
 
@@ -11,7 +12,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..ground import markdown_table
+from ..ground import Cell, Document, Table, render
 from ..metrics import CHANCE_HEAD, MAJORITY_LABEL, METRICS, UNDEFINED_NOTE, metrics
 from .schema import Results
 
@@ -22,6 +23,11 @@ def plus_minus(mean: float, std: float, n_seeds: int, digits: int = 3) -> str:
     return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if n_seeds > 1 else "")
 
 
+def _pm(mean: float, std: float, n_seeds: int, digits: int = 3) -> Cell:
+    # The cell of plus_minus with the mean behind it (None where it is n/a).
+    return Cell(plus_minus(mean, std, n_seeds, digits), None if math.isnan(mean) else mean)
+
+
 def _short(label: str) -> str:
     return {"entailment": "E", "neutral": "N", "contradiction": "C", "non-entailment": "non-E"}.get(
         label, label
@@ -30,8 +36,9 @@ def _short(label: str) -> str:
 
 def metrics_table(
     rows: Sequence[Mapping[str, Any]], timing: Mapping[str, Mapping[str, Any]] | None = None
-) -> str:
-    """A Markdown table, one line per (model, checkpoint, task, k).
+) -> Document:
+    """The metrics of ``rows`` as a table of values, one line per (model, checkpoint,
+    task, k), and its note (:func:`nlieval.ground.render` writes it in a format).
 
     ``timing`` maps a model name to its run folder's ``timing.json`` (seconds and items
     per sweep point); with it the table adds the scoring rate and wall time. The random
@@ -43,19 +50,19 @@ def metrics_table(
     >>> from nlieval.types import Record
     >>> r = Record("t", "1", "m", 0, 0, ("entailment", "neutral"), (-0.1, -2.0),
     ...            (0.87, 0.13), "entailment", "neutral")
-    >>> print(metrics_table(summarize([r])).splitlines()[2])  # one gold class: no macro F1
+    >>> print(render(metrics_table(summarize([r])), "md").splitlines()[2])  # no macro F1
     | m | t | 0 | 1 | 1 | 0.000 | n/a | 2.000 | 0.500 | E 100% N 0% | E 0 N 1 |
     """
 
-    def cells(r: Mapping[str, Any]) -> list[str]:
+    def cells(r: Mapping[str, Any]) -> list[Cell | str | int]:
         ns = len(r["seeds"])
         dist = " ".join(f"{_short(lab)} {share:.0%}" for lab, share in r["pred_dist"].items())
         if r.get("n_unparsed"):
             dist += f" unparsed {r['n_unparsed']}"
         return [
-            str(ns),
-            *(plus_minus(r[m.name], r[m.name + "_std"], ns, m.digits) for m in shown),
-            f"{r['chance']:.3f}",
+            ns,
+            *(_pm(r[m.name], r[m.name + "_std"], ns, m.digits) for m in shown),
+            Cell(f"{r['chance']:.3f}", r["chance"]),
             dist,
             " ".join(f"{_short(lab)} {n}" for lab, n in (r.get("gold_counts") or {}).items()),
         ]
@@ -67,7 +74,7 @@ def metrics_table(
 
 def instruct_table(
     rows: Sequence[Mapping[str, Any]], timing: Mapping[str, Mapping[str, Any]] | None = None
-) -> str:
+) -> Document:
     """The table of an instruct run: per (model, task, k), macro F1, accuracy and the
     number of unparseable answers per run, each as mean ± std over the runs.
 
@@ -75,20 +82,20 @@ def instruct_table(
     ...        "macro_f1": 0.3, "macro_f1_std": 0.1, "accuracy": 0.4, "accuracy_std": 0.0,
     ...        "chance": 0.25, "majority_baseline": 0.25,
     ...        "per_seed": [{"n_unparsed": 1}, {"n_unparsed": 3}]}
-    >>> print(instruct_table([row]).splitlines()[-1])
+    >>> print(render(instruct_table([row]), "md").splitlines()[-1])
     | m | scinli | 4 | 10 | 2 | 0.300 ± 0.100 | 0.400 ± 0.000 | 2.0 ± 1.4 | 0.250 | 0.250 |
     """
 
-    def cells(r: Mapping[str, Any]) -> list[str]:
+    def cells(r: Mapping[str, Any]) -> list[Cell | str | int]:
         ns = len(r["seeds"])
         unparsed = [float(p["n_unparsed"]) for p in r["per_seed"]]
         std = statistics.stdev(unparsed) if ns > 1 else 0.0
         return [
-            str(ns),
-            *(plus_minus(r[m.name], r[m.name + "_std"], ns, m.digits) for m in shown),
-            plus_minus(statistics.fmean(unparsed), std, ns, digits=1),
-            f"{r['chance']:.3f}",
-            f"{r['majority_baseline']:.3f}",
+            ns,
+            *(_pm(r[m.name], r[m.name + "_std"], ns, m.digits) for m in shown),
+            _pm(statistics.fmean(unparsed), std, ns, digits=1),
+            Cell(f"{r['chance']:.3f}", r["chance"]),
+            Cell(f"{r['majority_baseline']:.3f}", r["majority_baseline"]),
         ]
 
     # The instruct papers' columns: macro F1 first.
@@ -101,12 +108,12 @@ def _row_table(
     rows: Sequence[Mapping[str, Any]],
     timing: Mapping[str, Mapping[str, Any]] | None,
     head: Sequence[str],
-    cells: Callable[[Mapping[str, Any]], list[str]],
-) -> str:
+    cells: Callable[[Mapping[str, Any]], list[Cell | str | int]],
+) -> Document:
     """One line per row: model, checkpoint (when any row has one), task, k, n, then the
     table's own ``head`` columns, then the scoring rate when ``timing`` is given."""
     if not rows:
-        return "(no scored records yet)"
+        return ["(no scored records yet)"]
     show_ckpt = any(r.get("checkpoint") for r in rows)
     names = (
         ["model"]
@@ -114,23 +121,26 @@ def _row_table(
         + ["task", "k", "n", *head]
         + (["items/s", "wall s"] if timing else [])
     )
-    body = []
+    body: list[list[Cell | str | int]] = []
     for r in rows:
-        line = (
-            [r["model"]]
-            + ([r.get("checkpoint") or ""] if show_ckpt else [])
-            + [r["task"], str(r["k"]), str(r["n"]), *cells(r)]
-        )
+        line: list[Cell | str | int] = [
+            r["model"],
+            *([r.get("checkpoint") or ""] if show_ckpt else []),
+            r["task"],
+            Cell(str(r["k"]), r["k"] if isinstance(r["k"], int) else None),
+            r["n"],
+            *cells(r),
+        ]
         if timing:
             line.extend(_rate(timing, r))
         body.append(line)
-    lines = markdown_table(names, body)
-    if any(cell == "n/a" for line in body for cell in line):
-        lines += ["", UNDEFINED_NOTE]
-    return "\n".join(lines)
+    table = Table.of(names, body)
+    if any(c.text == "n/a" for line in table.rows for c in line):
+        return [Table(table.header, table.rows, notes=("", UNDEFINED_NOTE))]
+    return [table]
 
 
-def _rate(timing: Mapping[str, Mapping[str, Any]], row: Mapping[str, Any]) -> list[str]:
+def _rate(timing: Mapping[str, Mapping[str, Any]], row: Mapping[str, Any]) -> list[Cell | str]:
     secs = items = 0.0
     points = timing.get(row["model"], {})
     for seed in row["seeds"]:
@@ -140,7 +150,7 @@ def _rate(timing: Mapping[str, Mapping[str, Any]], row: Mapping[str, Any]) -> li
             items += points[key]["items"]
     if secs <= 0:
         return ["", ""]
-    return [f"{items / secs:.2f}", f"{secs:.0f}"]
+    return [Cell(f"{items / secs:.2f}", items / secs), Cell(f"{secs:.0f}", secs)]
 
 
 def _seq(value: Any) -> Any:
@@ -163,12 +173,12 @@ def markdown_summary(results: Results) -> str:
             f"exemplars from {cfg.get('pool_split') or 'the default pool'}; greedy, at most "
             f"{cfg.get('max_new_tokens')} new tokens"
         )
-        table = instruct_table(results.metrics, run_timing(results))
+        table = render(instruct_table(results.metrics, run_timing(results)), "md")
     else:
         setup = f"seeds {_seq(cfg.get('seeds'))}; limit {cfg.get('limit')}"
         if cfg.get("sample") is not None:
             setup += f"; sample {cfg['sample']} by label (seed {cfg.get('sample_seed', 0)})"
-        table = metrics_table(results.metrics, run_timing(results))
+        table = render(metrics_table(results.metrics, run_timing(results)), "md")
     lines = [
         f"# nlieval {kind}: {cfg.get('model', '?')}",
         "",

@@ -5,7 +5,7 @@ from ``file://`` with no network, or is served on 127.0.0.1.
 
 Start at :func:`build_site` (writes the site of a :class:`ViewConfig`) and :func:`serve`
 (an HTTP server over the site folder alone). The numbers come from the library functions
-of the other commands (``grid``: :func:`nlieval.reports.grid_report`; ``items``:
+of the other commands (``grid``: :func:`nlieval.reports.grid_of`; ``items``:
 :func:`nlieval.analyses.item_listing` and its filters, :func:`nlieval.analyses.item_flags`),
 so the pages show what the command line prints.
 """

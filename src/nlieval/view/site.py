@@ -45,6 +45,7 @@ from ..reports import (
     FigureAxes,
     FigureConfig,
     GridConfig,
+    ReportConfig,
     figure_from,
     grid_of,
     listing_inputs,
@@ -253,7 +254,7 @@ def _overview(folder: str, records: Sequence[Record]) -> dict[str, Any]:
         "tasks": sorted({r.task for r in records}),
         "points": sorted({(r.k, r.seed) for r in records}),
         "records": len(records),
-        "summary": report([folder], write=False, held=[records]),
+        "summary": report(ReportConfig(runs=(folder,), write=False), held=[records]),
     }
 
 
