@@ -145,7 +145,7 @@ class _Declared(Field):  # type: ignore[type-arg]
 
 def table_format(*choices: str) -> Any:
     """The ``--format`` of a command that prints a table: ``md`` (Markdown) by default,
-    ``latex`` (booktabs, :func:`nlieval.ground.as_format`) always, and the ``choices``
+    ``latex`` (booktabs, :func:`nlieval.ground.render`) always, and the ``choices``
     the command adds (``csv``, ``json``). Every table command takes its format here, so
     the flag reads the same everywhere.
 

@@ -3,7 +3,7 @@ built (issue 44, acceptance 5): the Markdown, LaTeX and CSV of ``grid``, ``break
 ``items``, ``compare``, ``report``, ``chaosnli``, ``dynamics`` and ``stats`` on folders
 made here are, byte for byte, what the commands printed before their tables became values
 (``tests/fixtures/table_outputs.json``, written by the code of commit b140a4b, when every
-table was Markdown text passed through ``as_format``)."""
+table was Markdown text converted to LaTeX)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,11 @@
-"""The text formats of a printed table: Markdown, and LaTeX (booktabs) for a paper.
+"""The formats of a printed table: Markdown, LaTeX (booktabs) for a paper, CSV, JSON.
 
-Every table command builds its cells once, as text (rounded and scaled as the command's
-rules say), and writes them as a Markdown table (:func:`markdown_table`); ``--format
-latex`` passes that text through :func:`as_format`, which turns each Markdown table into
-a booktabs ``tabular`` (:func:`latex_table`) and each line between tables into a LaTeX
-comment. So a LaTeX table holds exactly the cells of the Markdown one, for every command.
+Every table command builds its tables once, as values (:class:`Table` of :class:`Cell`:
+the text a cell prints, rounded and scaled as the command's rules say, and the number
+behind it), and :func:`render` writes them in each format. So a LaTeX table holds exactly
+the cells of the Markdown one, for every command, and no rendered text is read back.
 
->>> print(as_format("| a | b |\\n|---|---|\\n| x_1 | 0.500 ± 0.010 |", "latex"))
+>>> print(render(Table.of(["a", "b"], [["x_1", Cell("0.500 ± 0.010", 0.5)]]), "latex"))
 \\begin{tabular}{ll}
 \\toprule
 a & b \\\\
@@ -18,11 +17,11 @@ x\\_1 & 0.500 \\ensuremath{\\pm} 0.010 \\\\
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-#: The text formats of :func:`as_format` (a command with its own CSV or JSON adds those).
+#: The text formats every table command writes (a command with its own CSV or JSON adds
+#: those).
 TEXT_FORMATS = ("md", "latex")
 
 # Characters the tables print that pdflatex's default UTF-8 input does not know (or knows
@@ -68,7 +67,7 @@ def markdown_table(head: Sequence[str], body: Iterable[Sequence[str]]) -> list[s
     """
 
     # A "|" inside a cell (a model named a|b) is escaped: else it splits the cell, in
-    # Markdown and in as_format's reading of the table.
+    # Markdown.
     def row(cells: Sequence[str]) -> str:
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
@@ -102,51 +101,6 @@ def latex_table(head: Sequence[str], body: Iterable[Sequence[str]]) -> str:
     for char, command in _UNICODE.items():
         text = text.replace(char, command)
     return text.rstrip("\n")
-
-
-_CELL = re.compile(r"(?<!\\)\|")
-
-
-def _cells(line: str) -> list[str]:
-    inner = line.strip()
-    inner = inner[1:] if inner.startswith("|") else inner
-    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
-    return [c.strip().replace("\\|", "|") for c in _CELL.split(inner)]
-
-
-def as_format(text: str, fmt: str) -> str:
-    """``text`` (Markdown tables and lines between them, as a command prints them) in
-    ``fmt``: ``md`` as it is; ``latex``, each table as :func:`latex_table` and each other
-    non-empty line as a ``%`` comment (a heading, a note under a table), so the whole
-    output can be pasted into a document.
-
-    >>> print(as_format("Scores\\n\\n| a |\\n|---|\\n| 1 |", "latex").splitlines()[:3])
-    ['% Scores', '', '\\\\begin{tabular}{l}']
-    """
-    if fmt == "md":
-        return text
-    if fmt != "latex":
-        raise ValueError(f"unknown table format {fmt!r}: {' or '.join(TEXT_FORMATS)}")
-    out: list[str] = []
-    table: list[str] = []
-
-    def flush() -> None:
-        if table:
-            # The line under the heading is Markdown's rule (|---|), no row of cells.
-            ruled = len(table) > 1 and set(table[1].replace("|", "").strip()) <= set("-: ")
-            head = _cells(table[0])
-            body = [_cells(line) for line in table[(2 if ruled else 1) :]]
-            out.append(latex_table(head, body))
-            table.clear()
-
-    for line in text.splitlines():
-        if line.lstrip().startswith("|"):
-            table.append(line)
-            continue
-        flush()
-        out.append(f"% {line}" if line.strip() else "")
-    flush()
-    return "\n".join(out)
 
 
 # --- Tables as values -------------------------------------------------------------
