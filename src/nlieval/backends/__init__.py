@@ -23,11 +23,15 @@ from .adapters import SEPARATOR, LoraSettings
 from .base import (
     ChoiceBackend,
     ClassifierBackend,
+    Generation,
     GenerationBackend,
     LogLikelihoodBackend,
     Progress,
     PromptTooLongError,
     ScoreRequest,
+    Stop,
+    generation_of,
+    stream_answers,
 )
 from .finite import NonFiniteScore, check_scores
 from .hf_classifier import label_map_dict, parse_label_map
@@ -98,6 +102,7 @@ __all__ = [
     "ClassifierMeta",
     "CompletionsLM",
     "EncoderClassifier",
+    "Generation",
     "GenerationBackend",
     "HFCausalLM",
     "HFMultipleChoice",
@@ -119,6 +124,7 @@ __all__ = [
     "ScoreRequest",
     "ServerError",
     "ServerOptions",
+    "Stop",
     "VLLMError",
     "VLLMOptions",
     "backend_from_model",
@@ -129,6 +135,7 @@ __all__ = [
     "classifier_checkpoints",
     "classify_records",
     "encode_pairs",
+    "generation_of",
     "head_for",
     "item_records",
     "json_object_closed",
@@ -146,6 +153,7 @@ __all__ = [
     "resolve_model",
     "save_classifier",
     "stand_in",
+    "stream_answers",
     "training_seed",
     "warn_new_weights",
 ]

@@ -45,6 +45,7 @@ from ..backends import (
     ResolvedModel,
     ServerOptions,
     VLLMOptions,
+    generation_of,
     model_label,
 )
 from ..data import Dataset, ItemSelection
@@ -500,7 +501,7 @@ def run_instruct(
     def make_backend(_: Any) -> GenerationBackend:
         backend = model.chat()
         # Answers of a server arrive one by one: keep each (see ReceivedAnswers).
-        return ReceivedAnswers(backend) if callable(getattr(backend, "iter_map", None)) else backend
+        return ReceivedAnswers(backend) if generation_of(backend).streaming else backend
 
     # The chat model's weights too (none for a server's model: its answers name it).
     prints = fingerprints_of({ds.task: info for ds, _, info in planned}) | model.fingerprints()
