@@ -84,8 +84,8 @@ class Stop:
     tokens after it, a server gets the strings (``"stop"``) and the rule is applied to
     the text it sent (by character: a server sends no tokens). See :func:`cut_answer`.
 
-    >>> Stop(("\n",)).strings
-    ('\n',)
+    >>> Stop(("###",)).strings
+    ('###',)
     >>> Stop(("",))
     Traceback (most recent call last):
     ValueError: a stop string must not be empty

@@ -180,15 +180,18 @@ class LocalChat:
             set() if eos is None else set(eos if isinstance(eos, list) else [eos])
         )
         self.batch_size = max(1, batch_size if isinstance(batch_size, int) else AUTO_BATCH)
-        #: ``batch_size`` conversations per call: more gain nothing, and each batch's answers
-        #: can be saved before the next is computed.
-        self.generation = Generation(batch=self.batch_size, stop=True)
         self.prefix_cache = options.prefix_cache
         self._cached: tuple[tuple[int, ...], Any] | None = None
         #: Prompt tokens through the model: ``prompt`` real ones, ``prefix`` of them taken
         #: from the cache, ``padded`` the prompt slots computed, pads included. Read by
         #: benchmarks and tests; never affects results.
         self.counts = {"prompt": 0, "prefix": 0, "padded": 0, "prefix_runs": 0, "batches": 0}
+
+    @property
+    def generation(self) -> Generation:
+        """``batch_size`` conversations per call (more gain nothing, and each batch's
+        answers can be saved before the next is computed); ``stop`` honoured."""
+        return Generation(batch=self.batch_size, stop=True)
 
     # -- prompts ------------------------------------------------------------------
     #: A conversation every chat template must render: rendered before the weights
