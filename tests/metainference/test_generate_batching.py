@@ -38,7 +38,7 @@ class Counting:
 
 
 def _task(folder: Path) -> Path:
-    rows = [{"id": f"t{i}", "s1": f"Premise {i}.", "s2": "H.", "label": "neutral"} for i in range(N)]
+    rows = [{"id": f"t{i}", "s1": f"Premise {i}.", "s2": "H.", "label": "e"} for i in range(N)]
     (folder / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     yaml = folder / "t.yaml"
     yaml.write_text(
