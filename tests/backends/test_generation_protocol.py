@@ -50,9 +50,9 @@ TEXTS = [f"answer {n}. and more" for n in range(7)]
 @pytest.mark.parametrize(
     ("generation", "sizes"),
     [
-        (None, [1] * 7),  # declares nothing: one at a time
+        (None, [7]),  # declares nothing: a list, as the protocol says
         (Generation(batch=3), [3, 3, 1]),
-        (Generation(batch=None), [7]),
+        (Generation(batch=1), [1] * 7),
         (Generation(batch=100), [7]),
     ],
 )

@@ -1,7 +1,8 @@
 """``nlieval generate`` drives its chat model as the model declares (issue 44 part 4b): an
 engine that schedules any number of conversations itself (vLLM) gets all the premises of
-a chunk in one call, one that declares nothing gets one premise per call, and every
-answer ends where the JSON object has closed whatever the engine. ``instruct`` keeps
+a chunk in one call (as one that declares nothing), one that declares a batch gets at
+most that many per call, and every answer ends where the JSON object has closed
+whatever the engine. ``instruct`` keeps
 each call within the declared batch too."""
 
 from __future__ import annotations
@@ -71,12 +72,12 @@ def test_a_declared_batch_bounds_each_call(tmp_path: Path) -> None:
     assert chat.calls == [8, 8, 8, 6]
 
 
-def test_a_backend_that_declares_nothing_is_asked_one_premise_at_a_time_and_cut(
+def test_a_backend_that_declares_nothing_gets_a_list_and_its_answers_are_cut(
     tmp_path: Path,
 ) -> None:
     chat = Counting()
     rows = _generate(tmp_path, chat)
-    assert chat.calls == [1] * N
+    assert chat.calls == [N]  # was one call per premise
     # It cannot stop itself: its answers end where the JSON object closed, as a
     # transformers model's do (the chatter after it was kept before).
     assert {r["answer"] for r in rows} == {ANSWER}

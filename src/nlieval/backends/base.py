@@ -158,9 +158,10 @@ class Generation:
     attribute (or instance attribute) ``generation``; callers read it through
     :func:`generation_of`, never from the engine's type.
 
-    - ``batch``: conversations worth giving one ``generate`` call (the engine computes
-      them together); None for any number (the engine schedules them itself, as vLLM),
-      1 for one at a time (each answer then is saved before the next is asked for).
+    - ``batch``: the most conversations worth giving one ``generate`` call (the engine
+      computes them together, and a caller saves their answers after the call); None
+      for any number (the engine schedules them itself, as vLLM; and the protocol's
+      default: ``generate`` takes a list).
     - ``streaming``: the backend has ``iter_generate(conversations, max_new_tokens,
       temperature, seed, stop=...)``, which yields ``(index, answer)`` as each answer
       arrives, a request that failed for good giving its exception instead.
@@ -168,11 +169,11 @@ class Generation:
       a backend without it gets none, and its caller cuts the answers
       (:func:`cut_answer`).
 
-    >>> generation_of(object())  # a backend that declares nothing: one at a time
-    Generation(batch=1, streaming=False, stop=False)
+    >>> generation_of(object())  # a backend that declares nothing
+    Generation(batch=None, streaming=False, stop=False)
     """
 
-    batch: int | None = 1
+    batch: int | None = None
     streaming: bool = False
     stop: bool = False
 
@@ -204,7 +205,7 @@ def stream_answers(
 
     >>> class Upper:
     ...     name, calls = "upper", []
-    ...     generation = Generation(batch=2)
+    ...     generation = Generation(batch=2)  # two conversations per call
     ...     def generate(self, convs, max_new_tokens=32, temperature=0.0, seed=0):
     ...         self.calls.append(len(convs))
     ...         return [c[-1]["content"].upper() for c in convs]

@@ -146,11 +146,11 @@ def iter_answers(
     """``(index, answer)`` as answers arrive; a failed request gives its exception.
 
     The backend is driven as it declares (:func:`nlieval.backends.stream_answers`): a
-    streaming one (a server) concurrently, the others in the batches they declare (all
-    at once for vLLM, ``--batch-size`` for transformers, one at a time for a backend
-    that declares nothing, so that each answer is saved before the next is asked
-    for). Every answer ends once :func:`answer_complete` holds (a later continuation
-    would parse to the same hypotheses).
+    streaming one (a server) concurrently, each answer saved as it arrives; the others
+    in the batches they declare (``--batch-size`` for transformers; all at once for vLLM
+    and for a backend that declares nothing), each batch's answers saved after it. Every
+    answer ends once :func:`answer_complete` holds (a later continuation would parse to
+    the same hypotheses).
     """
     stop = Stop(rule=answer_complete)
     yield from stream_answers(backend, conversations, max_new_tokens, temperature, seed, stop)
