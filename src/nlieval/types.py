@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
+
+Progress = Callable[[int], None]
+"""Called with the number of requests just finished (drives a progress bar)."""
 
 
 class Label(str, Enum):

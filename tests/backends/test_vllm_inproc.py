@@ -275,3 +275,76 @@ def test_two_tensor_parallel_workers_score_as_one(
         best = sorted(one["loglik"], reverse=True)
         if best[0] - best[1] > 2 * TOLERANCE:
             assert one["pred"] == two["pred"], key
+
+
+#: Run in the vLLM Python: SmolLM2's chat answers through vLLM in process, all at once and
+#: one at a time, with and without a stop; every ``LLM.generate`` call's size is kept.
+GENERATE_SCRIPT = r"""
+import json, sys
+from nlieval.backends import Stop, stream_answers
+from nlieval.backends.vllm_engine import VLLMChat, VLLMOptions
+from nlieval.metainference.generated import iter_answers
+
+chat = VLLMChat("smollm2-135m", VLLMOptions(enforce_eager=True, max_model_len=2048))
+calls = []
+engine_generate = chat.llm.generate
+def counted(prompts, *args, **kw):
+    calls.append(len(prompts))
+    return engine_generate(prompts, *args, **kw)
+chat.llm.generate = counted
+users = json.loads(sys.argv[1])
+convs = [[{"role": "user", "content": u}] for u in users]
+out = {"batched": chat.generate(convs, max_new_tokens=24)}
+out["alone"] = [chat.generate([c], max_new_tokens=24)[0] for c in convs]
+out["calls"], calls[:] = list(calls), []
+text = out["batched"][0]
+out["string"] = s = text[4:6]
+out["cut"] = chat.generate(convs, max_new_tokens=24, stop=Stop((s,)))
+rule = Stop(rule=lambda t: len(t) >= 12)
+out["rule"] = [a for _, a in stream_answers(chat, convs, 24, stop=rule)]
+out["rule_alone"] = [chat.generate([c], max_new_tokens=24, stop=rule)[0] for c in convs]
+calls[:] = []
+many = [[{"role": "user", "content": f"Premise: A dog runs in field {n}."}] for n in range(30)]
+out["many"] = len(list(iter_answers(chat, many, 4, 0.0, 0)))
+out["many_calls"] = list(calls)
+print(json.dumps(out))
+"""
+
+USERS = [
+    "Write one sentence about a cat.",
+    "What is 2 + 2?",
+    "Name a color.",
+    "Premise: A man is playing a guitar on stage. Write a hypothesis.",
+    "Say hello in French.",
+]
+
+
+def test_batched_generation_equals_one_at_a_time_and_stops(
+    vllm_python: str, data_dir: Path
+) -> None:
+    proc = subprocess.run(
+        [vllm_python, "-c", GENERATE_SCRIPT, json.dumps(USERS)],
+        env=_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    # All the conversations of a call are one LLM.generate; greedy answers are those
+    # each gets alone.
+    assert out["calls"] == [len(USERS)] + [1] * len(USERS)
+    assert out["batched"] == out["alone"]
+    assert len(set(out["batched"])) > 1  # varied answers: the comparison means something
+    # A stop string ends every answer before it (derived from the answers without stop).
+    s = out["string"]
+    assert s and s in out["batched"][0]
+    assert out["cut"] == [a.split(s, 1)[0] for a in out["batched"]]
+    # A stop rule ends each answer at its first token after which the rule holds: the
+    # same batched and alone, a start of the free answer, long enough unless it ended.
+    assert out["rule"] == out["rule_alone"]
+    for cut, full in zip(out["rule"], out["batched"], strict=True):
+        assert full.startswith(cut) and (len(cut) >= 12 or cut == full)
+    assert any(len(c) < len(f) for c, f in zip(out["rule"], out["batched"], strict=True))
+    # `nlieval generate`'s driver gives vLLM all 30 premises in one call (was 30 calls).
+    assert out["many"] == 30 and out["many_calls"] == [30]

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from nlieval.backends import Progress, ScoreRequest, stand_in
+from nlieval.backends import ScoreRequest, stand_in
+from nlieval.types import Progress
 from nlieval.choice import RunConfig, run
 from nlieval.ground import render
 from nlieval.reports import ReportConfig, report

@@ -28,11 +28,13 @@ from typing import TYPE_CHECKING
 from .base import (
     ChoiceBackend,
     ClassifierBackend,
+    Generation,
     GenerationBackend,
     LogLikelihoodBackend,
-    Progress,
     PromptTooLongError,
     ScoreRequest,
+    Stop,
+    stream_answers,
 )
 from .finite import NonFiniteScore
 from .openai import ServerError, ServerOptions
@@ -41,28 +43,26 @@ from .registry import (
     ChatModel,
     NamesAModel,
     ResolvedModel,
-    chat_model_setting,
+    model_setting,
     resolve,
     stand_in,
 )
 from .vllm_engine import VLLMOptions
-from .weights import DEFAULT_MODEL, ModelError
+from .weights import ModelError
 
 if TYPE_CHECKING:
     from .classifier import load_encoder
-    from .generator import LocalChat, json_object_closed
     from .lora_classifier import build_lora
     from .multiple_choice import backend_from_model, item_records
 
 __all__ = [
     # the model registry
-    "DEFAULT_MODEL",
     "ChatModel",
     "NamesAModel",
     "ResolvedModel",
     "resolve",
     "stand_in",
-    "chat_model_setting",
+    "model_setting",
     # the options of each engine
     "HFOptions",
     "ServerOptions",
@@ -72,16 +72,16 @@ __all__ = [
     "ClassifierBackend",
     "GenerationBackend",
     "LogLikelihoodBackend",
-    "Progress",
     "ScoreRequest",
     # the errors
     "ModelError",
     "NonFiniteScore",
     "PromptTooLongError",
     "ServerError",
-    # generation
-    "LocalChat",
-    "json_object_closed",
+    # generation: what an engine declares, where an answer stops, the one driver
+    "Generation",
+    "Stop",
+    "stream_answers",
     # a trained classifier: its records, and what `nlieval train` loads and builds
     "backend_from_model",
     "build_lora",
@@ -97,10 +97,6 @@ def __getattr__(name: str) -> object:
         from .classifier import load_encoder
 
         return load_encoder
-    if name in ("LocalChat", "json_object_closed"):
-        from . import generator
-
-        return getattr(generator, name)
     if name == "build_lora":
         from .lora_classifier import build_lora
 

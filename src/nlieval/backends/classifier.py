@@ -31,8 +31,8 @@ from ..classifiers import (
     read_meta,
     scored_record,
 )
-from ..types import Item, Label, Record
-from .base import ClassifierBackend, Progress
+from ..types import Item, Label, Progress, Record
+from .base import ClassifierBackend
 from .finite import NonFiniteScore, check_scores
 from .lora_classifier import load_lora
 from .options import HFOptions

@@ -69,7 +69,8 @@ from typing import Any
 
 import httpx2 as httpx
 
-from .base import Progress, ScoreRequest
+from ..types import Progress
+from .base import ScoreRequest
 from .echo_logprobs import EchoScore, EchoSizer, ImpossibleLogprob, checked_logprob, echo_score
 from .openai import RequestTimeout, ServerClient, ServerError, ServerOptions, TryAgain, clip
 

@@ -9,9 +9,10 @@
   The prefix of a conversation is fixed by the conversation alone (the tokens before its
   last message's content), never by the batch it lands in, so results do not depend on
   the batch size.
-- Each row stops on its own at EOS, or as soon as ``stop(answer so far)`` is true; rows
-  that are done get pads until the whole batch is (``model.generate`` keeps the batch
-  shape).
+- Each row stops on its own at EOS, or as soon as its ``stop`` (a
+  :class:`~nlieval.backends.base.Stop`: stop strings, a rule on the answer so far) holds;
+  rows that are done get pads until the whole batch is (``model.generate`` keeps the
+  batch shape). An answer that stopped at a string ends before it.
 - Sampling (``temperature > 0``) draws every row from its own generator seeded with
   ``seed``: a row gets exactly the tokens it got alone after ``torch.manual_seed(seed)``,
   whatever the batch.
@@ -31,13 +32,13 @@ from __future__ import annotations
 import copy
 import logging
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..ground import ChatTemplate
-from .base import Messages
+from .base import Generation, Messages, Stop, StopRule
 from .finite import NonFiniteScore
 from .hf_cache import cache_kwargs
 from .options import HFOptions
@@ -49,43 +50,6 @@ from .weights import (
 )
 
 log = logging.getLogger(__name__)
-
-StopRule = Callable[[str], bool]
-"""True once an answer (the text generated so far) is complete."""
-
-
-def json_object_closed(text: str) -> bool:
-    """Whether ``text`` holds a top-level ``{...}`` that has closed and nothing is open
-    after it (braces inside JSON strings do not count).
-
-    Hand-written because a JSON parser only says whether a complete text parses, not
-    whether a growing text has closed its object; it follows the JSON grammar's strings
-    and escapes, the only places where a brace is not structure.
-
-    >>> [json_object_closed(t) for t in ('{"a": "}"', '{"a": "}"}', 'x {"a": {"b": 1}} y')]
-    [False, True, True]
-    >>> json_object_closed('{"a": 1} {"b":')
-    False
-    """
-    depth = 0
-    closed = False
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == "{":
-            depth += 1
-        elif ch == "}" and depth > 0:
-            depth -= 1
-            closed = closed or depth == 0
-        elif ch == '"' and depth > 0:
-            in_string = True
-    return closed and depth == 0
 
 
 def chat_template(tok: Any, folder: str, previous: ChatTemplate | None = None) -> ChatTemplate:
@@ -189,6 +153,12 @@ class LocalChat:
         #: benchmarks and tests; never affects results.
         self.counts = {"prompt": 0, "prefix": 0, "padded": 0, "prefix_runs": 0, "batches": 0}
 
+    @property
+    def generation(self) -> Generation:
+        """``batch_size`` conversations per call (more gain nothing, and each batch's
+        answers can be saved before the next is computed); ``stop`` honoured."""
+        return Generation(batch=self.batch_size, stop=True)
+
     # -- prompts ------------------------------------------------------------------
     #: A conversation every chat template must render: rendered before the weights
     #: load, so that a template that cannot (a bound reached, an error) stops at once.
@@ -259,11 +229,14 @@ class LocalChat:
         temperature: float = 0.0,
         seed: int = 0,
         *,
-        stop: StopRule | None = None,
+        stop: Stop | StopRule | None = None,
     ) -> list[str]:
         """One answer per conversation, through the chat template (greedy unless
         ``temperature`` > 0); an answer ends at EOS, after ``max_new_tokens`` tokens, or
-        at the first token after which ``stop(answer)`` holds."""
+        at the first token after which ``stop`` holds (a :class:`Stop`, or a rule on the
+        answer so far), before a stop string it holds."""
+        if stop is not None and not isinstance(stop, Stop):
+            stop = Stop(rule=stop)
         rows = [self._row(i, conv) for i, conv in enumerate(conversations)]
         groups: dict[tuple[int, ...], list[_Row]] = {}
         for row in rows:
@@ -295,7 +268,7 @@ class LocalChat:
         temperature: float = 0.0,
         seed: int = 0,
         *,
-        stop: StopRule | None = None,
+        stop: Stop | StopRule | None = None,
     ) -> Iterator[tuple[int, str | Exception]]:
         """``(index, answer)`` in the order of ``conversations``, one batch at a time, so a
         caller can save each answer before the next batch is computed; the answers are
@@ -341,7 +314,7 @@ class LocalChat:
         max_new_tokens: int,
         temperature: float,
         seed: int,
-        stop: StopRule | None,
+        stop: Stop | None,
     ) -> list[str]:
         import torch
         from transformers import LogitsProcessorList, StoppingCriteriaList
@@ -388,10 +361,11 @@ class LocalChat:
                 stopping_criteria=StoppingCriteriaList([ender]),
                 **kwargs,
             )
-        return [
+        texts = [
             self._decode(out[b, n_pre + width :].tolist(), ender.ends.get(b))
             for b in range(len(batch))
         ]
+        return texts if stop is None else [stop.cut_strings(t) for t in texts]
 
     def _decode(self, new: list[int], end: int | None) -> str:
         # A row ends at its first EOS (dropped, as skip_special_tokens would) or where the
@@ -406,12 +380,13 @@ class LocalChat:
 
 
 class _RowStop:
-    """Per-row stopping criterion: a row is done once ``stop`` holds for its answer.
+    """Per-row stopping criterion: a row is done once ``stop`` holds for its answer (a stop
+    string in it, or the rule).
 
     ``ends[b]`` is the number of new tokens of row ``b`` when it was stopped.
     """
 
-    def __init__(self, chat: LocalChat, start: int, stop: StopRule | None) -> None:
+    def __init__(self, chat: LocalChat, start: int, stop: Stop | None) -> None:
         self.chat, self.start, self.stop = chat, start, stop
         self.ends: dict[int, int] = {}
 
@@ -429,7 +404,7 @@ class _RowStop:
             new = input_ids[b, self.start :].tolist()
             if any(t in self.chat.eos_ids for t in new):
                 continue  # already finished by EOS; generate pads it from here
-            if self.stop(str(self.chat.tok.decode(new, skip_special_tokens=True))):
+            if self.stop.hit(str(self.chat.tok.decode(new, skip_special_tokens=True))):
                 self.ends[b] = n_new
                 done[b] = True
         return done

@@ -14,7 +14,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .base import Progress, PromptTooLongError, ScoreRequest
+from ..types import Progress
+from .base import PromptTooLongError, ScoreRequest
 from .finite import check_scores
 from .hf_cache import cache_kwargs, prefix_rows_cache
 from .hf_cascade import PREFIX_KWARG, cascade_attention_on, cascade_unsupported

@@ -30,8 +30,8 @@ from ..classifiers import (
     read_meta,
     scored_record,
 )
-from ..types import Item, Label, Record
-from .base import ChoiceBackend, ClassifierBackend, Progress
+from ..types import Item, Label, Progress, Record
+from .base import ChoiceBackend, ClassifierBackend
 from .finite import NonFiniteScore, check_scores
 from .options import HFOptions
 from .placement import pick_placement

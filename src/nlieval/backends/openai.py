@@ -60,7 +60,7 @@ from tenacity import (
 )
 
 from ..settings import setting
-from .base import Messages
+from .base import Generation, Messages, Stop, cut_answer
 
 log = logging.getLogger(__name__)
 
@@ -623,6 +623,9 @@ class OpenAIChat(ServerClient):
     """
 
     ENDPOINT = "/chat/completions"
+    #: Any number of conversations per call (``concurrency`` requests in flight), each
+    #: answer yielded as it arrives; stop strings go in the request's ``stop``.
+    generation = Generation(batch=None, streaming=True, stop=True)
 
     # -- GenerationBackend ------------------------------------------------------------
     def generate(
@@ -631,11 +634,15 @@ class OpenAIChat(ServerClient):
         max_new_tokens: int = 32,
         temperature: float = 0.0,
         seed: int = 0,
+        *,
+        stop: Stop | None = None,
     ) -> list[str]:
         """One answer per conversation, in order; raises the first :class:`ServerError`
         (use :meth:`iter_generate` to keep the answers that did arrive)."""
         answers: list[str | None] = [None] * len(conversations)
-        for i, answer in self.iter_generate(conversations, max_new_tokens, temperature, seed):
+        for i, answer in self.iter_generate(
+            conversations, max_new_tokens, temperature, seed, stop=stop
+        ):
             if isinstance(answer, ServerError):
                 raise answer
             answers[i] = answer
@@ -647,16 +654,19 @@ class OpenAIChat(ServerClient):
         max_new_tokens: int = 32,
         temperature: float = 0.0,
         seed: int = 0,
+        *,
+        stop: Stop | None = None,
     ) -> Iterator[tuple[int, str | ServerError]]:
         """``(index, answer)`` for each conversation as soon as it is done, where a request
-        that failed for good gives its :class:`ServerError` instead of the answer.
+        that failed for good gives its :class:`ServerError` instead of the answer; each
+        answer ends where ``stop`` says (see :meth:`complete`).
 
         Closing the iterator early (``break``) cancels the requests not yet sent and
         stops retries of those in flight; it returns once they have finished.
         """
 
-        def one(conv: Messages, stop: threading.Event) -> str:
-            return self.complete(conv, max_new_tokens, temperature, seed, stop)
+        def one(conv: Messages, halt: threading.Event) -> str:
+            return self.complete(conv, max_new_tokens, temperature, seed, halt, ends=stop)
 
         return self.iter_map(one, conversations)
 
@@ -668,10 +678,15 @@ class OpenAIChat(ServerClient):
         temperature: float = 0.0,
         seed: int = 0,
         stop: threading.Event | None = None,
+        *,
+        ends: Stop | None = None,
     ) -> str:
         """The answer to one conversation, with retries; raises :class:`ServerError`.
 
-        ``stop``, once set, ends the retries (the last failure is raised).
+        ``stop``, once set, ends the retries (the last failure is raised). ``ends``'
+        strings go in the request's ``stop`` field, and the answer is cut here too (a
+        server may ignore the field), its rule applied to the text that came
+        (:func:`~nlieval.backends.base.cut_answer`).
         """
         payload: dict[str, Any] = {
             "model": self.name,
@@ -680,7 +695,9 @@ class OpenAIChat(ServerClient):
             "temperature": temperature,
             "seed": seed,
         }
-        return self.request(payload, self._answer_text, stop)
+        if ends is not None and ends.strings:
+            payload["stop"] = list(ends.strings)
+        return cut_answer(self.request(payload, self._answer_text, stop), ends)
 
     def _answer_text(self, resp: httpx.Response, where: str) -> str:
         return _answer_text(resp, where, self.check_model)

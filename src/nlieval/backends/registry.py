@@ -639,13 +639,16 @@ def _fingerprint(name: str, source: ModelSource) -> dict[str, str]:
         return {}
 
 
-def chat_model_setting() -> Any:
-    """``--model`` of a command that talks to a chat model (``generate``, ``instruct``),
-    declared here once.
+def model_setting(help: str | None = None) -> Any:
+    """``--model``, declared here once: the model string :func:`resolve` reads, the
+    packaged default when none is given. ``help``: what the command does with it (by
+    default, a command that talks to a chat model: ``generate``, ``instruct``).
 
-    >>> chat_model_setting().metadata["flag"].cli_default == DEFAULT_MODEL
+    >>> model_setting().metadata["flag"].cli_default == DEFAULT_MODEL
     True
     """
+    if help is not None:
+        return setting(help=help, cli_default=DEFAULT_MODEL)
     return setting(
         help="chat model run in process (alias, folder, .gguf or hub id); with --api-base "
         "the server's model name",
@@ -861,7 +864,7 @@ class ChatModel(NamesAModel):
     ModelSpec(engine='server', name='m')
     """
 
-    model: str = chat_model_setting()
+    model: str = model_setting()
     hf: HFOptions = options(HFOptions)
     server: ServerOptions | None = options(
         ServerOptions, when="api_base", optional=True, title="server"

@@ -15,7 +15,12 @@ engine (``vllm.LLM``), with its batching over a whole sweep point.
   setting), as the transformers engine's.
 - Chat answers go through the same chat template as the transformers engine
   (:func:`~nlieval.backends.generator.chat_template`), greedy unless a temperature is
-  given.
+  given. All the conversations of one call are one ``LLM.generate`` (vLLM schedules
+  them in its own batches, within its memory), so callers give it any number
+  (``Generation(batch=None)``); a greedy answer is the one it gets alone. Stop strings
+  end answers in vLLM (``SamplingParams(stop=...)``); a stop rule is applied to each
+  answer's tokens afterwards (vLLM runs no Python per token), as the transformers
+  engine applies it while generating.
 
 vllm is imported when the engine starts, never before: ``nlieval --help`` and every
 other engine load nothing of it, and a Python without it gets one line
@@ -34,7 +39,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..settings import setting
-from .base import Messages, Progress, PromptTooLongError, ScoreRequest
+from ..types import Progress
+from .base import (
+    Generation,
+    Messages,
+    PromptTooLongError,
+    ScoreRequest,
+    Stop,
+    cut_tokens,
+)
 from .finite import check_scores
 from .generator import chat_template
 from .hf_tokens import TokenSplitter
@@ -321,18 +334,23 @@ class VLLMCausalLM(TokenSplitter):
         check_scores(scores, self.name, "log-likelihood")
         return scores
 
+    #: As :class:`VLLMChat`, which answers for it.
+    generation = Generation(batch=None, stop=True)
+
     def generate(
         self,
         conversations: Sequence[Messages],
         max_new_tokens: int = 32,
         temperature: float = 0.0,
         seed: int = 0,
+        *,
+        stop: Stop | None = None,
     ) -> list[str]:
         """One answer per conversation through the model's chat template (see
         :class:`VLLMChat`)."""
         if self._chat is None:  # built once: resolving the model and its template again
             self._chat = VLLMChat(self.source, self.options, llm=self.llm)
-        return self._chat.generate(conversations, max_new_tokens, temperature, seed)
+        return self._chat.generate(conversations, max_new_tokens, temperature, seed, stop=stop)
 
 
 class VLLMChat:
@@ -340,9 +358,13 @@ class VLLMChat:
     template rendered as the transformers engine renders it (nlieval's bounded sandbox),
     greedy unless ``temperature`` > 0 (then seeded per conversation with ``seed``).
 
-    >>> VLLMChat.__name__
-    'VLLMChat'
+    All the conversations of a call go to vLLM at once, which schedules them:
+
+    >>> VLLMChat.generation
+    Generation(batch=None, streaming=False, stop=True)
     """
+
+    generation = Generation(batch=None, stop=True)
 
     def __init__(
         self,
@@ -362,6 +384,8 @@ class VLLMChat:
         )
         self.tok = self.llm.get_tokenizer()
         self._chat = chat_template(self.tok, folder)
+        #: ``LLM.generate`` calls and the conversations they held (benchmarks, tests).
+        self.counts = {"calls": 0, "conversations": 0}
 
     def generate(
         self,
@@ -369,9 +393,15 @@ class VLLMChat:
         max_new_tokens: int = 32,
         temperature: float = 0.0,
         seed: int = 0,
+        *,
+        stop: Stop | None = None,
     ) -> list[str]:
-        """One answer per conversation; an answer ends at EOS or after ``max_new_tokens``."""
+        """One answer per conversation, all in one ``LLM.generate``; an answer ends at
+        EOS, after ``max_new_tokens``, or where ``stop`` says (a :class:`Stop`)."""
         from vllm import SamplingParams, TokensPrompt
+
+        if not conversations:
+            return []
 
         prompts = []
         for conv in conversations:
@@ -386,8 +416,16 @@ class VLLMChat:
                 # does not depend on its place in the batch.
                 seed=None if temperature == 0 else seed,
                 skip_special_tokens=True,
+                stop=list(stop.strings) if stop is not None and stop.strings else None,
             )
             for _ in prompts
         ]
+        self.counts["calls"] += 1
+        self.counts["conversations"] += len(prompts)
         outs = _generate(self.llm, prompts, params)
-        return [o.outputs[0].text for o in outs]
+        if stop is None:
+            return [o.outputs[0].text for o in outs]
+        return [cut_tokens(list(o.outputs[0].token_ids), self._decode, stop) for o in outs]
+
+    def _decode(self, ids: Sequence[int]) -> str:
+        return str(self.tok.decode(list(ids), skip_special_tokens=True))

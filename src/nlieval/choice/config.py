@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..backends import (
-    DEFAULT_MODEL,
     HFOptions,
     NamesAModel,
     ResolvedModel,
     ServerOptions,
     VLLMOptions,
+    model_setting,
 )
 from ..classifiers import label_map_dict, parse_label_map
 from ..data import ItemSelection, data_dir_setting, split_setting, tasks_setting
@@ -59,11 +59,10 @@ class RunConfig(ItemSelection, NamesAModel):
     ('LABEL_0=entailment', 'LABEL_1=neutral')
     """
 
-    model: str = setting(
-        help="alias (smollm2-135m, gemma3-270m), model folder, .gguf file, hub id or "
+    model: str = model_setting(
+        "alias (smollm2-135m, gemma3-270m), model folder, .gguf file, hub id or "
         "classifier folder, run in process (hf:NAME says so explicitly); with --api-base "
-        "the server's model (server:NAME says so explicitly)",
-        cli_default=DEFAULT_MODEL,
+        "the server's model (server:NAME says so explicitly)"
     )
     tasks: tuple[str, ...] = tasks_setting()
     shots: tuple[int, ...] = setting(

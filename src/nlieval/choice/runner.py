@@ -14,7 +14,6 @@ from ..backends import (
     ChoiceBackend,
     ClassifierBackend,
     LogLikelihoodBackend,
-    Progress,
     PromptTooLongError,
     ResolvedModel,
 )
@@ -28,7 +27,7 @@ from ..runs import (
     fingerprints_of,
     saved_config,
 )
-from ..types import Item, Record
+from ..types import Item, Progress, Record
 from .config import RunConfig
 from .scoring import SweepPoint, make_sweep_point, score_items
 

@@ -9,10 +9,9 @@ from typing import Protocol, runtime_checkable
 from ..backends import (
     LogLikelihoodBackend,
     NonFiniteScore,
-    Progress,
     ScoreRequest,
 )
-from ..types import Item, Label, Record, softmax
+from ..types import Item, Label, Progress, Record, softmax
 from .prompts import Prompt, PromptBuilder, draw_shots
 
 

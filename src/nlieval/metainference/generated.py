@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import data
-from ..backends import GenerationBackend, LocalChat, ResolvedModel
+from ..backends import GenerationBackend, ResolvedModel, Stop, stream_answers
 from ..data import Dataset
 from ..ground import atomic_write
 from ..runs import RECORDS, RunError, RunFolder, Step, execute
@@ -145,22 +145,15 @@ def iter_answers(
 ) -> Iterator[tuple[int, str | Exception]]:
     """``(index, answer)`` as answers arrive; a failed request gives its exception.
 
-    Backends with ``iter_generate`` (:class:`~nlieval.backends.openai.OpenAIChat`) are
-    asked concurrently, :class:`~nlieval.backends.generator.LocalChat` in batches that
-    stop each answer once :func:`answer_complete`; the others one conversation at a
-    time, so that each answer is saved before the next is asked for.
+    The backend is driven as it declares (:func:`nlieval.backends.stream_answers`): a
+    streaming one (a server) concurrently, each answer saved as it arrives; the others
+    in the batches they declare (``--batch-size`` for transformers; all at once for vLLM
+    and for a backend that declares nothing), each batch's answers saved after it. Every
+    answer ends once :func:`answer_complete` holds (a later continuation would parse to
+    the same hypotheses).
     """
-    if isinstance(backend, LocalChat):
-        yield from backend.iter_generate(
-            conversations, max_new_tokens, temperature, seed, stop=answer_complete
-        )
-        return
-    stream = getattr(backend, "iter_generate", None)
-    if callable(stream):
-        yield from stream(conversations, max_new_tokens, temperature, seed)
-        return
-    for i, conv in enumerate(conversations):
-        yield i, backend.generate([conv], max_new_tokens, temperature, seed)[0]
+    stop = Stop(rule=answer_complete)
+    yield from stream_answers(backend, conversations, max_new_tokens, temperature, seed, stop)
 
 
 def _targets_and_examples(

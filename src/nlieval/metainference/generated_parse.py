@@ -9,7 +9,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..backends import json_object_closed
 from ..types import NLI3, Label
 
 #: The JSON keys of an answer, in the order of :data:`~nlieval.types.NLI3`.
@@ -18,6 +17,40 @@ KEYS: tuple[str, ...] = tuple(lab.value for lab in NLI3)
 
 class InvalidAnswer(ValueError):
     """An answer that is not a JSON object with three non-empty hypotheses (says why)."""
+
+
+def json_object_closed(text: str) -> bool:
+    """Whether ``text`` holds a top-level ``{...}`` that has closed and nothing is open
+    after it (braces inside JSON strings do not count).
+
+    Hand-written because a JSON parser only says whether a complete text parses, not
+    whether a growing text has closed its object; it follows the JSON grammar's strings
+    and escapes, the only places where a brace is not structure.
+
+    >>> [json_object_closed(t) for t in ('{"a": "}"', '{"a": "}"}', 'x {"a": {"b": 1}} y')]
+    [False, True, True]
+    >>> json_object_closed('{"a": 1} {"b":')
+    False
+    """
+    depth = 0
+    closed = False
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == "{":
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            closed = closed or depth == 0
+        elif ch == '"' and depth > 0:
+            in_string = True
+    return closed and depth == 0
 
 
 def _json_objects(text: str) -> Iterator[Any]:

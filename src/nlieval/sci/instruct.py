@@ -38,13 +38,14 @@ from typing import Any, ClassVar
 
 from .. import data
 from ..backends import (
+    Generation,
     GenerationBackend,
     HFOptions,
     NamesAModel,
     ResolvedModel,
     ServerOptions,
     VLLMOptions,
-    chat_model_setting,
+    model_setting,
 )
 from ..data import Dataset, ItemSelection, data_dir_setting, split_setting, tasks_setting
 from ..runs import (
@@ -128,7 +129,7 @@ class InstructConfig(ItemSelection, NamesAModel):
     its prompt has no exemplars and decoding is greedy, so other runs would repeat it.
     """
 
-    model: str = chat_model_setting()
+    model: str = model_setting()
     tasks: tuple[str, ...] = tasks_setting(("scinli",), note=" with four classes")
     shots: tuple[int, ...] = setting(
         SHOTS,
@@ -488,7 +489,7 @@ def run_instruct(
     def make_backend(_: Any) -> GenerationBackend:
         backend = model.chat()
         # Answers of a server arrive one by one: keep each (see ReceivedAnswers).
-        return ReceivedAnswers(backend) if callable(getattr(backend, "iter_map", None)) else backend
+        return ReceivedAnswers(backend) if Generation.of(backend).streaming else backend
 
     # The chat model's weights too (none for a server's model: its answers name it).
     prints = fingerprints_of({ds.task: info for ds, _, info in planned}) | model.fingerprints()

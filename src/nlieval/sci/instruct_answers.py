@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..backends import GenerationBackend
+from ..backends import Generation, GenerationBackend
 from ..types import LETTERS, SCI4, Item, Label, Record
 from .instruct_prompt import (
     InstructPrompt,
@@ -159,7 +159,9 @@ def evaluate_instruct(
     ``Record.seed`` is the run index; ``shots`` the exemplar ids; ``answer`` the raw text;
     ``pred`` None when :func:`parse_answer` finds no class (read in the prompt's
     options); ``model`` defaults to the backend's name; ``prompt`` the prompt file
-    (None: the shipped prompt).
+    (None: the shipped prompt). One ``generate`` call holds at most ``batch_size``
+    conversations, and no more than the backend declares it takes at once
+    (:meth:`~nlieval.backends.Generation.of`).
 
     >>> class Echo:
     ...     name = "echo"
@@ -178,6 +180,8 @@ def evaluate_instruct(
     shots = tuple(ex.id for ex in exemplars)
     convs = [build_messages(it, exemplars, system_role, prompt) for it in items]
     answers: list[str] = []
+    declared = Generation.of(backend).batch
+    batch_size = max(1, batch_size if declared is None else min(batch_size, declared))
     for start in range(0, len(convs), batch_size):
         batch = convs[start : start + batch_size]
         out = backend.generate(batch, max_new_tokens=max_new_tokens, temperature=0.0, seed=run)
@@ -222,6 +226,9 @@ class ReceivedAnswers:
     answers that arrived in :attr:`answers` (by index) when a request fails for good, so
     that :func:`~nlieval.sci.instruct.run_instruct` saves them before it stops."""
 
+    #: A chunk is one call: :attr:`answers` are indexed within it.
+    generation = Generation(batch=None)
+
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.name: str = inner.name
@@ -248,6 +255,8 @@ class ReceivedAnswers:
 
 class ReplayAnswers:
     """Answers already received, given back in order (to record them)."""
+
+    generation = Generation(batch=None)
 
     def __init__(self, name: str, answers: Sequence[str]) -> None:
         self.name = name
