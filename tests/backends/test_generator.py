@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from nlieval.backends.generator import LocalChat
-from nlieval.metainference.generated_parse import json_object_closed
 from nlieval.metainference.generated import answer_complete, iter_answers
+from nlieval.metainference.generated_parse import json_object_closed
 
 Conv = list[dict[str, str]]
 
