@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from nlieval.backends import ScoreRequest, stand_in
-from nlieval.types import Progress
 from nlieval.choice import RunConfig, run
 from nlieval.ground import render
 from nlieval.reports import ReportConfig, report
 from nlieval.runs import RECORDS, Results, RunError, RunFolder
+from nlieval.types import Progress
 from tests.helpers.cli_process import start_cli
 from tests.helpers.records import saved_rows
 
