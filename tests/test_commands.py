@@ -124,7 +124,9 @@ def test_the_figures_an_error_lists_are_the_figures(
     with pytest.raises(DataError, match=r"figure: shots, size or toy\)"):
         rep.check_outputs(exp)
     with pytest.raises(ValueError, match=r"unknown figure 'nope': shots, size or toy$"):
-        nlieval.reports.figure_report("nope", (), tmp_path / "f.png")
+        nlieval.reports.figure_from(
+            nlieval.reports.FigureConfig(kind="nope", out=str(tmp_path / "f.png"))
+        )
 
 
 def test_an_output_of_a_printing_command_writes_its_text(
