@@ -42,6 +42,7 @@ from .plotting import (
     DYNAMICS_METRICS,
     FIGURE_KINDS,
     FigureData,
+    FigureKind,
     FigurePaths,
     FigureWidth,
     figure_format,
@@ -540,9 +541,10 @@ def _figure(
     reference lines given by value (name -> task -> level, at the figure's metric).
     """
     records, renamed = _named(folders, names, held)
-    figure = FIGURE_KINDS.get(kind) if kind in FIGURES else None
+    figure = FIGURES.get(kind)
     if figure is None:
-        raise ValueError(f"unknown figure {kind!r}: {', '.join(FIGURES[:-1])} or {FIGURES[-1]}")
+        known = list(FIGURES)
+        raise ValueError(f"unknown figure {kind!r}: {', '.join(known[:-1])} or {known[-1]}")
     # The options a kind takes decide what is prepared for its drawing.
     if "metric" not in figure.options:
         metric = "accuracy"
@@ -806,8 +808,10 @@ class ItemsConfig(NamedRuns):
     out: str | None = _table_out()
 
 
-#: The figures of ``nlieval figure``: the kinds of :data:`nlieval.plotting.FIGURE_KINDS`.
-FIGURES = tuple(FIGURE_KINDS)
+#: The figures of ``nlieval figure`` (name -> its kind): the table
+#: :data:`nlieval.plotting.FIGURE_KINDS` itself, which the command's choices and help, the
+#: experiment files' check and their schema read.
+FIGURES: Mapping[str, FigureKind] = FIGURE_KINDS
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,7 +16,6 @@ import json
 from ..analyses import comparison_table
 from ..commands import settings_of
 from ..ground import render
-from ..plotting import FIGURE_KINDS
 from ..reports import (
     FIGURES,
     BreakdownConfig,
@@ -71,8 +70,7 @@ def cmd_figure(args: argparse.Namespace) -> int:
 def _kinds_help() -> str:
     # Each kind of the figure table, with the flags it reads.
     said = []
-    for name in FIGURES:
-        kind = FIGURE_KINDS[name]
+    for name, kind in FIGURES.items():
         flags = f" ({', '.join('--' + o for o in kind.options)})" if kind.options else ""
         said.append(f"{name}: {kind.help}{flags}")
     return "; ".join(said)
@@ -109,7 +107,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     p = command_parser(sub, "figure")
     # A positional with choices: the settings of nlieval.settings are flags only.
-    p.add_argument("kind", choices=FIGURES, help=_kinds_help())
+    p.add_argument("kind", choices=list(FIGURES), help=_kinds_help())
     for cls in settings_of("figure"):
         add_settings(p, cls)
     # Repeatable (action "append"), which a setting's flag cannot be.
