@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import nlieval.plotting
 import nlieval.reports
 from nlieval import commands
 from nlieval.cli import build_parser
@@ -110,8 +111,10 @@ def test_each_command_line_of_the_table_is_the_parsers(name: str) -> None:
 def test_the_figures_an_error_lists_are_the_figures(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    # A figure added to nlieval.reports.FIGURES is named wherever the figures are listed.
-    monkeypatch.setattr(nlieval.reports, "FIGURES", ("shots", "size", "toy"))
+    # A figure added to the figure table is named wherever the figures are listed.
+    monkeypatch.delitem(nlieval.reports.FIGURES, "dynamics")
+    toy = nlieval.plotting.FigureKind("toy", "a toy", lambda d: Path(str(d.path)))
+    monkeypatch.setitem(nlieval.reports.FIGURES, "toy", toy)
     path = tmp_path / "e.yaml"
     output = {"kind": "figure", "blocks": ["base"]}
     path.write_text(
@@ -124,7 +127,9 @@ def test_the_figures_an_error_lists_are_the_figures(
     with pytest.raises(DataError, match=r"figure: shots, size or toy\)"):
         rep.check_outputs(exp)
     with pytest.raises(ValueError, match=r"unknown figure 'nope': shots, size or toy$"):
-        nlieval.reports.figure_report("nope", (), tmp_path / "f.png")
+        nlieval.reports.figure_from(
+            nlieval.reports.FigureConfig(kind="nope", out=str(tmp_path / "f.png"))
+        )
 
 
 def test_an_output_of_a_printing_command_writes_its_text(

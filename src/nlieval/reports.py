@@ -31,9 +31,6 @@ from .analyses import (
     item_listing,
     listing_table,
     metric_rows,
-    plot_accuracy_vs_shots,
-    plot_accuracy_vs_size,
-    plot_dynamics,
     render_grid,
 )
 from .analyses import CompareConfig as CompareConfig  # the settings of `nlieval compare`
@@ -43,6 +40,9 @@ from .ground import DataError, Document, read_json, render
 from .metrics import METRICS, group_records, listed, metrics, summarize
 from .plotting import (
     DYNAMICS_METRICS,
+    FIGURE_KINDS,
+    FigureData,
+    FigureKind,
     FigurePaths,
     FigureWidth,
     figure_format,
@@ -541,14 +541,19 @@ def _figure(
     reference lines given by value (name -> task -> level, at the figure's metric).
     """
     records, renamed = _named(folders, names, held)
+    figure = FIGURES.get(kind)
+    if figure is None:
+        known = list(FIGURES)
+        raise ValueError(f"unknown figure {kind!r}: {', '.join(known[:-1])} or {known[-1]}")
+    # The options a kind takes decide what is prepared for its drawing.
+    if "metric" not in figure.options:
+        metric = "accuracy"
     lines: dict[str, dict[str, float]] = {}
     for f in baselines:
-        lines.update(baseline_lines(f, metric if kind == "dynamics" else "accuracy"))
+        lines.update(baseline_lines(f, metric))
     lines.update({k: dict(v) for k, v in (references or {}).items()})
-    if kind == "shots":
-        return plot_accuracy_vs_shots(summarize(records), path, lines, width=width, names=palette)
-    if kind == "size":
-        rows = summarize(records)
+    rows = metric_rows(records, metric) if "metric" in figure.options else summarize(records)
+    if "sizes" in figure.options:
         if sizes is None:
             # Weights are found by the model as recorded, whatever name it is drawn under.
             models = dict(renamed)
@@ -559,9 +564,7 @@ def _figure(
             }
         else:  # a size given for the model as recorded holds for each of its names too
             sizes = {**sizes, **{n: sizes[m] for n, m in renamed.items() if m in sizes}}
-        return plot_accuracy_vs_size(rows, sizes, path, lines, width=width, names=palette)
-    if kind == "dynamics":
-        rows = metric_rows(records, metric)
+    if "positions" in figure.options:
         ckpts = sorted({str(r["checkpoint"]) for r in rows if r.get("checkpoint")})
         if positions is None:
             if pattern is None:
@@ -569,17 +572,19 @@ def _figure(
             positions = checkpoint_positions(ckpts, pattern, scale)
         else:
             positions = _match_positions(ckpts, positions)
-        return plot_dynamics(
-            rows,
-            positions,
-            path,
-            metric=metric,
-            axis=axis,
+    return figure.draw(
+        FigureData(
+            rows=rows,
+            path=path,
             lines=lines,
             width=width,
             names=palette,
+            metric=metric,
+            axis=axis,
+            sizes=sizes or {},
+            positions=positions or {},
         )
-    raise ValueError(f"unknown figure {kind!r}: {', '.join(FIGURES[:-1])} or {FIGURES[-1]}")
+    )
 
 
 def _match_positions(ckpts: Sequence[str], table: Mapping[str, float]) -> dict[str, float]:
@@ -803,8 +808,10 @@ class ItemsConfig(NamedRuns):
     out: str | None = _table_out()
 
 
-#: The figures of ``nlieval figure``.
-FIGURES = ("shots", "size", "dynamics")
+#: The figures of ``nlieval figure`` (name -> its kind): the table
+#: :data:`nlieval.plotting.FIGURE_KINDS` itself, which the command's choices and help, the
+#: experiment files' check and their schema read.
+FIGURES: Mapping[str, FigureKind] = FIGURE_KINDS
 
 
 @dataclass(frozen=True, kw_only=True)

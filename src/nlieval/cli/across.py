@@ -67,6 +67,15 @@ def cmd_figure(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kinds_help() -> str:
+    # Each kind of the figure table, with the flags it reads.
+    said = []
+    for name, kind in FIGURES.items():
+        flags = f" ({', '.join('--' + o for o in kind.options)})" if kind.options else ""
+        said.append(f"{name}: {kind.help}{flags}")
+    return "; ".join(said)
+
+
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``compare``, ``breakdown``, ``items`` and ``figure`` (``grid`` prints what its
     library function returns: the table adds it).
@@ -98,7 +107,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     p = command_parser(sub, "figure")
     # A positional with choices: the settings of nlieval.settings are flags only.
-    p.add_argument("kind", choices=FIGURES)
+    p.add_argument("kind", choices=list(FIGURES), help=_kinds_help())
     for cls in settings_of("figure"):
         add_settings(p, cls)
     # Repeatable (action "append"), which a setting's flag cannot be.

@@ -157,7 +157,7 @@ def output_options(exp: Experiment, out: Output) -> dict[str, Any]:
             exp.source,
             out.line,
             "figure",
-            f"a figure output names its figure (figure: {_one_of(FIGURES)})",
+            f"a figure output names its figure (figure: {_one_of(list(FIGURES))})",
         )
     if out.kind == "epg" and "scores" not in values:
         raise DataError(

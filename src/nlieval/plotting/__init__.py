@@ -10,6 +10,8 @@ or PNG by the extension, naming and styling a series) and the plots of results
 * ``nlieval dynamics --plot``: :func:`plot_run_dynamics` (one checkpoint run);
 * ``nlieval contamination --plot``: :func:`plot_epg`; ``nlieval sci-report --plot-dir``:
   :func:`plot_confusion`;
+* a new figure kind of ``nlieval figure``: its drawing and one :class:`FigureKind` in
+  :data:`FIGURE_KINDS` (:mod:`.results`);
 * a new plot: a function of rows, wrapped in :func:`styled`, that draws on :func:`grid`
   (``width=``), styles its series with :func:`styles` and returns :func:`save`.
 
@@ -44,6 +46,9 @@ from .canvas import (
 from .chaosnli import plot_final_divergence
 from .results import (
     DYNAMICS_METRICS,
+    FIGURE_KINDS,
+    FigureData,
+    FigureKind,
     checkpoint_positions,
     plot_accuracy_by_entropy,
     plot_accuracy_vs_shots,
@@ -72,6 +77,9 @@ __all__ = [
     "plot_epg",
     "plot_final_divergence",
     "DYNAMICS_METRICS",
+    "FIGURE_KINDS",
+    "FigureData",
+    "FigureKind",
     "PlotWriteError",
     "checkpoint_positions",
     "grid",

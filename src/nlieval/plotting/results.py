@@ -19,7 +19,8 @@ JS distances on a JS axis, and each reference system at the axis' metric
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -715,3 +716,77 @@ def checkpoint_positions(
         except ValueError:
             raise ValueError(f"checkpoint {ck!r}: {m.group(1)!r} is not a number") from None
     return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class FigureData:
+    """What the drawing of a figure kind is given (:class:`FigureKind`): its ``rows``
+    (:func:`nlieval.metrics.summarize`'s rows, or ``metric``'s rows when the kind takes
+    ``metric``), the ``path`` (or paths) to save at, the reference ``lines`` (name ->
+    task -> level at the figure's metric), ``width`` and ``names`` (the palette of the
+    call), and what the kind's options made of the settings: ``sizes`` (model ->
+    parameters) and ``positions`` (checkpoint -> x), empty when it does not take them."""
+
+    rows: Sequence[Row]
+    path: FigurePaths
+    lines: Mapping[str, Mapping[str, float]]
+    width: float | None = None
+    names: Iterable[str] | None = None
+    metric: str = "accuracy"
+    axis: str = "training tokens"
+    sizes: Mapping[str, float] = field(default_factory=dict)
+    positions: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FigureKind:
+    """One figure of ``nlieval figure`` (and of an experiment's ``figure`` output):
+    its ``name``, a ``help`` line, its ``draw`` (a :class:`FigureData` -> the path
+    written), and the ``options`` of :class:`nlieval.reports.FigureConfig` it reads.
+    The options decide what the reports prepare: ``metric`` (rows of that metric, the
+    reference lines at it; without it, the summary's rows and accuracy), ``sizes``
+    (each model's parameters, counted from its weights when not given) and
+    ``positions`` (each checkpoint's x, from ``pattern`` and ``scale`` or the table)."""
+
+    name: str
+    help: str
+    draw: Callable[[FigureData], Path]
+    options: tuple[str, ...] = ()
+
+
+def _draw_shots(d: FigureData) -> Path:
+    return plot_accuracy_vs_shots(d.rows, d.path, d.lines, width=d.width, names=d.names)
+
+
+def _draw_size(d: FigureData) -> Path:
+    return plot_accuracy_vs_size(d.rows, d.sizes, d.path, d.lines, width=d.width, names=d.names)
+
+
+def _draw_dynamics(d: FigureData) -> Path:
+    return plot_dynamics(
+        d.rows,
+        d.positions,
+        d.path,
+        metric=d.metric,
+        axis=d.axis,
+        lines=d.lines,
+        width=d.width,
+        names=d.names,
+    )
+
+
+#: The figure kinds, in the order ``nlieval figure`` lists them: a new kind is its
+#: drawing and one entry here.
+FIGURE_KINDS: dict[str, FigureKind] = {
+    k.name: k
+    for k in (
+        FigureKind("shots", "accuracy vs shots, a line per model", _draw_shots),
+        FigureKind("size", "accuracy vs parameters, a line per k", _draw_size, ("sizes",)),
+        FigureKind(
+            "dynamics",
+            "a metric over checkpoints, a line per model",
+            _draw_dynamics,
+            ("pattern", "scale", "positions", "metric", "axis"),
+        ),
+    )
+}
