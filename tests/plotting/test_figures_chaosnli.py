@@ -196,7 +196,7 @@ def test_a_stats_output_is_the_dataset_table(tmp_path: Path) -> None:
     exp = parse_experiment(path.read_text(), str(path))
     report = tmp_path / "report"
     report.mkdir()
-    files = rep._write_static(exp, exp.outputs[0], report)
+    files, _ = rep._write_output(exp, exp.outputs[0], (), report)
     assert files == ["out.md", "out.tex"]
     smoke = Path(__file__).parents[2] / "src/nlieval/resources/smoke.jsonl"
     items = len(smoke.read_text().splitlines())
