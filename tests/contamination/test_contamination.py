@@ -13,6 +13,7 @@ import pytest
 from nlieval import contamination as cont
 from nlieval.choice import RunConfig
 from nlieval.cli import main as cli_main
+from nlieval.ground import render
 from nlieval.runs import RunFolder
 from nlieval.types import Item, Record
 from tests.helpers.figures import hlines_of, record_savefig, series_of
@@ -272,7 +273,7 @@ def test_epg_by_hand() -> None:
 def test_epg_no_clean_items_is_nan() -> None:
     rows = cont.epg([_rec("a", True), _rec("b", False)], SCORES, [0.4])
     assert rows[0]["n_clean"] == 0 and math.isnan(rows[0]["epg"])
-    table = cont.format_epg(rows)
+    table = render(cont.format_epg(rows), "md")
     assert table.splitlines()[2].startswith("| m | t | 0 | 0.4 | 100.0 | 0 |")
 
 
@@ -280,7 +281,7 @@ def test_epg_table_and_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     records = [_rec("a", True), _rec("b", True), _rec("c", False), _rec("d", False)]
     rows = cont.epg(records, SCORES)
     assert len(rows) == len(cont.DEFAULT_THRESHOLDS)
-    assert "| EPG |" in cont.format_epg(rows).splitlines()[0]
+    assert "| EPG |" in render(cont.format_epg(rows), "md").splitlines()[0]
     saved = record_savefig(monkeypatch)
     out = cont.plot_epg(rows, tmp_path / "epg.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

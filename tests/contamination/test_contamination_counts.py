@@ -14,6 +14,7 @@ import pytest
 
 from nlieval import contamination as cont
 from nlieval.cli import main as cli_main
+from nlieval.ground import render
 from nlieval.types import Record
 
 
@@ -73,7 +74,7 @@ def test_epg_counts_the_items_each_run_left_out() -> None:
         ("m", 1): 2,
     }
     # The table says what was left out, with its count, under the table.
-    table = cont.format_epg(rows).splitlines()
+    table = render(cont.format_epg(rows), "md").splitlines()
     notes = [line for line in table if "without a contamination score" in line]
     assert len(notes) == 2
     assert any(" 2 item" in n and n.startswith("m /") for n in notes), notes

@@ -349,17 +349,17 @@ RAW = {"mkdir", "write_text", "write_bytes", "touch", "savefig", "save_pretraine
 ALLOWED = {
     ("cli/__init__.py", "main", "open"):
         "os.devnull opened for writing (stdout of a closed pipe), no file of nlieval's",
-    ("backends/classifier.py", "save_classifier", "mkdtemp"):
+    ("classifiers/model.py", "save_classifier", "mkdtemp"):
         "a fresh temporary folder beside the checkpoint, whose parent make_folder made",
-    ("backends/classifier.py", "save_classifier", "save_pretrained"):
+    ("classifiers/model.py", "save_classifier", "save_pretrained"):
         "into the fresh temporary folder (no link can be in it)",
-    ("backends/classifier.py", "save_classifier", "save_file"):
+    ("classifiers/model.py", "save_classifier", "save_file"):
         "into the fresh temporary folder",
-    ("backends/classifier.py", "save_classifier", "rmtree"):
+    ("classifiers/model.py", "save_classifier", "rmtree"):
         "the checkpoint folder, checked by check_inside: not a link",
-    ("backends/classifier.py", "save_classifier", "replace"):
+    ("classifiers/model.py", "save_classifier", "replace"):
         "renames the temporary folder over the checked checkpoint folder",
-    ("backends/lora_classifier.py", "save_lora", "save_pretrained"):
+    ("classifiers/model.py", "save_lora", "save_pretrained"):
         "called by save_classifier on its fresh temporary folder",
     ("backends/weights.py", "_adopted", "replace"):
         "renames an old-named conversion inside the cache (never one that is a link) to "

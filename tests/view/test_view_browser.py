@@ -151,7 +151,7 @@ def filters_match_items(
             page.check(f"#filter-{f}")
         counts[combo] = opened.count()
         argv = ["items", *runs, "--filter", ",".join(combo), "--format", "json"]
-        assert counts[combo] == len(json.loads(_cli(capsys, *argv, "--limit", "100000")))
+        assert counts[combo] == len(json.loads(_cli(capsys, *argv, "--max-rows", "100000")))
         for f in combo:
             page.uncheck(f"#filter-{f}")
     return listed, counts

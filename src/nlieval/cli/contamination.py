@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from .. import contamination as cont
+from ..ground import render
 from .args import add_command, settings_from_args
 
 
@@ -51,7 +52,7 @@ def run_contamination(args: argparse.Namespace) -> int:
     if "epg" not in got:
         return 0
     print()
-    print(cont.format_epg(got["epg"]))
+    print(render(cont.format_epg(got["epg"]), "md"))
     if "plot" in got:
         print(f"\nplot: {got['plot']}")
     return 0

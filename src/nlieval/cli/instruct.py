@@ -12,6 +12,7 @@ import dataclasses
 import sys
 from typing import Any
 
+from ..ground import render
 from ..runs import RunError, instruct_table, run_timing
 from ..sci import InstructConfig, instruct_backend, run_instruct
 from .args import add_command, settings_from_args
@@ -50,7 +51,7 @@ def cmd_instruct(args: argparse.Namespace) -> int:
     if faults:
         # The run went on, but the user should know that the server misbehaved.
         print(f"WARNING server faults tried again: {faults}", file=sys.stderr)
-    print(instruct_table(results.metrics, run_timing(results)))
+    print(render(instruct_table(results.metrics, run_timing(results)), "md"))
     print(f"\nrecords, results.json and summary.md in {args.out}")
     return 0
 

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..ground import Block, Cell, Document, Table
 from ..metrics import mean_std
 from ..plotting import series_name
 from ..types import Record
@@ -106,35 +107,43 @@ def _epg_point(
     }
 
 
-def format_epg(rows: Sequence[Mapping[str, Any]]) -> str:
-    """A Markdown table of :func:`epg` rows.
+def format_epg(rows: Sequence[Mapping[str, Any]]) -> Document:
+    """The table of :func:`epg` rows, with a line per left-out group under it (written by
+    :func:`nlieval.ground.render`).
 
-    >>> print(format_epg([]))
+    >>> from nlieval.ground import render
+    >>> print(render(format_epg([]), "md"))
     (no records joined with contamination scores)
     """
     if not rows:
-        return "(no records joined with contamination scores)"
+        return ["(no records joined with contamination scores)"]
     metric = rows[0]["metric"]
-    lines = [
-        f"| model | task | k | t | % contaminated | n clean | {metric} all | {metric} clean "
-        "| EPG |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    body = []
     for r in rows:
         std = f" ± {r['epg_std']:.4f}" if len(r["seeds"]) > 1 else ""
-        lines.append(
-            f"| {series_name(r)} | {r['task']} | {r['k']} "
-            f"| {r['threshold']:g} | {r['pct_contaminated']:.1f} | {r['n_clean']} "
-            f"| {r['metric_all']:.4f} | {r['metric_clean']:.4f} | {r['epg']:+.4f}{std} |"
+        body.append(
+            [
+                series_name(r),
+                r["task"],
+                str(r["k"]),
+                f"{r['threshold']:g}",
+                Cell(f"{r['pct_contaminated']:.1f}", r["pct_contaminated"]),
+                Cell(str(r["n_clean"]), r["n_clean"]),
+                Cell(f"{r['metric_all']:.4f}", r["metric_all"]),
+                Cell(f"{r['metric_clean']:.4f}", r["metric_clean"]),
+                Cell(f"{r['epg']:+.4f}{std}", r["epg"]),
+            ]
         )
+    head = ["model", "task", "k", "t", "% contaminated", "n clean", f"{metric} all"]
+    doc: list[Block] = [Table.of([*head, f"{metric} clean", "EPG"], body)]
     # Items the run scored but the scores file has not are left out: said with their count.
     left_out = {
         (series_name(r), r["task"], r["k"]): r["n_unscored"] for r in rows if r.get("n_unscored")
     }
     if left_out:
-        lines.append("")  # a line right under a Markdown table would be read as a row
-    lines += [
+        doc.append("")  # a line right under a Markdown table would be read as a row
+    doc += [
         f"{name} / {task} k={k}: {n} item(s) without a contamination score, left out"
         for (name, task, k), n in left_out.items()
     ]
-    return "\n".join(lines)
+    return doc

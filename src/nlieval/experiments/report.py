@@ -599,6 +599,7 @@ def write_chaosnli_figure(job: Job) -> tuple[list[str], list[str]]:
 def write_epg(job: Job) -> tuple[list[str], list[str]]:
     """EPG of its cells against the scores of its ``scores`` block: a table and a figure."""
     from ..contamination import ContaminationConfig, contamination_report, format_epg
+    from ..ground import render
     from .commands import SCORES
 
     opts = job.opts
@@ -618,7 +619,7 @@ def write_epg(job: Job) -> tuple[list[str], list[str]]:
         got = contamination_report(
             ContaminationConfig(scores=scores, run=runs, plot=str(first), **kw), also=more
         )
-        _write(report / f"{name}.md", format_epg(got["epg"]))
+        _write(report / f"{name}.md", render(format_epg(got["epg"]), "md"))
         files += [f"{name}.md", *(f"{name}.{ext}" for ext in FIGURE_FORMATS)]
     return files, notes
 
