@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import write_task_yaml
-from ..ground import Block, Cell, Table, atomic_write, make_folder
+from ..ground import Block, Cell, FolderError, Table, atomic_write, make_folder
 from ..types import NLI3, Item, Label, Record
 from . import logic
 
@@ -198,21 +198,23 @@ def write_task(
 
     The task is unlabelled (``fields.label: null``) and copies the provenance back into
     each item's ``meta``. A folder that already holds them is refused unless
-    ``overwrite``: runs on the old items would no longer match.
+    ``overwrite`` (a :class:`~nlieval.ground.FolderError`, its advice in flags): runs on
+    the old items would no longer match.
 
     >>> items = reversal([Item("1", "A man sleeps.", "A person rests.", Label.ENTAILMENT)])
     >>> write_task(items, run_dir).name
     'task.yaml'
     >>> write_task(items, run_dir)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: ... already holds inferred items; choose another --out or pass --overwrite
+    nlieval.ground.errors.FolderError: ... holds inferred items; choose another --out, or pass ...
     """
     if not items:
         raise ValueError("no inferred items to write (do the source items share sentences?)")
     root = Path(folder)
     if not overwrite and ((root / ITEMS_FILE).exists() or (root / TASK_FILE).exists()):
-        raise ValueError(
-            f"{root} already holds inferred items; choose another --out or pass --overwrite"
+        raise FolderError(
+            f"{root} already holds inferred items",
+            advice="choose another --out, or pass --overwrite",
         )
     make_folder(root)
     lines = []
