@@ -399,7 +399,6 @@ KNOWN: dict[str, str] = {
     "nlieval.data.load:_load_hub --data-dir": _OPEN,
     "nlieval.reports:reference_pairs --reference-by": _VIEW,
     "nlieval.runs.labels:given_names --name": _VALUE,
-    "nlieval.runs.labels:keep_apart --name": _OPEN,
     "nlieval.runs.labels:run_name --name": _OPEN,
 }
 #: The commands of a message's ``nlieval CMD ...``: a flag after it is CMD's.
@@ -612,3 +611,23 @@ def test_a_cell_folder_refused_by_import_or_infer_build_is_worded_for_the_experi
         assert info.value.advice is not None and "--overwrite" in info.value.advice
         said_there = str(for_experiment(info.value, tmp_path / "cells" / "c"))
         assert not FLAG.findall(said_there), said_there
+
+
+@pytest.mark.parametrize("command", [["sci-report"], ["plots", "--out", "figs"], ["report"]])
+def test_two_folders_shown_alike_are_refused_with_the_flags_of_the_command(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a and b hold model m: a table shows them as "m (a)" and "m (b)" (their folders'
+    # names), and c holds a model recorded as "m (a)" on the same point. A command with
+    # --name advises it; one without (sci-report, plots) says the reason alone.
+    runs = []
+    for name, model in (("a", "m"), ("b", "m"), ("c", "m (a)")):
+        (tmp_path / name).mkdir()
+        RunFolder(tmp_path / name).append([_rec(model, "1")])
+        runs.append(str(tmp_path / name))
+    argv = [command[0], *runs, *[str(tmp_path / c) if c == "figs" else c for c in command[1:]]]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{runs[0]} and {runs[2]} both hold m (a) on task t, k=0" in err, err
+    assert ("--name RUN=NAME" in err) == ("--name" in FLAGS[(command[0],)]), err
+    assert not set(FLAG.findall(err)) - FLAGS[(command[0],)], err
