@@ -396,7 +396,9 @@ KNOWN: dict[str, str] = {
     "nlieval.backends.registry:resolve --checkpoints": _VALUE,
     "nlieval.backends.vllm_engine:VLLMOptions.__post_init__ --gpu-memory-utilization": _VALUE,
     "nlieval.backends.vllm_engine:VLLMOptions.__post_init__ --max-model-len": _VALUE,
-    "nlieval.data.load:_load_hub --data-dir": _OPEN,
+    "nlieval.data.load:_load_hub --data-dir": "infer report loads its --items only as a "
+    "path that exists (metainference.inferred.read_task refuses another), and a task file "
+    "names no hub; the graph does not follow values",
     "nlieval.reports:reference_pairs --reference-by": _VIEW,
     "nlieval.runs.labels:given_names --name": _VALUE,
     "nlieval.runs.labels:run_name --name": _OPEN,
@@ -631,3 +633,15 @@ def test_two_folders_shown_alike_are_refused_with_the_flags_of_the_command(
     assert f"{runs[0]} and {runs[2]} both hold m (a) on task t, k=0" in err, err
     assert ("--name RUN=NAME" in err) == ("--name" in FLAGS[(command[0],)]), err
     assert not set(FLAG.findall(err)) - FLAGS[(command[0],)], err
+
+
+def test_infer_report_reads_its_items_as_a_folder_never_a_task_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --items naming a built-in task, no data dir: the command has no --data-dir to set.
+    monkeypatch.delenv("NLIEVAL_DATA_DIR", raising=False)
+    (tmp_path / "r").mkdir()
+    assert main(["infer", "report", str(tmp_path / "r"), "--items", "snli"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nlieval: error: snli: ") and "infer build" in err, err
+    assert not set(FLAG.findall(err)) - FLAGS[("infer", "report")], err

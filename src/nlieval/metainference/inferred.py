@@ -237,16 +237,22 @@ def write_task(
 
 
 def read_task(folder: str | Path) -> tuple[Item, ...]:
-    """The inferred items written by :func:`write_task` (a folder or its task YAML).
+    """The inferred items written by :func:`write_task` (a folder or its task YAML); a
+    path that is neither is refused (a FolderError), never read as a built-in task's name.
 
     >>> items = reversal([Item("7", "A dog barks.", "An animal barks.", Label.ENTAILMENT)])
     >>> it = read_task(write_task(items, run_dir))[0]  # unlabelled, provenance back in meta
     >>> it.id, it.premise, it.label, it.meta["sources"], it.meta["input"], it.meta["target"]
     ('inf:reversal:7', 'An animal barks.', None, ['7'], 'Eab', 'ba')
+    >>> read_task("snli")
+    Traceback (most recent call last):
+    nlieval.ground.errors.FolderError: snli: no folder written by infer build, nor its task.yaml
     """
     from .. import data
 
     p = Path(folder)
+    if not p.exists():
+        raise FolderError(f"{p}: no folder written by infer build, nor its {TASK_FILE}")
     return data.load_task(str(p / TASK_FILE if p.is_dir() else p)).items
 
 
