@@ -13,7 +13,8 @@ and the test asks those places rather than copying their rules:
   reading a folder with a doubled record says no ``--overwrite``;
 - inside ``experiment plan`` and ``run`` a cell has no flags: the library's words are
   said with ``--set KEY=VALUE`` (``experiments.driver.as_set``, from the settings'
-  declared flags), warnings and errors alike;
+  declared flags), warnings and errors alike, and a flag only an output's option sets
+  (a report's refusal) as that option of the file's output;
 - a flag written after ``nlieval CMD`` in a message is ``CMD``'s (a command to run next).
 
 So a message is worded once, in the library, for the command that owns the flag, and a
@@ -401,7 +402,8 @@ KNOWN: dict[str, str] = {
     "names no hub; the graph does not follow values",
     "nlieval.reports:reference_pairs --reference-by": _VIEW,
     "nlieval.runs.labels:given_names --name": _VALUE,
-    "nlieval.runs.labels:run_name --name": _OPEN,
+    "nlieval.runs.labels:run_name --name": "plots and sci-report have no --name and call "
+    "read_named with no names, so no RUN=NAME is parsed (the graph does not follow values)",
 }
 #: The commands of a message's ``nlieval CMD ...``: a flag after it is CMD's.
 _CITED = re.compile(r"\bnlieval ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?")
