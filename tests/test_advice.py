@@ -13,7 +13,8 @@ and the test asks those places rather than copying their rules:
   reading a folder with a doubled record says no ``--overwrite``;
 - inside ``experiment plan`` and ``run`` a cell has no flags: the library's words are
   said with ``--set KEY=VALUE`` (``experiments.driver.as_set``, from the settings'
-  declared flags), warnings and errors alike;
+  declared flags), warnings and errors alike, and a flag only an output's option sets
+  (a report's refusal) as that option of the file's output;
 - a flag written after ``nlieval CMD`` in a message is ``CMD``'s (a command to run next).
 
 So a message is worded once, in the library, for the command that owns the flag, and a
@@ -355,14 +356,11 @@ _VALUE = (
     "the check of a value only this flag gives: the command has no such flag, so its "
     "default passes (the graph does not follow values)"
 )
-_REPORT = (
-    "experiment run's report and view call the reports' functions with settings of "
-    "their own; the refusals keep the report command's flag (not done: the words of the "
-    "file's report section)"
-)
-_VALUE_ERROR = (
-    "a cell's folder refused with a ValueError, not a FolderError, so the experiment "
-    "does not replace its --overwrite advice (not done: the callers catch ValueError)"
+_VIEW = (
+    "view calls the grid and the item listing with settings of its own (allow_mixed "
+    "true, every item, no row cap, no overall or reference): the refusal needs a value "
+    "only the report command's flag gives (the graph does not follow values); an "
+    "experiment's report says it as the output's option (experiments.driver.as_set)"
 )
 _RECORDED = (
     "figure and view resolve a model named in saved records (for its size), a name the "
@@ -376,14 +374,10 @@ _OPEN = "not done: whether the command can reach it with a value was not settled
 #: Messages a command reaches and says with a flag it lacks, known and not fixed here
 #: (``module:unit --flag``); each must still be found, so the list only shrinks.
 KNOWN: dict[str, str] = {
-    "nlieval.analyses.grid:_mixed_cells --allow-mixed": _REPORT,
-    "nlieval.analyses.grid:by_fields --no-overall": _REPORT,
-    "nlieval.analyses.imports:_refuse_other_split --out": _VALUE_ERROR,
-    "nlieval.analyses.imports:_refuse_other_split --overwrite": _VALUE_ERROR,
-    "nlieval.analyses.imports:_refuse_path_named --overwrite": _VALUE_ERROR,
-    "nlieval.analyses.imports:_refuse_saved --overwrite": _VALUE_ERROR,
-    "nlieval.analyses.listing:item_listing --ids": _REPORT,
-    "nlieval.analyses.listing:item_listing --max-rows": _REPORT,
+    "nlieval.analyses.grid:_mixed_cells --allow-mixed": _VIEW,
+    "nlieval.analyses.grid:by_fields --no-overall": _VIEW,
+    "nlieval.analyses.listing:item_listing --ids": _VIEW,
+    "nlieval.analyses.listing:item_listing --max-rows": _VIEW,
     "nlieval.classifiers.labels:parse_label_map --label-map": _VALUE,
     "nlieval.classifiers.labels:task_labels_of --label-map": _OPEN,
     "nlieval.backends.registry:_check_revisions --model": _RECORDED,
@@ -403,18 +397,13 @@ KNOWN: dict[str, str] = {
     "nlieval.backends.registry:resolve --checkpoints": _VALUE,
     "nlieval.backends.vllm_engine:VLLMOptions.__post_init__ --gpu-memory-utilization": _VALUE,
     "nlieval.backends.vllm_engine:VLLMOptions.__post_init__ --max-model-len": _VALUE,
-    "nlieval.data.load:_load_hub --data-dir": _OPEN,
-    "nlieval.metainference.inferred:write_task --out": _VALUE_ERROR,
-    "nlieval.metainference.inferred:write_task --overwrite": _VALUE_ERROR,
-    "nlieval.reports:figure_from --sizes": _REPORT,
-    "nlieval.reports:_figure --pattern": _REPORT,
-    "nlieval.reports:grid_of --ci": _REPORT,
-    "nlieval.reports:reference_pairs --reference-by": _REPORT,
+    "nlieval.data.load:_load_hub --data-dir": "infer report loads its --items only as a "
+    "path that exists (metainference.inferred.read_task refuses another), and a task file "
+    "names no hub; the graph does not follow values",
+    "nlieval.reports:reference_pairs --reference-by": _VIEW,
     "nlieval.runs.labels:given_names --name": _VALUE,
-    "nlieval.runs.labels:keep_apart --name": _OPEN,
-    "nlieval.runs.labels:run_name --name": _OPEN,
-    "nlieval.sci.report:SciReportConfig.__post_init__ --in-domain": _REPORT,
-    "nlieval.sci.report:SciReportConfig.__post_init__ --out-of-domain": _REPORT,
+    "nlieval.runs.labels:run_name --name": "plots and sci-report have no --name and call "
+    "read_named with no names, so no RUN=NAME is parsed (the graph does not follow values)",
 }
 #: The commands of a message's ``nlieval CMD ...``: a flag after it is CMD's.
 _CITED = re.compile(r"\bnlieval ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?")
@@ -577,3 +566,84 @@ def test_what_an_experiment_says_through_the_library_is_worded_with_set(
         raise TrainError("the run diverged; train again with a lower --lr")
     assert [r.getMessage() for r in caplog.records] == ["smoke: --set limit=4 takes"]
     assert "a lower --set lr=" in str(err.value), err.value
+
+
+def test_an_experiment_report_refusal_says_the_output_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A sci-report output with an in-domain task and no out-of-domain one: the report's
+    # refusal, which the sci-report command words with its flags, said as the output's
+    # options (experiment run has neither flag).
+    (tmp_path / "e.yaml").write_text(
+        "retries: 0\nmodels: {a: " + str(tmp_path / "no-model") + "}\n"
+        "blocks: {b: {command: run, tasks: [smoke]}}\n"
+        "matrix: [{block: b, models: [a]}]\n"
+        "outputs:\n  s: {kind: sci-report, blocks: [b], in_domain: smoke}\n"
+    )
+    assert main(["experiment", "run", str(tmp_path / "e.yaml"), "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "in_domain" in err and "out_of_domain" in err, err
+    assert not set(FLAG.findall(err)) - FLAGS[("experiment", "run")], err
+
+
+def _import_refusals(tmp: Path) -> Iterator[Callable[[], object]]:
+    from nlieval.analyses import imports
+    from nlieval.analyses.predictions import PredictionSet
+    from nlieval.metainference import inferred
+    from nlieval.types import Item, Label
+
+    yield lambda: imports._refuse_other_split(tmp, "dev", "test", ["snli"])
+    s = PredictionSet("p.csv", "labels", "m", 0, "t/task.yaml", ())
+    old = Record("t/task.yaml", "1", "m", 0, 0, ("a",), (0.0,), (1.0,), "a", None)
+    renamed = PredictionSet("p.csv", "labels", "m", 0, "t", ())
+    yield lambda: imports._refuse_path_named(tmp, [old], [s], [renamed])
+    items = inferred.reversal([Item("1", "A man sleeps.", "A person rests.", Label.ENTAILMENT)])
+    inferred.write_task(items, tmp / "inf")
+    yield lambda: inferred.write_task(items, tmp / "inf")
+
+
+def test_a_cell_folder_refused_by_import_or_infer_build_is_worded_for_the_experiment(
+    tmp_path: Path,
+) -> None:
+    # The refusals of an import's and an inferred task's folder are run folder refusals
+    # with advice: an experiment's cell says what to do without --out or --overwrite.
+    from nlieval.experiments.driver import for_experiment
+
+    for refuse in _import_refusals(tmp_path):
+        with pytest.raises(FolderError) as info:
+            refuse()
+        assert info.value.advice is not None and "--overwrite" in info.value.advice
+        said_there = str(for_experiment(info.value, tmp_path / "cells" / "c"))
+        assert not FLAG.findall(said_there), said_there
+
+
+@pytest.mark.parametrize("command", [["sci-report"], ["plots", "--out", "figs"], ["report"]])
+def test_two_folders_shown_alike_are_refused_with_the_flags_of_the_command(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a and b hold model m: a table shows them as "m (a)" and "m (b)" (their folders'
+    # names), and c holds a model recorded as "m (a)" on the same point. A command with
+    # --name advises it; one without (sci-report, plots) says the reason alone.
+    runs = []
+    for name, model in (("a", "m"), ("b", "m"), ("c", "m (a)")):
+        (tmp_path / name).mkdir()
+        RunFolder(tmp_path / name).append([_rec(model, "1")])
+        runs.append(str(tmp_path / name))
+    argv = [command[0], *runs, *[str(tmp_path / c) if c == "figs" else c for c in command[1:]]]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{runs[0]} and {runs[2]} both hold m (a) on task t, k=0" in err, err
+    assert ("--name RUN=NAME" in err) == ("--name" in FLAGS[(command[0],)]), err
+    assert not set(FLAG.findall(err)) - FLAGS[(command[0],)], err
+
+
+def test_infer_report_reads_its_items_as_a_folder_never_a_task_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --items naming a built-in task, no data dir: the command has no --data-dir to set.
+    monkeypatch.delenv("NLIEVAL_DATA_DIR", raising=False)
+    (tmp_path / "r").mkdir()
+    assert main(["infer", "report", str(tmp_path / "r"), "--items", "snli"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nlieval: error: snli: ") and "infer build" in err, err
+    assert not set(FLAG.findall(err)) - FLAGS[("infer", "report")], err

@@ -12,6 +12,7 @@ import pytest
 
 from nlieval.analyses.imports import ImportConfig, import_predictions
 from nlieval.cli import main
+from nlieval.ground import FolderError
 from nlieval.runs import RECORDS, RunFolder
 
 COUNTS = {"a1": [80, 15, 5], "a2": [10, 50, 40], "a3": [0, 0, 100]}
@@ -87,7 +88,7 @@ def test_a_later_file_with_other_predictions_for_saved_items_is_refused(
     import_predictions(_config(data, a), run)
     before = {p.name: p.read_bytes() for p in run.iterdir()}
     b = _file(tmp_path / "b.jsonl", ["a2", "a3"], [0.1, 0.3, 0.6])
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(FolderError) as info:
         import_predictions(_config(data, b), run)
     message = str(info.value)
     assert message.startswith(f"{b}: the run folder already holds another prediction for item 'a2'")

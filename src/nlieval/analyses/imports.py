@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..data import Dataset, data_dir_setting, get_task, load_task, split_setting, task_at
-from ..ground import Cell, Document, Table
+from ..ground import Cell, Document, FolderError, Table
 from ..metrics import summarize
 from ..runs import RunFolder, Step, execute, finalize, metrics_table
 from ..settings import setting
@@ -388,7 +388,8 @@ def _record_key(s: PredictionSet, pair: tuple[Prediction, Item]) -> Any:
 def _refuse_other_split(
     out_dir: str | Path, held: str | None, given: str | None, tasks: Iterable[str]
 ) -> None:
-    """Refuse (``ValueError``, one line) an import whose split differs from the one a
+    """Refuse (:class:`~nlieval.ground.FolderError`, one line, its advice in flags) an
+    import whose split differs from the one a
     task the folder already holds was read from. ``config.json`` keeps one ``split`` for
     all the folder's records (``items`` and ``view`` read their texts from it), and the
     records of two splits under one model, task and seed would be pooled into one point
@@ -396,7 +397,7 @@ def _refuse_other_split(
 
     >>> _refuse_other_split("run", "dev", "test", ["snli"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: run: holds snli split dev (an earlier import), not split test: ...
+    nlieval.ground.errors.FolderError: run: holds snli split dev (an earlier import), not ...
     >>> _refuse_other_split("run", None, "dev", ["snli"])  # snli's default split is dev
     """
     if held == given:
@@ -408,10 +409,10 @@ def _refuse_other_split(
             default = None  # a task that no longer resolves: its split as written
         was, now = held or default, given or default
         if was != now:
-            raise ValueError(
+            raise FolderError(
                 f"{out_dir}: holds {task} split {was or 'default'} (an earlier import), not "
-                f"split {now or 'default'}: a folder holds one split; import into another "
-                "--out (or pass --overwrite to replace what it holds)"
+                f"split {now or 'default'}: a folder holds one split",
+                advice="import into another --out, or pass --overwrite to replace what it holds",
             )
 
 
@@ -454,28 +455,30 @@ def _refuse_path_named(
 ) -> None:
     """Refuse to add to a folder whose records name a task YAML by the path it was given
     (as imports did before they took its declared name): the new records, under the name,
-    would sit beside the old ones as another task.
+    would sit beside the old ones as another task (a
+    :class:`~nlieval.ground.FolderError`, its advice in flags).
 
     >>> s = PredictionSet("p.csv", "labels", "m", 0, "t/task.yaml", ())
     >>> old = Record("t/task.yaml", "1", "m", 0, 0, ("a",), (0.0,), (1.0,), "a", None)
     >>> _refuse_path_named("run", [old], [s], [replace(s, task="t")])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: run: its records name the task by the path t/task.yaml (an earlier import); ...
+    nlieval.ground.errors.FolderError: run: its records name the task by the path t/task.yaml ...
     """
     renamed = {str(a.task): str(b.task) for a, b in zip(read, named, strict=True)}
     for r in saved:
         if renamed.get(r.task, r.task) != r.task:
-            raise ValueError(
+            raise FolderError(
                 f"{out_dir}: its records name the task by the path {r.task} (an earlier "
-                f"import); new ones take the name it declares ({renamed[r.task]}): import "
-                "into a new folder, or pass --overwrite"
+                f"import); new ones take the name it declares ({renamed[r.task]})",
+                advice="import into a new folder, or pass --overwrite",
             )
 
 
 def _refuse_saved(pl: _Planned, saved: Mapping[Any, Record], labels: Sequence[str]) -> None:
     """Refuse a prediction set whose items the folder already holds under its model, task
     and seed with other predictions (imported earlier from another file, or from this
-    file before it was changed)."""
+    file before it was changed): a :class:`~nlieval.ground.FolderError`, its advice in
+    flags."""
     s = pl.pset
     for pair in pl.matched:
         old = saved.get(_record_key(s, pair))
@@ -484,11 +487,12 @@ def _refuse_saved(pl: _Planned, saved: Mapping[Any, Record], labels: Sequence[st
         new = _record(*pair, s, labels)
         if (old.probs, old.pred) != (new.probs, new.pred):
             source = old.meta.get("imported_from", "an earlier import")
-            raise ValueError(
+            raise FolderError(
                 f"{s.path}: the run folder already holds another prediction for item "
                 f"{pair[1].id!r} under the same model, task and seed ({s.model!r}, {s.task}, "
-                f"seed {s.seed}), imported from {source}; give this file its own --model "
-                "or --seed, import it into another folder, or pass --overwrite"
+                f"seed {s.seed}), imported from {source}",
+                advice="give this file its own --model or --seed, import it into another "
+                "folder, or pass --overwrite",
             )
 
 

@@ -15,6 +15,7 @@ An executor is a callable that takes a :class:`CellJob` and returns its
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -147,6 +148,32 @@ def _block_flags(command: str | None) -> dict[str, dict[str, Field[Any]]]:
     return out
 
 
+@functools.cache
+def _output_flags() -> dict[str, dict[str, Field[Any]]]:
+    # Each flag of an output's option (of any kind), with the option keys it sets; the
+    # experiment's own --data-dir stays a flag. Loaded when first said (each kind's
+    # settings class is its family's).
+    from .report import KINDS, option_fields
+
+    own = {f.name for f in fields(DataDir)}
+    out: dict[str, dict[str, Field[Any]]] = {}
+    for kind in KINDS.values():
+        for key, f in option_fields(kind).items():
+            if key not in own:
+                for flag in flag_names(f):
+                    out.setdefault(flag, {})[key] = f
+    return out
+
+
+def _option(key: str, f: Field[Any], given: str | None) -> str:
+    # An output's option as the file writes it: a switch with the value its flag gives.
+    if given is not None:
+        return f"the output option {key}: {given.strip(chr(39))}"
+    if "bool" in str(f.type):
+        return f"the output option {key}: {'false' if f.default is True else 'true'}"
+    return f"the output option {key}"
+
+
 def _set_value(key: str, f: Field[Any], given: str | None) -> str:
     if given is not None:
         return given.strip("'")
@@ -166,7 +193,9 @@ def as_set(text: str, command: str | None = None, key: str | None = None) -> str
     setting an error names with its file and line, is said as that key, and a flag that
     sets other keys in other commands (``--task``: ``tasks``, ``task``) says each. The
     one place a cell's advice is worded for an experiment; the flags come from the
-    settings' declarations.
+    settings' declarations. Without ``command``, a flag that only an output's option
+    sets (a report's refusal, said while the experiment's report is written) is said as
+    that option of the file's output.
 
     >>> as_set("mine test: --limit 4 takes the first 4 items; --sample 4 takes a seeded sample")
     'mine test: --set limit=4 takes the first 4 items; --set sample=4 takes a seeded sample'
@@ -178,11 +207,21 @@ def as_set(text: str, command: str | None = None, key: str | None = None) -> str
     "api_base needs a host, got 'http://'"
     >>> as_set("set --data-dir or NLIEVAL_DATA_DIR; --yes")
     'set --data-dir or NLIEVAL_DATA_DIR; --yes'
+    >>> as_set("folders on other items; pass --allow-mixed to mark them")
+    'folders on other items; pass the output option allow_mixed: true to mark them'
+    >>> as_set("--sizes: 'x' is no size", key="sizes")
+    "sizes: 'x' is no size"
     """
     table = _block_flags(command)
 
     def said(m: re.Match[str]) -> str:
         keys = table.get(m.group(1))
+        if not keys and command is None:
+            options = _output_flags().get(m.group(1), {})
+            if key in options:
+                return key + (f" {m.group(2)}" if m.group(2) else "")
+            if options:
+                return " or ".join(_option(k, f, m.group(2)) for k, f in options.items())
         if not keys:
             return m.group(0)
         if key in keys:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import write_task_yaml
-from ..ground import Block, Cell, Table, atomic_write, make_folder
+from ..ground import Block, Cell, FolderError, Table, atomic_write, make_folder
 from ..types import NLI3, Item, Label, Record
 from . import logic
 
@@ -198,21 +198,23 @@ def write_task(
 
     The task is unlabelled (``fields.label: null``) and copies the provenance back into
     each item's ``meta``. A folder that already holds them is refused unless
-    ``overwrite``: runs on the old items would no longer match.
+    ``overwrite`` (a :class:`~nlieval.ground.FolderError`, its advice in flags): runs on
+    the old items would no longer match.
 
     >>> items = reversal([Item("1", "A man sleeps.", "A person rests.", Label.ENTAILMENT)])
     >>> write_task(items, run_dir).name
     'task.yaml'
     >>> write_task(items, run_dir)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: ... already holds inferred items; choose another --out or pass --overwrite
+    nlieval.ground.errors.FolderError: ... holds inferred items; choose another --out, or pass ...
     """
     if not items:
         raise ValueError("no inferred items to write (do the source items share sentences?)")
     root = Path(folder)
     if not overwrite and ((root / ITEMS_FILE).exists() or (root / TASK_FILE).exists()):
-        raise ValueError(
-            f"{root} already holds inferred items; choose another --out or pass --overwrite"
+        raise FolderError(
+            f"{root} already holds inferred items",
+            advice="choose another --out, or pass --overwrite",
         )
     make_folder(root)
     lines = []
@@ -235,16 +237,22 @@ def write_task(
 
 
 def read_task(folder: str | Path) -> tuple[Item, ...]:
-    """The inferred items written by :func:`write_task` (a folder or its task YAML).
+    """The inferred items written by :func:`write_task` (a folder or its task YAML); a
+    path that is neither is refused (a FolderError), never read as a built-in task's name.
 
     >>> items = reversal([Item("7", "A dog barks.", "An animal barks.", Label.ENTAILMENT)])
     >>> it = read_task(write_task(items, run_dir))[0]  # unlabelled, provenance back in meta
     >>> it.id, it.premise, it.label, it.meta["sources"], it.meta["input"], it.meta["target"]
     ('inf:reversal:7', 'An animal barks.', None, ['7'], 'Eab', 'ba')
+    >>> read_task("snli")
+    Traceback (most recent call last):
+    nlieval.ground.errors.FolderError: snli: no folder written by infer build, nor its task.yaml
     """
     from .. import data
 
     p = Path(folder)
+    if not p.exists():
+        raise FolderError(f"{p}: no folder written by infer build, nor its {TASK_FILE}")
     return data.load_task(str(p / TASK_FILE if p.is_dir() else p)).items
 
 

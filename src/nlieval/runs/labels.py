@@ -199,13 +199,14 @@ def keep_apart(
     """Refuse (a RunError in one line) two of ``folders`` whose records (``named``, as a
     table names their models) share a sweep point and seed (model, checkpoint, task, k,
     seed): a table would count their items together without saying so. The error points
-    to ``--pool`` where the command has it (``poolable``).
+    to ``--pool`` where the command has it (``poolable``), and its advice (``--name``) is
+    said as far as the command has the flags.
 
     >>> r = Record("t", "1", "m", 0, 0, ("a", "b"), (-1.0, -2.0), (.7, .3), "a", "a")
     >>> keep_apart(["a", "b"], [[r], [replace(r, k=5)]])
     >>> keep_apart(["a", "b"], [[r], [r]])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    nlieval.ground.errors.FolderError: a and b both hold m on task t, k=0: give them ... --pool ...
+    nlieval.ground.errors.FolderError: a and b both hold m on task t, k=0; give them ... --pool ...
     """
     points = [_points(recs) for recs in named]
     for i, j in combinations(range(len(folders)), 2):
@@ -214,9 +215,10 @@ def keep_apart(
             model, ckpt, task, k, _ = shared[0]
             at = f"{model}" + (f" at {ckpt}" if ckpt else "")
             pool = ", or --pool to count their items together" if poolable else ""
+            # The advice in flags: a command without --name (sci-report) says the reason.
             raise RunError(
-                f"{folders[i]} and {folders[j]} both hold {at} on task {task}, k={k}: "
-                f"give them different names (--name RUN=NAME){pool}"
+                f"{folders[i]} and {folders[j]} both hold {at} on task {task}, k={k}",
+                advice=f"give them different names (--name RUN=NAME){pool}",
             )
 
 
@@ -247,7 +249,7 @@ def read_named(
     [['m'], ['m']]
     >>> read_named([a, b], [(str(a), "M"), (str(b), "M")])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    nlieval.ground.errors.FolderError: .../a and .../b both hold M on task t, k=0: ...
+    nlieval.ground.errors.FolderError: .../a and .../b both hold M on task t, k=0; ...
     """
     seen: dict[Path, str | Path] = {}
     for folder in folders:
