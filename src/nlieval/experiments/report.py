@@ -413,10 +413,7 @@ def write_grid(job: Job) -> tuple[list[str], list[str]]:
     from ..analyses import render_grid
     from ..reports import GridConfig, grid_of
 
-    opts = job.opts
-    runs = job.runs
-    report = job.report
-    name = job.out.name
+    opts, runs, report, name = job.opts, job.runs, job.report, job.out.name
     files: list[str] = []
     grid_cfg = GridConfig(runs=runs, **opts)
     g = grid_of(grid_cfg)  # the records read once, written in each format
@@ -457,10 +454,7 @@ def write_compare(job: Job) -> tuple[list[str], list[str]]:
 
     exp = job.exp
     out = job.out
-    opts = job.opts
-    runs = job.runs
-    report = job.report
-    name = job.out.name
+    opts, runs, report, name = job.opts, job.runs, job.report, job.out.name
     files: list[str] = []
     if len(runs) != 2:
         raise DataError(
@@ -482,10 +476,7 @@ def write_breakdown(job: Job) -> tuple[list[str], list[str]]:
     """The metrics of its cells by item field, in Markdown and CSV."""
     from ..reports import BreakdownConfig, breakdown_from
 
-    opts = job.opts
-    runs = job.runs
-    report = job.report
-    name = job.out.name
+    opts, runs, report, name = job.opts, job.runs, job.report, job.out.name
     files: list[str] = []
     for fmt in ("md", "csv"):
         text = breakdown_from(BreakdownConfig(runs=runs, **opts), fmt)
@@ -498,10 +489,7 @@ def write_items(job: Job) -> tuple[list[str], list[str]]:
     """Its cells' items side by side (items a study names that no cell scored: a note)."""
     from ..reports import ItemsConfig, items_from
 
-    opts = job.opts
-    runs = job.runs
-    report = job.report
-    name = job.out.name
+    opts, runs, report, name = job.opts, job.runs, job.report, job.out.name
     files: list[str] = []
     notes: list[str] = []
     items_cfg = ItemsConfig(runs=runs, **opts)
@@ -525,10 +513,7 @@ def write_chaosnli(job: Job) -> tuple[list[str], list[str]]:
     from ..analyses import ChaosnliConfig, chaosnli, chaosnli_scores
     from ..ground import render
 
-    opts = job.opts
-    runs = job.runs
-    report = job.report
-    name = job.out.name
+    opts, runs, report, name = job.opts, job.runs, job.report, job.out.name
     files: list[str] = []
     notes: list[str] = []
     chaos_cfg = ChaosnliConfig(runs=runs, out=str(report / name), **opts)
@@ -550,10 +535,7 @@ def write_dynamics(job: Job) -> tuple[list[str], list[str]]:
     from ..analyses import DynamicsConfig, dynamics_of, format_dynamics
     from ..ground import render
 
-    opts = job.opts
-    runs = job.runs
-    report = job.report
-    name = job.out.name
+    opts, runs, report, name = job.opts, job.runs, job.report, job.out.name
     files: list[str] = []
     notes: list[str] = []
     for run in runs:
@@ -633,10 +615,7 @@ def write_sci_report(job: Job) -> tuple[list[str], list[str]]:
     """The scientific-NLI report of its cells: a table, its JSON and the confusion plots."""
     from ..sci import SciReportConfig, sci_report
 
-    opts = job.opts
-    runs = job.runs
-    report = job.report
-    name = job.out.name
+    opts, runs, report, name = job.opts, job.runs, job.report, job.out.name
     files: list[str] = []
     notes: list[str] = []
     sci_cfg = SciReportConfig(
