@@ -4,6 +4,7 @@ Baan et al. (2022) files against counts and divergences computed here."""
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import math
@@ -16,7 +17,7 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import entropy
 
-from nlieval.analyses import predictions
+from nlieval.analyses import ImportedFile, ImportResult, predictions
 from nlieval.analyses.imports import ImportConfig, import_predictions
 from nlieval.cli import main
 from nlieval.runs import RunFolder
@@ -70,15 +71,15 @@ def test_baan_file_is_reordered_and_matched_by_id(chaos_dir: Path, tmp_path: Pat
     f = write_lines(tmp_path / "SNLI_dev_roberta-base_3.jsonl.gz", BAAN_ROWS)
     out = tmp_path / "run"
     result = import_predictions(ImportConfig((str(f),), data_dir=str(chaos_dir)), out)
-    (info,) = result["files"]
-    assert (info["rows"], info["matched"], info["unmatched"]) == (3, 2, 1)
-    assert (info["task"], info["seed"], info["model"]) == (
+    (info,) = result.files
+    assert (info.rows, info.matched, info.unmatched) == (3, 2, 1)
+    assert (info.task, info.seed, info.model) == (
         "chaosnli_snli",
         3,
         "roberta-base (Baan 2022)",
     )
     # "true" 0 -> entailment (a1's original e), 1 -> contradiction (a2's original c).
-    assert (info["gold_checked"], info["gold_agree"]) == (2, 2)
+    assert (info.gold_checked, info.gold_agree) == (2, 2)
     recs = {r.item_id: r for r in RunFolder(out).records()}
     assert set(recs) == {"a1", "a2"}
     assert recs["a2"].labels == ("entailment", "neutral", "contradiction")
@@ -86,7 +87,7 @@ def test_baan_file_is_reordered_and_matched_by_id(chaos_dir: Path, tmp_path: Pat
     assert recs["a2"].pred == "neutral" and recs["a2"].gold == "contradiction"
     assert recs["a2"].meta["human_counts"] == [10, 50, 40]
     # Scores on the 2 matched items, by hand: a1 right on both labels, a2 right on majority.
-    (row,) = result["scores"]
+    (row,) = result.scores
     assert row["n"] == 2
     assert (row["acc_original"], row["acc_majority"]) == (0.5, 1.0)
     h = np.array([[0.8, 0.15, 0.05], [0.1, 0.5, 0.4]])
@@ -111,7 +112,7 @@ def test_official_format(chaos_dir: Path, tmp_path: Path) -> None:
     f.write_text(json.dumps(preds))
     cfg = ImportConfig((str(f),), task="chaosnli_snli", data_dir=str(chaos_dir))
     result = import_predictions(cfg, tmp_path / "run")
-    assert [(i["model"], i["matched"]) for i in result["files"]] == [("bert", 2), ("xlnet", 1)]
+    assert [(i.model, i.matched) for i in result.files] == [("bert", 2), ("xlnet", 1)]
     recs = {(r.model, r.item_id): r for r in RunFolder(tmp_path / "run").records()}
     assert recs[("bert", "a3")].probs == pytest.approx((0.25, 0.25, 0.5))
     assert recs[("xlnet", "a2")].pred == "neutral"
@@ -215,9 +216,9 @@ def test_real_baan_files_match_an_independent_count_and_divergence(
                 probs[row["uid"]] = row["probs"]
     shared = set(probs) & set(chaos)
     result = import_predictions(ImportConfig(tuple(map(str, files))), tmp_path / "baan")
-    assert sum(i["matched"] for i in result["files"]) == len(shared)
-    assert all(i["gold_agree"] == i["gold_checked"] for i in result["files"])
-    (row,) = result["scores"]
+    assert sum(i.matched for i in result.files) == len(shared)
+    assert all(i.gold_agree == i.gold_checked for i in result.files)
+    (row,) = result.scores
     assert row["n"] == len(shared)
     ids = sorted(shared)
     human = np.array([chaos[u] for u in ids], dtype=float) / 100
@@ -229,3 +230,31 @@ def test_real_baan_files_match_an_independent_count_and_divergence(
         np.mean(jensenshannon(human, model, axis=1)), abs=1e-9
     )
     assert row["kl"] == pytest.approx(np.mean(entropy(human, model, axis=1)), abs=1e-9)
+
+
+def test_import_returns_a_typed_result_of_the_files_counts(tmp_path: Path) -> None:
+    """The result is an ImportResult of one ImportedFile per prediction set, its counts
+    those of the input files, counted here with the csv and json modules."""
+    examples = Path(__file__).resolve().parents[2] / "docs" / "examples" / "mismatched"
+    with open(examples / "bert.csv", newline="") as fh:
+        preds = {row["id"]: row["pred"] for row in csv.DictReader(fh)}
+    with open(examples / "items.jsonl") as fh:
+        gold = {row["id"]: row["label"] for row in map(json.loads, fh)}
+    cfg = ImportConfig(
+        (str(examples / "bert.csv"),), format="labels", task=str(examples / "task.yaml"),
+        model="bert",
+    )  # fmt: skip
+    result = import_predictions(cfg, tmp_path / "run")
+    assert isinstance(result, ImportResult)
+    (info,) = result.files
+    assert isinstance(info, ImportedFile)
+    shared = set(preds) & set(gold)
+    assert (info.file, info.model, info.seed, info.task) == (
+        str(examples / "bert.csv"), "bert", 0, "mismatched-mini",
+    )  # fmt: skip
+    assert (info.rows, info.matched, info.task_items) == (len(preds), len(shared), len(gold))
+    assert (info.unmatched, info.missing) == (len(set(preds) - shared), len(set(gold) - shared))
+    assert result.scores == []  # not a ChaosNLI task: its scores are the results rows
+    (row,) = result.rows
+    right = sum(preds[i] == gold[i] for i in shared)
+    assert (row["n"], row["accuracy"]) == (len(shared), pytest.approx(right / len(shared)))

@@ -69,7 +69,7 @@ from .figures_chaosnli import (
 )
 from .grid import KEYS as GRID_KEYS
 from .grid import Grid, GridText, by_fields, grid, grid_text, intervals, render_grid
-from .imports import ImportConfig, format_import, import_predictions
+from .imports import ImportConfig, ImportedFile, ImportResult, format_import, import_predictions
 from .listing import FILTERS, SORTS, item_flags, item_listing, listing_table
 
 __all__ = [
@@ -95,6 +95,8 @@ __all__ = [
     "grid_text",
     "intervals",
     "import_predictions",
+    "ImportResult",
+    "ImportedFile",
     "item_flags",
     "item_listing",
     "listing_table",

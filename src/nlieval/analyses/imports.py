@@ -244,20 +244,52 @@ def _record(p: Prediction, item: Item, s: PredictionSet, labels: Sequence[str]) 
     )
 
 
+@dataclass(frozen=True)
+class ImportedFile:
+    """What one prediction set of an import gave: its ``rows``, the items ``matched`` by
+    id (of the task's ``task_items``), the ids the task lacks (``unmatched``, the first
+    named in ``unmatched_ids``), the items it gives nothing for (``missing``,
+    ``missing_ids``) and the label check (``gold_agree`` of ``gold_checked``)."""
+
+    file: str
+    format: str
+    model: str
+    seed: int
+    task: str
+    rows: int
+    matched: int
+    unmatched: int
+    unmatched_ids: tuple[str, ...]
+    missing: int
+    missing_ids: tuple[str, ...]
+    task_items: int
+    gold_checked: int
+    gold_agree: int
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What :func:`import_predictions` returns: ``files`` (one per prediction set),
+    ``scores`` (:func:`~nlieval.analyses.chaosnli.score_records` of the folder's records
+    of ChaosNLI sets) and ``rows`` (:func:`~nlieval.metrics.summarize` of its records of
+    other tasks)."""
+
+    files: tuple[ImportedFile, ...]
+    scores: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+
+
 def import_predictions(
     config: ImportConfig,
     out_dir: str | Path,
     *,
     overwrite: bool = False,
     progress: bool = False,
-) -> dict[str, Any]:
+) -> ImportResult:
     """Read every file of ``config`` (all files are read and checked before anything is
     written), write the matched predictions as records of the run folder ``out_dir``
-    (resumable: records already there are skipped) and return ``files`` (per prediction
-    set: rows, items matched by id, ids the task lacks, items given nothing, and the
-    label check), ``scores`` (:func:`~nlieval.analyses.chaosnli.score_records` of the
-    folder's records of ChaosNLI sets) and ``rows`` (:func:`~nlieval.metrics.summarize`
-    of its records of other tasks).
+    (resumable: records already there are skipped) and return an :class:`ImportResult`:
+    per prediction set its counts (:class:`ImportedFile`), and the scores of the folder.
 
     >>> import json  # a ChaosNLI set of one item, and predictions for it and for another
     >>> _ = (Path(run_dir) / "chaosNLI_snli.jsonl").write_text(json.dumps({"uid": "u1",
@@ -268,8 +300,8 @@ def import_predictions(
     >>> cfg = ImportConfig((f"{run_dir}/p.jsonl",), task="chaosnli_snli", model="bert",
     ...                    data_dir=run_dir)
     >>> out = import_predictions(cfg, f"{run_dir}/run")
-    >>> f = out["files"][0]
-    >>> f["matched"], f["unmatched_ids"], out["scores"][0]["acc_original"]
+    >>> f = out.files[0]
+    >>> f.matched, f.unmatched_ids, out.scores[0]["acc_original"]
     (1, ('u9',), 1.0)
     """
     config = _split_of(config)
@@ -352,33 +384,33 @@ def import_predictions(
         "seeds": sorted({s.seed for s in sets}),
     }
     finalize(folder, summary, elapsed)
-    files = [
-        {
-            "file": pl.pset.path,
-            "format": pl.pset.format,
-            "model": pl.pset.model,
-            "seed": pl.pset.seed,
-            "task": pl.pset.task,
-            "rows": len(pl.pset.predictions),
-            "matched": len(pl.matched),
-            "unmatched": pl.unmatched,
-            "unmatched_ids": pl.unmatched_ids,
-            "missing": pl.missing,
-            "missing_ids": pl.missing_ids,
-            "task_items": len(datasets[str(pl.pset.task)]),
-            "gold_checked": pl.gold_checked,
-            "gold_agree": pl.gold_agree,
-        }
+    files = tuple(
+        ImportedFile(
+            file=pl.pset.path,
+            format=pl.pset.format,
+            model=pl.pset.model,
+            seed=pl.pset.seed,
+            task=str(pl.pset.task),
+            rows=len(pl.pset.predictions),
+            matched=len(pl.matched),
+            unmatched=pl.unmatched,
+            unmatched_ids=pl.unmatched_ids,
+            missing=pl.missing,
+            missing_ids=pl.missing_ids,
+            task_items=len(datasets[str(pl.pset.task)]),
+            gold_checked=pl.gold_checked,
+            gold_agree=pl.gold_agree,
+        )
         for pl in planned
-    ]
+    )
     records = list(folder.iter_records())
     chaos = [r for r in records if r.task in CHAOSNLI_TASKS]
     others = [r for r in records if r.task not in CHAOSNLI_TASKS]
-    return {
-        "files": files,
-        "scores": chaosnli.score_records(chaos) if chaos else [],
-        "rows": summarize(others),
-    }
+    return ImportResult(
+        files=files,
+        scores=chaosnli.score_records(chaos) if chaos else [],
+        rows=summarize(others),
+    )
 
 
 def _record_key(s: PredictionSet, pair: tuple[Prediction, Item]) -> Any:
@@ -503,29 +535,29 @@ def _ids(count: int, first: Sequence[str]) -> str:
     return f"{count} ({', '.join(first)}{more})"
 
 
-def format_import(result: Mapping[str, Any]) -> Document:
+def format_import(result: ImportResult) -> Document:
     """The per-file table of :func:`import_predictions` (ids the task lacks and items
     the file gives nothing for, counted and the first named), then the scores: ChaosNLI's
     for ChaosNLI sets, the results table for other tasks.
 
-    >>> format_import({"files": [], "scores": [], "rows": []})[0].header[:4]
+    >>> format_import(ImportResult((), [], []))[0].header[:4]
     ('file', 'model', 'seed', 'task')
     """
     head = ["file", "model", "seed", "task", "rows", "matched by id", "ids not in the task"]
     head += ["items without one", "file label = gold"]
     body: list[list[Cell | str | int]] = []
-    for f in result["files"]:
-        check = f"{f['gold_agree']}/{f['gold_checked']}" if f["gold_checked"] else "-"
+    for f in result.files:
+        check = f"{f.gold_agree}/{f.gold_checked}" if f.gold_checked else "-"
         body.append(
-            [Path(f["file"]).name, f["model"], _int(f["seed"]), str(f["task"]), _int(f["rows"]),
-             f"{f['matched']} of {f['task_items']}", _ids(f["unmatched"], f["unmatched_ids"]),
-             _ids(f["missing"], f["missing_ids"]), check]
+            [Path(f.file).name, f.model, _int(f.seed), f.task, _int(f.rows),
+             f"{f.matched} of {f.task_items}", _ids(f.unmatched, f.unmatched_ids),
+             _ids(f.missing, f.missing_ids), check]
         )  # fmt: skip
     doc: list[Table | str] = [Table.of(head, body)]
-    if result["scores"]:
-        doc += ["", *chaosnli.format_table(result["scores"])]
-    if result.get("rows"):
-        doc += ["", *metrics_table(result["rows"])]
+    if result.scores:
+        doc += ["", *chaosnli.format_table(result.scores)]
+    if result.rows:
+        doc += ["", *metrics_table(result.rows)]
     return doc
 
 
