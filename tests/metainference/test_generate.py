@@ -4,6 +4,7 @@ against a fake OpenAI-compatible server."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import time
@@ -25,6 +26,7 @@ from nlieval.metainference.generated import (
     Answer,
     Example,
     GenerateConfig,
+    GenerateSummary,
     InvalidAnswer,
     build_messages,
     distinct_sentences,
@@ -224,12 +226,12 @@ def test_generate_retries_invalid_json_and_writes_a_task(
     out = tmp_path / "gen"
     with _chat(server) as chat:
         summary = generate_items(_given(chat), GenerateConfig(str(yaml), attempts=3), out)
-    assert summary["premises"] == 5
-    assert (summary["parsed_first_try"], summary["parsed_after_retries"]) == (3, 1)
-    assert (summary["failed"], summary["server_errors"], summary["not_attempted"]) == (1, 0, 0)
-    assert summary["answers"] == 3 + 2 + 3 and summary["invalid_answers"] == 4
-    assert summary["invalid_reasons"] == {"no JSON object": 4}
-    assert summary["examples"] == 4 and summary["stopped"] is None
+    assert summary.premises == 5
+    assert (summary.parsed_first_try, summary.parsed_after_retries) == (3, 1)
+    assert (summary.failed, summary.server_errors, summary.not_attempted) == (1, 0, 0)
+    assert summary.answers == 3 + 2 + 3 and summary.invalid_answers == 4
+    assert summary.invalid_reasons == {"no JSON object": 4}
+    assert summary.examples == 4 and summary.stopped is None
     assert json.loads((out / SUMMARY).read_text())["parsed_after_retries"] == 1
 
     # Retries are sampled with other seeds; the first answer is greedy.
@@ -281,9 +283,9 @@ def test_every_fault_kind_in_a_run(tmp_path: Path, server: FakeServer) -> None:
     # 500, slow and dropped were retried by the client (a body that is not JSON would be
     # too); an answer of the wrong shape and a 400 fail their premise at once, and bad
     # JSON is asked again.
-    assert summary["parsed_first_try"] == 3 and summary["parsed_after_retries"] == 0
-    assert summary["server_errors"] == 2 and summary["server_failures"] == 2
-    assert summary["stopped"] is None
+    assert summary.parsed_first_try == 3 and summary.parsed_after_retries == 0
+    assert summary.server_errors == 2 and summary.server_failures == 2
+    assert summary.stopped is None
     errors = [r for r in _answers(out) if r["kind"] == "server_error"]
     assert {r["source_id"] for r in errors} == {"t3", "t4"}
     assert any("HTTP 400: prompt too long" in r["error"] for r in errors)
@@ -293,8 +295,8 @@ def test_every_fault_kind_in_a_run(tmp_path: Path, server: FakeServer) -> None:
     with _chat(server) as chat:
         summary = generate_items(_given(chat), GenerateConfig(str(yaml)), out)
     assert sorted(set(responder.asked)) == sorted([TARGETS[3], TARGETS[4]])
-    assert summary["parsed_first_try"] == 4 and summary["parsed_after_retries"] == 1
-    assert summary["server_errors"] == 0
+    assert summary.parsed_first_try == 4 and summary.parsed_after_retries == 1
+    assert summary.server_errors == 0
     ids = [r["id"] for r in _lines(out / ITEMS)]
     assert len(ids) == 15 == len(set(ids))
     # Requests are numbered on across invocations (the key of a row); a server failure
@@ -326,10 +328,10 @@ def test_server_dies_mid_run_nothing_is_lost(tmp_path: Path, concurrency: int) -
         with _chat(first, concurrency=concurrency) as chat:
             summary = generate_items(_given(chat), GenerateConfig(str(yaml)), out)
     # In flight together, an answer may land between failures; in order, it stops.
-    assert summary["stopped"] or concurrency > 1
-    done = summary["parsed_first_try"]
+    assert summary.stopped or concurrency > 1
+    done = summary.parsed_first_try
     if concurrency == 1:  # sent in order: the two before it were answered
-        assert done == 2 and summary["server_errors"] == 3
+        assert done == 2 and summary.server_errors == 3
     kept = _lines(out / ITEMS)
     assert len(kept) == 3 * done
     assert all(r["kind"] == "answer" for r in _answers(out) if r.get("valid"))
@@ -340,8 +342,8 @@ def test_server_dies_mid_run_nothing_is_lost(tmp_path: Path, concurrency: int) -
         second.default = again
         with _chat(second, concurrency=concurrency) as chat:
             summary = generate_items(_given(chat), GenerateConfig(str(yaml)), out)
-    assert summary["stopped"] is None
-    assert summary["parsed_first_try"] == 5 and summary["server_errors"] == 0
+    assert summary.stopped is None
+    assert summary.parsed_first_try == 5 and summary.server_errors == 0
     assert not {f"t{TARGETS.index(p)}" for p in again.asked} & before  # none asked twice
     ids = [r["id"] for r in _lines(out / ITEMS)]
     assert len(ids) == 15 == len(set(ids))
@@ -360,7 +362,7 @@ def test_chunks_of_premises_retry_within_the_chunk(
     out = tmp_path / "gen"
     with _chat(server, concurrency=1) as chat:
         summary = generate_items(_given(chat), GenerateConfig(str(yaml)), out)
-    assert (summary["parsed_first_try"], summary["parsed_after_retries"]) == (4, 1)
+    assert (summary.parsed_first_try, summary.parsed_after_retries) == (4, 1)
     order = [TARGETS.index(p) for p in responder.asked]
     assert order == [0, 1, 0, 2, 3, 4]  # t0 asked again before the next chunk
     timing = json.loads((out / TIMING).read_text())
@@ -380,7 +382,7 @@ def test_crash_mid_write_is_repaired_on_resume(tmp_path: Path, server: FakeServe
         f.write('{"kind": "answer", "source_id": "t2", "request": 1, "pre')
     with _chat(server) as chat:
         summary = generate_items(_given(chat), GenerateConfig(str(yaml), limit=3), out)
-    assert summary["parsed_first_try"] == 3
+    assert summary.parsed_first_try == 3
     ids = [r["id"] for r in _lines(out / ITEMS)]
     assert len(ids) == 9 == len(set(ids))
     assert len(_answers(out)) == 3
@@ -399,12 +401,12 @@ def test_other_settings_need_another_folder(tmp_path: Path, server: FakeServer) 
         # attempts and max_server_errors are no part of the identity; nothing left to ask.
         sent = len(server.requests)
         config_b = GenerateConfig(str(yaml), limit=1, attempts=1, max_server_errors=9)
-        assert generate_items(_given(chat), config_b, out)["parsed_first_try"] == 1
+        assert generate_items(_given(chat), config_b, out).parsed_first_try == 1
         assert len(server.requests) == sent
         summary = generate_items(
             _given(chat), GenerateConfig(str(yaml), limit=1, seed=5), out, overwrite=True
         )
-    assert summary["parsed_first_try"] == 1 and len(_lines(out / ITEMS)) == 3
+    assert summary.parsed_first_try == 1 and len(_lines(out / ITEMS)) == 3
 
 
 def test_folders_of_other_commands_and_versions_are_refused(
@@ -426,7 +428,7 @@ def test_folders_of_other_commands_and_versions_are_refused(
         summary = generate_items(
             _given(chat), GenerateConfig(str(yaml), limit=1), old, overwrite=True
         )
-    assert summary["parsed_first_try"] == 1 and not (old / LEGACY_ANSWERS).exists()
+    assert summary.parsed_first_try == 1 and not (old / LEGACY_ANSWERS).exists()
     assert len(_answers(old)) == 1
 
 
@@ -438,7 +440,7 @@ def test_examples_need_three_labels(tmp_path: Path, server: FakeServer) -> None:
         summary = generate_items(
             _given(chat), GenerateConfig("smoke", limit=2, examples=0), tmp_path / "b"
         )
-    assert summary["parsed_first_try"] == 2 and summary["examples"] == 0
+    assert summary.parsed_first_try == 2 and summary.examples == 0
     assert len(server.requests[0]["messages"]) == 2  # system and the premise only
     two = tmp_path / "two.yaml"
     (tmp_path / "two.jsonl").write_text('{"premise": "P.", "hypothesis": "H.", "label": "e"}\n')
@@ -452,7 +454,7 @@ def test_local_chat_model(tmp_path: Path, tiny_llama: Path) -> None:
     config = GenerateConfig(str(yaml), limit=2, attempts=2, max_new_tokens=4)
     summary = generate_items(ChatModel(str(tiny_llama)).resolve(), config, tmp_path / "gen")
     # A random-weight model writes no JSON: both premises asked twice, then counted.
-    assert (summary["failed"], summary["answers"], summary["items"]) == (2, 4, 0)
+    assert (summary.failed, summary.answers, summary.items) == (2, 4, 0)
     assert [r["attempt"] for r in _answers(tmp_path / "gen")] == [1, 1, 2, 2]
 
 
@@ -574,8 +576,8 @@ def test_snli_premises_with_examples_from_the_test_split(
     config = GenerateConfig("snli", split="dev", max_sentences=4, data_dir=str(data_dir))
     with _chat(server) as chat:
         summary = generate_items(_given(chat), config, out)
-    assert summary["premises"] == 4 and summary["parsed_first_try"] == 4
-    assert summary["examples"] == 10
+    assert summary.premises == 4 and summary.parsed_first_try == 4
+    assert summary.examples == 10
     dev = {it.premise.strip() for it in data.load_task("snli", data_dir, "dev").items}
     shown = [m["content"] for m in server.requests[0]["messages"][1:-1] if m["role"] == "user"]
     assert len(shown) == 10 and not {s.removeprefix("Premise: ") for s in shown} & dev
@@ -595,7 +597,7 @@ def test_generated_from_hypotheses_feed_the_chain_patterns(
         summary = generate_items(
             _given(chat), GenerateConfig(str(yaml), sentences="hypothesis"), out
         )
-    assert summary["premises"] == 6 and summary["parsed_first_try"] == 6
+    assert summary.premises == 6 and summary.parsed_first_try == 6
     source = data.load_task(str(yaml)).items
     generated = data.load_task(str(out / "task.yaml")).items
     chains = build(source, generated, patterns=["chain", "chain-reversal"])
@@ -631,6 +633,36 @@ def test_limit_is_the_first_items_and_max_sentences_the_first_sentences(
             config = GenerateConfig(str(yaml), examples=0, **kw)
             summary = generate_items(_given(chat), config, tmp_path / f"out{n}")
         assert sorted(server.default.asked) == sorted(want), kw
-        assert summary["premises"] == len(want), kw
+        assert summary.premises == len(want), kw
     with pytest.raises(ValueError, match="--max-sentences must be positive"):
         GenerateConfig(str(yaml), max_sentences=0)
+
+
+class _Echo:
+    """A chat model that writes the same three hypotheses for any premise."""
+
+    name = "echo"
+
+    def generate(
+        self, conversations: list[Any], max_new_tokens: int = 32, temperature: float = 0.0,
+        seed: int = 0,
+    ) -> list[str]:  # fmt: skip
+        answer = '{"entailment": "A.", "neutral": "B.", "contradiction": "C."}'
+        return [answer for _ in conversations]
+
+
+def test_generate_returns_a_typed_summary_saved_as_summary_json(tmp_path: Path) -> None:
+    """The result is a GenerateSummary; its counts are the task's distinct premises (each
+    answered once, three items each) and summary.json holds its fields in their order."""
+    yaml = _write_task(tmp_path)
+    out = tmp_path / "gen"
+    echo = stand_in(ChatModel("echo"), lambda _: _Echo())
+    summary = generate_items(echo, GenerateConfig(str(yaml), examples=0), out)
+    assert isinstance(summary, GenerateSummary)
+    premises = len(set(TARGETS))  # the duplicate row of the task is asked once
+    assert (summary.generator, summary.task, summary.examples) == ("echo", "tiny", 0)
+    assert (summary.premises, summary.parsed_first_try, summary.answers) == (premises,) * 3
+    assert (summary.items, summary.invalid_answers, summary.stopped) == (3 * premises, 0, None)
+    saved = json.loads((out / SUMMARY).read_text())
+    assert list(saved.items()) == list(summary.to_dict().items())
+    assert list(saved) == [f.name for f in dataclasses.fields(GenerateSummary)]

@@ -55,7 +55,7 @@ def _generate(tmp_path: Path, chat: Counting) -> list[dict[str, Any]]:
         GenerateConfig(str(_task(tmp_path)), examples=0),
         tmp_path / "g",
     )
-    assert summary["premises"] == N and summary["parsed_first_try"] == N
+    assert summary.premises == N and summary.parsed_first_try == N
     lines = (tmp_path / "g" / RECORDS).read_text().splitlines()
     return [json.loads(line) for line in lines]
 

@@ -77,7 +77,7 @@ def test_generate_examples_are_those_used_and_a_short_pool_is_warned(
             tmp_path / "g",
         )
     used = min(asked, have)
-    assert summary["examples"] == used
+    assert summary.examples == used
     assert chat.seen and {_shown(c) for c in chat.seen} == {used}
     warned = [
         r.getMessage()

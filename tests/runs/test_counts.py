@@ -155,11 +155,11 @@ def test_generate_counts_the_premises_asked_and_warns_of_a_short_task(
             GenerateConfig("smoke", limit=500, examples=0),
             tmp_path / "g",
         )
-    assert summary["premises"] == premises
+    assert summary.premises == premises
     # One conversation per premise at most, and each premise in exactly one.
     asked = {json.dumps(c, sort_keys=True) for c in chat.seen}
     assert len(asked) == len(chat.seen) <= premises
-    assert summary["items"] == 3 * premises
+    assert summary.items == 3 * premises
     assert _warned(caplog, "--limit 500", "500", str(premises)), caplog.text
 
 

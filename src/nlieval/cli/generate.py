@@ -44,17 +44,17 @@ def cmd_generate(args: argparse.Namespace) -> int:
         chat, config, args.out, overwrite=args.overwrite, progress=args.progress
     )
     print(format_summary(summary))
-    print(f"\n{summary['seconds']} s; items, {RECORDS} and summary.json in {args.out}")
+    print(f"\n{summary.seconds} s; items, {RECORDS} and summary.json in {args.out}")
     print(f"use them with: nlieval run --task {args.out}/task.yaml --out RUN_FOLDER")
-    if summary["stopped"]:
+    if summary.stopped:
         print(
-            f"nlieval: error: stopped: {summary['stopped']}; everything that arrived is "
+            f"nlieval: error: stopped: {summary.stopped}; everything that arrived is "
             f"saved in {args.out}; run the same command again to resume",
             file=sys.stderr,
         )
         return 1
-    if summary["server_errors"] or summary["not_attempted"]:
-        left = summary["server_errors"] + summary["not_attempted"]
+    if summary.server_errors or summary.not_attempted:
+        left = summary.server_errors + summary.not_attempted
         print(
             f"nlieval: {left} premises got no answer from the server; "
             "run the same command again to ask for them",

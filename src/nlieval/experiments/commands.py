@@ -85,8 +85,8 @@ def write_generate(configs: Sequence[Any], out: Path) -> None:
 
     chat, config = configs
     summary = generate_items(chat.resolve(), config, out, progress=False)
-    if summary.get("stopped"):
-        raise RunError(f"stopped: {summary['stopped']}")
+    if summary.stopped:
+        raise RunError(f"stopped: {summary.stopped}")
 
 
 def write_import(configs: Sequence[Any], out: Path) -> None:

@@ -39,7 +39,7 @@ from .commands import (
     decide_table,
     inferred_consistency,
 )
-from .generated import GenerateConfig, format_summary, generate_items
+from .generated import GenerateConfig, GenerateSummary, format_summary, generate_items
 from .inferred import consistency_report
 from .logic import READINGS, Reading, classify, conclude, load_reading
 
@@ -52,6 +52,7 @@ __all__ = [
     "conclude",
     "consistency_report",
     "generate_items",
+    "GenerateSummary",
     "generated",
     "inferred",
     "load_reading",

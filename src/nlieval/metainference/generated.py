@@ -69,6 +69,7 @@ from .generated_folder import (
     TASK,
     Answer,
     AnswerState,
+    GenerateSummary,
     answer_states,
     first_valid,
     format_summary,
@@ -108,6 +109,7 @@ __all__ = [
     "GenerateConfig",
     "GenerateFolderConfig",
     "GeneratePrompt",
+    "GenerateSummary",
     "InvalidAnswer",
     "Message",
     "Sentence",
@@ -213,9 +215,9 @@ def generate_items(
     *,
     overwrite: bool = False,
     progress: bool = False,
-) -> dict[str, Any]:
+) -> GenerateSummary:
     """Generate (or resume generating) items into ``out``; returns the summary, which is
-    also saved as ``summary.json``.
+    also saved as ``summary.json`` (:meth:`GenerateSummary.to_dict`).
 
     ``chat`` is the chat model resolved (see :func:`nlieval.backends.resolve`): checked
     before the data is read, and loaded only once the folder is known to be resumable
@@ -226,7 +228,7 @@ def generate_items(
     The sentences still without a valid answer go through :func:`nlieval.runs.run_steps`
     in chunks of :data:`PREMISES_PER_CHUNK` (asked together, invalid answers asked again
     within the chunk), each answer appended to ``records.jsonl`` as it arrives.
-    ``summary["stopped"]`` is None, or says why the run stopped early (the server failed
+    ``summary.stopped`` is None, or says why the run stopped early (the server failed
     ``config.max_server_errors`` times in a row); everything that arrived is kept.
 
     A stand-in chat model that writes the same three hypotheses for any premise, asked
@@ -242,7 +244,7 @@ def generate_items(
     >>> out = Path(tempfile.mkdtemp())
     >>> echo = stand_in(ChatModel("echo"), lambda _: Echo())
     >>> summary = generate_items(echo, GenerateConfig("smoke", limit=2, examples=0), out)
-    >>> summary["premises"], summary["parsed_first_try"], summary["items"], summary["stopped"]
+    >>> summary.premises, summary.parsed_first_try, summary.items, summary.stopped
     (2, 2, 6, None)
     >>> print(*sorted(p.name for p in out.iterdir() if not p.name.startswith(".")))
     config.json items.jsonl provenance.jsonl records.jsonl summary.json task.yaml timing.json
@@ -302,7 +304,7 @@ def _generate(
     overwrite: bool,
     progress: bool,
     model_fingerprints: Mapping[str, str] | None,
-) -> dict[str, Any]:
+) -> GenerateSummary:
     path = Path(out)
     legacy = path / LEGACY_ANSWERS
     if legacy.is_file() and not overwrite:
@@ -426,16 +428,17 @@ def _generate(
         if began:
             rows = folder.records()
             n_items = write_items(path, first_valid(rows), order)
-            summary = {
-                "generator": generator,
-                "task": ds.task,
-                "split": ds.split,
-                "examples": len(examples),
+            summary = GenerateSummary(
+                generator=generator,
+                task=ds.task,
+                split=ds.split,
+                examples=len(examples),
                 **summarize(targets, answer_states(rows), n_items),
-                "seconds": round(time.perf_counter() - started, 1),
-                "stopped": stopped,
-            }
-            atomic_write(path / SUMMARY, json.dumps(summary, indent=2) + "\n", root=path)
+                seconds=round(time.perf_counter() - started, 1),
+                stopped=stopped,
+            )
+            text = json.dumps(summary.to_dict(), indent=2) + "\n"
+            atomic_write(path / SUMMARY, text, root=path)
     write_task(
         path,
         name,

@@ -215,6 +215,36 @@ def write_task(folder: Path, name: str, description: str) -> Path:
     return write_task_yaml(folder / TASK, spec)
 
 
+@dataclass(frozen=True)
+class GenerateSummary:
+    """What :func:`~nlieval.metainference.generate_items` returns, and saves (in this
+    order) as ``summary.json``: the run (``generator``, ``task``, ``split``, the number
+    of solved ``examples``), the counts of :func:`summarize`, its ``seconds`` and
+    ``stopped`` (None, or why the run stopped early)."""
+
+    generator: str
+    task: str
+    split: str
+    examples: int
+    premises: int
+    parsed_first_try: int
+    parsed_after_retries: int
+    failed: int
+    server_errors: int
+    not_attempted: int
+    answers: int
+    invalid_answers: int
+    server_failures: int
+    items: int
+    invalid_reasons: dict[str, int]
+    seconds: float
+    stopped: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as ``summary.json`` holds them."""
+        return asdict(self)
+
+
 def summarize(
     targets: Sequence[Sentence], states: Mapping[str, AnswerState], n_items: int
 ) -> dict[str, Any]:
@@ -255,13 +285,13 @@ def summarize(
     }
 
 
-def format_summary(summary: Mapping[str, Any]) -> str:
+def format_summary(summary: GenerateSummary) -> str:
     """The summary as a few lines of text.
 
-    >>> print(format_summary({"premises": 2, "parsed_first_try": 1, "parsed_after_retries": 0,
-    ...     "failed": 1, "server_errors": 0, "not_attempted": 0, "answers": 4,
-    ...     "invalid_answers": 3, "server_failures": 0, "items": 3,
-    ...     "invalid_reasons": {"no JSON object": 3}}))
+    >>> print(format_summary(GenerateSummary("m", "t", "dev", 0, premises=2,
+    ...     parsed_first_try=1, parsed_after_retries=0, failed=1, server_errors=0,
+    ...     not_attempted=0, answers=4, invalid_answers=3, server_failures=0, items=3,
+    ...     invalid_reasons={"no JSON object": 3}, seconds=0.1, stopped=None)))
     premises              2
     parsed on first try   1
     parsed after retries  0
@@ -271,23 +301,23 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     answers               4  (3 invalid: no JSON object 3)
     items                 3
     """
-    reasons = ", ".join(f"{k} {v}" for k, v in summary["invalid_reasons"].items())
+    reasons = ", ".join(f"{k} {v}" for k, v in summary.invalid_reasons.items())
     lines = [
-        ("premises", summary["premises"], ""),
-        ("parsed on first try", summary["parsed_first_try"], ""),
-        ("parsed after retries", summary["parsed_after_retries"], ""),
-        ("failed", summary["failed"], "  (every answer invalid)"),
+        ("premises", summary.premises, ""),
+        ("parsed on first try", summary.parsed_first_try, ""),
+        ("parsed after retries", summary.parsed_after_retries, ""),
+        ("failed", summary.failed, "  (every answer invalid)"),
         (
             "server errors",
-            summary["server_errors"],
-            f"  (no answer; {summary['server_failures']} failed requests)",
+            summary.server_errors,
+            f"  (no answer; {summary.server_failures} failed requests)",
         ),
-        ("not attempted", summary["not_attempted"], ""),
+        ("not attempted", summary.not_attempted, ""),
         (
             "answers",
-            summary["answers"],
-            f"  ({summary['invalid_answers']} invalid" + (f": {reasons})" if reasons else ")"),
+            summary.answers,
+            f"  ({summary.invalid_answers} invalid" + (f": {reasons})" if reasons else ")"),
         ),
-        ("items", summary["items"], ""),
+        ("items", summary.items, ""),
     ]
     return "\n".join(f"{name:<21} {value}{extra}" for name, value, extra in lines)
