@@ -33,10 +33,11 @@ from nlieval.classifiers import (  # noqa: E402
     is_classifier_folder,
     label_mapping,
 )
-from nlieval.runs import RunError, RunFolder  # noqa: E402
+from nlieval.runs import Results, RunError, RunFolder  # noqa: E402
 from nlieval.sci.train import (  # noqa: E402
     TrainConfig,
     TrainError,
+    TrainResult,
     build_model,
     evaluate,
     fit,
@@ -126,7 +127,7 @@ def _config(tiny_bert: Path, syn: dict[str, str], out: Path, **kw: Any) -> Train
 @pytest.fixture(scope="module")
 def trained(
     tiny_bert: Path, syn: dict[str, str], tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, Any]:
+) -> TrainResult:
     """One seed trained for up to 3 epochs; the results of :func:`train`."""
     out = tmp_path_factory.mktemp("trained")
     return train(_config(tiny_bert, syn, out), progress=False)
@@ -140,21 +141,21 @@ def _pairs(n: int = 40, seed: int = 7) -> list[tuple[str, str]]:
 
 
 def test_training_learns_the_rule(
-    trained: dict[str, Any], tiny_bert: Path, syn: dict[str, str]
+    trained: TrainResult, tiny_bert: Path, syn: dict[str, str]
 ) -> None:
-    config = TrainConfig.from_dict(trained["config"])
+    config = TrainConfig.from_dict(trained.results.config)
     data = load_data(config)
     model, tok = build_model(config, data.labels, 0)
-    meta = load_classifier(trained["seeds"][0]["checkpoint"])[2]
+    meta = load_classifier(trained.seeds[0]["checkpoint"])[2]
     untrained, _ = evaluate(model, tok, meta, data.dev)
-    seed0 = trained["seeds"][0]
+    seed0 = trained.seeds[0]
     assert untrained["macro_f1"] < 0.6
     assert seed0["best_dev_macro_f1"] >= 0.9
     assert seed0["best_dev_macro_f1"] > untrained["macro_f1"] + 0.3
     assert seed0["test"]["macro_f1"] >= 0.9
     assert set(seed0["test"]["per_class_f1"]) == set(LABELS)
     assert len(seed0["test"]["confusion"]) == 3
-    summary = trained["summary"]
+    summary = trained.summary
     assert summary["test_macro_f1"] == {"mean": seed0["test"]["macro_f1"], "std": 0.0}
     # The folder is a run folder of the test records; the seed's results in train.json.
     out = Path(config.out)
@@ -174,9 +175,9 @@ def test_results_mean_and_std_over_seeds(
 ) -> None:
     config = _config(tiny_bert, syn, tmp_path, epochs=1, seeds=(0, 1), limit=48)
     results = train(config, progress=False)
-    f1 = [s["test"]["macro_f1"] for s in results["seeds"]]
-    mean = results["summary"]["test_macro_f1"]["mean"]
-    std = results["summary"]["test_macro_f1"]["std"]
+    f1 = [s["test"]["macro_f1"] for s in results.seeds]
+    mean = results.summary["test_macro_f1"]["mean"]
+    std = results.summary["test_macro_f1"]["std"]
     assert math.isclose(mean, sum(f1) / 2)
     assert math.isclose(std, abs(f1[0] - f1[1]) / math.sqrt(2))
     assert is_classifier_folder(tmp_path / "seed0") and is_classifier_folder(tmp_path / "seed1")
@@ -184,7 +185,7 @@ def test_results_mean_and_std_over_seeds(
     from nlieval.reports import ReportConfig, report
     from nlieval.sci.report import iter_report_records, sci_rows
 
-    task = results["metrics"][0]["task"]
+    task = results.results.metrics[0]["task"]
     table = report(ReportConfig(runs=(str(tmp_path),), write=False))
     assert f"| {tmp_path.name} | {task} | 0 | 48 | 2 | " in table
     assert len(table.splitlines()) == 3
@@ -199,7 +200,7 @@ def test_early_stopping_after_patience_epochs(
     # lr 0: dev F1 never changes, so only epoch 1 improves and `patience` epochs follow.
     seen: list[dict[str, Any]] = []
     config = _config(tiny_bert, syn, tmp_path, lr=0.0, epochs=10, patience=2, limit=32)
-    result = train(config, on_epoch=seen.append, progress=False)["seeds"][0]
+    result = train(config, on_epoch=seen.append, progress=False).seeds[0]
     assert [row["epoch"] for row in seen] == [1, 2, 3]
     assert [row["improved"] for row in seen] == [True, False, False]
     assert result["epochs_run"] == 3 and result["stopped_early"] and result["best_epoch"] == 1
@@ -216,12 +217,14 @@ def test_a_dev_part_of_one_class_keeps_the_best_epoch_by_accuracy(
     dev = _write_task(tmp_path, "one_class_dev", LABELS, "one.jsonl")
     seen: list[dict[str, Any]] = []
     config = _config(tiny_bert, syn, tmp_path / "out", dev_task=dev, epochs=2, limit=32)
-    result = train(config, on_epoch=seen.append, progress=False)["seeds"][0]
+    result = train(config, on_epoch=seen.append, progress=False).seeds[0]
     assert all(math.isnan(row["dev_macro_f1"]) for row in seen)
     assert seen[0]["improved"] and result["best_epoch"] >= 1
     best = seen[result["best_epoch"] - 1]
-    assert result["best_dev_accuracy"] == best["dev_accuracy"] == max(
-        row["dev_accuracy"] for row in seen
+    assert (
+        result["best_dev_accuracy"]
+        == best["dev_accuracy"]
+        == max(row["dev_accuracy"] for row in seen)
     )
     assert is_classifier_folder(Path(result["checkpoint"]))
 
@@ -229,7 +232,7 @@ def test_a_dev_part_of_one_class_keeps_the_best_epoch_by_accuracy(
 def test_same_seed_same_result(tiny_bert: Path, syn: dict[str, str], tmp_path: Path) -> None:
     a = train(_config(tiny_bert, syn, tmp_path / "a", epochs=1, limit=48), progress=False)
     b = train(_config(tiny_bert, syn, tmp_path / "b", epochs=1, limit=48), progress=False)
-    assert a["seeds"][0]["history"][0]["train_loss"] == b["seeds"][0]["history"][0]["train_loss"]
+    assert a.seeds[0]["history"][0]["train_loss"] == b.seeds[0]["history"][0]["train_loss"]
 
 
 def test_finished_seeds_are_reused(tiny_bert: Path, syn: dict[str, str], tmp_path: Path) -> None:
@@ -237,8 +240,8 @@ def test_finished_seeds_are_reused(tiny_bert: Path, syn: dict[str, str], tmp_pat
     first = train(config, progress=False)
     seen: list[dict[str, Any]] = []
     again = train(config, on_epoch=seen.append, progress=False)
-    assert not seen and again["seeds"] == first["seeds"]
-    assert again["metrics"] == first["metrics"]
+    assert not seen and again.seeds == first.seeds
+    assert again.results.metrics == first.results.metrics
     train(config, on_epoch=seen.append, progress=False, resume=False)
     assert len(seen) == 1 and len(RunFolder(tmp_path).records()) == 32
 
@@ -251,7 +254,7 @@ def test_seeds_grow_and_an_unfinished_seed_restarts(
     seen: list[dict[str, Any]] = []
     more = train(replace_config(config, seeds=[0, 1]), on_epoch=seen.append, progress=False)
     assert [row["seed"] for row in seen] == [1]  # seed 0 was complete
-    assert more["seeds"][0] == first["seeds"][0] and more["metrics"][0]["seeds"] == [0, 1]
+    assert more.seeds[0] == first.seeds[0] and more.results.metrics[0]["seeds"] == [0, 1]
     want = {(r.seed, r.item_id): r for r in RunFolder(tmp_path).records()}
     # Seed 1 left unfinished (train.json not written): trained again from scratch,
     # its records replaced, not duplicated.
@@ -264,7 +267,7 @@ def test_seeds_grow_and_an_unfinished_seed_restarts(
     got = RunFolder(tmp_path).records()
     assert len(got) == len(want) == 64
     assert {(r.seed, r.item_id): r for r in got} == want  # one device: deterministic
-    assert again["metrics"] == more["metrics"]
+    assert again.results.metrics == more.results.metrics
     # Other settings in the same folder are refused.
     with pytest.raises(RunError, match="lr: 0.003 -> 0.1"):
         train(replace_config(config, lr=0.1), progress=False)
@@ -411,8 +414,24 @@ def test_checkpoint_round_trip(tiny_bert: Path, syn: dict[str, str], tmp_path: P
     assert max(range(3), key=lambda i: got[0][i]) == max(range(3), key=lambda i: want[0][i])
 
 
-def test_batch_size_does_not_change_results(trained: dict[str, Any]) -> None:
-    folder = trained["seeds"][0]["checkpoint"]
+def test_train_returns_a_typed_result_of_its_files(trained: TrainResult) -> None:
+    """The result is a TrainResult: the folder's results.json, each seed's train.json (as
+    read back from the files) and their mean over the one seed trained."""
+    assert isinstance(trained, TrainResult) and isinstance(trained.results, Results)
+    out = Path(str(trained.seeds[0]["checkpoint"])).parent
+    saved = json.loads((out / "results.json").read_text())
+    assert trained.results == Results.from_dict(saved, "results.json")
+    config = TrainConfig.from_dict(saved["config"])
+    assert trained.seeds == tuple(
+        json.loads((out / f"seed{n}" / "train.json").read_text()) for n in config.seeds
+    )
+    (seed,) = trained.seeds
+    assert trained.summary["dev_macro_f1"]["mean"] == seed["best_dev_macro_f1"]
+    assert trained.summary["test_accuracy"]["mean"] == seed["test"]["accuracy"]
+
+
+def test_batch_size_does_not_change_results(trained: TrainResult) -> None:
+    folder = trained.seeds[0]["checkpoint"]
     one = EncoderClassifier(folder, HFOptions(device="cpu"), batch_size=1).classify(_pairs())
     many = EncoderClassifier(folder, HFOptions(device="cpu"), batch_size=16).classify(_pairs())
     assert len(one) == len(many) == 40
@@ -477,9 +496,9 @@ def test_same_label_set_is_reordered_and_others_refused() -> None:
 
 
 def test_two_stage_fresh_head_on_stage_one_encoder(
-    trained: dict[str, Any], tiny_bert: Path, syn: dict[str, str], tmp_path: Path
+    trained: TrainResult, tiny_bert: Path, syn: dict[str, str], tmp_path: Path
 ) -> None:
-    stage1 = Path(trained["config"]["out"])
+    stage1 = Path(trained.results.config["out"])
     ckpt = seed_checkpoint(stage1, 0)
     assert ckpt == stage1 / "seed0"
     old, _, _ = load_classifier(ckpt)
@@ -492,8 +511,10 @@ def test_two_stage_fresh_head_on_stage_one_encoder(
     kept, _ = build_model(config, LABELS, 0, init_from=ckpt, fresh_head=False)
     assert torch.equal(kept.head.weight, old.head.weight)
     results = train(config, init_from=stage1, progress=False)
-    assert results["seeds"][0]["init_from"] == str(ckpt)
-    assert results["config"]["init_from"] == str(stage1) and results["config"]["fresh_head"]
+    assert results.seeds[0]["init_from"] == str(ckpt)
+    assert (
+        results.results.config["init_from"] == str(stage1) and results.results.config["fresh_head"]
+    )
     with pytest.raises(TrainError, match="seed5"):
         seed_checkpoint(stage1, 5)
 
@@ -524,12 +545,12 @@ def test_train_command(tiny_bert: Path, syn: dict[str, str], tmp_path: Path, cap
 
 
 def test_nlieval_run_uses_a_trained_classifier(
-    trained: dict[str, Any], syn: dict[str, str], tmp_path: Path
+    trained: TrainResult, syn: dict[str, str], tmp_path: Path
 ) -> None:
     from nlieval.choice import RunConfig, run
     from nlieval.runs import RunFolder
 
-    out_folder = trained["config"]["out"]
+    out_folder = trained.results.config["out"]
     cfg = RunConfig(model=out_folder, tasks=(syn["task"],), shots=(0, 3))
     res = run(cfg, tmp_path / "r", progress=False)
     records = RunFolder(tmp_path / "r").records()
@@ -537,7 +558,7 @@ def test_nlieval_run_uses_a_trained_classifier(
     assert {r.k for r in records} == {0}
     assert {r.checkpoint for r in records} == {str(Path(out_folder) / "seed0")}
     assert len(records) == 48
-    want = trained["seeds"][0]["test"]["accuracy"]
+    want = trained.seeds[0]["test"]["accuracy"]
     assert res.metrics[0]["accuracy"] == pytest.approx(want)
 
 
@@ -628,7 +649,7 @@ def test_a_trained_seed_cut_short_in_its_test_is_not_trained_again(
         assert max(abs(a - b) for a, b in zip(r.loglik, w.loglik, strict=True)) < 1e-5
     # The seeds' test summaries agree; a mean over re-scored items (gold NLL) only to the
     # log-likelihoods' own tolerance above: a reloaded model sums in another order.
-    for a, b in zip(again["seeds"], first["seeds"], strict=True):
+    for a, b in zip(again.seeds, first.seeds, strict=True):
         assert a["test"].keys() == b["test"].keys()
         for key, value in a["test"].items():
             if isinstance(value, float):
@@ -659,7 +680,7 @@ def test_folder_from_python_resumes_from_the_cli(
     again = json.loads((out / "results.json").read_text())
     assert [p["command"] for p in again["provenance"]] == ["train", "train"]
     assert (
-        first["seeds"][0]["best_epoch"]
+        first.seeds[0]["best_epoch"]
         == json.loads((out / "seed0" / "train.json").read_text())["best_epoch"]
     )
 

@@ -73,4 +73,4 @@ def test_a_full_disk_while_saving_a_seed_is_one_line_and_resumes(
     assert sorted((r["seed"], r["item_id"]) for r in after) == sorted(
         (s, r["item_id"]) for s in (0, 1) for r in before
     )
-    assert [s["seed"] for s in results["seeds"]] == [0, 1]
+    assert [s["seed"] for s in results.seeds] == [0, 1]

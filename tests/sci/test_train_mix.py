@@ -108,7 +108,7 @@ def test_a_combined_run_trains_reports_and_resumes(
     cfg = TrainConfig(str(enc), f"{a}@test:30,{b}@test", test_task=test, epochs=1, seeds=(0,),
                       device="cpu", max_length=16, out=str(tmp_path / "run"))  # fmt: skip
     again = train(cfg, progress=False)
-    assert again["seeds"][0]["best_dev_macro_f1"] == seed["best_dev_macro_f1"]
+    assert again.seeds[0]["best_dev_macro_f1"] == seed["best_dev_macro_f1"]
     assert format_results(again).splitlines()[0].startswith("training set: ")
     # Another sample size of a source is another training set: not resumed.
     capsys.readouterr()

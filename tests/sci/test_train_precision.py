@@ -175,7 +175,7 @@ def test_old_train_folders_resume_and_new_settings_are_in_the_identity(
     (tmp_path / "config.json").write_text(json.dumps(doc))
     seen: list[dict[str, Any]] = []
     again = train(config, on_epoch=seen.append, progress=False)
-    assert not seen and again["metrics"] == first["metrics"]  # no epoch trained again
+    assert not seen and again.results.metrics == first.results.metrics  # no epoch trained again
     assert len(RunFolder(tmp_path).records()) == 12
     for change, says in (({"grad_accum": 2}, "grad_accum: 1 -> 2"),
                          ({"precision": "bf16"}, "precision: 'fp32' -> 'bf16'")):  # fmt: skip

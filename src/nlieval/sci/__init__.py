@@ -49,7 +49,7 @@ from .report import (
     sci_rows,
     score_metrics,
 )
-from .train import TrainConfig, format_results
+from .train import TrainConfig, TrainResult, format_results
 
 # The function: `sci.train` is the module.
 from .train import train as train_classifier
@@ -59,6 +59,7 @@ __all__ = [
     "CONFUSION",
     "InstructConfig",
     "TrainConfig",
+    "TrainResult",
     "build_distant",
     "distant",
     "format_confusion",

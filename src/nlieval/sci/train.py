@@ -51,7 +51,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -59,7 +59,7 @@ from ..backends import ModelError, resolve
 from ..data import items_fingerprint
 from ..ground import DataError, check_inside, make_folder, read_json
 from ..metrics import UNDEFINED_NOTE, mean_std, point_metrics
-from ..runs import RunError, RunFolder, Step, atomic_write, execute, finalize
+from ..runs import Results, RunError, RunFolder, Step, atomic_write, execute, finalize
 from ..types import Item, Record
 from .train_config import (
     ENCODER_ALIASES,
@@ -91,6 +91,7 @@ __all__ = [
     "TrainConfig",
     "TrainData",
     "TrainError",
+    "TrainResult",
     "build_model",
     "check_encoder",
     "encoder_layers",
@@ -127,6 +128,22 @@ def _write_json(path: Path, payload: Any, root: Path) -> None:
 def _mean_std(values: Sequence[float]) -> dict[str, float]:
     mean, std = mean_std(values)
     return {"mean": mean, "std": std}
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What :func:`train` returns: the folder's ``results.json`` (``results``), each
+    seed's ``train.json`` in the order of the config's seeds (``seeds``) and their mean
+    and std (``summary``, :func:`summarize_seeds`)."""
+
+    results: Results
+    seeds: tuple[dict[str, Any], ...]
+    summary: dict[str, Any]
+
+    @classmethod
+    def of(cls, results: Results, per_seed: Sequence[dict[str, Any]]) -> TrainResult:
+        """The result of these results and seeds, their summary computed."""
+        return cls(results, tuple(per_seed), summarize_seeds(per_seed))
 
 
 def summarize_seeds(per_seed: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -287,10 +304,10 @@ def train(
     on_epoch: EpochCallback | None = None,
     progress: bool = True,
     resume: bool = True,
-) -> dict[str, Any]:
+) -> TrainResult:
     """Train every seed of ``config`` into the run folder ``config.out`` (see the module
-    docstring) and return its ``results.json`` plus ``seeds`` (each seed's ``train.json``)
-    and ``summary`` (their mean and std, :func:`summarize_seeds`).
+    docstring) and return a :class:`TrainResult`: its ``results.json``, each seed's
+    ``train.json`` and their mean and std.
 
     The test records go through the one resumable loop of every command
     (:func:`nlieval.runs.run_steps`): one step per seed, whose backend is the seed's
@@ -308,11 +325,11 @@ def train(
     >>> out = Path(run_dir) / "train"
     >>> cfg = TrainConfig(str(enc), "smoke", epochs=1, seeds=(0, 1), device="cpu", out=str(out))
     >>> results = train(cfg, progress=False)
-    >>> [r["seed"] for r in results["seeds"]], sorted(results["summary"])
+    >>> [r["seed"] for r in results.seeds], sorted(results.summary)
     ([0, 1], ['dev_macro_f1', 'test_accuracy', 'test_macro_f1', 'test_per_class_f1'])
     >>> print(*sorted(p.name for p in out.iterdir() if not p.name.startswith(".")))
     config.json provenance.jsonl records.jsonl results.json seed0 seed1 summary.md timing.json
-    >>> train(cfg, progress=False)["seeds"] == results["seeds"]
+    >>> train(cfg, progress=False).seeds == results.seeds
     True
     """
     from ..backends import (
@@ -425,8 +442,7 @@ def train(
         # Seeds trained now (no test records): this invocation made part of the folder.
         made = "train" if elapsed is not None else None
         results = finalize(run, config.to_dict(), elapsed, data_info={}, invocation=made)
-        per_seed = [trained[seed] for seed in config.seeds]
-        return {**results.to_dict(), "seeds": per_seed, "summary": summarize_seeds(per_seed)}
+        return TrainResult.of(results, [trained[seed] for seed in config.seeds])
     # A seed's test scores are those of all its records in the folder, whichever
     # invocation scored them; they complete its train.json.
     by_seed: dict[int, list[Record]] = {}
@@ -442,19 +458,18 @@ def train(
         elapsed,
         data_info={test.task: test.data_info()},
     )
-    per_seed = [trained[seed] for seed in config.seeds]
-    return {**results.to_dict(), "seeds": per_seed, "summary": summarize_seeds(per_seed)}
+    return TrainResult.of(results, [trained[seed] for seed in config.seeds])
 
 
-def format_results(results: Mapping[str, Any]) -> str:
+def format_results(results: TrainResult) -> str:
     """A plain-text table: one line per seed, then mean +- std.
 
-    >>> print(format_results({"seeds": [], "summary": {"dev_macro_f1":
-    ...       {"mean": 0.5, "std": 0.0}}}).splitlines()[0])
+    >>> print(format_results(TrainResult(Results(), (), {"dev_macro_f1":
+    ...       {"mean": 0.5, "std": 0.0}})).splitlines()[0])
     seed  epochs  best  dev F1  test acc  test F1
     """
     lines = []
-    sources = ((results["seeds"] or [{}])[0].get("data") or {}).get("train", {}).get("sources")
+    sources = ((results.seeds or [{}])[0].get("data") or {}).get("train", {}).get("sources")
     if sources:
         lines.append(
             "training set: " + " + ".join(f"{n} {name}" for name, n in sources.items())
@@ -466,7 +481,7 @@ def format_results(results: Mapping[str, Any]) -> str:
         # n/a: macro F1 of a part holding one gold class (undefined, NaN).
         return "n/a" if math.isnan(x) else f"{x:.4f}"
 
-    for r in results["seeds"]:
+    for r in results.seeds:
         t = r.get("test") or {}
         acc = num(t["accuracy"]) if t else "-"
         f1 = num(t["macro_f1"]) if t else "-"
@@ -474,7 +489,7 @@ def format_results(results: Mapping[str, Any]) -> str:
             f"{r['seed']:>4}  {r['epochs_run']:>6}  {r['best_epoch']:>4}  "
             f"{num(r['best_dev_macro_f1']):>6}  {acc:>8}  {f1:>7}"
         )
-    s = results["summary"]
+    s = results.summary
     parts = [f"dev macro F1 {num(s['dev_macro_f1']['mean'])} +- {num(s['dev_macro_f1']['std'])}"]
     for name in ("test_accuracy", "test_macro_f1"):
         if name in s:
