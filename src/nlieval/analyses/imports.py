@@ -275,8 +275,8 @@ class ImportResult:
     other tasks)."""
 
     files: tuple[ImportedFile, ...]
-    scores: list[dict[str, Any]]
-    rows: list[dict[str, Any]]
+    scores: Sequence[Mapping[str, Any]]
+    rows: Sequence[Mapping[str, Any]]
 
 
 def import_predictions(

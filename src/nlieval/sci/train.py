@@ -137,11 +137,11 @@ class TrainResult:
     and std (``summary``, :func:`summarize_seeds`)."""
 
     results: Results
-    seeds: tuple[dict[str, Any], ...]
-    summary: dict[str, Any]
+    seeds: tuple[Mapping[str, Any], ...]
+    summary: Mapping[str, Any]
 
     @classmethod
-    def of(cls, results: Results, per_seed: Sequence[dict[str, Any]]) -> TrainResult:
+    def of(cls, results: Results, per_seed: Sequence[Mapping[str, Any]]) -> TrainResult:
         """The result of these results and seeds, their summary computed."""
         return cls(results, tuple(per_seed), summarize_seeds(per_seed))
 
