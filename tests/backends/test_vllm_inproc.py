@@ -319,6 +319,7 @@ USERS = [
 ]
 
 
+@pytest.mark.slow  # vLLM started in process and 42 generations: about 2 minutes
 def test_batched_generation_equals_one_at_a_time_and_stops(
     vllm_python: str, data_dir: Path
 ) -> None:
