@@ -107,7 +107,7 @@ def _folder_with_nan_head(bert: str) -> Callable[[Path], list[str]]:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        from nlieval.backends.classifier import ClassifierMeta, PairClassifier, save_classifier
+        from nlieval.classifiers import ClassifierMeta, PairClassifier, save_classifier
 
         folder = d / "nan_ckpt"
         if not folder.exists():

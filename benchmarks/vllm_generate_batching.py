@@ -22,20 +22,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nlieval.backends import ChatModel, stand_in
+from nlieval.backends import ChatModel, Generation, stand_in
 from nlieval.backends.vllm_engine import VLLMChat, VLLMOptions
 from nlieval.metainference.generated import ITEMS, GenerateConfig, generate_items
 
 
 class OneAtATime:
-    """The chat model as the generation loop saw vLLM before: no declaration, so each
-    conversation is its own call."""
+    """The chat model as the generation loop saw vLLM before: one conversation a call
+    (declared as a batch of 1, since a backend that declares nothing gets them all)."""
+
+    generation = Generation(batch=1, stop=True)
 
     def __init__(self, chat: VLLMChat) -> None:
         self.chat, self.name = chat, chat.name
 
     def generate(self, conversations: Sequence[Any], *args: Any, **kw: Any) -> list[str]:
-        return self.chat.generate(conversations, *args, **kw)
+        return list(self.chat.generate(conversations, *args, **kw))
 
 
 def main() -> None:
@@ -71,8 +73,8 @@ def main() -> None:
             wall = time.perf_counter() - start
             items[label] = (out / ITEMS).read_bytes()
             print(
-                f"{label}: {summary['premises']} premises, {len(calls)} LLM.generate calls, "
-                f"{wall:.1f} s wall, {summary['parsed_first_try']} parsed first try"
+                f"{label}: {summary.premises} premises, {len(calls)} LLM.generate calls, "
+                f"{wall:.1f} s wall, {summary.parsed_first_try} parsed first try"
             )
     print(f"same items.jsonl: {items['one at a time'] == items['batched']}")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from pathlib import Path
 
@@ -82,3 +83,13 @@ def test_no_rendered_table_is_parsed_back() -> None:
         if PARSERS.search(line)
     ]
     assert not found, found
+
+
+def test_a_number_that_is_not_finite_is_null_in_json() -> None:
+    # A browser's JSON.parse refuses NaN and Infinity, which json.dumps writes by default.
+    doc = Table.of(["m", "F1"], [["a", Cell("n/a", float("nan"))], ["b", Cell("inf", math.inf)]])
+    text = render(doc, "json")
+    assert "NaN" not in text and "Infinity" not in text
+    (block,) = json.loads(text)
+    assert block["values"] == [[None, None], [None, None]]
+    assert block["rows"] == [["a", "n/a"], ["b", "inf"]]

@@ -17,6 +17,7 @@ x\\_1 & 0.500 \\ensuremath{\\pm} 0.010 \\\\
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -234,6 +235,12 @@ def _csv(doc: list[Block]) -> str:
     return "\n\n".join(parts)
 
 
+def _finite(value: float | None) -> float | None:
+    # JSON has no NaN or infinity (Python would write NaN, which a browser refuses): a
+    # number that is not finite is null, and its cell's text says what it is.
+    return value if value is None or math.isfinite(value) else None
+
+
 def blocks_json(doc: Table | Document) -> list[dict[str, object]]:
     """The JSON of a report (``--format json`` and the view's pages): each table with the
     text lines before it (``text``), its ``header``, its ``rows`` of texts, the numbers
@@ -256,7 +263,7 @@ def blocks_json(doc: Table | Document) -> list[dict[str, object]]:
                     "text": [*text, *(t.strip() for t in b.title if t.strip())],
                     "header": list(b.header),
                     "rows": b.texts(),
-                    "values": [[c.value for c in r] for r in b.rows],
+                    "values": [[_finite(c.value) for c in r] for r in b.rows],
                     "notes": [t.strip() for t in b.notes if t.strip()],
                     **({"kind": b.kind} if b.kind else {}),
                 }
