@@ -133,6 +133,7 @@ _FLAG_VALUE = re.compile(
 )
 
 
+@functools.cache  # read for every log line an experiment says
 def _block_flags(command: str | None) -> dict[str, dict[str, Field[Any]]]:
     # Each flag of a block's setting (of ``command``, or of every block command), with the
     # keys it sets. The experiment's own --data-dir sets every block's: it stays a flag.
