@@ -290,16 +290,3 @@ def backend_from_model(
             model, tokenizer, max_length=meta.max_length, batch_size=batch_size, name=name
         )
     return EncoderClassifier.from_model(model, tokenizer, meta, batch_size=batch_size, name=name)
-
-
-def load_checkpoint(
-    folder: str | Path, options: HFOptions, *, batch_size: int, name: str
-) -> ClassifierBackend | ChoiceBackend:
-    """The backend of a checkpoint folder written by ``nlieval train``, by the head its
-    description names: :class:`HFMultipleChoice` or an
-    :class:`~nlieval.backends.classifier.EncoderClassifier`."""
-    from .classifier import EncoderClassifier
-
-    if read_meta(folder).head == CHOICE_HEAD:
-        return HFMultipleChoice(str(folder), options, batch_size=batch_size, name=name)
-    return EncoderClassifier(folder, options, batch_size=batch_size, name=name)

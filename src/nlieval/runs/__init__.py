@@ -45,6 +45,7 @@ from .tables import (
     markdown_summary,
     metrics_table,
     plus_minus,
+    plus_minus_cell,
     run_timing,
 )
 
@@ -85,6 +86,7 @@ __all__ = [
     "markdown_table",
     "metrics_table",
     "plus_minus",
+    "plus_minus_cell",
     "read_named",
     "read_results",
     "run_warnings",

@@ -23,9 +23,14 @@ def plus_minus(mean: float, std: float, n_seeds: int, digits: int = 3) -> str:
     return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if n_seeds > 1 else "")
 
 
-def _pm(mean: float, std: float, n_seeds: int, digits: int = 3) -> Cell:
-    # The cell of plus_minus with the mean behind it (None where it is n/a).
-    return Cell(plus_minus(mean, std, n_seeds, digits), None if math.isnan(mean) else mean)
+def plus_minus_cell(mean: float, std: float, n_seeds: int, digits: int = 3) -> Cell:
+    """The cell of :func:`plus_minus`: its text, and the mean behind it (None where it is
+    not finite: n/a, which JSON cannot hold).
+
+    >>> plus_minus_cell(0.5, 0.01, 2), plus_minus_cell(float("nan"), 0.0, 1).value
+    (Cell(text='0.500 ± 0.010', value=0.5), None)
+    """
+    return Cell(plus_minus(mean, std, n_seeds, digits), mean if math.isfinite(mean) else None)
 
 
 def _short(label: str) -> str:
@@ -61,7 +66,7 @@ def metrics_table(
             dist += f" unparsed {r['n_unparsed']}"
         return [
             ns,
-            *(_pm(r[m.name], r[m.name + "_std"], ns, m.digits) for m in shown),
+            *(plus_minus_cell(r[m.name], r[m.name + "_std"], ns, m.digits) for m in shown),
             Cell(f"{r['chance']:.3f}", r["chance"]),
             dist,
             " ".join(f"{_short(lab)} {n}" for lab, n in (r.get("gold_counts") or {}).items()),
@@ -92,8 +97,8 @@ def instruct_table(
         std = statistics.stdev(unparsed) if ns > 1 else 0.0
         return [
             ns,
-            *(_pm(r[m.name], r[m.name + "_std"], ns, m.digits) for m in shown),
-            _pm(statistics.fmean(unparsed), std, ns, digits=1),
+            *(plus_minus_cell(r[m.name], r[m.name + "_std"], ns, m.digits) for m in shown),
+            plus_minus_cell(statistics.fmean(unparsed), std, ns, digits=1),
             Cell(f"{r['chance']:.3f}", r["chance"]),
             Cell(f"{r['majority_baseline']:.3f}", r["majority_baseline"]),
         ]

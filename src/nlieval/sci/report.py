@@ -17,7 +17,6 @@ treats its per-seed checkpoints as runs) and instruct models (``nlieval instruct
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -35,7 +34,7 @@ from ..runs import (
     RunFolders,
     atomic_write,
     make_folder,
-    plus_minus,
+    plus_minus_cell,
     run_warnings,
 )
 from ..settings import setting, table_format
@@ -272,12 +271,6 @@ def _name(row: Mapping[str, Any]) -> str:
     return name + (f" @{row['checkpoint']}" if row.get("checkpoint") else "")
 
 
-def _pm(mean: float, std: float, runs: int, digits: int = 3) -> Cell:
-    # The text of plus_minus, and the mean behind it (None where it is undefined: JSON
-    # has no NaN).
-    return Cell(plus_minus(mean, std, runs, digits), mean if math.isfinite(mean) else None)
-
-
 def _undefined(tables: Sequence[Table]) -> bool:
     # A metric undefined on the items (plus_minus's n/a): the note under the report says why.
     return any(c.text == "n/a" and c.value is None for t in tables for r in t.rows for c in r)
@@ -307,10 +300,12 @@ def format_rows(rows: Sequence[Row]) -> list[Block]:
             ns = r["runs"]
             body.append(
                 [_name(r), r["task"], r["k"], r["n"], ns]
-                + [_pm(r[m.name], r[m.name + "_std"], ns, m.digits) for m in scores]
-                + [_pm(r["n_unparsed"], r["n_unparsed_std"], ns, 1)]
+                + [plus_minus_cell(r[m.name], r[m.name + "_std"], ns, m.digits) for m in scores]
+                + [plus_minus_cell(r["n_unparsed"], r["n_unparsed_std"], ns, 1)]
                 + [
-                    _pm(r["per_class_f1"][lab], r["per_class_f1_std"][lab], ns, f1_digits)
+                    plus_minus_cell(
+                        r["per_class_f1"][lab], r["per_class_f1_std"][lab], ns, f1_digits
+                    )
                     for lab in labels
                 ]
             )
@@ -329,8 +324,11 @@ def format_domains(rows: Sequence[Row]) -> Table | None:
         for d, e in r["domains"].items():
             body.append(
                 [_name(r), r["task"], r["k"], d, e["n"]]
-                + [_pm(e[m.name], e[m.name + "_std"], e["runs"], m.digits) for m in scores]
-                + [_pm(e["n_unparsed"], e["n_unparsed_std"], e["runs"], 1)]
+                + [
+                    plus_minus_cell(e[m.name], e[m.name + "_std"], e["runs"], m.digits)
+                    for m in scores
+                ]
+                + [plus_minus_cell(e["n_unparsed"], e["n_unparsed_std"], e["runs"], 1)]
             )
     if not body:
         return None
@@ -354,7 +352,9 @@ def format_shift(pairs: Sequence[Row], in_domain: str, out_of_domain: str) -> Ta
         a, b = p["in_domain"], p["out_of_domain"]
         line: list[Cell | str | int] = [_name(p), p["k"], a["n"], b["n"]]
         for m in scores:
-            line += [_pm(x[m.name], x[m.name + "_std"], x["runs"], m.digits) for x in (a, b)]
+            line += [
+                plus_minus_cell(x[m.name], x[m.name + "_std"], x["runs"], m.digits) for x in (a, b)
+            ]
             line += [Cell(f"{p['drop']:+.3f}", p["drop"])] if m.name == "macro_f1" else []
         body.append(line)
     return Table.of(head, body)
