@@ -56,6 +56,10 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 MpiDefault=none
 ReturnToService=2
+# A 2-core machine under a test load may answer a ping late: give it a minute per message
+# and 10 minutes before the node is called down (defaults 10 s and 5 min).
+MessageTimeout=60
+SlurmdTimeout=600
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU

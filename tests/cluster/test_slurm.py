@@ -9,7 +9,6 @@ the job's Python needs only submitit, not this checkout on its path.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.engines import absent
+from tests.helpers.slurm import require_slurm_node
 
 pytestmark = pytest.mark.slurm
 
@@ -28,18 +28,7 @@ WAIT_S = 60
 @pytest.fixture(scope="module")
 def slurm() -> Any:
     """The submitit module, once ``sinfo`` shows a node that takes jobs."""
-    if shutil.which("sinfo") is None:
-        absent("Slurm", "NLIEVAL_SLURM", "no sinfo on PATH; run scripts/setup_slurm.sh")
-    try:
-        out = subprocess.run(
-            ["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True, timeout=20
-        )
-    except subprocess.TimeoutExpired:
-        absent("Slurm", "NLIEVAL_SLURM", "sinfo got no answer in 20 s")
-    states = out.stdout.split()
-    if out.returncode != 0 or not {"idle", "mixed", "allocated"} & set(states):
-        why = out.stderr.strip() or f"node states {states}"
-        absent("Slurm", "NLIEVAL_SLURM", f"no node takes jobs ({why}); run scripts/setup_slurm.sh")
+    require_slurm_node()
     try:
         import submitit
     except ImportError:

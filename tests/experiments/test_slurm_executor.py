@@ -5,8 +5,6 @@ the same cells give the same records as the local executor, each cell one job (o
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from nlieval.experiments import LocalExecutor, experiment_status, read_experimen
 from nlieval.experiments.driver import read_state
 from tests.helpers.engines import absent
 from tests.helpers.records import saved_rows
+from tests.helpers.slurm import require_slurm_node
 
 pytestmark = pytest.mark.slurm
 
@@ -36,13 +35,7 @@ outputs:
 
 @pytest.fixture(scope="module")
 def slurm() -> None:
-    if shutil.which("sinfo") is None:
-        absent("Slurm", "NLIEVAL_SLURM", "no sinfo on PATH; run scripts/setup_slurm.sh")
-    out = subprocess.run(
-        ["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True, timeout=20
-    )
-    if out.returncode != 0 or not {"idle", "mixed", "allocated"} & set(out.stdout.split()):
-        absent("Slurm", "NLIEVAL_SLURM", "no node takes jobs; run scripts/setup_slurm.sh")
+    require_slurm_node()
     try:
         import submitit  # noqa: F401
     except ImportError:
