@@ -164,7 +164,31 @@ def out_setting(
     >>> out_setting("figure to write").metadata["flag"].names
     ('--out', '--output_path')
     """
-    return setting(default, help=help, names=("--out", "--output_path"), metavar=metavar)
+    return shared(
+        "out", setting(default, help=help, names=("--out", "--output_path"), metavar=metavar)
+    )
+
+
+#: The field metadata key of :func:`shared`.
+SHARED = "shared"
+
+
+def shared(name: str, f: Any) -> Any:
+    """``f`` (made by :func:`setting`) marked as made by the one factory of the shared
+    setting ``name`` (``out`` here; ``data_dir``, ``split``, ``task``, ``tasks`` in
+    ``data``, ``model`` in ``backends``), so that a test can find a hand-made copy.
+
+    >>> shared_of(out_setting())
+    'out'
+    """
+    f.metadata = types.MappingProxyType({**f.metadata, SHARED: name})
+    return f
+
+
+def shared_of(f: Field[Any]) -> str | None:
+    """The shared setting whose factory made field ``f`` (None: declared by hand)."""
+    name = f.metadata.get(SHARED)
+    return name if isinstance(name, str) else None
 
 
 def options(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import plotting as plots
-from ..data import DataDir
+from ..data import DataDir, task_setting
 from ..metrics import METRICS, summarize
 from ..runs import (
     NamedRuns,
@@ -165,7 +165,7 @@ class ChaosnliScoreConfig(DataDir, EntropyBins):
     predictions: str = setting(
         help="{model: {uid: {uid, logits|predicted_probabilities, ...}}}", positional=True
     )
-    task: str = setting(
+    task: str = task_setting(
         help="the ChaosNLI set the predictions are for",
         choices=("chaosnli_snli", "chaosnli_mnli", "chaosnli_alphanli"),
     )

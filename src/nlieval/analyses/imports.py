@@ -20,7 +20,16 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..data import Dataset, data_dir_setting, get_task, load_task, split_setting, task_at
+from ..backends import model_setting
+from ..data import (
+    Dataset,
+    data_dir_setting,
+    get_task,
+    load_task,
+    split_setting,
+    task_at,
+    task_setting,
+)
 from ..ground import Cell, Document, FolderError, Table
 from ..metrics import summarize
 from ..runs import RunFolder, Step, execute, finalize, metrics_table
@@ -68,11 +77,11 @@ class ImportConfig:
         ".csv/.tsv labels, HANS *preds*.txt hans, else jsonl]",
         choices=("auto", *predictions.FORMATS),
     )
-    task: str | None = setting(
-        None,
+    task: str | None = task_setting(
+        default=None,
         help="the task the predictions are for, NAME[@SPLIT] (needed unless the file names say it)",
     )
-    model: str | None = setting(None, help="model name (needed for jsonl)")
+    model: str | None = model_setting("model name (needed for jsonl)", label=True)
     seed: int | None = setting(None, help="seed to record [file name, or 0]")
     label_order: tuple[str, ...] | None = setting(
         None,

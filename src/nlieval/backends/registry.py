@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..settings import options, setting
+from ..settings import options, setting, shared
 from .base import ChoiceBackend, ClassifierBackend, GenerationBackend, LogLikelihoodBackend
 from .openai import ServerOptions
 from .options import HFOptions
@@ -639,21 +639,33 @@ def _fingerprint(name: str, source: ModelSource) -> dict[str, str]:
         return {}
 
 
-def model_setting(help: str | None = None) -> Any:
+def model_setting(
+    help: str | None = None, *, cli_default: str = DEFAULT_MODEL, label: bool = False
+) -> Any:
     """``--model``, declared here once: the model string :func:`resolve` reads, the
     packaged default when none is given. ``help``: what the command does with it (by
     default, a command that talks to a chat model: ``generate``, ``instruct``).
+    ``cli_default``: a command whose model is of one kind only has that kind's packaged
+    default (``train``: the encoder ``minilm``, which ``sci`` resolves itself).
+
+    ``label``: a command that loads no model (``import``), whose ``--model`` is the name
+    its records are labelled with, as a run's model is: any text, None by default (the
+    files name it). The same flag, in this one factory rather than a second one, so that
+    the engines' door stays narrow.
 
     >>> model_setting().metadata["flag"].cli_default == DEFAULT_MODEL
     True
+    >>> model_setting("model name", label=True).default is None
+    True
     """
-    if help is not None:
-        return setting(help=help, cli_default=DEFAULT_MODEL)
-    return setting(
-        help="chat model run in process (alias, folder, .gguf or hub id); with --api-base "
-        "the server's model name",
-        cli_default=DEFAULT_MODEL,
-    )
+    if help is None:
+        help = (
+            "chat model run in process (alias, folder, .gguf or hub id); with --api-base "
+            "the server's model name"
+        )
+    if label:
+        return shared("model", setting(None, help=help))
+    return shared("model", setting(help=help, cli_default=cli_default))
 
 
 class ModelKind:

@@ -10,7 +10,9 @@ everywhere. All are keyword-only, so a subclass keeps its own positional fields.
 A configuration whose field order is a file format (its ``config.json``) cannot take a
 mixin's fields in place; it declares the field with the factory of the same setting
 (:func:`data_dir_setting`, :func:`split_setting`, :func:`tasks_setting`,
-:func:`task_setting`), which the mixins use too.
+:func:`task_setting`), which the mixins use too. Every field named ``data_dir``,
+``split``, ``task`` or ``tasks`` of a command's settings is made by its factory here
+(``settings.shared`` marks it; ``tests/test_settings_once.py`` checks the rule).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import MISSING, dataclass
 from typing import Any
 
 from ..ground import DataError
-from ..settings import csv_list, setting, table_format
+from ..settings import Choices, csv_list, setting, shared, table_format
 from .dataset import Dataset
 from .load import available_splits, declared_splits, get_task, load_task
 from .tasks import TASKS
@@ -42,16 +44,30 @@ def data_dir_setting(*, saved: bool = False) -> Any:
     >>> data_dir_setting(saved=True).metadata["flag"].help
     "where the tasks' data is [as saved]"
     """
-    return setting(None, help=SAVED_DATA_DIR_HELP if saved else DATA_DIR_HELP)
+    return shared("data_dir", setting(None, help=SAVED_DATA_DIR_HELP if saved else DATA_DIR_HELP))
 
 
-def split_setting(default: str | None = None) -> Any:
-    """``--split``, the one split of the task to read (None: the task's default).
+def split_setting(default: str | None = None, *, several: bool = False) -> Any:
+    """``--split``, the one split of the task to read (None: the task's default);
+    ``several``: a command that reads several splits at once (``stats``), so the value
+    may also be a comma-separated list or ``all`` (:class:`TasksToRead` reads it).
+
+    The other splits of a command are other roles, not this setting: ``instruct
+    --pool-split`` (where the solved examples are drawn from), ``train --train-split``,
+    ``--dev-split`` and ``--test-split`` (one split of each of train's three tasks), each
+    a flag of its own with its own default.
 
     >>> split_setting("test").metadata["flag"].help
     'split to read'
     """
-    return setting(default, help=SPLIT_HELP if default is None else "split to read")
+    if several:
+        help = (
+            "splits to read: one, several comma-separated (train,dev,test), or "
+            f"{ALL_SPLITS} (every split with data here) [the task's]"
+        )
+    else:
+        help = SPLIT_HELP if default is None else "split to read"
+    return shared("split", setting(default, help=help))
 
 
 def tasks_setting(default: Any = MISSING, *, note: str = "") -> Any:
@@ -61,16 +77,34 @@ def tasks_setting(default: Any = MISSING, *, note: str = "") -> Any:
     >>> tasks_setting().metadata["flag"].names
     ('--task', '--tasks')
     """
-    return setting(default, help=TASKS_HELP + note, names=("--task", "--tasks"), parse=csv_list)
+    field = setting(default, help=TASKS_HELP + note, names=("--task", "--tasks"), parse=csv_list)
+    return shared("tasks", field)
 
 
-def task_setting(role: str, default: Any = MISSING) -> Any:
+def task_setting(
+    role: str = "",
+    default: Any = MISSING,
+    *,
+    help: str | None = None,
+    aliases: tuple[str, ...] = (),
+    choices: Choices | None = None,
+) -> Any:
     """``--task`` of one task: a name or a task YAML; ``role`` says what its items are for.
+
+    A command that reads its task's text further gives its own ``help`` saying how:
+    ``train``'s sources ``NAME[@SPLIT][:N]`` joined by commas (also ``--train-task``,
+    one of ``aliases``), ``import``'s ``NAME[@SPLIT]`` (:func:`task_at`), or
+    ``chaosnli-score``'s one of the ChaosNLI sets (``choices``). The flag is ``--task``
+    and its value the text given, in every command.
 
     >>> task_setting("whose premises to use").metadata["flag"].help
     'task name or task YAML whose premises to use'
+    >>> task_setting(help="training task", aliases=("--train-task",)).metadata["flag"].names
+    ('--task', '--train-task')
     """
-    return setting(default, help=f"task name or task YAML {role}")
+    names = ("--task", *aliases) if aliases else ()
+    text = f"task name or task YAML {role}" if help is None else help
+    return shared("task", setting(default, help=text, names=names, choices=choices))
 
 
 def task_at(text: str) -> tuple[str, str | None]:
@@ -149,11 +183,7 @@ class TasksToRead(TaskFiles, TaskSource):
 
     format: str = table_format()
 
-    split: str | None = setting(
-        None,
-        help="splits to read: one, several comma-separated (train,dev,test), or "
-        f"{ALL_SPLITS} (every split with data here) [the task's]",
-    )
+    split: str | None = split_setting(several=True)
 
     @property
     def several(self) -> bool:

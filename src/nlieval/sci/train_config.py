@@ -11,8 +11,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..backends import model_setting
 from ..classifiers import LoraSettings
-from ..data import ItemSelection, data_dir_setting, task_at
+from ..data import ItemSelection, data_dir_setting, task_at, task_setting
 from ..ground import DataError, read_json
 from ..settings import positive_int, seed_list, setting
 
@@ -107,14 +108,14 @@ class TrainConfig(ItemSelection):
     ('train', ['sick'], [0], [0])
     """
 
-    model: str = setting(
-        help="encoder: minilm (the packaged all-MiniLM-L6-v2), a folder or a hub id",
+    model: str = model_setting(
+        "encoder: minilm (the packaged all-MiniLM-L6-v2), a folder or a hub id",
         cli_default="minilm",
     )
-    task: str = setting(
+    task: str = task_setting(
         help="training task or task YAML; several are one training set: NAME[@SPLIT][:N] "
         "joined by commas (scinli,mscinli:2000 samples 2,000 of the second)",
-        names=("--task", "--train-task"),
+        aliases=("--train-task",),
     )
     train_split: str = setting("train", help="split to train on")
     dev_task: str | None = setting(None, help="early-stopping task [the training task]")
