@@ -6,22 +6,27 @@
 (its help, a default, an alias, choices), never through a second declaration.
 
 Two checks: the settings classes of every command of ``commands.TABLE`` (its flags and
-its block's classes, with the engines' options inside them) carry the mark; and no
-class in ``src/nlieval`` declares one of those fields with ``setting(...)`` by hand (this
-reaches the classes the table does not name, such as ``experiment``'s). A field without
-a flag is a configuration's data, not a setting (``TrainConfig.out``, filled from
-``--out``; ``ImportConfig.tasks``, written for ``config.json``).
+its block's classes, with the engines' options inside them) and the other dataclasses
+with flags that the command line loads (``experiment``'s, ``build``'s) carry the mark;
+and no class in ``src/nlieval`` declares one of those fields with ``setting(...)`` by
+hand. A field without a flag is a configuration's data, not a setting
+(``TrainConfig.out``, filled from ``--out``; ``ImportConfig.tasks``, written for
+``config.json``).
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import pkgutil
+import sys
 from collections.abc import Iterator
 from dataclasses import Field, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
 import nlieval
+import nlieval.cli
 from nlieval.backends import model_setting
 from nlieval.commands import TABLE, load
 from nlieval.data import task_setting
@@ -32,11 +37,26 @@ SRC = Path(nlieval.__file__).parent
 
 
 def _settings_classes() -> set[type[Any]]:
-    """Every settings class a command of the table reads its flags from."""
+    """Every settings class a command of the table reads its flags from, and every other
+    dataclass with flags in the modules the command line loads (``experiment``'s and
+    ``build``'s settings, which their handlers name, and the mixins)."""
     out: set[type[Any]] = set()
     for command in TABLE.values():
         refs = (*command.settings, *(command.block.classes if command.block else ()))
         out |= {load(r) if isinstance(r, str) else r for r in refs}
+    for info in pkgutil.iter_modules(nlieval.cli.__path__):
+        if info.name != "__main__":
+            importlib.import_module(f"nlieval.cli.{info.name}")
+    for name, module in list(sys.modules.items()):
+        if name.startswith("nlieval."):
+            out |= {
+                c
+                for c in vars(module).values()
+                if isinstance(c, type)
+                and is_dataclass(c)
+                and c.__module__ == name
+                and any(flag_of(f) or options_of(f) for f in fields(c))
+            }
     return out
 
 
@@ -62,7 +82,7 @@ def hand_made(classes: set[type[Any]]) -> list[str]:
 
 def test_every_shared_flag_of_a_command_is_made_by_its_factory() -> None:
     classes = _settings_classes()
-    assert all(is_dataclass(c) for c in classes)
+    assert len(classes) > 40
     assert hand_made(classes) == []
     found = {f.name for c in classes for _, f in _flag_fields(c)}
     # The walk reaches every name (a walk that found none would pass vacuously).
