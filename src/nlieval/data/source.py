@@ -103,7 +103,7 @@ def task_setting(
     ('--task', '--train-task')
     """
     names = ("--task", *aliases) if aliases else ()
-    text = f"task name or task YAML {role}" if help is None else help
+    text = f"task name or task YAML {role}".rstrip() if help is None else help
     return shared("task", setting(default, help=text, names=names, choices=choices))
 
 
