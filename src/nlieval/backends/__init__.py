@@ -41,6 +41,7 @@ from .openai import ServerError, ServerOptions
 from .options import HFOptions
 from .registry import (
     ChatModel,
+    EngineOptions,
     NamesAModel,
     ResolvedModel,
     model_setting,
@@ -63,7 +64,8 @@ __all__ = [
     "resolve",
     "stand_in",
     "model_setting",
-    # the options of each engine
+    # the options of each engine, and of all of them (a config's one field)
+    "EngineOptions",
     "HFOptions",
     "ServerOptions",
     "VLLMOptions",
