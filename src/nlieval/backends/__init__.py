@@ -48,7 +48,6 @@ from .registry import (
     resolve,
     stand_in,
 )
-from .vllm_engine import VLLMOptions
 from .weights import ModelError
 
 if TYPE_CHECKING:
@@ -64,11 +63,11 @@ __all__ = [
     "resolve",
     "stand_in",
     "model_setting",
-    # the options of each engine, and of all of them (a config's one field)
+    # the options of all engines (a config's one field), and of those a family builds;
+    # another engine's options class stays in its module (VLLMOptions in vllm_engine)
     "EngineOptions",
     "HFOptions",
     "ServerOptions",
-    "VLLMOptions",
     # the protocols
     "ChoiceBackend",
     "ClassifierBackend",
