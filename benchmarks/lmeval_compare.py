@@ -357,8 +357,7 @@ def main() -> None:
         vllm_lm = lmeval_vllm_lm = None
         if {"nlieval-vllm", "lm-eval-vllm"} & set(systems_wanted):
             # vLLM in process on the same folder; its engine keeps its own weights.
-            from nlieval.backends import VLLMOptions
-            from nlieval.backends.vllm_engine import VLLMCausalLM
+            from nlieval.backends.vllm_engine import VLLMCausalLM, VLLMOptions
 
             vllm_lm = VLLMCausalLM(
                 folder,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from nlieval.backends import HFOptions, LogLikelihoodBackend, ScoreRequest, stand_in
+from nlieval.backends import EngineOptions, HFOptions, LogLikelihoodBackend, ScoreRequest, stand_in
 from nlieval.backends.completions import CompletionsLM, PromptLogprobsError
 from nlieval.backends.echo_logprobs import continuation_logprob
 from nlieval.backends.hf import HFCausalLM
@@ -79,7 +79,10 @@ def test_same_predictions_and_logliks_as_in_process_at_k0_and_k5(
     ref = run(RunConfig(model=str(tiny_llama), **base), tmp_path / "hf", progress=False)
     # Through the runner's own backend choice, as `nlieval run --model openai-completions:`.
     cfg = RunConfig(
-        model="openai-completions:tiny", server=ServerOptions(server.url), top_logprobs=0, **base
+        model="openai-completions:tiny",
+        engines=EngineOptions(server=ServerOptions(server.url)),
+        top_logprobs=0,
+        **base,
     )
     assert isinstance(cfg.resolve().scorer(), CompletionsLM)
     got = run(cfg, tmp_path / "server", progress=False)
@@ -396,7 +399,9 @@ def test_server_failure_mid_run_keeps_what_was_scored(
     tmp_path: Path, server: FakeServer, echo_lm: EchoLM
 ) -> None:
     cfg = RunConfig(
-        model="openai-completions:tiny", tasks=("smoke",), server=ServerOptions(server.url)
+        model="openai-completions:tiny",
+        tasks=("smoke",),
+        engines=EngineOptions(server=ServerOptions(server.url)),
     )
     full = run(cfg, tmp_path / "full", progress=False)
     # 48 items = chunks of 32 and 16: 96 prompts in the first chunk.

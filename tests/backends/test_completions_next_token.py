@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from nlieval.backends import HFOptions, ScoreRequest
+from nlieval.backends import EngineOptions, HFOptions, ScoreRequest
 from nlieval.backends.completions import CompletionsLM
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.openai import ServerError, ServerOptions
@@ -149,7 +149,7 @@ def test_equal_to_in_process_on_a_run_at_k0_and_k5(
     ref = run(RunConfig(model=str(tiny_llama), **base), tmp_path / "hf", progress=False)
     cfg = RunConfig(
         model="openai-completions:tiny",
-        server=ServerOptions(server.url),
+        engines=EngineOptions(server=ServerOptions(server.url)),
         top_logprobs=VOCAB,
         **base,
     )
@@ -373,7 +373,12 @@ def test_settings() -> None:
         CompletionsLM("m", "http://127.0.0.1:9/v1", top_logprobs=-1)
     with pytest.raises(ValueError, match="top-logprobs"):
         server = ServerOptions("http://127.0.0.1:9/v1")
-        RunConfig(model="openai-completions:m", tasks=("smoke",), top_logprobs=-1, server=server)
+        RunConfig(
+            model="openai-completions:m",
+            tasks=("smoke",),
+            top_logprobs=-1,
+            engines=EngineOptions(server=server),
+        )
     lm = CompletionsLM("m", "http://127.0.0.1:9/v1")
     assert lm.tokenize_url == "http://127.0.0.1:9/tokenize" and lm.top_logprobs == 20
     assert CompletionsLM("m", "http://h:9/v1", top_logprobs=0).next_token_off == "--top-logprobs 0"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nlieval.backends import HFOptions
+from nlieval.backends import EngineOptions, HFOptions
 from nlieval.backends.base import ScoreRequest
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.placement import parse_max_memory
@@ -64,11 +64,11 @@ def test_run_with_device_map_equals_single_device_at_k0_and_k5(
         "tasks": ("smoke",),
         "shots": (0, 5),
     }
-    one = RunConfig(**base, hf=HFOptions(prefix_cache=prefix_cache))
+    one = RunConfig(**base, engines=EngineOptions(hf=HFOptions(prefix_cache=prefix_cache)))
     run(one, tmp_path / "one", progress=False)
     cap = _cap_between_the_layers(tiny_llama)
     hf = HFOptions(prefix_cache=prefix_cache, device_map="auto", max_memory=cap)
-    cfg = RunConfig(**base, hf=hf)
+    cfg = RunConfig(**base, engines=EngineOptions(hf=hf))
     run(cfg, tmp_path / "split", progress=False)
     want, got = _records(tmp_path / "one"), _records(tmp_path / "split")
     assert set(got) == set(want) and len(got) == 96
@@ -119,4 +119,6 @@ def test_bad_max_memory_is_named(text: str, message: str) -> None:
 
 def test_max_memory_without_device_map_is_refused_before_loading() -> None:
     with pytest.raises(ValueError, match="needs --device-map"):
-        RunConfig(model="x", tasks=("smoke",), hf=HFOptions(max_memory="cpu=1GiB"))
+        RunConfig(
+            model="x", tasks=("smoke",), engines=EngineOptions(hf=HFOptions(max_memory="cpu=1GiB"))
+        )

@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from nlieval import data  # noqa: E402
-from nlieval.backends import HFOptions, resolve  # noqa: E402
+from nlieval.backends import EngineOptions, HFOptions, resolve  # noqa: E402
 from nlieval.backends.hf_classifier import HFSequenceClassifier, is_sequence_classifier  # noqa: E402
 from nlieval.choice import RunConfig, run  # noqa: E402
 from nlieval.classifiers import (  # noqa: E402
@@ -46,6 +46,7 @@ HANS = {"entailment": "entailment", "neutral": "non-entailment", "contradiction"
 NLI3 = ("entailment", "neutral", "contradiction")
 # float32 on the CPU, as the test's own computation, also where a GPU is there.
 CPU = HFOptions(device="cpu")
+ON_CPU = EngineOptions(hf=CPU)
 
 
 def _bert(folder: Path, **labels: Any) -> Path:
@@ -144,7 +145,7 @@ def test_snli_records_match_the_tests_own_computation(
 ) -> None:
     folder = models[arch]
     assert is_sequence_classifier(str(folder))
-    cfg = RunConfig(str(folder), ("snli",), limit=LIMIT, data_dir=str(data_dir), hf=CPU)
+    cfg = RunConfig(str(folder), ("snli",), limit=LIMIT, data_dir=str(data_dir), engines=ON_CPU)
     results = run(cfg, tmp_path / "run", progress=False)
     items = _items(data_dir, "snli")
     outputs = BERT_OUTPUTS if arch == "bert" else LLAMA_OUTPUTS
@@ -162,7 +163,9 @@ def test_snli_records_match_the_tests_own_computation(
 def test_hans_counts_neutral_and_contradiction_as_non_entailment(
     models: dict[str, Path], data_dir: Path, tmp_path: Path
 ) -> None:
-    cfg = RunConfig(str(models["bert"]), ("hans",), limit=LIMIT, data_dir=str(data_dir), hf=CPU)
+    cfg = RunConfig(
+        str(models["bert"]), ("hans",), limit=LIMIT, data_dir=str(data_dir), engines=ON_CPU
+    )
     run(cfg, tmp_path / "hans", progress=False)
     items = _items(data_dir, "hans")
     outputs = {i: HANS[name] for i, name in BERT_OUTPUTS.items()}
@@ -181,7 +184,12 @@ def test_batch_sizes_1_and_7_give_the_same_records(
     got = {}
     for bs in (1, 7):
         cfg = RunConfig(
-            str(models[arch]), ("snli",), limit=LIMIT, data_dir=str(data_dir), batch_size=bs, hf=CPU
+            str(models[arch]),
+            ("snli",),
+            limit=LIMIT,
+            data_dir=str(data_dir),
+            batch_size=bs,
+            engines=ON_CPU,
         )
         run(cfg, tmp_path / f"bs{bs}", progress=False)
         got[bs] = _records(tmp_path / f"bs{bs}")
@@ -235,7 +243,9 @@ def test_label_map_names_label_ids(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "label_map" in err and "other settings" in err, err
     assert (Path(out) / "records.jsonl").read_text() == before
-    cfg = RunConfig(folder, ("snli",), limit=LIMIT, data_dir=str(data_dir), label_map=other, hf=CPU)
+    cfg = RunConfig(
+        folder, ("snli",), limit=LIMIT, data_dir=str(data_dir), label_map=other, engines=ON_CPU
+    )
     with pytest.raises(RunError, match="label_map"):
         run(cfg, out, progress=False)
     spelled = "LABEL_2=Neutral, LABEL_1=ENTAILMENT, LABEL_0=c"  # another spelling, one map
@@ -266,7 +276,9 @@ def test_unmappable_models_are_refused_in_one_line(
     err = refused(str(models["bert"]), "snli", "--label-map", "LABEL_7=e")
     assert "LABEL_7" in err and "contradiction, entailment, neutral" in err
     # The 2-way model answers HANS directly.
-    cfg = RunConfig(str(models["two_way"]), ("hans",), limit=4, data_dir=str(data_dir), hf=CPU)
+    cfg = RunConfig(
+        str(models["two_way"]), ("hans",), limit=4, data_dir=str(data_dir), engines=ON_CPU
+    )
     run(cfg, tmp_path / "two-way-hans", progress=False)
     assert len(_records(tmp_path / "two-way-hans")) == 4
 
@@ -289,7 +301,7 @@ def test_label_map_spelling_and_other_models(
     with pytest.raises(ClassifierError, match="for its labels 1, 2"):
         task_labels_of({0: "1", 1: "2"})
     # A causal LM takes no label map.
-    cfg = RunConfig(str(tiny_llama), ("smoke",), limit=2, label_map="LABEL_0=e", hf=CPU)
+    cfg = RunConfig(str(tiny_llama), ("smoke",), limit=2, label_map="LABEL_0=e", engines=ON_CPU)
     with pytest.raises(ValueError, match="is not one"):
         run(cfg, tmp_path / "lm", progress=False)
     assert not (tmp_path / "lm").exists()
@@ -306,7 +318,7 @@ def test_shots_are_ignored_with_a_warning(
         seeds=(0, 1),
         limit=5,
         data_dir=str(data_dir),
-        hf=CPU,
+        engines=ON_CPU,
     )
     with caplog.at_level(logging.WARNING):
         run(cfg, tmp_path / "shots", progress=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nlieval.backends import resolve, stand_in
+from nlieval.backends import EngineOptions, resolve, stand_in
 from nlieval.backends.completions import CompletionsLM
 from nlieval.backends.hf import HFCausalLM
 from nlieval.backends.openai import OpenAIChat, ServerOptions
@@ -199,7 +199,13 @@ def test_instruct_folder_from_python_resumes_from_the_cli(
     with running() as server:
         server.default = lambda body: ("ok", "Neutral")
         opts = ServerOptions(server.url)
-        cfg = InstructConfig("chat-m", shots=(0,), limit=2, data_dir=str(data_dir), server=opts)
+        cfg = InstructConfig(
+            "chat-m",
+            shots=(0,),
+            limit=2,
+            data_dir=str(data_dir),
+            engines=EngineOptions(server=opts),
+        )
         run_instruct(cfg, out, progress=False)
         argv = ["instruct", "--model", "chat-m", "--api-base", server.url, "--shots", "0"]
         argv += ["--limit", "4", "--data-dir", str(data_dir), "--out", str(out)]

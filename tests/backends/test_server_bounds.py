@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from nlieval.backends import ScoreRequest
+from nlieval.backends import EngineOptions, ScoreRequest
 from nlieval.backends.completions import (
     ECHO,
     NEXT_TOKEN,
@@ -274,7 +274,9 @@ def test_a_failure_cancels_the_requests_in_flight(server: FakeServer) -> None:
 def test_each_record_says_how_it_was_scored(tmp_path: Path, server: FakeServer) -> None:
     opts = ServerOptions(server.url)
     per_item = run(
-        RunConfig("openai-completions:tiny", ("smoke",), server=opts, limit=12),
+        RunConfig(
+            "openai-completions:tiny", ("smoke",), engines=EngineOptions(server=opts), limit=12
+        ),
         tmp_path / "a",
         progress=False,
     )
@@ -284,7 +286,13 @@ def test_each_record_says_how_it_was_scored(tmp_path: Path, server: FakeServer) 
     assert ways <= {NEXT_TOKEN, fallback("an option is not one token after the context")}
     assert NEXT_TOKEN in ways
     run(
-        RunConfig("openai-completions:tiny", ("smoke",), server=opts, limit=4, top_logprobs=0),
+        RunConfig(
+            "openai-completions:tiny",
+            ("smoke",),
+            engines=EngineOptions(server=opts),
+            limit=4,
+            top_logprobs=0,
+        ),
         tmp_path / "b",
         progress=False,
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from nlieval.backends import stand_in
+from nlieval.backends import EngineOptions, stand_in
 from nlieval.backends.completions import CompletionsLM, checked_logprob
 from nlieval.backends.openai import ServerError, ServerOptions
 from nlieval.choice import RunConfig, run
@@ -35,7 +35,10 @@ def test_an_impossible_logprob_stops_the_run_and_keeps_what_was_scored(
 
     server.completions_default = answer
     cfg = RunConfig(
-        "openai-completions:tiny", ("smoke",), server=ServerOptions(server.url), top_logprobs=top
+        "openai-completions:tiny",
+        ("smoke",),
+        engines=EngineOptions(server=ServerOptions(server.url)),
+        top_logprobs=top,
     )
 
     def factory(ck: str | None) -> CompletionsLM:
@@ -70,7 +73,11 @@ def test_options_with_the_same_tokens_are_refused(tmp_path: Path, server: FakeSe
         "raw",
         json.dumps({"count": 3, "tokens": [5, 6, 7], "max_model_len": 2048}),
     )
-    cfg = RunConfig("openai-completions:tiny", ("smoke",), server=ServerOptions(server.url))
+    cfg = RunConfig(
+        "openai-completions:tiny",
+        ("smoke",),
+        engines=EngineOptions(server=ServerOptions(server.url)),
+    )
     with pytest.raises(ServerError, match="into the same tokens"):
         run(cfg, tmp_path / "r", progress=False)
     assert not (tmp_path / "r" / RECORDS).exists()

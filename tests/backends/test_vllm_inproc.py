@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from nlieval.backends import HFOptions
+from nlieval.backends import EngineOptions, HFOptions
 from nlieval.backends.vllm_engine import NOT_INSTALLED
 from nlieval.choice import RunConfig, run
 from nlieval.runs import RECORDS
@@ -82,7 +82,7 @@ def hf_run(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
     out = tmp_path_factory.mktemp("hf")
     cfg = RunConfig(
         model="smollm2-135m",
-        hf=HFOptions(dtype="float32", device="cpu"),
+        engines=EngineOptions(hf=HFOptions(dtype="float32", device="cpu")),
         tasks=("snli",),
         shots=(0, 5),
         limit=LIMIT,

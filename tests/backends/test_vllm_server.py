@@ -18,7 +18,7 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
-from nlieval.backends import HFOptions, stand_in
+from nlieval.backends import EngineOptions, HFOptions, stand_in
 from nlieval.backends.completions import CompletionsLM
 from nlieval.backends.openai import ServerOptions
 from nlieval.choice import RunConfig, run
@@ -47,7 +47,11 @@ def _records(folder: Path) -> dict[tuple[Any, ...], dict[str, Any]]:
 @pytest.fixture(scope="module")
 def hf_run(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
     out = tmp_path_factory.mktemp("hf")
-    cfg = RunConfig(model="smollm2-135m", hf=HFOptions(dtype="float32"), **_base(data_dir))
+    cfg = RunConfig(
+        model="smollm2-135m",
+        engines=EngineOptions(hf=HFOptions(dtype="float32")),
+        **_base(data_dir),
+    )
     run(cfg, out, progress=False)
     return out
 
@@ -69,7 +73,7 @@ def test_vllm_equals_transformers_on_20_snli_items(
 ) -> None:
     cfg = RunConfig(
         model=f"openai-completions:{SERVED}",
-        server=ServerOptions(vllm_url),
+        engines=EngineOptions(server=ServerOptions(vllm_url)),
         top_logprobs=top_logprobs,
         **_base(data_dir),
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from nlieval.backends import ServerOptions
+from nlieval.backends import EngineOptions, ServerOptions
 from nlieval.choice import RunConfig
 from nlieval.experiments import commands, plan_cells
 from nlieval.experiments.spec import parse_experiment
@@ -174,5 +174,7 @@ def test_one_configuration_under_another_command_is_another_cell() -> None:
 def test_absent_options_are_the_default_and_present_ones_are_not() -> None:
     # Options that are None by default: flat_dict gives their `when` field as None.
     assert non_default(RunConfig("m", ("smoke",))) == {"model": "m", "tasks": ("smoke",)}
-    served = RunConfig("m", ("smoke",), server=ServerOptions("http://h:1/v1"))
+    served = RunConfig(
+        "m", ("smoke",), engines=EngineOptions(server=ServerOptions("http://h:1/v1"))
+    )
     assert non_default(served) == {"model": "m", "tasks": ("smoke",), "api_base": "http://h:1/v1"}

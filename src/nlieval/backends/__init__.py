@@ -41,13 +41,13 @@ from .openai import ServerError, ServerOptions
 from .options import HFOptions
 from .registry import (
     ChatModel,
+    EngineOptions,
     NamesAModel,
     ResolvedModel,
     model_setting,
     resolve,
     stand_in,
 )
-from .vllm_engine import VLLMOptions
 from .weights import ModelError
 
 if TYPE_CHECKING:
@@ -63,10 +63,11 @@ __all__ = [
     "resolve",
     "stand_in",
     "model_setting",
-    # the options of each engine
+    # the options of all engines (a config's one field), and of those a family builds;
+    # another engine's options class stays in its module (VLLMOptions in vllm_engine)
+    "EngineOptions",
     "HFOptions",
     "ServerOptions",
-    "VLLMOptions",
     # the protocols
     "ChoiceBackend",
     "ClassifierBackend",

@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -160,21 +160,71 @@ def model_label(model: str) -> str:
     return model[len(HF_PREFIX) :] if model.startswith(HF_PREFIX) else model
 
 
+@dataclass(frozen=True)
+class EngineOptions:
+    """The options of every engine, declared once: each settings class that names a
+    model (``run``'s, ``instruct``'s, :class:`ChatModel`) holds one field
+    ``engines: EngineOptions = options(EngineOptions)``, its last, and a new engine with
+    options of its own adds its field here alone. Each field is :func:`resolve`'s keyword
+    of the same name; the flags, an experiment block's keys and ``config.json`` keep the
+    options' own fields, flat, in this order.
+
+    >>> EngineOptions().server is None, EngineOptions().hf.dtype
+    (True, 'auto')
+    """
+
+    # Why one nested field and not a mixin of three: a dataclass puts a base class's
+    # fields first, which would move these options before ``model`` in config.json and
+    # in --help (and a base field with a default before ``model``, which has none, is an
+    # error); a class decorator adding the fields is invisible to mypy's dataclass
+    # plugin. Options inside options are read by settings.flat_dict and the flag builders.
+    hf: HFOptions = options(HFOptions)
+    server: ServerOptions | None = options(
+        ServerOptions, when="api_base", optional=True, title="server"
+    )
+    vllm: VLLMOptions = options(VLLMOptions, title="vllm")
+
+    def keywords(self) -> dict[str, Any]:
+        """Each engine's options by the keyword of :func:`resolve` that takes them.
+
+        >>> sorted(EngineOptions().keywords())
+        ['hf', 'server', 'vllm']
+        """
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
 class NamesAModel:
-    """What a settings class that holds ``model`` and ``server`` (its options, None
-    without ``--api-base``) says of its model: one rule, in every command's config.
+    """What a settings class that holds ``model`` and ``engines`` (the options of every
+    engine, :class:`EngineOptions`) says of its model: one rule, in every command's
+    config.
 
     >>> from dataclasses import dataclass
     >>> @dataclass(frozen=True)
     ... class Cfg(NamesAModel):
     ...     model: str
-    ...     server: ServerOptions | None = None
-    >>> Cfg("m").engine, Cfg("m", ServerOptions("http://h:1/v1")).engine
-    ('hf', 'server')
+    ...     engines: EngineOptions = options(EngineOptions)
+    >>> served = EngineOptions(server=ServerOptions("http://h:1/v1"))
+    >>> Cfg("m").engine, Cfg("m", served).engine, Cfg("m", served).server.api_base
+    ('hf', 'server', 'http://h:1/v1')
     """
 
     model: str
-    server: ServerOptions | None
+    engines: EngineOptions
+
+    @property
+    def hf(self) -> HFOptions:
+        """The options of transformers in process."""
+        return self.engines.hf
+
+    @property
+    def server(self) -> ServerOptions | None:
+        """The options of a server (None without ``--api-base``)."""
+        return self.engines.server
+
+    @property
+    def vllm(self) -> VLLMOptions:
+        """The options of vLLM in process."""
+        return self.engines.vllm
 
     @property
     def spec(self) -> ModelSpec:
@@ -195,7 +245,7 @@ class NamesAModel:
         >>> @dataclass(frozen=True)
         ... class Cfg(NamesAModel):
         ...     model: str
-        ...     server: ServerOptions | None = None
+        ...     engines: EngineOptions = options(EngineOptions)
         >>> cfg = Cfg("hf:m"); cfg.keep_label(), cfg.model
         (ModelSpec(engine='hf', name='m'), 'm')
         """
@@ -207,16 +257,11 @@ class NamesAModel:
         """The model with the options of its engine (see :func:`resolve`); ``extra`` are
         :func:`resolve`'s other keywords.
 
-        >>> ChatModel("m", server=ServerOptions("http://h:1/v1")).resolve().kind
+        >>> served = EngineOptions(server=ServerOptions("http://h:1/v1"))
+        >>> ChatModel("m", served).resolve().kind
         'server'
         """
-        return resolve(
-            self.model,
-            hf=getattr(self, "hf", None),
-            server=self.server,
-            vllm=getattr(self, "vllm", None),
-            **extra,
-        )
+        return resolve(self.model, **self.engines.keywords(), **extra)
 
     def saved_spelling(self, saved: NamesAModel | None) -> str:
         """The spelling of this model that a folder's config ``saved`` (as read back)
@@ -225,11 +270,11 @@ class NamesAModel:
         name, and a resume with another spelling of it is not refused. Another model, or
         no saved config, keeps this spelling.
 
-        >>> server = ServerOptions("http://h:8000/v1")
-        >>> saved = ChatModel("server:m", server=server)
-        >>> ChatModel("m", server=server).saved_spelling(saved)
+        >>> served = EngineOptions(server=ServerOptions("http://h:8000/v1"))
+        >>> saved = ChatModel("server:m", served)
+        >>> ChatModel("m", served).saved_spelling(saved)
         'server:m'
-        >>> ChatModel("other", server=server).saved_spelling(saved)
+        >>> ChatModel("other", served).saved_spelling(saved)
         'other'
         """
         if saved is None or self.spec != saved.spec:
@@ -872,13 +917,9 @@ class ChatModel(NamesAModel):
     """The chat model of a command that only needs one (``generate``): the model string
     and the options of its engines, as flags.
 
-    >>> ChatModel("m", server=ServerOptions("http://h:8000/v1")).spec
+    >>> ChatModel("m", EngineOptions(server=ServerOptions("http://h:8000/v1"))).spec
     ModelSpec(engine='server', name='m')
     """
 
     model: str = model_setting()
-    hf: HFOptions = options(HFOptions)
-    server: ServerOptions | None = options(
-        ServerOptions, when="api_base", optional=True, title="server"
-    )
-    vllm: VLLMOptions = options(VLLMOptions, title="vllm")
+    engines: EngineOptions = options(EngineOptions)

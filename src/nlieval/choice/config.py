@@ -7,11 +7,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..backends import (
-    HFOptions,
+    EngineOptions,
     NamesAModel,
     ResolvedModel,
-    ServerOptions,
-    VLLMOptions,
     model_setting,
 )
 from ..classifiers import label_map_dict, parse_label_map
@@ -53,7 +51,9 @@ class RunConfig(ItemSelection, NamesAModel):
 
     >>> RunConfig("smollm2-135m", ("scinli",), sample=40).sample_seed
     0
-    >>> RunConfig("m", ("snli",), server=ServerOptions("http://h:8000/v1")).engine
+    >>> from nlieval.backends import ServerOptions
+    >>> served = EngineOptions(server=ServerOptions("http://h:8000/v1"))
+    >>> RunConfig("m", ("snli",), engines=served).engine
     'server'
     >>> RunConfig("m", ("snli",), label_map="LABEL_1=n,LABEL_0=e").label_map
     ('LABEL_0=entailment', 'LABEL_1=neutral')
@@ -109,11 +109,7 @@ class RunConfig(ItemSelection, NamesAModel):
         parse=parse_label_map,
         metavar="NAME=LABEL,...",
     )
-    hf: HFOptions = options(HFOptions)
-    server: ServerOptions | None = options(
-        ServerOptions, when="api_base", optional=True, title="server"
-    )
-    vllm: VLLMOptions = options(VLLMOptions, title="vllm")
+    engines: EngineOptions = options(EngineOptions)
 
     KIND: ClassVar[str] = "run"
     #: Settings that may grow between invocations; the folder keeps their union.
@@ -155,7 +151,9 @@ class RunConfig(ItemSelection, NamesAModel):
         checkpoints (a train folder's seeds when none are named), label map, batch size
         (see :func:`nlieval.backends.resolve`; ``extra``: its other keywords).
 
-        >>> RunConfig("m", ("snli",), server=ServerOptions("http://h:8000/v1")).resolve().kind
+        >>> from nlieval.backends import ServerOptions
+        >>> served = EngineOptions(server=ServerOptions("http://h:8000/v1"))
+        >>> RunConfig("m", ("snli",), engines=served).resolve().kind
         'server'
         """
         return super().resolve(

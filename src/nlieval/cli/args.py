@@ -118,17 +118,28 @@ def add_settings(p: argparse.ArgumentParser, cls: type[Any], *, skip: Collection
     >>> [a.help for a in p._actions[1:]]
     ['run folders', 'a value', 'bins [5]', 'scores [a.jsonl next to the run]']
     """
+    _add_fields(p, p, cls, skip)
+
+
+def _add_fields(
+    p: argparse.ArgumentParser,
+    group: Any,
+    cls: type[Any],
+    skip: Collection[str],
+    when: str | None = None,
+) -> None:
+    # Options may hold options (EngineOptions holds each engine's): a titled one is a
+    # group of the parser itself (argparse groups do not nest), an untitled one's flags
+    # join the group they are in.
     for f in fields(cls):
         if f.name in skip:
             continue
         opt = options_of(f)
         if opt is None:
-            _add_flag(p, f)
+            _add_flag(group, f, optional=f.name == when)
             continue
-        group = p.add_argument_group(opt.title) if opt.title else p
-        for sub in fields(opt.cls):
-            if sub.name not in skip:
-                _add_flag(group, sub, optional=sub.name == opt.when)
+        inner = p.add_argument_group(opt.title) if opt.title else group
+        _add_fields(p, inner, opt.cls, skip, opt.when)
 
 
 def command_parser(
@@ -212,10 +223,7 @@ def settings_from_args(cls: type[C], args: argparse.Namespace, **extra: Any) -> 
         if opt.when is not None and getattr(args, opt.when, None) is None:
             kw[f.name] = None
             continue
-        sub = {
-            s.name: _value(getattr(args, s.name)) for s in fields(opt.cls) if hasattr(args, s.name)
-        }
-        kw[f.name] = opt.cls(**sub)
+        kw[f.name] = settings_from_args(opt.cls, args)  # options inside options too
     return cls(**kw, **extra)
 
 

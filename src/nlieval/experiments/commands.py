@@ -145,20 +145,20 @@ def command(name: str) -> Command:
     return Command(name, _classes(name), load(block.write), block.model_field)
 
 
-def _fields(cls: type[Any]) -> Iterator[tuple[Field[Any], bool]]:
-    """Each setting field of ``cls`` (and of the options it holds), with whether it
-    belongs to options."""
+def _fields(cls: type[Any], in_options: bool = False) -> Iterator[tuple[Field[Any], bool]]:
+    """Each setting field of ``cls`` (and of the options it holds, and theirs), with
+    whether it belongs to options."""
     for f in fields(cls):
         opt = options_of(f)
-        if opt is None:
-            if f.name not in DRIVER_FIELDS and (
-                flag_of(f) is not None or f.name == "runs" or f.name == "files"
-            ):
-                yield f, False
-        else:
-            for sub in fields(opt.cls):
-                if flag_of(sub) is not None:
-                    yield sub, True
+        if opt is not None:
+            yield from _fields(opt.cls, in_options=True)
+        elif in_options:
+            if flag_of(f) is not None:
+                yield f, True
+        elif f.name not in DRIVER_FIELDS and (
+            flag_of(f) is not None or f.name == "runs" or f.name == "files"
+        ):
+            yield f, False
 
 
 def setting_fields(name: str) -> dict[str, Field[Any]]:

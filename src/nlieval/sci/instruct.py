@@ -38,13 +38,11 @@ from typing import Any, ClassVar
 
 from .. import data
 from ..backends import (
+    EngineOptions,
     Generation,
     GenerationBackend,
-    HFOptions,
     NamesAModel,
     ResolvedModel,
-    ServerOptions,
-    VLLMOptions,
     model_setting,
 )
 from ..data import Dataset, ItemSelection, data_dir_setting, split_setting, tasks_setting
@@ -191,11 +189,7 @@ class InstructConfig(ItemSelection, NamesAModel):
     #: The prompt file's content hash (:attr:`InstructPrompt.version`), set by
     #: :func:`run_instruct` from ``prompt``: the identity holds the prompt, not its path.
     prompt_version: str = PROMPT_VERSION
-    hf: HFOptions = options(HFOptions)
-    server: ServerOptions | None = options(
-        ServerOptions, when="api_base", optional=True, title="server"
-    )
-    vllm: VLLMOptions = options(VLLMOptions, title="vllm")
+    engines: EngineOptions = options(EngineOptions)
 
     KIND: ClassVar[str] = "instruct"
     #: Settings that may grow between invocations; the folder keeps their union.
@@ -370,7 +364,9 @@ def _check_pool(rule: ExemplarRule, pool: list[Item], labelled: list[Item], wher
 def instruct_backend(model: ResolvedModel) -> GenerationBackend:
     """The chat model of a resolved model (in process, or on its server).
 
-    >>> instruct_backend(InstructConfig("m", server=ServerOptions(fake_server)).resolve()).name
+    >>> from nlieval.backends import ServerOptions
+    >>> served = EngineOptions(server=ServerOptions(fake_server))
+    >>> instruct_backend(InstructConfig("m", engines=served).resolve()).name
     'm'
     """
     return model.chat()
