@@ -48,7 +48,7 @@ import pytest
 from nlieval.cli import build_parser, main
 from nlieval.commands import TABLE, load
 from nlieval.experiments.driver import as_set, said_as_set
-from nlieval.ground import FolderError
+from nlieval.ground import FLAG, FolderError
 from nlieval.runs import RunFolder
 from nlieval.sci.train_config import TrainError
 from nlieval.types import Record
@@ -56,7 +56,6 @@ from nlieval.types import Record
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "nlieval"
 EXAMPLE = ROOT / "docs" / "examples" / "mismatched"
-FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 #: Flags of other programs that an error may name (pip's in an install hint, vLLM's).
 OTHERS = {"--no-deps", "--max-logprobs", "--logprobs-mode"}
 

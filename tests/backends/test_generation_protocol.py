@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from nlieval.backends import Generation, Stop, stream_answers
-from nlieval.backends.base import generation_of
 from nlieval.backends.generator import LocalChat
 from nlieval.backends.openai import OpenAIChat
 from tests.helpers.fake_openai import running
@@ -127,9 +126,9 @@ def test_stop_checks_its_strings() -> None:
 
 def test_engines_declare_what_they_do(tiny_llama: Path) -> None:
     chat = LocalChat(str(tiny_llama), batch_size=5)
-    assert generation_of(chat) == Generation(batch=5, streaming=False, stop=True)
+    assert Generation.of(chat) == Generation(batch=5, streaming=False, stop=True)
     server = OpenAIChat("m", "http://127.0.0.1:9/v1")
-    assert generation_of(server) == Generation(batch=None, streaming=True, stop=True)
+    assert Generation.of(server) == Generation(batch=None, streaming=True, stop=True)
     server.close()
 
 

@@ -178,18 +178,12 @@ class Generation:
     def of(backend: object) -> Generation:
         """What ``backend`` declares; the defaults when it declares nothing (a stand-in
         of a test or a user's own class)."""
-        return generation_of(backend)
+        declared = getattr(backend, "generation", None)
+        return declared if isinstance(declared, Generation) else Generation()
 
     def __post_init__(self) -> None:
         if self.batch is not None and self.batch < 1:
             raise ValueError(f"batch must be at least 1 or None, not {self.batch}")
-
-
-def generation_of(backend: object) -> Generation:
-    """What ``backend`` declares (:class:`Generation`); the defaults when it declares
-    nothing (a stand-in of a test or a user's own class)."""
-    declared = getattr(backend, "generation", None)
-    return declared if isinstance(declared, Generation) else Generation()
 
 
 def stream_answers(
@@ -201,7 +195,7 @@ def stream_answers(
     stop: Stop | None = None,
 ) -> Iterator[tuple[int, str | Exception]]:
     """``(index, answer)`` as answers arrive, each ended by ``stop``, the backend driven
-    as it declares (:func:`generation_of`): a streaming one through ``iter_generate``
+    as it declares (:meth:`Generation.of`): a streaming one through ``iter_generate``
     (a failed request gives its exception), the others ``batch`` conversations per
     ``generate`` call. Closing the iterator closes a streaming backend's (its queued
     requests are cancelled).
@@ -216,7 +210,7 @@ def stream_answers(
     >>> list(stream_answers(Upper(), convs, stop=Stop((".",)))), Upper.calls
     ([(0, 'AB'), (1, 'EF'), (2, 'GH')], [2, 1])
     """
-    caps = generation_of(backend)
+    caps = Generation.of(backend)
     kw: dict[str, Any] = {"stop": stop} if stop is not None and caps.stop else {}
     cut = stop if stop is not None and not caps.stop else None
     if caps.streaming:
@@ -249,7 +243,7 @@ class GenerationBackend(Protocol):
 
     It may declare how it is best driven in an attribute ``generation`` (a
     :class:`Generation`: batching, streaming, whether it takes ``stop``); callers read
-    that through :func:`generation_of`, or drive it through :func:`stream_answers`.
+    that through :meth:`Generation.of`, or drive it through :func:`stream_answers`.
     """
 
     name: str

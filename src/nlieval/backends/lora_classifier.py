@@ -187,8 +187,8 @@ def load_lora(
     num_labels: int,
     adapter: Mapping[str, Any] | None = None,
 ) -> tuple[LoraPairClassifier, Any]:
-    """(model, tokenizer) of a checkpoint folder written by
-    :func:`~nlieval.classifiers.save_lora` (its tokenizer saved beside it), on top of its
+    """(model, tokenizer) of a LoRA checkpoint folder written by
+    :func:`~nlieval.classifiers.save_classifier` (its tokenizer saved beside it), on top of its
     base model (``base_model`` and the description's ``adapter`` entry:
     :func:`lora_base`) loaded again."""
     import warnings

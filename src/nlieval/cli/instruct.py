@@ -47,6 +47,13 @@ def cmd_instruct(args: argparse.Namespace) -> int:
             "run the same command again to resume"
             + (f" (before it, server faults tried again: {faults})" if faults else "")
         ) from err
+    finally:
+        # The backends are this command's (run_instruct closes only those it made): a
+        # server's client holds connections and the thread of its requests.
+        for backend in made:
+            close = getattr(backend, "close", None)
+            if callable(close):
+                close()
     faults = _faults(made)
     if faults:
         # The run went on, but the user should know that the server misbehaved.

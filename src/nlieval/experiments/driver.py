@@ -26,13 +26,13 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import Field, dataclass, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
 from ..backends import ServerError
 from ..data import DataDir
-from ..ground import DataError, FolderError, check_inside, read_json
+from ..ground import FLAG, DataError, FolderError, check_inside, read_json
 from ..runs import RECORDS, RunFolder, atomic_write, make_folder
-from ..settings import flag_names
+from ..settings import flag_names, setting_type
 from .commands import COMMAND_NAMES, setting_fields
 from .commands import command as block_command
 from .plan import ASK_ABOVE, Cell, plan_cells, with_estimates
@@ -126,11 +126,10 @@ def cell_error(job: CellJob, err: BaseException) -> str:
     return line
 
 
-#: A flag a message names, and the value written after it when there is one (a number,
-#: or a quoted text): ``--limit 4``, ``--model 'x'``, ``--sample``.
-_FLAG_VALUE = re.compile(
-    r"(?<![\w-])(--[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*)(?: (\d[\d.,]*\d|\d|'[^'\s]*'))?"
-)
+#: A flag a message names (:data:`nlieval.ground.FLAG`, the one pattern of a flag), and
+#: the value written after it when there is one (a number, or a quoted text):
+#: ``--limit 4``, ``--model 'x'``, ``--sample``.
+_FLAG_VALUE = re.compile(rf"({FLAG.pattern})(?: (\d[\d.,]*\d|\d|'[^'\s]*'))?")
 
 
 @functools.cache  # read for every log line an experiment says
@@ -166,23 +165,38 @@ def _output_flags() -> dict[str, dict[str, Field[Any]]]:
     return out
 
 
+def _types(typ: Any) -> set[Any]:
+    # The types a setting's type is made of (int | None: int, None; tuple[int, ...]:
+    # tuple, int), read from its real type (settings.setting_type), never its text.
+    return {typ, *(t for a in get_args(typ) for t in _types(a))}
+
+
+def _switched(f: Field[Any]) -> str | None:
+    # A switch's flag says the value that is not the default (--no-test: test=false);
+    # None: ``f`` is no switch.
+    if bool not in _types(setting_type(f)):
+        return None
+    return "false" if f.default is True else "true"
+
+
 def _option(key: str, f: Field[Any], given: str | None) -> str:
     # An output's option as the file writes it: a switch with the value its flag gives.
     if given is not None:
         return f"the output option {key}: {given.strip(chr(39))}"
-    if "bool" in str(f.type):
-        return f"the output option {key}: {'false' if f.default is True else 'true'}"
+    switched = _switched(f)
+    if switched is not None:
+        return f"the output option {key}: {switched}"
     return f"the output option {key}"
 
 
 def _set_value(key: str, f: Field[Any], given: str | None) -> str:
     if given is not None:
         return given.strip("'")
-    if "bool" in str(f.type):
-        # A switch's flag says the value that is not the default (--no-test: test=false).
-        return "false" if f.default is True else "true"
+    switched = _switched(f)
+    if switched is not None:
+        return switched
     flag = f.metadata["flag"]
-    return flag.metavar or ("N" if "int" in str(f.type) else key.upper())
+    return flag.metavar or ("N" if int in _types(setting_type(f)) else key.upper())
 
 
 def as_set(text: str, command: str | None = None, key: str | None = None) -> str:

@@ -21,12 +21,13 @@ import json
 import math
 import re
 from collections.abc import Container, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import Field, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..commands import command_line
 from ..ground import DataError
-from ..settings import flag_of, flat_dict, non_default, read_text
+from ..settings import flag_names, flag_of, flat_dict, non_default, read_text, read_value
 from .commands import build_config, command, engine_option_keys, setting_fields, takes
 from .spec import Experiment, MatrixEntry, ModelEntry, Resources, Setting, suggest
 
@@ -564,37 +565,57 @@ def _cell(
 def _argv(
     cmd: str, model: str | None, settings: Sequence[Setting], model_field: str | None
 ) -> tuple[str, ...]:
+    """The command line of a cell (its ``--out`` left out): each setting as its flag
+    gives it (:func:`nlieval.settings.flag_names`, read by
+    :func:`nlieval.settings.read_value`), so that the line parses to the cell's config."""
     known = setting_fields(cmd)
-    argv = ["nlieval", *cmd.split("-", 1)] if cmd.startswith("infer-") else ["nlieval", cmd]
+    argv = command_line(cmd)
     if model is not None and model_field is not None:
         argv += ["--model", model]
     for s in settings:
         f = known[s.key]
-        flag = flag_of(f)
-        if flag is None or flag.positional:
+        names = flag_names(f)
+        if not names:
             values = s.value if isinstance(s.value, (list, tuple)) else [s.value]
             argv += [str(v) for v in values]
             continue
-        name = (flag.names or ("--" + s.key.replace("_", "-"),))[0]
         if isinstance(f.default, bool):
-            given = (
-                s.value
-                if isinstance(s.value, bool)
-                else str(s.value).lower() in ("true", "yes", "1")
-            )
-            if given != f.default:
-                argv.append(name)
+            # A switch: its flag is given when the value is not its default.
+            if read_value(f, s.value) != f.default:
+                argv.append(names[0])
             continue
         if s.value is None:
             continue
-        value = (
-            ",".join(str(v) for v in s.value)
-            + ("," if len(s.value) == 1 and s.key == "seeds" else "")
-            if isinstance(s.value, (list, tuple))
-            else str(s.value)
-        )
-        argv += [name, value]
+        argv += _flag_words(f, names[0], s.value)
     return tuple(_LOCATED.sub(lambda m: f"DIR/cells/{m.group(1)}", a) for a in argv)
+
+
+def _flag_words(f: Field[Any], name: str, value: Any) -> list[str]:
+    """The words that give setting ``f`` the (valid) block value ``value``: a repeatable
+    flag once per value, a flag of several words with each, else one text, its values
+    joined by commas, and a comma after a lone value where the flag reads the text
+    without it as another value (``--seeds 3`` is three seeds, ``--seeds 3,`` seed 3)."""
+    flag = flag_of(f)
+    assert flag is not None
+    if not isinstance(value, (list, tuple)):
+        return [name, str(value)]
+    texts = [str(v) for v in value]
+    if flag.action == "append":
+        return [w for t in texts for w in (name, t)]
+    if flag.nargs in ("+", "*"):
+        return [name, *texts]
+    text = ",".join(texts)
+    if flag.parse is not None and len(texts) == 1 and not _reads(f, text, read_value(f, value)):
+        text += ","
+    return [name, text]
+
+
+def _reads(f: Field[Any], text: str, value: Any) -> bool:
+    """Whether the flag of ``f`` reads ``text`` as ``value``."""
+    try:
+        return bool(read_text(f, text) == value)
+    except ValueError:
+        return False
 
 
 def _estimated(cell: Cell) -> Cell:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import DataError, FolderError
+from .errors import FLAG, DataError, FolderError
 from .files import (
     append_own,
     atomic_write,
@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "FLAG",
     "MAX_JSON_BYTES",
     "MAX_LINE_BYTES",
     "FORMATS",

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ..data import write_task_yaml
@@ -220,7 +221,17 @@ class GenerateSummary:
     """What :func:`~nlieval.metainference.generate_items` returns, and saves (in this
     order) as ``summary.json``: the run (``generator``, ``task``, ``split``, the number
     of solved ``examples``), the counts of :func:`summarize`, its ``seconds`` and
-    ``stopped`` (None, or why the run stopped early)."""
+    ``stopped`` (None, or why the run stopped early). ``invalid_reasons`` (the most
+    common problems of invalid answers, by count) is read-only, as the rest.
+
+    >>> s = GenerateSummary("m", "t", "dev", 0, 1, 0, 0, 1, 0, 0, 1, 1, 0, 0,
+    ...     invalid_reasons={"no JSON object": 1}, seconds=0.1, stopped=None)
+    >>> s.invalid_reasons["no JSON object"] = 2
+    Traceback (most recent call last):
+    TypeError: 'mappingproxy' object does not support item assignment
+    >>> s.to_dict()["invalid_reasons"]
+    {'no JSON object': 1}
+    """
 
     generator: str
     task: str
@@ -236,13 +247,22 @@ class GenerateSummary:
     invalid_answers: int
     server_failures: int
     items: int
-    invalid_reasons: dict[str, int]
+    invalid_reasons: Mapping[str, int]
     seconds: float
     stopped: str | None
 
+    def __post_init__(self) -> None:
+        # A copy of its own behind a read-only view: the caller's dict may change.
+        object.__setattr__(self, "invalid_reasons", MappingProxyType(dict(self.invalid_reasons)))
+
     def to_dict(self) -> dict[str, Any]:
         """The fields as ``summary.json`` holds them."""
-        return asdict(self)
+        return {
+            f.name: dict(self.invalid_reasons)
+            if f.name == "invalid_reasons"
+            else getattr(self, f.name)
+            for f in fields(self)
+        }
 
 
 def summarize(

@@ -482,23 +482,35 @@ def run_instruct(
                 folder.append(ask(replay, p, [chunk[i] for i in got], None))
             raise
 
+    made: list[GenerationBackend] = []
+
     def make_backend(_: Any) -> GenerationBackend:
         backend = model.chat()
+        if model.load_with is None:  # a stand-in's backend is its caller's to close
+            made.append(backend)
         # Answers of a server arrive one by one: keep each (see ReceivedAnswers).
         return ReceivedAnswers(backend) if Generation.of(backend).streaming else backend
 
     # The chat model's weights too (none for a server's model: its answers name it).
     prints = fingerprints_of({ds.task: info for ds, _, info in planned}) | model.fingerprints()
-    elapsed = execute(
-        folder,
-        config,
-        plan_steps,
-        make_backend,
-        work,
-        overwrite=overwrite,
-        progress=progress,
-        fingerprints=prints,
-    )
+    try:
+        elapsed = execute(
+            folder,
+            config,
+            plan_steps,
+            make_backend,
+            work,
+            overwrite=overwrite,
+            progress=progress,
+            fingerprints=prints,
+        )
+    finally:
+        # A server's client holds connections and the thread of its requests (as
+        # generate_items closes its chat model).
+        for backend in made:
+            close = getattr(backend, "close", None)
+            if callable(close):
+                close()
     draws = {
         ds.task: {k: {p.run: p.shot_ids for p in points if p.k == k} for k in config.shots}
         for ds, points, _ in planned

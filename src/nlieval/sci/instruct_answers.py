@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..backends import Generation, GenerationBackend
+from ..backends import Generation, GenerationBackend, stream_answers
 from ..types import LETTERS, SCI4, Item, Label, Record
 from .instruct_prompt import (
     InstructPrompt,
@@ -222,9 +222,24 @@ def evaluate_instruct(
 
 
 class ReceivedAnswers:
-    """A server backend (one with ``iter_generate``) whose :meth:`generate` keeps the
-    answers that arrived in :attr:`answers` (by index) when a request fails for good, so
-    that :func:`~nlieval.sci.instruct.run_instruct` saves them before it stops."""
+    """A streaming backend (``Generation(streaming=True)``: a server's) whose
+    :meth:`generate` drives it through :func:`~nlieval.backends.stream_answers`, the one
+    driver of a streaming engine, and keeps the answers that arrived in :attr:`answers`
+    (by index) when a request fails for good, so that
+    :func:`~nlieval.sci.instruct.run_instruct` saves them before it stops.
+
+    >>> class Flaky:
+    ...     name, generation = "flaky", Generation(streaming=True)
+    ...     def iter_generate(self, convs, max_new_tokens, temperature, seed):
+    ...         yield 1, "B"
+    ...         yield 0, RuntimeError("request 0 failed")
+    >>> received = ReceivedAnswers(Flaky())
+    >>> received.generate([[], []])
+    Traceback (most recent call last):
+    RuntimeError: request 0 failed
+    >>> received.answers
+    {1: 'B'}
+    """
 
     #: A chunk is one call: :attr:`answers` are indexed within it.
     generation = Generation(batch=None)
@@ -243,7 +258,9 @@ class ReceivedAnswers:
     ) -> list[str]:
         self.answers = {}
         failed: BaseException | None = None
-        for i, answer in self.inner.iter_generate(conversations, max_new_tokens, temperature, seed):
+        for i, answer in stream_answers(
+            self.inner, conversations, max_new_tokens, temperature, seed
+        ):
             if isinstance(answer, BaseException):
                 failed = failed or answer
             else:
