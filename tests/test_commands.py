@@ -4,6 +4,7 @@ line, an experiment file's blocks and outputs, and the site's command lines."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 from pathlib import Path
@@ -162,3 +163,20 @@ def test_an_output_of_a_printing_command_writes_its_text(
     files, notes = rep._write_output(exp, exp.outputs[0], ("c1", "c2"), report)
     assert (files, notes) == (["t.csv"], [])
     assert (report / "t.csv").read_text() == "csv: c1 c2 by gold\n"
+
+
+@pytest.mark.parametrize("name", [n for n, c in TABLE.items() if c.unused])
+def test_a_setting_a_command_never_reads_is_no_flag_and_no_block_key(name: str) -> None:
+    # The command line and the experiment block read one declaration (Command.unused),
+    # so that a plan never prints a flag the command refuses, nor takes a key it ignores.
+    from nlieval.experiments.commands import setting_fields
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    words = TABLE[name].words or (name,)
+    command = sub.choices[words[0]]
+    flags = {s for a in command._actions for s in a.option_strings}
+    for key in TABLE[name].unused:
+        assert "--" + key.replace("_", "-") not in flags
+        if TABLE[name].block is not None:
+            assert key not in setting_fields(name)

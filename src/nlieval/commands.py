@@ -86,6 +86,9 @@ class Command:
     #: writes to its ``--out``), called with its last settings class: a command that
     #: names one has no code in :mod:`nlieval.cli` (its group's module adds the others)
     function: str = ""
+    #: settings of its classes that the command has no use for (an option of an engine
+    #: that its work never reads): neither a flag nor a key of its block
+    unused: tuple[str, ...] = ()
 
 
 #: Every command, in the order ``nlieval --help`` lists them; after them the commands of
@@ -332,6 +335,8 @@ TABLE: dict[str, Command] = {
             ("backends:ChatModel", "metainference:GenerateConfig"),
             "experiments.commands:write_generate",
         ),
+        # the chat engine has a prefix cache of its own: it reads no prefix_attention
+        unused=("prefix_attention",),
     ),
     "instruct": Command(
         "instruct",
@@ -343,6 +348,7 @@ TABLE: dict[str, Command] = {
         ),
         settings=("sci:InstructConfig", "runs:OutputFolder"),
         block=Block(("sci:InstructConfig",), "experiments.commands:write_instruct"),
+        unused=("prefix_attention",),
     ),
     "experiment": Command(
         "experiment",

@@ -122,3 +122,33 @@ def test_max_memory_without_device_map_is_refused_before_loading() -> None:
         RunConfig(
             model="x", tasks=("smoke",), engines=EngineOptions(hf=HFOptions(max_memory="cpu=1GiB"))
         )
+
+
+def test_a_chat_model_spread_over_two_devices_answers_as_on_one(tiny_llama: Path) -> None:
+    # generate and instruct load their chat model with --device-map/--max-memory too (a
+    # 70B generator of the meta-inference study is spread over its GPUs, not refused).
+    from nlieval.backends.generator import LocalChat
+
+    cap = _cap_between_the_layers(tiny_llama)
+    split = LocalChat(str(tiny_llama), HFOptions(device_map="auto", max_memory=cap))
+    placed = split.model.hf_device_map
+    assert placed["model.layers.0"] == "cpu" and placed["model.layers.1"] == "disk", placed
+    one = LocalChat(str(tiny_llama), HFOptions(device="cpu"))
+    conversations = [
+        [{"role": "user", "content": "A man plays a guitar. Is there music?"}],
+        [{"role": "user", "content": "Two dogs run. Are animals moving?"}],
+    ]
+    assert split.generate(conversations, max_new_tokens=6) == one.generate(
+        conversations, max_new_tokens=6
+    )
+
+
+@pytest.mark.parametrize("command", ["run", "instruct", "generate"])
+def test_every_command_that_loads_a_model_takes_the_spread_flags(command: str) -> None:
+    from nlieval.cli import build_parser
+
+    args = build_parser().parse_args(
+        [command, "--device-map", "auto", "--max-memory", "cpu=1GiB", "--out", "o"]
+        + (["--task", "snli"] if command != "instruct" else [])
+    )
+    assert (args.device_map, args.max_memory) == ("auto", "cpu=1GiB")

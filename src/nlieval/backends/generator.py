@@ -133,10 +133,14 @@ class LocalChat:
         self.device = torch.device(device)
         self._chat: ChatTemplate | None = None
         self._check_chat_template(trust_remote_code)
+        # device_map/max_memory spread a model too large for one device, as in scoring.
+        spread, self._offload = options.spread_kwargs()
         self.tok, model_obj = load_causal_lm(
-            self.source, dtype=self.dtype, trust_remote_code=trust_remote_code
+            self.source, dtype=self.dtype, trust_remote_code=trust_remote_code, **spread
         )
-        self.model: Any = model_obj.to(self.device).eval()
+        if spread:
+            self.device = next(model_obj.parameters()).device
+        self.model: Any = (model_obj if spread else model_obj.to(self.device)).eval()
         pad = self.tok.pad_token_id
         self.pad_id = pad if pad is not None else (self.tok.eos_token_id or 0)
         eos = self.model.generation_config.eos_token_id

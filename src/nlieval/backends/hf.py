@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -102,22 +101,13 @@ class HFCausalLM(TokenSplitter):
         self.source = loadable_source(model, revision or options.revision)
         self.name = self.source.name
         device, self.dtype = pick_placement(options.device, options.dtype)
-        device_map, max_memory = options.device_map, options.placement()["max_memory"]
-        self.device = torch.device(device if device_map is None else "cpu")
-        kwargs: dict[str, Any] = {}
-        if device_map is not None:
-            kwargs["device_map"] = device_map
-            if max_memory is not None:
-                kwargs["max_memory"] = dict(max_memory)
-                # Layers beyond every cap go to disk; their weights are memory-mapped from
-                # this folder (kept as long as the model) and loaded per forward pass.
-                self._offload = tempfile.TemporaryDirectory(prefix="nlieval-offload-")
-                kwargs["offload_folder"] = self._offload.name
+        kwargs, self._offload = options.spread_kwargs()
         self.tok, model_obj = load_causal_lm(
             self.source, dtype=self.dtype, trust_remote_code=trust_remote_code, **kwargs
         )
+        self.device = torch.device(device)
         self.model: Any = model_obj
-        if device_map is None:
+        if not kwargs:
             self.model.to(self.device)
         else:
             self.device = next(self.model.parameters()).device

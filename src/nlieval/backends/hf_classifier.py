@@ -282,14 +282,10 @@ class HFSequenceClassifier:
             raise ClassifierError(f"batch_size must be positive, got {batch_size}")
         source = resolve_model(model, revision or options.revision)
         device, torch_dtype = pick_placement(options.device, options.dtype)
-        device_map, max_memory = options.device_map, options.placement()["max_memory"]
-        kwargs: dict[str, Any] = {"dtype": torch_dtype}
+        spread, self._offload = options.spread_kwargs()
+        kwargs: dict[str, Any] = {"dtype": torch_dtype, **spread}
         if source.revision:
             kwargs["revision"] = source.revision
-        if device_map is not None:
-            kwargs["device_map"] = device_map
-            if max_memory is not None:
-                kwargs["max_memory"] = dict(max_memory)
         check_id2label(source.path, source.revision)
         wrong = _shapes_unlike_config(source.path)
         if wrong is not None:
@@ -320,7 +316,7 @@ class HFSequenceClassifier:
                 "a head with another number of outputs, or a config of another model"
             ) from None
         refuse_new_weights(info, source.path, "sequence classifier")
-        if device_map is None:
+        if not spread:
             self.model.to(torch.device(device))
         self.model.eval()
         self.name = name or source.name

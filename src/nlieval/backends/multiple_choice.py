@@ -97,14 +97,10 @@ class HFMultipleChoice:
         options = options or HFOptions()
         source = resolve_model(model, revision or options.revision)
         device, torch_dtype = pick_placement(options.device, options.dtype)
-        kwargs: dict[str, Any] = {"dtype": torch_dtype}
+        spread, self._offload = options.spread_kwargs()
+        kwargs: dict[str, Any] = {"dtype": torch_dtype, **spread}
         if source.revision:
             kwargs["revision"] = source.revision
-        if options.device_map is not None:
-            kwargs["device_map"] = options.device_map
-            memory = options.placement()["max_memory"]
-            if memory is not None:
-                kwargs["max_memory"] = dict(memory)
         tokenizer: Any = load_tokenizer(source.path, source.name, revision=source.revision)
         try:
             loaded: Any
@@ -117,7 +113,7 @@ class HFMultipleChoice:
                 f"cannot load multiple-choice model {source.name!r}: {first}"
             ) from None
         refuse_new_weights(info, source.path, "multiple-choice model")
-        if options.device_map is None:
+        if not spread:
             loaded.to(torch.device(device))
         if tokenizer.pad_token is None:
             raise ModelError(

@@ -8,6 +8,7 @@ take them as their second argument), so each flag has one default, written here.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +71,31 @@ class HFOptions:
         """
         memory = parse_max_memory(self.max_memory) if self.max_memory else None
         return {"device_map": self.device_map, "max_memory": memory}
+
+    def spread_kwargs(self) -> tuple[dict[str, Any], tempfile.TemporaryDirectory[str] | None]:
+        """What ``from_pretrained`` takes to spread the model as ``device_map`` and
+        ``max_memory`` say (nothing without ``device_map``: the caller moves the model to
+        its one device), and the folder that layers beyond every cap are offloaded to
+        (None when nothing caps): the one rule of every engine in process that loads
+        weights, which keeps the folder as long as the model.
+
+        >>> HFOptions().spread_kwargs()
+        ({}, None)
+        >>> kwargs, folder = HFOptions(device_map="auto", max_memory="0=1GiB").spread_kwargs()
+        >>> sorted(kwargs), kwargs["max_memory"], folder is not None
+        (['device_map', 'max_memory', 'offload_folder'], {0: '1GiB'}, True)
+        """
+        placed = self.placement()
+        if placed["device_map"] is None:
+            return {}, None
+        kwargs: dict[str, Any] = {"device_map": placed["device_map"]}
+        if placed["max_memory"] is None:
+            return kwargs, None
+        # Layers beyond every cap go to disk; their weights are memory-mapped from this
+        # folder and loaded per forward pass.
+        folder = tempfile.TemporaryDirectory(prefix="nlieval-offload-")
+        kwargs.update(max_memory=dict(placed["max_memory"]), offload_folder=folder.name)
+        return kwargs, folder
 
     def pick_device(self) -> str:
         """The device ``device`` names here (:func:`~nlieval.backends.placement.pick_device`:

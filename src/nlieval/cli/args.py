@@ -201,6 +201,7 @@ def add_command(
     p = command_parser(sub, name, **parser)
     if settings is None:
         settings = settings_of(parser.get("key") or name)
+        skip = (*skip, *TABLE[parser.get("key") or name].unused)
     for cls in settings:
         add_settings(p, cls, skip=skip)
     p.set_defaults(handler=handler)

@@ -31,7 +31,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         sub,
         "generate",
         handler=cmd_generate,
-        skip=("device_map", "max_memory", "prefix_attention"),
     )
 
 

@@ -93,5 +93,4 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "with different exemplar sets (zero-shot is run once: the runs would repeat it). "
         "Answers that name no class are kept, counted and scored wrong.",
         handler=cmd_instruct,
-        skip=("device_map", "max_memory", "prefix_attention"),
     )

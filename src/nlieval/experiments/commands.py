@@ -170,7 +170,8 @@ def setting_fields(name: str) -> dict[str, Field[Any]]:
     out: dict[str, Field[Any]] = {}
     for cls in _classes(name):
         for f, _ in _fields(cls):
-            out.setdefault(f.name, f)
+            if f.name not in TABLE[name].unused:
+                out.setdefault(f.name, f)
     return out
 
 
