@@ -51,7 +51,7 @@ def test_instruct_closes_its_server_client(tmp_path: Path, fail: bool) -> None:
 
 
 def test_run_instruct_closes_the_client_it_made(tmp_path: Path) -> None:
-    from nlieval.backends import ServerOptions
+    from nlieval.backends import EngineOptions, ServerOptions
     from nlieval.sci import InstructConfig, run_instruct
 
     yaml, out = _task(tmp_path, 8), tmp_path / "run"
@@ -66,7 +66,10 @@ def test_run_instruct_closes_the_client_it_made(tmp_path: Path) -> None:
         mp.setattr(openai.OpenAIChat, "__init__", init)
         server.default = _answer
         config = InstructConfig(
-            "fake/chat", tasks=(str(yaml),), shots=(0,), server=ServerOptions(server.url)
+            "fake/chat",
+            tasks=(str(yaml),),
+            shots=(0,),
+            engines=EngineOptions(server=ServerOptions(server.url)),
         )
         run_instruct(config, out, progress=False)
         assert made and all(c._loop is None and c._loop_thread is None for c in made)

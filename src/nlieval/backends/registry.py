@@ -42,7 +42,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ..settings import options, setting, shared
 from .base import ChoiceBackend, ClassifierBackend, GenerationBackend, LogLikelihoodBackend
@@ -299,6 +299,8 @@ Kind = Literal[
 #: A backend the caller makes itself, for one checkpoint (None: the model).
 Load = Callable[[str | None], Any]
 
+#: A backend, of whatever protocol.
+B = TypeVar("B")
 
 @dataclass(frozen=True)
 class Checkpoint:
@@ -362,6 +364,9 @@ class ResolvedModel:
     top_logprobs: int | None = None
     load_with: Load | None = field(default=None, compare=False)
     checked: bool = True
+    #: The backends made here that hold something to close (a server's client); weights
+    #: in process hold nothing and are not kept, so a sweep lets each checkpoint go.
+    _to_close: list[Any] = field(default_factory=list, init=False, repr=False, compare=False)
 
     @property
     def takes_shots(self) -> bool:
@@ -459,7 +464,25 @@ class ResolvedModel:
             backend = self.load_with(key)
             return backend
         c = self.checkpoint(key)
-        return _way(self.spec, c.kind).scorer(self, c)
+        return self._made(_way(self.spec, c.kind).scorer(self, c))
+
+    def _made(self, backend: B) -> B:
+        if callable(getattr(backend, "close", None)):
+            self._to_close.append(backend)
+        return backend
+
+    def close(self) -> None:
+        """Close the backends :meth:`scorer` and :meth:`chat` made that hold something (a
+        server's client: its connections and the thread of its requests): the one rule
+        of every run, which calls it when it ends, however it ends. A stand-in's backend
+        (``load_with``) is its caller's to close.
+
+        >>> model = resolve("served-model", server=ServerOptions(fake_server))
+        >>> chat = model.chat(); model.close(); chat._loop is None
+        True
+        """
+        while self._to_close:
+            self._to_close.pop().close()
 
     def parameter_count(self) -> int:
         """The number of parameters of the model's weights, read from their files'
@@ -482,7 +505,7 @@ class ResolvedModel:
         if self.load_with is not None:
             backend: GenerationBackend = self.load_with(None)
             return backend
-        return self.way.chat(self)
+        return self._made(self.way.chat(self))
 
     @property
     def way(self) -> ModelKind:

@@ -177,18 +177,21 @@ def run(
     # The weights behind the name too: other weights under one path never share a table.
     prints = fingerprints_of({ds.task: info for ds, _, info in planned}) | model.fingerprints()
     folder = RunFolder(out_dir)
-    elapsed = execute(
-        folder,
-        config,
-        steps,
-        make_backend,
-        work,
-        overwrite=overwrite,
-        progress=progress,
-        # Chunks of seconds of work: full batches on a GPU, little lost to a kill.
-        timed_chunks=True,
-        fingerprints=prints,
-    )
+    try:
+        elapsed = execute(
+            folder,
+            config,
+            steps,
+            make_backend,
+            work,
+            overwrite=overwrite,
+            progress=progress,
+            # Chunks of seconds of work: full batches on a GPU, little lost to a kill.
+            timed_chunks=True,
+            fingerprints=prints,
+        )
+    finally:
+        model.close()  # a server's client: its connections and the thread of its requests
     data_info, draws = _data_report(planned)
     # The folder's config (grown over invocations) describes all its records.
     return finalize(folder, folder.read_config(), elapsed, data_info=data_info, draws=draws)

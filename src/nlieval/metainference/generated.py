@@ -278,9 +278,7 @@ def generate_items(
             model_fingerprints=chat.fingerprints(),
         )
     finally:
-        close = getattr(loaded[0], "close", None) if loaded and chat.load_with is None else None
-        if callable(close):
-            close()
+        chat.close()  # a server's client: its connections and the thread of its requests
 
 
 def _open(state: AnswerState, attempts: int) -> bool:

@@ -482,12 +482,8 @@ def run_instruct(
                 folder.append(ask(replay, p, [chunk[i] for i in got], None))
             raise
 
-    made: list[GenerationBackend] = []
-
     def make_backend(_: Any) -> GenerationBackend:
         backend = model.chat()
-        if model.load_with is None:  # a stand-in's backend is its caller's to close
-            made.append(backend)
         # Answers of a server arrive one by one: keep each (see ReceivedAnswers).
         return ReceivedAnswers(backend) if Generation.of(backend).streaming else backend
 
@@ -505,12 +501,7 @@ def run_instruct(
             fingerprints=prints,
         )
     finally:
-        # A server's client holds connections and the thread of its requests (as
-        # generate_items closes its chat model).
-        for backend in made:
-            close = getattr(backend, "close", None)
-            if callable(close):
-                close()
+        model.close()  # a server's client: its connections and the thread of its requests
     draws = {
         ds.task: {k: {p.run: p.shot_ids for p in points if p.k == k} for k in config.shots}
         for ds, points, _ in planned

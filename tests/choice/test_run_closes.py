@@ -1,0 +1,41 @@
+"""``nlieval run`` on a server closes the client it made (its connections and the thread
+of its requests) where the run ends, finished or failed: the one rule of every run that
+made backends (:meth:`nlieval.backends.ResolvedModel.close`; instruct and generate
+follow it too, tests/sci/test_instruct_close.py)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nlieval.backends import openai
+from nlieval.cli import main
+from tests.helpers.fake_openai import FakeServer
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["finished", "failed"])
+def test_run_closes_its_server_client(tmp_path: Path, server: FakeServer, fail: bool) -> None:
+    if fail:
+        server.completions_default = lambda body: ("status", 400, '{"error": "bad"}', {})
+    made: list[Any] = []
+    real_init = openai.ServerClient.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        made.append(self)
+
+    before = {t.ident for t in threading.enumerate()}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(openai.ServerClient, "__init__", init)
+        argv = ["run", "--model", "m", "--api-base", server.url, "--task", "smoke"]
+        argv += ["--limit", "2", "--top-logprobs", "0", "--out", str(tmp_path / "r")]
+        code = main([*argv, "--no-progress", "--retries", "0"])
+    assert (code != 0) == fail
+    assert made, "the run made no server client"
+    # Closed: its event loop is gone and no thread of its requests is left.
+    assert all(c._loop is None and c._loop_thread is None for c in made)
+    left = [t.name for t in threading.enumerate() if t.ident not in before]
+    assert "openai-io" not in left, left
