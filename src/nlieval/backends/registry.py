@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..ground import SettingError
 from ..settings import options, setting
 from .base import ChoiceBackend, ClassifierBackend, GenerationBackend, LogLikelihoodBackend
 from .openai import ServerOptions
@@ -480,12 +481,13 @@ def resolve(
     spec = parse_model(model, server.api_base if server else None)
     opts = hf or HFOptions()
     if checkpoints and spec.engine != "hf":
-        raise ValueError(
+        raise SettingError(
+            "checkpoints",
             "--checkpoints needs a local model, not one on a server"
             if spec.engine == "server"
             # vLLM runs causal language models only; a sweep of checkpoints is the
             # transformers engine's.
-            else "--checkpoints needs the transformers engine, not vllm:"
+            else "--checkpoints needs the transformers engine, not vllm:",
         )
     _check_revisions(spec, opts.revision, checkpoints)
     made = functools.partial(
@@ -555,18 +557,20 @@ def _check_revisions(spec: ModelSpec, revision: str | None, checkpoints: Sequenc
     >>> _check_revisions(ModelSpec("hf", "smollm2-135m"), None, ("gemma3-270m",))
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: --checkpoints gemma3-270m: a packaged model is not a checkpoint of smollm2-135m; ...
+    nlieval...SettingError: --checkpoints gemma3-270m: a packaged model is not a checkpoint of ...
     """
     if revision is not None:
         if spec.engine == "server":
-            raise ValueError(
+            raise SettingError(
+                "revision",
                 f"--revision {revision}: a server's model takes no hub revision (the server "
-                "loads its own weights); drop --revision"
+                "loads its own weights); drop --revision",
             )
         if checkpoints:
-            raise ValueError(
+            raise SettingError(
+                ("revision", "checkpoints"),
                 f"--revision {revision} with --checkpoints: each checkpoint names the "
-                "weights it loads, so the revision would be dropped; give it as a checkpoint"
+                "weights it loads, so the revision would be dropped; give it as a checkpoint",
             )
         kind = local_kind(spec.name)
         if kind is not None:
@@ -575,16 +579,20 @@ def _check_revisions(spec: ModelSpec, revision: str | None, checkpoints: Sequenc
     for key in checkpoints:
         key_kind = local_kind(key)
         if key_kind == "packaged model":
-            raise ValueError(
+            raise SettingError(
+                ("checkpoints", "model"),
                 f"--checkpoints {key}: a packaged model is not a checkpoint of {spec.name}; "
-                + CHECKPOINT_IS
+                + CHECKPOINT_IS,
             )
         if key_kind is not None and not Path(key).expanduser().exists():
-            raise ValueError(f"--checkpoints {key}: no such path; {CHECKPOINT_IS}")
+            raise SettingError(
+                ("checkpoints", "model"), f"--checkpoints {key}: no such path; {CHECKPOINT_IS}"
+            )
         if key_kind is None and model_kind is not None:
-            raise ValueError(
+            raise SettingError(
+                ("checkpoints", "model"),
                 f"--checkpoints {key}: not a path, and --model {spec.name} is a "
-                f"{model_kind}, which takes no hub revision; {CHECKPOINT_IS}"
+                f"{model_kind}, which takes no hub revision; {CHECKPOINT_IS}",
             )
 
 

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..ground import SettingError
 from ..settings import setting
 from ..types import Progress
 from .base import (
@@ -78,7 +79,7 @@ class VLLMOptions:
     True
     >>> VLLMOptions(gpu_memory_utilization=1.5)
     Traceback (most recent call last):
-    ValueError: --gpu-memory-utilization must be in (0, 1], not 1.5
+    nlieval.ground.errors.SettingError: --gpu-memory-utilization must be in (0, 1], not 1.5
     """
 
     tensor_parallel_size: int = setting(
@@ -109,11 +110,12 @@ class VLLMOptions:
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
         if not 0 < self.gpu_memory_utilization <= 1:
-            raise ValueError(
-                f"--gpu-memory-utilization must be in (0, 1], not {self.gpu_memory_utilization}"
+            raise SettingError(
+                "gpu_memory_utilization",
+                f"--gpu-memory-utilization must be in (0, 1], not {self.gpu_memory_utilization}",
             )
         if self.max_model_len is not None and self.max_model_len < 1:
-            raise ValueError("--max-model-len must be at least 1")
+            raise SettingError("max_model_len", "--max-model-len must be at least 1")
 
     def engine_args(self, dtype: str, prefix_cache: bool = True) -> dict[str, Any]:
         """The keywords of ``vllm.LLM`` these options make, with the weights' ``dtype``.

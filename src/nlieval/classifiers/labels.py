@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from ..ground import SettingError
 from ..settings import csv_list
 from ..types import ALPHA, NLI2, NLI3, Item, Label, Record, softmax
 from .folder import ClassifierError
@@ -33,16 +34,17 @@ def parse_label_map(text: str | Mapping[str, str] | Sequence[str]) -> tuple[str,
     ('LABEL_0=entailment', 'LABEL_1=neutral')
     >>> parse_label_map("LABEL_0=yes")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: --label-map LABEL_0=yes: 'yes' is not a label (entailment, neutral, ...)
+    nlieval...SettingError: --label-map LABEL_0=yes: 'yes' is not a label (entailment, neutral, ...)
     """
     if isinstance(text, str):
         entries: list[tuple[str, str]] = []
         for part in csv_list(text):
             name, sep, label = part.partition("=")
             if not sep or not name.strip() or not label.strip():
-                raise ValueError(
+                raise SettingError(
+                    "label_map",
                     f"--label-map: expected NAME=LABEL pairs separated by commas "
-                    f"(e.g. LABEL_0=entailment), got {part!r}"
+                    f"(e.g. LABEL_0=entailment), got {part!r}",
                 )
             entries.append((name.strip(), label.strip()))
     elif isinstance(text, Mapping):
@@ -52,13 +54,13 @@ def parse_label_map(text: str | Mapping[str, str] | Sequence[str]) -> tuple[str,
     out: dict[str, str] = {}
     for name, label in entries:
         if name in out:
-            raise ValueError(f"--label-map names {name} twice")
+            raise SettingError("label_map", f"--label-map names {name} twice")
         try:
             out[name] = Label.parse(label).value
         except ValueError:
             known = ", ".join(lab.value for lab in Label)
-            raise ValueError(
-                f"--label-map {name}={label}: {label!r} is not a label ({known})"
+            raise SettingError(
+                "label_map", f"--label-map {name}={label}: {label!r} is not a label ({known})"
             ) from None
     return tuple(f"{name}={out[name]}" for name in sorted(out))
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commands import BLOCKS, TABLE, Block, load
-from ..ground import DataError
+from ..ground import DataError, SettingError
 from ..settings import UNSET, flag_of, from_flat_dict, options_of, read_value, value_schema
 from .spec import Setting, suggest
 
@@ -278,7 +278,9 @@ def build_config(
         try:
             out.append(from_flat_dict(cls, kw))
         except (ValueError, TypeError) as err:
-            raise DataError(source, line, None, f"command {name}: {err}") from None
+            # A setting's check names the settings: here they are the block's keys.
+            said = err.said_to(()) if isinstance(err, SettingError) else str(err)
+            raise DataError(source, line, None, f"command {name}: {said}") from None
     return tuple(out)
 
 

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from ..backends import ServerError
 from ..data import DataDir
-from ..ground import DataError, FolderError, check_inside, read_json
+from ..ground import DataError, FolderError, SettingError, check_inside, read_json
 from ..runs import RECORDS, RunFolder, atomic_write, make_folder
 from ..settings import flag_names
 from .commands import COMMAND_NAMES, setting_fields
@@ -101,7 +101,9 @@ def cell_outcome(job: CellJob) -> tuple[str, str | None, bool]:
 
 
 def _one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split()) or type(err).__name__
+    # A setting's check says the settings it names as a cell's keys.
+    said = err.said_to(()) if isinstance(err, SettingError) else str(err)
+    text = " ".join(said.split()) or type(err).__name__
     return text if isinstance(err, (DataError, FolderError)) else f"{type(err).__name__}: {text}"
 
 
@@ -266,6 +268,9 @@ def said_as_set() -> Iterator[None]:
     except FolderError as err:
         advice = None if err.advice is None else as_set(err.advice)
         raise type(err)(as_set(err.reason), advice=advice, changed=err.changed) from err
+    except SettingError as err:
+        # The settings it names are the file's keys.
+        raise type(err)(err.fields, as_set(err.said_to(()))) from err
     except ValueError as err:
         said = as_set(str(err))
         if said == str(err):
