@@ -28,7 +28,15 @@ from typing import Any
 
 from ..commands import BLOCKS, TABLE, Block, load
 from ..ground import DataError, SettingError
-from ..settings import UNSET, flag_of, from_flat_dict, options_of, read_value, value_schema
+from ..settings import (
+    UNSET,
+    flag_names,
+    flag_of,
+    from_flat_dict,
+    options_of,
+    read_value,
+    value_schema,
+)
 from .spec import Setting, suggest
 
 #: The fields a cell's folder sets itself: never a block's setting.
@@ -278,8 +286,11 @@ def build_config(
         try:
             out.append(from_flat_dict(cls, kw))
         except (ValueError, TypeError) as err:
-            # A setting's check names the settings: here they are the block's keys.
-            said = err.said_to(()) if isinstance(err, SettingError) else str(err)
+            # A setting's check names the settings: here they are the block's keys
+            # (the model's flag stays, for the experiment's wording of the model).
+            model = known.get(com.model_field or "")
+            kept = flag_names(model) if model is not None else ()
+            said = err.said_to(kept) if isinstance(err, SettingError) else str(err)
             raise DataError(source, line, None, f"command {name}: {said}") from None
     return tuple(out)
 
