@@ -375,9 +375,8 @@ NOT_SAID: dict[tuple[str, ...], str] = {
     "types and builds none of them, so no refusal of theirs runs",
 }
 _VIEW = (
-    "view calls the grid and the item listing with settings of its own (allow_mixed "
-    "true, every item, no row cap, no overall or reference): the refusal needs a value "
-    "only the report command's flag gives (the graph does not follow values); an "
+    "view calls the item listing with no row cap: the warning of rows left out needs a "
+    "value only the items command's flag gives (the graph does not follow values); an "
     "experiment's report says it as the output's option (experiments.driver.as_set)"
 )
 _RECORDED = (
@@ -392,9 +391,6 @@ _OPEN = "not done: whether the command can reach it with a value was not settled
 #: Messages a command reaches and says with a flag it lacks, known and not fixed here
 #: (``module:unit --flag``); each must still be found, so the list only shrinks.
 KNOWN: dict[str, str] = {
-    "nlieval.analyses.grid:_mixed_cells --allow-mixed": _VIEW,
-    "nlieval.analyses.grid:by_fields --no-overall": _VIEW,
-    "nlieval.analyses.listing:item_listing --ids": _VIEW,
     "nlieval.analyses.listing:item_listing --max-rows": _VIEW,
     "nlieval.classifiers.labels:task_labels_of --label-map": _OPEN,
     "nlieval.backends.registry:parse_model --model": _RECORDED,
@@ -407,7 +403,6 @@ KNOWN: dict[str, str] = {
     "nlieval.data.load:_load_hub --data-dir": "infer report loads its --items only as a "
     "path that exists (metainference.inferred.read_task refuses another), and a task file "
     "names no hub; the graph does not follow values",
-    "nlieval.reports:reference_pairs --reference-by": _VIEW,
 }
 #: The commands of a message's ``nlieval CMD ...``: a flag after it is CMD's.
 _CITED = re.compile(r"\bnlieval ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?")
@@ -736,3 +731,15 @@ def test_the_command_line_says_a_refused_setting_by_its_flag(
     assert main([*argv, "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert err == "nlieval: error: --max-memory needs --device-map (e.g. auto)\n", err
+
+
+def test_a_report_refusal_of_a_setting_is_said_as_the_output_option(tmp_path: Path) -> None:
+    # grid over folders on other items, refused (allow_mixed false), while an
+    # experiment writes its report: said as the option of the file's output, as an
+    # output's own refusals are; grid itself says its flag (CASES).
+    from nlieval.reports import GridConfig, grid_of
+
+    with pytest.raises(SettingError) as info, said_as_set():
+        grid_of(GridConfig(runs=tuple(_mixed(tmp_path))))
+    assert "or pass the output option allow_mixed: true to mark them" in str(info.value)
+    assert not FLAG.findall(str(info.value)), info.value

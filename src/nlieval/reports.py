@@ -36,7 +36,7 @@ from .analyses import (
 from .analyses import CompareConfig as CompareConfig  # the settings of `nlieval compare`
 from .backends import resolve
 from .data import data_dir_setting, load_task
-from .ground import DataError, Document, read_json, render
+from .ground import DataError, Document, SettingError, read_json, render
 from .metrics import METRICS, group_records, listed, metrics, summarize
 from .plotting import (
     DYNAMICS_METRICS,
@@ -262,6 +262,8 @@ def grid_of(cfg: GridConfig, held: Sequence[Sequence[Record]] | None = None) -> 
         except DataError as err:
             where = RunFolder(path).records_path
             raise DataError(where, err.line, err.field, err.message) from None
+        except SettingError as err:
+            raise SettingError(err.fields, f"{path}: {err.message}") from None
         except ValueError as err:
             if type(err) is not ValueError:
                 raise  # a record's own error names its item already (NonFiniteRecord)
@@ -365,7 +367,9 @@ def reference_pairs(
     """
     key, sep, wanted = reference_by.partition("=")
     if not sep or not key or not wanted:
-        raise ValueError(f"--reference-by {reference_by!r}: write KEY=VALUE (template=hyp-only)")
+        raise SettingError(
+            "reference_by", f"--reference-by {reference_by!r}: write KEY=VALUE (template=hyp-only)"
+        )
 
     def identity(i: int, model: str) -> str:
         return str(configs[i].get("model") or model)

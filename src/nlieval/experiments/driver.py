@@ -254,9 +254,15 @@ def setting_said(err: SettingError, command: str | None = None) -> str:
     'max_memory: empty'
     >>> setting_said(SettingError(("checkpoints", "model"), "--checkpoints x: not --model m's"))
     "checkpoints x: not the model m's"
+    >>> setting_said(SettingError("allow_mixed", "on other items; pass --allow-mixed"))
+    'on other items; pass the output option allow_mixed: true'
     """
-    model = {flag for flag, keys in _block_flags(command).items() if "" in keys}
-    return as_set(err.said_to(model), command)
+    kept = {flag for flag, keys in _block_flags(command).items() if "" in keys}
+    if command is None:
+        # An output's option (a report's refusal) is said as that option of the file's
+        # output, with the value its flag gives (as_set).
+        kept |= set(_output_flags()) - set(_block_flags(None))
+    return as_set(err.said_to(kept), command)
 
 
 class _AsSet(logging.Filter):
