@@ -379,10 +379,6 @@ _VIEW = (
     "value only the items command's flag gives (the graph does not follow values); an "
     "experiment's report says it as the output's option (experiments.driver.as_set)"
 )
-_RECORDED = (
-    "figure and view resolve a model named in saved records (for its size), a name the "
-    "run that wrote them already parsed; the graph cannot tell that value from a flag's"
-)
 _KINDS = (
     "the graph reaches every model kind's scorer through the engines' table of kinds; "
     "whether train and build implicit can reach a server or vLLM kind was not settled"
@@ -393,13 +389,10 @@ _OPEN = "not done: whether the command can reach it with a value was not settled
 KNOWN: dict[str, str] = {
     "nlieval.analyses.listing:item_listing --max-rows": _VIEW,
     "nlieval.classifiers.labels:task_labels_of --label-map": _OPEN,
-    "nlieval.backends.registry:parse_model --model": _RECORDED,
-    "nlieval.backends.registry:resolve --model": _RECORDED,
     "nlieval.backends.completions:CompletionsLM.__init__ --batch-size": _KINDS,
     "nlieval.backends.completions:CompletionsLM.__init__ --top-logprobs": _KINDS,
     "nlieval.backends.vllm_engine:_start --pipeline-parallel-size": _KINDS,
     "nlieval.backends.vllm_engine:_start --tensor-parallel-size": _KINDS,
-    "nlieval.backends.registry:parse_model --api-base": _OPEN,
     "nlieval.data.load:_load_hub --data-dir": "infer report loads its --items only as a "
     "path that exists (metainference.inferred.read_task refuses another), and a task file "
     "names no hub; the graph does not follow values",
@@ -743,3 +736,17 @@ def test_a_report_refusal_of_a_setting_is_said_as_the_output_option(tmp_path: Pa
         grid_of(GridConfig(runs=tuple(_mixed(tmp_path))))
     assert "or pass the output option allow_mixed: true to mark them" in str(info.value)
     assert not FLAG.findall(str(info.value)), info.value
+
+
+def test_a_size_figure_of_a_server_model_says_what_figure_can_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A model recorded as a server's (server:NAME) has no weights here to count: figure
+    # says to give its size, not the run's --model and --api-base (which it lacks).
+    (tmp_path / "r").mkdir()
+    RunFolder(tmp_path / "r").append([_rec("server:org/m", "1")])
+    argv = ["figure", "size", str(tmp_path / "r"), "--out", str(tmp_path / "f.png")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "give its size with --sizes server:org/m=PARAMETERS" in err, err
+    assert not set(FLAG.findall(err)) - FLAGS[("figure",)], err

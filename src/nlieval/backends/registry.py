@@ -114,12 +114,12 @@ def parse_model(model: str, api_base: str | None = None) -> ModelSpec:
     ModelSpec(engine='server', name='org/m')
     >>> parse_model("hf:gpt2")
     ModelSpec(engine='hf', name='gpt2')
-    >>> parse_model("server:org/m")
+    >>> parse_model("server:org/m")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: --model server:org/m is a model on a server: give its address with --api-base (e.g. http://localhost:8000/v1)
+    nlieval...SettingError: --model server:org/m is a model on a server: give its address with ...
     >>> parse_model("hf:gpt2", "http://h:8000/v1")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: --model hf:gpt2 is loaded in process, but --api-base names a server: ...
+    nlieval...SettingError: --model hf:gpt2 is loaded in process, but --api-base names a server: ...
     >>> parse_model("vllm:smollm2-135m")
     ModelSpec(engine='vllm', name='smollm2-135m')
     """
@@ -127,11 +127,12 @@ def parse_model(model: str, api_base: str | None = None) -> ModelSpec:
         if model.startswith(prefix):
             name = model[len(prefix) :]
             if not name:
-                raise ValueError(f"--model {prefix}NAME needs the server's model name")
+                raise SettingError("model", f"--model {prefix}NAME needs the server's model name")
             if not api_base:
-                raise ValueError(
+                raise SettingError(
+                    ("model", "api_base"),
                     f"--model {model} is a model on a server: give its address with "
-                    "--api-base (e.g. http://localhost:8000/v1)"
+                    "--api-base (e.g. http://localhost:8000/v1)",
                 )
             return ModelSpec("server", name)
     for prefix, engine in ((HF_PREFIX, "hf"), (VLLM_PREFIX, "vllm")):
@@ -139,15 +140,16 @@ def parse_model(model: str, api_base: str | None = None) -> ModelSpec:
             continue
         name = model[len(prefix) :]
         if not name:
-            raise ValueError(f"--model {prefix}NAME needs a model name")
+            raise SettingError("model", f"--model {prefix}NAME needs a model name")
         if api_base:
-            raise ValueError(
+            raise SettingError(
+                ("model", "api_base"),
                 f"--model {model} is loaded in process, but --api-base names a server: "
-                "drop one of them"
+                "drop one of them",
             )
         return ModelSpec(engine, name)
     if not model:
-        raise ValueError("--model needs a model name")
+        raise SettingError("model", "--model needs a model name")
     return ModelSpec("server" if api_base else "hf", model)
 
 
@@ -507,7 +509,7 @@ def resolve(
         return made("server", (Checkpoint(None, spec.name, None, "server"),))
     if spec.engine == "vllm":
         if is_classifier_folder(spec.name):
-            raise ValueError(f"--model {model}: vLLM scores causal language models only")
+            raise SettingError("model", f"--model {model}: vLLM scores causal language models only")
         return made("causal-lm", (Checkpoint(None, spec.name, opts.revision, "causal-lm"),))
 
     def kind_of(name: str, revision: str | None) -> Kind:
