@@ -383,12 +383,10 @@ _KINDS = (
     "the graph reaches every model kind's scorer through the engines' table of kinds; "
     "whether train and build implicit can reach a server or vLLM kind was not settled"
 )
-_OPEN = "not done: whether the command can reach it with a value was not settled"
 #: Messages a command reaches and says with a flag it lacks, known and not fixed here
 #: (``module:unit --flag``); each must still be found, so the list only shrinks.
 KNOWN: dict[str, str] = {
     "nlieval.analyses.listing:item_listing --max-rows": _VIEW,
-    "nlieval.classifiers.labels:task_labels_of --label-map": _OPEN,
     "nlieval.backends.completions:CompletionsLM.__init__ --batch-size": _KINDS,
     "nlieval.backends.completions:CompletionsLM.__init__ --top-logprobs": _KINDS,
     "nlieval.backends.vllm_engine:_start --pipeline-parallel-size": _KINDS,

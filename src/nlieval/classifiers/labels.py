@@ -25,6 +25,12 @@ _BY_NAME = frozenset(lab.value for lab in Label if lab not in ALPHA)
 # --------------------------------------------------------------------------- label map
 
 
+class LabelMapError(SettingError, ClassifierError):
+    """A model's outputs that its label map (the setting ``label_map``) does not make
+    task labels: a classifier's error, said as a setting's (by its flag where the
+    command has it, else by its name: :class:`~nlieval.ground.SettingError`)."""
+
+
 def parse_label_map(text: str | Mapping[str, str] | Sequence[str]) -> tuple[str, ...]:
     """A label map in its one spelling: ``NAME=LABEL`` entries sorted by name, each label
     spelled as the task label it is. Takes the flag's text (``LABEL_0=entailment,...``),
@@ -94,11 +100,11 @@ def task_labels_of(
     ('entailment', 'non-entailment')
     >>> task_labels_of({0: "LABEL_0", 1: "LABEL_1"})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    nlieval.classifiers.folder.ClassifierError: the model: no task label for its labels ...
+    nlieval.classifiers.labels.LabelMapError: the model: no task label for its labels ...
     >>> task_labels_of({0: "LABEL_0", 1: "LABEL_1"}, {"0": "e", "LABEL_0": "c"})
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    nlieval.classifiers.folder.ClassifierError: --label-map names the output 0 of the model ...
+    nlieval.classifiers.labels.LabelMapError: --label-map names the output 0 of the model ...
     """
     n = len(id2label)
     if sorted(id2label) != list(range(n)):
@@ -119,16 +125,18 @@ def task_labels_of(
             if i in named_by:
                 # One output, two entries (by index and by name, or two spellings): the
                 # later would silently win.
-                raise ClassifierError(
+                raise LabelMapError(
+                    "label_map",
                     f"--label-map names the output {i} of {where} ({names[i]}) twice: as "
                     f"{named_by[i]}={chosen[i]} and as {key}={label}; give each output one "
-                    "entry"
+                    "entry",
                 )
             chosen[i], named_by[i] = label, key
     if unknown:
-        raise ClassifierError(
+        raise LabelMapError(
+            "label_map",
             f"--label-map names {', '.join(unknown)}, which {where} does not have "
-            f"(its labels: {', '.join(names)})"
+            f"(its labels: {', '.join(names)})",
         )
     out: list[str] = []
     unmapped: list[str] = []
@@ -138,9 +146,10 @@ def task_labels_of(
             unmapped.append(name)
         out.append(task_label or "")
     if unmapped:
-        raise ClassifierError(
+        raise LabelMapError(
+            "label_map",
             f"{where}: no task label for its labels {', '.join(unmapped)} (config.json "
-            f"id2label); name them with --label-map, e.g. --label-map {unmapped[0]}=entailment"
+            f"id2label); name them with --label-map, e.g. --label-map {unmapped[0]}=entailment",
         )
     return tuple(out)
 
