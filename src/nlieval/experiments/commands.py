@@ -288,8 +288,8 @@ def build_config(
         except (ValueError, TypeError) as err:
             # A setting's check names the settings: here they are the block's keys
             # (the model's flag stays, for the experiment's wording of the model).
-            model = known.get(com.model_field or "")
-            kept = flag_names(model) if model is not None else ()
+            model_field = known.get(com.model_field or "")
+            kept = flag_names(model_field) if model_field is not None else ()
             said = err.said_to(kept) if isinstance(err, SettingError) else str(err)
             raise DataError(source, line, None, f"command {name}: {said}") from None
     return tuple(out)
