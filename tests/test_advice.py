@@ -15,6 +15,11 @@ and the test asks those places rather than copying their rules:
   said with ``--set KEY=VALUE`` (``experiments.driver.as_set``, from the settings'
   declared flags), warnings and errors alike, and a flag only an output's option sets
   (a report's refusal) as that option of the file's output;
+- a setting's check (``ground.SettingError``) names its fields: a command says a
+  field's flag only where it has it, else the field's name
+  (``SettingError.said_to``), and an experiment the file's key
+  (``experiments.driver.setting_said``): ``run`` says ``--max-memory needs
+  --device-map``, an experiment ``max_memory needs device_map``;
 - a flag written after ``nlieval CMD`` in a message is ``CMD``'s (a command to run next).
 
 So a message is worded once, in the library, for the command that owns the flag, and a
@@ -48,7 +53,7 @@ import pytest
 from nlieval.cli import build_parser, main
 from nlieval.commands import TABLE, load
 from nlieval.experiments.driver import as_set, said_as_set
-from nlieval.ground import FLAG, FolderError
+from nlieval.ground import FLAG, FolderError, SettingError
 from nlieval.runs import RunFolder
 from nlieval.sci.train_config import TrainError
 from nlieval.types import Record
@@ -317,14 +322,31 @@ def reached(start: Unit) -> set[Unit]:
     return seen
 
 
+def _setting_fields(m: _Module, exc: ast.expr) -> tuple[str, ...] | None:
+    # The fields of ``raise SettingError(FIELDS, text)`` (a class of it, FIELDS written
+    # out); None for any other raise, or fields the source does not spell.
+    if not isinstance(exc, ast.Call) or not isinstance(exc.func, ast.Name) or not exc.args:
+        return None
+    cls = m.globals.get(exc.func.id)
+    if not (isinstance(cls, type) and issubclass(cls, SettingError)):
+        return None
+    first = exc.args[0]
+    names = first.elts if isinstance(first, ast.Tuple) else [first]
+    if not all(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in names):
+        return None
+    return tuple(n.value for n in names)  # type: ignore[attr-defined]
+
+
 def _messages() -> Iterator[tuple[Unit, int, str, str]]:
     """(unit, line, kind, text) of each text of a message that names a flag (kind:
-    ``advice`` for a run folder's advice, else ``said``)."""
+    ``advice`` for a run folder's advice, ``setting:FIELD,...`` for a setting's check
+    (:class:`~nlieval.ground.SettingError`), else ``said``)."""
     for unit, code in CODE.items():
         sites: list[tuple[str, ast.AST]] = []
         for n in (n for c in code for n in ast.walk(c)):
             if isinstance(n, ast.Raise) and n.exc is not None:
-                sites.append(("said", n.exc))
+                fields = _setting_fields(MODULES[unit[0]], n.exc)
+                sites.append(("said" if fields is None else "setting:" + ",".join(fields), n.exc))
             elif isinstance(n, ast.keyword) and n.arg == "advice":
                 sites.append(("advice", n.value))
             elif isinstance(n, ast.Call) and getattr(n.func, "attr", None) in _LOG_CALLS:
@@ -336,7 +358,7 @@ def _messages() -> Iterator[tuple[Unit, int, str, str]]:
         advice = {id(c) for k, s in sites if k == "advice" for c in ast.walk(s)}
         for kind, site in sites:
             for c in ast.walk(site):
-                if kind == "said" and id(c) in advice:
+                if kind != "advice" and id(c) in advice:
                     continue
                 if not isinstance(c, ast.Constant) or not isinstance(c.value, str):
                     continue
@@ -351,58 +373,18 @@ NOT_SAID: dict[tuple[str, ...], str] = {
     ("experiment", "schema"): "reads the fields of the settings classes for their JSON "
     "types and builds none of them, so no refusal of theirs runs",
 }
-_VALUE = (
-    "the check of a value only this flag gives: the command has no such flag, so its "
-    "default passes (the graph does not follow values)"
-)
 _VIEW = (
-    "view calls the grid and the item listing with settings of its own (allow_mixed "
-    "true, every item, no row cap, no overall or reference): the refusal needs a value "
-    "only the report command's flag gives (the graph does not follow values); an "
+    "view calls the item listing with no row cap: the warning of rows left out needs a "
+    "value only the items command's flag gives (the graph does not follow values); an "
     "experiment's report says it as the output's option (experiments.driver.as_set)"
 )
-_RECORDED = (
-    "figure and view resolve a model named in saved records (for its size), a name the "
-    "run that wrote them already parsed; the graph cannot tell that value from a flag's"
-)
-_KINDS = (
-    "the graph reaches every model kind's scorer through the engines' table of kinds; "
-    "whether train and build implicit can reach a server or vLLM kind was not settled"
-)
-_OPEN = "not done: whether the command can reach it with a value was not settled"
 #: Messages a command reaches and says with a flag it lacks, known and not fixed here
 #: (``module:unit --flag``); each must still be found, so the list only shrinks.
 KNOWN: dict[str, str] = {
-    "nlieval.analyses.grid:_mixed_cells --allow-mixed": _VIEW,
-    "nlieval.analyses.grid:by_fields --no-overall": _VIEW,
-    "nlieval.analyses.listing:item_listing --ids": _VIEW,
     "nlieval.analyses.listing:item_listing --max-rows": _VIEW,
-    "nlieval.classifiers.labels:parse_label_map --label-map": _VALUE,
-    "nlieval.classifiers.labels:task_labels_of --label-map": _OPEN,
-    "nlieval.backends.registry:_check_revisions --model": _RECORDED,
-    "nlieval.backends.registry:parse_model --model": _RECORDED,
-    "nlieval.backends.registry:resolve --model": _RECORDED,
-    "nlieval.backends.completions:CompletionsLM.__init__ --batch-size": _KINDS,
-    "nlieval.backends.completions:CompletionsLM.__init__ --top-logprobs": _KINDS,
-    "nlieval.backends.vllm_engine:_start --pipeline-parallel-size": _KINDS,
-    "nlieval.backends.vllm_engine:_start --tensor-parallel-size": _KINDS,
-    "nlieval.backends.openai:api_base_url --api-base": _VALUE,
-    "nlieval.backends.options:HFOptions.__post_init__ --device-map": _VALUE,
-    "nlieval.backends.options:HFOptions.__post_init__ --max-memory": _VALUE,
-    "nlieval.backends.placement:parse_max_memory --max-memory": _VALUE,
-    "nlieval.backends.registry:_check_revisions --checkpoints": _VALUE,
-    "nlieval.backends.registry:_check_revisions --revision": _VALUE,
-    "nlieval.backends.registry:parse_model --api-base": _OPEN,
-    "nlieval.backends.registry:resolve --checkpoints": _VALUE,
-    "nlieval.backends.vllm_engine:VLLMOptions.__post_init__ --gpu-memory-utilization": _VALUE,
-    "nlieval.backends.vllm_engine:VLLMOptions.__post_init__ --max-model-len": _VALUE,
     "nlieval.data.load:_load_hub --data-dir": "infer report loads its --items only as a "
     "path that exists (metainference.inferred.read_task refuses another), and a task file "
     "names no hub; the graph does not follow values",
-    "nlieval.reports:reference_pairs --reference-by": _VIEW,
-    "nlieval.runs.labels:given_names --name": _VALUE,
-    "nlieval.runs.labels:run_name --name": "plots and sci-report have no --name and call "
-    "read_named with no names, so no RUN=NAME is parsed (the graph does not follow values)",
 }
 #: The commands of a message's ``nlieval CMD ...``: a flag after it is CMD's.
 _CITED = re.compile(r"\bnlieval ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?")
@@ -410,7 +392,17 @@ _CITED = re.compile(r"\bnlieval ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?")
 
 def said(command: tuple[str, ...], kind: str, text: str) -> str:
     """What ``command`` prints of a message's ``text`` (see the module docstring)."""
-    if command[:1] == ("experiment",) and command[1:] in (("plan",), ("run",)):
+    experiment = command[:1] == ("experiment",) and command[1:] in (("plan",), ("run",))
+    if kind.startswith("setting:"):
+        err = SettingError(tuple(kind.removeprefix("setting:").split(",")), text)
+        if not experiment:
+            return err.said_to(FLAGS[command])
+        try:
+            with said_as_set():
+                raise err
+        except SettingError as worded:
+            return str(worded)
+    if experiment:
         text = as_set(text)
     if kind == "advice":
         text = FolderError("", advice=text).advice_to(FLAGS[command]) or ""
@@ -533,7 +525,9 @@ def test_experiment_run_says_set_in_its_warnings_and_cell_errors(
     state = (tmp_path / "x" / "state" / "b-a.json").read_text()
     assert code == 1, out
     assert any("--set sample=2 takes a seeded sample" in w for w in warned), warned
-    assert "--set checkpoints=" in out.out and "--set checkpoints=" in state, out.out
+    # The refused checkpoint: the file's line and key (a setting's check names it).
+    said = "e.yaml:3: field 'checkpoints': SettingError: checkpoints step-1: not a path"
+    assert said in out.out and said in state, out.out
     flags = FLAGS[("experiment", "run")]
     for text in (out.out, out.err, state, *warned):
         assert not set(FLAG.findall(text)) - flags, text
@@ -646,3 +640,102 @@ def test_infer_report_reads_its_items_as_a_folder_never_a_task_name(
     err = capsys.readouterr().err
     assert err.startswith("nlieval: error: snli: ") and "infer build" in err, err
     assert not set(FLAG.findall(err)) - FLAGS[("infer", "report")], err
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_a_setting_error_names_settings_by_their_flags() -> None:
+    # A setting's check (SettingError) names its fields, each a setting some command
+    # parses with the flag --field-name into that field: the flag a command without it
+    # and an experiment say as the field's name (SettingError.said_to).
+    parsed = {(s, a.dest) for p in PARSERS.values() for a in p._actions for s in a.option_strings}
+    sites = {(unit, kind) for unit, _, kind, _ in MESSAGES if kind.startswith("setting:")}
+    assert len(sites) >= 9, sites  # the checks of issue 45's settings, at least
+    bad = [
+        (unit, field)
+        for unit, kind in sites
+        for field in kind.removeprefix("setting:").split(",")
+        if ("--" + field.replace("_", "-"), field) not in parsed
+    ]
+    assert not bad, bad
+
+
+#: A block's setting that a setting's check refuses when the experiment is planned, and
+#: what the error says of it (the key, as the file writes it).
+_PLAN_REFUSED = {
+    'device_map: auto, max_memory: "gpu0=1GiB"': "max_memory: bad device 'gpu0'",
+    'max_memory: "0=1GiB"': "max_memory needs device_map (e.g. auto)",
+    "gpu_memory_utilization: 1.5": "gpu_memory_utilization must be in (0, 1], not 1.5",
+    'label_map: "LABEL_0=yes"': "label_map LABEL_0=yes: 'yes' is not a label",
+}
+
+
+@pytest.mark.parametrize("block", list(_PLAN_REFUSED))
+def test_an_experiment_says_a_refused_setting_as_its_key(
+    block: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "e.yaml").write_text(
+        "models: {a: smollm2-135m}\n"
+        f"blocks: {{b: {{command: run, tasks: [smoke], {block}}}}}\n"
+        "matrix: [{block: b, models: [a]}]\n"
+    )
+    assert main(["experiment", "plan", str(tmp_path / "e.yaml"), "--no-estimate"]) == 2
+    err = capsys.readouterr().err
+    assert _PLAN_REFUSED[block] in err, err
+    assert not set(FLAG.findall(err)) - FLAGS[("experiment", "plan")], err
+
+
+def test_an_experiment_cell_says_a_refused_checkpoint_as_its_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A packaged model is no checkpoint of another: refused when the cell resolves its
+    # model (no model is loaded), said with the file's key and the cell's model.
+    (tmp_path / "e.yaml").write_text(
+        "retries: 0\nmodels: {a: smollm2-135m}\n"
+        "blocks: {b: {command: run, tasks: [smoke], checkpoints: [gemma3-270m]}}\n"
+        "matrix: [{block: b, models: [a]}]\n"
+    )
+    assert main(["experiment", "run", str(tmp_path / "e.yaml"), "--out", str(tmp_path / "x")]) == 1
+    out = capsys.readouterr()
+    said = out.out + out.err
+    refused = "e.yaml:3: field 'checkpoints': SettingError: checkpoints gemma3-270m: a packaged"
+    assert refused + " model is not a checkpoint" in said, said
+    assert "loaded instead of the model" in said, said
+    assert not set(FLAG.findall(said)) - FLAGS[("experiment", "run")], said
+
+
+def test_the_command_line_says_a_refused_setting_by_its_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The same check from run, which has the flags: its words as they were.
+    argv = ["run", "--model", "smollm2-135m", "--task", "smoke", "--max-memory", "0=1GiB"]
+    assert main([*argv, "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err == "nlieval: error: --max-memory needs --device-map (e.g. auto)\n", err
+
+
+def test_a_report_refusal_of_a_setting_is_said_as_the_output_option(tmp_path: Path) -> None:
+    # grid over folders on other items, refused (allow_mixed false), while an
+    # experiment writes its report: said as the option of the file's output, as an
+    # output's own refusals are; grid itself says its flag (CASES).
+    from nlieval.reports import GridConfig, grid_of
+
+    with pytest.raises(SettingError) as info, said_as_set():
+        grid_of(GridConfig(runs=tuple(_mixed(tmp_path))))
+    assert "or pass the output option allow_mixed: true to mark them" in str(info.value)
+    assert not FLAG.findall(str(info.value)), info.value
+
+
+def test_a_size_figure_of_a_server_model_says_what_figure_can_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A model recorded as a server's (server:NAME) has no weights here to count: figure
+    # says to give its size, not the run's --model and --api-base (which it lacks).
+    (tmp_path / "r").mkdir()
+    RunFolder(tmp_path / "r").append([_rec("server:org/m", "1")])
+    argv = ["figure", "size", str(tmp_path / "r"), "--out", str(tmp_path / "f.png")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "give its size with --sizes server:org/m=PARAMETERS" in err, err
+    assert not set(FLAG.findall(err)) - FLAGS[("figure",)], err

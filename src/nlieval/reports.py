@@ -34,9 +34,9 @@ from .analyses import (
     render_grid,
 )
 from .analyses import CompareConfig as CompareConfig  # the settings of `nlieval compare`
-from .backends import resolve
+from .backends import ModelError, resolve
 from .data import data_dir_setting, load_task
-from .ground import DataError, Document, read_json, render
+from .ground import DataError, Document, SettingError, read_json, render
 from .metrics import METRICS, group_records, listed, metrics, summarize
 from .plotting import (
     DYNAMICS_METRICS,
@@ -262,6 +262,8 @@ def grid_of(cfg: GridConfig, held: Sequence[Sequence[Record]] | None = None) -> 
         except DataError as err:
             where = RunFolder(path).records_path
             raise DataError(where, err.line, err.field, err.message) from None
+        except SettingError as err:
+            raise SettingError(err.fields, f"{path}: {err.message}") from None
         except ValueError as err:
             if type(err) is not ValueError:
                 raise  # a record's own error names its item already (NonFiniteRecord)
@@ -365,7 +367,9 @@ def reference_pairs(
     """
     key, sep, wanted = reference_by.partition("=")
     if not sep or not key or not wanted:
-        raise ValueError(f"--reference-by {reference_by!r}: write KEY=VALUE (template=hyp-only)")
+        raise SettingError(
+            "reference_by", f"--reference-by {reference_by!r}: write KEY=VALUE (template=hyp-only)"
+        )
 
     def identity(i: int, model: str) -> str:
         return str(configs[i].get("model") or model)
@@ -499,6 +503,26 @@ def _named(
     return flat(shown), renamed
 
 
+def _parameters(model: str) -> float:
+    """The parameters of ``model`` as a run recorded it, counted from its weights'
+    headers; a model whose weights this machine cannot count (a server's, a folder gone)
+    is a ValueError saying to give its size (``--sizes``), whatever command draws it.
+
+    >>> _parameters("server:org/m")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: server:org/m: no weights here to count parameters in (a server's model); ...
+    """
+    try:
+        return float(resolve(model, checked=False).parameter_count())
+    except ModelError as err:
+        why = str(err)
+    except ValueError:
+        # The string as recorded, without the settings of the run that wrote it (a
+        # server's address): its refusal would advise that run's flags.
+        why = f"{model}: no weights here to count parameters in (a server's model)"
+    raise ValueError(f"{why}; give its size with --sizes {model}=PARAMETERS") from None
+
+
 def _figure(
     kind: str,
     folders: Sequence[str | Path],
@@ -558,10 +582,7 @@ def _figure(
             # Weights are found by the model as recorded, whatever name it is drawn under.
             models = dict(renamed)
             models.update((m, m) for m in {str(r["model"]) for r in rows} - set(renamed))
-            sizes = {
-                name: float(resolve(original, checked=False).parameter_count())
-                for name, original in models.items()
-            }
+            sizes = {name: _parameters(original) for name, original in models.items()}
         else:  # a size given for the model as recorded holds for each of its names too
             sizes = {**sizes, **{n: sizes[m] for n, m in renamed.items() if m in sizes}}
     if "positions" in figure.options:

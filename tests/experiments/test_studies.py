@@ -294,6 +294,8 @@ def test_the_prompts_are_table_5_word_for_word() -> None:
         choice_text="B",
     )  # fmt: skip
     assert p.text + p.continuations[1] == paper
+
+
 # --------------------------------------------------------------------------- the shipped
 # MisMatched (002) and meta-inference (004) files: their declarations against values read
 # from the papers by hand.

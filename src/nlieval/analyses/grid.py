@@ -40,7 +40,7 @@ from itertools import combinations
 from typing import Any
 
 from ..ground import Cell as TableCell
-from ..ground import Table, mean_label, render
+from ..ground import SettingError, Table, mean_label, render
 from ..metrics import METRICS, UNDEFINED_NOTE, group_records, listed, metrics
 from ..significance import CONFIDENCE, INTERVAL_NA_NOTE, MEAN, RESAMPLES, bootstrap_interval
 from ..types import Record
@@ -167,7 +167,7 @@ def grid(
     ...         {"model": "b", "task": "snli", "accuracy": 0.7, "n": 1, "item_ids": {"1"}}]
     >>> grid(rows)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: the cells of task snli are scored on different items: a / snli (n=2), b / ...
+    nlieval...SettingError: the cells of task snli are scored on different items: a / snli ...
     >>> [(c.row, c.n, c.mixed) for c in grid(rows, allow_mixed=True).cells]
     [(('a',), 2, True), (('b',), 1, True), (('mean of 2 models',), None, True)]
     >>> own = [{"model": "m", "task": "t", "accuracy": 0.8}, {"model": "m hyp", "task": "t",
@@ -458,7 +458,9 @@ def by_fields(
             raise ValueError(f"no record holds the field {name!r} (a typo, or a task without it?)")
         if overall and any(key[i] == OVERALL for key in groups):
             # Its cell and the pooled one would fill one cell of the table.
-            raise ValueError(f"field {name!r} has the value {OVERALL!r} itself: pass --no-overall")
+            raise SettingError(
+                "no_overall", f"field {name!r} has the value {OVERALL!r} itself: pass --no-overall"
+            )
     out: list[dict[str, Any]] = []
     # Each subset of the fields pooled: none (the per-value cells), then each alone, ...
     pooled_sets = [()] + (
@@ -494,10 +496,11 @@ def _mixed_cells(
                 f"{_label(rk)} / {_label(ck)} (n={len(ids)})" for (rk, ck), ids in sets.items()
             ]
             more = f" and {len(named) - 6} more" if len(named) > 6 else ""
-            raise ValueError(
+            raise SettingError(
+                "allow_mixed",
                 f"the cells of task {_label(group[:1])}{at} are scored on different items: "
                 f"{', '.join(named[:6])}{more}; score them on the same items, "
-                "or pass --allow-mixed to mark them"
+                "or pass --allow-mixed to mark them",
             )
         out += list(sets)
     return out

@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..ground import Cell, Document, Table, render
+from ..ground import Cell, Document, SettingError, Table, render
 from ..types import Item, Record
 
 #: What :func:`item_listing` can keep: items where the models' predictions differ, where
@@ -105,7 +105,7 @@ def item_listing(
     if wanted is not None:
         missing = sorted(wanted - {key[3] for key in joined})
         if missing:
-            raise ValueError(f"--ids: no record of item {', '.join(map(repr, missing))}")
+            raise SettingError("ids", f"--ids: no record of item {', '.join(map(repr, missing))}")
     rows = []
     for (task, k, seed, item_id), by_model in joined.items():
         first = next(iter(by_model.values()))

@@ -69,6 +69,7 @@ from typing import Any
 
 import httpx2 as httpx
 
+from ..ground import SettingError
 from ..types import Progress
 from .base import ScoreRequest
 from .echo_logprobs import EchoScore, EchoSizer, ImpossibleLogprob, checked_logprob, echo_score
@@ -156,11 +157,15 @@ class CompletionsLM(ServerClient):
         elif isinstance(batch_size, int) and batch_size >= 1:
             self.batch_size = batch_size
         else:
-            raise ValueError(f"--batch-size takes a positive integer or 'auto', got {batch_size!r}")
+            raise SettingError(
+                "batch_size", f"--batch-size takes a positive integer or 'auto', got {batch_size!r}"
+            )
         if top_logprobs is None:
             top_logprobs = DEFAULT_TOP_LOGPROBS
         if top_logprobs < 0:
-            raise ValueError(f"--top-logprobs must be 0 or more, got {top_logprobs}")
+            raise SettingError(
+                "top_logprobs", f"--top-logprobs must be 0 or more, got {top_logprobs}"
+            )
         self.top_logprobs = top_logprobs
         #: vLLM serves /tokenize at its root, beside /v1.
         self.tokenize_url = re.sub(r"/v1$", "", self.api_base) + "/tokenize"

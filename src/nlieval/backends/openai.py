@@ -59,6 +59,7 @@ from tenacity import (
     stop_when_event_set,
 )
 
+from ..ground import SettingError
 from ..settings import setting
 from .base import Generation, Messages, Stop, cut_answer
 
@@ -143,24 +144,30 @@ def api_base_url(text: str) -> str:
 
     >>> api_base_url("http://localhost:8000/v1")
     'http://localhost:8000/v1'
-    >>> api_base_url("http://:8000/v1")
+    >>> api_base_url("http://:8000/v1")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: --api-base needs a host, e.g. http://localhost:8000/v1, got 'http://:8000/v1'
+    nlieval...SettingError: --api-base needs a host, e.g. http://localhost:8000/v1, got 'http://:8000/v1'
     """
     if not text.startswith(("http://", "https://")):
-        raise ValueError(f"--api-base must start with http:// or https://, got {text!r}")
+        raise SettingError(
+            "api_base", f"--api-base must start with http:// or https://, got {text!r}"
+        )
     # A URL the HTTP client would refuse at the first request (no host, a port that is
     # no number) is refused here, before any model or data is loaded.
     try:
         url = httpx.URL(text)
     except httpx.InvalidURL as err:
-        raise ValueError(f"--api-base is not a URL ({err}), got {text!r}") from None
+        raise SettingError("api_base", f"--api-base is not a URL ({err}), got {text!r}") from None
     if any(c.isspace() for c in text):
-        raise ValueError(f"--api-base is not a URL (it holds a space), got {text!r}")
+        raise SettingError("api_base", f"--api-base is not a URL (it holds a space), got {text!r}")
     if url.port is not None and not 0 < url.port < 65536:
-        raise ValueError(f"--api-base is not a URL (ports are 1 to 65535), got {text!r}")
+        raise SettingError(
+            "api_base", f"--api-base is not a URL (ports are 1 to 65535), got {text!r}"
+        )
     if not url.host:
-        raise ValueError(f"--api-base needs a host, e.g. http://localhost:8000/v1, got {text!r}")
+        raise SettingError(
+            "api_base", f"--api-base needs a host, e.g. http://localhost:8000/v1, got {text!r}"
+        )
     return text
 
 
@@ -217,9 +224,9 @@ class ServerOptions:
 
     >>> ServerOptions("http://localhost:8000/v1").timeout
     60.0
-    >>> ServerOptions("localhost:8000")
+    >>> ServerOptions("localhost:8000")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: --api-base must start with http:// or https://, got 'localhost:8000'
+    nlieval...SettingError: --api-base must start with http:// or https://, got 'localhost:8000'
     """
 
     api_base: str = setting(

@@ -12,6 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from ..ground import SettingError
 from ..settings import setting
 from .placement import parse_max_memory, pick_device
 
@@ -27,7 +28,7 @@ class HFOptions:
     'auto'
     >>> HFOptions(max_memory="0=70GiB")
     Traceback (most recent call last):
-    ValueError: --max-memory needs --device-map (e.g. auto)
+    nlieval.ground.errors.SettingError: --max-memory needs --device-map (e.g. auto)
     """
 
     dtype: str = setting(
@@ -60,7 +61,9 @@ class HFOptions:
     def __post_init__(self) -> None:
         if self.max_memory is not None:
             if self.device_map is None:
-                raise ValueError("--max-memory needs --device-map (e.g. auto)")
+                raise SettingError(
+                    ("max_memory", "device_map"), "--max-memory needs --device-map (e.g. auto)"
+                )
             parse_max_memory(self.max_memory)  # a bad spelling fails before any model loads
 
     def placement(self) -> dict[str, Any]:

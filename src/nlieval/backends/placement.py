@@ -12,7 +12,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..ground import SettingError
 from .weights import ModelError, pick_dtype
+
+
+class PlacementError(SettingError, ModelError):
+    """A ``--max-memory`` that says no placement: a model that cannot be loaded as asked
+    (a :class:`ModelError`), and a setting's value refused (said by its flag or key)."""
+
 
 #: A size as accelerate reads it: digits, an optional unit (``GiB``, ``GB``, ``MiB``...).
 _SIZE = re.compile(r"^\d+(\.\d+)?\s*([KMGT]i?B)?$", re.IGNORECASE)
@@ -24,10 +31,10 @@ def parse_max_memory(text: str) -> dict[int | str, str]:
 
     >>> parse_max_memory("0=70GiB, cpu=120GB")
     {0: '70GiB', 'cpu': '120GB'}
-    >>> parse_max_memory("gpu0=1GiB")
+    >>> parse_max_memory("gpu0=1GiB")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    nlieval.backends.weights.ModelError: --max-memory: bad device 'gpu0' (a GPU index, cpu or disk)
+    nlieval...PlacementError: --max-memory: bad device 'gpu0' (a GPU index, cpu or disk)
     """
     out: dict[int | str, str] = {}
     for part in (p.strip() for p in text.split(",")):
@@ -35,15 +42,19 @@ def parse_max_memory(text: str) -> dict[int | str, str]:
             continue
         device, sep, size = (s.strip() for s in part.partition("="))
         if not sep or not _SIZE.match(size):
-            raise ModelError(f"--max-memory: expected DEVICE=SIZE (e.g. 0=70GiB), got {part!r}")
+            raise PlacementError(
+                "max_memory", f"--max-memory: expected DEVICE=SIZE (e.g. 0=70GiB), got {part!r}"
+            )
         if device.isdigit():
             out[int(device)] = size
         elif device in ("cpu", "disk"):
             out[device] = size
         else:
-            raise ModelError(f"--max-memory: bad device {device!r} (a GPU index, cpu or disk)")
+            raise PlacementError(
+                "max_memory", f"--max-memory: bad device {device!r} (a GPU index, cpu or disk)"
+            )
     if not out:
-        raise ModelError("--max-memory: empty")
+        raise PlacementError("max_memory", "--max-memory: empty")
     return out
 
 

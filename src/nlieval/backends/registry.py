@@ -44,6 +44,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from ..ground import SettingError
 from ..settings import options, setting, shared
 from .base import ChoiceBackend, ClassifierBackend, GenerationBackend, LogLikelihoodBackend
 from .openai import ServerOptions
@@ -113,12 +114,12 @@ def parse_model(model: str, api_base: str | None = None) -> ModelSpec:
     ModelSpec(engine='server', name='org/m')
     >>> parse_model("hf:gpt2")
     ModelSpec(engine='hf', name='gpt2')
-    >>> parse_model("server:org/m")
+    >>> parse_model("server:org/m")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: --model server:org/m is a model on a server: give its address with --api-base (e.g. http://localhost:8000/v1)
+    nlieval...SettingError: --model server:org/m is a model on a server: give its address with ...
     >>> parse_model("hf:gpt2", "http://h:8000/v1")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: --model hf:gpt2 is loaded in process, but --api-base names a server: ...
+    nlieval...SettingError: --model hf:gpt2 is loaded in process, but --api-base names a server: ...
     >>> parse_model("vllm:smollm2-135m")
     ModelSpec(engine='vllm', name='smollm2-135m')
     """
@@ -126,11 +127,12 @@ def parse_model(model: str, api_base: str | None = None) -> ModelSpec:
         if model.startswith(prefix):
             name = model[len(prefix) :]
             if not name:
-                raise ValueError(f"--model {prefix}NAME needs the server's model name")
+                raise SettingError("model", f"--model {prefix}NAME needs the server's model name")
             if not api_base:
-                raise ValueError(
+                raise SettingError(
+                    ("model", "api_base"),
                     f"--model {model} is a model on a server: give its address with "
-                    "--api-base (e.g. http://localhost:8000/v1)"
+                    "--api-base (e.g. http://localhost:8000/v1)",
                 )
             return ModelSpec("server", name)
     for prefix, engine in ((HF_PREFIX, "hf"), (VLLM_PREFIX, "vllm")):
@@ -138,15 +140,16 @@ def parse_model(model: str, api_base: str | None = None) -> ModelSpec:
             continue
         name = model[len(prefix) :]
         if not name:
-            raise ValueError(f"--model {prefix}NAME needs a model name")
+            raise SettingError("model", f"--model {prefix}NAME needs a model name")
         if api_base:
-            raise ValueError(
+            raise SettingError(
+                ("model", "api_base"),
                 f"--model {model} is loaded in process, but --api-base names a server: "
-                "drop one of them"
+                "drop one of them",
             )
         return ModelSpec(engine, name)
     if not model:
-        raise ValueError("--model needs a model name")
+        raise SettingError("model", "--model needs a model name")
     return ModelSpec("server" if api_base else "hf", model)
 
 
@@ -301,6 +304,7 @@ Load = Callable[[str | None], Any]
 
 #: A backend, of whatever protocol.
 B = TypeVar("B")
+
 
 @dataclass(frozen=True)
 class Checkpoint:
@@ -548,12 +552,13 @@ def resolve(
     spec = parse_model(model, server.api_base if server else None)
     opts = hf or HFOptions()
     if checkpoints and spec.engine != "hf":
-        raise ValueError(
+        raise SettingError(
+            "checkpoints",
             "--checkpoints needs a local model, not one on a server"
             if spec.engine == "server"
             # vLLM runs causal language models only; a sweep of checkpoints is the
             # transformers engine's.
-            else "--checkpoints needs the transformers engine, not vllm:"
+            else "--checkpoints needs the transformers engine, not vllm:",
         )
     _check_revisions(spec, opts.revision, checkpoints)
     made = functools.partial(
@@ -573,7 +578,7 @@ def resolve(
         return made("server", (Checkpoint(None, spec.name, None, "server"),))
     if spec.engine == "vllm":
         if is_classifier_folder(spec.name):
-            raise ValueError(f"--model {model}: vLLM scores causal language models only")
+            raise SettingError("model", f"--model {model}: vLLM scores causal language models only")
         return made("causal-lm", (Checkpoint(None, spec.name, opts.revision, "causal-lm"),))
 
     def kind_of(name: str, revision: str | None) -> Kind:
@@ -623,18 +628,20 @@ def _check_revisions(spec: ModelSpec, revision: str | None, checkpoints: Sequenc
     >>> _check_revisions(ModelSpec("hf", "smollm2-135m"), None, ("gemma3-270m",))
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: --checkpoints gemma3-270m: a packaged model is not a checkpoint of smollm2-135m; ...
+    nlieval...SettingError: --checkpoints gemma3-270m: a packaged model is not a checkpoint of ...
     """
     if revision is not None:
         if spec.engine == "server":
-            raise ValueError(
+            raise SettingError(
+                "revision",
                 f"--revision {revision}: a server's model takes no hub revision (the server "
-                "loads its own weights); drop --revision"
+                "loads its own weights); drop --revision",
             )
         if checkpoints:
-            raise ValueError(
+            raise SettingError(
+                ("revision", "checkpoints"),
                 f"--revision {revision} with --checkpoints: each checkpoint names the "
-                "weights it loads, so the revision would be dropped; give it as a checkpoint"
+                "weights it loads, so the revision would be dropped; give it as a checkpoint",
             )
         kind = local_kind(spec.name)
         if kind is not None:
@@ -643,16 +650,20 @@ def _check_revisions(spec: ModelSpec, revision: str | None, checkpoints: Sequenc
     for key in checkpoints:
         key_kind = local_kind(key)
         if key_kind == "packaged model":
-            raise ValueError(
+            raise SettingError(
+                ("checkpoints", "model"),
                 f"--checkpoints {key}: a packaged model is not a checkpoint of {spec.name}; "
-                + CHECKPOINT_IS
+                + CHECKPOINT_IS,
             )
         if key_kind is not None and not Path(key).expanduser().exists():
-            raise ValueError(f"--checkpoints {key}: no such path; {CHECKPOINT_IS}")
+            raise SettingError(
+                ("checkpoints", "model"), f"--checkpoints {key}: no such path; {CHECKPOINT_IS}"
+            )
         if key_kind is None and model_kind is not None:
-            raise ValueError(
+            raise SettingError(
+                ("checkpoints", "model"),
                 f"--checkpoints {key}: not a path, and --model {spec.name} is a "
-                f"{model_kind}, which takes no hub revision; {CHECKPOINT_IS}"
+                f"{model_kind}, which takes no hub revision; {CHECKPOINT_IS}",
             )
 
 

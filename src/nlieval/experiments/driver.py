@@ -30,7 +30,7 @@ from typing import Any, Protocol, get_args
 
 from ..backends import ServerError
 from ..data import DataDir
-from ..ground import FLAG, DataError, FolderError, check_inside, read_json
+from ..ground import FLAG, DataError, FolderError, SettingError, check_inside, read_json
 from ..runs import RECORDS, RunFolder, atomic_write, make_folder
 from ..settings import flag_names, setting_type
 from .commands import COMMAND_NAMES, setting_fields
@@ -101,14 +101,16 @@ def cell_outcome(job: CellJob) -> tuple[str, str | None, bool]:
 
 
 def _one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split()) or type(err).__name__
+    said = setting_said(err) if isinstance(err, SettingError) else str(err)
+    text = " ".join(said.split()) or type(err).__name__
     return text if isinstance(err, (DataError, FolderError)) else f"{type(err).__name__}: {text}"
 
 
 def cell_error(job: CellJob, err: BaseException) -> str:
     """The one line of ``err``, the failure of ``job``'s cell; a server's failure (it
     does not answer, or not as an OpenAI-compatible server does) names the file, line
-    and key of the ``api_base`` that sent the cell there.
+    and key of the ``api_base`` that sent the cell there, a setting's check
+    (:class:`~nlieval.ground.SettingError`) those of the setting it refused.
 
     >>> from nlieval.backends import ServerError
     >>> from nlieval.experiments.plan import Cell
@@ -122,6 +124,11 @@ def cell_error(job: CellJob, err: BaseException) -> str:
     if isinstance(err, ServerError):
         for s in job.cell.settings:
             if s.key == "api_base":
+                return str(s.error(line))
+    if isinstance(err, SettingError):
+        # A setting's check: the file's line of the first setting it names.
+        for s in job.cell.settings:
+            if s.key in err.fields:
                 return str(s.error(line))
     return line
 
@@ -252,6 +259,26 @@ def as_set(text: str, command: str | None = None, key: str | None = None) -> str
     return _FLAG_VALUE.sub(said, text)
 
 
+def setting_said(err: SettingError, command: str | None = None) -> str:
+    """A setting's check (``err``) as an experiment says it: each setting it names as
+    the file's key, the model (a cell's is its entry of the file's ``models``) as
+    :func:`as_set` says it, and any other flag as :func:`as_set` words it.
+
+    >>> setting_said(SettingError("max_memory", "--max-memory: empty"))
+    'max_memory: empty'
+    >>> setting_said(SettingError(("checkpoints", "model"), "--checkpoints x: not --model m's"))
+    "checkpoints x: not the model m's"
+    >>> setting_said(SettingError("allow_mixed", "on other items; pass --allow-mixed"))
+    'on other items; pass the output option allow_mixed: true'
+    """
+    kept = {flag for flag, keys in _block_flags(command).items() if "" in keys}
+    if command is None:
+        # An output's option (a report's refusal) is said as that option of the file's
+        # output, with the value its flag gives (as_set).
+        kept |= set(_output_flags()) - set(_block_flags(None))
+    return as_set(err.said_to(kept), command)
+
+
 class _AsSet(logging.Filter):
     """A handler's filter that words each record with :func:`as_set`."""
 
@@ -280,6 +307,8 @@ def said_as_set() -> Iterator[None]:
     except FolderError as err:
         advice = None if err.advice is None else as_set(err.advice)
         raise type(err)(as_set(err.reason), advice=advice, changed=err.changed) from err
+    except SettingError as err:
+        raise type(err)(err.fields, setting_said(err)) from err
     except ValueError as err:
         said = as_set(str(err))
         if said == str(err):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import FLAG, DataError, FolderError
+from .errors import FLAG, DataError, FolderError, SettingError
 from .files import (
     append_own,
     atomic_write,
@@ -88,6 +88,7 @@ __all__ = [
     "Document",
     "FolderError",
     "JsonLine",
+    "SettingError",
     "Table",
     "append_own",
     "atomic_write",

@@ -1,12 +1,13 @@
 """The two errors of files: :class:`DataError` (bad content: one line naming the file,
 the line and the field) and :class:`FolderError` (a file or folder that cannot be used
-as asked: a link, not a regular file, a write that failed).
+as asked: a link, not a regular file, a write that failed); and :class:`SettingError`,
+a setting's value refused, worded for whoever prints it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +107,40 @@ def _folder_error(
     cls: type[FolderError], reason: str, advice: str | None, changed: tuple[str, ...]
 ) -> FolderError:
     return cls(reason, advice=advice, changed=changed)
+
+
+class SettingError(ValueError):
+    """A setting's value refused (a settings class's check, a flag's parse): ``fields``
+    names the settings (fields of a settings class) the message is about, each written
+    as its flag (``max_memory`` as ``--max-memory``), as a command with those flags says
+    it. Whoever prints it words it (:meth:`said_to`): a command that lacks a field's
+    flag (one that reached the check with a value of its own) and an experiment (whose
+    file names the key) say the field's name instead, never a flag they lack.
+
+    >>> err = SettingError(("max_memory", "device_map"), "--max-memory needs --device-map")
+    >>> str(err), err.said_to({"--max-memory", "--device-map"}), err.said_to(())
+    ('--max-memory needs --device-map', '--max-memory needs --device-map', \
+'max_memory needs device_map')
+    >>> import pickle; pickle.loads(pickle.dumps(err)).fields
+    ('max_memory', 'device_map')
+    """
+
+    def __init__(self, fields: str | Sequence[str], message: str) -> None:
+        self.fields = (fields,) if isinstance(fields, str) else tuple(fields)
+        self.message = message
+        super().__init__(message)
+
+    def said_to(self, flags: Collection[str]) -> str:
+        """The message as a command with ``flags`` says it: each field's flag the
+        command lacks is the field's name (a flag of no field is kept)."""
+        own = {"--" + f.replace("_", "-"): f for f in self.fields}
+
+        def word(m: re.Match[str]) -> str:
+            flag = m.group(0)
+            return own[flag] if flag in own and flag not in flags else flag
+
+        return FLAG.sub(word, self.message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Two arguments survive a pickle (a worker process, a Ray task).
+        return (type(self), (self.fields, self.message))

@@ -14,6 +14,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from ..ground import SettingError
 from ..settings import setting
 from ..types import Record
 from .folder import RunError, RunFolder, iter_run_records
@@ -104,13 +105,13 @@ def run_name(text: str) -> tuple[str, str]:
     (('runs/llama', 'Llama 8B'), ('', 'Llama 8B'))
     >>> run_name("runs/llama=")
     Traceback (most recent call last):
-    ValueError: --name: expected RUN=NAME or NAME, got 'runs/llama='
+    nlieval.ground.errors.SettingError: --name: expected RUN=NAME or NAME, got 'runs/llama='
     """
     run, sep, name = text.partition("=")
     if not sep:
         run, name = "", run
     if not name.strip() or (sep and not run.strip()):
-        raise ValueError(f"--name: expected RUN=NAME or NAME, got {text!r}")
+        raise SettingError("name", f"--name: expected RUN=NAME or NAME, got {text!r}")
     return run.strip(), name.strip()
 
 
@@ -150,9 +151,9 @@ def given_names(
     [{'m': 'Llama 8B'}, {'m': 'Llama 8B, balanced'}]
     >>> given_names(["runs/a", "runs/b"], [[r], [r]], [{}, {}], [("", "A"), ("", "B")])
     [{'m': 'A'}, {'m': 'B'}]
-    >>> given_names(["runs/a"], [[r]], [{}], [("runs/c", "C")])
+    >>> given_names(["runs/a"], [[r]], [{}], [("runs/c", "C")])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ValueError: --name runs/c=C: no run folder or model of that name (folders: runs/a; models: m)
+    nlieval...SettingError: --name runs/c=C: no run folder or model of that name (folders: ...
     """
     out = [dict(lab) for lab in labels]
     where = [Path(f).resolve() for f in folders]
@@ -161,9 +162,10 @@ def given_names(
     bare = [name for run, name in names if not run]
     if bare:
         if len(bare) != len(names) or len(bare) != len(folders):
-            raise ValueError(
+            raise SettingError(
+                "name",
                 f"--name: {len(bare)} names for {len(folders)} run folders: one NAME per "
-                "RUN in their order, or RUN=NAME"
+                "RUN in their order, or RUN=NAME",
             )
         names = [(str(f), name) for f, name in zip(folders, bare, strict=True)]
     for given, also in names:
@@ -173,8 +175,9 @@ def given_names(
             i = where.index(Path(run).resolve())
             if len(models[i]) != 1:
                 held = ", ".join(models[i]) or "no records"
-                raise ValueError(
-                    f"--name {run}={name}: {folders[i]} holds {held}: name a model of it instead"
+                raise SettingError(
+                    "name",
+                    f"--name {run}={name}: {folders[i]} holds {held}: name a model of it instead",
                 )
             out[i][models[i][0]] = name
             hit = True
@@ -186,9 +189,10 @@ def given_names(
                         hit = True
         if not hit:
             shown = sorted({labels[i].get(m, m) for i, ms in enumerate(models) for m in ms})
-            raise ValueError(
+            raise SettingError(
+                "name",
                 f"--name {run}={name}: no run folder or model of that name "
-                f"(folders: {', '.join(map(str, folders))}; models: {', '.join(shown)})"
+                f"(folders: {', '.join(map(str, folders))}; models: {', '.join(shown)})",
             )
     return out
 
