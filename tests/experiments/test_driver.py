@@ -507,3 +507,21 @@ def test_each_warning_is_said_once(
         run_experiment(read_experiment(tmp_path / "e.yaml"), tmp_path / "out", report=False)
     said = [r.getMessage() for r in caplog.records if "takes the first 2 items" in r.getMessage()]
     assert len(said) == 1, said
+
+
+def test_a_refused_setting_is_not_tried_again(tmp_path: Path) -> None:
+    # A setting the command refuses (a SettingError: a packaged model as a checkpoint of
+    # another) is refused again on every try: the cell fails once, with no wait.
+    from nlieval.experiments import LocalExecutor, read_experiment, run_experiment
+
+    waits: list[float] = []
+    (tmp_path / "e.yaml").write_text(
+        "retries: 3\nbackoff: 1\nmodels: {a: smollm2-135m}\n"
+        "blocks: {b: {command: run, tasks: [smoke], checkpoints: [gemma3-270m]}}\n"
+        "matrix: [{block: b, models: [a]}]\n"
+    )
+    summary = run_experiment(
+        read_experiment(tmp_path / "e.yaml"), tmp_path / "x", executor=LocalExecutor(waits.append)
+    )
+    (outcome,) = summary.outcomes
+    assert (outcome.state, outcome.attempts, waits) == ("failed", 1, [])

@@ -325,7 +325,7 @@ def said_as_set() -> Iterator[None]:
 
 #: Errors that trying again would not change: the folder refuses (another configuration,
 #: held by another process), or the data or settings are bad.
-REFUSALS: tuple[type[BaseException], ...] = (FolderError, DataError)
+REFUSALS: tuple[type[BaseException], ...] = (FolderError, DataError, SettingError)
 
 
 class LocalExecutor:
