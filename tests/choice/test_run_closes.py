@@ -39,3 +39,12 @@ def test_run_closes_its_server_client(tmp_path: Path, server: FakeServer, fail: 
     assert all(c._loop is None and c._loop_thread is None for c in made)
     left = [t.name for t in threading.enumerate() if t.ident not in before]
     assert "openai-io" not in left, left
+
+
+def test_a_closed_client_says_so_when_asked_again(server: FakeServer) -> None:
+    # A backend kept past the run that closed it fails in one line, not deep in httpx.
+    client = openai.OpenAIChat("m", server.url)
+    assert client.generate([[{"role": "user", "content": "Hi"}]], max_new_tokens=4)
+    client.close()
+    with pytest.raises(RuntimeError, match="was closed"):
+        client.generate([[{"role": "user", "content": "Hi"}]], max_new_tokens=4)

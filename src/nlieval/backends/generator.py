@@ -42,7 +42,7 @@ from .base import Generation, Messages, Stop, StopRule
 from .finite import NonFiniteScore
 from .hf_cache import cache_kwargs
 from .options import HFOptions
-from .placement import pick_placement
+from .placement import input_device, pick_placement
 from .weights import (
     ModelSource,
     load_causal_lm,
@@ -139,7 +139,7 @@ class LocalChat:
             self.source, dtype=self.dtype, trust_remote_code=trust_remote_code, **spread
         )
         if spread:
-            self.device = next(model_obj.parameters()).device
+            self.device = input_device(model_obj)
         self.model: Any = (model_obj if spread else model_obj.to(self.device)).eval()
         pad = self.tok.pad_token_id
         self.pad_id = pad if pad is not None else (self.tok.eos_token_id or 0)

@@ -21,7 +21,7 @@ from .hf_cascade import PREFIX_KWARG, cascade_attention_on, cascade_unsupported
 from .hf_tokens import ScoreRow, TokenSplitter
 from .memory import CPU_MAX_BATCH, GPU_MAX_BATCH, free_memory, row_bytes, rows_in_memory
 from .options import HFOptions
-from .placement import pick_placement
+from .placement import input_device, pick_placement
 from .weights import (
     ModelSource,
     load_causal_lm,
@@ -110,7 +110,7 @@ class HFCausalLM(TokenSplitter):
         if not kwargs:
             self.model.to(self.device)
         else:
-            self.device = next(self.model.parameters()).device
+            self.device = input_device(self.model)
         self.model.eval()
         pad = self.tok.pad_token_id
         self.pad_id = pad if pad is not None else (self.tok.eos_token_id or 0)

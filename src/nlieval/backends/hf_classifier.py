@@ -37,7 +37,7 @@ from ..classifiers import ClassifierError, task_labels_of
 from ..ground import MAX_JSON_BYTES, DataError, parse_json, read_small_text
 from .finite import check_scores
 from .options import HFOptions
-from .placement import pick_placement
+from .placement import input_device, pick_placement
 from .weights import ALIASES, ModelError, load_tokenizer, refuse_new_weights, resolve_model
 
 log = logging.getLogger(__name__)
@@ -349,7 +349,7 @@ class HFSequenceClassifier:
         # Similar lengths batched together waste less on padding; results go back in order.
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         size = 1 if self.one_at_a_time else self.batch_size
-        device = next(self.model.parameters()).device
+        device = input_device(self.model)
         out: list[list[float]] = [[] for _ in pairs]
         with torch.no_grad():
             for start in range(0, len(order), size):

@@ -329,6 +329,7 @@ class ServerClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
+        self._closed = False
 
     @property
     def faults(self) -> dict[str, int]:
@@ -576,6 +577,13 @@ class ServerClient:
     def _running_loop(self) -> asyncio.AbstractEventLoop:
         """The event loop the requests run on, started by the first request."""
         with self._loop_lock:
+            if self._closed:
+                # Its connections are closed for good: a request now would fail deep in
+                # httpx; the run that made it has ended.
+                raise RuntimeError(
+                    f"the client of {self.name!r} at {self.url} was closed (a run closes "
+                    "the backends it made): make another one"
+                )
             if self._loop is None:
                 loop = asyncio.new_event_loop()
                 thread = threading.Thread(target=loop.run_forever, name="openai-io", daemon=True)
@@ -607,6 +615,7 @@ class ServerClient:
         with self._loop_lock:
             loop, thread = self._loop, self._loop_thread
             self._loop = self._loop_thread = None
+            self._closed = True
         if loop is None or thread is None:
             return
         with contextlib.suppress(Exception):  # closing: a failure here changes nothing

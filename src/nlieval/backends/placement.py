@@ -82,3 +82,29 @@ def pick_placement(device: str, dtype: str) -> tuple[str, Any]:
     """
     device = pick_device(device)
     return device, pick_dtype(dtype, device)
+
+
+def input_device(model: Any) -> Any:
+    """The device a model takes its inputs on: for a model spread by ``device_map``,
+    accelerate's main device (the first of its map that is no CPU or disk; the CPU when
+    there is none), where its hooks expect them, since a layer offloaded to the CPU or
+    disk keeps its weights on the ``meta`` device while a GPU runs it; else the device
+    of its weights.
+
+    >>> import torch
+    >>> input_device(torch.nn.Linear(2, 2))
+    device(type='cpu')
+    >>> class Spread(torch.nn.Linear):
+    ...     hf_device_map = {"embed": "cpu", "layers.0": 1, "layers.1": "disk"}
+    >>> input_device(Spread(2, 2))
+    device(type='cuda', index=1)
+    """
+    import torch
+
+    placed = getattr(model, "hf_device_map", None)
+    if not placed:
+        return next(model.parameters()).device
+    devices = [d for d in placed.values() if d not in ("cpu", "disk")]
+    if not devices:
+        return torch.device("cpu")
+    return torch.device(f"cuda:{devices[0]}" if isinstance(devices[0], int) else devices[0])

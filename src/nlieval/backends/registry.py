@@ -482,8 +482,11 @@ class ResolvedModel:
         (``load_with``) is its caller's to close.
 
         >>> model = resolve("served-model", server=ServerOptions(fake_server))
-        >>> chat = model.chat(); model.close(); chat._loop is None
-        True
+        >>> chat = model.chat()
+        >>> chat.generate([[{"role": "user", "content": "Hi"}]], max_new_tokens=4)
+        ['hello']
+        >>> thread = chat._loop_thread; model.close(); chat._loop, thread.is_alive()
+        (None, False)
         """
         while self._to_close:
             self._to_close.pop().close()
