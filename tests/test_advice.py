@@ -381,7 +381,6 @@ _VIEW = (
 #: Messages a command reaches and says with a flag it lacks, known and not fixed here
 #: (``module:unit --flag``); each must still be found, so the list only shrinks.
 KNOWN: dict[str, str] = {
-    "nlieval.analyses.listing:item_listing --max-rows": _VIEW,
     "nlieval.data.load:_load_hub --data-dir": "infer report loads its --items only as a "
     "path that exists (metainference.inferred.read_task refuses another), and a task file "
     "names no hub; the graph does not follow values",

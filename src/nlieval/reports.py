@@ -6,6 +6,7 @@ the papers' grids across runs (:func:`grid_of`), breakdowns by item field
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -69,6 +70,8 @@ from .runs import (
 from .settings import csv_list, out_setting, positive_int, setting, table_format
 from .significance import Resampling
 from .types import Item, Record
+
+log = logging.getLogger(__name__)
 
 
 def report(cfg: ReportConfig, held: Sequence[Sequence[Record]] | None = None) -> str:
@@ -645,9 +648,15 @@ def items_from(cfg: ItemsConfig) -> str:
     | smoke | 0 | 0 | smoke-01 | A man in
     """
     named, items = listing_inputs(cfg.runs, data_dir=cfg.data_dir, names=cfg.name or ())
-    rows = item_listing(
-        named, items, cfg.filter or (), cfg.sort, cfg.max_rows, cfg.ids, limit=cfg.limit
-    )
+    rows = item_listing(named, items, cfg.filter or (), cfg.sort, None, cfg.ids, limit=cfg.limit)
+    if len(rows) > cfg.max_rows:
+        log.warning(
+            "items: --max-rows %d lists %d of the %d rows kept (a row per task, k, seed and item)",
+            cfg.max_rows,
+            cfg.max_rows,
+            len(rows),
+        )
+        rows = rows[: cfg.max_rows]
     return listing_table(rows, None if cfg.full else 60, cfg.format)
 
 
