@@ -9,7 +9,8 @@ number of ``LLM.generate`` calls, wall seconds, and whether both folders' ``item
 (the hypotheses parsed from the answers) are the same bytes. Run it in the vLLM
 environment (``scripts/setup_vllm.sh``):
 
-    NLIEVAL_DATA_DIR=../shared/data VLLM_CPU_KVCACHE_SPACE=1 .venv-vllm/bin/python \
+    NLIEVAL_DATA_DIR=../shared/data VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=1 \
+        .venv-vllm/bin/python \
         benchmarks/vllm_generate_batching.py --limit 30
 """
 
@@ -45,7 +46,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--task", default="snli")
-    ap.add_argument("--limit", type=int, default=30, help="premises")
+    ap.add_argument("--limit", type=int, default=30, help="premises (the first N distinct ones)")
     ap.add_argument("--examples", type=int, default=2, help="solved examples per prompt")
     ap.add_argument("--max-new-tokens", type=int, default=160)
     args = ap.parse_args()
@@ -59,7 +60,10 @@ def main() -> None:
 
     chat.llm.generate = counted
     config = GenerateConfig(
-        args.task, limit=args.limit, examples=args.examples, max_new_tokens=args.max_new_tokens
+        args.task,
+        max_sentences=args.limit,
+        examples=args.examples,
+        max_new_tokens=args.max_new_tokens,
     )
     items = {}
     with tempfile.TemporaryDirectory() as tmp:
