@@ -5,7 +5,9 @@ follow it too, tests/sci/test_instruct_close.py)."""
 
 from __future__ import annotations
 
+import gc
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -46,5 +48,9 @@ def test_a_closed_client_says_so_when_asked_again(server: FakeServer) -> None:
     client = openai.OpenAIChat("m", server.url)
     assert client.generate([[{"role": "user", "content": "Hi"}]], max_new_tokens=4)
     client.close()
-    with pytest.raises(RuntimeError, match="was closed"):
-        client.generate([[{"role": "user", "content": "Hi"}]], max_new_tokens=4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(RuntimeError, match="was closed"):
+            client.generate([[{"role": "user", "content": "Hi"}]], max_new_tokens=4)
+        gc.collect()  # a request made before the refusal would be a coroutine never awaited
+    assert not [w for w in caught if "never awaited" in str(w.message)]

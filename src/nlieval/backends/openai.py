@@ -487,8 +487,9 @@ class ServerClient:
         stop: threading.Event | None = None,
     ) -> T:
         where = f"POST {url}"
+        loop = self._running_loop()  # first: a closed client makes no coroutine to leak
         fetch = self._fetch(url, payload, body_limit(payload), where)
-        future = asyncio.run_coroutine_threadsafe(fetch, self._running_loop())
+        future = asyncio.run_coroutine_threadsafe(fetch, loop)
         while True:
             try:
                 # Short waits only when a caller may stop us: then it is noticed at once.
