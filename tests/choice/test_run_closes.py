@@ -9,29 +9,20 @@ import gc
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from nlieval.backends import openai
 from nlieval.cli import main
-from tests.helpers.fake_openai import FakeServer
+from tests.helpers.fake_openai import FakeServer, clients_made
 
 
 @pytest.mark.parametrize("fail", [False, True], ids=["finished", "failed"])
 def test_run_closes_its_server_client(tmp_path: Path, server: FakeServer, fail: bool) -> None:
     if fail:
         server.completions_default = lambda body: ("status", 400, '{"error": "bad"}', {})
-    made: list[Any] = []
-    real_init = openai.ServerClient.__init__
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        real_init(self, *args, **kwargs)
-        made.append(self)
-
     before = {t.ident for t in threading.enumerate()}
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(openai.ServerClient, "__init__", init)
+    with clients_made() as made:
         argv = ["run", "--model", "m", "--api-base", server.url, "--task", "smoke"]
         argv += ["--limit", "2", "--top-logprobs", "0", "--out", str(tmp_path / "r")]
         code = main([*argv, "--no-progress", "--retries", "0"])

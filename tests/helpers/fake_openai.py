@@ -580,3 +580,24 @@ def running(lm: EchoLM | None = None) -> Iterator[FakeServer]:
         yield server
     finally:
         server.kill()
+
+
+@contextmanager
+def clients_made() -> Iterator[list[Any]]:
+    """Every server client (:class:`nlieval.backends.openai.ServerClient`, chat or
+    completions) made inside the block, in the list it yields: for the tests that a run
+    closes what it made."""
+    import pytest
+
+    from nlieval.backends import openai
+
+    made: list[Any] = []
+    real_init = openai.ServerClient.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        made.append(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(openai.ServerClient, "__init__", init)
+        yield made

@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from nlieval.backends import openai
 from nlieval.cli import main
-from tests.helpers.fake_openai import running
+from tests.helpers.fake_openai import clients_made, running
 from tests.sci.test_instruct_server_faults import _answer, _argv, _task
 
 
@@ -29,15 +28,7 @@ def test_instruct_closes_its_server_client(tmp_path: Path, fail: bool) -> None:
             return ("status", 400, '{"error": "bad request"}', {})
         return _answer(body)
 
-    made: list[Any] = []
-    real_init = openai.OpenAIChat.__init__
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        real_init(self, *args, **kwargs)
-        made.append(self)
-
-    with pytest.MonkeyPatch.context() as mp, running() as server:
-        mp.setattr(openai.OpenAIChat, "__init__", init)
+    with clients_made() as made, running() as server:
         server.default = answer
         before = _threads()
         code = main(_argv(yaml, out, server.url, "--retries", "0"))
@@ -55,15 +46,7 @@ def test_run_instruct_closes_the_client_it_made(tmp_path: Path) -> None:
     from nlieval.sci import InstructConfig, run_instruct
 
     yaml, out = _task(tmp_path, 8), tmp_path / "run"
-    made: list[Any] = []
-    real_init = openai.OpenAIChat.__init__
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        real_init(self, *args, **kwargs)
-        made.append(self)
-
-    with pytest.MonkeyPatch.context() as mp, running() as server:
-        mp.setattr(openai.OpenAIChat, "__init__", init)
+    with clients_made() as made, running() as server:
         server.default = _answer
         config = InstructConfig(
             "fake/chat",
